@@ -1,0 +1,182 @@
+//! Commands: every change a person or an agent can ask of a plan.
+//!
+//! A command is only a request; [`crate::apply`] decides whether it is legal
+//! and answers with the events that record what happened.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Mode, NewSubtask, PlanState, SubtaskId, SubtaskState};
+
+/// One request against one plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Command {
+    #[serde(flatten)]
+    pub op: Op,
+    /// When set and the plan has moved on, the command fails with a conflict
+    /// instead of overwriting a change its sender never saw.
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+impl From<Op> for Command {
+    fn from(op: Op) -> Command {
+        Command {
+            op,
+            expected_version: None,
+        }
+    }
+}
+
+impl Command {
+    pub fn at_version(op: Op, version: u64) -> Command {
+        Command {
+            op,
+            expected_version: Some(version),
+        }
+    }
+}
+
+/// Where a new subtask goes in the display order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    #[default]
+    End,
+    /// Before the subtask now at this 0-based index (AgentScope's `add`).
+    Index(usize),
+    After(SubtaskId),
+    Before(SubtaskId),
+}
+
+/// Plan-level fields to change; absent fields stay as they are.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InfoPatch {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub goal: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub expected_outcome: Option<String>,
+    #[serde(default)]
+    pub mode: Option<Mode>,
+    /// 0 removes the limit.
+    #[serde(default)]
+    pub max_subtasks: Option<u32>,
+    /// 0 removes the limit.
+    #[serde(default)]
+    pub max_parallel: Option<u32>,
+}
+
+/// Subtask fields to change; absent fields stay as they are.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubtaskPatch {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub expected_outcome: Option<String>,
+    #[serde(default)]
+    pub reasoning: Option<String>,
+    /// An empty string clears the assignee.
+    #[serde(default)]
+    pub assignee: Option<String>,
+}
+
+impl SubtaskPatch {
+    /// Only the assignee changes: allowed on started subtasks too.
+    pub(crate) fn only_assignee(&self) -> bool {
+        self.name.is_none()
+            && self.description.is_none()
+            && self.expected_outcome.is_none()
+            && self.reasoning.is_none()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    UpdateInfo {
+        patch: InfoPatch,
+    },
+    /// Inserts a subtask. `rewire_after` is seed 000's smart rewiring: the
+    /// not-yet-started subtasks that depended on that subtask now depend on
+    /// the new one instead. `required_by` adds the new subtask to those
+    /// (not-yet-started) subtasks' dependencies.
+    AddSubtask {
+        subtask: NewSubtask,
+        #[serde(default)]
+        position: Position,
+        #[serde(default)]
+        rewire_after: Option<SubtaskId>,
+        #[serde(default)]
+        required_by: Vec<SubtaskId>,
+    },
+    EditSubtask {
+        id: SubtaskId,
+        patch: SubtaskPatch,
+    },
+    SetDependencies {
+        id: SubtaskId,
+        dependencies: Vec<SubtaskId>,
+    },
+    /// Removes a subtask; its not-yet-started dependents inherit its dependencies.
+    DeleteSubtask {
+        id: SubtaskId,
+    },
+    MoveSubtask {
+        id: SubtaskId,
+        to_index: usize,
+    },
+    /// Moves a subtask through the state table. `note` becomes the outcome
+    /// (result, error, skip or block reason). With `start_next`, finishing a
+    /// subtask also starts the first subtask that is ready afterwards, if
+    /// the plan's limits allow: never one whose dependencies are not met.
+    SetSubtaskState {
+        id: SubtaskId,
+        state: SubtaskState,
+        #[serde(default)]
+        note: Option<String>,
+        #[serde(default)]
+        start_next: bool,
+    },
+    /// Starts up to `count` ready subtasks in display order (seed 000
+    /// `startNextTask`, seed 002 `next_batch`).
+    StartNext {
+        count: usize,
+    },
+    SetNotes {
+        id: SubtaskId,
+        notes: String,
+    },
+    /// Replaces the subtask list by names (OpenManus `update`): a subtask whose
+    /// name is unchanged keeps its id, state, outcome and notes wherever it
+    /// moves; the list runs as a chain, each depending on the one before.
+    ReplaceSubtasks {
+        subtasks: Vec<NewSubtask>,
+    },
+    Submit,
+    Approve {
+        #[serde(default)]
+        comment: Option<String>,
+    },
+    Reject {
+        comment: String,
+    },
+    Pause,
+    Resume,
+    /// `state` is done, failed or abandoned.
+    Finish {
+        state: PlanState,
+        outcome: String,
+    },
+    Recover,
+    Comment {
+        #[serde(default)]
+        subtask: Option<SubtaskId>,
+        body: String,
+    },
+}

@@ -1,0 +1,193 @@
+//! Derived lookups that keep every per-step query off the O(n) path.
+//!
+//! A walk through a plan of n subtasks asks, at every step, "where is subtask
+//! 7?", "which subtasks are ready?", "how many are in progress?". Answering by
+//! scanning the plan makes the walk quadratic (AgentScope's `finish_subtask`
+//! does exactly that). Instead the plan carries this index:
+//!
+//! - built lazily on first use, in O(n + e), so a deserialized plan needs no
+//!   extra step and can never be used with a stale index;
+//! - updated in O(dependents · log n) by state changes, which are the hot path;
+//! - dropped and rebuilt on structural changes (add, delete, move, dependency
+//!   edits), which are rare and O(n) anyway because positions shift.
+//!
+//! It is never serialized and compares equal to any other index, so plans
+//! compare by their data alone.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
+
+use crate::model::{Plan, Subtask, SubtaskId, SubtaskState};
+
+#[derive(Default)]
+pub(crate) struct DerivedIndex(OnceLock<Index>);
+
+impl Clone for DerivedIndex {
+    fn clone(&self) -> Self {
+        let cell = OnceLock::new();
+        if let Some(index) = self.0.get() {
+            let _ = cell.set(index.clone());
+        }
+        DerivedIndex(cell)
+    }
+}
+
+impl PartialEq for DerivedIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for DerivedIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DerivedIndex")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub(crate) struct Index {
+    positions: HashMap<SubtaskId, usize>,
+    dependents: HashMap<SubtaskId, Vec<SubtaskId>>,
+    /// Dependencies not yet done or skipped, per subtask.
+    unmet: HashMap<SubtaskId, usize>,
+    /// Positions of todo subtasks with no unmet dependency.
+    ready: BTreeSet<usize>,
+    in_progress: BTreeSet<usize>,
+    counts: [usize; 6],
+}
+
+impl Index {
+    pub(crate) fn build(subtasks: &[Subtask]) -> Index {
+        let mut index = Index {
+            positions: HashMap::with_capacity(subtasks.len()),
+            ..Index::default()
+        };
+        for (p, s) in subtasks.iter().enumerate() {
+            index.positions.insert(s.id, p);
+            index.counts[s.state.slot()] += 1;
+            if s.state == SubtaskState::InProgress {
+                index.in_progress.insert(p);
+            }
+        }
+        for (p, s) in subtasks.iter().enumerate() {
+            let mut unmet = 0;
+            for dep in &s.dependencies {
+                index.dependents.entry(*dep).or_default().push(s.id);
+                let settled = index
+                    .positions
+                    .get(dep)
+                    .is_some_and(|&q| subtasks[q].state.is_settled());
+                if !settled {
+                    unmet += 1;
+                }
+            }
+            index.unmet.insert(s.id, unmet);
+            if s.state == SubtaskState::Todo && unmet == 0 {
+                index.ready.insert(p);
+            }
+        }
+        index
+    }
+
+    pub(crate) fn position(&self, id: SubtaskId) -> Option<usize> {
+        self.positions.get(&id).copied()
+    }
+
+    pub(crate) fn count(&self, state: SubtaskState) -> usize {
+        self.counts[state.slot()]
+    }
+
+    pub(crate) fn unmet(&self, id: SubtaskId) -> usize {
+        self.unmet.get(&id).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn dependents(&self, id: SubtaskId) -> &[SubtaskId] {
+        self.dependents.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    pub(crate) fn ready_positions(&self) -> impl Iterator<Item = usize> + '_ {
+        self.ready.iter().copied()
+    }
+
+    pub(crate) fn in_progress_positions(&self) -> impl Iterator<Item = usize> + '_ {
+        self.in_progress.iter().copied()
+    }
+
+    /// Keeps counts, the ready set and the in-progress set current after
+    /// `id` moved from `from` to `to` (its new state already written).
+    fn state_changed(
+        &mut self,
+        subtasks: &[Subtask],
+        id: SubtaskId,
+        from: SubtaskState,
+        to: SubtaskState,
+    ) {
+        let Some(p) = self.position(id) else { return };
+        self.counts[from.slot()] -= 1;
+        self.counts[to.slot()] += 1;
+        if from == SubtaskState::Todo {
+            self.ready.remove(&p);
+        }
+        if to == SubtaskState::Todo && self.unmet.get(&id) == Some(&0) {
+            self.ready.insert(p);
+        }
+        if from == SubtaskState::InProgress {
+            self.in_progress.remove(&p);
+        }
+        if to == SubtaskState::InProgress {
+            self.in_progress.insert(p);
+        }
+        if from.is_settled() == to.is_settled() {
+            return;
+        }
+        let Some(dependents) = self.dependents.get(&id) else {
+            return;
+        };
+        for d in dependents {
+            let (Some(unmet), Some(&q)) = (self.unmet.get_mut(d), self.positions.get(d)) else {
+                continue;
+            };
+            let is_todo = subtasks[q].state == SubtaskState::Todo;
+            if to.is_settled() {
+                *unmet -= 1;
+                if *unmet == 0 && is_todo {
+                    self.ready.insert(q);
+                }
+            } else {
+                *unmet += 1;
+                if *unmet == 1 {
+                    self.ready.remove(&q);
+                }
+            }
+        }
+    }
+}
+
+impl Plan {
+    pub(crate) fn index(&self) -> &Index {
+        self.index.0.get_or_init(|| Index::build(&self.subtasks))
+    }
+
+    /// Called by the event fold after a subtask's state was written.
+    pub(crate) fn index_state_changed(
+        &mut self,
+        id: SubtaskId,
+        from: SubtaskState,
+        to: SubtaskState,
+    ) {
+        if let Some(index) = self.index.0.get_mut() {
+            index.state_changed(&self.subtasks, id, from, to);
+        }
+    }
+
+    /// Called by the event fold after a structural change.
+    pub(crate) fn index_invalidate(&mut self) {
+        self.index = DerivedIndex::default();
+    }
+
+    /// True when the incrementally maintained index equals a fresh build;
+    /// the property tests assert this after every command.
+    pub fn index_is_consistent(&self) -> bool {
+        *self.index() == Index::build(&self.subtasks)
+    }
+}

@@ -1,0 +1,415 @@
+//! The plan model: what a plan and its subtasks are, as stored and as sent.
+//!
+//! Every field here is data that the event log can rebuild exactly; derived
+//! lookups (positions, ready set, counts) live in [`crate::index`] and are
+//! never serialized.
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::index::DerivedIndex;
+
+/// Wall-clock time, always handed in by the caller: the engine never reads a clock.
+pub type Timestamp = DateTime<Utc>;
+
+/// Plans are addressed by UUID; the id comes in with the create command.
+pub type PlanId = Uuid;
+
+/// A subtask's short id: stable for the plan's life and never reused, so an
+/// LLM can keep referring to "subtask 7" after insertions and deletions.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct SubtaskId(pub u32);
+
+impl std::fmt::Display for SubtaskId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The canonical subtask states. Dialects map their own names onto these.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SubtaskState {
+    Todo,
+    InProgress,
+    Blocked,
+    Done,
+    Failed,
+    Skipped,
+}
+
+impl SubtaskState {
+    pub const ALL: [SubtaskState; 6] = [
+        SubtaskState::Todo,
+        SubtaskState::InProgress,
+        SubtaskState::Blocked,
+        SubtaskState::Done,
+        SubtaskState::Failed,
+        SubtaskState::Skipped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubtaskState::Todo => "todo",
+            SubtaskState::InProgress => "in_progress",
+            SubtaskState::Blocked => "blocked",
+            SubtaskState::Done => "done",
+            SubtaskState::Failed => "failed",
+            SubtaskState::Skipped => "skipped",
+        }
+    }
+
+    /// A settled subtask satisfies the dependencies of the subtasks after it.
+    pub fn is_settled(self) -> bool {
+        matches!(self, SubtaskState::Done | SubtaskState::Skipped)
+    }
+
+    /// Not yet started: its text and dependencies may still be edited.
+    pub fn is_unstarted(self) -> bool {
+        matches!(self, SubtaskState::Todo | SubtaskState::Blocked)
+    }
+
+    pub(crate) fn slot(self) -> usize {
+        self as usize
+    }
+
+    pub fn parse(text: &str) -> Option<SubtaskState> {
+        SubtaskState::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text.trim().to_ascii_lowercase())
+    }
+}
+
+impl std::fmt::Display for SubtaskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The plan's life cycle; see the transition table in [`crate::transitions`].
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanState {
+    Draft,
+    AwaitingApproval,
+    Approved,
+    Running,
+    Paused,
+    Done,
+    Failed,
+    Abandoned,
+}
+
+impl PlanState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanState::Draft => "draft",
+            PlanState::AwaitingApproval => "awaiting_approval",
+            PlanState::Approved => "approved",
+            PlanState::Running => "running",
+            PlanState::Paused => "paused",
+            PlanState::Done => "done",
+            PlanState::Failed => "failed",
+            PlanState::Abandoned => "abandoned",
+        }
+    }
+
+    /// Finished plans are history: only comments and `recover` touch them.
+    pub fn is_finished(self) -> bool {
+        matches!(self, PlanState::Done | PlanState::Failed | PlanState::Abandoned)
+    }
+}
+
+impl std::fmt::Display for PlanState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the plan came to be: by hand, or by one of the three built-in planners.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Manual,
+    Simple,
+    Complex,
+    Emergent,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Manual => "manual",
+            Mode::Simple => "simple",
+            Mode::Complex => "complex",
+            Mode::Emergent => "emergent",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Rejected,
+}
+
+/// The human gate in front of execution.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Approval {
+    /// When false the plan is approved at creation and `status` says so.
+    pub required: bool,
+    pub status: ApprovalStatus,
+    /// The person who decided; `None` while pending or when not required.
+    pub by: Option<String>,
+    pub comment: Option<String>,
+    pub at: Option<Timestamp>,
+}
+
+/// A review comment on the plan or on one subtask.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Comment {
+    /// Per-plan sequence number, never reused.
+    pub id: u32,
+    pub subtask: Option<SubtaskId>,
+    pub author: String,
+    pub body: String,
+    pub at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Subtask {
+    pub id: SubtaskId,
+    pub name: String,
+    pub description: String,
+    pub expected_outcome: String,
+    /// Why the subtask exists (seed 000): the context an LLM needs to revise it.
+    pub reasoning: String,
+    pub state: SubtaskState,
+    /// Subtasks that must be done or skipped before this one may start.
+    pub dependencies: Vec<SubtaskId>,
+    /// The result on done, the error on failed, the reason on skipped.
+    pub outcome: Option<String>,
+    /// Free-form working notes (OpenManus `step_notes`).
+    pub notes: String,
+    /// How many times the subtask was started; a retry after a failure adds one.
+    pub attempts: u32,
+    pub assignee: Option<String>,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+}
+
+/// A plan: the unit that agents walk and people approve and review.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Plan {
+    pub id: PlanId,
+    /// A caller-chosen name for the plan (OpenManus `plan_id`), unique per workspace.
+    pub key: Option<String>,
+    pub title: String,
+    /// The overall goal (seed 000 `overallGoal`).
+    pub goal: String,
+    pub description: String,
+    pub expected_outcome: String,
+    pub state: PlanState,
+    pub mode: Mode,
+    pub approval: Approval,
+    /// Hard cap on the number of subtasks (AgentScope `max_subtasks`).
+    pub max_subtasks: Option<u32>,
+    /// Cap on subtasks in progress at once; `None` means independent subtasks may all run.
+    pub max_parallel: Option<u32>,
+    /// Increases by one with every accepted command; the optimistic-concurrency token.
+    pub version: u64,
+    pub created_by: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    /// The plan's outcome when done, or the reason when failed or abandoned.
+    pub outcome: Option<String>,
+    /// In display order; the order breaks ties between ready subtasks.
+    pub subtasks: Vec<Subtask>,
+    pub next_subtask_id: u32,
+    pub comments: Vec<Comment>,
+    pub next_comment_id: u32,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) index: DerivedIndex,
+}
+
+/// A subtask as given to `create` or `add`: the engine fills in id, state and times.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NewSubtask {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub expected_outcome: String,
+    #[serde(default)]
+    pub reasoning: String,
+    #[serde(default)]
+    pub dependencies: Vec<SubtaskId>,
+    #[serde(default)]
+    pub assignee: Option<String>,
+}
+
+impl NewSubtask {
+    pub fn named(name: impl Into<String>) -> NewSubtask {
+        NewSubtask {
+            name: name.into(),
+            ..NewSubtask::default()
+        }
+    }
+
+    pub fn after(mut self, dependencies: &[u32]) -> NewSubtask {
+        self.dependencies = dependencies.iter().copied().map(SubtaskId).collect();
+        self
+    }
+}
+
+/// Everything needed to create a plan. Subtask ids are handed out 1, 2, 3…
+/// in list order, so `dependencies` here refer to those numbers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NewPlan {
+    pub id: PlanId,
+    #[serde(default)]
+    pub key: Option<String>,
+    pub title: String,
+    #[serde(default)]
+    pub goal: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub expected_outcome: String,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub approval_required: bool,
+    /// Start as a draft that must be submitted before approval or execution.
+    #[serde(default)]
+    pub draft: bool,
+    #[serde(default)]
+    pub max_subtasks: Option<u32>,
+    #[serde(default)]
+    pub max_parallel: Option<u32>,
+    #[serde(default)]
+    pub subtasks: Vec<NewSubtask>,
+}
+
+/// The editable plan-level fields, all present: an update carries the full new values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanInfo {
+    pub title: String,
+    pub goal: String,
+    pub description: String,
+    pub expected_outcome: String,
+    pub mode: Mode,
+    pub max_subtasks: Option<u32>,
+    pub max_parallel: Option<u32>,
+}
+
+impl Plan {
+    pub fn info(&self) -> PlanInfo {
+        PlanInfo {
+            title: self.title.clone(),
+            goal: self.goal.clone(),
+            description: self.description.clone(),
+            expected_outcome: self.expected_outcome.clone(),
+            mode: self.mode,
+            max_subtasks: self.max_subtasks,
+            max_parallel: self.max_parallel,
+        }
+    }
+
+    /// The subtask with this id, in O(1).
+    pub fn subtask(&self, id: SubtaskId) -> Option<&Subtask> {
+        self.position(id).map(|p| &self.subtasks[p])
+    }
+
+    /// The display position of a subtask, in O(1).
+    pub fn position(&self, id: SubtaskId) -> Option<usize> {
+        self.index().position(id)
+    }
+
+    /// How many subtasks are in each state, in O(1).
+    pub fn count(&self, state: SubtaskState) -> usize {
+        self.index().count(state)
+    }
+
+    /// Subtasks in progress, in display order.
+    pub fn in_progress(&self) -> Vec<SubtaskId> {
+        self.index()
+            .in_progress_positions()
+            .map(|p| self.subtasks[p].id)
+            .collect()
+    }
+
+    /// Todo subtasks whose dependencies are all done or skipped, in display order.
+    pub fn ready(&self) -> Vec<SubtaskId> {
+        self.next_ready(usize::MAX)
+    }
+
+    /// The first `k` ready subtasks, without scanning the plan: O(k log n).
+    pub fn next_ready(&self, k: usize) -> Vec<SubtaskId> {
+        self.index()
+            .ready_positions()
+            .take(k)
+            .map(|p| self.subtasks[p].id)
+            .collect()
+    }
+
+    /// Seed 002's `next_batch`: up to `k` ready subtasks that may start now,
+    /// honouring `max_parallel`. Default batch size is [`DEFAULT_BATCH`].
+    pub fn next_batch(&self, k: usize) -> Vec<SubtaskId> {
+        if !self.state_allows_start() {
+            return Vec::new();
+        }
+        self.next_ready(k.min(self.free_slots()))
+    }
+
+    pub(crate) fn free_slots(&self) -> usize {
+        match self.max_parallel {
+            Some(max) => (max as usize).saturating_sub(self.count(SubtaskState::InProgress)),
+            None => usize::MAX,
+        }
+    }
+
+    pub(crate) fn state_allows_start(&self) -> bool {
+        matches!(self.state, PlanState::Approved | PlanState::Running)
+    }
+
+    /// Rebuilds every derived lookup from the data. Needed only after
+    /// mutating `subtasks` by hand; the engine keeps it current itself.
+    pub fn reindex(&mut self) {
+        self.index = DerivedIndex::default();
+    }
+}
+
+/// Seed 002's default batch size.
+pub const DEFAULT_BATCH: usize = 5;
+
+/// Input limits: large enough for real plans, small enough that a runaway
+/// model cannot fill memory. Every violation is a [`crate::PlanError::TooLong`].
+pub mod limits {
+    pub const TITLE: usize = 200;
+    pub const NAME: usize = 200;
+    pub const TEXT: usize = 8_000;
+    pub const COMMENT: usize = 4_000;
+    pub const ACTOR: usize = 100;
+    pub const KEY: usize = 100;
+    /// Applies even when a plan sets no `max_subtasks`.
+    pub const SUBTASKS: usize = 2_000;
+    pub const DEPENDENCIES: usize = 100;
+}
