@@ -84,7 +84,8 @@ pub enum Addressing {
     ByIndex,
 }
 
-/// How hints phrase each action; `{ref}` becomes e.g. `subtask_idx=3`.
+/// How hints phrase each action, in call notation so the phrase reads the
+/// same in every language; `{ref}` becomes e.g. `subtask_idx=3`.
 #[derive(Debug)]
 pub struct ToolNames {
     pub addressing: Addressing,
@@ -103,13 +104,13 @@ pub struct ToolNames {
 const CANONICAL: ToolNames = ToolNames {
     addressing: Addressing::ById,
     ref_arg: "subtask_id",
-    create: "'create_plan'",
-    start: "'start_subtask' with {ref}",
-    finish: "'complete_subtask' with {ref}",
-    fail: "'fail_subtask' with {ref}",
-    skip: "'skip_subtask'",
-    revise: "'add_subtask', 'edit_subtask' or 'delete_subtask'",
-    finish_plan: "'finish_plan'",
+    create: "create_plan",
+    start: "start_subtask({ref})",
+    finish: "complete_subtask({ref}, outcome=…)",
+    fail: "fail_subtask({ref}, error=…)",
+    skip: "skip_subtask(subtask_id=…, reason=…)",
+    revise: "add_subtask / edit_subtask / delete_subtask",
+    finish_plan: "finish_plan",
     count: "get_subtask_count",
     view: "view_subtasks",
 };
@@ -117,13 +118,13 @@ const CANONICAL: ToolNames = ToolNames {
 const PLAN_MANAGER: ToolNames = ToolNames {
     addressing: Addressing::ById,
     ref_arg: "task_id",
-    create: "'createPlan'",
-    start: "'startNextTask'",
-    finish: "'completeCurrentTask'",
-    fail: "'failCurrentTask'",
-    skip: "'skipTask'",
-    revise: "'addTask' or 'modifyTask'",
-    finish_plan: "'finishPlan'",
+    create: "createPlan",
+    start: "startNextTask()",
+    finish: "completeCurrentTask(result_message=…)",
+    fail: "failCurrentTask(error_message=…)",
+    skip: "skipTask(task_id=…, reason=…)",
+    revise: "addTask / modifyTask",
+    finish_plan: "finishPlan",
     count: "getPlan",
     view: "getTask",
 };
@@ -131,27 +132,27 @@ const PLAN_MANAGER: ToolNames = ToolNames {
 const OPEN_MANUS: ToolNames = ToolNames {
     addressing: Addressing::ByIndex,
     ref_arg: "step_index",
-    create: "'planning' with command='create'",
-    start: "'planning' with command='mark_step', {ref} and step_status='in_progress'",
-    finish: "'planning' with command='mark_step', {ref}, step_status='completed' and the outcome as step_notes",
-    fail: "'planning' with command='mark_step', {ref}, step_status='blocked' and the error as step_notes",
-    skip: "'planning' with command='mark_step' and step_status='skipped'",
-    revise: "'planning' with command='update'",
-    finish_plan: "'planning' with command='finish'",
-    count: "planning(command='get')",
+    create: "planning(command='create')",
+    start: "planning(command='mark_step', {ref}, step_status='in_progress')",
+    finish: "planning(command='mark_step', {ref}, step_status='completed', step_notes=…)",
+    fail: "planning(command='mark_step', {ref}, step_status='failed', step_notes=…)",
+    skip: "planning(command='mark_step', step_index=…, step_status='skipped')",
+    revise: "planning(command='update')",
+    finish_plan: "planning(command='finish')",
+    count: "planning(command='list')",
     view: "planning(command='get')",
 };
 
 const AGENT_SCOPE: ToolNames = ToolNames {
     addressing: Addressing::ByIndex,
     ref_arg: "subtask_idx",
-    create: "'create_plan'",
-    start: "'update_subtask_state' with {ref} and state='in_progress'",
-    finish: "'finish_subtask' with {ref}",
-    fail: "'update_subtask_state' with {ref} and state='failed'",
-    skip: "'update_subtask_state' with state='abandoned'",
-    revise: "'revise_current_plan'",
-    finish_plan: "'finish_plan'",
+    create: "create_plan",
+    start: "update_subtask_state({ref}, state='in_progress')",
+    finish: "finish_subtask({ref}, subtask_outcome=…)",
+    fail: "update_subtask_state({ref}, state='failed')",
+    skip: "update_subtask_state(subtask_idx=…, state='abandoned')",
+    revise: "revise_current_plan",
+    finish_plan: "finish_plan",
     count: "get_subtask_count",
     view: "view_subtasks",
 };

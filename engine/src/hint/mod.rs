@@ -148,10 +148,10 @@ pub fn hint(plan: Option<&Plan>, opts: &HintOptions) -> String {
     };
     let in_progress = plan.in_progress();
     let current = in_progress.first().copied();
-    let action_ref = if case == HintCase::InProgress {
-        reference(current)
-    } else {
-        reference(first_ready)
+    let action_ref = match case {
+        HintCase::InProgress => reference(current),
+        HintCase::Stuck => reference(ctx.stuck_ids().first().copied()),
+        _ => reference(first_ready),
     };
     let start = fill(names.start, &[("ref", &action_ref)]);
     let finish = fill(names.finish, &[("ref", &action_ref)]);
@@ -184,7 +184,7 @@ pub fn hint(plan: Option<&Plan>, opts: &HintOptions) -> String {
                 let s = &plan.subtasks[plan.position(in_progress[0]).unwrap_or_default()];
                 fill(
                     t.one_in_progress,
-                    &[("ref", &reference(current)), ("name", &s.name)],
+                    &[("label", &ctx.label(s.id)), ("name", &s.name)],
                 )
             } else {
                 t.many_in_progress.to_string()
@@ -350,6 +350,13 @@ impl Ctx<'_> {
         shown
     }
 
+    fn stuck_ids(&self) -> Vec<SubtaskId> {
+        self.stuck_positions()
+            .into_iter()
+            .map(|p| self.plan.subtasks[p].id)
+            .collect()
+    }
+
     fn stuck_positions(&self) -> Vec<usize> {
         self.plan
             .subtasks
@@ -389,31 +396,38 @@ impl Ctx<'_> {
         line
     }
 
+    /// Description, expected outcome and notes of the subtasks in progress,
+    /// as a fenced block; empty when they have none. The window already
+    /// shows their names, so a single subtask gets no title line.
     fn details(&self, ids: &[SubtaskId]) -> String {
-        let mut blocks = Vec::new();
+        let mut lines = Vec::new();
         for id in ids.iter().take(FOCUS) {
             let Some(s) = self.plan.subtask(*id) else {
                 continue;
             };
-            let mut block = self.line(s);
+            if ids.len() > 1 {
+                lines.push(format!("{} {}", self.label(s.id), s.name));
+            }
             for (label, value) in [
                 (self.t.description, &s.description),
                 (self.t.expected_outcome, &s.expected_outcome),
                 (self.t.notes, &s.notes),
             ] {
                 if !value.trim().is_empty() {
-                    block.push_str(&format!("\n\t- {label}: {}", self.snippet(value, SNIPPET)));
+                    lines.push(format!("\t- {label}: {}", self.snippet(value, SNIPPET)));
                 }
             }
             if s.attempts > 1 {
-                block.push_str(&format!("\n\t- {}: {}", self.t.attempts, s.attempts));
+                lines.push(format!("\t- {}: {}", self.t.attempts, s.attempts));
             }
-            blocks.push(block);
         }
         if ids.len() > FOCUS {
-            blocks.push(fill(self.t.more, &[("n", &(ids.len() - FOCUS).to_string())]));
+            lines.push(fill(self.t.more, &[("n", &(ids.len() - FOCUS).to_string())]));
         }
-        blocks.join("\n")
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!("\n```\n{}\n```", lines.join("\n"))
     }
 
     fn snippet(&self, text: &str, max: usize) -> String {
