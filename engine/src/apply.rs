@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::command::{Command, InfoPatch, Op, Position, SubtaskPatch};
 use crate::dag::{check_new_edges, require_known, validate_graph};
 use crate::error::PlanError;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, SubtaskFields};
 use crate::model::{
     limits, Approval, ApprovalStatus, Comment, NewPlan, NewSubtask, Plan, PlanState, Subtask,
     SubtaskId, SubtaskState, Timestamp,
@@ -107,7 +107,7 @@ pub fn create(spec: &NewPlan, actor: &str, now: Timestamp) -> Result<Vec<Event>,
     Ok(vec![Event {
         plan_id: spec.id,
         version: 1,
-        actor: actor.to_string(),
+        actor: actor.into(),
         at: now,
         kind: EventKind::PlanCreated {
             plan: Box::new(plan),
@@ -137,12 +137,13 @@ pub fn apply(
     }
     let kinds = decide(plan, &command.op, actor, now)?;
     let version = plan.version + 1;
+    let actor: std::sync::Arc<str> = actor.into();
     Ok(kinds
         .into_iter()
         .map(|kind| Event {
             plan_id: plan.id,
             version,
-            actor: actor.to_string(),
+            actor: actor.clone(),
             at: now,
             kind,
         })
@@ -272,13 +273,13 @@ fn decide(plan: &Plan, op: &Op, actor: &str, now: Timestamp) -> Result<Vec<Event
                 require_known(plan, *id)?;
             }
             Ok(vec![EventKind::CommentAdded {
-                comment: Comment {
+                comment: Box::new(Comment {
                     id: plan.next_comment_id,
                     subtask: *subtask,
                     author: actor.to_string(),
                     body: body.clone(),
                     at: now,
-                },
+                }),
             }])
         }
     }
@@ -312,7 +313,9 @@ fn update_info(plan: &Plan, patch: &InfoPatch) -> Result<Vec<EventKind>, PlanErr
     if let Some(max) = patch.max_parallel {
         info.max_parallel = (max > 0).then_some(max);
     }
-    Ok(vec![EventKind::InfoUpdated { info }])
+    Ok(vec![EventKind::InfoUpdated {
+        info: Box::new(info),
+    }])
 }
 
 fn add_subtask(
@@ -359,7 +362,7 @@ fn add_subtask(
     dependents.extend_from_slice(required_by);
     check_new_edges(plan, id, &subtask.dependencies, &dependents)?;
     Ok(vec![EventKind::SubtaskAdded {
-        subtask,
+        subtask: Box::new(subtask),
         index,
         rewired_from: rewire_after.filter(|_| !rewired.is_empty()),
         rewired,
@@ -410,11 +413,13 @@ fn edit_subtask(
     }
     Ok(vec![EventKind::SubtaskEdited {
         id,
-        name: edited.name,
-        description: edited.description,
-        expected_outcome: edited.expected_outcome,
-        reasoning: edited.reasoning,
-        assignee: edited.assignee,
+        fields: Box::new(SubtaskFields {
+            name: edited.name,
+            description: edited.description,
+            expected_outcome: edited.expected_outcome,
+            reasoning: edited.reasoning,
+            assignee: edited.assignee,
+        }),
     }])
 }
 

@@ -20,8 +20,9 @@ pub struct Event {
     pub plan_id: PlanId,
     /// The plan's version after the command; all events of one command share it.
     pub version: u64,
-    /// The agent or person whose command this was.
-    pub actor: String,
+    /// The agent or person whose command this was; shared by the command's
+    /// events, so copying an event never copies the name.
+    pub actor: std::sync::Arc<str>,
     pub at: Timestamp,
     #[serde(flatten)]
     pub kind: EventKind,
@@ -33,11 +34,12 @@ pub enum EventKind {
     PlanCreated {
         plan: Box<Plan>,
     },
+    // Large payloads are boxed so every event stays small to copy and log.
     InfoUpdated {
-        info: PlanInfo,
+        info: Box<PlanInfo>,
     },
     SubtaskAdded {
-        subtask: Subtask,
+        subtask: Box<Subtask>,
         index: usize,
         /// With `rewired`: these subtasks' dependency on `rewired_from` now points at the new one.
         rewired_from: Option<SubtaskId>,
@@ -47,11 +49,7 @@ pub enum EventKind {
     },
     SubtaskEdited {
         id: SubtaskId,
-        name: String,
-        description: String,
-        expected_outcome: String,
-        reasoning: String,
-        assignee: Option<String>,
+        fields: Box<SubtaskFields>,
     },
     DependenciesSet {
         id: SubtaskId,
@@ -90,8 +88,18 @@ pub enum EventKind {
         comment: Option<String>,
     },
     CommentAdded {
-        comment: Comment,
+        comment: Box<Comment>,
     },
+}
+
+/// A subtask's editable text fields, all present: an edit carries the new values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubtaskFields {
+    pub name: String,
+    pub description: String,
+    pub expected_outcome: String,
+    pub reasoning: String,
+    pub assignee: Option<String>,
 }
 
 impl EventKind {
@@ -180,24 +188,17 @@ impl Plan {
                     }
                 }
                 self.subtasks
-                    .insert((*index).min(self.subtasks.len()), subtask.clone());
+                    .insert((*index).min(self.subtasks.len()), subtask.as_ref().clone());
                 self.next_subtask_id = self.next_subtask_id.max(new_id.0 + 1);
                 self.index_invalidate();
             }
-            EventKind::SubtaskEdited {
-                id,
-                name,
-                description,
-                expected_outcome,
-                reasoning,
-                assignee,
-            } => {
+            EventKind::SubtaskEdited { id, fields } => {
                 if let Some(s) = self.subtask_mut(*id) {
-                    s.name.clone_from(name);
-                    s.description.clone_from(description);
-                    s.expected_outcome.clone_from(expected_outcome);
-                    s.reasoning.clone_from(reasoning);
-                    s.assignee.clone_from(assignee);
+                    s.name.clone_from(&fields.name);
+                    s.description.clone_from(&fields.description);
+                    s.expected_outcome.clone_from(&fields.expected_outcome);
+                    s.reasoning.clone_from(&fields.reasoning);
+                    s.assignee.clone_from(&fields.assignee);
                 }
             }
             EventKind::DependenciesSet { id, dependencies } => {
@@ -255,13 +256,13 @@ impl Plan {
             }
             EventKind::ApprovalDecided { status, comment } => {
                 self.approval.status = *status;
-                self.approval.by = Some(event.actor.clone());
+                self.approval.by = Some(event.actor.to_string());
                 self.approval.comment.clone_from(comment);
                 self.approval.at = Some(event.at);
             }
             EventKind::CommentAdded { comment } => {
                 self.next_comment_id = self.next_comment_id.max(comment.id + 1);
-                self.comments.push(comment.clone());
+                self.comments.push(comment.as_ref().clone());
             }
         }
     }

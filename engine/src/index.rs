@@ -14,7 +14,7 @@
 //! It is never serialized and compares equal to any other index, so plans
 //! compare by their data alone.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use crate::model::{Plan, Subtask, SubtaskId, SubtaskState};
@@ -44,26 +44,34 @@ impl std::fmt::Debug for DerivedIndex {
     }
 }
 
+/// Per-subtask tables are vectors indexed by the subtask id: ids are small,
+/// dense and never reused, so this beats hashing on every lookup.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub(crate) struct Index {
-    positions: HashMap<SubtaskId, usize>,
-    dependents: HashMap<SubtaskId, Vec<SubtaskId>>,
+    /// `positions[id]` is the display position, or `NONE` for deleted ids.
+    positions: Vec<usize>,
+    dependents: Vec<Vec<SubtaskId>>,
     /// Dependencies not yet done or skipped, per subtask.
-    unmet: HashMap<SubtaskId, usize>,
+    unmet: Vec<usize>,
     /// Positions of todo subtasks with no unmet dependency.
     ready: BTreeSet<usize>,
     in_progress: BTreeSet<usize>,
     counts: [usize; 6],
 }
 
+const NONE: usize = usize::MAX;
+
 impl Index {
     pub(crate) fn build(subtasks: &[Subtask]) -> Index {
+        let slots = subtasks.iter().map(|s| s.id.0 as usize + 1).max().unwrap_or(0);
         let mut index = Index {
-            positions: HashMap::with_capacity(subtasks.len()),
+            positions: vec![NONE; slots],
+            dependents: vec![Vec::new(); slots],
+            unmet: vec![0; slots],
             ..Index::default()
         };
         for (p, s) in subtasks.iter().enumerate() {
-            index.positions.insert(s.id, p);
+            index.positions[s.id.0 as usize] = p;
             index.counts[s.state.slot()] += 1;
             if s.state == SubtaskState::InProgress {
                 index.in_progress.insert(p);
@@ -72,16 +80,17 @@ impl Index {
         for (p, s) in subtasks.iter().enumerate() {
             let mut unmet = 0;
             for dep in &s.dependencies {
-                index.dependents.entry(*dep).or_default().push(s.id);
+                if let Some(list) = index.dependents.get_mut(dep.0 as usize) {
+                    list.push(s.id);
+                }
                 let settled = index
-                    .positions
-                    .get(dep)
-                    .is_some_and(|&q| subtasks[q].state.is_settled());
+                    .position(*dep)
+                    .is_some_and(|q| subtasks[q].state.is_settled());
                 if !settled {
                     unmet += 1;
                 }
             }
-            index.unmet.insert(s.id, unmet);
+            index.unmet[s.id.0 as usize] = unmet;
             if s.state == SubtaskState::Todo && unmet == 0 {
                 index.ready.insert(p);
             }
@@ -90,7 +99,10 @@ impl Index {
     }
 
     pub(crate) fn position(&self, id: SubtaskId) -> Option<usize> {
-        self.positions.get(&id).copied()
+        self.positions
+            .get(id.0 as usize)
+            .copied()
+            .filter(|&p| p != NONE)
     }
 
     pub(crate) fn count(&self, state: SubtaskState) -> usize {
@@ -98,11 +110,11 @@ impl Index {
     }
 
     pub(crate) fn unmet(&self, id: SubtaskId) -> usize {
-        self.unmet.get(&id).copied().unwrap_or(0)
+        self.unmet.get(id.0 as usize).copied().unwrap_or(0)
     }
 
     pub(crate) fn dependents(&self, id: SubtaskId) -> &[SubtaskId] {
-        self.dependents.get(&id).map_or(&[], Vec::as_slice)
+        self.dependents.get(id.0 as usize).map_or(&[], Vec::as_slice)
     }
 
     pub(crate) fn ready_positions(&self) -> impl Iterator<Item = usize> + '_ {
@@ -128,7 +140,7 @@ impl Index {
         if from == SubtaskState::Todo {
             self.ready.remove(&p);
         }
-        if to == SubtaskState::Todo && self.unmet.get(&id) == Some(&0) {
+        if to == SubtaskState::Todo && self.unmet(id) == 0 {
             self.ready.insert(p);
         }
         if from == SubtaskState::InProgress {
@@ -140,11 +152,14 @@ impl Index {
         if from.is_settled() == to.is_settled() {
             return;
         }
-        let Some(dependents) = self.dependents.get(&id) else {
+        let Some(dependents) = self.dependents.get(id.0 as usize) else {
             return;
         };
         for d in dependents {
-            let (Some(unmet), Some(&q)) = (self.unmet.get_mut(d), self.positions.get(d)) else {
+            let Some(q) = self.positions.get(d.0 as usize).copied().filter(|&q| q != NONE) else {
+                continue;
+            };
+            let Some(unmet) = self.unmet.get_mut(d.0 as usize) else {
                 continue;
             };
             let is_todo = subtasks[q].state == SubtaskState::Todo;

@@ -47,7 +47,7 @@ pub use apply::{apply, create};
 pub use command::{Command, InfoPatch, Op, Position, SubtaskPatch};
 pub use dialect::Dialect;
 pub use error::PlanError;
-pub use event::{Event, EventKind};
+pub use event::{Event, EventKind, SubtaskFields};
 pub use hint::{hint, HintCase, HintOptions, Lang};
 pub use model::{
     Approval, ApprovalStatus, Comment, Mode, NewPlan, NewSubtask, Plan, PlanId, PlanInfo,

@@ -177,10 +177,13 @@ pub fn call(
     };
     match outcome {
         Ok(reply) => {
-            let version = reply
-                .plan_id
-                .and_then(|id| session.book.plan(id))
-                .map(|p| p.version);
+            let version = match reply.events.last() {
+                Some(event) => Some(event.version),
+                None => reply
+                    .plan_id
+                    .and_then(|id| session.book.plan(id))
+                    .map(|p| p.version),
+            };
             ToolResult {
                 ok: true,
                 text: reply.text,
@@ -215,17 +218,16 @@ pub(crate) struct Session<'a> {
 
 impl Session<'_> {
     pub fn current_id(&self) -> Result<PlanId, ToolError> {
-        self.book
-            .active(&self.ctx.session)
-            .filter(|id| self.book.plan(*id).is_some())
-            .ok_or(ToolError::NoPlan {
-                create: self.dialect.names().create,
-            })
+        self.current().map(|p| p.id)
     }
 
     pub fn current(&self) -> Result<&Plan, ToolError> {
-        let id = self.current_id()?;
-        self.plan(id)
+        self.book
+            .active(&self.ctx.session)
+            .and_then(|id| self.book.plan(id))
+            .ok_or(ToolError::NoPlan {
+                create: self.dialect.names().create,
+            })
     }
 
     pub fn plan(&self, id: PlanId) -> Result<&Plan, ToolError> {
@@ -283,24 +285,24 @@ impl Session<'_> {
     }
 }
 
-/// Parses a tool's arguments: an object, a string holding one, or nothing.
+/// Parses a tool's arguments: an object, a string holding one (parsed
+/// straight into `T`, with no intermediate map), or nothing.
 pub(crate) fn args<T: DeserializeOwned>(tool: &str, value: &Value) -> Result<T, ToolError> {
-    let parsed;
-    let value = match value {
-        Value::String(s) => {
-            parsed = serde_json::from_str::<Value>(s).map_err(|e| ToolError::BadArgs {
-                tool: tool.to_string(),
-                message: format!("the arguments are not JSON: {e}"),
-            })?;
-            &parsed
-        }
-        Value::Null => &Value::Object(Default::default()),
-        other => other,
-    };
-    T::deserialize(value).map_err(|e| ToolError::BadArgs {
+    let bad = |message: String| ToolError::BadArgs {
         tool: tool.to_string(),
-        message: e.to_string(),
-    })
+        message,
+    };
+    match value {
+        Value::String(s) => serde_json::from_str::<T>(s).map_err(|e| {
+            if serde_json::from_str::<Value>(s).is_err() {
+                bad(format!("the arguments are not JSON: {e}"))
+            } else {
+                bad(e.to_string())
+            }
+        }),
+        Value::Null => T::deserialize(&Value::Object(Default::default())).map_err(|e| bad(e.to_string())),
+        other => T::deserialize(other).map_err(|e| bad(e.to_string())),
+    }
 }
 
 /// An OpenAI function spec for a tool whose arguments are `T`; the type's

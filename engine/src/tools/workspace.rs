@@ -15,13 +15,17 @@ use crate::model::{Plan, PlanId, Timestamp};
 
 #[derive(Default)]
 pub struct Workspace {
-    plans: HashMap<PlanId, Plan>,
+    plans: HashMap<PlanId, Entry>,
     /// Creation order, for listings.
     order: Vec<PlanId>,
     keys: HashMap<String, PlanId>,
     active: HashMap<String, PlanId>,
-    /// Every event of every plan, so a plan can be rebuilt from its log.
-    log: HashMap<PlanId, Vec<Event>>,
+}
+
+/// A plan with its whole event log, so it can be rebuilt from the log.
+struct Entry {
+    plan: Plan,
+    log: Vec<Event>,
 }
 
 impl Workspace {
@@ -42,30 +46,29 @@ impl Workspace {
 
     /// The hint for a session's next step, on its active plan.
     pub fn hint(&self, session: &str, opts: &HintOptions) -> String {
-        let plan = self.active(session).and_then(|id| self.plans.get(&id));
-        hint(plan, opts)
+        hint(self.active_plan(session), opts)
     }
 
     pub fn events(&self, id: PlanId) -> &[Event] {
-        self.log.get(&id).map_or(&[], Vec::as_slice)
+        self.plans.get(&id).map_or(&[], |e| e.log.as_slice())
     }
 
     pub fn active_plan(&self, session: &str) -> Option<&Plan> {
-        self.active(session).and_then(|id| self.plans.get(&id))
+        self.active(session).and_then(|id| self.plan(id))
     }
 }
 
 impl PlanBook for Workspace {
     fn plan(&self, id: PlanId) -> Option<&Plan> {
-        self.plans.get(&id)
+        self.plans.get(&id).map(|e| &e.plan)
     }
 
     fn plan_by_key(&self, key: &str) -> Option<&Plan> {
-        self.keys.get(key).and_then(|id| self.plans.get(id))
+        self.keys.get(key).and_then(|id| self.plan(*id))
     }
 
     fn plans(&self) -> Vec<&Plan> {
-        self.order.iter().filter_map(|id| self.plans.get(id)).collect()
+        self.order.iter().filter_map(|id| self.plan(*id)).collect()
     }
 
     fn active(&self, session: &str) -> Option<PlanId> {
@@ -93,8 +96,7 @@ impl PlanBook for Workspace {
             self.keys.insert(key.clone(), plan.id);
         }
         self.order.push(plan.id);
-        self.log.insert(plan.id, events);
-        self.plans.insert(plan.id, plan);
+        self.plans.insert(plan.id, Entry { plan, log: events });
         Ok(())
     }
 
@@ -105,7 +107,7 @@ impl PlanBook for Workspace {
         actor: &str,
         now: Timestamp,
     ) -> Result<Vec<Event>, PlanError> {
-        let plan = self
+        let Entry { plan, log } = self
             .plans
             .get_mut(&id)
             .ok_or_else(|| PlanError::invalid("plan_id", format!("no plan has id {id}")))?;
@@ -122,21 +124,20 @@ impl PlanBook for Workspace {
                 events
             }
         };
-        self.log.entry(id).or_default().extend(events.iter().cloned());
+        log.extend(events.iter().cloned());
         Ok(events)
     }
 
     fn remove(&mut self, id: PlanId) -> Result<(), PlanError> {
-        let plan = self
+        let entry = self
             .plans
             .remove(&id)
             .ok_or_else(|| PlanError::invalid("plan_id", format!("no plan has id {id}")))?;
-        if let Some(key) = plan.key {
+        if let Some(key) = entry.plan.key {
             self.keys.remove(&key);
         }
         self.order.retain(|p| *p != id);
         self.active.retain(|_, p| *p != id);
-        self.log.remove(&id);
         Ok(())
     }
 }
