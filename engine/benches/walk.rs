@@ -120,8 +120,10 @@ struct HintStats {
     time: Duration,
 }
 
-fn hint_stats(n: usize, full_plan: bool, bpe: &CoreBPE) -> HintStats {
-    let opts = HintOptions {
+/// `version_aware`: the runtime passes the plan version of the hint it
+/// showed last (`HintOptions::since_version`), as an agent loop can.
+fn hint_stats(n: usize, full_plan: bool, version_aware: bool, bpe: &CoreBPE) -> HintStats {
+    let mut opts = HintOptions {
         lang: Lang::En,
         dialect: Dialect::AgentScope,
         full_plan,
@@ -135,8 +137,14 @@ fn hint_stats(n: usize, full_plan: bool, bpe: &CoreBPE) -> HintStats {
         let started = Instant::now();
         let text = ws.hint(SESSION, &opts);
         time += started.elapsed();
+        if version_aware {
+            opts.since_version = ws.active_plan(SESSION).map(|p| p.version);
+        }
         texts.push(text);
     });
+    if std::env::var_os("SHOW_HINT").is_some() && n == 100 {
+        println!("---- hint before step 101 ----\n{}\n---- end ----", texts[101]);
+    }
     let counts: Vec<usize> = texts
         .iter()
         .map(|t| bpe.encode_ordinary(t).len())
@@ -227,7 +235,8 @@ fn main() {
             }
             started.elapsed()
         });
-        let window = hint_stats(n, false, &bpe);
+        let window = hint_stats(n, false, false, &bpe);
+        let aware = hint_stats(n, false, true, &bpe);
         println!("\nN = {n}");
         println!("  create_plan                      {}", ms(create));
         println!("  walk (2N calls + finish_plan)    {}   ({:.2} µs per call)", ms(walk_time), walk_time.as_secs_f64() * 1e6 / (2 * n + 1) as f64);
@@ -243,8 +252,14 @@ fn main() {
             as_total,
             as_mean
         );
+        println!(
+            "  hints, window + since_version:  mean {:.0} tokens, total {} tokens ({:.1}% of AgentScope's total)",
+            aware.mean_tokens,
+            aware.total_tokens,
+            aware.total_tokens as f64 * 100.0 / as_total
+        );
         if n <= 100 {
-            let full = hint_stats(n, true, &bpe);
+            let full = hint_stats(n, true, false, &bpe);
             println!(
                 "  hints, full plan (option): mean {:.0} tokens, total {} tokens",
                 full.mean_tokens, full.total_tokens

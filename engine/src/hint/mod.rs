@@ -62,6 +62,10 @@ pub struct HintOptions {
     pub needs_confirmation: bool,
     /// The subtask limit to announce when there is no plan yet.
     pub max_subtasks: Option<u32>,
+    /// The plan version of the last hint the agent was shown. When the plan
+    /// is still at that version the previous hint still holds, and the hint
+    /// shrinks to one line instead of repeating the window.
+    pub since_version: Option<u64>,
 }
 
 impl Default for HintOptions {
@@ -72,6 +76,7 @@ impl Default for HintOptions {
             full_plan: false,
             needs_confirmation: false,
             max_subtasks: None,
+            since_version: None,
         }
     }
 }
@@ -140,6 +145,9 @@ pub fn hint(plan: Option<&Plan>, opts: &HintOptions) -> String {
     };
 
     let ctx = Ctx { plan, opts, t };
+    if opts.since_version == Some(plan.version) {
+        return ctx.unchanged(case);
+    }
     let first_ready = plan.next_ready(1).first().copied();
     let next_label = first_ready.map_or_else(|| "—".to_string(), |id| ctx.label(id));
     let reference = |id: Option<SubtaskId>| {
@@ -180,17 +188,13 @@ pub fn hint(plan: Option<&Plan>, opts: &HintOptions) -> String {
             (t.at_the_beginning, rules)
         }
         HintCase::InProgress => {
-            let subtasks = if in_progress.len() == 1 {
-                let s = &plan.subtasks[plan.position(in_progress[0]).unwrap_or_default()];
-                fill(
-                    t.one_in_progress,
-                    &[("label", &ctx.label(s.id)), ("name", &s.name)],
-                )
+            let labels: Vec<String> = in_progress.iter().take(FOCUS).map(|id| ctx.label(*id)).collect();
+            let template = if in_progress.len() == 1 {
+                t.one_in_progress
             } else {
-                t.many_in_progress.to_string()
+                t.many_in_progress
             };
-            vars.push(("subtasks", subtasks));
-            vars.push(("details", ctx.details(&in_progress)));
+            vars.push(("subtasks", fill(template, &[("labels", &labels.join(", "))])));
             (t.in_progress, t.reminder.to_string())
         }
         HintCase::NoneInProgress => (t.none_in_progress, t.reminder.to_string()),
@@ -263,6 +267,27 @@ impl Ctx<'_> {
         self.opts.dialect.label(self.plan, id)
     }
 
+    fn unchanged(&self, case: HintCase) -> String {
+        let in_progress = self.plan.in_progress();
+        let focus = match (case, in_progress.first()) {
+            (HintCase::InProgress, Some(first)) => {
+                let labels: Vec<String> =
+                    in_progress.iter().take(FOCUS).map(|id| self.label(*id)).collect();
+                let reference = self.opts.dialect.subtask_ref(self.plan, *first);
+                let finish = fill(self.opts.dialect.names().finish, &[("ref", &reference)]);
+                fill(
+                    self.t.unchanged_in_progress,
+                    &[("labels", &labels.join(", ")), ("finish", &finish)],
+                )
+            }
+            _ => String::new(),
+        };
+        fill(
+            self.t.unchanged,
+            &[("version", &self.plan.version.to_string()), ("focus", &focus)],
+        )
+    }
+
     fn common_rules(&self) -> String {
         let names = self.opts.dialect.names();
         fill(
@@ -285,15 +310,23 @@ impl Ctx<'_> {
                 ),
                 ("total", &plan.subtasks.len().to_string()),
                 ("percent", &plan.percent().to_string()),
-                (
-                    "in_progress",
-                    &plan.count(SubtaskState::InProgress).to_string(),
-                ),
-                ("blocked", &plan.count(SubtaskState::Blocked).to_string()),
-                ("failed", &plan.count(SubtaskState::Failed).to_string()),
-                ("todo", &plan.count(SubtaskState::Todo).to_string()),
             ],
         );
+        let counts = [
+            SubtaskState::InProgress,
+            SubtaskState::Blocked,
+            SubtaskState::Failed,
+            SubtaskState::Todo,
+        ];
+        let mut separator = ": ";
+        for (state, template) in counts.into_iter().zip(self.t.counts) {
+            let n = plan.count(state);
+            if n > 0 {
+                out.push_str(separator);
+                out.push_str(&fill(template, &[("n", &n.to_string())]));
+                separator = self.t.count_separator;
+            }
+        }
         if !plan.goal.trim().is_empty() {
             out.push('\n');
             out.push_str(&fill(
@@ -313,7 +346,11 @@ impl Ctx<'_> {
                 out.push_str(&fill(self.t.more, &[("n", &(p - next).to_string())]));
             }
             out.push('\n');
-            out.push_str(&self.line(&plan.subtasks[p]));
+            let s = &plan.subtasks[p];
+            out.push_str(&self.line(p, s));
+            if s.state == SubtaskState::InProgress {
+                out.push_str(&self.details(s));
+            }
             next = p + 1;
         }
         if next < plan.subtasks.len() {
@@ -380,13 +417,16 @@ impl Ctx<'_> {
         parts.join(", ")
     }
 
-    fn line(&self, s: &Subtask) -> String {
+    fn line(&self, position: usize, s: &Subtask) -> String {
         let check = if s.state == SubtaskState::Done { "x" } else { " " };
         let mut line = format!("- [{check}] {} {}", self.label(s.id), s.name);
         if !matches!(s.state, SubtaskState::Todo | SubtaskState::Done) {
             line.push_str(&format!(" ({})", s.state));
         }
-        if !s.dependencies.is_empty() && s.state.is_unstarted() {
+        // In a chain each subtask waits on the line above; only say so when it is not that.
+        let waits_on_line_above = position > 0
+            && s.dependencies.as_slice() == [self.plan.subtasks[position - 1].id];
+        if !s.dependencies.is_empty() && s.state.is_unstarted() && !waits_on_line_above {
             let deps: Vec<String> = s.dependencies.iter().map(|d| self.label(*d)).collect();
             line.push_str(&format!(" ← {}", deps.join(" ")));
         }
@@ -396,38 +436,23 @@ impl Ctx<'_> {
         line
     }
 
-    /// Description, expected outcome and notes of the subtasks in progress,
-    /// as a fenced block; empty when they have none. The window already
-    /// shows their names, so a single subtask gets no title line.
-    fn details(&self, ids: &[SubtaskId]) -> String {
-        let mut lines = Vec::new();
-        for id in ids.iter().take(FOCUS) {
-            let Some(s) = self.plan.subtask(*id) else {
-                continue;
-            };
-            if ids.len() > 1 {
-                lines.push(format!("{} {}", self.label(s.id), s.name));
-            }
-            for (label, value) in [
-                (self.t.description, &s.description),
-                (self.t.expected_outcome, &s.expected_outcome),
-                (self.t.notes, &s.notes),
-            ] {
-                if !value.trim().is_empty() {
-                    lines.push(format!("\t- {label}: {}", self.snippet(value, SNIPPET)));
-                }
-            }
-            if s.attempts > 1 {
-                lines.push(format!("\t- {}: {}", self.t.attempts, s.attempts));
+    /// Description, expected outcome, notes and attempts of a subtask in
+    /// progress, as indented lines under its window line.
+    fn details(&self, s: &Subtask) -> String {
+        let mut out = String::new();
+        for (label, value) in [
+            (self.t.description, &s.description),
+            (self.t.expected_outcome, &s.expected_outcome),
+            (self.t.notes, &s.notes),
+        ] {
+            if !value.trim().is_empty() {
+                out.push_str(&format!("\n\t- {label}: {}", self.snippet(value, SNIPPET)));
             }
         }
-        if ids.len() > FOCUS {
-            lines.push(fill(self.t.more, &[("n", &(ids.len() - FOCUS).to_string())]));
+        if s.attempts > 1 {
+            out.push_str(&format!("\n\t- {}: {}", self.t.attempts, s.attempts));
         }
-        if lines.is_empty() {
-            return String::new();
-        }
-        format!("\n```\n{}\n```", lines.join("\n"))
+        out
     }
 
     fn snippet(&self, text: &str, max: usize) -> String {

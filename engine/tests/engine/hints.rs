@@ -154,7 +154,28 @@ fn the_hint_window_stays_the_same_size_as_the_plan_grows() {
     let full = hint(Some(&plan), &HintOptions { full_plan: true, ..opts(Lang::En, Dialect::Canonical) });
     assert!(full.contains("#1 Step 1") && full.contains("#50 Step 50"), "the full option shows every subtask");
     let windowed = hint(Some(&plan), &opts(Lang::En, Dialect::Canonical));
-    assert!(!windowed.contains("#50 Step 50") && windowed.contains("… 38 more"), "{windowed}");
+    assert!(!windowed.contains("#50 Step 50") && windowed.contains("… (38 more)"), "{windowed}");
+}
+
+#[test]
+fn an_unchanged_plan_gets_a_one_line_hint_and_a_changed_one_the_full_window() {
+    let mut plan = chain(8, false);
+    walk(&mut plan, 2);
+    set(&mut plan, 3, SubtaskState::InProgress);
+    let seen = plan.version;
+    let mut o = opts(Lang::En, Dialect::AgentScope);
+    o.since_version = Some(seen);
+    let short = hint(Some(&plan), &o);
+    assert_eq!(
+        short,
+        format!("No change since your last hint (plan version {seen}); it still applies. [2] is 'in_progress': when it is finished, call finish_subtask(subtask_idx=2, subtask_outcome=…).\n")
+    );
+    set(&mut plan, 3, SubtaskState::Done);
+    let fresh = hint(Some(&plan), &o);
+    assert!(fresh.starts_with("# Market research"), "{fresh}");
+    o.lang = Lang::Zh;
+    o.since_version = Some(plan.version);
+    assert!(hint(Some(&plan), &o).starts_with("自上次提示以来计划没有变化"));
 }
 
 #[test]
