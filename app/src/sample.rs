@@ -16,13 +16,35 @@ pub fn sample_plan() -> Plan {
     let spec = NewPlan {
         id: uuid::Uuid::from_u128(0x5a3b1e),
         title: "Buy a mechanical keyboard on JD.com".into(),
-        goal: "Search JD.com for a mechanical keyboard and add the first one under ¥500 to the cart.".into(),
+        goal:
+            "Search JD.com for a mechanical keyboard and add the first one under ¥500 to the cart."
+                .into(),
         subtasks: vec![
-            step("Navigate to JD.com homepage", "The first step is to open the target website.", &[]),
-            step("Input 'mechanical keyboard' into search bar", "The search bar is on the homepage.", &[1]),
-            step("Click the search button", "Typing alone does not search.", &[2]),
-            step("Filter results by price (under 500)", "Filtering needs the results page.", &[3]),
-            step("Add the first item to the shopping cart", "The goal ends with the cart.", &[4]),
+            step(
+                "Navigate to JD.com homepage",
+                "The first step is to open the target website.",
+                &[],
+            ),
+            step(
+                "Input 'mechanical keyboard' into search bar",
+                "The search bar is on the homepage.",
+                &[1],
+            ),
+            step(
+                "Click the search button",
+                "Typing alone does not search.",
+                &[2],
+            ),
+            step(
+                "Filter results by price (under 500)",
+                "Filtering needs the results page.",
+                &[3],
+            ),
+            step(
+                "Add the first item to the shopping cart",
+                "The goal ends with the cart.",
+                &[4],
+            ),
         ],
         ..NewPlan::default()
     };

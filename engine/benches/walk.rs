@@ -143,12 +143,12 @@ fn hint_stats(n: usize, full_plan: bool, version_aware: bool, bpe: &CoreBPE) -> 
         texts.push(text);
     });
     if std::env::var_os("SHOW_HINT").is_some() && n == 100 {
-        println!("---- hint before step 101 ----\n{}\n---- end ----", texts[101]);
+        println!(
+            "---- hint before step 101 ----\n{}\n---- end ----",
+            texts[101]
+        );
     }
-    let counts: Vec<usize> = texts
-        .iter()
-        .map(|t| bpe.encode_ordinary(t).len())
-        .collect();
+    let counts: Vec<usize> = texts.iter().map(|t| bpe.encode_ordinary(t).len()).collect();
     let total: usize = counts.iter().sum();
     HintStats {
         hints: counts.len(),
@@ -184,9 +184,24 @@ fn main() {
             let _ = &mut ws;
             let started = Instant::now();
             for i in 1..=1000u32 {
-                let op = Op::SetSubtaskState { id: SubtaskId(i), state: SubtaskState::Done, note: Some(format!("Analysis of item {i}: 3 findings.")), start_next: true };
+                let op = Op::SetSubtaskState {
+                    id: SubtaskId(i),
+                    state: SubtaskState::Done,
+                    note: Some(format!("Analysis of item {i}: 3 findings.")),
+                    start_next: true,
+                };
                 if i == 1 {
-                    plan.execute(&Command::from(Op::SetSubtaskState { id: SubtaskId(1), state: SubtaskState::InProgress, note: None, start_next: false }), "a", ctx.now).unwrap();
+                    plan.execute(
+                        &Command::from(Op::SetSubtaskState {
+                            id: SubtaskId(1),
+                            state: SubtaskState::InProgress,
+                            note: None,
+                            start_next: false,
+                        }),
+                        "a",
+                        ctx.now,
+                    )
+                    .unwrap();
                 }
                 black_box(plan.execute(&Command::from(op), "a", ctx.now).unwrap());
             }
@@ -205,7 +220,11 @@ fn main() {
         return;
     }
     let bpe = tiktoken_rs::cl100k_base().expect("cl100k tokenizer");
-    let reference = [(10, 473.0, 9_930.0), (100, 1_789.0, 359_490.0), (1000, 14_840.0, 29_700_000.0)];
+    let reference = [
+        (10, 473.0, 9_930.0),
+        (100, 1_789.0, 359_490.0),
+        (1000, 14_840.0, 29_700_000.0),
+    ];
     println!("planboard engine benchmark (AgentScope dialect, JSON arguments through `call`)");
     for (n, as_mean, as_total) in reference {
         let runs = if n >= 1000 { 11 } else { 31 };
@@ -239,7 +258,11 @@ fn main() {
         let aware = hint_stats(n, false, true, &bpe);
         println!("\nN = {n}");
         println!("  create_plan                      {}", ms(create));
-        println!("  walk (2N calls + finish_plan)    {}   ({:.2} µs per call)", ms(walk_time), walk_time.as_secs_f64() * 1e6 / (2 * n + 1) as f64);
+        println!(
+            "  walk (2N calls + finish_plan)    {}   ({:.2} µs per call)",
+            ms(walk_time),
+            walk_time.as_secs_f64() * 1e6 / (2 * n + 1) as f64
+        );
         println!("  100 adds at the middle           {}", ms(revise));
         println!(
             "  hints, window (default): {} hints, mean {:.0} tokens, max {}, total {} tokens, {} to render all ({:.1}% of AgentScope's total {:.0}; AgentScope mean {:.0})",

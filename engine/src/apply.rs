@@ -192,8 +192,7 @@ fn decide(plan: &Plan, op: &Op, actor: &str, now: Timestamp) -> Result<Vec<Event
         }
         Op::ReplaceSubtasks { subtasks } => replace_subtasks(plan, subtasks, now),
         Op::Submit => {
-            let to = if plan.approval.required && plan.approval.status != ApprovalStatus::Approved
-            {
+            let to = if plan.approval.required && plan.approval.status != ApprovalStatus::Approved {
                 PlanState::AwaitingApproval
             } else {
                 PlanState::Approved
@@ -256,10 +255,7 @@ fn decide(plan: &Plan, op: &Op, actor: &str, now: Timestamp) -> Result<Vec<Event
                     why: "only a done, failed or abandoned plan can be recovered".into(),
                 });
             }
-            let started = plan
-                .subtasks
-                .iter()
-                .any(|s| s.state != SubtaskState::Todo);
+            let started = plan.subtasks.iter().any(|s| s.state != SubtaskState::Todo);
             let to = if started {
                 PlanState::Running
             } else {
@@ -588,9 +584,8 @@ fn start_next(plan: &Plan, count: usize) -> Result<Vec<EventKind>, PlanError> {
 }
 
 fn nothing_ready_message(plan: &Plan) -> String {
-    let open = plan.subtasks.len()
-        - plan.count(SubtaskState::Done)
-        - plan.count(SubtaskState::Skipped);
+    let open =
+        plan.subtasks.len() - plan.count(SubtaskState::Done) - plan.count(SubtaskState::Skipped);
     if open == 0 {
         return "all subtasks are done or skipped; finish the plan".into();
     }
@@ -812,7 +807,10 @@ fn check_capacity(max: Option<u32>, have: usize, adding: usize) -> Result<(), Pl
 
 fn check_limit_setting(field: &'static str, value: Option<u32>) -> Result<(), PlanError> {
     if value == Some(0) {
-        return Err(PlanError::invalid(field, "must be at least 1 (omit it for no limit)"));
+        return Err(PlanError::invalid(
+            field,
+            "must be at least 1 (omit it for no limit)",
+        ));
     }
     Ok(())
 }

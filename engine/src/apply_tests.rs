@@ -27,7 +27,9 @@ fn spec(subtasks: &[(&str, &[u32])]) -> NewPlan {
 }
 
 fn plan(subtasks: &[(&str, &[u32])]) -> Plan {
-    Plan::create(&spec(subtasks), "tester", at(0)).expect("valid plan").0
+    Plan::create(&spec(subtasks), "tester", at(0))
+        .expect("valid plan")
+        .0
 }
 
 fn run(plan: &mut Plan, op: Op) -> Result<Vec<Event>, PlanError> {
@@ -51,7 +53,9 @@ fn state_of(plan: &Plan, id: u32) -> SubtaskState {
 fn a_subtask_cannot_start_before_its_dependencies_are_done() {
     let mut p = plan(&[("a", &[]), ("b", &[1])]);
     let err = run(&mut p, set(2, SubtaskState::InProgress)).unwrap_err();
-    assert!(matches!(err, PlanError::NotReady { ref waiting_on, .. } if waiting_on == &[(SubtaskId(1), SubtaskState::Todo)]));
+    assert!(
+        matches!(err, PlanError::NotReady { ref waiting_on, .. } if waiting_on == &[(SubtaskId(1), SubtaskState::Todo)])
+    );
     assert!(err.to_string().contains("subtask 1 (todo)"), "{err}");
 }
 
@@ -72,8 +76,15 @@ fn nothing_starts_before_a_required_approval() {
     let err = run(&mut p, set(1, SubtaskState::InProgress)).unwrap_err();
     assert!(err.to_string().contains("awaiting approval"), "{err}");
     assert!(p.next_batch(5).is_empty());
-    p.execute(&Op::Approve { comment: Some("ok".into()) }.into(), "alice", at(2))
-        .unwrap();
+    p.execute(
+        &Op::Approve {
+            comment: Some("ok".into()),
+        }
+        .into(),
+        "alice",
+        at(2),
+    )
+    .unwrap();
     assert_eq!(p.approval.by.as_deref(), Some("alice"));
     run(&mut p, set(1, SubtaskState::InProgress)).unwrap();
     assert_eq!(p.state, PlanState::Running);
@@ -84,8 +95,20 @@ fn a_rejection_needs_a_comment_and_returns_the_plan_to_draft() {
     let mut s = spec(&[("a", &[])]);
     s.approval_required = true;
     let (mut p, _) = Plan::create(&s, "agent", at(0)).unwrap();
-    assert!(run(&mut p, Op::Reject { comment: "  ".into() }).is_err());
-    run(&mut p, Op::Reject { comment: "too vague".into() }).unwrap();
+    assert!(run(
+        &mut p,
+        Op::Reject {
+            comment: "  ".into()
+        }
+    )
+    .is_err());
+    run(
+        &mut p,
+        Op::Reject {
+            comment: "too vague".into(),
+        },
+    )
+    .unwrap();
     assert_eq!(p.state, PlanState::Draft);
     assert_eq!(p.approval.status, ApprovalStatus::Rejected);
     run(&mut p, Op::Submit).unwrap();
@@ -101,7 +124,10 @@ fn max_parallel_caps_the_subtasks_in_progress() {
     assert_eq!(p.in_progress(), vec![SubtaskId(1), SubtaskId(2)]);
     assert_eq!(events.len(), 3, "running + two starts");
     let err = run(&mut p, set(3, SubtaskState::InProgress)).unwrap_err();
-    assert!(matches!(err, PlanError::ParallelLimit { max: 2, .. }), "{err}");
+    assert!(
+        matches!(err, PlanError::ParallelLimit { max: 2, .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -110,18 +136,32 @@ fn a_dependency_edit_that_closes_a_cycle_is_refused_with_the_cycle() {
     let before = p.clone();
     let err = run(
         &mut p,
-        Op::SetDependencies { id: SubtaskId(1), dependencies: vec![SubtaskId(3)] },
+        Op::SetDependencies {
+            id: SubtaskId(1),
+            dependencies: vec![SubtaskId(3)],
+        },
     )
     .unwrap_err();
-    assert_eq!(err, PlanError::Cycle { path: [1, 3, 2, 1].map(SubtaskId).to_vec() });
+    assert_eq!(
+        err,
+        PlanError::Cycle {
+            path: [1, 3, 2, 1].map(SubtaskId).to_vec()
+        }
+    );
     assert_eq!(p, before, "a refused command changes nothing");
 }
 
 #[test]
 fn a_self_dependency_is_refused() {
     let mut p = plan(&[("a", &[])]);
-    let err = run(&mut p, Op::SetDependencies { id: SubtaskId(1), dependencies: vec![SubtaskId(1)] })
-        .unwrap_err();
+    let err = run(
+        &mut p,
+        Op::SetDependencies {
+            id: SubtaskId(1),
+            dependencies: vec![SubtaskId(1)],
+        },
+    )
+    .unwrap_err();
     assert_eq!(err, PlanError::SelfDependency { id: SubtaskId(1) });
 }
 
@@ -136,7 +176,10 @@ fn an_unknown_id_error_lists_the_ids_that_exist() {
     let mut p = plan(&[("a", &[]), ("b", &[]), ("c", &[])]);
     run(&mut p, Op::DeleteSubtask { id: SubtaskId(2) }).unwrap();
     let err = run(&mut p, set(9, SubtaskState::InProgress)).unwrap_err();
-    assert_eq!(err.to_string(), "no subtask has id 9; the plan's subtask ids are 1, 3");
+    assert_eq!(
+        err.to_string(),
+        "no subtask has id 9; the plan's subtask ids are 1, 3"
+    );
 }
 
 #[test]
@@ -144,7 +187,13 @@ fn a_stale_expected_version_is_a_conflict() {
     let mut p = plan(&[("a", &[])]);
     let stale = Command::at_version(set(1, SubtaskState::InProgress), 0);
     let err = p.execute(&stale, "t", at(1)).unwrap_err();
-    assert_eq!(err, PlanError::StaleVersion { expected: 0, actual: 1 });
+    assert_eq!(
+        err,
+        PlanError::StaleVersion {
+            expected: 0,
+            actual: 1
+        }
+    );
     let fresh = Command::at_version(set(1, SubtaskState::InProgress), 1);
     p.execute(&fresh, "t", at(1)).unwrap();
     assert_eq!(p.version, 2);
@@ -156,7 +205,10 @@ fn deleting_a_subtask_keeps_the_order_and_hands_its_dependencies_on() {
     run(&mut p, Op::DeleteSubtask { id: SubtaskId(2) }).unwrap();
     let names: Vec<&str> = p.subtasks.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["a", "c", "d"]);
-    assert_eq!(p.subtask(SubtaskId(3)).unwrap().dependencies, vec![SubtaskId(1)]);
+    assert_eq!(
+        p.subtask(SubtaskId(3)).unwrap().dependencies,
+        vec![SubtaskId(1)]
+    );
 }
 
 #[test]
@@ -173,12 +225,15 @@ fn a_subtask_in_progress_cannot_be_deleted() {
 fn ids_are_never_reused_after_a_delete() {
     let mut p = plan(&[("a", &[]), ("b", &[])]);
     run(&mut p, Op::DeleteSubtask { id: SubtaskId(2) }).unwrap();
-    run(&mut p, Op::AddSubtask {
-        subtask: NewSubtask::named("c"),
-        position: Position::End,
-        rewire_after: None,
-        required_by: vec![],
-    })
+    run(
+        &mut p,
+        Op::AddSubtask {
+            subtask: NewSubtask::named("c"),
+            position: Position::End,
+            rewire_after: None,
+            required_by: vec![],
+        },
+    )
     .unwrap();
     assert_eq!(p.subtasks.last().unwrap().id, SubtaskId(3));
 }
@@ -187,13 +242,32 @@ fn ids_are_never_reused_after_a_delete() {
 fn a_started_subtask_cannot_be_edited_but_can_be_reassigned() {
     let mut p = plan(&[("a", &[])]);
     run(&mut p, set(1, SubtaskState::InProgress)).unwrap();
-    let rename = SubtaskPatch { name: Some("x".into()), ..SubtaskPatch::default() };
+    let rename = SubtaskPatch {
+        name: Some("x".into()),
+        ..SubtaskPatch::default()
+    };
     assert!(matches!(
-        run(&mut p, Op::EditSubtask { id: SubtaskId(1), patch: rename }),
+        run(
+            &mut p,
+            Op::EditSubtask {
+                id: SubtaskId(1),
+                patch: rename
+            }
+        ),
         Err(PlanError::NotEditable { .. })
     ));
-    let reassign = SubtaskPatch { assignee: Some("bob".into()), ..SubtaskPatch::default() };
-    run(&mut p, Op::EditSubtask { id: SubtaskId(1), patch: reassign }).unwrap();
+    let reassign = SubtaskPatch {
+        assignee: Some("bob".into()),
+        ..SubtaskPatch::default()
+    };
+    run(
+        &mut p,
+        Op::EditSubtask {
+            id: SubtaskId(1),
+            patch: reassign,
+        },
+    )
+    .unwrap();
     assert_eq!(p.subtasks[0].assignee.as_deref(), Some("bob"));
 }
 
@@ -201,10 +275,15 @@ fn a_started_subtask_cannot_be_edited_but_can_be_reassigned() {
 fn a_plan_is_done_only_when_every_subtask_is_done_or_skipped() {
     let mut p = plan(&[("a", &[]), ("b", &[])]);
     run(&mut p, set(1, SubtaskState::Skipped)).unwrap();
-    let done = |outcome: &str| Op::Finish { state: PlanState::Done, outcome: outcome.into() };
+    let done = |outcome: &str| Op::Finish {
+        state: PlanState::Done,
+        outcome: outcome.into(),
+    };
     assert_eq!(
         run(&mut p, done("x")).unwrap_err(),
-        PlanError::UnfinishedSubtasks { ids: vec![SubtaskId(2)] }
+        PlanError::UnfinishedSubtasks {
+            ids: vec![SubtaskId(2)]
+        }
     );
     run(&mut p, set(2, SubtaskState::InProgress)).unwrap();
     run(&mut p, set(2, SubtaskState::Done)).unwrap();
@@ -217,7 +296,14 @@ fn a_plan_is_done_only_when_every_subtask_is_done_or_skipped() {
 fn abandoning_a_plan_releases_what_is_in_progress() {
     let mut p = plan(&[("a", &[])]);
     run(&mut p, set(1, SubtaskState::InProgress)).unwrap();
-    run(&mut p, Op::Finish { state: PlanState::Abandoned, outcome: "stop".into() }).unwrap();
+    run(
+        &mut p,
+        Op::Finish {
+            state: PlanState::Abandoned,
+            outcome: "stop".into(),
+        },
+    )
+    .unwrap();
     assert_eq!(state_of(&p, 1), SubtaskState::Todo);
     assert!(p.in_progress().is_empty());
 }
@@ -225,12 +311,28 @@ fn abandoning_a_plan_releases_what_is_in_progress() {
 #[test]
 fn a_finished_plan_refuses_changes_but_takes_comments_and_recovery() {
     let mut p = plan(&[("a", &[])]);
-    run(&mut p, Op::Finish { state: PlanState::Failed, outcome: "broke".into() }).unwrap();
+    run(
+        &mut p,
+        Op::Finish {
+            state: PlanState::Failed,
+            outcome: "broke".into(),
+        },
+    )
+    .unwrap();
     assert_eq!(
         run(&mut p, set(1, SubtaskState::InProgress)).unwrap_err(),
-        PlanError::PlanFinished { state: PlanState::Failed }
+        PlanError::PlanFinished {
+            state: PlanState::Failed
+        }
     );
-    run(&mut p, Op::Comment { subtask: None, body: "post-mortem".into() }).unwrap();
+    run(
+        &mut p,
+        Op::Comment {
+            subtask: None,
+            body: "post-mortem".into(),
+        },
+    )
+    .unwrap();
     assert_eq!(p.comments[0].author, "tester");
     run(&mut p, Op::Recover).unwrap();
     assert_eq!(p.state, PlanState::Approved);
@@ -245,7 +347,10 @@ fn a_subtask_is_not_reopened_while_a_dependent_has_started() {
     run(&mut p, set(2, SubtaskState::InProgress)).unwrap();
     assert_eq!(
         run(&mut p, set(1, SubtaskState::Todo)).unwrap_err(),
-        PlanError::DependentsStarted { id: SubtaskId(1), dependents: vec![SubtaskId(2)] }
+        PlanError::DependentsStarted {
+            id: SubtaskId(1),
+            dependents: vec![SubtaskId(2)]
+        }
     );
 }
 
@@ -253,7 +358,10 @@ fn a_subtask_is_not_reopened_while_a_dependent_has_started() {
 fn the_subtask_limit_is_enforced_on_create_and_add() {
     let mut s = spec(&[("a", &[]), ("b", &[])]);
     s.max_subtasks = Some(1);
-    assert_eq!(Plan::create(&s, "t", at(0)).unwrap_err(), PlanError::PlanFull { max: 1 });
+    assert_eq!(
+        Plan::create(&s, "t", at(0)).unwrap_err(),
+        PlanError::PlanFull { max: 1 }
+    );
     s.max_subtasks = Some(2);
     let (mut p, _) = Plan::create(&s, "t", at(0)).unwrap();
     let add = Op::AddSubtask {
@@ -262,7 +370,10 @@ fn the_subtask_limit_is_enforced_on_create_and_add() {
         rewire_after: None,
         required_by: vec![],
     };
-    assert_eq!(run(&mut p, add).unwrap_err(), PlanError::PlanFull { max: 2 });
+    assert_eq!(
+        run(&mut p, add).unwrap_err(),
+        PlanError::PlanFull { max: 2 }
+    );
 }
 
 #[test]
@@ -270,12 +381,15 @@ fn finishing_with_start_next_starts_only_a_ready_subtask() {
     // c waits on b, which is not done: finishing a must start b, never c.
     let mut p = plan(&[("a", &[]), ("c", &[3]), ("b", &[1])]);
     run(&mut p, set(1, SubtaskState::InProgress)).unwrap();
-    run(&mut p, Op::SetSubtaskState {
-        id: SubtaskId(1),
-        state: SubtaskState::Done,
-        note: Some("ok".into()),
-        start_next: true,
-    })
+    run(
+        &mut p,
+        Op::SetSubtaskState {
+            id: SubtaskId(1),
+            state: SubtaskState::Done,
+            note: Some("ok".into()),
+            start_next: true,
+        },
+    )
     .unwrap();
     assert_eq!(p.in_progress(), vec![SubtaskId(3)]);
     assert_eq!(state_of(&p, 2), SubtaskState::Todo);
@@ -287,7 +401,10 @@ fn a_paused_plan_starts_nothing_until_resumed() {
     run(&mut p, Op::Pause).unwrap();
     assert!(matches!(
         run(&mut p, Op::StartNext { count: 1 }),
-        Err(PlanError::PlanNotStartable { state: PlanState::Paused, .. })
+        Err(PlanError::PlanNotStartable {
+            state: PlanState::Paused,
+            ..
+        })
     ));
     run(&mut p, Op::Resume).unwrap();
     run(&mut p, Op::StartNext { count: 1 }).unwrap();
@@ -300,8 +417,11 @@ fn replacing_steps_by_name_keeps_state_of_unchanged_steps_wherever_they_move() {
     run(&mut p, set(1, SubtaskState::Done)).unwrap();
     let names = ["a", "new", "b", "c"].map(NewSubtask::named).to_vec();
     run(&mut p, Op::ReplaceSubtasks { subtasks: names }).unwrap();
-    let view: Vec<(u32, &str, SubtaskState)> =
-        p.subtasks.iter().map(|s| (s.id.0, s.name.as_str(), s.state)).collect();
+    let view: Vec<(u32, &str, SubtaskState)> = p
+        .subtasks
+        .iter()
+        .map(|s| (s.id.0, s.name.as_str(), s.state))
+        .collect();
     assert_eq!(
         view,
         [
@@ -311,21 +431,34 @@ fn replacing_steps_by_name_keeps_state_of_unchanged_steps_wherever_they_move() {
             (3, "c", SubtaskState::Todo),
         ]
     );
-    assert_eq!(p.subtask(SubtaskId(2)).unwrap().dependencies, vec![SubtaskId(4)]);
+    assert_eq!(
+        p.subtask(SubtaskId(2)).unwrap().dependencies,
+        vec![SubtaskId(4)]
+    );
 }
 
 #[test]
 fn oversized_text_is_refused_with_its_length() {
     let mut p = plan(&[("a", &[])]);
     let long = "x".repeat(limits::NAME + 1);
-    let err = run(&mut p, Op::AddSubtask {
-        subtask: NewSubtask::named(long),
-        position: Position::End,
-        rewire_after: None,
-        required_by: vec![],
-    })
+    let err = run(
+        &mut p,
+        Op::AddSubtask {
+            subtask: NewSubtask::named(long),
+            position: Position::End,
+            rewire_after: None,
+            required_by: vec![],
+        },
+    )
     .unwrap_err();
-    assert_eq!(err, PlanError::TooLong { field: "name", len: 201, max: 200 });
+    assert_eq!(
+        err,
+        PlanError::TooLong {
+            field: "name",
+            len: 201,
+            max: 200
+        }
+    );
 }
 
 #[test]

@@ -130,8 +130,11 @@ pub(crate) fn validate_graph(subtasks: &[Subtask], next_id: u32) -> Result<(), P
 /// Dependencies before dependents (Kahn), ties broken by display order.
 /// On a cycle, returns one cycle's path instead.
 pub(crate) fn topological_order(subtasks: &[Subtask]) -> Result<Vec<usize>, Vec<SubtaskId>> {
-    let pos: HashMap<SubtaskId, usize> =
-        subtasks.iter().enumerate().map(|(p, s)| (s.id, p)).collect();
+    let pos: HashMap<SubtaskId, usize> = subtasks
+        .iter()
+        .enumerate()
+        .map(|(p, s)| (s.id, p))
+        .collect();
     let mut remaining: Vec<usize> = subtasks.iter().map(|s| s.dependencies.len()).collect();
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); subtasks.len()];
     for (p, s) in subtasks.iter().enumerate() {

@@ -133,7 +133,10 @@ impl Plan {
         let EventKind::PlanCreated { plan } = &first.kind else {
             return Err(PlanError::invalid(
                 "events",
-                format!("the log must start with plan_created, not {}", first.kind.name()),
+                format!(
+                    "the log must start with plan_created, not {}",
+                    first.kind.name()
+                ),
             ));
         };
         let mut plan = plan.as_ref().clone();

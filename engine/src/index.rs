@@ -63,7 +63,11 @@ const NONE: usize = usize::MAX;
 
 impl Index {
     pub(crate) fn build(subtasks: &[Subtask]) -> Index {
-        let slots = subtasks.iter().map(|s| s.id.0 as usize + 1).max().unwrap_or(0);
+        let slots = subtasks
+            .iter()
+            .map(|s| s.id.0 as usize + 1)
+            .max()
+            .unwrap_or(0);
         let mut index = Index {
             positions: vec![NONE; slots],
             dependents: vec![Vec::new(); slots],
@@ -114,7 +118,9 @@ impl Index {
     }
 
     pub(crate) fn dependents(&self, id: SubtaskId) -> &[SubtaskId] {
-        self.dependents.get(id.0 as usize).map_or(&[], Vec::as_slice)
+        self.dependents
+            .get(id.0 as usize)
+            .map_or(&[], Vec::as_slice)
     }
 
     pub(crate) fn ready_positions(&self) -> impl Iterator<Item = usize> + '_ {
@@ -156,7 +162,12 @@ impl Index {
             return;
         };
         for d in dependents {
-            let Some(q) = self.positions.get(d.0 as usize).copied().filter(|&q| q != NONE) else {
+            let Some(q) = self
+                .positions
+                .get(d.0 as usize)
+                .copied()
+                .filter(|&q| q != NONE)
+            else {
                 continue;
             };
             let Some(unmet) = self.unmet.get_mut(d.0 as usize) else {

@@ -125,7 +125,10 @@ impl PlanState {
 
     /// Finished plans are history: only comments and `recover` touch them.
     pub fn is_finished(self) -> bool {
-        matches!(self, PlanState::Done | PlanState::Failed | PlanState::Abandoned)
+        matches!(
+            self,
+            PlanState::Done | PlanState::Failed | PlanState::Abandoned
+        )
     }
 }
 
@@ -136,9 +139,7 @@ impl std::fmt::Display for PlanState {
 }
 
 /// How the plan came to be: by hand, or by one of the three built-in planners.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     #[default]

@@ -40,7 +40,11 @@ pub fn markdown(plan: &Plan) -> String {
 
 /// `- [x] #3 Name — outcome (after #1, #2)`.
 pub fn subtask_line(s: &Subtask) -> String {
-    let check = if s.state == SubtaskState::Done { "x" } else { " " };
+    let check = if s.state == SubtaskState::Done {
+        "x"
+    } else {
+        " "
+    };
     let mut line = format!("- [{check}] #{} {}", s.id, s.name);
     if !matches!(s.state, SubtaskState::Todo | SubtaskState::Done) {
         let _ = write!(line, " _{}_", s.state);

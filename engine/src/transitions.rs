@@ -55,9 +55,7 @@ pub fn subtask_transition(
 ) -> Result<SubtaskMove, &'static str> {
     use SubtaskState::*;
     match (from, to) {
-        (Todo, InProgress) | (Blocked, InProgress) | (Failed, InProgress) => {
-            Ok(SubtaskMove::Start)
-        }
+        (Todo, InProgress) | (Blocked, InProgress) | (Failed, InProgress) => Ok(SubtaskMove::Start),
         (InProgress, Todo) => Ok(SubtaskMove::Release),
         (Todo, Blocked) | (InProgress, Blocked) => Ok(SubtaskMove::Block),
         (Blocked, Todo) => Ok(SubtaskMove::Unblock),

@@ -45,17 +45,21 @@ pub fn SampleBoard() -> impl IntoView {
                 note: Some("Completed from the board".into()),
                 start_next: false,
             }),
-            None => message.set(Some(Err(plan_engine::PlanError::NoCurrentSubtask.to_string()))),
+            None => message.set(Some(Err(
+                plan_engine::PlanError::NoCurrentSubtask.to_string()
+            ))),
         }
     };
     let reset = move |_| {
         plan.set(sample_plan());
         message.set(None);
     };
-    let status = move || match message.get() {
+    let status = move || {
+        match message.get() {
         Some(Ok(text)) => view! { <p class="status ok" role="status" data-testid="status">{text}</p> }.into_any(),
         Some(Err(text)) => view! { <p class="status error" role="alert" data-testid="status">{text}</p> }.into_any(),
         None => view! { <p class="status" role="status" data-testid="status">"Sample plan from seed 000, built by the engine."</p> }.into_any(),
+    }
     };
     let md = move || plan.with(markdown);
     // Effects run only in the browser, so this marks the board as hydrated.

@@ -135,7 +135,10 @@ pub fn hint(plan: Option<&Plan>, opts: &HintOptions) -> String {
             rules.push_str(t.confirmation);
         }
         if let Some(max) = opts.max_subtasks {
-            rules.push_str(&fill(t.subtask_limit, &[("max_subtasks", &max.to_string())]));
+            rules.push_str(&fill(
+                t.subtask_limit,
+                &[("max_subtasks", &max.to_string())],
+            ));
         }
         if !rules.is_empty() {
             out.push_str(t.rules_separator);
@@ -188,19 +191,29 @@ pub fn hint(plan: Option<&Plan>, opts: &HintOptions) -> String {
             (t.at_the_beginning, rules)
         }
         HintCase::InProgress => {
-            let labels: Vec<String> = in_progress.iter().take(FOCUS).map(|id| ctx.label(*id)).collect();
+            let labels: Vec<String> = in_progress
+                .iter()
+                .take(FOCUS)
+                .map(|id| ctx.label(*id))
+                .collect();
             let template = if in_progress.len() == 1 {
                 t.one_in_progress
             } else {
                 t.many_in_progress
             };
-            vars.push(("subtasks", fill(template, &[("labels", &labels.join(", "))])));
+            vars.push((
+                "subtasks",
+                fill(template, &[("labels", &labels.join(", "))]),
+            ));
             (t.in_progress, t.reminder.to_string())
         }
         HintCase::NoneInProgress => (t.none_in_progress, t.reminder.to_string()),
         HintCase::Stuck => {
             vars.push(("stuck", ctx.stuck_list()));
-            (t.stuck, format!("{}{}", t.rules_separator, ctx.common_rules()))
+            (
+                t.stuck,
+                format!("{}{}", t.rules_separator, ctx.common_rules()),
+            )
         }
         HintCase::AwaitingApproval => (
             t.awaiting_approval,
@@ -241,7 +254,10 @@ pub fn rules(opts: &HintOptions) -> String {
         out.push_str(t.confirmation);
     }
     if let Some(max) = opts.max_subtasks {
-        out.push_str(&fill(t.subtask_limit, &[("max_subtasks", &max.to_string())]));
+        out.push_str(&fill(
+            t.subtask_limit,
+            &[("max_subtasks", &max.to_string())],
+        ));
     }
     out.push_str(&fill(
         t.common,
@@ -271,8 +287,11 @@ impl Ctx<'_> {
         let in_progress = self.plan.in_progress();
         let focus = match (case, in_progress.first()) {
             (HintCase::InProgress, Some(first)) => {
-                let labels: Vec<String> =
-                    in_progress.iter().take(FOCUS).map(|id| self.label(*id)).collect();
+                let labels: Vec<String> = in_progress
+                    .iter()
+                    .take(FOCUS)
+                    .map(|id| self.label(*id))
+                    .collect();
                 let reference = self.opts.dialect.subtask_ref(self.plan, *first);
                 let finish = fill(self.opts.dialect.names().finish, &[("ref", &reference)]);
                 fill(
@@ -284,7 +303,10 @@ impl Ctx<'_> {
         };
         fill(
             self.t.unchanged,
-            &[("version", &self.plan.version.to_string()), ("focus", &focus)],
+            &[
+                ("version", &self.plan.version.to_string()),
+                ("focus", &focus),
+            ],
         )
     }
 
@@ -418,14 +440,18 @@ impl Ctx<'_> {
     }
 
     fn line(&self, position: usize, s: &Subtask) -> String {
-        let check = if s.state == SubtaskState::Done { "x" } else { " " };
+        let check = if s.state == SubtaskState::Done {
+            "x"
+        } else {
+            " "
+        };
         let mut line = format!("- [{check}] {} {}", self.label(s.id), s.name);
         if !matches!(s.state, SubtaskState::Todo | SubtaskState::Done) {
             line.push_str(&format!(" ({})", s.state));
         }
         // In a chain each subtask waits on the line above; only say so when it is not that.
-        let waits_on_line_above = position > 0
-            && s.dependencies.as_slice() == [self.plan.subtasks[position - 1].id];
+        let waits_on_line_above =
+            position > 0 && s.dependencies.as_slice() == [self.plan.subtasks[position - 1].id];
         if !s.dependencies.is_empty() && s.state.is_unstarted() && !waits_on_line_above {
             let deps: Vec<String> = s.dependencies.iter().map(|d| self.label(*d)).collect();
             line.push_str(&format!(" ← {}", deps.join(" ")));

@@ -278,7 +278,10 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             if lines.is_empty() {
                 return Ok(Reply::text("There are no historical plans."));
             }
-            Ok(Reply::text(format!("Historical plans:\n{}", lines.join("\n"))))
+            Ok(Reply::text(format!(
+                "Historical plans:\n{}",
+                lines.join("\n")
+            )))
         }
         "recover_historical_plan" => {
             let a: RecoverHistoricalPlan = args(tool, raw)?;
@@ -402,7 +405,10 @@ fn revise(s: &mut Session<'_>, a: ReviseCurrentPlan) -> Result<Reply, ToolError>
         }
         ReviseAction::Delete => {
             let target = at_index(plan, a.subtask_idx.0)?;
-            let name = plan.subtask(target).map(|x| x.name.clone()).unwrap_or_default();
+            let name = plan
+                .subtask(target)
+                .map(|x| x.name.clone())
+                .unwrap_or_default();
             (
                 Op::DeleteSubtask { id: target },
                 format!("Subtask (named '{name}') at index {idx} is deleted successfully."),
@@ -429,7 +435,9 @@ fn update_state(s: &mut Session<'_>, a: UpdateSubtaskState) -> Result<Reply, Too
         SubtaskStateArg::Done => {
             return Err(ToolError::BadArgs {
                 tool: "update_subtask_state".into(),
-                message: "to mark a subtask as done, call 'finish_subtask' with the specific outcome".into(),
+                message:
+                    "to mark a subtask as done, call 'finish_subtask' with the specific outcome"
+                        .into(),
             })
         }
     };
@@ -459,7 +467,10 @@ fn finish_subtask(s: &mut Session<'_>, a: FinishSubtask) -> Result<Reply, ToolEr
     let id = plan.id;
     let target = at_index(plan, a.subtask_idx.0)?;
     let mut ops = Vec::with_capacity(2);
-    if plan.subtask(target).is_some_and(|x| x.state != SubtaskState::InProgress) {
+    if plan
+        .subtask(target)
+        .is_some_and(|x| x.state != SubtaskState::InProgress)
+    {
         // AgentScope lets a todo subtask be finished directly: start it first, so
         // the dependency and approval checks still apply.
         ops.push(Op::SetSubtaskState {
@@ -479,7 +490,8 @@ fn finish_subtask(s: &mut Session<'_>, a: FinishSubtask) -> Result<Reply, ToolEr
     let plan = s.plan(id)?;
     let idx = a.subtask_idx.0;
     let name = plan.subtask(target).map(|x| x.name.as_str()).unwrap_or("");
-    let mut text = format!("Subtask (at index {idx}) named '{name}' is marked as done successfully.");
+    let mut text =
+        format!("Subtask (at index {idx}) named '{name}' is marked as done successfully.");
     let started = events.iter().rev().find_map(|e| match &e.kind {
         crate::event::EventKind::SubtaskStateChanged {
             id: next,
@@ -518,7 +530,13 @@ fn one_line(sub: &Subtask) -> String {
 }
 
 fn detailed(sub: &Subtask) -> String {
-    let na = |s: &str| if s.is_empty() { "N/A".to_string() } else { s.to_string() };
+    let na = |s: &str| {
+        if s.is_empty() {
+            "N/A".to_string()
+        } else {
+            s.to_string()
+        }
+    };
     let mut out = format!(
         "{}\n\t- Created At: {}\n\t- Description: {}\n\t- Expected Outcome: {}\n\t- State: {}",
         one_line(sub),

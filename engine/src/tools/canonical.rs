@@ -10,9 +10,7 @@ use serde_json::Value;
 use super::lenient::{Int, Ints, List};
 use super::{args, function, subtask_id, unknown_tool, Reply, Session, ToolError};
 use crate::command::{InfoPatch, Op, Position, SubtaskPatch};
-use crate::model::{
-    NewPlan, NewSubtask, Plan, PlanState, SubtaskId, SubtaskState, DEFAULT_BATCH,
-};
+use crate::model::{NewPlan, NewSubtask, Plan, PlanState, SubtaskId, SubtaskState, DEFAULT_BATCH};
 use crate::render::{markdown, subtask_line};
 
 /// A subtask to create.
@@ -36,7 +34,7 @@ struct SubtaskSpec {
 }
 
 impl SubtaskSpec {
-    fn to_new(self) -> NewSubtask {
+    fn into_new(self) -> NewSubtask {
         NewSubtask {
             name: self.name,
             description: self.description,
@@ -322,12 +320,21 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 approval_required: a.approval_required,
                 max_subtasks: limit(a.max_subtasks),
                 max_parallel: limit(a.max_parallel),
-                subtasks: a.subtasks.0.into_iter().map(SubtaskSpec::to_new).collect(),
+                subtasks: a
+                    .subtasks
+                    .0
+                    .into_iter()
+                    .map(SubtaskSpec::into_new)
+                    .collect(),
                 ..NewPlan::default()
             };
             let (id, events) = s.create(spec)?;
             let plan = s.plan(id)?;
-            let text = format!("Created plan {id} (version {}).\n\n{}", plan.version, overview(plan));
+            let text = format!(
+                "Created plan {id} (version {}).\n\n{}",
+                plan.version,
+                overview(plan)
+            );
             Ok(Reply::text(text).on(id, events))
         }
         "get_plan" => {
@@ -339,7 +346,11 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let active = s.current_id().ok();
             let mut out = String::new();
             for p in s.book.plans() {
-                let marker = if Some(p.id) == active { " (current)" } else { "" };
+                let marker = if Some(p.id) == active {
+                    " (current)"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
                     "- {}{marker}: '{}' [{}] {}% of {} subtasks",
@@ -383,7 +394,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 (None, None) => Position::End,
             };
             let op = Op::AddSubtask {
-                subtask: a.subtask.to_new(),
+                subtask: a.subtask.into_new(),
                 position,
                 rewire_after: after.filter(|_| a.rewire.unwrap_or(true)),
                 required_by: Vec::new(),
@@ -403,7 +414,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 reasoning: a.reasoning,
                 assignee: a.assignee,
             };
-            mutate(s, Op::EditSubtask { id, patch }, |plan| format!("Edited {}", line(plan, id)))
+            mutate(s, Op::EditSubtask { id, patch }, |plan| {
+                format!("Edited {}", line(plan, id))
+            })
         }
         "set_dependencies" => {
             let a: SetDependencies = args(tool, raw)?;
@@ -416,7 +429,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
         "delete_subtask" => {
             let a: DeleteSubtask = args(tool, raw)?;
             let id = subtask_id(a.subtask_id.0);
-            mutate(s, Op::DeleteSubtask { id }, |_| format!("Deleted subtask {id}."))
+            mutate(s, Op::DeleteSubtask { id }, |_| {
+                format!("Deleted subtask {id}.")
+            })
         }
         "move_subtask" => {
             let a: MoveSubtask = args(tool, raw)?;
@@ -439,7 +454,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let started: Vec<String> = events
                 .iter()
                 .filter_map(|e| match &e.kind {
-                    crate::event::EventKind::SubtaskStateChanged { id, .. } => Some(line(plan, *id)),
+                    crate::event::EventKind::SubtaskStateChanged { id, .. } => {
+                        Some(line(plan, *id))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -454,11 +471,20 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 return Ok(Reply::text("No subtask can start right now."));
             }
             let lines: Vec<String> = batch.iter().map(|id| line(plan, *id)).collect();
-            Ok(Reply::text(format!("Ready to start:\n{}", lines.join("\n"))))
+            Ok(Reply::text(format!(
+                "Ready to start:\n{}",
+                lines.join("\n")
+            )))
         }
         "complete_subtask" => {
             let a: CompleteSubtask = args(tool, raw)?;
-            set_state(s, a.subtask_id, SubtaskState::Done, Some(a.outcome), a.start_next)
+            set_state(
+                s,
+                a.subtask_id,
+                SubtaskState::Done,
+                Some(a.outcome),
+                a.start_next,
+            )
         }
         "fail_subtask" => {
             let a: FailSubtask = args(tool, raw)?;
@@ -466,11 +492,23 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
         }
         "skip_subtask" => {
             let a: SkipSubtask = args(tool, raw)?;
-            set_state(s, a.subtask_id, SubtaskState::Skipped, Some(a.reason), false)
+            set_state(
+                s,
+                a.subtask_id,
+                SubtaskState::Skipped,
+                Some(a.reason),
+                false,
+            )
         }
         "block_subtask" => {
             let a: BlockSubtask = args(tool, raw)?;
-            set_state(s, a.subtask_id, SubtaskState::Blocked, Some(a.reason), false)
+            set_state(
+                s,
+                a.subtask_id,
+                SubtaskState::Blocked,
+                Some(a.reason),
+                false,
+            )
         }
         "reset_subtask" => {
             let a: ResetSubtask = args(tool, raw)?;
@@ -479,7 +517,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
         "set_notes" => {
             let a: SetNotes = args(tool, raw)?;
             let id = subtask_id(a.subtask_id.0);
-            mutate(s, Op::SetNotes { id, notes: a.notes }, |_| format!("Notes of subtask {id} saved."))
+            mutate(s, Op::SetNotes { id, notes: a.notes }, |_| {
+                format!("Notes of subtask {id} saved.")
+            })
         }
         "view_subtasks" => {
             let a: ViewSubtasks = args(tool, raw)?;
@@ -489,7 +529,11 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 let id = subtask_id(n);
                 match plan.subtask(id) {
                     Some(sub) => {
-                        let _ = writeln!(out, "{}", serde_json::to_string_pretty(sub).unwrap_or_default());
+                        let _ = writeln!(
+                            out,
+                            "{}",
+                            serde_json::to_string_pretty(sub).unwrap_or_default()
+                        );
                     }
                     None => {
                         let _ = writeln!(out, "No subtask has id {id}.");
@@ -507,7 +551,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             out.pop();
             Ok(Reply::text(out))
         }
-        "submit_plan" => mutate(s, Op::Submit, |plan| format!("The plan is now {}.", plan.state)),
+        "submit_plan" => mutate(s, Op::Submit, |plan| {
+            format!("The plan is now {}.", plan.state)
+        }),
         "finish_plan" => {
             let a: FinishPlan = args(tool, raw)?;
             let state = match a.state {
@@ -516,7 +562,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 FinishState::Abandoned => PlanState::Abandoned,
             };
             let outcome = a.outcome;
-            mutate(s, Op::Finish { state, outcome }, |plan| format!("The plan is {}.", plan.state))
+            mutate(s, Op::Finish { state, outcome }, |plan| {
+                format!("The plan is {}.", plan.state)
+            })
         }
         "view_historical_plans" => {
             let mut out = String::new();
@@ -541,7 +589,11 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let events = s.exec(id, vec![Op::Recover])?;
             s.book.set_active(&s.ctx.session, Some(id));
             let plan = s.plan(id)?;
-            Ok(Reply::text(format!("Recovered; the plan is {} and current.", plan.state)).on(id, events))
+            Ok(Reply::text(format!(
+                "Recovered; the plan is {} and current.",
+                plan.state
+            ))
+            .on(id, events))
         }
         "comment" => {
             let a: CommentArgs = args(tool, raw)?;
@@ -606,7 +658,10 @@ fn overview(plan: &Plan) -> String {
         if v.is_empty() {
             "none".to_string()
         } else {
-            v.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(" ")
+            v.iter()
+                .map(|i| format!("#{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         }
     };
     format!(

@@ -18,7 +18,11 @@ impl Int {
         match v {
             Value::Number(n) => n
                 .as_u64()
-                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| f as u64)
+                })
                 .map(Int)
                 .ok_or_else(|| format!("expected a non-negative whole number, got {n}")),
             Value::String(s) => {
@@ -117,7 +121,9 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for List<T> {
             Value::Null => Value::Array(Vec::new()),
             other => other,
         };
-        serde_json::from_value(v).map(List).map_err(D::Error::custom)
+        serde_json::from_value(v)
+            .map(List)
+            .map_err(D::Error::custom)
     }
 }
 

@@ -120,7 +120,10 @@ impl std::fmt::Display for ToolError {
                 "there is no current plan; create one first by calling {create}"
             ),
             ToolError::UnknownPlan { reference } => {
-                write!(f, "no plan is known as '{reference}'; list the plans to see their ids")
+                write!(
+                    f,
+                    "no plan is known as '{reference}'; list the plans to see their ids"
+                )
             }
         }
     }
@@ -300,7 +303,9 @@ pub(crate) fn args<T: DeserializeOwned>(tool: &str, value: &Value) -> Result<T, 
                 bad(e.to_string())
             }
         }),
-        Value::Null => T::deserialize(&Value::Object(Default::default())).map_err(|e| bad(e.to_string())),
+        Value::Null => {
+            T::deserialize(&Value::Object(Default::default())).map_err(|e| bad(e.to_string()))
+        }
         other => T::deserialize(other).map_err(|e| bad(e.to_string())),
     }
 }

@@ -115,7 +115,11 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             }
             let mut out = String::from("Available plans:\n");
             for p in plans {
-                let marker = if Some(p.id) == active { " (active)" } else { "" };
+                let marker = if Some(p.id) == active {
+                    " (active)"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
                     "• {}{marker}: {} - {}/{} steps completed [{}]",
@@ -150,14 +154,20 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
         }
         PlanningCommand::Finish => {
             let id = s.resolve(a.plan_id.as_deref())?;
-            let state = match a.plan_status.ok_or_else(|| missing("plan_status", "finish"))? {
+            let state = match a
+                .plan_status
+                .ok_or_else(|| missing("plan_status", "finish"))?
+            {
                 PlanStatus::Done => PlanState::Done,
                 PlanStatus::Failed => PlanState::Failed,
                 PlanStatus::Abandoned => PlanState::Abandoned,
             };
             let outcome = a.outcome.unwrap_or_default();
             let events = s.exec(id, vec![Op::Finish { state, outcome }])?;
-            Ok(Reply::text(format!("Plan '{}' finished as {state}.", key(s.plan(id)?))).on(id, events))
+            Ok(
+                Reply::text(format!("Plan '{}' finished as {state}.", key(s.plan(id)?)))
+                    .on(id, events),
+            )
         }
     }
 }
@@ -220,10 +230,16 @@ fn update(s: &mut Session<'_>, a: Planning) -> Result<Reply, ToolError> {
 
 fn mark_step(s: &mut Session<'_>, a: Planning) -> Result<Reply, ToolError> {
     let id = s.resolve(a.plan_id.as_deref())?;
-    let index = a.step_index.ok_or_else(|| missing("step_index", "mark_step"))?.0;
+    let index = a
+        .step_index
+        .ok_or_else(|| missing("step_index", "mark_step"))?
+        .0;
     let plan = s.plan(id)?;
     let step = at_index(plan, index)?;
-    let current = plan.subtask(step).map(|x| x.state).unwrap_or(SubtaskState::Todo);
+    let current = plan
+        .subtask(step)
+        .map(|x| x.state)
+        .unwrap_or(SubtaskState::Todo);
     let note = a.step_notes.clone();
     let mut ops = Vec::new();
     if let Some(status) = a.step_status {
@@ -235,8 +251,8 @@ fn mark_step(s: &mut Session<'_>, a: Planning) -> Result<Reply, ToolError> {
             StepStatus::Failed => SubtaskState::Failed,
             StepStatus::Skipped => SubtaskState::Skipped,
         };
-        let needs_start = matches!(target, SubtaskState::Done | SubtaskState::Failed)
-            && current.is_unstarted();
+        let needs_start =
+            matches!(target, SubtaskState::Done | SubtaskState::Failed) && current.is_unstarted();
         if needs_start {
             ops.push(set(step, SubtaskState::InProgress, None));
         }

@@ -177,7 +177,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let a: GetTask = args(tool, raw)?;
             let plan = s.current()?;
             let task = task(plan, subtask_id(a.task_id.0))?;
-            Ok(Reply::text(json!({ "success": true, "task": task_json(task) }).to_string()))
+            Ok(Reply::text(
+                json!({ "success": true, "task": task_json(task) }).to_string(),
+            ))
         }
         "startNextTask" => {
             let id = s.current_id()?;
@@ -185,7 +187,9 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 Ok(events) => events,
                 Err(ToolError::Plan(PlanError::NothingReady(message))) => {
                     let text = format!("All tasks are completed or blocked: {message}.");
-                    return Ok(Reply::text(json!({ "success": false, "message": text }).to_string()));
+                    return Ok(Reply::text(
+                        json!({ "success": false, "message": text }).to_string(),
+                    ));
                 }
                 Err(e) => return Err(e),
             };
@@ -196,11 +200,23 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
         }
         "completeCurrentTask" => {
             let a: CompleteCurrentTask = args(tool, raw)?;
-            finish_current(s, a.task_id, SubtaskState::Done, a.result_message, "completed")
+            finish_current(
+                s,
+                a.task_id,
+                SubtaskState::Done,
+                a.result_message,
+                "completed",
+            )
         }
         "failCurrentTask" => {
             let a: FailCurrentTask = args(tool, raw)?;
-            finish_current(s, a.task_id, SubtaskState::Failed, a.error_message, "failed")
+            finish_current(
+                s,
+                a.task_id,
+                SubtaskState::Failed,
+                a.error_message,
+                "failed",
+            )
         }
         "skipTask" => {
             let a: SkipTask = args(tool, raw)?;
@@ -208,7 +224,10 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let task = subtask_id(a.task_id.0);
             let events = s.exec(id, vec![set(task, SubtaskState::Skipped, a.reason)])?;
             let message = format!("Task {task} skipped.");
-            Ok(Reply::text(json!({ "success": true, "message": message }).to_string()).on(id, events))
+            Ok(
+                Reply::text(json!({ "success": true, "message": message }).to_string())
+                    .on(id, events),
+            )
         }
         "addTask" => {
             let a: AddTask = args(tool, raw)?;
@@ -232,7 +251,10 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let plan = s.plan(id)?;
             let new_id = SubtaskId(plan.next_subtask_id - 1);
             let new_task = plan.subtask(new_id).map(task_json);
-            Ok(Reply::text(json!({ "success": true, "newTask": new_task }).to_string()).on(id, events))
+            Ok(
+                Reply::text(json!({ "success": true, "newTask": new_task }).to_string())
+                    .on(id, events),
+            )
         }
         "modifyTask" => {
             let a: ModifyTask = args(tool, raw)?;
@@ -262,7 +284,10 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             }
             let events = s.exec(id, ops)?;
             let updated = s.plan(id)?.subtask(task).map(task_json);
-            Ok(Reply::text(json!({ "success": true, "updatedTask": updated }).to_string()).on(id, events))
+            Ok(
+                Reply::text(json!({ "success": true, "updatedTask": updated }).to_string())
+                    .on(id, events),
+            )
         }
         "finishPlan" => {
             let a: FinishPlan = args(tool, raw)?;
@@ -280,7 +305,10 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 }],
             )?;
             let message = format!("Plan finished as {state}.");
-            Ok(Reply::text(json!({ "success": true, "message": message }).to_string()).on(id, events))
+            Ok(
+                Reply::text(json!({ "success": true, "message": message }).to_string())
+                    .on(id, events),
+            )
         }
         _ => Err(unknown_tool(tool, specs())),
     }

@@ -84,7 +84,10 @@ impl PlanBook for Workspace {
 
     fn insert(&mut self, plan: Plan, events: Vec<Event>) -> Result<(), PlanError> {
         if self.plans.contains_key(&plan.id) {
-            return Err(PlanError::invalid("id", format!("plan {} already exists", plan.id)));
+            return Err(PlanError::invalid(
+                "id",
+                format!("plan {} already exists", plan.id),
+            ));
         }
         if let Some(key) = &plan.key {
             if self.keys.contains_key(key) {

@@ -49,7 +49,11 @@ impl Agent {
     /// A call that must fail; returns its text.
     pub fn err(&mut self, tool: &str, args: Value) -> String {
         let r = self.call(tool, args.clone());
-        assert!(!r.ok, "{tool}({args}) should have failed but said: {}", r.text);
+        assert!(
+            !r.ok,
+            "{tool}({args}) should have failed but said: {}",
+            r.text
+        );
         r.text
     }
 

@@ -14,86 +14,199 @@ fn every_dialect_lists_openai_function_schemas_generated_from_its_types() {
             assert_eq!(spec["type"], "function");
             let f = &spec["function"];
             let name = f["name"].as_str().expect("a name");
-            assert!(f["description"].as_str().is_some_and(|d| d.len() > 10), "{dialect} {name} has a description");
+            assert!(
+                f["description"].as_str().is_some_and(|d| d.len() > 10),
+                "{dialect} {name} has a description"
+            );
             assert_eq!(f["parameters"]["type"], "object", "{dialect} {name}");
-            assert!(f["parameters"]["properties"].is_object(), "{dialect} {name}");
+            assert!(
+                f["parameters"]["properties"].is_object(),
+                "{dialect} {name}"
+            );
             let text = spec.to_string();
-            assert!(!text.contains("$ref") && !text.contains("$schema"), "{dialect} {name} is self-contained: {text}");
+            assert!(
+                !text.contains("$ref") && !text.contains("$schema"),
+                "{dialect} {name} is self-contained: {text}"
+            );
         }
     }
-    let names = |d| tools(d).iter().map(|s| s["function"]["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
-    assert_eq!(names(Dialect::AgentScope), [
-        "create_plan", "update_plan_info", "revise_current_plan", "update_subtask_state", "finish_subtask",
-        "view_subtasks", "get_subtask_count", "finish_plan", "view_historical_plans", "recover_historical_plan",
-    ]);
+    let names = |d| {
+        tools(d)
+            .iter()
+            .map(|s| s["function"]["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(Dialect::AgentScope),
+        [
+            "create_plan",
+            "update_plan_info",
+            "revise_current_plan",
+            "update_subtask_state",
+            "finish_subtask",
+            "view_subtasks",
+            "get_subtask_count",
+            "finish_plan",
+            "view_historical_plans",
+            "recover_historical_plan",
+        ]
+    );
     assert_eq!(names(Dialect::OpenManus), ["planning"]);
-    for seed_tool in ["startNextTask", "completeCurrentTask", "failCurrentTask", "skipTask", "addTask", "modifyTask"] {
-        assert!(names(Dialect::PlanManager).contains(&seed_tool.to_string()), "{seed_tool}");
+    for seed_tool in [
+        "startNextTask",
+        "completeCurrentTask",
+        "failCurrentTask",
+        "skipTask",
+        "addTask",
+        "modifyTask",
+    ] {
+        assert!(
+            names(Dialect::PlanManager).contains(&seed_tool.to_string()),
+            "{seed_tool}"
+        );
     }
 }
 
 #[test]
 fn schemas_say_which_arguments_are_required() {
     let specs = tools(Dialect::AgentScope);
-    let finish = specs.iter().find(|s| s["function"]["name"] == "finish_subtask").unwrap();
-    let required = finish["function"]["parameters"]["required"].as_array().unwrap();
-    assert!(required.contains(&json!("subtask_idx")) && required.contains(&json!("subtask_outcome")));
-    assert_eq!(finish["function"]["parameters"]["properties"]["subtask_idx"]["type"], "integer");
+    let finish = specs
+        .iter()
+        .find(|s| s["function"]["name"] == "finish_subtask")
+        .unwrap();
+    let required = finish["function"]["parameters"]["required"]
+        .as_array()
+        .unwrap();
+    assert!(
+        required.contains(&json!("subtask_idx")) && required.contains(&json!("subtask_outcome"))
+    );
+    assert_eq!(
+        finish["function"]["parameters"]["properties"]["subtask_idx"]["type"],
+        "integer"
+    );
 }
 
 #[test]
 fn agentscope_walks_a_plan_through_its_ten_tools() {
     let mut a = Agent::new(Dialect::AgentScope);
-    a.ok("create_plan", json!({
-        "name": "Write a report", "description": "d", "expected_outcome": "a report",
-        "subtasks": [
-            {"name": "Collect sources", "description": "find 5", "expected_outcome": "list"},
-            {"name": "Draft", "expected_outcome": "draft"},
-            {"name": "Edit", "expected_outcome": "final"}
-        ]
-    }));
-    assert!(a.err("update_subtask_state", json!({"subtask_idx": 1, "state": "in_progress"})).contains("depends on subtask 1"));
-    a.ok("update_subtask_state", json!({"subtask_idx": "0", "state": "in_progress"}));
-    let again = a.ok("update_subtask_state", json!({"subtask_idx": 0, "state": "in_progress"}));
+    a.ok(
+        "create_plan",
+        json!({
+            "name": "Write a report", "description": "d", "expected_outcome": "a report",
+            "subtasks": [
+                {"name": "Collect sources", "description": "find 5", "expected_outcome": "list"},
+                {"name": "Draft", "expected_outcome": "draft"},
+                {"name": "Edit", "expected_outcome": "final"}
+            ]
+        }),
+    );
+    assert!(a
+        .err(
+            "update_subtask_state",
+            json!({"subtask_idx": 1, "state": "in_progress"})
+        )
+        .contains("depends on subtask 1"));
+    a.ok(
+        "update_subtask_state",
+        json!({"subtask_idx": "0", "state": "in_progress"}),
+    );
+    let again = a.ok(
+        "update_subtask_state",
+        json!({"subtask_idx": 0, "state": "in_progress"}),
+    );
     assert!(again.contains("already 'in_progress'"));
-    let finished = a.ok("finish_subtask", json!({"subtask_idx": 0, "subtask_outcome": "5 sources: ..."}));
-    assert!(finished.contains("The next subtask named 'Draft' (at index 1) is activated."), "{finished}");
-    a.ok("revise_current_plan", json!({"subtask_idx": 2, "action": "add", "subtask": {"name": "Fact check"}}));
+    let finished = a.ok(
+        "finish_subtask",
+        json!({"subtask_idx": 0, "subtask_outcome": "5 sources: ..."}),
+    );
+    assert!(
+        finished.contains("The next subtask named 'Draft' (at index 1) is activated."),
+        "{finished}"
+    );
+    a.ok(
+        "revise_current_plan",
+        json!({"subtask_idx": 2, "action": "add", "subtask": {"name": "Fact check"}}),
+    );
     assert_eq!(a.plan().subtasks[2].name, "Fact check");
     let count = a.ok("get_subtask_count", json!({}));
-    assert!(count.starts_with("The current plan has 4 subtasks: 1 done, 1 in_progress, 2 todo"), "{count}");
+    assert!(
+        count.starts_with("The current plan has 4 subtasks: 1 done, 1 in_progress, 2 todo"),
+        "{count}"
+    );
     let view = a.ok("view_subtasks", json!({"subtask_idx": [0, 9]}));
-    assert!(view.contains("Actual Outcome: 5 sources: ...") && view.contains("Invalid subtask_idx [9]"), "{view}");
-    assert!(a.err("update_subtask_state", json!({"subtask_idx": 1, "state": "done"})).contains("finish_subtask"));
-    a.ok("finish_subtask", json!({"subtask_idx": 1, "subtask_outcome": "draft.md"}));
-    a.ok("update_subtask_state", json!({"subtask_idx": 2, "state": "abandoned"}));
-    a.ok("finish_subtask", json!({"subtask_idx": 3, "subtask_outcome": "final.md"}));
+    assert!(
+        view.contains("Actual Outcome: 5 sources: ...") && view.contains("Invalid subtask_idx [9]"),
+        "{view}"
+    );
+    assert!(a
+        .err(
+            "update_subtask_state",
+            json!({"subtask_idx": 1, "state": "done"})
+        )
+        .contains("finish_subtask"));
+    a.ok(
+        "finish_subtask",
+        json!({"subtask_idx": 1, "subtask_outcome": "draft.md"}),
+    );
+    a.ok(
+        "update_subtask_state",
+        json!({"subtask_idx": 2, "state": "abandoned"}),
+    );
+    a.ok(
+        "finish_subtask",
+        json!({"subtask_idx": 3, "subtask_outcome": "final.md"}),
+    );
     a.ok("update_plan_info", json!({"name": "Write the report"}));
     let old_id = a.plan().id;
-    a.ok("finish_plan", json!({"state": "done", "outcome": "final.md"}));
+    a.ok(
+        "finish_plan",
+        json!({"state": "done", "outcome": "final.md"}),
+    );
     assert!(a.ws.active_plan(&a.session).is_none());
     let history = a.ok("view_historical_plans", json!({}));
-    assert!(history.contains("Write the report") && history.contains("state: done"), "{history}");
-    a.ok("recover_historical_plan", json!({"plan_id": old_id.to_string()}));
+    assert!(
+        history.contains("Write the report") && history.contains("state: done"),
+        "{history}"
+    );
+    a.ok(
+        "recover_historical_plan",
+        json!({"plan_id": old_id.to_string()}),
+    );
     assert_eq!(a.plan().state, PlanState::Running);
 }
 
 #[test]
 fn agentscope_create_plan_archives_the_plan_it_replaces() {
     let mut a = Agent::new(Dialect::AgentScope);
-    a.ok("create_plan", json!({"name": "First", "subtasks": [{"name": "x"}]}));
+    a.ok(
+        "create_plan",
+        json!({"name": "First", "subtasks": [{"name": "x"}]}),
+    );
     let first = a.plan().id;
-    let text = a.ok("create_plan", json!({"name": "Second", "subtasks": [{"name": "y"}]}));
-    assert!(text.contains("is replaced by the newly created plan named 'Second'"), "{text}");
+    let text = a.ok(
+        "create_plan",
+        json!({"name": "Second", "subtasks": [{"name": "y"}]}),
+    );
+    assert!(
+        text.contains("is replaced by the newly created plan named 'Second'"),
+        "{text}"
+    );
     let archived = plan_engine::PlanBook::plan(&a.ws, first).unwrap();
     assert_eq!(archived.state, PlanState::Abandoned);
-    assert_eq!(a.ws.events(first).len(), 2, "created + archived, nothing lost");
+    assert_eq!(
+        a.ws.events(first).len(),
+        2,
+        "created + archived, nothing lost"
+    );
 }
 
 #[test]
 fn a_bad_create_leaves_the_current_plan_alone() {
     let mut a = Agent::new(Dialect::AgentScope);
-    a.ok("create_plan", json!({"name": "Keep me", "subtasks": [{"name": "x"}]}));
+    a.ok(
+        "create_plan",
+        json!({"name": "Keep me", "subtasks": [{"name": "x"}]}),
+    );
     a.err("create_plan", json!({"name": "   ", "subtasks": []}));
     assert_eq!(a.plan().title, "Keep me");
     assert_eq!(a.plan().state, PlanState::Approved);
@@ -102,51 +215,111 @@ fn a_bad_create_leaves_the_current_plan_alone() {
 #[test]
 fn canonical_tools_cover_the_whole_life_of_a_plan() {
     let mut a = Agent::new(Dialect::Canonical);
-    a.ok("create_plan", json!({
-        "title": "Ship v2", "goal": "release", "max_parallel": 2,
-        "subtasks": [
-            {"name": "build"}, {"name": "docs"}, {"name": "test", "dependencies": [1]},
-            {"name": "release", "dependencies": "[2, 3]"}
-        ]
-    }));
+    a.ok(
+        "create_plan",
+        json!({
+            "title": "Ship v2", "goal": "release", "max_parallel": 2,
+            "subtasks": [
+                {"name": "build"}, {"name": "docs"}, {"name": "test", "dependencies": [1]},
+                {"name": "release", "dependencies": "[2, 3]"}
+            ]
+        }),
+    );
     let batch = a.ok("next_batch", json!({}));
-    assert!(batch.contains("#1 build") && batch.contains("#2 docs"), "{batch}");
+    assert!(
+        batch.contains("#1 build") && batch.contains("#2 docs"),
+        "{batch}"
+    );
     let started = a.ok("start_next", json!({"count": 5}));
-    assert_eq!(started.lines().count(), 3, "two started (max_parallel 2): {started}");
-    assert!(a.err("start_subtask", json!({"subtask_id": 3})).contains("depends on subtask 1"));
-    a.ok("complete_subtask", json!({"subtask_id": "#1", "outcome": "built", "start_next": true}));
+    assert_eq!(
+        started.lines().count(),
+        3,
+        "two started (max_parallel 2): {started}"
+    );
+    assert!(a
+        .err("start_subtask", json!({"subtask_id": 3}))
+        .contains("depends on subtask 1"));
+    a.ok(
+        "complete_subtask",
+        json!({"subtask_id": "#1", "outcome": "built", "start_next": true}),
+    );
     assert_eq!(a.plan().in_progress().len(), 2);
     a.ok("fail_subtask", json!({"subtask_id": 3, "error": "flaky"}));
     a.ok("start_subtask", json!({"subtask_id": 3}));
-    a.ok("complete_subtask", json!({"subtask_id": 3, "outcome": "green"}));
-    a.ok("add_subtask", json!({"name": "changelog", "after_subtask_id": 2}));
+    a.ok(
+        "complete_subtask",
+        json!({"subtask_id": 3, "outcome": "green"}),
+    );
+    a.ok(
+        "add_subtask",
+        json!({"name": "changelog", "after_subtask_id": 2}),
+    );
     // release (#4) was rewired from docs (#2) onto changelog (#5).
-    let cycle = a.err("set_dependencies", json!({"subtask_id": 5, "dependencies": [4]}));
+    let cycle = a.err(
+        "set_dependencies",
+        json!({"subtask_id": 5, "dependencies": [4]}),
+    );
     assert!(cycle.contains("cycle 5 → 4 → 5"), "{cycle}");
-    a.ok("complete_subtask", json!({"subtask_id": 2, "outcome": "docs done"}));
-    a.ok("skip_subtask", json!({"subtask_id": 5, "reason": "not needed"}));
+    a.ok(
+        "complete_subtask",
+        json!({"subtask_id": 2, "outcome": "docs done"}),
+    );
+    a.ok(
+        "skip_subtask",
+        json!({"subtask_id": 5, "reason": "not needed"}),
+    );
     a.ok("comment", json!({"body": "looks good", "subtask_id": 3}));
     a.ok("start_subtask", json!({"subtask_id": 4}));
-    a.ok("complete_subtask", json!({"subtask_id": 4, "outcome": "v2.0.0"}));
+    a.ok(
+        "complete_subtask",
+        json!({"subtask_id": 4, "outcome": "v2.0.0"}),
+    );
     let overview = a.ok("get_plan", json!({}));
-    assert!(overview.contains("5/5 subtasks done or skipped (100%)"), "{overview}");
-    a.ok("finish_plan", json!({"state": "done", "outcome": "v2 shipped"}));
+    assert!(
+        overview.contains("5/5 subtasks done or skipped (100%)"),
+        "{overview}"
+    );
+    a.ok(
+        "finish_plan",
+        json!({"state": "done", "outcome": "v2 shipped"}),
+    );
     assert_eq!(a.plan().state, PlanState::Done);
-    assert_eq!(a.plan().subtask(plan_engine::SubtaskId(3)).unwrap().attempts, 2);
+    assert_eq!(
+        a.plan()
+            .subtask(plan_engine::SubtaskId(3))
+            .unwrap()
+            .attempts,
+        2
+    );
 }
 
 #[test]
 fn planmanager_asks_for_an_id_when_several_tasks_run() {
     let mut a = Agent::new(Dialect::PlanManager);
-    a.ok("createPlan", json!({"overallGoal": "g", "tasks": [{"name": "a"}, {"name": "b"}]}));
+    a.ok(
+        "createPlan",
+        json!({"overallGoal": "g", "tasks": [{"name": "a"}, {"name": "b"}]}),
+    );
     a.ok("startNextTask", json!({}));
     a.ok("startNextTask", json!({}));
     let err = a.err("completeCurrentTask", json!({"result_message": "x"}));
-    assert!(err.contains("\"success\":false") && err.contains("say which one you mean"), "{err}");
-    a.ok("completeCurrentTask", json!({"result_message": "x", "task_id": "2"}));
+    assert!(
+        err.contains("\"success\":false") && err.contains("say which one you mean"),
+        "{err}"
+    );
+    a.ok(
+        "completeCurrentTask",
+        json!({"result_message": "x", "task_id": "2"}),
+    );
     let none = a.call("startNextTask", json!({}));
-    assert!(none.text.contains("All tasks are completed or blocked"), "{}", none.text);
-    assert!(!a.err("modifyTask", json!({"task_id": 2, "new_name": "z"})).is_empty());
+    assert!(
+        none.text.contains("All tasks are completed or blocked"),
+        "{}",
+        none.text
+    );
+    assert!(!a
+        .err("modifyTask", json!({"task_id": 2, "new_name": "z"}))
+        .is_empty());
 }
 
 #[test]
@@ -154,10 +327,19 @@ fn every_failure_is_a_result_the_model_can_read_never_a_panic() {
     for dialect in Dialect::ALL {
         let mut a = Agent::new(dialect);
         let unknown = a.call("fly_to_the_moon", json!({}));
-        assert!(!unknown.ok && unknown.error == Some("unknown_tool"), "{dialect}: {}", unknown.text);
+        assert!(
+            !unknown.ok && unknown.error == Some("unknown_tool"),
+            "{dialect}: {}",
+            unknown.text
+        );
         for spec in tools(dialect) {
             let name = spec["function"]["name"].as_str().unwrap();
-            for garbage in [json!(null), json!("not json {"), json!({"subtask_idx": "x", "command": 7}), json!([1, 2])] {
+            for garbage in [
+                json!(null),
+                json!("not json {"),
+                json!({"subtask_idx": "x", "command": 7}),
+                json!([1, 2]),
+            ] {
                 let r = a.call(name, garbage.clone());
                 assert!(!r.text.is_empty(), "{dialect} {name} {garbage}");
             }
@@ -165,8 +347,13 @@ fn every_failure_is_a_result_the_model_can_read_never_a_panic() {
         let no_plan = match dialect {
             Dialect::Canonical => a.call("start_next", json!({})),
             Dialect::PlanManager => a.call("startNextTask", json!({})),
-            Dialect::OpenManus => a.call("planning", json!({"command": "mark_step", "step_index": 0})),
-            Dialect::AgentScope => a.call("finish_subtask", json!({"subtask_idx": 0, "subtask_outcome": "x"})),
+            Dialect::OpenManus => {
+                a.call("planning", json!({"command": "mark_step", "step_index": 0}))
+            }
+            Dialect::AgentScope => a.call(
+                "finish_subtask",
+                json!({"subtask_idx": 0, "subtask_outcome": "x"}),
+            ),
         };
         assert!(!no_plan.ok, "{dialect}");
     }
@@ -175,7 +362,10 @@ fn every_failure_is_a_result_the_model_can_read_never_a_panic() {
 #[test]
 fn an_agent_cannot_start_work_on_a_plan_awaiting_approval() {
     let mut a = Agent::new(Dialect::Canonical);
-    a.ok("create_plan", json!({"title": "t", "approval_required": true, "subtasks": [{"name": "a"}]}));
+    a.ok(
+        "create_plan",
+        json!({"title": "t", "approval_required": true, "subtasks": [{"name": "a"}]}),
+    );
     let refused = a.err("start_next", json!({}));
     assert!(refused.contains("a person must approve it"), "{refused}");
     assert_eq!(a.plan().subtasks[0].state, SubtaskState::Todo);

@@ -3,7 +3,10 @@
 //! Goldens live in `engine/tests/golden/`. After an intended text change, run
 //! `UPDATE_GOLDEN=1 cargo test -p plan-engine --test engine hints` and review the diff.
 
-use plan_engine::{hint, Command, Dialect, HintCase, HintOptions, Lang, NewPlan, NewSubtask, Op, Plan, PlanState, SubtaskId, SubtaskState};
+use plan_engine::{
+    hint, Command, Dialect, HintCase, HintOptions, Lang, NewPlan, NewSubtask, Op, Plan, PlanState,
+    SubtaskId, SubtaskState,
+};
 
 use crate::common::at;
 
@@ -21,7 +24,11 @@ fn chain(n: u32, approval_required: bool) -> Plan {
                     expected_outcome: format!("Summary {i}"),
                     ..NewSubtask::default()
                 };
-                if i == 1 { s } else { s.after(&[i - 1]) }
+                if i == 1 {
+                    s
+                } else {
+                    s.after(&[i - 1])
+                }
             })
             .collect(),
         ..NewPlan::default()
@@ -34,7 +41,15 @@ fn run(plan: &mut Plan, op: Op) {
 }
 
 fn set(plan: &mut Plan, id: u32, state: SubtaskState) {
-    run(plan, Op::SetSubtaskState { id: SubtaskId(id), state, note: Some(format!("result {id}")), start_next: false });
+    run(
+        plan,
+        Op::SetSubtaskState {
+            id: SubtaskId(id),
+            state,
+            note: Some(format!("result {id}")),
+            start_next: false,
+        },
+    );
 }
 
 fn walk(plan: &mut Plan, done: u32) {
@@ -45,7 +60,11 @@ fn walk(plan: &mut Plan, done: u32) {
 }
 
 fn opts(lang: Lang, dialect: Dialect) -> HintOptions {
-    HintOptions { lang, dialect, ..HintOptions::default() }
+    HintOptions {
+        lang,
+        dialect,
+        ..HintOptions::default()
+    }
 }
 
 fn golden(name: &str, actual: &str) {
@@ -54,11 +73,21 @@ fn golden(name: &str, actual: &str) {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing golden {path}; run with UPDATE_GOLDEN=1"));
-    assert_eq!(actual, expected, "hint {name} changed; review and run with UPDATE_GOLDEN=1");
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing golden {path}; run with UPDATE_GOLDEN=1"));
+    assert_eq!(
+        actual, expected,
+        "hint {name} changed; review and run with UPDATE_GOLDEN=1"
+    );
 }
 
-fn both(name: &str, plan: Option<&Plan>, dialect: Dialect, expected_case: HintCase, tweak: impl Fn(&mut HintOptions)) {
+fn both(
+    name: &str,
+    plan: Option<&Plan>,
+    dialect: Dialect,
+    expected_case: HintCase,
+    tweak: impl Fn(&mut HintOptions),
+) {
     assert_eq!(HintCase::of(plan), expected_case, "{name}");
     for (lang, suffix) in [(Lang::En, "en"), (Lang::Zh, "zh")] {
         let mut o = opts(lang, dialect);
@@ -69,16 +98,28 @@ fn both(name: &str, plan: Option<&Plan>, dialect: Dialect, expected_case: HintCa
 
 #[test]
 fn the_no_plan_hint_adds_the_confirmation_and_subtask_limit_rules() {
-    both("no_plan", None, Dialect::AgentScope, HintCase::NoPlan, |o| {
-        o.needs_confirmation = true;
-        o.max_subtasks = Some(10);
-    });
+    both(
+        "no_plan",
+        None,
+        Dialect::AgentScope,
+        HintCase::NoPlan,
+        |o| {
+            o.needs_confirmation = true;
+            o.max_subtasks = Some(10);
+        },
+    );
 }
 
 #[test]
 fn the_beginning_hint_points_at_the_first_ready_subtask() {
     let plan = chain(12, false);
-    both("at_the_beginning", Some(&plan), Dialect::AgentScope, HintCase::AtTheBeginning, |o| o.needs_confirmation = true);
+    both(
+        "at_the_beginning",
+        Some(&plan),
+        Dialect::AgentScope,
+        HintCase::AtTheBeginning,
+        |o| o.needs_confirmation = true,
+    );
 }
 
 #[test]
@@ -86,14 +127,26 @@ fn the_in_progress_hint_shows_the_current_subtask_and_its_neighbours() {
     let mut plan = chain(12, false);
     walk(&mut plan, 5);
     set(&mut plan, 6, SubtaskState::InProgress);
-    both("in_progress", Some(&plan), Dialect::AgentScope, HintCase::InProgress, |_| {});
+    both(
+        "in_progress",
+        Some(&plan),
+        Dialect::AgentScope,
+        HintCase::InProgress,
+        |_| {},
+    );
 }
 
 #[test]
 fn the_none_in_progress_hint_names_the_next_ready_subtask() {
     let mut plan = chain(12, false);
     walk(&mut plan, 4);
-    both("none_in_progress", Some(&plan), Dialect::Canonical, HintCase::NoneInProgress, |_| {});
+    both(
+        "none_in_progress",
+        Some(&plan),
+        Dialect::Canonical,
+        HintCase::NoneInProgress,
+        |_| {},
+    );
 }
 
 #[test]
@@ -102,40 +155,83 @@ fn the_stuck_hint_names_the_failed_and_blocked_subtasks() {
     walk(&mut plan, 2);
     set(&mut plan, 3, SubtaskState::InProgress);
     set(&mut plan, 3, SubtaskState::Failed);
-    both("stuck", Some(&plan), Dialect::Canonical, HintCase::Stuck, |_| {});
+    both(
+        "stuck",
+        Some(&plan),
+        Dialect::Canonical,
+        HintCase::Stuck,
+        |_| {},
+    );
 }
 
 #[test]
 fn the_approval_hint_says_nothing_may_start() {
     let plan = chain(4, true);
-    both("awaiting_approval", Some(&plan), Dialect::PlanManager, HintCase::AwaitingApproval, |_| {});
+    both(
+        "awaiting_approval",
+        Some(&plan),
+        Dialect::PlanManager,
+        HintCase::AwaitingApproval,
+        |_| {},
+    );
 }
 
 #[test]
 fn a_rejected_plan_hint_quotes_the_reviewer() {
     let mut plan = chain(3, true);
-    plan.execute(&Command::from(Op::Reject { comment: "Add a budget step".into() }), "alice", at(3)).unwrap();
-    both("rejected", Some(&plan), Dialect::OpenManus, HintCase::Draft, |_| {});
+    plan.execute(
+        &Command::from(Op::Reject {
+            comment: "Add a budget step".into(),
+        }),
+        "alice",
+        at(3),
+    )
+    .unwrap();
+    both(
+        "rejected",
+        Some(&plan),
+        Dialect::OpenManus,
+        HintCase::Draft,
+        |_| {},
+    );
 }
 
 #[test]
 fn the_paused_hint_asks_the_agent_to_wait() {
     let mut plan = chain(3, false);
     run(&mut plan, Op::Pause);
-    both("paused", Some(&plan), Dialect::Canonical, HintCase::Paused, |_| {});
+    both(
+        "paused",
+        Some(&plan),
+        Dialect::Canonical,
+        HintCase::Paused,
+        |_| {},
+    );
 }
 
 #[test]
 fn the_end_hint_asks_to_finish_the_plan() {
     let mut plan = chain(4, false);
     walk(&mut plan, 4);
-    both("at_the_end", Some(&plan), Dialect::AgentScope, HintCase::AtTheEnd, |_| {});
+    both(
+        "at_the_end",
+        Some(&plan),
+        Dialect::AgentScope,
+        HintCase::AtTheEnd,
+        |_| {},
+    );
 }
 
 #[test]
 fn a_finished_plan_gets_the_no_plan_hint() {
     let mut plan = chain(1, false);
-    run(&mut plan, Op::Finish { state: PlanState::Abandoned, outcome: "no".into() });
+    run(
+        &mut plan,
+        Op::Finish {
+            state: PlanState::Abandoned,
+            outcome: "no".into(),
+        },
+    );
     assert_eq!(HintCase::of(Some(&plan)), HintCase::NoPlan);
 }
 
@@ -148,13 +244,28 @@ fn the_hint_window_stays_the_same_size_as_the_plan_grows() {
         hint(Some(&plan), &opts(Lang::En, Dialect::AgentScope)).len()
     };
     let (small, large) = (size_at(20), size_at(1000));
-    assert!(large < small + small / 10, "20 subtasks: {small} bytes, 1000 subtasks: {large} bytes");
+    assert!(
+        large < small + small / 10,
+        "20 subtasks: {small} bytes, 1000 subtasks: {large} bytes"
+    );
     let mut plan = chain(50, false);
     walk(&mut plan, 10);
-    let full = hint(Some(&plan), &HintOptions { full_plan: true, ..opts(Lang::En, Dialect::Canonical) });
-    assert!(full.contains("#1 Step 1") && full.contains("#50 Step 50"), "the full option shows every subtask");
+    let full = hint(
+        Some(&plan),
+        &HintOptions {
+            full_plan: true,
+            ..opts(Lang::En, Dialect::Canonical)
+        },
+    );
+    assert!(
+        full.contains("#1 Step 1") && full.contains("#50 Step 50"),
+        "the full option shows every subtask"
+    );
     let windowed = hint(Some(&plan), &opts(Lang::En, Dialect::Canonical));
-    assert!(!windowed.contains("#50 Step 50") && windowed.contains("… (38 more)"), "{windowed}");
+    assert!(
+        !windowed.contains("#50 Step 50") && windowed.contains("… (38 more)"),
+        "{windowed}"
+    );
 }
 
 #[test]
@@ -181,7 +292,15 @@ fn an_unchanged_plan_gets_a_one_line_hint_and_a_changed_one_the_full_window() {
 #[test]
 fn text_from_the_plan_is_never_expanded_as_a_placeholder() {
     let mut plan = chain(2, false);
-    run(&mut plan, Op::UpdateInfo { patch: plan_engine::InfoPatch { title: Some("{start} {plan}".into()), ..Default::default() } });
+    run(
+        &mut plan,
+        Op::UpdateInfo {
+            patch: plan_engine::InfoPatch {
+                title: Some("{start} {plan}".into()),
+                ..Default::default()
+            },
+        },
+    );
     let text = hint(Some(&plan), &opts(Lang::En, Dialect::Canonical));
     assert!(text.contains("# {start} {plan} [approved]"), "{text}");
 }

@@ -6,8 +6,8 @@ use plan_engine::dag::critical_path;
 use plan_engine::render::{export_json, import_json};
 use plan_engine::transitions::subtask_transition;
 use plan_engine::{
-    Command, EventKind, NewPlan, NewSubtask, Op, Plan, PlanError, PlanState, Position,
-    SubtaskId, SubtaskState,
+    Command, EventKind, NewPlan, NewSubtask, Op, Plan, PlanError, PlanState, Position, SubtaskId,
+    SubtaskState,
 };
 use proptest::prelude::*;
 
@@ -59,7 +59,11 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn initial() -> impl Strategy<Value = NewPlan> {
-    (prop::collection::vec((name(), prop::collection::vec(0u32..6, 0..3)), 0..7), any::<bool>(), proptest::option::of(1u32..3))
+    (
+        prop::collection::vec((name(), prop::collection::vec(0u32..6, 0..3)), 0..7),
+        any::<bool>(),
+        proptest::option::of(1u32..3),
+    )
         .prop_map(|(subtasks, approval_required, max_parallel)| NewPlan {
             id: uuid::Uuid::from_u128(42),
             title: "prop".into(),
@@ -71,7 +75,11 @@ fn initial() -> impl Strategy<Value = NewPlan> {
                 // Only earlier subtasks as dependencies, so the start is a DAG.
                 .map(|(i, (name, deps))| NewSubtask {
                     name,
-                    dependencies: deps.into_iter().filter(|d| (*d as usize) < i).map(|d| SubtaskId(d + 1)).collect(),
+                    dependencies: deps
+                        .into_iter()
+                        .filter(|d| (*d as usize) < i)
+                        .map(|d| SubtaskId(d + 1))
+                        .collect(),
                     ..NewSubtask::default()
                 })
                 .collect(),
@@ -89,20 +97,49 @@ fn aim(op: Op, plan: &Plan) -> Op {
     };
     let many = |v: Vec<SubtaskId>| v.into_iter().map(map).collect::<Vec<_>>();
     match op {
-        Op::SetSubtaskState { id, state, note, start_next } => Op::SetSubtaskState { id: map(id), state, note, start_next },
-        Op::AddSubtask { mut subtask, position, rewire_after, required_by } => {
+        Op::SetSubtaskState {
+            id,
+            state,
+            note,
+            start_next,
+        } => Op::SetSubtaskState {
+            id: map(id),
+            state,
+            note,
+            start_next,
+        },
+        Op::AddSubtask {
+            mut subtask,
+            position,
+            rewire_after,
+            required_by,
+        } => {
             subtask.dependencies = many(subtask.dependencies);
             let position = match position {
                 Position::After(x) => Position::After(map(x)),
                 Position::Before(x) => Position::Before(map(x)),
                 other => other,
             };
-            Op::AddSubtask { subtask, position, rewire_after: rewire_after.map(map), required_by: many(required_by) }
+            Op::AddSubtask {
+                subtask,
+                position,
+                rewire_after: rewire_after.map(map),
+                required_by: many(required_by),
+            }
         }
-        Op::SetDependencies { id, dependencies } => Op::SetDependencies { id: map(id), dependencies: many(dependencies) },
+        Op::SetDependencies { id, dependencies } => Op::SetDependencies {
+            id: map(id),
+            dependencies: many(dependencies),
+        },
         Op::DeleteSubtask { id } => Op::DeleteSubtask { id: map(id) },
-        Op::MoveSubtask { id, to_index } => Op::MoveSubtask { id: map(id), to_index },
-        Op::Comment { subtask, body } => Op::Comment { subtask: subtask.map(map), body },
+        Op::MoveSubtask { id, to_index } => Op::MoveSubtask {
+            id: map(id),
+            to_index,
+        },
+        Op::Comment { subtask, body } => Op::Comment {
+            subtask: subtask.map(map),
+            body,
+        },
         other => other,
     }
 }
@@ -119,21 +156,45 @@ fn check_invariants(plan: &Plan) -> Result<(), TestCaseError> {
         if matches!(s.state, SubtaskState::InProgress | SubtaskState::Done) {
             for d in &s.dependencies {
                 let dep = plan.subtask(*d).unwrap();
-                prop_assert!(dep.state.is_settled(), "{} is {} but its dependency {} is {}", s.id, s.state, d, dep.state);
+                prop_assert!(
+                    dep.state.is_settled(),
+                    "{} is {} but its dependency {} is {}",
+                    s.id,
+                    s.state,
+                    d,
+                    dep.state
+                );
             }
         }
     }
     // Acyclic: import validation runs the full graph check.
-    prop_assert!(import_json(&export_json(plan)).is_ok(), "the graph stays a DAG");
-    if !plan.state.is_finished() && plan.state != PlanState::Approved && plan.state != PlanState::Running {
-        prop_assert!(plan.next_batch(10).is_empty(), "nothing is startable while {}", plan.state);
+    prop_assert!(
+        import_json(&export_json(plan)).is_ok(),
+        "the graph stays a DAG"
+    );
+    if !plan.state.is_finished()
+        && plan.state != PlanState::Approved
+        && plan.state != PlanState::Running
+    {
+        prop_assert!(
+            plan.next_batch(10).is_empty(),
+            "nothing is startable while {}",
+            plan.state
+        );
     }
     if let Some(max) = plan.max_parallel {
-        prop_assert!(plan.next_batch(10).len() <= (max as usize).saturating_sub(plan.in_progress().len()));
+        prop_assert!(
+            plan.next_batch(10).len() <= (max as usize).saturating_sub(plan.in_progress().len())
+        );
     }
-    prop_assert!(plan.index_is_consistent(), "the incremental index matches a rebuild");
+    prop_assert!(
+        plan.index_is_consistent(),
+        "the incremental index matches a rebuild"
+    );
     let path = critical_path(plan);
-    prop_assert!(path.iter().all(|id| !plan.subtask(*id).unwrap().state.is_settled()));
+    prop_assert!(path
+        .iter()
+        .all(|id| !plan.subtask(*id).unwrap().state.is_settled()));
     Ok(())
 }
 
@@ -195,4 +256,3 @@ proptest! {
         }
     }
 }
-

@@ -19,8 +19,22 @@ fn sample() -> Plan {
         ..NewPlan::default()
     };
     let (mut plan, _) = Plan::create(&spec, "agent", at(0)).unwrap();
-    for (id, state) in [(1, SubtaskState::InProgress), (1, SubtaskState::Done), (2, SubtaskState::Skipped)] {
-        plan.execute(&Command::from(Op::SetSubtaskState { id: SubtaskId(id), state, note: Some("ok".into()), start_next: false }), "agent", at(1)).unwrap();
+    for (id, state) in [
+        (1, SubtaskState::InProgress),
+        (1, SubtaskState::Done),
+        (2, SubtaskState::Skipped),
+    ] {
+        plan.execute(
+            &Command::from(Op::SetSubtaskState {
+                id: SubtaskId(id),
+                state,
+                note: Some("ok".into()),
+                start_next: false,
+            }),
+            "agent",
+            at(1),
+        )
+        .unwrap();
     }
     plan
 }
@@ -29,7 +43,10 @@ fn sample() -> Plan {
 fn markdown_has_a_progress_header_and_a_checkbox_per_subtask() {
     let md = markdown(&sample());
     assert!(md.starts_with("# Launch\n**Goal**: Ship it\n"), "{md}");
-    assert!(md.contains("**Progress**: 2/4 subtasks done or skipped (50%)"), "{md}");
+    assert!(
+        md.contains("**Progress**: 2/4 subtasks done or skipped (50%)"),
+        "{md}"
+    );
     assert!(md.contains("- [x] #1 Build \"core\" — ok"), "{md}");
     assert!(md.contains("- [ ] #2 Docs _skipped_ — ok"), "{md}");
     assert!(md.contains("- [ ] #4 Release (after #2, #3)"), "{md}");
@@ -39,7 +56,10 @@ fn markdown_has_a_progress_header_and_a_checkbox_per_subtask() {
 fn mermaid_draws_each_dependency_as_an_edge_with_escaped_labels() {
     let m = mermaid(&sample());
     assert!(m.starts_with("flowchart TD\n"));
-    assert!(m.contains("s1[\"#1 Build #quot;core#quot;\"]:::done"), "{m}");
+    assert!(
+        m.contains("s1[\"#1 Build #quot;core#quot;\"]:::done"),
+        "{m}"
+    );
     assert!(m.contains("s3[\"#3 Test #lt;all#gt;\"]:::todo"), "{m}");
     for edge in ["s1 --> s3", "s2 --> s4", "s3 --> s4"] {
         assert!(m.contains(edge), "{edge} in {m}");
@@ -51,7 +71,11 @@ fn json_export_imports_to_the_same_plan() {
     let plan = sample();
     let back = import_json(&export_json(&plan)).unwrap();
     assert_eq!(back, plan);
-    assert_eq!(back.ready(), vec![SubtaskId(3)], "the index is rebuilt after import");
+    assert_eq!(
+        back.ready(),
+        vec![SubtaskId(3)],
+        "the index is rebuilt after import"
+    );
 }
 
 #[test]
@@ -60,13 +84,19 @@ fn an_import_with_a_cycle_or_garbage_is_refused() {
     value["subtasks"][0]["dependencies"] = serde_json::json!([4]);
     let err = import_json(&value.to_string()).unwrap_err();
     assert!(matches!(err, PlanError::Cycle { .. }), "{err}");
-    assert!(import_json("{\"title\": 1}").unwrap_err().to_string().starts_with("json: not a planboard plan"));
+    assert!(import_json("{\"title\": 1}")
+        .unwrap_err()
+        .to_string()
+        .starts_with("json: not a planboard plan"));
 }
 
 #[test]
 fn progress_counts_states_and_finds_the_critical_path() {
     let p = sample().progress();
-    assert_eq!((p.total, p.done, p.skipped, p.todo, p.percent), (4, 1, 1, 2, 50));
+    assert_eq!(
+        (p.total, p.done, p.skipped, p.todo, p.percent),
+        (4, 1, 1, 2, 50)
+    );
     assert_eq!(p.ready, vec![SubtaskId(3)]);
     assert_eq!(p.critical_path, vec![SubtaskId(3), SubtaskId(4)]);
 }

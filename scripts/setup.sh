@@ -1,0 +1,83 @@
+# Sourced by scripts/run and scripts/test: installs what this project needs
+# and is missing, and nothing that is already there. Safe to run repeatedly.
+# Everything comes from crates.io, npm or Debian; nothing downloads a binary.
+
+export PATH="$HOME/.cargo/bin:$PATH"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CARGO_LEPTOS_VERSION="0.3.10" # 0.3.11 needs rustc 1.96
+
+step() { printf '\n==> %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_install() {
+  if [ -z "${APT_UPDATED:-}" ]; then
+    as_root apt-get update -qq
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@"
+}
+
+ensure_wasm_target() {
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    step "installing the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+
+ensure_cargo_leptos() {
+  if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
+    step "installing cargo-leptos $CARGO_LEPTOS_VERSION (a long build, once)"
+    cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
+  fi
+}
+
+# cargo-leptos downloads wasm-bindgen from GitHub unless the exact version
+# from Cargo.lock is on PATH, and GitHub is out of reach here.
+ensure_wasm_bindgen() {
+  local want
+  want="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock")"
+  if ! wasm-bindgen --version 2>/dev/null | grep -q " $want\$"; then
+    step "installing wasm-bindgen-cli $want (matches Cargo.lock)"
+    cargo install wasm-bindgen-cli --version "$want"
+  fi
+}
+
+ensure_node() {
+  if ! command -v npm >/dev/null 2>&1; then
+    step "installing Node.js and npm"
+    apt_install nodejs npm
+  fi
+}
+
+# npm ci when node_modules is missing or older than the lock file.
+ensure_npm_packages() {
+  local dir="$1"
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+    step "installing npm packages in ${dir#"$ROOT"/}"
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+    touch "$dir/node_modules"
+  fi
+}
+
+# Release builds run wasm-opt; npm's binaryen (>= 132) must come first on PATH.
+ensure_binaryen() {
+  ensure_node
+  ensure_npm_packages "$ROOT/tools"
+  export PATH="$ROOT/tools/node_modules/.bin:$PATH"
+}
+
+ensure_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    step "installing Chromium from Debian (Playwright's own download cannot work here)"
+    apt_install chromium
+  fi
+}
+
+ensure_build_tools() {
+  ensure_wasm_target
+  ensure_cargo_leptos
+  ensure_wasm_bindgen
+}
