@@ -2,7 +2,7 @@
 # and is missing, and nothing that is already there. Safe to run repeatedly.
 # Everything comes from crates.io, npm or Debian; nothing downloads a binary.
 
-export PATH="$HOME/.cargo/bin:$PATH"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CARGO_LEPTOS_VERSION="0.3.10" # 0.3.11 needs rustc 1.96
 
