@@ -3,7 +3,8 @@
 use chrono::TimeZone;
 
 use super::*;
-use crate::model::Mode;
+use crate::command::{Position, SubtaskPatch};
+use crate::model::{Mode, NewSubtask};
 
 pub(crate) fn at(minute: u32) -> Timestamp {
     chrono::Utc
