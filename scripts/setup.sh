@@ -76,6 +76,29 @@ ensure_chromium() {
   fi
 }
 
+# PostgreSQL for the store tests: start the local cluster (installing it
+# from Debian if missing), give the postgres role a password and create an
+# empty test database. Prints the database URL.
+ensure_postgres() {
+  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+    step "installing PostgreSQL from Debian" >&2
+    apt_install postgresql >&2
+  fi
+  local version
+  version="$(ls /etc/postgresql 2>/dev/null | sort -n | tail -1)"
+  if ! pg_isready -q -h /var/run/postgresql; then
+    pg_ctlcluster "$version" main start >&2
+    for _ in $(seq 1 30); do
+      pg_isready -q -h /var/run/postgresql && break
+      sleep 1
+    done
+  fi
+  su postgres -c "psql -q -c \"ALTER ROLE postgres PASSWORD 'postgres'\"" >&2
+  su postgres -c "psql -q -c 'DROP DATABASE IF EXISTS planboard_test'" >&2
+  su postgres -c "psql -q -c 'CREATE DATABASE planboard_test'" >&2
+  echo "postgres://postgres:postgres@127.0.0.1:5432/planboard_test"
+}
+
 ensure_build_tools() {
   ensure_wasm_target
   ensure_cargo_leptos

@@ -1,10 +1,29 @@
-//! planboard's HTTP server: the Leptos app rendered on the server, its
-//! static assets, and the health check. Later issues add the API, the live
-//! stream and MCP here.
+//! planboard's server: the Leptos app rendered on the server, the HTTP API
+//! for agents and people, live events over SSE, and MCP — all over one
+//! durable store.
 //!
 //! # Layout
-//! - [`router`]: every route, as one `Router` that tests can drive directly.
-//! - `main.rs`: configuration, logging and the listener.
+//! - [`config`]: the environment, checked before start;
+//! - [`auth`]: local mode or bearer tokens with roles;
+//! - [`store`]: the [`store::PlanStore`] trait and its SQLite/PostgreSQL implementation;
+//! - [`book`]: the working set of plans the engine runs on;
+//! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
+//! - [`live`]: the log reader and SSE streams;
+//! - [`api`]: the REST routes and their OpenAPI document;
+//! - [`mcp`]: the MCP endpoint;
+//! - [`router`] / [`start`]: everything wired together; `main.rs` binds it.
+
+pub mod api;
+pub mod auth;
+pub mod book;
+pub mod config;
+pub mod live;
+pub mod mcp;
+pub mod service;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use app::{shell, App};
 use axum::routing::get;
@@ -12,18 +31,78 @@ use axum::Router;
 use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
+use crate::config::{Access, Config};
+use crate::service::PlanService;
+use crate::store::{SqlStore, StoreError};
+
+/// What the router needs besides the Leptos options.
+#[derive(Clone)]
+pub struct Services {
+    pub plans: Arc<PlanService>,
+    pub access: Arc<Access>,
+    /// How often an idle SSE stream sends a keep-alive comment.
+    pub keep_alive: Duration,
+}
+
+/// Opens the store, loads the plans, releases stale leases and starts the
+/// periodic lease check.
+pub async fn start(config: &Config) -> Result<Services, StoreError> {
+    let store = SqlStore::connect(&config.database_url).await?;
+    let shared = store.is_postgres();
+    let plans = PlanService::open(Arc::new(store), shared).await?;
+    let released = plans.reconcile(config.lease).await.unwrap_or_else(|e| {
+        tracing::error!("lease check failed: {e}");
+        0
+    });
+    if released > 0 {
+        tracing::info!("released {released} subtask(s) whose lease expired");
+    }
+    let lease = config.lease;
+    let weak = Arc::downgrade(&plans);
+    tokio::spawn(async move {
+        let every = (lease / 4).max(Duration::from_secs(5));
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(plans) = weak.upgrade() else { return };
+            if let Err(e) = plans.reconcile(lease).await {
+                tracing::error!("lease check failed: {e}");
+            }
+        }
+    });
+    Ok(Services {
+        plans,
+        access: Arc::new(config.access.clone()),
+        keep_alive: Duration::from_secs(15),
+    })
+}
+
 /// The whole application. Takes the Leptos options so tests can point it
 /// at any site root.
-pub fn router(options: LeptosOptions) -> Router {
+pub fn router(options: LeptosOptions, services: Services) -> Router {
     let routes = generate_route_list(App);
-    Router::new()
-        .route("/healthz", get(healthz))
+    let api = api::routes(api::ApiState {
+        service: services.plans.clone(),
+        keep_alive: services.keep_alive,
+    });
+    let guarded = Router::new()
+        .nest("/api", api)
+        .nest_service("/mcp", mcp::service(services.plans.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            services.access.clone(),
+            auth::identify,
+        ));
+    let site = Router::new()
         .leptos_routes(&options, routes, {
             let options = options.clone();
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler(shell))
-        .with_state(options)
+        .with_state(options);
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/api/openapi.json", get(api::openapi))
+        .merge(guarded)
+        .merge(site)
 }
 
 async fn healthz() -> &'static str {

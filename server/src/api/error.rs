@@ -1,0 +1,165 @@
+//! The web layer's one error type: every failure becomes a status and a JSON
+//! body `{"error": code, "message": sentence}`. Server-side failures are
+//! logged in full and shown only as "internal error".
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use plan_engine::PlanError;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::service::ServiceError;
+use crate::store::StoreError;
+
+#[derive(Debug)]
+pub enum ApiError {
+    BadRequest(String),
+    Unauthorized(String),
+    Forbidden(String),
+    NotFound(String),
+    Conflict {
+        message: String,
+        current_version: u64,
+    },
+    TooLarge(String),
+    /// The engine refused: a cycle, an illegal transition, a full plan, …
+    Refused {
+        code: &'static str,
+        message: String,
+    },
+    Internal,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = match self {
+            ApiError::BadRequest(m) => (
+                StatusCode::BAD_REQUEST,
+                json!({"error": "bad_request", "message": m}),
+            ),
+            ApiError::Unauthorized(m) => (
+                StatusCode::UNAUTHORIZED,
+                json!({"error": "unauthorized", "message": m}),
+            ),
+            ApiError::Forbidden(m) => (
+                StatusCode::FORBIDDEN,
+                json!({"error": "forbidden", "message": m}),
+            ),
+            ApiError::NotFound(m) => (
+                StatusCode::NOT_FOUND,
+                json!({"error": "not_found", "message": m}),
+            ),
+            ApiError::Conflict {
+                message,
+                current_version,
+            } => (
+                StatusCode::CONFLICT,
+                json!({"error": "conflict", "message": message, "current_version": current_version}),
+            ),
+            ApiError::TooLarge(m) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": "too_large", "message": m}),
+            ),
+            ApiError::Refused { code, message } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"error": code, "message": message}),
+            ),
+            ApiError::Internal => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal", "message": "internal error; the server log has the details"}),
+            ),
+        };
+        (status, Json(body)).into_response()
+    }
+}
+
+impl From<PlanError> for ApiError {
+    fn from(e: PlanError) -> Self {
+        match e {
+            PlanError::StaleVersion { actual, .. } => ApiError::Conflict {
+                message: format!("{e}; reload the plan and try again"),
+                current_version: actual,
+            },
+            e if e.code() == "not_found" => ApiError::NotFound(e.to_string()),
+            e => ApiError::Refused {
+                code: e.code(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Plan(e) => e.into(),
+            ServiceError::NotFound(id) => ApiError::NotFound(format!("no plan has id {id}")),
+            ServiceError::Store(StoreError::Conflict { plan_id, current }) => ApiError::Conflict {
+                message: format!("plan {plan_id} kept changing under this request; try again"),
+                current_version: current,
+            },
+            ServiceError::Store(e) => {
+                tracing::error!("store failure: {e}");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+/// `Json<T>` whose rejections are [`ApiError`]s (400 for malformed JSON, 413
+/// for a body over the limit) instead of axum's plain-text ones.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(from_rejection(rejection)),
+        }
+    }
+}
+
+fn from_rejection(rejection: JsonRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::TooLarge(format!(
+            "the request body is larger than the limit of {} bytes",
+            super::BODY_LIMIT
+        ))
+    } else {
+        ApiError::BadRequest(rejection.body_text())
+    }
+}
+
+/// A JSON body that may be absent (`null` then): for actions such as
+/// `/pause` that need no fields.
+pub struct MaybeBody(pub serde_json::Value);
+
+impl<S: Send + Sync> FromRequest<S> for MaybeBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::TooLarge(format!(
+                        "the request body is larger than the limit of {} bytes",
+                        super::BODY_LIMIT
+                    ))
+                } else {
+                    ApiError::BadRequest(rejection.body_text())
+                }
+            })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(MaybeBody(serde_json::Value::Null));
+        }
+        serde_json::from_slice(&bytes)
+            .map(MaybeBody)
+            .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))
+    }
+}

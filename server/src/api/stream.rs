@@ -1,0 +1,72 @@
+//! Server-sent events: one plan's log, or every plan's (for the list page).
+//! Each event's SSE id is its log seq; `Last-Event-ID` (or `?after=`) resumes.
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::IntoResponse;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::error::ApiError;
+use super::plans::parse_id;
+use super::ApiState;
+use crate::live;
+
+#[derive(Deserialize, IntoParams)]
+pub struct StreamQuery {
+    /// Resume after this seq (for clients that cannot send Last-Event-ID).
+    after: Option<i64>,
+}
+
+fn resume_from(headers: &HeaderMap, q: &StreamQuery) -> Result<Option<i64>, ApiError> {
+    match headers.get("last-event-id") {
+        Some(v) => {
+            let text = v.to_str().unwrap_or_default().trim();
+            text.parse().map(Some).map_err(|_| {
+                ApiError::BadRequest(format!("Last-Event-ID must be an event seq, not '{text}'"))
+            })
+        }
+        None => Ok(q.after),
+    }
+}
+
+#[utoipa::path(get, path = "/api/plans/{id}/stream", tag = "live",
+    params(("id" = String, Path, description = "plan UUID"), StreamQuery),
+    responses((status = 200, content_type = "text/event-stream",
+        description = "`ready` {seq} first when not resuming; then one unnamed event per log row (data: the row as in /events, id: its seq); `resync` {seq, missed} if this client fell too far behind: reload, then keep reading")))]
+pub async fn plan_stream(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    Query(q): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    let id = parse_id(&id)?;
+    if state.service.read(id, |_| ()).await.is_none() {
+        return Err(ApiError::NotFound(format!("no plan has id {id}")));
+    }
+    let after = resume_from(&headers, &q)?;
+    Ok(live::stream(
+        state.service.hub(),
+        state.service.store(),
+        Some(id),
+        after,
+        state.keep_alive,
+    ))
+}
+
+#[utoipa::path(get, path = "/api/stream", tag = "live", params(StreamQuery),
+    responses((status = 200, content_type = "text/event-stream", description = "as the plan stream, for every plan")))]
+pub async fn all_stream(
+    State(state): State<ApiState>,
+    Query(q): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    let after = resume_from(&headers, &q)?;
+    Ok(live::stream(
+        state.service.hub(),
+        state.service.store(),
+        None,
+        after,
+        state.keep_alive,
+    ))
+}

@@ -1,0 +1,351 @@
+//! [`PlanService`]: the one path every write takes — the engine decides on
+//! the working set, the store commits snapshot and events in one
+//! version-guarded transaction, and the log reader publishes.
+//!
+//! Writes in this process are serialised by the working set's lock, held
+//! through the commit, so memory and database never disagree. Writers in
+//! other processes (PostgreSQL replicas) are caught by the version guard: the
+//! call is undone, the plan reloaded and the call run again on the fresh
+//! plan, so nobody's update is lost. A caller that sent `expected_version`
+//! gets a conflict instead, because it asked not to overwrite what it has
+//! not seen.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use plan_engine::{
+    call, CallContext, Command, Dialect, Event, HintOptions, NewPlan, Op, Plan, PlanBook,
+    PlanError, PlanId, SubtaskState, ToolResult,
+};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::book::Book;
+use crate::live::Hub;
+use crate::store::{PlanFilter, PlanStore, PlanSummary, StoreError, StoredComment, StoredEvent};
+
+/// The actor recorded on changes planboard makes by itself.
+pub const SYSTEM_ACTOR: &str = "planboard";
+
+/// Retries after another process won a race for the same plan.
+const CONFLICT_RETRIES: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("no plan has id {0}")]
+    NotFound(PlanId),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct PlanService {
+    store: Arc<dyn PlanStore>,
+    book: Mutex<Book>,
+    hub: Arc<Hub>,
+    shared: bool,
+}
+
+impl PlanService {
+    /// Loads the working set and starts the log reader. `shared` means other
+    /// processes may write the same database (PostgreSQL).
+    pub async fn open(
+        store: Arc<dyn PlanStore>,
+        shared: bool,
+    ) -> Result<Arc<PlanService>, StoreError> {
+        let plans = store.load_all().await?;
+        let hub = Arc::new(Hub::new(store.last_seq().await?));
+        let remote = store.listen().await?;
+        let service = Arc::new(PlanService {
+            store,
+            book: Mutex::new(Book::new(plans)),
+            hub,
+            shared,
+        });
+        tokio::spawn(read_log(Arc::downgrade(&service), remote));
+        Ok(service)
+    }
+
+    pub fn hub(&self) -> Arc<Hub> {
+        self.hub.clone()
+    }
+
+    pub fn store(&self) -> Arc<dyn PlanStore> {
+        self.store.clone()
+    }
+
+    /// Runs `change` on the working set and commits what it did; see the
+    /// module docs for the conflict rule.
+    async fn write<T>(
+        &self,
+        actor: &str,
+        mut change: impl FnMut(&mut Book) -> Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
+        let mut attempt = 0;
+        loop {
+            let mut book = self.book.lock().await;
+            let out = match change(&mut book) {
+                Ok(out) => out,
+                Err(e) => {
+                    book.rollback();
+                    return Err(e);
+                }
+            };
+            let mut batch = book.batch();
+            batch.deleted = book
+                .deleted()
+                .into_iter()
+                .map(|id| (id, actor.to_string()))
+                .collect();
+            let result = self.store.commit(&batch).await;
+            match result {
+                Ok(()) => {
+                    book.settle();
+                    drop(book);
+                    self.hub.wake();
+                    return Ok(out);
+                }
+                Err(StoreError::Conflict { plan_id, .. }) if attempt < CONFLICT_RETRIES => {
+                    book.rollback();
+                    match self.store.load(plan_id).await? {
+                        Some(fresh) => book.put(fresh),
+                        None => book.forget(plan_id),
+                    }
+                    attempt += 1;
+                }
+                Err(e) => {
+                    book.rollback();
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    pub async fn create(&self, spec: NewPlan, actor: &str) -> Result<Plan, ServiceError> {
+        let now = chrono::Utc::now();
+        self.write(actor, |book| {
+            let (plan, events) = Plan::create(&spec, actor, now)?;
+            let id = plan.id;
+            book.insert(plan, events)?;
+            book.get(id).cloned().ok_or(ServiceError::NotFound(id))
+        })
+        .await
+    }
+
+    /// Stores a plan from an export under a new id, as created by `actor`.
+    pub async fn import(&self, mut plan: Plan, actor: &str) -> Result<Plan, ServiceError> {
+        let now = chrono::Utc::now();
+        plan.id = uuid::Uuid::new_v4();
+        plan.key = None;
+        plan.version = 1;
+        plan.updated_at = now;
+        let event = Event {
+            plan_id: plan.id,
+            version: plan.version,
+            actor: Arc::from(actor),
+            at: now,
+            kind: plan_engine::EventKind::PlanCreated {
+                plan: Box::new(plan.clone()),
+            },
+        };
+        self.write(actor, |book| {
+            book.insert(plan.clone(), vec![event.clone()])?;
+            Ok(plan.clone())
+        })
+        .await
+    }
+
+    /// Applies one command to one plan; returns the plan after it and the events.
+    pub async fn command(
+        &self,
+        id: PlanId,
+        command: &Command,
+        actor: &str,
+    ) -> Result<(Plan, Vec<Event>), ServiceError> {
+        let now = chrono::Utc::now();
+        self.write(actor, |book| {
+            if book.get(id).is_none() {
+                return Err(ServiceError::NotFound(id));
+            }
+            let events = book.command(id, command, actor, now)?;
+            let plan = book.get(id).cloned().ok_or(ServiceError::NotFound(id))?;
+            Ok((plan, events))
+        })
+        .await
+    }
+
+    pub async fn delete(&self, id: PlanId, actor: &str) -> Result<(), ServiceError> {
+        self.write(actor, |book| {
+            if book.get(id).is_none() {
+                return Err(ServiceError::NotFound(id));
+            }
+            book.remove(id)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// One tool call in a dialect, on the session's active plan unless the
+    /// arguments name another.
+    pub async fn tool(
+        &self,
+        dialect: Dialect,
+        tool: &str,
+        args: &Value,
+        session: &str,
+        actor: &str,
+    ) -> Result<ToolResult, ServiceError> {
+        if self.shared {
+            // Another replica may have moved this session's pointer.
+            let active = self.store.active(session).await?;
+            self.book.lock().await.sync_active(session, active);
+        }
+        let ctx = CallContext {
+            session: session.to_string(),
+            actor: actor.to_string(),
+            now: chrono::Utc::now(),
+            new_plan_id: uuid::Uuid::new_v4(),
+        };
+        self.write(actor, |book| {
+            let result = call(book, dialect, tool, args, &ctx);
+            if !result.ok {
+                // A call that fails halfway (say, archived the old plan, then
+                // failed to create the new one) keeps nothing.
+                book.rollback();
+            }
+            Ok(result)
+        })
+        .await
+    }
+
+    pub async fn get(&self, id: PlanId) -> Option<Plan> {
+        self.book.lock().await.get(id).cloned()
+    }
+
+    /// Runs `read` on a plan under the lock, without copying the plan.
+    pub async fn read<T>(&self, id: PlanId, read: impl FnOnce(&Plan) -> T) -> Option<T> {
+        self.book.lock().await.get(id).map(read)
+    }
+
+    pub async fn session_hint(&self, session: &str, opts: &HintOptions) -> String {
+        let book = self.book.lock().await;
+        let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
+        plan_engine::hint(plan, opts)
+    }
+
+    pub async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, ServiceError> {
+        Ok(self.store.list(filter).await?)
+    }
+
+    pub async fn events(
+        &self,
+        id: PlanId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, ServiceError> {
+        Ok(self.store.events(Some(id), after, limit).await?)
+    }
+
+    pub async fn comments(&self, id: PlanId) -> Result<Vec<StoredComment>, ServiceError> {
+        Ok(self.store.comments(id).await?)
+    }
+
+    /// Puts subtasks back to todo whose plan has seen no activity for
+    /// `lease`: the agent that started them is presumed gone (its process
+    /// died, or it gave up). Each release is an event saying why.
+    pub async fn reconcile(&self, lease: Duration) -> Result<usize, ServiceError> {
+        let now = chrono::Utc::now();
+        let cutoff = now - chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+        let minutes = lease.as_secs() / 60;
+        let stale: Vec<(PlanId, Vec<plan_engine::SubtaskId>)> = {
+            let book = self.book.lock().await;
+            book.all()
+                .filter(|p| p.updated_at < cutoff && p.count(SubtaskState::InProgress) > 0)
+                .map(|p| (p.id, p.in_progress()))
+                .collect()
+        };
+        let mut released = 0;
+        for (plan_id, ids) in stale {
+            let ops: Vec<Op> = ids
+                .iter()
+                .map(|id| Op::SetSubtaskState {
+                    id: *id,
+                    state: SubtaskState::Todo,
+                    note: Some(format!(
+                        "lease expired: no activity on this plan for {minutes} min; released so it can be started again"
+                    )),
+                    start_next: false,
+                })
+                .collect();
+            let count = ops.len();
+            let result = self
+                .write(SYSTEM_ACTOR, |book| {
+                    // Someone may have touched the plan since the scan.
+                    match book.get(plan_id) {
+                        Some(p) if p.updated_at < cutoff => {
+                            Ok(book.execute(plan_id, ops.clone(), SYSTEM_ACTOR, now)?)
+                        }
+                        _ => Ok(Vec::new()),
+                    }
+                })
+                .await;
+            match result {
+                Ok(events) if !events.is_empty() => released += count,
+                Ok(_) => {}
+                Err(e) => tracing::warn!("could not release subtasks of plan {plan_id}: {e}"),
+            }
+        }
+        Ok(released)
+    }
+
+    /// Brings the working set up to date with rows other processes wrote.
+    async fn absorb(&self, rows: &[StoredEvent]) {
+        let mut stale: Vec<PlanId> = Vec::new();
+        {
+            let book = self.book.lock().await;
+            for row in rows {
+                let behind = match book.get(row.plan_id) {
+                    Some(plan) => plan.version < row.version || row.kind == "plan_deleted",
+                    None => row.kind != "plan_deleted",
+                };
+                if behind && !stale.contains(&row.plan_id) {
+                    stale.push(row.plan_id);
+                }
+            }
+        }
+        for id in stale {
+            match self.store.load(id).await {
+                Ok(Some(plan)) => {
+                    let mut book = self.book.lock().await;
+                    if book.get(id).is_none_or(|p| p.version < plan.version) {
+                        book.put(plan);
+                    }
+                }
+                Ok(None) => self.book.lock().await.forget(id),
+                Err(e) => tracing::error!("reloading plan {id} failed: {e}"),
+            }
+        }
+    }
+}
+
+/// The log reader: publishes new rows and absorbs other processes' writes.
+/// Holds the service weakly so it ends when the service is dropped.
+async fn read_log(
+    service: std::sync::Weak<PlanService>,
+    mut remote: Option<tokio::sync::mpsc::Receiver<()>>,
+) {
+    loop {
+        let Some(hub) = service.upgrade().map(|s| s.hub()) else {
+            return;
+        };
+        hub.wait(remote.as_mut()).await;
+        let Some(service) = service.upgrade() else {
+            return;
+        };
+        let rows = service.hub.publish_new(service.store.as_ref()).await;
+        if service.shared && !rows.is_empty() {
+            service.absorb(&rows).await;
+        }
+    }
+}

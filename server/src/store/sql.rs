@@ -1,0 +1,471 @@
+//! [`SqlStore`]: the store on SQLite (embedded default) or PostgreSQL, through
+//! sqlx's `Any` driver so both dialects share one set of queries.
+//!
+//! Every value crosses as text or integer (the types `Any` carries on both):
+//! ids as UUID text, timestamps as RFC 3339 text, plans and events as JSON.
+//! The dialects differ only in their migrations, in how a commit keeps the
+//! log's order (SQLite has one writer; PostgreSQL locks the log table) and in
+//! LISTEN/NOTIFY.
+
+use async_trait::async_trait;
+use chrono::SecondsFormat;
+use plan_engine::{EventKind, Plan, PlanId, Timestamp};
+use serde::Serialize;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Executor, Row};
+use tokio::sync::mpsc;
+
+use super::{Batch, PlanFilter, PlanStore, PlanSummary, StoreError, StoredComment, StoredEvent};
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Wakes other processes' live streams after a commit (PostgreSQL only).
+const CHANNEL: &str = "planboard_events";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub struct SqlStore {
+    pool: AnyPool,
+    backend: Backend,
+    url: String,
+}
+
+impl SqlStore {
+    /// Connects, creating a SQLite file (and its folder) when missing, and
+    /// applies the dialect's migrations.
+    pub async fn connect(url: &str) -> Result<SqlStore, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            return Err(StoreError::Corrupt(format!(
+                "DATABASE_URL must start with sqlite: or postgres:, not '{url}'"
+            )));
+        };
+        let mut options = AnyPoolOptions::new();
+        if backend == Backend::Sqlite {
+            let memory = url.contains(":memory:") || url.contains("mode=memory");
+            if !memory {
+                ensure_sqlite_folder(url);
+            }
+            // An in-memory database lives in one connection.
+            options = options
+                .max_connections(if memory { 1 } else { 4 })
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                             PRAGMA busy_timeout = 5000;",
+                        )
+                        .await?;
+                        Ok(())
+                    })
+                });
+        } else {
+            options = options.max_connections(8);
+        }
+        let url_with_create = match backend {
+            Backend::Sqlite if !url.contains("mode=") && !url.contains(":memory:") => {
+                let sep = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{sep}mode=rwc")
+            }
+            _ => url.to_string(),
+        };
+        let pool = options.connect(&url_with_create).await?;
+        match backend {
+            Backend::Sqlite => SQLITE_MIGRATIONS.run(&pool).await?,
+            Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
+        }
+        Ok(SqlStore {
+            pool,
+            backend,
+            url: url.to_string(),
+        })
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.backend == Backend::Postgres
+    }
+}
+
+fn ensure_sqlite_folder(url: &str) {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:")
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    if let Some(parent) = std::path::Path::new(path).parent() {
+        if !parent.as_os_str().is_empty() {
+            // A failure shows up as a clear connect error right after.
+            let _ = std::fs::create_dir_all(parent);
+        }
+    }
+}
+
+pub(crate) fn ts(t: Timestamp) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// The serde name of a unit enum (`in_progress`, `awaiting_approval`, …).
+fn name_of<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
+}
+
+fn version_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn plan_from_row(row: &AnyRow) -> Result<Plan, StoreError> {
+    let snapshot: String = row.try_get("snapshot")?;
+    let mut plan: Plan = serde_json::from_str(&snapshot).map_err(corrupt)?;
+    plan.reindex();
+    Ok(plan)
+}
+
+fn event_from_row(row: &AnyRow) -> Result<StoredEvent, StoreError> {
+    let plan_id: String = row.try_get("plan_id")?;
+    let payload: String = row.try_get("payload")?;
+    Ok(StoredEvent {
+        seq: row.try_get("seq")?,
+        plan_id: plan_id.parse().map_err(corrupt)?,
+        version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or_default(),
+        actor: row.try_get("actor")?,
+        kind: row.try_get("kind")?,
+        at: row.try_get("at")?,
+        event: serde_json::from_str(&payload).map_err(corrupt)?,
+    })
+}
+
+const SUMMARY_COLUMNS: &str =
+    "id, plan_key, title, state, mode, approval, version, created_at, updated_at, finished_at";
+
+fn summary_from_row(row: &AnyRow) -> Result<PlanSummary, StoreError> {
+    let id: String = row.try_get("id")?;
+    Ok(PlanSummary {
+        id: id.parse().map_err(corrupt)?,
+        key: row.try_get("plan_key")?,
+        title: row.try_get("title")?,
+        state: row.try_get("state")?,
+        mode: row.try_get("mode")?,
+        approval: row.try_get("approval")?,
+        version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or_default(),
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+#[async_trait]
+impl PlanStore for SqlStore {
+    async fn load_all(&self) -> Result<Vec<Plan>, StoreError> {
+        let rows =
+            sqlx::query("SELECT snapshot FROM plans WHERE deleted_at IS NULL ORDER BY created_at")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter().map(plan_from_row).collect()
+    }
+
+    async fn load(&self, id: PlanId) -> Result<Option<Plan>, StoreError> {
+        let row = sqlx::query("SELECT snapshot FROM plans WHERE id = $1 AND deleted_at IS NULL")
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(plan_from_row).transpose()
+    }
+
+    async fn commit(&self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        if self.backend == Backend::Postgres {
+            // Readers go on; writers queue, so seq order is commit order and
+            // a live stream resuming "after seq n" can never skip a row.
+            tx.execute("LOCK TABLE plan_events IN EXCLUSIVE MODE")
+                .await?;
+        }
+        for write in &batch.plans {
+            let plan = write.plan;
+            let snapshot = serde_json::to_string(plan).map_err(corrupt)?;
+            let id = plan.id.to_string();
+            let changed = match write.base_version {
+                None => sqlx::query(
+                    "INSERT INTO plans (id, plan_key, title, state, mode, approval, version, \
+                     created_at, updated_at, finished_at, snapshot) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                )
+                .bind(&id)
+                .bind(plan.key.clone())
+                .bind(&plan.title)
+                .bind(name_of(&plan.state))
+                .bind(name_of(&plan.mode))
+                .bind(name_of(&plan.approval.status))
+                .bind(version_i64(plan.version))
+                .bind(ts(plan.created_at))
+                .bind(ts(plan.updated_at))
+                .bind(plan.finished_at.map(ts))
+                .bind(snapshot)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                Some(base) => sqlx::query(
+                    "UPDATE plans SET plan_key = $1, title = $2, state = $3, mode = $4, \
+                     approval = $5, version = $6, updated_at = $7, finished_at = $8, \
+                     snapshot = $9 WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
+                )
+                .bind(plan.key.clone())
+                .bind(&plan.title)
+                .bind(name_of(&plan.state))
+                .bind(name_of(&plan.mode))
+                .bind(name_of(&plan.approval.status))
+                .bind(version_i64(plan.version))
+                .bind(ts(plan.updated_at))
+                .bind(plan.finished_at.map(ts))
+                .bind(snapshot)
+                .bind(&id)
+                .bind(version_i64(base))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            };
+            if changed != 1 {
+                let current: Option<i64> =
+                    sqlx::query_scalar("SELECT version FROM plans WHERE id = $1")
+                        .bind(&id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                return Err(StoreError::Conflict {
+                    plan_id: plan.id,
+                    current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
+                });
+            }
+            for event in write.events {
+                let payload = serde_json::to_string(event).map_err(corrupt)?;
+                sqlx::query(
+                    "INSERT INTO plan_events (plan_id, version, actor, kind, payload, at) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(&id)
+                .bind(version_i64(event.version))
+                .bind(event.actor.to_string())
+                .bind(event.kind.name())
+                .bind(payload)
+                .bind(ts(event.at))
+                .execute(&mut *tx)
+                .await?;
+                if let EventKind::CommentAdded { comment } = &event.kind {
+                    sqlx::query(
+                        "INSERT INTO comments (plan_id, id, subtask, author, body, at) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .bind(&id)
+                    .bind(i64::from(comment.id))
+                    .bind(comment.subtask.map(|s| i64::from(s.0)))
+                    .bind(&comment.author)
+                    .bind(&comment.body)
+                    .bind(ts(comment.at))
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        let now = ts(chrono::Utc::now());
+        for (plan_id, actor) in &batch.deleted {
+            let id = plan_id.to_string();
+            let version: Option<i64> = sqlx::query_scalar(
+                "UPDATE plans SET deleted_at = $1 WHERE id = $2 AND deleted_at IS NULL RETURNING version",
+            )
+            .bind(&now)
+            .bind(&id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(version) = version {
+                sqlx::query(
+                    "INSERT INTO plan_events (plan_id, version, actor, kind, payload, at) \
+                     VALUES ($1, $2, $3, 'plan_deleted', 'null', $4)",
+                )
+                .bind(&id)
+                .bind(version)
+                .bind(actor)
+                .bind(&now)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query("DELETE FROM active_plans WHERE plan_id = $1")
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (session, plan) in &batch.active {
+            match plan {
+                Some(plan) => {
+                    sqlx::query(
+                        "INSERT INTO active_plans (session, plan_id, updated_at) VALUES ($1, $2, $3) \
+                         ON CONFLICT (session) DO UPDATE SET plan_id = excluded.plan_id, \
+                         updated_at = excluded.updated_at",
+                    )
+                    .bind(session)
+                    .bind(plan.to_string())
+                    .bind(&now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                None => {
+                    sqlx::query("DELETE FROM active_plans WHERE session = $1")
+                        .bind(session)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+        }
+        if self.backend == Backend::Postgres {
+            // Delivered when (and only if) the transaction commits.
+            tx.execute(format!("NOTIFY {CHANNEL}").as_str()).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, StoreError> {
+        let mut sql = format!("SELECT {SUMMARY_COLUMNS} FROM plans WHERE deleted_at IS NULL");
+        let mut binds: Vec<String> = Vec::new();
+        if let Some(state) = &filter.state {
+            binds.push(state.clone());
+            sql.push_str(&format!(" AND state = ${}", binds.len()));
+        }
+        if let Some(mode) = &filter.mode {
+            binds.push(mode.clone());
+            sql.push_str(&format!(" AND mode = ${}", binds.len()));
+        }
+        if let Some(text) = &filter.text {
+            let escaped = text
+                .to_lowercase()
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            binds.push(format!("%{escaped}%"));
+            sql.push_str(&format!(
+                " AND LOWER(title) LIKE ${} ESCAPE '\\'",
+                binds.len()
+            ));
+        }
+        sql.push_str(&format!(
+            " ORDER BY updated_at DESC, id LIMIT {} OFFSET {}",
+            filter.limit, filter.offset
+        ));
+        let mut query = sqlx::query(&sql);
+        for bind in binds {
+            query = query.bind(bind);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter().map(summary_from_row).collect()
+    }
+
+    async fn events(
+        &self,
+        plan: Option<PlanId>,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let columns = "seq, plan_id, version, actor, kind, payload, at";
+        let rows = match plan {
+            Some(plan) => {
+                sqlx::query(&format!(
+                    "SELECT {columns} FROM plan_events WHERE plan_id = $1 AND seq > $2 \
+                     ORDER BY seq LIMIT {limit}"
+                ))
+                .bind(plan.to_string())
+                .bind(after_seq)
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {columns} FROM plan_events WHERE seq > $1 ORDER BY seq LIMIT {limit}"
+                ))
+                .bind(after_seq)
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
+        rows.iter().map(event_from_row).collect()
+    }
+
+    async fn last_seq(&self) -> Result<i64, StoreError> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM plan_events")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+
+    async fn active(&self, session: &str) -> Result<Option<PlanId>, StoreError> {
+        let id: Option<String> =
+            sqlx::query_scalar("SELECT plan_id FROM active_plans WHERE session = $1")
+                .bind(session)
+                .fetch_optional(&self.pool)
+                .await?;
+        id.map(|id| id.parse().map_err(corrupt)).transpose()
+    }
+
+    async fn comments(&self, plan: PlanId) -> Result<Vec<StoredComment>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, subtask, author, body, at FROM comments WHERE plan_id = $1 ORDER BY id",
+        )
+        .bind(plan.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredComment {
+                    id: u32::try_from(row.try_get::<i64, _>("id")?).map_err(corrupt)?,
+                    subtask: row
+                        .try_get::<Option<i64>, _>("subtask")?
+                        .and_then(|s| u32::try_from(s).ok()),
+                    author: row.try_get("author")?,
+                    body: row.try_get("body")?,
+                    at: row.try_get("at")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn listen(&self) -> Result<Option<mpsc::Receiver<()>>, StoreError> {
+        if self.backend != Backend::Postgres {
+            return Ok(None);
+        }
+        let mut listener = sqlx::postgres::PgListener::connect(&self.url).await?;
+        listener.listen(CHANNEL).await?;
+        let (tx, rx) = mpsc::channel(1);
+        tokio::spawn(async move {
+            loop {
+                // An error means the connection dropped; PgListener reconnects
+                // on the next recv. Wake the reader either way: it reads the log
+                // from its last seq, so a missed notification loses nothing.
+                let result = listener.recv().await;
+                if tx.is_closed() {
+                    break;
+                }
+                let _ = tx.try_send(());
+                if result.is_err() {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+            }
+        });
+        Ok(Some(rx))
+    }
+}

@@ -1,0 +1,206 @@
+//! Every class of bad input gets a 4xx with a JSON message, and the plan is
+//! exactly as it was.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{chain, TestServer};
+
+async fn refused(
+    server: &TestServer,
+    id: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    want: StatusCode,
+    code: &str,
+) {
+    let before = server.plan(id).await;
+    let (status, error) = server.send(method, path, body).await;
+    assert_eq!(status, want, "{path}: {error}");
+    assert_eq!(error["error"], code, "{error}");
+    assert!(
+        error["message"].as_str().is_some_and(|m| m.len() > 10),
+        "a sentence: {error}"
+    );
+    assert_eq!(server.plan(id).await, before, "{path} changed nothing");
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors_and_change_nothing() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("bad input")).await;
+    let p = |rest: &str| format!("/api/plans/{id}{rest}");
+
+    // Malformed JSON.
+    let response = server
+        .client
+        .post(server.url(&p("/subtasks")))
+        .header("content-type", "application/json")
+        .body("{\"subtask\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"], "bad_request");
+
+    // Unknown plan, unknown subtask, not an id.
+    let (status, _) = server
+        .get(&format!("/api/plans/{}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = server.get("/api/plans/not-a-uuid").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/99/state"),
+        Some(json!({"state": "in_progress"})),
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+
+    // A cycle, a self-edge, an unknown dependency.
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/1/dependencies"),
+        Some(json!({"dependencies": [3]})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "cycle",
+    )
+    .await;
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/2/dependencies"),
+        Some(json!({"dependencies": [2]})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "cycle",
+    )
+    .await;
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/2/dependencies"),
+        Some(json!({"dependencies": [42]})),
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+
+    // Illegal transitions: todo → done, and starting before a dependency is done.
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/1/state"),
+        Some(json!({"state": "done"})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "illegal_transition",
+    )
+    .await;
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/3/state"),
+        Some(json!({"state": "in_progress"})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "not_ready",
+    )
+    .await;
+
+    // An unknown state name and a wrongly typed field.
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/1/state"),
+        Some(json!({"state": "finished"})),
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/subtasks/1/move"),
+        Some(json!({"to_index": "first"})),
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+
+    // Too long a string, too big a body.
+    let long = "x".repeat(10_000);
+    refused(
+        &server,
+        &id,
+        Method::PATCH,
+        &p("/subtasks/1"),
+        Some(json!({"name": long})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid",
+    )
+    .await;
+    let huge = "y".repeat(3 * 1024 * 1024);
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &p("/comments"),
+        Some(json!({"body": huge})),
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+    )
+    .await;
+
+    // A stale expected version: 409 with the current version.
+    let version = server.plan(&id).await["version"].as_u64().unwrap();
+    let (status, error) = server
+        .post(
+            &p("/subtasks"),
+            json!({"subtask": {"name": "late"}, "expected_version": version - 1}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    assert_eq!(error["current_version"], version);
+    assert_eq!(server.plan(&id).await["version"], version);
+}
+
+#[tokio::test]
+async fn a_full_plan_refuses_another_subtask() {
+    let server = TestServer::start().await;
+    let mut body = chain("small");
+    body["max_subtasks"] = json!(3);
+    let id = server.create(body).await;
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &format!("/api/plans/{id}/subtasks"),
+        Some(json!({"subtask": {"name": "one too many"}})),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "plan_full",
+    )
+    .await;
+    // And a plan created over its own limit is refused whole.
+    let mut body = chain("too big");
+    body["max_subtasks"] = json!(2);
+    let (status, error) = server.post("/api/plans", body).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    let (_, page) = server.get("/api/plans?q=too%20big").await;
+    assert_eq!(
+        page["plans"].as_array().map(Vec::len),
+        Some(0),
+        "no half-written plan"
+    );
+}

@@ -1,0 +1,16 @@
+//! The server's one integration-test binary: each test starts the real
+//! server (router, store, log reader) on port 0 with a temporary SQLite
+//! database and talks to it over HTTP. With `PLANBOARD_TEST_DATABASE_URL`
+//! set to a PostgreSQL URL, the store story also runs against PostgreSQL,
+//! including two server processes on one database.
+
+mod auth;
+mod bad_input;
+mod concurrency;
+mod live;
+mod mcp;
+mod plans;
+mod postgres;
+mod site;
+mod support;
+mod tools;

@@ -1,0 +1,254 @@
+//! The REST story, written once and run on SQLite here and on PostgreSQL in
+//! `postgres.rs`.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::support::{chain, state_of, TestServer};
+
+/// Create → list → walk → edit → approve → comment → history → export/import.
+pub async fn story(server: &TestServer, tag: &str) {
+    let title = format!("Story {tag}");
+    let id = server.create(chain(&title)).await;
+
+    let (status, page) = server
+        .get(&format!(
+            "/api/plans?q={}",
+            title.to_lowercase().replace(' ', "%20")
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["plans"].as_array().map(Vec::len), Some(1), "{page}");
+    assert_eq!(page["plans"][0]["title"], title.as_str());
+
+    let (status, changed) = server
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(changed["plan"]["state"], "running");
+    let (status, changed) = server
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/state"),
+            json!({"state": "done", "note": "found 3 sources", "start_next": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(state_of(&changed["plan"], 1), "done");
+    assert_eq!(
+        state_of(&changed["plan"], 2),
+        "in_progress",
+        "the next ready subtask started"
+    );
+
+    // Insert a review step after 2 with seed 000's rewiring: 3 now waits on it.
+    let (status, changed) = server
+        .post(
+            &format!("/api/plans/{id}/subtasks"),
+            json!({"subtask": {"name": "review"}, "position": {"after": 2}, "rewire_after": 2}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    let report = &changed["plan"]["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == 3)
+        .unwrap()
+        .clone();
+    assert_eq!(report["dependencies"], json!([4]));
+
+    let (status, changed) = server
+        .send(
+            Method::PATCH,
+            &format!("/api/plans/{id}/subtasks/3"),
+            Some(json!({"name": "write the report"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    let (status, changed) = server
+        .send(
+            Method::PATCH,
+            &format!("/api/plans/{id}"),
+            Some(json!({"goal": "a better goal"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(changed["plan"]["goal"], "a better goal");
+
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{id}/comments"),
+            json!({"body": "looks good", "subtask": 2}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, comments) = server.get(&format!("/api/plans/{id}/comments")).await;
+    assert_eq!(comments[0]["body"], "looks good");
+    assert_eq!(comments[0]["author"], "tester");
+
+    let (_, hint) = server.get(&format!("/api/plans/{id}/hint?lang=zh")).await;
+    assert!(
+        hint.as_str().unwrap_or_default().contains("进行中"),
+        "{hint}"
+    );
+
+    let (status, page) = server.get(&format!("/api/plans/{id}/events?limit=3")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["events"].as_array().map(Vec::len), Some(3));
+    assert_eq!(page["events"][0]["kind"], "plan_created");
+    assert_eq!(page["events"][0]["actor"], "tester");
+    let after = page["next_after"].as_i64().expect("more pages");
+    let (_, rest) = server
+        .get(&format!("/api/plans/{id}/events?after={after}"))
+        .await;
+    let kinds: Vec<&str> = rest["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"comment_added"), "{kinds:?}");
+
+    let (status, markdown) = server
+        .get(&format!("/api/plans/{id}/export?format=markdown"))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(markdown
+        .as_str()
+        .unwrap_or_default()
+        .contains("write the report"));
+    let (_, exported) = server.get(&format!("/api/plans/{id}/export")).await;
+    let (status, imported) = server.post("/api/plans/import", exported.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{imported}");
+    assert_ne!(
+        imported["plan"]["id"], exported["id"],
+        "an import gets a new id"
+    );
+    assert_eq!(imported["plan"]["subtasks"], exported["subtasks"]);
+
+    // Finish: abandoned plans stay readable as history.
+    let (status, changed) = server
+        .post(
+            &format!("/api/plans/{id}/finish"),
+            json!({"state": "abandoned", "outcome": "test over"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    let (_, page) = server.get("/api/plans?state=abandoned&limit=200").await;
+    assert!(page["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["id"] == id.as_str()));
+}
+
+#[tokio::test]
+async fn the_plan_story_works_on_sqlite() {
+    let server = TestServer::start().await;
+    story(&server, "sqlite").await;
+}
+
+#[tokio::test]
+async fn plans_survive_a_restart_with_their_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("p.db").display());
+    let first = TestServer::on(&url, crate::support::local()).await;
+    let id = first.create(chain("durable")).await;
+    first
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    let version = first.plan(&id).await["version"].clone();
+    drop(first);
+
+    let second = TestServer::on(&url, crate::support::local()).await;
+    let plan = second.plan(&id).await;
+    assert_eq!(plan["version"], version);
+    assert_eq!(state_of(&plan, 1), "in_progress");
+    let (_, page) = second.get(&format!("/api/plans/{id}/events")).await;
+    assert_eq!(
+        page["events"].as_array().map(Vec::len),
+        Some(3),
+        "created, running, started: {page}"
+    );
+}
+
+#[tokio::test]
+async fn approval_gates_the_start_and_records_the_decision() {
+    let server = TestServer::start().await;
+    let mut body = chain("needs approval");
+    body["approval_required"] = json!(true);
+    let id = server.create(body).await;
+    let (status, refused) = server
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("approv"),
+        "{refused}"
+    );
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{id}/reject"),
+            json!({"comment": "split step 2"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    server
+        .post(&format!("/api/plans/{id}/submit"), json!({}))
+        .await;
+    let (status, changed) = server
+        .post(
+            &format!("/api/plans/{id}/approve"),
+            json!({"comment": "go"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(changed["plan"]["approval"]["by"], "tester");
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_subtask_left_in_progress_past_its_lease_goes_back_to_todo_with_a_reason() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("lease")).await;
+    server
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    let released = server
+        .services
+        .plans
+        .reconcile(std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(released, 1);
+    let plan = server.plan(&id).await;
+    assert_eq!(state_of(&plan, 1), "todo");
+    let (_, page) = server.get(&format!("/api/plans/{id}/events")).await;
+    let last = page["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["actor"], "planboard");
+    assert!(
+        last["event"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("lease expired"),
+        "{last}"
+    );
+}

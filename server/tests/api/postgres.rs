@@ -1,0 +1,142 @@
+//! The same store story on PostgreSQL, and two server processes on one
+//! database seeing each other's events (LISTEN/NOTIFY). Runs when
+//! `PLANBOARD_TEST_DATABASE_URL` names a PostgreSQL database; `scripts/test`
+//! starts one and sets `PLANBOARD_REQUIRE_POSTGRES=1`, so there a missing
+//! database fails instead of skipping.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::live::Reader;
+use crate::support::{chain, local, TestServer};
+
+fn database() -> Option<String> {
+    match std::env::var("PLANBOARD_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("PLANBOARD_REQUIRE_POSTGRES").is_none(),
+                "PLANBOARD_REQUIRE_POSTGRES is set but PLANBOARD_TEST_DATABASE_URL is not"
+            );
+            eprintln!("skipped: set PLANBOARD_TEST_DATABASE_URL to run the PostgreSQL tests");
+            None
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_plan_story_works_on_postgres() {
+    let Some(url) = database() else { return };
+    let server = TestServer::on(&url, local()).await;
+    crate::plans::story(&server, &format!("pg {}", uuid::Uuid::new_v4())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_concurrent_writers_lose_no_update_on_postgres() {
+    let Some(url) = database() else { return };
+    let server = TestServer::on(&url, local()).await;
+    crate::concurrency::writers(&server, 32, 5).await;
+}
+
+/// A `planboard` process on a free port; killed when dropped.
+struct Process {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn spawn(url: &str) -> Process {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_planboard"))
+        .env("DATABASE_URL", url)
+        .env("LEPTOS_OUTPUT_NAME", "planboard")
+        .env("LEPTOS_SITE_ROOT", "target/site")
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("PLANBOARD_USER", format!("process-{port}"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("planboard starts");
+    let base = format!("http://127.0.0.1:{port}");
+    for _ in 0..100 {
+        if reqwest::get(format!("{base}/healthz")).await.is_ok() {
+            return Process { child, base };
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("planboard did not come up on port {port}");
+}
+
+#[tokio::test]
+async fn two_server_processes_on_one_database_see_each_others_events() {
+    let Some(url) = database() else { return };
+    let a = spawn(&url).await;
+    let b = spawn(&url).await;
+    let client = reqwest::Client::new();
+
+    let mut on_b = Reader::open_url(&client, &format!("{}/api/stream", b.base), None).await;
+    assert_eq!(on_b.next().await.event, "ready");
+    let created: serde_json::Value = client
+        .post(format!("{}/api/plans", a.base))
+        .json(&chain("across processes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["plan"]["id"].as_str().unwrap().to_string();
+    let seen = loop {
+        let m = on_b.next().await;
+        if m.data["plan_id"] == id.as_str() {
+            break m;
+        }
+    };
+    assert_eq!(seen.data["kind"], "plan_created");
+
+    // B now knows the plan: a change made on B streams out of A.
+    let mut on_a =
+        Reader::open_url(&client, &format!("{}/api/plans/{id}/stream", a.base), None).await;
+    assert_eq!(on_a.next().await.event, "ready");
+    let response = client
+        .post(format!("{}/api/plans/{id}/subtasks/1/state", b.base))
+        .json(&json!({"state": "in_progress"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap()
+    );
+    let m = on_a.next().await;
+    assert_eq!(m.data["kind"], "plan_state_changed");
+    assert!(m.data["actor"].as_str().unwrap().starts_with("process-"));
+
+    // And A's working set caught up: its next write builds on B's.
+    let response = client
+        .post(format!("{}/api/plans/{id}/subtasks/1/state", a.base))
+        .json(&json!({"state": "done", "note": "finished on A"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap()
+    );
+}

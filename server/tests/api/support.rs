@@ -1,0 +1,138 @@
+//! Starting a real server for a test, and small HTTP helpers.
+
+use std::time::Duration;
+
+use leptos::config::LeptosOptions;
+use reqwest::{Client, Method, StatusCode};
+use serde_json::Value;
+use server::config::{Access, Config};
+
+pub struct TestServer {
+    pub base: String,
+    pub client: Client,
+    pub services: server::Services,
+    /// Keeps the SQLite file alive for the test.
+    pub _dir: Option<tempfile::TempDir>,
+    token: Option<String>,
+}
+
+pub fn options() -> LeptosOptions {
+    LeptosOptions::builder()
+        .output_name("planboard")
+        .site_root("target/site")
+        .build()
+}
+
+impl TestServer {
+    /// A server on a fresh SQLite file, in local mode as user `tester`.
+    pub async fn start() -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("plans.db").display());
+        let mut server = TestServer::on(&url, local()).await;
+        server._dir = Some(dir);
+        server
+    }
+
+    pub async fn on(url: &str, access: Access) -> TestServer {
+        let config = Config {
+            database_url: url.to_string(),
+            access,
+            lease: Duration::from_secs(3600),
+        };
+        let services = server::start(&config).await.expect("server starts");
+        let app = server::router(options(), services.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("serve");
+        });
+        TestServer {
+            base: format!("http://{addr}"),
+            client: Client::new(),
+            services,
+            _dir: None,
+            token: None,
+        }
+    }
+
+    pub fn with_token(mut self, token: &str) -> TestServer {
+        self.token = Some(token.to_string());
+        self
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self.client.request(method, self.url(path));
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status();
+        let text = response.text().await.expect("body");
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(Method::POST, path, Some(body)).await
+    }
+
+    /// Creates a plan and returns its id.
+    pub async fn create(&self, body: Value) -> String {
+        let (status, plan) = self.post("/api/plans", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{plan}");
+        plan["plan"]["id"].as_str().expect("id").to_string()
+    }
+
+    pub async fn plan(&self, id: &str) -> Value {
+        let (status, view) = self.get(&format!("/api/plans/{id}")).await;
+        assert_eq!(status, StatusCode::OK, "{view}");
+        view["plan"].clone()
+    }
+}
+
+pub fn local() -> Access {
+    Access::Local {
+        user: "tester".into(),
+    }
+}
+
+/// A plan of three subtasks: 1, 2 after 1, 3 after 2.
+pub fn chain(title: &str) -> Value {
+    serde_json::json!({
+        "title": title,
+        "goal": "test the API",
+        "subtasks": [
+            {"name": "gather"},
+            {"name": "analyse", "dependencies": [1]},
+            {"name": "report", "dependencies": [2]}
+        ]
+    })
+}
+
+pub fn state_of(plan: &Value, subtask: u64) -> String {
+    plan["subtasks"]
+        .as_array()
+        .expect("subtasks")
+        .iter()
+        .find(|s| s["id"] == subtask)
+        .map(|s| s["state"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_default()
+}
