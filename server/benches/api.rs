@@ -71,7 +71,11 @@ async fn create(r: &Running, title: &str) -> String {
 
 /// One state change: subtask 1 to in_progress or back to todo.
 async fn change(r: &Running, id: &str, i: usize) {
-    let state = if i % 2 == 0 { "in_progress" } else { "todo" };
+    let state = if i.is_multiple_of(2) {
+        "in_progress"
+    } else {
+        "todo"
+    };
     let response = r
         .client
         .post(format!("{}/api/plans/{id}/subtasks/1/state", r.base))
