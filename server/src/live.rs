@@ -80,12 +80,12 @@ impl Hub {
         }
     }
 
-    /// Reads the log after the last published row and broadcasts it.
-    /// Returns the rows, so the caller can bring its working set up to date.
-    pub async fn publish_new(&self, store: &dyn PlanStore) -> Vec<StoredEvent> {
-        let mut all = Vec::new();
+    /// Reads the log after the last published row (without publishing it).
+    pub async fn read_new(&self, store: &dyn PlanStore) -> Vec<StoredEvent> {
+        let mut all: Vec<StoredEvent> = Vec::new();
         loop {
-            let rows = match store.events(None, self.last_seq(), PAGE).await {
+            let after = all.last().map_or_else(|| self.last_seq(), |r| r.seq);
+            let rows = match store.events(None, after, PAGE).await {
                 Ok(rows) => rows,
                 Err(e) => {
                     tracing::error!("reading the event log failed: {e}");
@@ -94,20 +94,24 @@ impl Hub {
                 }
             };
             let full = rows.len() == PAGE as usize;
-            for row in rows {
-                let json = serde_json::to_string(&row).unwrap_or_default();
-                self.last.store(row.seq, Ordering::Release);
-                // No subscribers is not an error.
-                let _ = self.sender.send(Arc::new(Published {
-                    seq: row.seq,
-                    plan_id: row.plan_id,
-                    json,
-                }));
-                all.push(row);
-            }
+            all.extend(rows);
             if !full {
                 return all;
             }
+        }
+    }
+
+    /// Broadcasts rows read by [`Hub::read_new`], in order.
+    pub fn publish(&self, rows: &[StoredEvent]) {
+        for row in rows {
+            let json = serde_json::to_string(row).unwrap_or_default();
+            self.last.store(row.seq, Ordering::Release);
+            // No subscribers is not an error.
+            let _ = self.sender.send(Arc::new(Published {
+                seq: row.seq,
+                plan_id: row.plan_id,
+                json,
+            }));
         }
     }
 }

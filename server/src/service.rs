@@ -45,6 +45,9 @@ pub struct PlanService {
     book: Mutex<Book>,
     hub: Arc<Hub>,
     shared: bool,
+    /// Session → the plan and version of the last hint it was shown, so an
+    /// unchanged plan gets a one-line hint instead of the same window again.
+    hints_shown: std::sync::Mutex<std::collections::HashMap<String, (PlanId, u64)>>,
 }
 
 impl PlanService {
@@ -62,6 +65,7 @@ impl PlanService {
             book: Mutex::new(Book::new(plans)),
             hub,
             shared,
+            hints_shown: Default::default(),
         });
         tokio::spawn(read_log(Arc::downgrade(&service), remote));
         Ok(service)
@@ -156,6 +160,24 @@ impl PlanService {
         .await
     }
 
+    /// With other processes on the database, brings one plan up to the
+    /// database's version before a call decides on it, so a write made
+    /// through another replica a moment ago is never judged on stale state.
+    async fn refresh(&self, id: PlanId) -> Result<(), ServiceError> {
+        if !self.shared {
+            return Ok(());
+        }
+        let stored = self.store.version(id).await?;
+        let cached = self.book.lock().await.get(id).map(|p| p.version);
+        if stored != cached {
+            match self.store.load(id).await? {
+                Some(plan) => self.book.lock().await.put(plan),
+                None => self.book.lock().await.forget(id),
+            }
+        }
+        Ok(())
+    }
+
     /// Applies one command to one plan; returns the plan after it and the events.
     pub async fn command(
         &self,
@@ -163,6 +185,7 @@ impl PlanService {
         command: &Command,
         actor: &str,
     ) -> Result<(Plan, Vec<Event>), ServiceError> {
+        self.refresh(id).await?;
         let now = chrono::Utc::now();
         self.write(actor, |book| {
             if book.get(id).is_none() {
@@ -176,6 +199,7 @@ impl PlanService {
     }
 
     pub async fn delete(&self, id: PlanId, actor: &str) -> Result<(), ServiceError> {
+        self.refresh(id).await?;
         self.write(actor, |book| {
             if book.get(id).is_none() {
                 return Err(ServiceError::NotFound(id));
@@ -199,6 +223,9 @@ impl PlanService {
         if self.shared {
             // Another replica may have moved this session's pointer.
             let active = self.store.active(session).await?;
+            if let Some(id) = active {
+                self.refresh(id).await?;
+            }
             self.book.lock().await.sync_active(session, active);
         }
         let ctx = CallContext {
@@ -228,10 +255,24 @@ impl PlanService {
         self.book.lock().await.get(id).map(read)
     }
 
-    pub async fn session_hint(&self, session: &str, opts: &HintOptions) -> String {
+    /// The hint for a session's next step. Unless `fresh`, a plan still at
+    /// the version of the session's previous hint gets the one-line
+    /// "unchanged" hint (the engine's `since_version`).
+    pub async fn session_hint(&self, session: &str, opts: &HintOptions, fresh: bool) -> String {
         let book = self.book.lock().await;
         let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
-        plan_engine::hint(plan, opts)
+        let mut shown = self.hints_shown.lock().unwrap_or_else(|e| e.into_inner());
+        let mut opts = opts.clone();
+        if let (Some(plan), Some((id, version)), false) = (plan, shown.get(session), fresh) {
+            if *id == plan.id {
+                opts.since_version = Some(*version);
+            }
+        }
+        match plan {
+            Some(plan) => shown.insert(session.to_string(), (plan.id, plan.version)),
+            None => shown.remove(session),
+        };
+        plan_engine::hint(plan, &opts)
     }
 
     pub async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, ServiceError> {
@@ -343,9 +384,12 @@ async fn read_log(
         let Some(service) = service.upgrade() else {
             return;
         };
-        let rows = service.hub.publish_new(service.store.as_ref()).await;
+        let rows = service.hub.read_new(service.store.as_ref()).await;
+        // Absorb first: whoever sees a row on a stream and then writes to
+        // this process finds the working set already at that row.
         if service.shared && !rows.is_empty() {
             service.absorb(&rows).await;
         }
+        service.hub.publish(&rows);
     }
 }

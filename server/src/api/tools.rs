@@ -47,6 +47,9 @@ pub struct SessionQuery {
     session: Option<String>,
     /// For the hint route: en (default) or zh.
     lang: Option<String>,
+    /// For the hint route: true repeats the whole hint even when the plan is
+    /// unchanged since this session's previous hint.
+    fresh: Option<bool>,
 }
 
 fn session(q: &SessionQuery, headers: &HeaderMap, who: &Identity) -> Result<String, ApiError> {
@@ -103,7 +106,7 @@ pub async fn call_tool(
 
 #[utoipa::path(get, path = "/api/tools/{dialect}/hint", tag = "tools",
     params(("dialect" = String, Path), SessionQuery),
-    responses((status = 200, description = "the hint for the session's next step, in the dialect's tool names", content_type = "text/plain")))]
+    responses((status = 200, description = "the hint for the session's next step, in the dialect's tool names; one line when the plan is unchanged since this session's previous hint (unless fresh=true)", content_type = "text/plain")))]
 pub async fn session_hint(
     State(state): State<ApiState>,
     Extension(who): Extension<Identity>,
@@ -118,5 +121,8 @@ pub async fn session_hint(
         dialect,
         ..HintOptions::default()
     };
-    Ok(state.service.session_hint(&session, &opts).await)
+    Ok(state
+        .service
+        .session_hint(&session, &opts, q.fresh.unwrap_or(false))
+        .await)
 }

@@ -113,6 +113,8 @@ pub trait PlanStore: Send + Sync {
     /// Every plan that is not deleted, for the service's working set.
     async fn load_all(&self) -> Result<Vec<Plan>, StoreError>;
     async fn load(&self, id: PlanId) -> Result<Option<Plan>, StoreError>;
+    /// The stored version of a plan that is not deleted.
+    async fn version(&self, id: PlanId) -> Result<Option<u64>, StoreError>;
     async fn commit(&self, batch: &Batch<'_>) -> Result<(), StoreError>;
     async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, StoreError>;
     /// Log rows after `after_seq`, oldest first; of one plan or of all.

@@ -188,6 +188,15 @@ impl PlanStore for SqlStore {
         row.as_ref().map(plan_from_row).transpose()
     }
 
+    async fn version(&self, id: PlanId) -> Result<Option<u64>, StoreError> {
+        let version: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM plans WHERE id = $1 AND deleted_at IS NULL")
+                .bind(id.to_string())
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(version.and_then(|v| u64::try_from(v).ok()))
+    }
+
     async fn commit(&self, batch: &Batch<'_>) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Ok(());

@@ -123,7 +123,12 @@ async fn two_server_processes_on_one_database_see_each_others_events() {
         "{}",
         response.text().await.unwrap()
     );
-    let m = on_a.next().await;
+    // A's reader may publish the plan's creation after `ready`; the change
+    // made on B is what must arrive.
+    let mut m = on_a.next().await;
+    while m.data["kind"] == "plan_created" {
+        m = on_a.next().await;
+    }
     assert_eq!(m.data["kind"], "plan_state_changed");
     assert!(m.data["actor"].as_str().unwrap().starts_with("process-"));
 
