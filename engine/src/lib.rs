@@ -54,4 +54,4 @@ pub use model::{
     PlanState, Subtask, SubtaskId, SubtaskState, Timestamp, DEFAULT_BATCH,
 };
 pub use progress::Progress;
-pub use tools::{call, tools, CallContext, PlanBook, ToolResult, Workspace};
+pub use tools::{call, check_new_plan, tools, CallContext, PlanBook, ToolResult, Workspace};

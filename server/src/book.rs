@@ -10,7 +10,9 @@
 
 use std::collections::HashMap;
 
-use plan_engine::{Command, Event, Op, Plan, PlanBook, PlanError, PlanId, Timestamp};
+use plan_engine::{
+    check_new_plan, Command, Event, Op, Plan, PlanBook, PlanError, PlanId, Timestamp,
+};
 
 use crate::store::{Batch, PlanWrite};
 
@@ -84,6 +86,7 @@ impl Book {
     }
 
     /// Runs one command on one plan, recording it like a tool call would.
+    /// The engine checks `expected_version`.
     pub fn command(
         &mut self,
         id: PlanId,
@@ -91,23 +94,53 @@ impl Book {
         actor: &str,
         now: Timestamp,
     ) -> Result<Vec<Event>, PlanError> {
-        let plan = self
-            .plans
-            .get(&id)
-            .ok_or_else(|| PlanError::invalid("plan_id", format!("no plan has id {id}")))?;
-        if let Some(expected) = command.expected_version {
-            if expected != plan.version {
-                return Err(PlanError::StaleVersion {
-                    expected,
-                    actual: plan.version,
-                });
-            }
-        }
-        self.execute(id, vec![command.op.clone()], actor, now)
+        self.change(id, |plan| plan.execute(command, actor, now))
     }
 
-    /// The record of the current call as a batch for the store.
-    pub fn batch(&self) -> Batch<'_> {
+    /// Changes one plan in place and records the change. The plan's copy
+    /// for rollback is taken once per call; a refused or empty change
+    /// leaves no record.
+    fn change(
+        &mut self,
+        id: PlanId,
+        run: impl FnOnce(&mut Plan) -> Result<Vec<Event>, PlanError>,
+    ) -> Result<Vec<Event>, PlanError> {
+        if !self.plans.contains_key(&id) {
+            return Err(PlanError::invalid(
+                "plan_id",
+                format!("no plan has id {id}"),
+            ));
+        }
+        let first_touch = self.pending.before.iter().all(|(p, _)| *p != id);
+        if first_touch {
+            self.pending.before.push((id, self.plans.get(&id).cloned()));
+        }
+        let result = match self.plans.get_mut(&id) {
+            Some(plan) => run(plan),
+            None => Ok(Vec::new()),
+        };
+        match result {
+            Ok(events) if !events.is_empty() => {
+                self.pending
+                    .events
+                    .entry(id)
+                    .or_default()
+                    .extend(events.iter().cloned());
+                Ok(events)
+            }
+            other => {
+                // Refused (the engine wrote nothing) or a no-op: forget the copy.
+                if first_touch {
+                    self.pending.before.pop();
+                }
+                other
+            }
+        }
+    }
+
+    /// The record of the current call as a batch for the store; `actor`
+    /// is recorded on deletions.
+    pub fn batch(&self, actor: &str) -> Batch<'_> {
         let mut batch = Batch::default();
         for (id, before) in &self.pending.before {
             if let Some(plan) = self.plans.get(id) {
@@ -124,23 +157,18 @@ impl Book {
             .iter()
             .map(|(session, _, now)| (session.clone(), *now))
             .collect();
+        batch.deleted = self
+            .pending
+            .deleted
+            .iter()
+            .map(|(id, _)| (*id, actor.to_string()))
+            .collect();
         batch
     }
 
-    pub fn deleted(&self) -> Vec<PlanId> {
-        self.pending.deleted.iter().map(|(id, _)| *id).collect()
-    }
-
     /// Keeps the call's changes: they are committed.
-    pub fn settle(&mut self) -> Vec<Event> {
-        let pending = std::mem::take(&mut self.pending);
-        let mut events: Vec<Event> = Vec::new();
-        for (id, _) in &pending.before {
-            if let Some(list) = pending.events.get(id) {
-                events.extend(list.iter().cloned());
-            }
-        }
-        events
+    pub fn settle(&mut self) {
+        self.pending = Pending::default();
     }
 
     /// Undoes the call's changes: the commit failed.
@@ -160,13 +188,6 @@ impl Book {
                 Some(plan) => self.put(plan),
                 None => self.forget(id),
             }
-        }
-    }
-
-    fn remember(&mut self, id: PlanId) {
-        if self.pending.before.iter().all(|(p, _)| *p != id) {
-            let before = self.plans.get(&id).cloned();
-            self.pending.before.push((id, before));
         }
     }
 }
@@ -201,20 +222,7 @@ impl PlanBook for Book {
     }
 
     fn insert(&mut self, plan: Plan, events: Vec<Event>) -> Result<(), PlanError> {
-        if self.plans.contains_key(&plan.id) {
-            return Err(PlanError::invalid(
-                "id",
-                format!("plan {} already exists", plan.id),
-            ));
-        }
-        if let Some(key) = &plan.key {
-            if self.keys.contains_key(key) {
-                return Err(PlanError::invalid(
-                    "plan_id",
-                    format!("a plan with ID '{key}' already exists; choose another id or update that plan"),
-                ));
-            }
-        }
+        check_new_plan(self, &plan)?;
         self.pending.before.push((plan.id, None));
         self.pending.events.insert(plan.id, events);
         self.put(plan);
@@ -228,29 +236,7 @@ impl PlanBook for Book {
         actor: &str,
         now: Timestamp,
     ) -> Result<Vec<Event>, PlanError> {
-        if !self.plans.contains_key(&id) {
-            return Err(PlanError::invalid(
-                "plan_id",
-                format!("no plan has id {id}"),
-            ));
-        }
-        // All or none: run on a copy, keep it only if every op is accepted.
-        let mut scratch = self.plans[&id].clone();
-        let mut events = Vec::new();
-        for op in ops {
-            events.extend(scratch.execute(&Command::from(op), actor, now)?);
-        }
-        if events.is_empty() {
-            return Ok(events);
-        }
-        self.remember(id);
-        self.pending
-            .events
-            .entry(id)
-            .or_default()
-            .extend(events.iter().cloned());
-        self.put(scratch);
-        Ok(events)
+        self.change(id, |plan| plan.execute_all(ops, actor, now))
     }
 
     fn remove(&mut self, id: PlanId) -> Result<(), PlanError> {
@@ -303,11 +289,11 @@ mod tests {
             start_next: false,
         };
         book.execute(id, vec![op], "t", now()).unwrap();
-        assert_eq!(book.batch().plans.len(), 1);
-        assert_eq!(book.batch().plans[0].base_version, Some(before.version));
+        assert_eq!(book.batch("t").plans.len(), 1);
+        assert_eq!(book.batch("t").plans[0].base_version, Some(before.version));
         book.rollback();
         assert_eq!(book.get(id), Some(&before));
-        assert!(book.batch().is_empty());
+        assert!(book.batch("t").is_empty());
     }
 
     #[test]
@@ -327,19 +313,27 @@ mod tests {
         };
         assert!(book.execute(id, vec![ok, refused], "t", now()).is_err());
         assert_eq!(book.get(id).unwrap().version, 1);
-        assert!(book.batch().is_empty());
+        assert!(book.batch("t").is_empty());
     }
 
     #[test]
-    fn a_settled_call_hands_over_its_events_once() {
+    fn a_settled_call_leaves_nothing_to_commit_again() {
         let (mut book, id) = book_with_plan();
         book.set_active("s", Some(id));
         book.execute(id, vec![Op::StartNext { count: 1 }], "t", now())
             .unwrap();
-        assert_eq!(book.batch().active.len(), 1);
-        let events = book.settle();
-        assert!(!events.is_empty());
-        assert!(book.settle().is_empty());
+        let batch = book.batch("t");
+        assert_eq!(batch.active.len(), 1);
+        assert_eq!(batch.plans.len(), 1);
+        assert!(!batch.plans[0].events.is_empty());
+        book.settle();
+        assert!(book.batch("t").is_empty());
+        book.rollback();
         assert_eq!(PlanBook::active(&book, "s"), Some(id));
+        assert_eq!(
+            book.get(id).unwrap().count(SubtaskState::InProgress),
+            1,
+            "settled changes survive a later rollback"
+        );
     }
 }

@@ -96,13 +96,7 @@ impl PlanService {
                     return Err(e);
                 }
             };
-            let mut batch = book.batch();
-            batch.deleted = book
-                .deleted()
-                .into_iter()
-                .map(|id| (id, actor.to_string()))
-                .collect();
-            let result = self.store.commit(&batch).await;
+            let result = self.store.commit(&book.batch(actor)).await;
             match result {
                 Ok(()) => {
                     book.settle();

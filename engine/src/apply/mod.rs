@@ -55,6 +55,29 @@ impl Plan {
         }
         Ok(events)
     }
+
+    /// Runs several ops as one change, all or none: if any op is refused
+    /// the plan stays as it was. A single op needs no copy, because
+    /// [`Plan::execute`] never writes on failure.
+    pub fn execute_all(
+        &mut self,
+        ops: Vec<Op>,
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Event>, PlanError> {
+        match <[Op; 1]>::try_from(ops) {
+            Ok([op]) => self.execute(&Command::from(op), actor, now),
+            Err(ops) => {
+                let mut scratch = self.clone();
+                let mut events = Vec::new();
+                for op in ops {
+                    events.extend(scratch.execute(&Command::from(op), actor, now)?);
+                }
+                *self = scratch;
+                Ok(events)
+            }
+        }
+    }
 }
 
 /// Decides a create: one `plan_created` event holding the initial plan.

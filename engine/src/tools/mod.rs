@@ -53,6 +53,28 @@ pub trait PlanBook {
     fn remove(&mut self, id: PlanId) -> Result<(), PlanError>;
 }
 
+/// What every [`PlanBook::insert`] must refuse: a plan id or a key that is
+/// already taken.
+pub fn check_new_plan(book: &dyn PlanBook, plan: &Plan) -> Result<(), PlanError> {
+    if book.plan(plan.id).is_some() {
+        return Err(PlanError::invalid(
+            "id",
+            format!("plan {} already exists", plan.id),
+        ));
+    }
+    if let Some(key) = plan
+        .key
+        .as_deref()
+        .filter(|k| book.plan_by_key(k).is_some())
+    {
+        return Err(PlanError::invalid(
+            "plan_id",
+            format!("a plan with ID '{key}' already exists; choose another id or update that plan"),
+        ));
+    }
+    Ok(())
+}
+
 /// Who is calling, when, and the id a `create` would use.
 #[derive(Clone, Debug)]
 pub struct CallContext {

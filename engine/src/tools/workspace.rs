@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{call, CallContext, PlanBook, ToolResult};
-use crate::command::{Command, Op};
+use super::{call, check_new_plan, CallContext, PlanBook, ToolResult};
+use crate::command::Op;
 use crate::dialect::Dialect;
 use crate::error::PlanError;
 use crate::event::Event;
@@ -83,19 +83,8 @@ impl PlanBook for Workspace {
     }
 
     fn insert(&mut self, plan: Plan, events: Vec<Event>) -> Result<(), PlanError> {
-        if self.plans.contains_key(&plan.id) {
-            return Err(PlanError::invalid(
-                "id",
-                format!("plan {} already exists", plan.id),
-            ));
-        }
+        check_new_plan(self, &plan)?;
         if let Some(key) = &plan.key {
-            if self.keys.contains_key(key) {
-                return Err(PlanError::invalid(
-                    "plan_id",
-                    format!("a plan with ID '{key}' already exists; choose another id or update that plan"),
-                ));
-            }
             self.keys.insert(key.clone(), plan.id);
         }
         self.order.push(plan.id);
@@ -114,19 +103,7 @@ impl PlanBook for Workspace {
             .plans
             .get_mut(&id)
             .ok_or_else(|| PlanError::invalid("plan_id", format!("no plan has id {id}")))?;
-        let events = match <[Op; 1]>::try_from(ops) {
-            // The hot path: `execute` never writes on failure, so no copy is needed.
-            Ok([op]) => plan.execute(&Command::from(op), actor, now)?,
-            Err(ops) => {
-                let mut scratch = plan.clone();
-                let mut events = Vec::new();
-                for op in ops {
-                    events.extend(scratch.execute(&Command::from(op), actor, now)?);
-                }
-                *plan = scratch;
-                events
-            }
-        };
+        let events = plan.execute_all(ops, actor, now)?;
         log.extend(events.iter().cloned());
         Ok(events)
     }
