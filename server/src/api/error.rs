@@ -2,7 +2,6 @@
 //! body `{"error": code, "message": sentence}`. Server-side failures are
 //! logged in full and shown only as "internal error".
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -119,19 +118,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         match Json::<T>::from_request(req, state).await {
             Ok(Json(value)) => Ok(Body(value)),
-            Err(rejection) => Err(from_rejection(rejection)),
+            Err(rejection) => Err(from_rejection(rejection.status(), rejection.body_text())),
         }
     }
 }
 
-fn from_rejection(rejection: JsonRejection) -> ApiError {
-    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+/// One mapping for every body rejection (JSON or raw bytes): over the limit
+/// is a 413, anything else a 400 with axum's explanation.
+fn from_rejection(status: StatusCode, text: String) -> ApiError {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::TooLarge(format!(
             "the request body is larger than the limit of {} bytes",
             super::BODY_LIMIT
         ))
     } else {
-        ApiError::BadRequest(rejection.body_text())
+        ApiError::BadRequest(text)
     }
 }
 
@@ -145,16 +146,7 @@ impl<S: Send + Sync> FromRequest<S> for MaybeBody {
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::TooLarge(format!(
-                        "the request body is larger than the limit of {} bytes",
-                        super::BODY_LIMIT
-                    ))
-                } else {
-                    ApiError::BadRequest(rejection.body_text())
-                }
-            })?;
+            .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(MaybeBody(serde_json::Value::Null));
         }

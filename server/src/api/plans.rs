@@ -196,13 +196,24 @@ pub async fn update_plan(
     headers: HeaderMap,
     Body(body): Body<Value>,
 ) -> Result<Response, ApiError> {
-    let id = parse_id(&id)?;
+    let cmd = patch_command("update_info", Map::new(), body, &headers)?;
+    run(&state, parse_id(&id)?, cmd, &who).await
+}
+
+/// A command whose body is a patch: the body's fields become `patch`,
+/// except `expected_version`, which stays on the command (`If-Match` wins).
+fn patch_command(
+    op: &str,
+    mut fields: Map<String, Value>,
+    body: Value,
+    headers: &HeaderMap,
+) -> Result<Command, ApiError> {
     let (patch, expected) = split_version(body)?;
-    let mut fields = Map::new();
     fields.insert("patch".into(), patch);
-    let mut cmd = command("update_info", fields, Value::Null, &headers)?;
-    cmd.expected_version = cmd.expected_version.or(expected);
-    run(&state, id, cmd, &who).await
+    if let Some(v) = expected {
+        fields.insert("expected_version".into(), json!(v));
+    }
+    command(op, fields, Value::Null, headers)
 }
 
 /// Separates `expected_version` from a patch body.
@@ -273,12 +284,9 @@ pub async fn edit_subtask(
     headers: HeaderMap,
     Body(body): Body<Value>,
 ) -> Result<Response, ApiError> {
-    let (patch, expected) = split_version(body)?;
     let mut fields = Map::new();
     fields.insert("id".into(), json!(parse_subtask(&sid)?));
-    fields.insert("patch".into(), patch);
-    let mut cmd = command("edit_subtask", fields, Value::Null, &headers)?;
-    cmd.expected_version = cmd.expected_version.or(expected);
+    let cmd = patch_command("edit_subtask", fields, body, &headers)?;
     run(&state, parse_id(&id)?, cmd, &who).await
 }
 
