@@ -1,40 +1,84 @@
 //! [`Book`]: the server's working set of plans, and the engine's
 //! [`PlanBook`] for tool calls.
 //!
-//! The engine decides in memory; the database is written afterwards. So the
-//! book records what one call touched (the first copy of each plan it
-//! changed, its events, session pointers, deletions). The service turns that
-//! record into one [`Batch`]; if the commit fails, [`Book::rollback`] puts
-//! every touched plan back as it was, so memory never runs ahead of the
-//! database.
+//! The engine decides in memory; the database is written afterwards, in
+//! groups. Each call's changes are kept as a [`Call`] record (the first copy
+//! of each plan it changed, its events, session pointers, deletions) until
+//! the group holding it commits. Calls queue while a commit is in flight, and
+//! the next commit takes all of them in one transaction, so a busy server
+//! pays one commit for many calls (group commit).
+//!
+//! Memory may run ahead of the database only by calls that are waiting for
+//! their commit: readers see [`Book::committed`], a refused call waits for
+//! the calls it was judged after, and if a commit fails every uncommitted
+//! call is undone newest first, so memory is back to what the database has.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 use plan_engine::{
     check_new_plan, Command, Event, Op, Plan, PlanBook, PlanError, PlanId, Timestamp,
 };
+use tokio::sync::watch;
 
-use crate::store::{Batch, PlanWrite};
+use crate::store::{Batch, PlanWrite, StoreError};
+
+/// How a call's commit ended.
+pub type Outcome = Result<(), Failure>;
+
+/// Why a call did not commit.
+#[derive(Clone, Debug)]
+pub enum Failure {
+    /// The group holding the call failed to commit.
+    Commit(Arc<StoreError>),
+    /// An earlier group failed; this call was decided on its changes and
+    /// has been undone, so it must run again.
+    Undone,
+}
+
+/// Resolves when the call it was issued for has committed or failed.
+pub type Ticket = watch::Receiver<Option<Outcome>>;
 
 #[derive(Default)]
 pub struct Book {
-    plans: HashMap<PlanId, Plan>,
+    plans: std::collections::HashMap<PlanId, Plan>,
     /// Creation order, for the dialects' listings.
     order: Vec<PlanId>,
-    keys: HashMap<String, PlanId>,
-    active: HashMap<String, PlanId>,
-    pending: Pending,
+    keys: std::collections::HashMap<String, PlanId>,
+    active: std::collections::HashMap<String, PlanId>,
+    /// Calls not yet committed, oldest first.
+    calls: VecDeque<Call>,
+    /// Whether the newest call is still being made (a writer holds the book).
+    open: bool,
 }
 
-/// What the current call changed.
-#[derive(Default)]
-struct Pending {
-    /// Plan id → the plan before the call (`None`: created by this call).
+/// What one call changed.
+struct Call {
+    actor: String,
+    /// Plan id → the plan before this call (`None`: created by it).
     before: Vec<(PlanId, Option<Plan>)>,
-    events: HashMap<PlanId, Vec<Event>>,
+    events: Vec<(PlanId, Vec<Event>)>,
     /// Session → previous pointer, and the new one.
     active: Vec<(String, Option<PlanId>, Option<PlanId>)>,
     deleted: Vec<(PlanId, Plan)>,
+    done: watch::Sender<Option<Outcome>>,
+}
+
+impl Call {
+    fn new(actor: &str) -> Call {
+        Call {
+            actor: actor.to_string(),
+            before: Vec::new(),
+            events: Vec::new(),
+            active: Vec::new(),
+            deleted: Vec::new(),
+            done: watch::channel(None).0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.before.is_empty() && self.active.is_empty() && self.deleted.is_empty()
+    }
 }
 
 impl Book {
@@ -46,8 +90,7 @@ impl Book {
         book
     }
 
-    /// Replaces (or adds) a plan as another process committed it.
-    pub fn put(&mut self, plan: Plan) {
+    fn put(&mut self, plan: Plan) {
         if let Some(key) = &plan.key {
             self.keys.insert(key.clone(), plan.id);
         }
@@ -57,8 +100,7 @@ impl Book {
         self.plans.insert(plan.id, plan);
     }
 
-    /// Forgets a plan deleted by another process.
-    pub fn forget(&mut self, id: PlanId) {
+    fn forget(&mut self, id: PlanId) {
         if let Some(plan) = self.plans.remove(&id) {
             if let Some(key) = plan.key {
                 self.keys.remove(&key);
@@ -68,8 +110,45 @@ impl Book {
         self.active.retain(|_, p| *p != id);
     }
 
+    /// Takes a plan as another process committed it (`None`: deleted).
+    /// A plan with uncommitted calls is left alone: their commit will meet
+    /// the newer version, fail, and run them again on the stored plan.
+    pub fn absorb(&mut self, id: PlanId, stored: Option<Plan>) {
+        if self.is_pending(id) {
+            return;
+        }
+        match stored {
+            Some(plan) if self.plans.get(&id).is_none_or(|p| p.version < plan.version) => {
+                self.put(plan)
+            }
+            Some(_) => {}
+            None => self.forget(id),
+        }
+    }
+
+    /// The plan as it is now, with the calls not yet committed.
     pub fn get(&self, id: PlanId) -> Option<&Plan> {
         self.plans.get(&id)
+    }
+
+    /// The plan as the database has it: before the oldest uncommitted call
+    /// that touched it.
+    pub fn committed(&self, id: PlanId) -> Option<&Plan> {
+        for call in &self.calls {
+            if let Some((_, before)) = call.before.iter().find(|(p, _)| *p == id) {
+                return before.as_ref();
+            }
+            if let Some((_, plan)) = call.deleted.iter().find(|(p, _)| *p == id) {
+                return Some(plan);
+            }
+        }
+        self.plans.get(&id)
+    }
+
+    fn is_pending(&self, id: PlanId) -> bool {
+        self.calls.iter().any(|c| {
+            c.before.iter().any(|(p, _)| *p == id) || c.deleted.iter().any(|(p, _)| *p == id)
+        })
     }
 
     pub fn all(&self) -> impl Iterator<Item = &Plan> {
@@ -85,6 +164,66 @@ impl Book {
         };
     }
 
+    /// Starts recording a call made by `actor`.
+    pub fn begin(&mut self, actor: &str) {
+        self.end();
+        self.calls.push_back(Call::new(actor));
+        self.open = true;
+    }
+
+    /// The call being made; one is started if none is (a change made
+    /// outside [`Book::begin`] is still recorded).
+    fn call(&mut self) -> &mut Call {
+        if !self.open {
+            self.begin(crate::service::SYSTEM_ACTOR);
+        }
+        self.calls
+            .back_mut()
+            .expect("an open call was just ensured")
+    }
+
+    /// Ends the call being made. Returns what decides its outcome: its own
+    /// commit, or, for a call that changed nothing, the commit of the newest
+    /// call it was judged after (`None`: everything it saw is committed).
+    pub fn end(&mut self) -> Option<Ticket> {
+        if !std::mem::take(&mut self.open) {
+            return None;
+        }
+        if self.calls.back().is_some_and(Call::is_empty) {
+            self.calls.pop_back();
+        }
+        self.calls.back().map(|c| c.done.subscribe())
+    }
+
+    /// Undoes what the call being made has changed so far; it stays open.
+    pub fn undo(&mut self) {
+        if self.open {
+            if let Some(call) = self.calls.pop_back() {
+                let actor = call.actor.clone();
+                self.revert(call);
+                self.calls.push_back(Call::new(&actor));
+            }
+        }
+    }
+
+    fn revert(&mut self, call: Call) {
+        for (session, before, _) in call.active.into_iter().rev() {
+            self.sync_active(&session, None);
+            if let Some(id) = before {
+                self.active.insert(session, id);
+            }
+        }
+        for (_, plan) in call.deleted {
+            self.put(plan);
+        }
+        for (id, before) in call.before.into_iter().rev() {
+            match before {
+                Some(plan) => self.put(plan),
+                None => self.forget(id),
+            }
+        }
+    }
+
     /// Runs one command on one plan, recording it like a tool call would.
     /// The engine checks `expected_version`.
     pub fn command(
@@ -98,8 +237,8 @@ impl Book {
     }
 
     /// Changes one plan in place and records the change. The plan's copy
-    /// for rollback is taken once per call; a refused or empty change
-    /// leaves no record.
+    /// for undo is taken once per call; a refused or empty change leaves no
+    /// record.
     fn change(
         &mut self,
         id: PlanId,
@@ -111,83 +250,97 @@ impl Book {
                 format!("no plan has id {id}"),
             ));
         }
-        let first_touch = self.pending.before.iter().all(|(p, _)| *p != id);
-        if first_touch {
-            self.pending.before.push((id, self.plans.get(&id).cloned()));
-        }
+        let first_touch = self.call().before.iter().all(|(p, _)| *p != id);
+        let copy = if first_touch {
+            self.plans.get(&id).cloned()
+        } else {
+            None
+        };
         let result = match self.plans.get_mut(&id) {
             Some(plan) => run(plan),
             None => Ok(Vec::new()),
         };
         match result {
             Ok(events) if !events.is_empty() => {
-                self.pending
-                    .events
-                    .entry(id)
-                    .or_default()
-                    .extend(events.iter().cloned());
+                let call = self.call();
+                if first_touch {
+                    call.before.push((id, copy));
+                }
+                match call.events.iter_mut().find(|(p, _)| *p == id) {
+                    Some((_, list)) => list.extend(events.iter().cloned()),
+                    None => call.events.push((id, events.clone())),
+                }
                 Ok(events)
             }
-            other => {
-                // Refused (the engine wrote nothing) or a no-op: forget the copy.
-                if first_touch {
-                    self.pending.before.pop();
-                }
-                other
-            }
+            // Refused (the engine wrote nothing) or a no-op.
+            other => other,
         }
     }
 
-    /// The record of the current call as a batch for the store; `actor`
-    /// is recorded on deletions.
-    pub fn batch(&self, actor: &str) -> Batch<'_> {
+    /// Takes every uncommitted call as one batch; returns it and how many
+    /// calls it holds. The plans stay as they are until [`Book::settle`] or
+    /// [`Book::rollback`].
+    pub fn take_group(&mut self) -> (Batch, usize) {
+        self.end();
         let mut batch = Batch::default();
-        for (id, before) in &self.pending.before {
-            if let Some(plan) = self.plans.get(id) {
+        // Plan id → (version before the group, events in order).
+        let mut touched: Vec<(PlanId, Option<u64>, Vec<Event>)> = Vec::new();
+        for call in &mut self.calls {
+            for (id, before) in &call.before {
+                if touched.iter().all(|(p, _, _)| p != id) {
+                    touched.push((*id, before.as_ref().map(|p| p.version), Vec::new()));
+                }
+            }
+            for (id, events) in std::mem::take(&mut call.events) {
+                if let Some((_, _, list)) = touched.iter_mut().find(|(p, _, _)| *p == id) {
+                    list.extend(events);
+                }
+            }
+            for (session, _, now) in &call.active {
+                batch.active.push((session.clone(), *now));
+            }
+            for (id, _) in &call.deleted {
+                batch.deleted.push((*id, call.actor.clone()));
+            }
+        }
+        for (id, base_version, events) in touched {
+            let deleted = || {
+                self.calls
+                    .iter()
+                    .rev()
+                    .find_map(|c| c.deleted.iter().find(|(p, _)| *p == id).map(|(_, p)| p))
+            };
+            if let Some(plan) = self.plans.get(&id).or_else(deleted) {
                 batch.plans.push(PlanWrite {
-                    plan,
-                    base_version: before.as_ref().map(|p| p.version),
-                    events: self.pending.events.get(id).map_or(&[], Vec::as_slice),
+                    plan: plan.clone(),
+                    base_version,
+                    events,
                 });
             }
         }
-        batch.active = self
-            .pending
-            .active
-            .iter()
-            .map(|(session, _, now)| (session.clone(), *now))
-            .collect();
-        batch.deleted = self
-            .pending
-            .deleted
-            .iter()
-            .map(|(id, _)| (*id, actor.to_string()))
-            .collect();
-        batch
+        (batch, self.calls.len())
     }
 
-    /// Keeps the call's changes: they are committed.
-    pub fn settle(&mut self) {
-        self.pending = Pending::default();
+    /// The oldest `n` calls are committed.
+    pub fn settle(&mut self, n: usize) {
+        for call in self.calls.drain(..n.min(self.calls.len())) {
+            call.done.send_replace(Some(Ok(())));
+        }
     }
 
-    /// Undoes the call's changes: the commit failed.
-    pub fn rollback(&mut self) {
-        let pending = std::mem::take(&mut self.pending);
-        for (session, before, _) in pending.active.into_iter().rev() {
-            self.sync_active(&session, None);
-            if let Some(id) = before {
-                self.active.insert(session, id);
-            }
-        }
-        for (_, plan) in pending.deleted {
-            self.put(plan);
-        }
-        for (id, before) in pending.before.into_iter().rev() {
-            match before {
-                Some(plan) => self.put(plan),
-                None => self.forget(id),
-            }
+    /// The commit of the oldest `n` calls failed: every uncommitted call is
+    /// undone, newest first; those `n` learn why, the later ones that they
+    /// were undone.
+    pub fn rollback(&mut self, n: usize, why: Failure) {
+        self.end();
+        while let Some(call) = self.calls.pop_back() {
+            let outcome = if self.calls.len() < n {
+                Err(why.clone())
+            } else {
+                Err(Failure::Undone)
+            };
+            call.done.send_replace(Some(outcome));
+            self.revert(call);
         }
     }
 }
@@ -214,7 +367,7 @@ impl PlanBook for Book {
         if before == id {
             return;
         }
-        self.pending.active.push((session.to_string(), before, id));
+        self.call().active.push((session.to_string(), before, id));
         match id {
             Some(id) => self.active.insert(session.to_string(), id),
             None => self.active.remove(session),
@@ -223,8 +376,9 @@ impl PlanBook for Book {
 
     fn insert(&mut self, plan: Plan, events: Vec<Event>) -> Result<(), PlanError> {
         check_new_plan(self, &plan)?;
-        self.pending.before.push((plan.id, None));
-        self.pending.events.insert(plan.id, events);
+        let call = self.call();
+        call.before.push((plan.id, None));
+        call.events.push((plan.id, events));
         self.put(plan);
         Ok(())
     }
@@ -251,7 +405,7 @@ impl PlanBook for Book {
             }
         }
         self.forget(id);
-        self.pending.deleted.push((id, plan));
+        self.call().deleted.push((id, plan));
         Ok(())
     }
 }
@@ -278,62 +432,111 @@ mod tests {
         (Book::new(vec![plan]), id)
     }
 
+    fn start(id: u32) -> Op {
+        Op::SetSubtaskState {
+            id: SubtaskId(id),
+            state: SubtaskState::InProgress,
+            note: None,
+            start_next: false,
+        }
+    }
+
+    fn outcome(ticket: &Ticket) -> Option<Outcome> {
+        ticket.borrow().clone()
+    }
+
     #[test]
-    fn a_rolled_back_call_leaves_the_plan_as_it_was() {
+    fn a_failed_commit_undoes_every_queued_call_and_tells_each_why() {
         let (mut book, id) = book_with_plan();
         let before = book.get(id).unwrap().clone();
-        let op = Op::SetSubtaskState {
-            id: SubtaskId(1),
-            state: SubtaskState::InProgress,
-            note: None,
-            start_next: false,
-        };
-        book.execute(id, vec![op], "t", now()).unwrap();
-        assert_eq!(book.batch("t").plans.len(), 1);
-        assert_eq!(book.batch("t").plans[0].base_version, Some(before.version));
-        book.rollback();
-        assert_eq!(book.get(id), Some(&before));
-        assert!(book.batch("t").is_empty());
-    }
-
-    #[test]
-    fn a_refused_op_in_a_batch_changes_nothing_and_records_nothing() {
-        let (mut book, id) = book_with_plan();
-        let ok = Op::SetSubtaskState {
-            id: SubtaskId(1),
-            state: SubtaskState::InProgress,
-            note: None,
-            start_next: false,
-        };
-        let refused = Op::SetSubtaskState {
-            id: SubtaskId(2),
-            state: SubtaskState::InProgress,
-            note: None,
-            start_next: false,
-        };
-        assert!(book.execute(id, vec![ok, refused], "t", now()).is_err());
-        assert_eq!(book.get(id).unwrap().version, 1);
-        assert!(book.batch("t").is_empty());
-    }
-
-    #[test]
-    fn a_settled_call_leaves_nothing_to_commit_again() {
-        let (mut book, id) = book_with_plan();
+        book.begin("first");
+        book.execute(id, vec![start(1)], "first", now()).unwrap();
+        let first = book.end().unwrap();
+        let (batch, calls) = book.take_group();
+        assert_eq!((batch.plans.len(), calls), (1, 1));
+        assert_eq!(batch.plans[0].base_version, Some(before.version));
+        // A second call queues while the first one's commit is in flight.
+        book.begin("second");
         book.set_active("s", Some(id));
-        book.execute(id, vec![Op::StartNext { count: 1 }], "t", now())
-            .unwrap();
-        let batch = book.batch("t");
-        assert_eq!(batch.active.len(), 1);
-        assert_eq!(batch.plans.len(), 1);
-        assert!(!batch.plans[0].events.is_empty());
-        book.settle();
-        assert!(book.batch("t").is_empty());
-        book.rollback();
-        assert_eq!(PlanBook::active(&book, "s"), Some(id));
-        assert_eq!(
-            book.get(id).unwrap().count(SubtaskState::InProgress),
-            1,
-            "settled changes survive a later rollback"
+        let second = book.end().unwrap();
+        book.rollback(
+            calls,
+            Failure::Commit(Arc::new(StoreError::Corrupt("disk".into()))),
         );
+        assert_eq!(book.get(id), Some(&before));
+        assert_eq!(PlanBook::active(&book, "s"), None);
+        assert!(matches!(outcome(&first), Some(Err(Failure::Commit(_)))));
+        assert!(matches!(outcome(&second), Some(Err(Failure::Undone))));
+        assert!(book.take_group().0.is_empty());
+    }
+
+    #[test]
+    fn a_group_commits_each_plan_once_from_its_first_version_with_all_events() {
+        let (mut book, id) = book_with_plan();
+        book.begin("a");
+        let mut expected = book.execute(id, vec![start(1)], "a", now()).unwrap();
+        let first = book.end().unwrap();
+        book.begin("b");
+        let done = Op::SetSubtaskState {
+            id: SubtaskId(1),
+            state: SubtaskState::Done,
+            note: None,
+            start_next: false,
+        };
+        expected.extend(book.execute(id, vec![done], "b", now()).unwrap());
+        let second = book.end().unwrap();
+        let (batch, calls) = book.take_group();
+        assert_eq!(calls, 2);
+        assert_eq!(batch.plans.len(), 1);
+        let write = &batch.plans[0];
+        assert_eq!(write.base_version, Some(1));
+        assert_eq!(write.plan.version, 3);
+        assert_eq!(write.events, expected);
+        assert_eq!(
+            book.committed(id).unwrap().version,
+            1,
+            "readers see the database"
+        );
+        book.settle(calls);
+        assert!(matches!(outcome(&first), Some(Ok(()))));
+        assert!(matches!(outcome(&second), Some(Ok(()))));
+        assert_eq!(book.committed(id).unwrap().version, 3);
+    }
+
+    #[test]
+    fn a_refused_op_in_a_call_changes_nothing_and_waits_for_what_it_was_judged_on() {
+        let (mut book, id) = book_with_plan();
+        book.begin("a");
+        assert!(book
+            .execute(id, vec![start(1), start(2)], "a", now())
+            .is_err());
+        assert_eq!(book.get(id).unwrap().version, 1);
+        assert!(book.end().is_none(), "nothing queued: the refusal is final");
+        book.begin("b");
+        book.execute(id, vec![start(1)], "b", now()).unwrap();
+        let queued = book.end().unwrap();
+        book.begin("c");
+        assert!(book.execute(id, vec![start(2)], "c", now()).is_err());
+        let barrier = book.end().expect("judged after an uncommitted call");
+        assert!(barrier.same_channel(&queued));
+    }
+
+    #[test]
+    fn a_stored_plan_does_not_replace_one_with_queued_calls() {
+        let (mut book, id) = book_with_plan();
+        let stored = book.get(id).unwrap().clone();
+        let mut newer = stored.clone();
+        newer.version = 9;
+        book.begin("a");
+        book.execute(id, vec![start(1)], "a", now()).unwrap();
+        book.end();
+        book.absorb(id, Some(newer.clone()));
+        assert_eq!(book.get(id).unwrap().version, 2, "the queued call is kept");
+        let (_, calls) = book.take_group();
+        book.settle(calls);
+        book.absorb(id, Some(newer));
+        assert_eq!(book.get(id).unwrap().version, 9);
+        book.absorb(id, Some(stored));
+        assert_eq!(book.get(id).unwrap().version, 9, "an older copy is ignored");
     }
 }

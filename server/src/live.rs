@@ -41,8 +41,12 @@ pub struct Hub {
 
 impl Hub {
     pub fn new(last_seq: i64) -> Hub {
+        Hub::with_backlog(last_seq, BACKLOG)
+    }
+
+    fn with_backlog(last_seq: i64, backlog: usize) -> Hub {
         Hub {
-            sender: broadcast::channel(BACKLOG).0,
+            sender: broadcast::channel(backlog).0,
             last: AtomicI64::new(last_seq),
             wake: Notify::new(),
         }
@@ -208,5 +212,94 @@ async fn pump(
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::response::IntoResponse;
+    use futures_util::StreamExt;
+
+    fn row(seq: i64, plan_id: PlanId) -> StoredEvent {
+        StoredEvent {
+            seq,
+            plan_id,
+            version: 1,
+            actor: "t".into(),
+            kind: "comment_added".into(),
+            at: "2026-01-01T00:00:00Z".into(),
+            event: serde_json::Value::Null,
+        }
+    }
+
+    /// Reads SSE blocks (`event:`, `id:`, `data:` lines) until `until` matches one.
+    async fn read_until(
+        body: &mut (impl futures_util::Stream<Item = Result<bytes::Bytes, axum::Error>> + Unpin),
+        buffer: &mut String,
+        until: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let mut blocks = Vec::new();
+        loop {
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let done = until(&block);
+                blocks.push(block);
+                if done {
+                    return blocks;
+                }
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
+                .await
+                .expect("the stream went quiet")
+                .expect("the stream ended")
+                .expect("the stream failed");
+            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_falls_behind_gets_resync_and_then_follows_again() {
+        let store: Arc<dyn PlanStore> = Arc::new(
+            crate::store::SqlStore::connect("sqlite::memory:")
+                .await
+                .unwrap(),
+        );
+        let hub = Arc::new(Hub::with_backlog(0, 8));
+        let plan = uuid::Uuid::from_u128(1);
+        let response =
+            stream(hub.clone(), store, None, None, Duration::from_secs(60)).into_response();
+        let mut body = response.into_body().into_data_stream();
+        let mut buffer = String::new();
+        read_until(&mut body, &mut buffer, |b| b.contains("event: ready")).await;
+
+        // Nobody reads while 500 rows go out: the stream's own queue (64)
+        // fills, the broadcast (8) overflows.
+        let rows: Vec<StoredEvent> = (1..=500).map(|seq| row(seq, plan)).collect();
+        hub.publish(&rows);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let blocks = read_until(&mut body, &mut buffer, |b| b.contains("event: resync")).await;
+        let resync = blocks.last().unwrap();
+        assert!(resync.contains("id: 500"), "{resync}");
+        assert!(resync.contains("\"missed\":"), "{resync}");
+        let delivered = blocks.len() - 1;
+        assert!(
+            delivered < 500,
+            "{delivered} rows came before resync: the subscriber never fell behind"
+        );
+        let seqs: Vec<i64> = blocks[..delivered]
+            .iter()
+            .filter_map(|b| b.lines().find_map(|l| l.strip_prefix("id: ")))
+            .map(|id| id.parse().unwrap())
+            .collect();
+        assert_eq!(
+            seqs,
+            (1..=delivered as i64).collect::<Vec<_>>(),
+            "in order, none skipped before resync"
+        );
+
+        hub.publish(&[row(501, plan)]);
+        let next = read_until(&mut body, &mut buffer, |b| b.contains("id: ")).await;
+        assert!(next.last().unwrap().contains("id: 501"), "{next:?}");
     }
 }

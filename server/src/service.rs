@@ -1,14 +1,19 @@
 //! [`PlanService`]: the one path every write takes — the engine decides on
-//! the working set, the store commits snapshot and events in one
+//! the working set, the store commits snapshots and events in one
 //! version-guarded transaction, and the log reader publishes.
 //!
-//! Writes in this process are serialised by the working set's lock, held
-//! through the commit, so memory and database never disagree. Writers in
-//! other processes (PostgreSQL replicas) are caught by the version guard: the
-//! call is undone, the plan reloaded and the call run again on the fresh
-//! plan, so nobody's update is lost. A caller that sent `expected_version`
-//! gets a conflict instead, because it asked not to overwrite what it has
-//! not seen.
+//! Writes are decided one at a time under the working set's lock, which is
+//! released before the commit. Calls that arrive while a commit is in flight
+//! queue in the working set, and whoever waits first after that commit
+//! writes all of them in one transaction (group commit); every caller
+//! returns once its own call is durable. If a commit fails, every call not
+//! yet committed is undone (see `book.rs`) and run again, or reported.
+//!
+//! Writers in other processes (PostgreSQL replicas) are caught by the
+//! version guard: the calls are undone, the plan reloaded and the calls run
+//! again on the fresh plan, so nobody's update is lost. A caller that sent
+//! `expected_version` gets a conflict instead, because it asked not to
+//! overwrite what it has not seen.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +25,7 @@ use plan_engine::{
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::book::Book;
+use crate::book::{Book, Failure, Outcome, Ticket};
 use crate::live::Hub;
 use crate::store::{PlanFilter, PlanStore, PlanSummary, StoreError, StoredComment, StoredEvent};
 
@@ -38,11 +43,19 @@ pub enum ServiceError {
     NotFound(PlanId),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The commit of a group of calls failed.
+    #[error(transparent)]
+    Commit(Arc<StoreError>),
+    /// The call was undone again and again because commits kept failing.
+    #[error("the plan store keeps failing to commit; try again later")]
+    Busy,
 }
 
 pub struct PlanService {
     store: Arc<dyn PlanStore>,
     book: Mutex<Book>,
+    /// Held by whoever is committing the queued calls.
+    committing: Mutex<()>,
     hub: Arc<Hub>,
     shared: bool,
     /// Session → the plan and version of the last hint it was shown, so an
@@ -63,6 +76,7 @@ impl PlanService {
         let service = Arc::new(PlanService {
             store,
             book: Mutex::new(Book::new(plans)),
+            committing: Mutex::new(()),
             hub,
             shared,
             hints_shown: Default::default(),
@@ -79,8 +93,8 @@ impl PlanService {
         self.store.clone()
     }
 
-    /// Runs `change` on the working set and commits what it did; see the
-    /// module docs for the conflict rule.
+    /// Runs `change` on the working set and returns once what it did is
+    /// committed; see the module docs for the conflict rule.
     async fn write<T>(
         &self,
         actor: &str,
@@ -88,34 +102,68 @@ impl PlanService {
     ) -> Result<T, ServiceError> {
         let mut attempt = 0;
         loop {
-            let mut book = self.book.lock().await;
-            let out = match change(&mut book) {
-                Ok(out) => out,
-                Err(e) => {
-                    book.rollback();
-                    return Err(e);
+            let (out, ticket) = {
+                let mut book = self.book.lock().await;
+                book.begin(actor);
+                let out = change(&mut book);
+                if out.is_err() {
+                    book.undo();
                 }
+                (out, book.end())
             };
-            let result = self.store.commit(&book.batch(actor)).await;
+            // A refusal, too, waits for the calls it was judged after: if
+            // they fail, it was judged on state that never existed.
+            let outcome = match ticket {
+                Some(ticket) => self.committed(ticket).await,
+                None => Ok(()),
+            };
+            let failure = match outcome {
+                Ok(()) => return out,
+                Err(failure) => failure,
+            };
+            if attempt == CONFLICT_RETRIES {
+                return Err(match failure {
+                    Failure::Commit(e) => ServiceError::Commit(e),
+                    Failure::Undone => ServiceError::Busy,
+                });
+            }
+            attempt += 1;
+            if let Failure::Commit(e) = &failure {
+                match e.as_ref() {
+                    StoreError::Conflict { plan_id, .. } => {
+                        let fresh = self.store.load(*plan_id).await?;
+                        self.book.lock().await.absorb(*plan_id, fresh);
+                    }
+                    // Only this call's own failure is final; a group's
+                    // failure may have been another call's doing.
+                    _ if out.is_ok() => return Err(ServiceError::Commit(e.clone())),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Waits until the call behind `ticket` is committed or has failed,
+    /// committing the queued calls itself when no commit is in flight.
+    async fn committed(&self, mut ticket: Ticket) -> Outcome {
+        loop {
+            if let Some(outcome) = ticket.borrow_and_update().clone() {
+                return outcome;
+            }
+            let _leader = self.committing.lock().await;
+            if let Some(outcome) = ticket.borrow_and_update().clone() {
+                return outcome;
+            }
+            let (batch, calls) = self.book.lock().await.take_group();
+            let result = self.store.commit(&batch).await;
+            let mut book = self.book.lock().await;
             match result {
                 Ok(()) => {
-                    book.settle();
+                    book.settle(calls);
                     drop(book);
                     self.hub.wake();
-                    return Ok(out);
                 }
-                Err(StoreError::Conflict { plan_id, .. }) if attempt < CONFLICT_RETRIES => {
-                    book.rollback();
-                    match self.store.load(plan_id).await? {
-                        Some(fresh) => book.put(fresh),
-                        None => book.forget(plan_id),
-                    }
-                    attempt += 1;
-                }
-                Err(e) => {
-                    book.rollback();
-                    return Err(e.into());
-                }
+                Err(e) => book.rollback(calls, Failure::Commit(Arc::new(e))),
             }
         }
     }
@@ -162,12 +210,10 @@ impl PlanService {
             return Ok(());
         }
         let stored = self.store.version(id).await?;
-        let cached = self.book.lock().await.get(id).map(|p| p.version);
+        let cached = self.book.lock().await.committed(id).map(|p| p.version);
         if stored != cached {
-            match self.store.load(id).await? {
-                Some(plan) => self.book.lock().await.put(plan),
-                None => self.book.lock().await.forget(id),
-            }
+            let fresh = self.store.load(id).await?;
+            self.book.lock().await.absorb(id, fresh);
         }
         Ok(())
     }
@@ -233,20 +279,21 @@ impl PlanService {
             if !result.ok {
                 // A call that fails halfway (say, archived the old plan, then
                 // failed to create the new one) keeps nothing.
-                book.rollback();
+                book.undo();
             }
             Ok(result)
         })
         .await
     }
 
+    /// The plan as committed.
     pub async fn get(&self, id: PlanId) -> Option<Plan> {
-        self.book.lock().await.get(id).cloned()
+        self.book.lock().await.committed(id).cloned()
     }
 
-    /// Runs `read` on a plan under the lock, without copying the plan.
+    /// Runs `read` on a plan as committed, under the lock, without copying it.
     pub async fn read<T>(&self, id: PlanId, read: impl FnOnce(&Plan) -> T) -> Option<T> {
-        self.book.lock().await.get(id).map(read)
+        self.book.lock().await.committed(id).map(read)
     }
 
     /// The hint for a session's next step. Unless `fresh`, a plan still at
@@ -351,13 +398,7 @@ impl PlanService {
         }
         for id in stale {
             match self.store.load(id).await {
-                Ok(Some(plan)) => {
-                    let mut book = self.book.lock().await;
-                    if book.get(id).is_none_or(|p| p.version < plan.version) {
-                        book.put(plan);
-                    }
-                }
-                Ok(None) => self.book.lock().await.forget(id),
+                Ok(fresh) => self.book.lock().await.absorb(id, fresh),
                 Err(e) => tracing::error!("reloading plan {id} failed: {e}"),
             }
         }

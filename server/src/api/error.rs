@@ -96,15 +96,28 @@ impl From<ServiceError> for ApiError {
         match e {
             ServiceError::Plan(e) => e.into(),
             ServiceError::NotFound(id) => ApiError::NotFound(format!("no plan has id {id}")),
-            ServiceError::Store(StoreError::Conflict { plan_id, current }) => ApiError::Conflict {
-                message: format!("plan {plan_id} kept changing under this request; try again"),
-                current_version: current,
+            ServiceError::Store(StoreError::Conflict { plan_id, current }) => {
+                kept_changing(plan_id, current)
+            }
+            ServiceError::Commit(e) => match *e {
+                StoreError::Conflict { plan_id, current } => kept_changing(plan_id, current),
+                ref e => {
+                    tracing::error!("commit failed: {e}");
+                    ApiError::Internal
+                }
             },
-            ServiceError::Store(e) => {
+            e @ (ServiceError::Store(_) | ServiceError::Busy) => {
                 tracing::error!("store failure: {e}");
                 ApiError::Internal
             }
         }
+    }
+}
+
+fn kept_changing(plan_id: plan_engine::PlanId, current: u64) -> ApiError {
+    ApiError::Conflict {
+        message: format!("plan {plan_id} kept changing under this request; try again"),
+        current_version: current,
     }
 }
 

@@ -33,24 +33,26 @@ pub enum StoreError {
 }
 
 /// One plan's part of a commit.
-pub struct PlanWrite<'a> {
-    pub plan: &'a Plan,
+pub struct PlanWrite {
+    /// The plan after the batch (as it was deleted, for a plan the batch
+    /// deletes, so the events before the deletion are kept).
+    pub plan: Plan,
     /// The version the writer started from; `None` for a new plan.
     pub base_version: Option<u64>,
-    pub events: &'a [Event],
+    pub events: Vec<Event>,
 }
 
-/// Everything one service call changed, committed all or nothing.
+/// Everything a group of service calls changed, committed all or nothing.
 #[derive(Default)]
-pub struct Batch<'a> {
-    pub plans: Vec<PlanWrite<'a>>,
+pub struct Batch {
+    pub plans: Vec<PlanWrite>,
     /// Session → active plan (`None` clears it).
     pub active: Vec<(String, Option<PlanId>)>,
     /// Soft deletions: the plan leaves listings, its log stays.
     pub deleted: Vec<(PlanId, String)>,
 }
 
-impl Batch<'_> {
+impl Batch {
     pub fn is_empty(&self) -> bool {
         self.plans.is_empty() && self.active.is_empty() && self.deleted.is_empty()
     }
@@ -115,7 +117,7 @@ pub trait PlanStore: Send + Sync {
     async fn load(&self, id: PlanId) -> Result<Option<Plan>, StoreError>;
     /// The stored version of a plan that is not deleted.
     async fn version(&self, id: PlanId) -> Result<Option<u64>, StoreError>;
-    async fn commit(&self, batch: &Batch<'_>) -> Result<(), StoreError>;
+    async fn commit(&self, batch: &Batch) -> Result<(), StoreError>;
     async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, StoreError>;
     /// Log rows after `after_seq`, oldest first; of one plan or of all.
     async fn events(

@@ -197,7 +197,7 @@ impl PlanStore for SqlStore {
         Ok(version.and_then(|v| u64::try_from(v).ok()))
     }
 
-    async fn commit(&self, batch: &Batch<'_>) -> Result<(), StoreError> {
+    async fn commit(&self, batch: &Batch) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -209,7 +209,7 @@ impl PlanStore for SqlStore {
                 .await?;
         }
         for write in &batch.plans {
-            let plan = write.plan;
+            let plan = &write.plan;
             let snapshot = serde_json::to_string(plan).map_err(corrupt)?;
             let id = plan.id.to_string();
             let changed = match write.base_version {
@@ -263,7 +263,7 @@ impl PlanStore for SqlStore {
                     current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
                 });
             }
-            for event in write.events {
+            for event in &write.events {
                 let payload = serde_json::to_string(event).map_err(corrupt)?;
                 sqlx::query(
                     "INSERT INTO plan_events (plan_id, version, actor, kind, payload, at) \
