@@ -266,6 +266,15 @@ impl PlanService {
             if let Some(id) = active {
                 self.refresh(id).await?;
             }
+            // A call naming another plan by its id is judged on it fresh too.
+            let named = args
+                .get("plan_id")
+                .and_then(Value::as_str)
+                .and_then(|s| uuid::Uuid::parse_str(s.trim()).ok())
+                .filter(|id| Some(*id) != active);
+            if let Some(id) = named {
+                self.refresh(id).await?;
+            }
             self.book.lock().await.sync_active(session, active);
         }
         let ctx = CallContext {
