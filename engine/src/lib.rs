@@ -24,6 +24,8 @@
 //! - `index`: derived lookups (positions, ready set, counts) that keep per-step
 //!   queries off the O(n) path.
 //! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON.
+//! - [`layout`]: the layered drawing of the dependency graph for the board.
+//! - [`describe`](mod@describe): one readable line per event, for timelines.
 //! - [`hint`]: the per-step hint texts, English and Chinese, in a bounded window.
 //! - [`dialect`] and [`tools`]: the operations as LLM tools in four dialects
 //!   (canonical, PlanManager, OpenManus, AgentScope) with schemars-generated
@@ -32,11 +34,13 @@
 pub mod apply;
 pub mod command;
 pub mod dag;
+pub mod describe;
 pub mod dialect;
 pub mod error;
 pub mod event;
 pub mod hint;
 mod index;
+pub mod layout;
 pub mod model;
 pub mod progress;
 pub mod render;
@@ -45,6 +49,7 @@ pub mod transitions;
 
 pub use apply::{apply, create};
 pub use command::{Command, InfoPatch, Op, Position, SubtaskPatch};
+pub use describe::describe;
 pub use dialect::Dialect;
 pub use error::PlanError;
 pub use event::{Event, EventKind, SubtaskFields};

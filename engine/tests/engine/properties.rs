@@ -195,6 +195,36 @@ fn check_invariants(plan: &Plan) -> Result<(), TestCaseError> {
     prop_assert!(path
         .iter()
         .all(|id| !plan.subtask(*id).unwrap().state.is_settled()));
+    check_layout(plan)
+}
+
+/// The board's drawing: one node per subtask, every arrow to a later layer,
+/// one subtask per (layer, slot), slots packed from 0.
+fn check_layout(plan: &Plan) -> Result<(), TestCaseError> {
+    let drawn = plan_engine::layout::layout(plan);
+    prop_assert_eq!(drawn.nodes.len(), plan.subtasks.len());
+    let at = |id: SubtaskId| drawn.nodes.iter().find(|n| n.id == id).unwrap();
+    for s in &plan.subtasks {
+        for d in &s.dependencies {
+            prop_assert!(
+                at(*d).layer < at(s.id).layer,
+                "{} → {} points back",
+                d,
+                s.id
+            );
+        }
+    }
+    for layer in 0..drawn.layers {
+        let mut slots: Vec<usize> = drawn
+            .nodes
+            .iter()
+            .filter(|n| n.layer == layer)
+            .map(|n| n.slot)
+            .collect();
+        slots.sort_unstable();
+        let packed: Vec<usize> = (0..slots.len()).collect();
+        prop_assert_eq!(slots, packed);
+    }
     Ok(())
 }
 
