@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, Method};
+use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -59,47 +59,139 @@ impl Identity {
     }
 }
 
+/// The board's session cookie: holds the token the person signed in with
+/// (HttpOnly, SameSite=Strict).
+pub const SESSION_COOKIE: &str = "planboard_session";
+
+/// How a request proved who it is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Proof {
+    Local,
+    Bearer,
+    Cookie,
+}
+
+fn session_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim())
+}
+
+/// Who the request is from; `Err` says why it is nobody.
+fn identity_of(access: &Access, headers: &HeaderMap) -> Result<(Identity, Proof), &'static str> {
+    let tokens = match access {
+        Access::Local { user } => {
+            let me = Identity {
+                name: user.clone(),
+                role: Role::Admin,
+            };
+            return Ok((me, Proof::Local));
+        }
+        Access::Tokens(tokens) => tokens,
+    };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let (presented, proof) = match (bearer, session_token(headers)) {
+        (Some(t), _) => (t, Proof::Bearer),
+        (None, Some(t)) => (t, Proof::Cookie),
+        (None, None) => {
+            return Err("this server is in token mode: send Authorization: Bearer <token>")
+        }
+    };
+    match tokens.get(presented) {
+        Some(identity) => Ok((identity.clone(), proof)),
+        None if proof == Proof::Cookie => {
+            Err("the session has expired or its token was revoked; sign in again")
+        }
+        None => Err("the bearer token is not valid"),
+    }
+}
+
+/// A write carried by the session cookie must come from a page of this
+/// site: its `Origin` names this host (CSRF protection on top of
+/// SameSite=Strict).
+pub fn same_origin(headers: &HeaderMap) -> bool {
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    match (host, origin) {
+        (Some(host), Some(origin)) => origin
+            .split_once("://")
+            .is_some_and(|(_, rest)| rest.trim_end_matches('/') == host),
+        _ => false,
+    }
+}
+
+fn is_reading(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
 /// Identifies the caller; a missing or unknown token is a 401. Writes (any
-/// method but GET/HEAD/OPTIONS) need at least the operator role.
+/// method but GET/HEAD/OPTIONS) need at least the operator role, and, when
+/// carried by the session cookie, must come from this site.
 pub async fn identify(
     State(access): State<Arc<Access>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let identity = match access.as_ref() {
-        Access::Local { user } => Identity {
-            name: user.clone(),
-            role: Role::Admin,
-        },
-        Access::Tokens(tokens) => {
-            let presented = request
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
-            match presented.and_then(|t| tokens.get(t)) {
-                Some(identity) => identity.clone(),
-                None => {
-                    let why = if presented.is_some() {
-                        "the bearer token is not valid"
-                    } else {
-                        "this server is in token mode: send Authorization: Bearer <token>"
-                    };
-                    return ApiError::Unauthorized(why.into()).into_response();
-                }
-            }
-        }
+    let (identity, proof) = match identity_of(&access, request.headers()) {
+        Ok(found) => found,
+        Err(why) => return ApiError::Unauthorized(why.into()).into_response(),
     };
-    let reading = matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    );
-    if !reading {
+    if !is_reading(request.method()) {
         if let Err(e) = identity.require(Role::Operator) {
             return e.into_response();
         }
+        if proof == Proof::Cookie && !same_origin(request.headers()) {
+            return ApiError::Forbidden(
+                "a change sent with the session cookie must come from a planboard page".into(),
+            )
+            .into_response();
+        }
     }
     request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+/// The same for the board's pages and server functions: puts the board's
+/// [`app::api::Viewer`] on the request; in token mode, a page without a
+/// session goes to the sign-in form.
+pub async fn identify_viewer(
+    State(access): State<Arc<Access>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    let public = path.starts_with("/pkg/")
+        || path.starts_with("/login")
+        || matches!(path, "/favicon.svg" | "/robots.txt");
+    if public {
+        return next.run(request).await;
+    }
+    let (identity, proof) = match identity_of(&access, request.headers()) {
+        Ok(found) => found,
+        Err(_) if is_reading(request.method()) && !path.starts_with("/_board/") => {
+            return axum::response::Redirect::to("/login").into_response();
+        }
+        Err(why) => return ApiError::Unauthorized(why.into()).into_response(),
+    };
+    if !is_reading(request.method()) && proof == Proof::Cookie && !same_origin(request.headers()) {
+        return ApiError::Forbidden(
+            "a change sent with the session cookie must come from a planboard page".into(),
+        )
+        .into_response();
+    }
+    request.extensions_mut().insert(app::api::Viewer {
+        name: identity.name.clone(),
+        can_edit: identity.role >= Role::Operator,
+        signed_in: proof == Proof::Cookie,
+    });
     next.run(request).await
 }

@@ -11,15 +11,19 @@
 //! - [`live`]: the log reader and SSE streams;
 //! - [`api`]: the REST routes and their OpenAPI document;
 //! - [`mcp`]: the MCP endpoint;
+//! - [`board`]: the board's backend (the app's server functions call it);
+//! - [`session`]: signing in to the board in token mode;
 //! - [`router`] / [`start`]: everything wired together; `main.rs` binds it.
 
 pub mod api;
 pub mod auth;
+pub mod board;
 pub mod book;
 pub mod config;
 pub mod live;
 pub mod mcp;
 pub mod service;
+pub mod session;
 pub mod store;
 
 use std::sync::Arc;
@@ -29,6 +33,7 @@ use app::{shell, App};
 use axum::routing::get;
 use axum::Router;
 use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
 use crate::config::{Access, Config};
@@ -91,17 +96,32 @@ pub fn router(options: LeptosOptions, services: Services) -> Router {
             services.access.clone(),
             auth::identify,
         ));
+    let backend: Arc<dyn app::api::BoardBackend> = Arc::new(board::Board(services.plans.clone()));
     let site = Router::new()
-        .leptos_routes(&options, routes, {
-            let options = options.clone();
-            move || shell(options.clone())
-        })
+        .leptos_routes_with_context(
+            &options,
+            routes,
+            move || provide_context(backend.clone()),
+            {
+                let options = options.clone();
+                move || shell(options.clone())
+            },
+        )
         .fallback(leptos_axum::file_and_error_handler(shell))
-        .with_state(options);
+        .with_state(options)
+        .layer(axum::middleware::from_fn_with_state(
+            services.access.clone(),
+            auth::identify_viewer,
+        ));
+    let sessions = Router::new()
+        .route("/login", get(session::form).post(session::sign_in))
+        .route("/logout", axum::routing::post(session::sign_out))
+        .with_state(services.access.clone());
     Router::new()
         .route("/healthz", get(healthz))
         .route("/api/openapi.json", get(api::openapi))
         .merge(guarded)
+        .merge(sessions)
         .merge(site)
 }
 

@@ -305,6 +305,16 @@ impl PlanService {
         self.book.lock().await.committed(id).map(read)
     }
 
+    /// Maps every committed plan, keeping the `Some`s.
+    pub async fn scan<T>(&self, mut keep: impl FnMut(&Plan) -> Option<T>) -> Vec<T> {
+        let book = self.book.lock().await;
+        let ids: Vec<PlanId> = book.all().map(|p| p.id).collect();
+        ids.into_iter()
+            .filter_map(|id| book.committed(id))
+            .filter_map(&mut keep)
+            .collect()
+    }
+
     /// The hint for a session's next step. Unless `fresh`, a plan still at
     /// the version of the session's previous hint gets the one-line
     /// "unchanged" hint (the engine's `since_version`).

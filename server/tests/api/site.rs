@@ -1,6 +1,7 @@
 //! The Leptos pages and the health check, through the real server.
 
 use reqwest::StatusCode;
+use serde_json::json;
 
 use crate::support::TestServer;
 
@@ -24,23 +25,126 @@ async fn the_health_check_answers_ok() {
 }
 
 #[tokio::test]
-async fn the_home_page_is_rendered_on_the_server_with_the_engine_plan() {
+async fn the_plans_list_and_the_board_are_rendered_on_the_server() {
     let server = TestServer::start().await;
+    let id = server
+        .create(json!({
+            "title": "Ship the board",
+            "subtasks": [{"name": "design"}, {"name": "build", "dependencies": [1]}]
+        }))
+        .await;
     let (status, html) = page(&server, "/").await;
     assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("Ship the board"), "{html}");
     assert!(
-        html.contains("Buy a mechanical keyboard on JD.com"),
-        "{html}"
+        html.contains(&format!("/plans/{id}")),
+        "the row links to the board"
     );
-    assert!(
-        html.contains(r#"data-testid="subtask-6""#),
-        "the inserted popup subtask is there"
-    );
-    assert!(html.contains(r#"aria-valuenow="33""#), "progress is 33%");
     assert!(
         html.contains("/pkg/planboard.wasm"),
         "the page loads the hydration bundle"
     );
+
+    let (status, html) = page(&server, &format!("/plans/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(r#"data-testid="card-1""#), "{html}");
+    assert!(html.contains(r#"data-testid="column-ready""#));
+    // Leptos separates text nodes with comment markers.
+    let text = html.replace("<!>", "").replace("<!-- -->", "");
+    assert!(
+        text.contains("after #1"),
+        "the waiting card names its dependency: {text}"
+    );
+}
+
+#[tokio::test]
+async fn text_from_agents_is_rendered_as_text_not_markup() {
+    let server = TestServer::start().await;
+    let evil = "<img src=x onerror=alert(1)>";
+    let id = server
+        .create(json!({"title": evil, "subtasks": [{"name": evil}]}))
+        .await;
+    for path in ["/".to_string(), format!("/plans/{id}")] {
+        let (_, html) = page(&server, &path).await;
+        assert!(!html.contains(evil), "{path} carries the raw markup");
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{path}: {html}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn in_token_mode_pages_ask_for_a_token_and_the_cookie_session_is_strict() {
+    let server = crate::auth::token_mode().await;
+    let plain = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = plain.get(server.url("/")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(response.headers()["location"], "/login");
+
+    let origin = server.url("");
+    let origin = origin.trim_end_matches('/');
+    let bad = plain
+        .post(server.url("/login"))
+        .header("origin", origin)
+        .form(&[("token", "not-a-token-at-all")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::UNAUTHORIZED);
+    let good = plain
+        .post(server.url("/login"))
+        .header("origin", origin)
+        .form(&[("token", crate::auth::OPERATOR)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(good.status(), StatusCode::SEE_OTHER);
+    let cookie = good.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let session = cookie.split(';').next().unwrap().to_string();
+
+    let home = plain
+        .get(server.url("/"))
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(home.status(), StatusCode::OK);
+    // The cookie also opens the API (for the board's streams and exports) …
+    let api = plain
+        .get(server.url("/api/plans"))
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::OK);
+    // … but a change it carries must come from this site.
+    let body = json!({"title": "forged"});
+    let forged = plain
+        .post(server.url("/api/plans"))
+        .header("cookie", &session)
+        .header("origin", "http://evil.example")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let own = plain
+        .post(server.url("/api/plans"))
+        .header("cookie", &session)
+        .header("origin", origin)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), StatusCode::CREATED);
 }
 
 #[tokio::test]

@@ -1,0 +1,173 @@
+//! What the board asks of the server: the types it speaks in, the
+//! [`BoardBackend`] the server implements (so the app never depends on the
+//! server crate), and the server functions the pages call.
+//!
+//! Every change goes through [`run_command`] with an engine [`Command`], the
+//! same service path and the same engine checks as the agents' REST and tool
+//! calls; refusals come back as [`BoardError`]s written for people.
+
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+use plan_engine::{ApprovalStatus, Command, Event, Mode, NewPlan, PlanId, PlanState};
+use serde::{Deserialize, Serialize};
+
+/// Who is looking at the board.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub name: String,
+    /// Operators and admins edit; viewers only look.
+    pub can_edit: bool,
+    /// Token mode: there is a session to sign out of.
+    pub signed_in: bool,
+}
+
+/// One line of the plans list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanRow {
+    pub id: PlanId,
+    pub title: String,
+    pub state: PlanState,
+    pub mode: Mode,
+    pub approval: ApprovalStatus,
+    pub approval_required: bool,
+    pub approved_by: Option<String>,
+    pub percent: u8,
+    pub subtasks: usize,
+    pub comments: usize,
+    pub created_at: String,
+    /// Last activity.
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+    pub outcome: Option<String>,
+}
+
+/// Which plans the list shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListFilter {
+    /// `awaiting_approval`, `running`, `finished` (done, failed or
+    /// abandoned) or empty for all.
+    pub show: String,
+    /// `simple`, `complex`, `emergent` or empty.
+    pub mode: String,
+    pub text: String,
+}
+
+/// One row of a plan's history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub seq: i64,
+    /// The engine's event; `None` for the deletion marker.
+    pub event: Option<Event>,
+}
+
+/// Everything the board needs: the plan is the fold of its log, so the
+/// board, the timeline and the replay never disagree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BoardData {
+    pub log: Vec<LogEntry>,
+    pub viewer: Viewer,
+}
+
+/// Why a request was not done, in words for the person who made it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum BoardError {
+    /// The engine refused (a cycle, an illegal move, a full plan…).
+    #[error("{0}")]
+    Refused(String),
+    /// The plan changed since the person last saw it.
+    #[error("{message}")]
+    Stale {
+        message: String,
+        current_version: u64,
+    },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// The server side of the board; the server crate implements it over its
+/// plan service and provides it as `Arc<dyn BoardBackend>` context.
+#[cfg(feature = "ssr")]
+#[async_trait::async_trait]
+pub trait BoardBackend: Send + Sync {
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<PlanRow>, BoardError>;
+    async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError>;
+    async fn command(&self, id: PlanId, command: Command, actor: &str) -> Result<u64, BoardError>;
+    async fn create(&self, spec: NewPlan, actor: &str) -> Result<PlanId, BoardError>;
+}
+
+#[cfg(feature = "ssr")]
+fn backend() -> Result<std::sync::Arc<dyn BoardBackend>, ServerFnError> {
+    use_context::<std::sync::Arc<dyn BoardBackend>>()
+        .ok_or_else(|| ServerFnError::new("the board backend is not configured"))
+}
+
+/// The viewer the server's access layer put on this request.
+#[cfg(feature = "ssr")]
+async fn viewer() -> Result<Viewer, ServerFnError> {
+    let axum::Extension(viewer) = leptos_axum::extract::<axum::Extension<Viewer>>()
+        .await
+        .map_err(|_| ServerFnError::new("sign in first"))?;
+    Ok(viewer)
+}
+
+#[cfg(feature = "ssr")]
+async fn editor() -> Result<Result<Viewer, BoardError>, ServerFnError> {
+    let viewer = viewer().await?;
+    Ok(if viewer.can_edit {
+        Ok(viewer)
+    } else {
+        Err(BoardError::Forbidden(format!(
+            "{} may look but not change plans (viewer role)",
+            viewer.name
+        )))
+    })
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn whoami() -> Result<Viewer, ServerFnError> {
+    viewer().await
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn list_plans(
+    filter: ListFilter,
+) -> Result<Result<Vec<PlanRow>, BoardError>, ServerFnError> {
+    viewer().await?;
+    Ok(backend()?.list(&filter).await)
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_board(id: PlanId) -> Result<Result<BoardData, BoardError>, ServerFnError> {
+    let viewer = viewer().await?;
+    Ok(backend()?
+        .log(id)
+        .await
+        .map(|log| BoardData { log, viewer }))
+}
+
+/// Runs one engine command on a plan as the signed-in person; returns the
+/// plan's version after it.
+#[server(prefix = "/_board", input = Json)]
+pub async fn run_command(
+    id: PlanId,
+    command: Command,
+) -> Result<Result<u64, BoardError>, ServerFnError> {
+    let who = match editor().await? {
+        Ok(who) => who,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(backend()?.command(id, command, &who.name).await)
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn create_plan(spec: NewPlan) -> Result<Result<PlanId, BoardError>, ServerFnError> {
+    let who = match editor().await? {
+        Ok(who) => who,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(backend()?.create(spec, &who.name).await)
+}

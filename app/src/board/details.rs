@@ -1,0 +1,256 @@
+//! The side panel: the selected subtask (its details and edit form) and
+//! the form that adds a subtask. Forms keep what was typed when the server
+//! refuses, so nothing is lost; edits are sent with the plan version the
+//! person saw, so a plan that moved on meanwhile is a clear "changed" error.
+
+use leptos::prelude::*;
+use plan_engine::{NewSubtask, Op, Position, SubtaskId, SubtaskPatch};
+
+use super::{explain, Board};
+
+/// "1, 2 #3" → the ids; anything else is an error in words.
+pub fn parse_ids(text: &str) -> Result<Vec<SubtaskId>, String> {
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .map(|t| t.trim().trim_start_matches('#'))
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.parse::<u32>()
+                .map(SubtaskId)
+                .map_err(|_| format!("'{t}' is not a subtask number; write them like 1, 2"))
+        })
+        .collect()
+}
+
+fn ids_text(ids: &[SubtaskId]) -> String {
+    ids.iter()
+        .map(|d| d.0.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[component]
+pub fn Details(board: Board) -> impl IntoView {
+    // Keyed by the selection only: live changes to the plan must not reset
+    // a form the person is typing in.
+    let selected = Memo::new(move |_| board.selected.get());
+    view! {
+        <section class="details" aria-label="Subtask details" data-testid="details">
+            {move || match selected.get() {
+                Some(id) => view! { <Selected board id/> }.into_any(),
+                None => view! { <p class="hint">"Select a card or a node to see and edit its subtask."</p> }.into_any(),
+            }}
+        </section>
+        <Show when=move || board.can_edit()>
+            <AddSubtask board/>
+        </Show>
+    }
+}
+
+#[component]
+fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
+    let Some(subtask) = board.plan.with_untracked(|p| p.subtask(id).cloned()) else {
+        return view! { <p class="hint">"This subtask was deleted."</p> }.into_any();
+    };
+    // The version the person started from: a save refused because the plan
+    // moved on since then tells them so and keeps their text.
+    let seen = StoredValue::new(board.plan.with_untracked(|p| p.version));
+    let live = move || board.plan.with(|p| p.subtask(id).cloned());
+    let editable = move || board.can_edit() && live().is_some_and(|s| s.state.is_unstarted());
+    let name = RwSignal::new(subtask.name.clone());
+    let description = RwSignal::new(subtask.description.clone());
+    let outcome = RwSignal::new(subtask.expected_outcome.clone());
+    let assignee = RwSignal::new(subtask.assignee.clone().unwrap_or_default());
+    let deps = RwSignal::new(ids_text(&subtask.dependencies));
+    let error = RwSignal::new(None::<String>);
+    let saved = RwSignal::new(false);
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let dependencies = match parse_ids(&deps.get_untracked()) {
+            Ok(d) => d,
+            Err(e) => return error.set(Some(e)),
+        };
+        let Some(before) = board.plan.with_untracked(|p| p.subtask(id).cloned()) else {
+            return error.set(Some("This subtask was deleted meanwhile.".into()));
+        };
+        let typed_assignee = assignee.get_untracked();
+        let patch = SubtaskPatch {
+            name: Some(name.get_untracked()).filter(|n| *n != before.name),
+            description: Some(description.get_untracked()).filter(|d| *d != before.description),
+            expected_outcome: Some(outcome.get_untracked())
+                .filter(|o| *o != before.expected_outcome),
+            reasoning: None,
+            assignee: (typed_assignee != before.assignee.clone().unwrap_or_default())
+                .then_some(typed_assignee),
+        };
+        let changed_fields = patch != SubtaskPatch::default();
+        let changed_deps = dependencies != before.dependencies;
+        leptos::task::spawn_local(async move {
+            let mut version = Some(seen.get_value());
+            let mut result = Ok(());
+            if changed_fields {
+                match board.send_at(Op::EditSubtask { id, patch }, version).await {
+                    Ok(v) => version = Some(v),
+                    Err(e) => result = Err(e),
+                }
+            }
+            if changed_deps && result.is_ok() {
+                let op = Op::SetDependencies { id, dependencies };
+                match board.send_at(op, version).await {
+                    Ok(v) => version = Some(v),
+                    Err(e) => result = Err(e),
+                }
+            }
+            match result {
+                Ok(()) => {
+                    seen.set_value(version.unwrap_or_default());
+                    error.set(None);
+                    saved.set(true);
+                }
+                Err(e) => {
+                    if let crate::api::BoardError::Stale {
+                        current_version, ..
+                    } = &e
+                    {
+                        // They have been told; the next save is theirs to make.
+                        seen.set_value(*current_version);
+                    }
+                    saved.set(false);
+                    error.set(Some(explain(&e)));
+                }
+            }
+        });
+    };
+    let delete = move |_| {
+        leptos::task::spawn_local(async move {
+            match board.send(Op::DeleteSubtask { id }, false).await {
+                Ok(_) => board.selected.set(None),
+                Err(e) => error.set(Some(explain(&e))),
+            }
+        });
+    };
+    let shift = move |by: isize| {
+        let to = board.plan.with_untracked(|p| {
+            p.position(id)
+                .map(|i| (i as isize + by).clamp(0, p.subtasks.len() as isize - 1) as usize)
+        });
+        if let Some(to_index) = to {
+            board.act(Op::MoveSubtask { id, to_index }, false, error);
+        }
+    };
+    let field = move |label: &'static str, value: RwSignal<String>, key: &'static str| {
+        view! {
+            <label class="field">
+                {label}
+                <input
+                    prop:value=move || value.get()
+                    on:input=move |ev| value.set(event_target_value(&ev))
+                    disabled=move || !editable()
+                    data-testid=format!("edit-{key}")
+                />
+            </label>
+        }
+    };
+    let state = move || live().map(|s| s.state.as_str()).unwrap_or("deleted");
+    view! {
+        <h2>"#"{id.0}" "{move || live().map(|s| s.name).unwrap_or_default()}</h2>
+        <p class=move || format!("badge state-{}", state())>{move || state().replace('_', " ")}</p>
+        {move || live().and_then(|s| s.outcome).map(|o| view! { <p class="result">"Result: "{o}</p> })}
+        {move || live().map(|s| s.notes).filter(|n| !n.is_empty()).map(|n| view! { <p class="notes">{n}</p> })}
+        <form class="edit" on:submit=save>
+            {field("Name", name, "name")}
+            <label class="field">
+                "Description"
+                <textarea prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev)) disabled=move || !editable()></textarea>
+            </label>
+            {field("Expected outcome", outcome, "outcome")}
+            {field("Assignee", assignee, "assignee")}
+            {field("Depends on (numbers)", deps, "deps")}
+            <Show when=editable fallback=move || board.can_edit().then(|| view! { <p class="hint">"Only subtasks that have not started can be edited."</p> })>
+                <div class="actions">
+                    <button type="submit" class="primary" data-testid="edit-save">"Save"</button>
+                    <button type="button" on:click=move |_| shift(-1) aria-label="Move up in the plan">"↑"</button>
+                    <button type="button" on:click=move |_| shift(1) aria-label="Move down in the plan">"↓"</button>
+                    <button type="button" class="danger" on:click=delete data-testid="edit-delete">"Delete"</button>
+                </div>
+            </Show>
+        </form>
+        <Show when=move || saved.get()>
+            <p class="ok" role="status">"Saved."</p>
+        </Show>
+        <Show when=move || error.get().is_some()>
+            <p class="error" role="alert" data-testid="edit-error">{move || error.get()}</p>
+        </Show>
+    }
+    .into_any()
+}
+
+#[component]
+fn AddSubtask(board: Board) -> impl IntoView {
+    let name = RwSignal::new(String::new());
+    let deps = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let add = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let dependencies = match parse_ids(&deps.get_untracked()) {
+            Ok(d) => d,
+            Err(e) => return error.set(Some(e)),
+        };
+        let subtask = NewSubtask {
+            dependencies,
+            ..NewSubtask::named(name.get_untracked())
+        };
+        let op = Op::AddSubtask {
+            subtask,
+            position: Position::End,
+            rewire_after: None,
+            required_by: Vec::new(),
+        };
+        leptos::task::spawn_local(async move {
+            match board.send(op, false).await {
+                Ok(_) => {
+                    name.set(String::new());
+                    deps.set(String::new());
+                    error.set(None);
+                }
+                Err(e) => error.set(Some(explain(&e))),
+            }
+        });
+    };
+    view! {
+        <form class="add" on:submit=add aria-label="Add a subtask">
+            <h2>"Add a subtask"</h2>
+            <label class="field">
+                "Name"
+                <input prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) data-testid="add-name"/>
+            </label>
+            <label class="field">
+                "Depends on (numbers, optional)"
+                <input prop:value=move || deps.get() on:input=move |ev| deps.set(event_target_value(&ev)) data-testid="add-deps"/>
+            </label>
+            <button type="submit" data-testid="add-submit">"Add"</button>
+            <Show when=move || error.get().is_some()>
+                <p class="error" role="alert" data-testid="add-error">{move || error.get()}</p>
+            </Show>
+        </form>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subtask_numbers_are_read_with_commas_spaces_or_hashes() {
+        assert_eq!(
+            parse_ids("1, 2 #3"),
+            Ok(vec![SubtaskId(1), SubtaskId(2), SubtaskId(3)])
+        );
+        assert_eq!(parse_ids("  "), Ok(vec![]));
+    }
+
+    #[test]
+    fn a_word_where_a_number_belongs_is_an_error_that_says_how_to_write_it() {
+        let e = parse_ids("1, two").unwrap_err();
+        assert!(e.contains("'two'") && e.contains("1, 2"), "{e}");
+    }
+}

@@ -1,0 +1,160 @@
+//! The kanban view: a column per state, todo split into ready and waiting.
+//! Moving a card sends the engine's `set_subtask_state`; the engine's
+//! refusal (approval, dependencies, the state table) shows on the card.
+
+use leptos::prelude::*;
+use plan_engine::transitions::subtask_transition;
+use plan_engine::{Op, Plan, PlanState, Subtask, SubtaskId, SubtaskState};
+
+use super::Board;
+
+const COLUMNS: [(&str, &str); 7] = [
+    ("ready", "Ready"),
+    ("waiting", "Waiting on dependencies"),
+    ("in_progress", "In progress"),
+    ("blocked", "Blocked"),
+    ("done", "Done"),
+    ("failed", "Failed"),
+    ("skipped", "Skipped"),
+];
+
+fn column_of(plan: &Plan, s: &Subtask, ready: &[SubtaskId]) -> &'static str {
+    // A plan that cannot run yet has no ready subtasks, only waiting ones.
+    let runnable = matches!(plan.state, PlanState::Approved | PlanState::Running);
+    match s.state {
+        SubtaskState::Todo if runnable && ready.contains(&s.id) => "ready",
+        SubtaskState::Todo => "waiting",
+        other => other.as_str(),
+    }
+}
+
+/// Why a todo card cannot start now, if it cannot.
+fn why_waiting(plan: &Plan, s: &Subtask) -> Option<String> {
+    if s.state != SubtaskState::Todo {
+        return None;
+    }
+    match plan.state {
+        PlanState::AwaitingApproval | PlanState::Draft => {
+            return Some("waits for the plan's approval".into())
+        }
+        PlanState::Paused => return Some("the plan is paused".into()),
+        _ => {}
+    }
+    let open: Vec<String> = s
+        .dependencies
+        .iter()
+        .filter(|d| plan.subtask(**d).is_some_and(|x| !x.state.is_settled()))
+        .map(|d| format!("#{}", d.0))
+        .collect();
+    (!open.is_empty()).then(|| format!("waits for {}", open.join(", ")))
+}
+
+#[component]
+pub fn Kanban(board: Board) -> impl IntoView {
+    let columns = move || {
+        board.plan.with(|plan| {
+            let ready = plan.ready();
+            COLUMNS
+                .iter()
+                .map(|(key, label)| {
+                    let cards: Vec<Subtask> = plan
+                        .subtasks
+                        .iter()
+                        .filter(|s| column_of(plan, s, &ready) == *key)
+                        .cloned()
+                        .collect();
+                    let n = cards.len();
+                    let cards = cards
+                        .into_iter()
+                        .map(|s| {
+                            let why = why_waiting(plan, &s);
+                            view! { <Card board subtask=s why/> }
+                        })
+                        .collect_view();
+                    view! {
+                        <section class=format!("column column-{key}") data-testid=format!("column-{key}") aria-label=*label>
+                            <h2>{*label}" "<span class="count-n">{n}</span></h2>
+                            <div class="cards">{cards}</div>
+                        </section>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    view! { <div class="kanban">{columns}</div> }
+}
+
+#[component]
+fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
+    let id = subtask.id;
+    let state = subtask.state;
+    let error = RwSignal::new(None::<String>);
+    let targets: Vec<SubtaskState> = SubtaskState::ALL
+        .into_iter()
+        .filter(|to| subtask_transition(state, *to).is_ok())
+        .collect();
+    let target = RwSignal::new(targets.first().copied());
+    let deps = if subtask.dependencies.is_empty() {
+        None
+    } else {
+        Some(
+            subtask
+                .dependencies
+                .iter()
+                .map(|d| format!("#{}", d.0))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    };
+    let options = targets
+        .iter()
+        .map(|t| view! { <option value=t.as_str()>{t.as_str().replace('_', " ")}</option> })
+        .collect_view();
+    let move_card = move |_| {
+        if let Some(to) = target.get_untracked() {
+            let op = Op::SetSubtaskState {
+                id,
+                state: to,
+                note: Some("moved on the board".into()),
+                start_next: false,
+            };
+            board.act(op, false, error);
+        }
+    };
+    let selected = move || board.selected.get() == Some(id);
+    let label = format!("Move #{} to", id.0);
+    view! {
+        <article
+            class=format!("card state-{}", state.as_str())
+            class:selected=selected
+            data-testid=format!("card-{}", id.0)
+        >
+            <header>
+                <span class="card-id">"#"{id.0}</span>
+                <button class="link card-name" on:click=move |_| board.selected.set(Some(id)) data-testid=format!("open-{}", id.0)>
+                    {subtask.name.clone()}
+                </button>
+            </header>
+            {deps.map(|d| view! { <p class="meta">"after "{d}</p> })}
+            {subtask.assignee.clone().map(|a| view! { <p class="meta">"assignee: "{a}</p> })}
+            {(subtask.attempts > 1).then(|| view! { <p class="meta">"attempts: "{subtask.attempts}</p> })}
+            {subtask.outcome.clone().map(|o| view! { <p class="result">{o}</p> })}
+            {why.map(|w| view! { <p class="why">{w}</p> })}
+            {(board.can_edit() && !targets.is_empty()).then(|| view! {
+                <div class="move">
+                    <select
+                        aria-label=label.clone()
+                        on:change=move |ev| target.set(SubtaskState::parse(&event_target_value(&ev)))
+                        data-testid=format!("target-{}", id.0)
+                    >
+                        {options}
+                    </select>
+                    <button on:click=move_card data-testid=format!("move-{}", id.0)>"Move"</button>
+                </div>
+            })}
+            <Show when=move || error.get().is_some()>
+                <p class="error" role="alert" data-testid=format!("card-error-{}", id.0)>{move || error.get()}</p>
+            </Show>
+        </article>
+    }
+}

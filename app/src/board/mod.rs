@@ -1,0 +1,366 @@
+//! The plan board (`/plans/{id}`): one plan, live, in three views.
+//!
+//! The page loads the plan's log and folds it with the engine; every row
+//! that arrives on the plan's SSE stream is folded the same way, so the
+//! board, the timeline and the replay are one history. A gap in the rows, a
+//! `resync` or a reconnect loads the log again, so nothing is missed.
+//!
+//! # Layout
+//! - this file: [`Board`] (the live state and the one way to send a
+//!   change) and the page with its header, approval banner and view switch;
+//! - `kanban.rs`, `dag.rs`, `timeline.rs`: the three views;
+//! - `details.rs`: the selected subtask, its edit form, the add form;
+//! - `comments.rs`: the plan's discussion.
+
+mod comments;
+mod dag;
+pub(crate) mod details;
+mod kanban;
+mod timeline;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use plan_engine::{Command, Op, Plan, PlanId, PlanState, SubtaskId};
+
+use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
+use crate::live::{use_live, Heard};
+
+/// The board's live state, shared by its views.
+#[derive(Clone, Copy)]
+pub struct Board {
+    pub id: PlanId,
+    pub plan: RwSignal<Plan>,
+    pub log: RwSignal<Vec<LogEntry>>,
+    pub viewer: StoredValue<Viewer>,
+    pub selected: RwSignal<Option<SubtaskId>>,
+    /// Set when the stream skipped rows: the page loads the log again.
+    pub stale: RwSignal<bool>,
+}
+
+/// The plan a log folds to.
+pub fn replay(log: &[LogEntry]) -> Option<Plan> {
+    let mut plan = Plan::replay(log.iter().filter_map(|e| e.event.as_ref())).ok()?;
+    plan.reindex();
+    Some(plan)
+}
+
+impl Board {
+    fn new(id: PlanId, data: BoardData) -> Option<Board> {
+        let plan = replay(&data.log)?;
+        Some(Board {
+            id,
+            plan: RwSignal::new(plan),
+            log: RwSignal::new(data.log),
+            viewer: StoredValue::new(data.viewer),
+            selected: RwSignal::new(None),
+            stale: RwSignal::new(false),
+        })
+    }
+
+    pub fn can_edit(&self) -> bool {
+        self.viewer.with_value(|v| v.can_edit)
+    }
+
+    fn last_seq(&self) -> i64 {
+        self.log.with_untracked(|l| l.last().map_or(0, |e| e.seq))
+    }
+
+    /// Folds a streamed row; rows already seen are skipped, a gap in the
+    /// versions marks the board stale.
+    fn take(&self, seq: i64, event: Option<plan_engine::Event>) {
+        if seq <= self.last_seq() {
+            return;
+        }
+        let Some(event) = event else {
+            self.stale.set(true);
+            return;
+        };
+        let version = self.plan.with_untracked(|p| p.version);
+        if event.version != version && event.version != version + 1 {
+            self.stale.set(true);
+            return;
+        }
+        self.plan.update(|p| p.fold(&event));
+        self.log.update(|l| {
+            l.push(LogEntry {
+                seq,
+                event: Some(event),
+            })
+        });
+    }
+
+    /// Sends one change. With `guarded`, the change is refused if the plan
+    /// moved on since the person saw it (for edits of text they typed).
+    /// Returns the plan's version after it.
+    pub async fn send(self, op: Op, guarded: bool) -> Result<u64, BoardError> {
+        let version = guarded.then(|| self.plan.with_untracked(|p| p.version));
+        self.send_at(op, version).await
+    }
+
+    pub async fn send_at(self, op: Op, version: Option<u64>) -> Result<u64, BoardError> {
+        let command = Command {
+            op,
+            expected_version: version,
+        };
+        match run_command(self.id, command).await {
+            Ok(result) => result,
+            Err(e) => Err(BoardError::Unavailable(format!(
+                "the server did not answer ({e}); nothing was changed"
+            ))),
+        }
+    }
+
+    /// [`Board::send`] from an event handler, reporting into `error`.
+    pub fn act(self, op: Op, guarded: bool, error: RwSignal<Option<String>>) {
+        spawn_local(async move {
+            error.set(self.send(op, guarded).await.err().map(|e| explain(&e)));
+        });
+    }
+}
+
+/// An error as the person should read it.
+pub fn explain(e: &BoardError) -> String {
+    match e {
+        BoardError::Stale {
+            current_version, ..
+        } => format!(
+            "The plan changed while you were editing (it is now at version {current_version}). \
+             The board shows the fresh plan; your text is still here — check it and send it again."
+        ),
+        other => other.to_string(),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum View {
+    Kanban,
+    Dag,
+    Timeline,
+}
+
+impl View {
+    fn parse(text: &str) -> View {
+        match text {
+            "dag" => View::Dag,
+            "timeline" => View::Timeline,
+            _ => View::Kanban,
+        }
+    }
+}
+
+#[component]
+pub fn BoardPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|s| uuid::Uuid::parse_str(&s).ok())
+    };
+    let loaded = Resource::new(id, |id| async move {
+        match id {
+            Some(id) => load_board(id).await.ok(),
+            None => None,
+        }
+    });
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Loading the plan…"</p> }>
+            {move || {
+                loaded.get()
+                    .map(|result| match (id(), result) {
+                        (Some(id), Some(Ok(data))) => match Board::new(id, data) {
+                            Some(board) => view! { <LiveBoard board reload=loaded/> }.into_any(),
+                            None => view! { <p class="error">"This plan's history cannot be read."</p> }.into_any(),
+                        },
+                        (_, Some(Err(e))) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+                        _ => view! { <p class="error" role="alert">"No plan has this id."</p> }.into_any(),
+                    })
+            }}
+        </Transition>
+    }
+}
+
+#[component]
+fn LiveBoard(
+    board: Board,
+    reload: Resource<Option<Result<BoardData, BoardError>>>,
+) -> impl IntoView {
+    let live = use_live(format!(
+        "/api/plans/{}/stream?after={}",
+        board.id,
+        board.last_seq()
+    ));
+    Effect::new(move |_| match live.heard.get() {
+        Some(Heard::Row(row)) if row.plan_id == board.id => board.take(row.seq, row.event),
+        Some(Heard::Reload) => board.stale.set(true),
+        _ => {}
+    });
+    // After a drop the stream reconnects with the same `after`: rows are
+    // sent again from there and the seq check skips those already folded.
+    Effect::new(move |_| {
+        if board.stale.get() {
+            reload.refetch();
+        }
+    });
+    let query = use_query_map();
+    let view_kind = move || View::parse(&query.read().get("view").unwrap_or_default());
+    let tab = move |kind: View, label: &'static str, key: &'static str| {
+        let href = format!("/plans/{}?view={key}", board.id);
+        view! {
+            <a
+                href=href
+                class="tab"
+                class:active=move || view_kind() == kind
+                aria-current=move || (view_kind() == kind).then_some("page")
+                data-testid=format!("tab-{key}")
+            >
+                {label}
+            </a>
+        }
+    };
+    view! {
+        <div class="board" data-testid="board">
+            <p class="connection" class:offline=move || !live.connected.get() role="status" data-testid="connection">
+                {move || if live.connected.get() { "live" } else { "reconnecting…" }}
+            </p>
+            <Header board/>
+            <ApprovalBanner board/>
+            <nav class="tabs" aria-label="Board views">
+                {tab(View::Kanban, "Kanban", "kanban")}
+                {tab(View::Dag, "DAG", "dag")}
+                {tab(View::Timeline, "Timeline", "timeline")}
+            </nav>
+            <div class="board-body">
+                <section class="view">
+                    {move || match view_kind() {
+                        View::Kanban => view! { <kanban::Kanban board/> }.into_any(),
+                        View::Dag => view! { <dag::Dag board/> }.into_any(),
+                        View::Timeline => view! { <timeline::Timeline board/> }.into_any(),
+                    }}
+                </section>
+                <aside class="side">
+                    <details::Details board/>
+                    <comments::Comments board/>
+                </aside>
+            </div>
+        </div>
+    }
+}
+
+#[component]
+fn Header(board: Board) -> impl IntoView {
+    let plan = board.plan;
+    let counts = move || {
+        plan.with(|p| {
+            plan_engine::SubtaskState::ALL
+                .into_iter()
+                .map(|s| {
+                    let n = p.count(s);
+                    view! {
+                        <li class=format!("count state-{s}")>
+                            <span class="count-n">{n}</span>" "{s.as_str().replace('_', " ")}
+                        </li>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    let percent = move || plan.with(|p| p.percent());
+    let export = move |format: &'static str, label: &'static str| {
+        view! {
+            <a class="button" href=format!("/api/plans/{}/export?format={format}", board.id) download>
+                {label}
+            </a>
+        }
+    };
+    view! {
+        <header class="plan-header">
+            <div class="plan-title-row">
+                <h1 data-testid="plan-title">{move || plan.with(|p| p.title.clone())}</h1>
+                <span class=move || plan.with(|p| format!("badge plan-state state-{}", p.state.as_str())) data-testid="plan-state">
+                    {move || plan.with(|p| p.state.as_str().replace('_', " "))}
+                </span>
+                <span class="badge mode">{move || plan.with(|p| p.mode.as_str())}</span>
+                <span class="version" data-testid="plan-version">"v"{move || plan.with(|p| p.version)}</span>
+                <span class="exports">{export("json", "JSON")}{export("markdown", "Markdown")}{export("mermaid", "Mermaid")}</span>
+            </div>
+            <p class="goal">{move || plan.with(|p| p.goal.clone())}</p>
+            <div class="progress" role="progressbar" aria-label="Plan progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow=percent>
+                <div class="progress-bar" style=move || format!("width: {}%", percent())></div>
+            </div>
+            <p class="progress-text" data-testid="progress-text">{percent}"% done or skipped"</p>
+            <ul class="counts">{counts}</ul>
+        </header>
+    }
+}
+
+#[component]
+fn ApprovalBanner(board: Board) -> impl IntoView {
+    let awaiting = move || board.plan.with(|p| p.state == PlanState::AwaitingApproval);
+    let comment = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let editing = RwSignal::new(false);
+    let approve = move |_| {
+        let text = comment.get_untracked();
+        let comment = (!text.trim().is_empty()).then_some(text);
+        board.act(Op::Approve { comment }, false, error);
+    };
+    let reject = move |_| {
+        let text = comment.get_untracked();
+        if text.trim().is_empty() {
+            error.set(Some(
+                "Say why you reject the plan: the comment is required.".into(),
+            ));
+            return;
+        }
+        board.act(Op::Reject { comment: text }, false, error);
+    };
+    let rejected = move || {
+        board.plan.with(|p| {
+            (p.approval.status == plan_engine::ApprovalStatus::Rejected).then(|| {
+                format!(
+                    "Rejected by {}: “{}”",
+                    p.approval.by.clone().unwrap_or_default(),
+                    p.approval.comment.clone().unwrap_or_default()
+                )
+            })
+        })
+    };
+    view! {
+        <Show when=move || rejected().is_some()>
+            <p class="notice rejected" data-testid="rejected-note">{rejected}</p>
+        </Show>
+        <Show when=awaiting>
+            <section class="approval" role="region" aria-label="Approval" data-testid="approval-banner">
+                <p>
+                    <strong>"This plan awaits approval."</strong>
+                    " Nothing in it can start until someone approves it."
+                </p>
+                <Show when=move || board.can_edit() fallback=|| view! { <p>"You can look, but only operators can decide."</p> }>
+                    <label class="field">
+                        "Comment (required to reject)"
+                        <textarea
+                            prop:value=move || comment.get()
+                            on:input=move |ev| comment.set(event_target_value(&ev))
+                            data-testid="approval-comment"
+                        ></textarea>
+                    </label>
+                    <div class="actions">
+                        <button class="primary" on:click=approve data-testid="approve">"Approve"</button>
+                        <button class="danger" on:click=reject data-testid="reject">"Reject"</button>
+                        <button on:click=move |_| editing.update(|e| *e = !*e) aria-pressed=move || editing.get().to_string() data-testid="edit-then-approve">
+                            "Edit, then approve"
+                        </button>
+                    </div>
+                    <Show when=move || editing.get()>
+                        <p class="hint">"Edit the subtasks on the board (select a card to edit it, or add one), then press Approve."</p>
+                    </Show>
+                    <Show when=move || error.get().is_some()>
+                        <p class="error" role="alert">{move || error.get()}</p>
+                    </Show>
+                </Show>
+            </section>
+        </Show>
+    }
+}

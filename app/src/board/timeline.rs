@@ -1,0 +1,105 @@
+//! The timeline: every event with who, when and what, and a replay control
+//! that shows the board as it was after any event (the log folded up to it
+//! with the engine).
+
+use leptos::prelude::*;
+use plan_engine::{describe, Lang, Plan};
+
+use super::{replay, Board};
+
+#[component]
+pub fn Timeline(board: Board) -> impl IntoView {
+    // `None`: follow the present.
+    let at = RwSignal::new(None::<usize>);
+    let entries = move || {
+        board.log.with(|log| {
+            let mut before: Option<Plan> = None;
+            let mut lines = Vec::with_capacity(log.len());
+            for (i, entry) in log.iter().enumerate() {
+                let Some(event) = &entry.event else { continue };
+                let text = match &mut before {
+                    Some(plan) => {
+                        let text = describe(event, plan, Lang::En);
+                        plan.fold(event);
+                        text
+                    }
+                    None => {
+                        // The first event creates the plan; it names no earlier state.
+                        before = Plan::replay([event]).ok();
+                        before
+                            .as_ref()
+                            .map(|plan| describe(event, plan, Lang::En))
+                            .unwrap_or_default()
+                    }
+                };
+                let who = event.actor.to_string();
+                let when = event.at.format("%Y-%m-%d %H:%M:%S").to_string();
+                let version = event.version;
+                lines.push(view! {
+                    <li class="entry" class:current=move || at.get() == Some(i) data-testid="timeline-entry">
+                        <button class="link" on:click=move |_| at.set(Some(i)) aria-label=format!("Show the board after event {}", i + 1)>
+                            <time>{when}</time>
+                        </button>
+                        " "<span class="actor">{who}</span>
+                        " "<span class="what">{text}</span>
+                        " "<span class="version">"v"{version}</span>
+                    </li>
+                });
+            }
+            lines.reverse();
+            lines.collect_view()
+        })
+    };
+    let total = move || board.log.with(Vec::len);
+    let shown = move || at.get().map_or_else(total, |i| i + 1);
+    let replayed = move || {
+        let upto = shown();
+        board.log.with(|log| replay(&log[..upto.min(log.len())]))
+    };
+    view! {
+        <div class="timeline">
+            <div class="replay">
+                <label for="replay">"Replay: the board after event "{shown}" of "{total}</label>
+                <input
+                    id="replay"
+                    type="range"
+                    min="1"
+                    max=total
+                    prop:value=move || shown().to_string()
+                    on:input=move |ev| {
+                        let v: usize = event_target_value(&ev).parse().unwrap_or(1);
+                        at.set(if v >= total() { None } else { Some(v.saturating_sub(1)) });
+                    }
+                    data-testid="replay"
+                />
+                <button on:click=move |_| at.set(None) disabled=move || at.get().is_none()>"Back to now"</button>
+            </div>
+            <div class="replayed" data-testid="replayed">
+                {move || replayed().map(|p| view! { <Snapshot plan=p/> })}
+            </div>
+            <ol class="entries" reversed>{entries}</ol>
+        </div>
+    }
+}
+
+/// A compact, read-only picture of a plan at one moment.
+#[component]
+fn Snapshot(plan: Plan) -> impl IntoView {
+    let rows = plan
+        .subtasks
+        .iter()
+        .map(|s| {
+            view! {
+                <li class=format!("snap state-{}", s.state.as_str())>
+                    "#"{s.id.0}" "{s.name.clone()}" — "{s.state.as_str().replace('_', " ")}
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <p class="snap-head">
+            "v"{plan.version}" · plan "{plan.state.as_str().replace('_', " ")}" · "{plan.percent()}"% done"
+        </p>
+        <ul class="snapshot">{rows}</ul>
+    }
+}

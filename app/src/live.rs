@@ -1,0 +1,61 @@
+//! Live updates from the server's SSE streams, through leptos-use's
+//! EventSource (inert during server-side rendering).
+
+use codee::string::FromToStringCodec;
+use leptos::prelude::*;
+use leptos_use_event_source::{
+    use_event_source_with_options, ConnectionReadyState, ReconnectLimit, UseEventSourceOptions,
+    UseEventSourceReturn,
+};
+use plan_engine::{Event, PlanId};
+use serde::Deserialize;
+
+/// One log row as the stream sends it.
+#[derive(Clone, Debug, Deserialize)]
+pub struct StreamRow {
+    pub seq: i64,
+    pub plan_id: PlanId,
+    /// `null` for the deletion marker.
+    pub event: Option<Event>,
+}
+
+/// What a stream said last.
+#[derive(Clone, Debug)]
+pub enum Heard {
+    Row(Box<StreamRow>),
+    /// `ready` (a fresh stream) or `resync` (this client fell too far
+    /// behind): whatever the page shows must be loaded again.
+    Reload,
+}
+
+pub struct Live {
+    pub heard: Signal<Option<Heard>>,
+    pub connected: Signal<bool>,
+}
+
+/// Follows `url`, reconnecting forever (every second) after a drop.
+pub fn use_live(url: String) -> Live {
+    let UseEventSourceReturn {
+        message,
+        ready_state,
+        ..
+    } = use_event_source_with_options::<String, FromToStringCodec>(
+        url.as_str(),
+        UseEventSourceOptions::default()
+            .named_events(["ready".to_string(), "resync".to_string()])
+            .reconnect_limit(ReconnectLimit::Infinite)
+            .reconnect_interval(1000),
+    );
+    let heard = Signal::derive(move || {
+        message.with(|m| {
+            m.as_ref().and_then(|m| match m.event_type.as_str() {
+                "ready" | "resync" => Some(Heard::Reload),
+                _ => serde_json::from_str::<StreamRow>(&m.data)
+                    .ok()
+                    .map(|row| Heard::Row(Box::new(row))),
+            })
+        })
+    });
+    let connected = Signal::derive(move || ready_state.get() == ConnectionReadyState::Open);
+    Live { heard, connected }
+}

@@ -1,0 +1,6 @@
+//! The pages besides the board: the plans list, the history for team
+//! review, and the form that creates a plan by hand.
+
+pub mod history;
+pub mod new_plan;
+pub mod plans;

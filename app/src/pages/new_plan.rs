@@ -1,0 +1,144 @@
+//! New plan (`/plans/new`): a plan made by hand — title, goal, mode,
+//! subtasks with dependencies by number, approval required or not. The
+//! engine checks it like any agent's plan; its refusal shows above the
+//! form, which keeps everything typed.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_navigate;
+use plan_engine::{Mode, NewPlan, NewSubtask};
+
+use crate::api::create_plan;
+use crate::board::details::parse_ids;
+
+#[derive(Clone)]
+struct Row {
+    key: usize,
+    name: RwSignal<String>,
+    deps: RwSignal<String>,
+}
+
+#[component]
+pub fn NewPlanPage() -> impl IntoView {
+    let title = RwSignal::new(String::new());
+    let goal = RwSignal::new(String::new());
+    let mode = RwSignal::new(Mode::Simple);
+    let approval = RwSignal::new(true);
+    let next_key = StoredValue::new(1usize);
+    let new_row = move || {
+        let key = next_key.get_value();
+        next_key.set_value(key + 1);
+        Row {
+            key,
+            name: RwSignal::new(String::new()),
+            deps: RwSignal::new(String::new()),
+        }
+    };
+    let rows = RwSignal::new(vec![new_row()]);
+    let error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let navigate = use_navigate();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let mut subtasks = Vec::new();
+        for (i, row) in rows.get_untracked().iter().enumerate() {
+            let name = row.name.get_untracked();
+            if name.trim().is_empty() {
+                continue;
+            }
+            let dependencies = match parse_ids(&row.deps.get_untracked()) {
+                Ok(d) => d,
+                Err(e) => return error.set(Some(format!("Subtask {}: {e}", i + 1))),
+            };
+            subtasks.push(NewSubtask {
+                dependencies,
+                ..NewSubtask::named(name)
+            });
+        }
+        let spec = NewPlan {
+            // The server gives the plan its id.
+            id: uuid::Uuid::nil(),
+            title: title.get_untracked(),
+            goal: goal.get_untracked(),
+            mode: mode.get_untracked(),
+            approval_required: approval.get_untracked(),
+            subtasks,
+            ..NewPlan::default()
+        };
+        busy.set(true);
+        let navigate = navigate.clone();
+        leptos::task::spawn_local(async move {
+            let result = create_plan(spec).await;
+            busy.set(false);
+            match result {
+                Ok(Ok(id)) => navigate(&format!("/plans/{id}"), Default::default()),
+                Ok(Err(e)) => error.set(Some(e.to_string())),
+                Err(e) => error.set(Some(format!(
+                    "the server did not answer ({e}); nothing was created"
+                ))),
+            }
+        });
+    };
+    let row_views = move || {
+        rows.get()
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let key = row.key;
+                view! {
+                    <li class="new-row">
+                        <span class="card-id">"#"{i + 1}</span>
+                        <label class="field grow">
+                            <span class="sr-only">{format!("Subtask {} name", i + 1)}</span>
+                            <input placeholder="What needs doing" prop:value=move || row.name.get() on:input=move |ev| row.name.set(event_target_value(&ev)) data-testid=format!("sub-name-{}", i + 1)/>
+                        </label>
+                        <label class="field">
+                            <span class="sr-only">{format!("Subtask {} depends on", i + 1)}</span>
+                            <input placeholder="after (e.g. 1, 2)" prop:value=move || row.deps.get() on:input=move |ev| row.deps.set(event_target_value(&ev)) data-testid=format!("sub-deps-{}", i + 1)/>
+                        </label>
+                        <button type="button" aria-label=format!("Remove subtask {}", i + 1) on:click=move |_| rows.update(|r| r.retain(|x| x.key != key))>"✕"</button>
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <section class="new-plan">
+            <h1>"New plan"</h1>
+            <form on:submit=submit>
+                <label class="field">
+                    "Title"
+                    <input required prop:value=move || title.get() on:input=move |ev| title.set(event_target_value(&ev)) data-testid="plan-title-input"/>
+                </label>
+                <label class="field">
+                    "Goal"
+                    <textarea prop:value=move || goal.get() on:input=move |ev| goal.set(event_target_value(&ev))></textarea>
+                </label>
+                <label class="field">
+                    "Mode"
+                    <select on:change=move |ev| mode.set(match event_target_value(&ev).as_str() {
+                        "complex" => Mode::Complex,
+                        "emergent" => Mode::Emergent,
+                        _ => Mode::Simple,
+                    })>
+                        <option value="simple">"simple"</option>
+                        <option value="complex">"complex"</option>
+                        <option value="emergent">"emergent"</option>
+                    </select>
+                </label>
+                <label class="check">
+                    <input type="checkbox" prop:checked=move || approval.get() on:change=move |ev| approval.set(event_target_checked(&ev)) data-testid="approval-required"/>
+                    " A person must approve the plan before it runs"
+                </label>
+                <fieldset>
+                    <legend>"Subtasks"</legend>
+                    <ol class="new-rows">{row_views}</ol>
+                    <button type="button" on:click=move |_| rows.update(|r| r.push(new_row())) data-testid="add-row">"Add a subtask"</button>
+                </fieldset>
+                <Show when=move || error.get().is_some()>
+                    <p class="error" role="alert" data-testid="new-plan-error">{move || error.get()}</p>
+                </Show>
+                <button type="submit" class="primary" disabled=move || busy.get() data-testid="create-plan">"Create plan"</button>
+            </form>
+        </section>
+    }
+}

@@ -1,0 +1,245 @@
+import { expect, test } from "@playwright/test";
+import { createPlan, openBoard, setState, shot, unique } from "./helpers";
+
+test("the plans list shows every plan and updates live without a reload", async ({ page, request }) => {
+  const first = unique("List one");
+  await createPlan(request, first, [{ name: "a" }]);
+  await page.goto("/");
+  await expect(page.getByRole("link", { name: first })).toBeVisible();
+  await expect(page.locator(".connection")).toHaveText("live");
+  const second = unique("List two");
+  await createPlan(request, second, [{ name: "b" }], { approval_required: true });
+  await expect(page.getByRole("link", { name: second })).toBeVisible();
+  await page.getByTestId("show-awaiting_approval").click();
+  await expect(page.getByRole("link", { name: second })).toBeVisible();
+  await expect(page.getByRole("link", { name: first })).toHaveCount(0);
+  await shot(page, "plans-list");
+});
+
+test("approval gates the board: a card cannot move before, the decision is recorded", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Approve me"), [{ name: "research" }, { name: "write", dependencies: [1] }], {
+    approval_required: true,
+  });
+  await openBoard(page, id);
+  await expect(page.getByTestId("approval-banner")).toBeVisible();
+  await expect(page.getByTestId("card-1").locator(".why")).toHaveText("waits for the plan's approval");
+  await page.getByTestId("target-1").selectOption("in_progress");
+  await page.getByTestId("move-1").click();
+  await expect(page.getByTestId("card-error-1")).toContainText("approv");
+  await shot(page, "board-awaiting-approval");
+
+  await page.getByTestId("reject").click();
+  await expect(page.getByTestId("approval-banner").getByRole("alert")).toContainText("comment is required");
+  await page.getByTestId("approval-comment").fill("looks fine");
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("approval-banner")).toHaveCount(0);
+  await expect(page.getByTestId("column-ready").getByTestId("card-1")).toBeVisible();
+
+  await page.getByTestId("target-1").selectOption("in_progress");
+  await page.getByTestId("move-1").click();
+  await expect(page.getByTestId("column-in_progress").getByTestId("card-1")).toBeVisible();
+  await page.getByTestId("tab-timeline").click();
+  await expect(page.locator(".entries")).toContainText("approved the plan: “looks fine”");
+  await expect(page.locator(".entries")).toContainText("#1 'research': todo → in_progress");
+});
+
+test("a rejection needs a comment and shows who rejected and why", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Reject me"), [{ name: "x" }], { approval_required: true });
+  await openBoard(page, id);
+  await page.getByTestId("approval-comment").fill("split step 1 first");
+  await page.getByTestId("reject").click();
+  await expect(page.getByTestId("rejected-note")).toContainText("“split step 1 first”");
+  await expect(page.getByTestId("plan-state")).toHaveText("draft");
+});
+
+test("the DAG view lays out the graph, marks ready nodes and opens a node's details", async ({ page, request }) => {
+  const subs = [
+    { name: "plan" },
+    { name: "frontend", dependencies: [1] },
+    { name: "backend", dependencies: [1] },
+    { name: "integrate", dependencies: [2, 3] },
+    { name: "docs" },
+  ];
+  const id = await createPlan(request, unique("Graph"), subs);
+  await openBoard(page, id, "dag");
+  await expect(page.getByTestId("dag")).toBeVisible();
+  await expect(page.locator("svg.dag .node")).toHaveCount(5);
+  await expect(page.locator("svg.dag .edge")).toHaveCount(4);
+  await expect(page.locator("svg.dag .node.ready")).toHaveCount(2);
+  await page.getByTestId("node-4").click();
+  await expect(page.getByTestId("details")).toContainText("integrate");
+  await shot(page, "board-dag");
+});
+
+test("a DAG of 200 subtasks stays readable by scrolling", async ({ page, request }) => {
+  const subs = Array.from({ length: 200 }, (_, i) => ({
+    name: `step ${i + 1}`,
+    dependencies: i === 0 ? [] : [Math.max(1, i - (i % 7))],
+  }));
+  const id = await createPlan(request, unique("Big graph"), subs, { max_subtasks: 200 });
+  await openBoard(page, id, "dag");
+  await expect(page.locator("svg.dag .node")).toHaveCount(200);
+  const box = await page.getByTestId("node-200").boundingBox();
+  expect(box!.width).toBeGreaterThan(100); // nodes keep their size, the view scrolls
+  await shot(page, "board-dag-200");
+});
+
+test("the timeline replays the board as it was after any event", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Replay"), [{ name: "one" }, { name: "two" }]);
+  await setState(request, id, 1, "in_progress");
+  await setState(request, id, 1, "done");
+  await openBoard(page, id, "timeline");
+  const entries = page.getByTestId("timeline-entry");
+  await expect(entries.first()).toContainText("#1 'one': in_progress → done");
+  await page.getByTestId("replay").fill("1");
+  await expect(page.getByTestId("replayed")).toContainText("v1");
+  await expect(page.getByTestId("replayed")).toContainText("#1 one — todo");
+  await shot(page, "board-timeline");
+});
+
+test("direct edits: add, refuse a cycle inline, and a stale edit keeps the typed text", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Edit me"), [{ name: "a" }, { name: "b", dependencies: [1] }]);
+  await openBoard(page, id);
+  await page.getByTestId("add-name").fill("c");
+  await page.getByTestId("add-deps").fill("2");
+  await page.getByTestId("add-submit").click();
+  await expect(page.getByTestId("card-3")).toBeVisible();
+
+  await page.getByTestId("open-1").click();
+  await page.getByTestId("edit-deps").fill("3");
+  await page.getByTestId("edit-save").click();
+  await expect(page.getByTestId("edit-error")).toContainText("cycle");
+
+  // Someone else renames #1 while this person types.
+  await page.getByTestId("edit-deps").fill("");
+  await page.getByTestId("edit-name").fill("my better name");
+  const res = await request.patch(`/api/plans/${id}/subtasks/1`, { data: { name: "agent's name" } });
+  expect(res.ok(), await res.text()).toBeTruthy();
+  await expect(page.getByTestId("card-1")).toContainText("agent's name");
+  await expect(page.getByTestId("edit-name")).toHaveValue("my better name");
+  await page.getByTestId("edit-save").click();
+  await expect(page.getByTestId("edit-error")).toContainText("changed while you were editing");
+  await expect(page.getByTestId("edit-name")).toHaveValue("my better name");
+  await page.getByTestId("edit-save").click();
+  await expect(page.getByTestId("card-1")).toContainText("my better name");
+  await shot(page, "board-edit");
+});
+
+test("comments on the plan and on a subtask appear live for another viewer", async ({ browser, request }) => {
+  const id = await createPlan(request, unique("Discuss"), [{ name: "a" }]);
+  const alice = await (await browser.newContext()).newPage();
+  const bob = await (await browser.newContext()).newPage();
+  await openBoard(alice, id);
+  await openBoard(bob, id);
+  await alice.getByTestId("comment-body").fill("first thought");
+  await alice.getByTestId("comment-send").click();
+  await expect(bob.getByTestId("comment")).toContainText("first thought", { timeout: 1000 });
+  await bob.getByTestId("target-1").selectOption("in_progress");
+  await bob.getByTestId("move-1").click();
+  await expect(alice.getByTestId("column-in_progress").getByTestId("card-1")).toBeVisible({ timeout: 1000 });
+});
+
+test("agent text renders inert: a subtask named like markup stays text", async ({ page, request }) => {
+  const evil = "<img src=x onerror=alert(1)>";
+  const id = await createPlan(request, evil, [{ name: evil }]);
+  let dialogs = 0;
+  page.on("dialog", async (d) => {
+    dialogs++;
+    await d.dismiss();
+  });
+  await openBoard(page, id);
+  await expect(page.getByTestId("card-1")).toContainText(evil);
+  await expect(page.getByTestId("plan-title")).toHaveText(evil);
+  await expect(page.locator(".board img")).toHaveCount(0);
+  await page.getByTestId("tab-dag").click();
+  await page.getByTestId("tab-timeline").click();
+  expect(dialogs).toBe(0);
+});
+
+test("a dropped connection shows reconnecting and then catches up", async ({ page, request }) => {
+  // Chromium's offline emulation leaves open streams alone, so the drop is
+  // made in the page: every EventSource is recorded, then closed with an
+  // error as a network failure would; new stream requests fail until the
+  // "network" is back.
+  await page.addInitScript(() => {
+    const Original = window.EventSource;
+    const opened: EventSource[] = [];
+    (window as any).__streams = opened;
+    (window as any).EventSource = class extends Original {
+      constructor(url: string | URL, init?: EventSourceInit) {
+        super(url, init);
+        opened.push(this);
+      }
+    };
+  });
+  const id = await createPlan(request, unique("Offline"), [{ name: "a" }, { name: "b" }]);
+  await openBoard(page, id);
+  let down = true;
+  await page.route("**/stream**", (route) => (down ? route.abort() : route.continue()));
+  await page.evaluate(() =>
+    (window as any).__streams.forEach((s: EventSource) => {
+      s.close();
+      s.dispatchEvent(new Event("error"));
+    }),
+  );
+  await expect(page.getByTestId("connection")).toHaveText("reconnecting…");
+  await setState(request, id, 1, "in_progress");
+  await setState(request, id, 2, "skipped");
+  await shot(page, "board-reconnecting");
+  down = false;
+  await expect(page.getByTestId("connection")).toHaveText("live", { timeout: 10_000 });
+  await expect(page.getByTestId("column-in_progress").getByTestId("card-1")).toBeVisible();
+  await expect(page.getByTestId("column-skipped").getByTestId("card-2")).toBeVisible();
+  // Caught up once each: the timeline holds every event exactly once.
+  await page.getByTestId("tab-timeline").click();
+  await expect(page.getByTestId("timeline-entry").filter({ hasText: "#1 'a': todo → in_progress" })).toHaveCount(1);
+});
+
+test("a person creates a plan by hand and lands on its board", async ({ page }) => {
+  const title = unique("Hand made");
+  await page.goto("/plans/new");
+  await page.getByTestId("plan-title-input").fill(title);
+  await page.getByTestId("approval-required").uncheck();
+  await page.getByTestId("sub-name-1").fill("gather");
+  await page.getByTestId("add-row").click();
+  await page.getByTestId("sub-name-2").fill("decide");
+  await page.getByTestId("sub-deps-2").fill("1");
+  await shot(page, "new-plan");
+  await page.getByTestId("create-plan").click();
+  await expect(page).toHaveURL(/\/plans\/[0-9a-f-]{36}$/);
+  await expect(page.getByTestId("plan-title")).toHaveText(title);
+  await expect(page.getByTestId("column-waiting").getByTestId("card-2")).toBeVisible();
+});
+
+test("history lists finished plans with outcome and opens their timeline", async ({ page, request }) => {
+  const title = unique("Finished");
+  const id = await createPlan(request, title, [{ name: "only" }]);
+  await setState(request, id, 1, "in_progress");
+  await setState(request, id, 1, "done");
+  const res = await request.post(`/api/plans/${id}/finish`, { data: { state: "done", outcome: "all shipped" } });
+  expect(res.ok(), await res.text()).toBeTruthy();
+  await page.goto("/history");
+  const row = page.getByTestId("history-row").filter({ hasText: title });
+  await expect(row).toContainText("all shipped");
+  await shot(page, "history");
+  await row.getByRole("link", { name: title }).click();
+  await expect(page.getByTestId("timeline-entry").first()).toContainText("plan: running → done");
+});
+
+test("from a state change to the board showing it: median of 20", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Latency"), [{ name: "ping" }]);
+  await openBoard(page, id);
+  const times: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const to = i % 2 === 0 ? "in_progress" : "todo";
+    const column = to === "in_progress" ? "column-in_progress" : "column-ready";
+    const t0 = Date.now();
+    await setState(request, id, 1, to);
+    await page.getByTestId(column).getByTestId("card-1").waitFor();
+    times.push(Date.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const median = (times[9] + times[10]) / 2;
+  console.log(`state change → board update: median ${median} ms, min ${times[0]} ms, max ${times[19]} ms (20 changes)`);
+  expect(median).toBeGreaterThan(0);
+});
