@@ -13,6 +13,10 @@
 //! - [`pages`]: plans list, history, new plan;
 //! - [`board`]: the plan board and its views.
 
+// The board's view types nest deeply in release builds (without
+// `erase_components`).
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod board;
 pub mod live;

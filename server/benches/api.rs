@@ -6,7 +6,8 @@
 //! - throughput at 32 clients, each walking its own plan;
 //! - fan-out: 1,000 SSE subscribers on one plan, time from sending a change
 //!   to its delivery at each subscriber (p50/p99, and the slowest of each
-//!   change), and resident memory per subscriber.
+//!   change), and resident memory per subscriber;
+//! - the board's server-side render for a 500-subtask plan, per view.
 //!
 //! Clients run in the same process as the server (on the same 2 cores), so
 //! every number includes the client's own cost. SQLite always; PostgreSQL
@@ -235,6 +236,69 @@ async fn fan_out(subscribers: usize) {
     }
 }
 
+/// Server-side render of the board for a 500-subtask plan, each view,
+/// through HTTP: the log is read, folded, laid out and rendered to HTML.
+async fn board_render() {
+    let r = start(None).await;
+    let subtasks: Vec<Value> = (1..=500)
+        .map(|i| {
+            let deps: Vec<u32> = match i {
+                1..=10 => vec![],
+                _ if i % 7 == 0 => vec![i - 10, i - 3],
+                _ => vec![i - 10],
+            };
+            json!({"name": format!("subtask number {i}"), "dependencies": deps})
+        })
+        .collect();
+    let plan: Value = r
+        .client
+        .post(format!("{}/api/plans", r.base))
+        .json(&json!({"title": "five hundred", "max_subtasks": 500, "subtasks": subtasks}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = plan["plan"]["id"].as_str().unwrap().to_string();
+    // Some history for the timeline: ten subtasks started and finished.
+    for sid in 1..=10 {
+        for state in ["in_progress", "done"] {
+            let url = format!("{}/api/plans/{id}/subtasks/{sid}/state", r.base);
+            let ok = r
+                .client
+                .post(url)
+                .json(&json!({"state": state}))
+                .send()
+                .await
+                .unwrap();
+            assert!(ok.status().is_success());
+        }
+    }
+    for view in ["kanban", "dag", "timeline"] {
+        let url = format!("{}/plans/{id}?view={view}", r.base);
+        let mut times = Vec::new();
+        let mut size = 0;
+        for round in 0..55 {
+            let t = Instant::now();
+            let response = r.client.get(&url).send().await.unwrap();
+            assert!(response.status().is_success());
+            let html = response.text().await.unwrap();
+            if round >= 5 {
+                times.push(t.elapsed());
+            }
+            size = html.len();
+        }
+        times.sort();
+        println!(
+            "board SSR, 500 subtasks, {view}: p50 {}, p99 {} (50 renders, {:.0} KiB of HTML)",
+            ms(percentile(&times, 0.5)),
+            ms(percentile(&times, 0.99)),
+            size as f64 / 1024.0
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -249,5 +313,6 @@ fn main() {
             latency_and_throughput("PostgreSQL", Some(&url)).await;
         }
         fan_out(1000).await;
+        board_render().await;
     });
 }

@@ -15,6 +15,10 @@
 //! - [`session`]: signing in to the board in token mode;
 //! - [`router`] / [`start`]: everything wired together; `main.rs` binds it.
 
+// The board's view types nest deeply in release builds (without
+// `erase_components`).
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod auth;
 pub mod board;

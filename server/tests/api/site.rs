@@ -170,3 +170,48 @@ async fn the_openapi_document_lists_the_api_routes() {
         assert!(paths.contains_key(path), "{path} is documented");
     }
 }
+
+#[tokio::test]
+async fn viewers_see_the_board_without_edit_controls() {
+    let server = crate::auth::token_mode()
+        .await
+        .with_token(crate::auth::OPERATOR);
+    let id = server
+        .create(json!({"title": "look only", "subtasks": [{"name": "a"}]}))
+        .await;
+    let board = |token: &'static str| {
+        let url = server.url(&format!("/plans/{id}"));
+        let client = server.client.clone();
+        async move {
+            let cookie = format!("{}={token}", server::auth::SESSION_COOKIE);
+            let response = client
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            response.text().await.unwrap()
+        }
+    };
+    let operator = board(crate::auth::OPERATOR).await;
+    assert!(operator.contains(r#"data-testid="move-1""#), "{operator}");
+    assert!(operator.contains(r#"data-testid="add-submit""#));
+    let viewer = board(crate::auth::VIEWER).await;
+    assert!(
+        viewer.contains(r#"data-testid="card-1""#),
+        "the viewer sees the card"
+    );
+    assert!(
+        !viewer.contains(r#"data-testid="move-1""#),
+        "but cannot move it"
+    );
+    assert!(
+        !viewer.contains(r#"data-testid="add-submit""#),
+        "or add subtasks"
+    );
+    assert!(
+        !viewer.contains(r#"data-testid="comment-send""#),
+        "or comment"
+    );
+}
