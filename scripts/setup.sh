@@ -74,6 +74,11 @@ ensure_chromium() {
     step "installing Chromium from Debian (Playwright's own download cannot work here)"
     apt_install chromium
   fi
+  # A CJK font, so the Chinese UI's screenshots show characters, not boxes.
+  if [ ! -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]; then
+    step "installing a Chinese font for the browser tests"
+    apt_install fonts-wqy-microhei
+  fi
 }
 
 # PostgreSQL for the store tests: start the local cluster (installing it

@@ -120,9 +120,10 @@ async fn editor() -> Result<Result<Viewer, BoardError>, ServerFnError> {
     Ok(if viewer.can_edit {
         Ok(viewer)
     } else {
-        Err(BoardError::Forbidden(format!(
-            "{} may look but not change plans (viewer role)",
-            viewer.name
+        let name = &viewer.name;
+        Err(BoardError::Forbidden(crate::i18n::detect().pick(
+            format!("{name} may look but not change plans (viewer role)"),
+            format!("{name} 只能查看，不能修改计划（只读角色）"),
         )))
     })
 }

@@ -10,6 +10,7 @@
 //! - [`shell`] and [`App`]: the HTML document, the top bar and the router;
 //! - [`api`]: the types, the server's [`api::BoardBackend`] and the server functions;
 //! - [`live`]: SSE streams through leptos-use;
+//! - [`i18n`]: the UI's language (English or Chinese) and its switch;
 //! - [`pages`]: plans list, history, new plan;
 //! - [`board`]: the plan board and its views.
 
@@ -19,22 +20,26 @@
 
 pub mod api;
 pub mod board;
+pub mod i18n;
 pub mod live;
 pub mod pages;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes};
+use leptos_router::hooks::use_location;
 use leptos_router::path;
 
 use board::BoardPage;
+use i18n::{use_lang, Lang};
 use pages::{history::HistoryPage, new_plan::NewPlanPage, plans::PlansPage};
 
 /// The HTML document around the app; the server renders it for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let lang = i18n::detect();
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang=lang.code()>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
@@ -54,28 +59,15 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    let viewer = Resource::new(|| (), |_| api::whoami());
+    provide_context(i18n::detect());
+    let lang = use_lang();
     view! {
         <Stylesheet id="leptos" href="/pkg/planboard.css"/>
         <Title text="planboard"/>
         <Router>
-            <header class="topbar">
-                <a class="brand" href="/">"planboard"</a>
-                <nav class="main-nav" aria-label="Main">
-                    <a href="/">"Plans"</a>
-                    <a href="/history">"History"</a>
-                    <a href="/plans/new">"New plan"</a>
-                </nav>
-                <Transition fallback=|| ()>
-                    {move || viewer.get().and_then(Result::ok).map(|v| view! {
-                        <span class="viewer" data-testid="viewer">
-                            {v.name}{(!v.can_edit).then_some(" (viewer)")}
-                        </span>
-                    })}
-                </Transition>
-            </header>
+            <TopBar/>
             <main>
-                <Routes fallback=|| view! { <p class="not-found">"Page not found."</p> }>
+                <Routes fallback=move || view! { <p class="not-found">{lang.pick("Page not found.", "页面不存在。")}</p> }>
                     <Route path=path!("/") view=PlansPage/>
                     <Route path=path!("/history") view=HistoryPage/>
                     <Route path=path!("/plans/new") view=NewPlanPage/>
@@ -83,6 +75,60 @@ pub fn App() -> impl IntoView {
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+#[component]
+fn TopBar() -> impl IntoView {
+    let lang = use_lang();
+    let viewer = Resource::new(|| (), |_| api::whoami());
+    let location = use_location();
+    // The switch is a plain link: the server sets the cookie and sends the
+    // person back to the page they were on, rendered in the other language.
+    let other = lang.pick(Lang::Zh, Lang::En);
+    let switch_href = move || {
+        let search = location.search.get();
+        let here = if search.is_empty() {
+            location.pathname.get()
+        } else {
+            format!("{}?{search}", location.pathname.get())
+        };
+        format!(
+            "/lang/{}?back={}",
+            other.code(),
+            pages::plans::urlencode(&here)
+        )
+    };
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/">"planboard"</a>
+            <nav class="main-nav" aria-label=lang.pick("Main", "主导航")>
+                <a href="/">{lang.pick("Plans", "计划")}</a>
+                <a href="/history">{lang.pick("History", "历史")}</a>
+                <a href="/plans/new">{lang.pick("New plan", "新建计划")}</a>
+            </nav>
+            <a
+                class="lang-switch"
+                href=switch_href
+                // A full page load: the server sets the cookie and renders
+                // the page in the other language (the router would try to
+                // route `/lang/…` itself).
+                rel="external"
+                lang=other.code()
+                hreflang=other.code()
+                aria-label=lang.pick("中文界面 (Chinese)", "English interface (英文)")
+                data-testid="lang-switch"
+            >
+                {lang.pick("中文", "English")}
+            </a>
+            <Transition fallback=|| ()>
+                {move || viewer.get().and_then(Result::ok).map(|v| view! {
+                    <span class="viewer" data-testid="viewer">
+                        {v.name}{(!v.can_edit).then_some(lang.pick(" (viewer)", "（只读）"))}
+                    </span>
+                })}
+            </Transition>
+        </header>
     }
 }
 

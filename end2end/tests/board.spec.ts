@@ -40,7 +40,7 @@ test("approval gates the board: a card cannot move before, the decision is recor
   await expect(page.getByTestId("column-in_progress").getByTestId("card-1")).toBeVisible();
   await page.getByTestId("tab-timeline").click();
   await expect(page.locator(".entries")).toContainText("approved the plan: “looks fine”");
-  await expect(page.locator(".entries")).toContainText("#1 'research': todo → in_progress");
+  await expect(page.locator(".entries")).toContainText("#1 'research': todo → in progress");
 });
 
 test("a rejection needs a comment and shows who rejected and why", async ({ page, request }) => {
@@ -90,7 +90,7 @@ test("the timeline replays the board as it was after any event", async ({ page, 
   await setState(request, id, 1, "done");
   await openBoard(page, id, "timeline");
   const entries = page.getByTestId("timeline-entry");
-  await expect(entries.first()).toContainText("#1 'one': in_progress → done");
+  await expect(entries.first()).toContainText("#1 'one': in progress → done");
   await page.getByTestId("replay").fill("1");
   await expect(page.getByTestId("replayed")).toContainText("v1");
   await expect(page.getByTestId("replayed")).toContainText("#1 one — todo");
@@ -192,7 +192,7 @@ test("a dropped connection shows reconnecting and then catches up", async ({ pag
   await expect(page.getByTestId("column-skipped").getByTestId("card-2")).toBeVisible();
   // Caught up once each: the timeline holds every event exactly once.
   await page.getByTestId("tab-timeline").click();
-  await expect(page.getByTestId("timeline-entry").filter({ hasText: "#1 'a': todo → in_progress" })).toHaveCount(1);
+  await expect(page.getByTestId("timeline-entry").filter({ hasText: "#1 'a': todo → in progress" })).toHaveCount(1);
 });
 
 test("a person creates a plan by hand and lands on its board", async ({ page }) => {
@@ -242,4 +242,31 @@ test("from a state change to the board showing it: median of 20", async ({ page,
   const median = (times[9] + times[10]) / 2;
   console.log(`state change → board update: median ${median} ms, min ${times[0]} ms, max ${times[19]} ms (20 changes)`);
   expect(median).toBeGreaterThan(0);
+});
+
+test("the language switch shows the board in Chinese and back; the plan keeps its own words", async ({ page, request }) => {
+  const title = unique("Bilingual");
+  const id = await createPlan(request, title, [{ name: "research" }, { name: "write", dependencies: [1] }]);
+  await openBoard(page, id);
+  await page.getByTestId("lang-switch").click();
+  await expect(page.locator("html")).toHaveAttribute("lang", "zh");
+  await expect(page.getByTestId("connection")).toHaveText("实时");
+  await expect(page.getByTestId("column-ready").locator("h2")).toContainText("就绪");
+  await expect(page.getByTestId("card-2").locator(".why")).toHaveText("等待 #1");
+  await expect(page.getByTestId("plan-title")).toHaveText(title);
+  await expect(page.getByTestId("card-1")).toContainText("research");
+  // The page hydrated in Chinese: moving a card still works and the
+  // timeline describes it in Chinese.
+  await page.getByTestId("target-1").selectOption("in_progress");
+  await page.getByTestId("move-1").click();
+  await expect(page.getByTestId("column-in_progress").getByTestId("card-1")).toBeVisible();
+  await page.getByTestId("tab-timeline").click();
+  await expect(page.locator(".entries")).toContainText("#1 'research'：待办 → 进行中");
+  await shot(page, "board-timeline-zh");
+  await page.goto("/");
+  await expect(page.getByRole("heading", { name: "计划" })).toBeVisible();
+  await shot(page, "plans-list-zh");
+  await page.getByTestId("lang-switch").click();
+  await expect(page.locator("html")).toHaveAttribute("lang", "en");
+  await expect(page.getByRole("heading", { name: "Plans" })).toBeVisible();
 });

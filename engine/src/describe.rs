@@ -112,7 +112,7 @@ pub fn describe(event: &Event, before: &Plan, lang: Lang) -> String {
                 .as_deref()
                 .map(|n| format!(": {n}"))
                 .unwrap_or_default();
-            let (from, to) = (from.as_str(), to.as_str());
+            let (from, to) = (from.label(lang), to.label(lang));
             if zh {
                 format!("{}：{from} → {to}{note}", name(before, *id))
             } else {
@@ -138,7 +138,7 @@ pub fn describe(event: &Event, before: &Plan, lang: Lang) -> String {
                 .as_deref()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default();
-            let (from, to) = (from.as_str(), to.as_str());
+            let (from, to) = (from.label(lang), to.label(lang));
             if zh {
                 format!("计划：{from} → {to}{reason}")
             } else {
@@ -209,11 +209,11 @@ mod tests {
             .unwrap();
         assert_eq!(
             describe(changed, &before, Lang::En),
-            "#1 'write tests': todo → in_progress"
+            "#1 'write tests': todo → in progress"
         );
         assert_eq!(
             describe(changed, &before, Lang::Zh),
-            "#1 'write tests'：todo → in_progress"
+            "#1 'write tests'：待办 → 进行中"
         );
     }
 }

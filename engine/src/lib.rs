@@ -25,7 +25,8 @@
 //!   queries off the O(n) path.
 //! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON.
 //! - [`layout`]: the layered drawing of the dependency graph for the board.
-//! - [`describe`](mod@describe): one readable line per event, for timelines.
+//! - [`describe`](mod@describe): one readable line per event, for timelines;
+//!   `words`: state and mode labels in English and Chinese.
 //! - [`hint`]: the per-step hint texts, English and Chinese, in a bounded window.
 //! - [`dialect`] and [`tools`]: the operations as LLM tools in four dialects
 //!   (canonical, PlanManager, OpenManus, AgentScope) with schemars-generated
@@ -46,6 +47,7 @@ pub mod progress;
 pub mod render;
 pub mod tools;
 pub mod transitions;
+mod words;
 
 pub use apply::{apply, create};
 pub use command::{Command, InfoPatch, Op, Position, SubtaskPatch};

@@ -120,6 +120,7 @@ pub fn router(options: LeptosOptions, services: Services) -> Router {
     let sessions = Router::new()
         .route("/login", get(session::form).post(session::sign_in))
         .route("/logout", axum::routing::post(session::sign_out))
+        .route("/lang/{code}", get(session::switch_language))
         .with_state(services.access.clone());
     Router::new()
         .route("/healthz", get(healthz))

@@ -1,10 +1,12 @@
 //! Signing in to the board in token mode: a form that takes a token once
 //! and keeps it in an HttpOnly, SameSite=Strict cookie; signing out clears
-//! it. In local mode there is nothing to sign in to.
+//! it. In local mode there is nothing to sign in to. Also the language
+//! switch, which needs no sign-in: it only sets a cookie.
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use app::i18n::{choose, Lang, LANG_COOKIE};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Form;
@@ -18,21 +20,37 @@ pub struct SignIn {
     token: String,
 }
 
-fn page(message: Option<&str>) -> Html<String> {
+fn page(lang: Lang, message: Option<&str>) -> Html<String> {
     let message = message
         .map(|m| format!(r#"<p class="error" role="alert">{}</p>"#, escape(m)))
         .unwrap_or_default();
+    let code = lang.code();
+    let title = lang.pick("Sign in", "登录");
+    let label = lang.pick("Access token", "访问令牌");
+    let hint = lang.pick(
+        "Ask the server's administrator for a token (PLANBOARD_TOKENS).",
+        "请向服务器管理员索取令牌（PLANBOARD_TOKENS）。",
+    );
+    let (other, other_name) = lang.pick((Lang::Zh, "中文"), (Lang::En, "English"));
+    let other = other.code();
     Html(format!(
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+        r#"<!DOCTYPE html><html lang="{code}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark"><title>Sign in · planboard</title>
+<meta name="color-scheme" content="light dark"><title>{title} · planboard</title>
 <link rel="stylesheet" href="/pkg/planboard.css"></head><body>
 <main class="sign-in"><h1>planboard</h1>
 <form method="post" action="/login">
-<label class="field">Access token<input type="password" name="token" autocomplete="current-password" required autofocus></label>
-{message}<button type="submit" class="primary">Sign in</button></form>
-<p class="hint">Ask the server's administrator for a token (PLANBOARD_TOKENS).</p></main></body></html>"#
+<label class="field">{label}<input type="password" name="token" autocomplete="current-password" required autofocus></label>
+{message}<button type="submit" class="primary">{title}</button></form>
+<p class="hint">{hint}</p>
+<p><a class="lang-switch" href="/lang/{other}?back=/login" lang="{other}" hreflang="{other}">{other_name}</a></p></main></body></html>"#
     ))
+}
+
+/// The language the request asks for (cookie, then Accept-Language).
+fn lang_of(headers: &HeaderMap) -> Lang {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    choose(text(header::COOKIE), text(header::ACCEPT_LANGUAGE))
 }
 
 fn escape(text: &str) -> String {
@@ -42,8 +60,8 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-pub async fn form() -> Html<String> {
-    page(None)
+pub async fn form(headers: HeaderMap) -> Html<String> {
+    page(lang_of(&headers), None)
 }
 
 pub async fn sign_in(
@@ -54,20 +72,18 @@ pub async fn sign_in(
     let Access::Tokens(tokens) = access.as_ref() else {
         return Redirect::to("/").into_response();
     };
+    let lang = lang_of(&headers);
     if !same_origin(&headers) {
-        return (
-            StatusCode::FORBIDDEN,
-            page(Some("Sign in from planboard's own page.")),
-        )
-            .into_response();
+        let why = lang.pick(
+            "Sign in from planboard's own page.",
+            "请从 planboard 自己的页面登录。",
+        );
+        return (StatusCode::FORBIDDEN, page(lang, Some(why))).into_response();
     }
     let token = input.token.trim();
     if !tokens.contains_key(token) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            page(Some("That token is not valid.")),
-        )
-            .into_response();
+        let why = lang.pick("That token is not valid.", "这个令牌无效。");
+        return (StatusCode::UNAUTHORIZED, page(lang, Some(why))).into_response();
     }
     let cookie = format!("{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
     ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
@@ -76,4 +92,31 @@ pub async fn sign_in(
 pub async fn sign_out() -> Response {
     let cookie = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
     ([(header::SET_COOKIE, cookie)], Redirect::to("/login")).into_response()
+}
+
+#[derive(Deserialize)]
+pub struct Back {
+    back: Option<String>,
+}
+
+/// `GET /lang/{en|zh}?back=/path`: remembers the UI language for a year
+/// and returns to the page, which the server then renders in it. Only a
+/// path on this site is followed back, so the link cannot send anyone away.
+pub async fn switch_language(Path(code): Path<String>, Query(back): Query<Back>) -> Response {
+    let Some(lang) = Lang::parse(&code) else {
+        return (
+            StatusCode::NOT_FOUND,
+            "unknown language: use /lang/en or /lang/zh",
+        )
+            .into_response();
+    };
+    let back = back
+        .back
+        .filter(|b| b.starts_with('/') && !b.starts_with("//") && !b.contains('\\'))
+        .unwrap_or_else(|| "/".into());
+    let cookie = format!(
+        "{LANG_COOKIE}={}; Path=/; Max-Age=31536000; SameSite=Lax",
+        lang.code()
+    );
+    ([(header::SET_COOKIE, cookie)], Redirect::to(&back)).into_response()
 }

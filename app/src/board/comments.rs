@@ -8,6 +8,7 @@ use super::Board;
 
 #[component]
 pub fn Comments(board: Board) -> impl IntoView {
+    let lang = board.lang;
     let body = RwSignal::new(String::new());
     let on_subtask = RwSignal::new(None::<SubtaskId>);
     let error = RwSignal::new(None::<String>);
@@ -17,12 +18,14 @@ pub fn Comments(board: Board) -> impl IntoView {
                 .iter()
                 .rev()
                 .map(|c| {
-                    let on = c.subtask.map(|s| format!(" on #{}", s.0));
+                    let on = c
+                        .subtask
+                        .map(|s| lang.pick(format!(" on #{}", s.0), format!("（#{}）", s.0)));
                     view! {
                         <li class="comment" data-testid="comment">
                             <p class="comment-head">
                                 <strong>{c.author.clone()}</strong>{on}" · "
-                                <time>{c.at.format("%Y-%m-%d %H:%M").to_string()}</time>
+                                <time>{super::stamp(&c.at, false)}</time>
                             </p>
                             <p class="comment-body">{c.body.clone()}</p>
                         </li>
@@ -43,7 +46,9 @@ pub fn Comments(board: Board) -> impl IntoView {
         ev.prevent_default();
         let text = body.get_untracked();
         if text.trim().is_empty() {
-            error.set(Some("Write something first.".into()));
+            error.set(Some(
+                lang.pick("Write something first.", "请先写点内容。").into(),
+            ));
             return;
         }
         let subtask = on_subtask.get_untracked();
@@ -62,27 +67,27 @@ pub fn Comments(board: Board) -> impl IntoView {
                     body.set(String::new());
                     error.set(None);
                 }
-                Err(e) => error.set(Some(super::explain(&e))),
+                Err(e) => error.set(Some(super::explain(&e, lang))),
             }
         });
     };
     view! {
-        <section class="comments" aria-label="Comments">
-            <h2>"Comments"</h2>
+        <section class="comments" aria-label=lang.pick("Comments", "评论")>
+            <h2>{lang.pick("Comments", "评论")}</h2>
             <Show when=move || board.can_edit()>
                 <form on:submit=send class="comment-form">
                     <label class="field">
-                        "On"
+                        {lang.pick("On", "针对")}
                         <select on:change=move |ev| on_subtask.set(event_target_value(&ev).parse().ok().map(SubtaskId))>
-                            <option value="">"the whole plan"</option>
+                            <option value="">{lang.pick("the whole plan", "整个计划")}</option>
                             {subtask_options}
                         </select>
                     </label>
                     <label class="field">
-                        "Comment"
+                        {lang.pick("Comment", "评论")}
                         <textarea prop:value=move || body.get() on:input=move |ev| body.set(event_target_value(&ev)) data-testid="comment-body"></textarea>
                     </label>
-                    <button type="submit" data-testid="comment-send">"Comment"</button>
+                    <button type="submit" data-testid="comment-send">{lang.pick("Comment", "发表评论")}</button>
                     <Show when=move || error.get().is_some()>
                         <p class="error" role="alert">{move || error.get()}</p>
                     </Show>

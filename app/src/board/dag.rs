@@ -9,11 +9,15 @@ use plan_engine::{PlanState, SubtaskId};
 
 use super::Board;
 
-const NODE_W: f64 = 180.0;
-const NODE_H: f64 = 44.0;
-const GAP_X: f64 = 70.0;
-const GAP_Y: f64 = 20.0;
-const MARGIN: f64 = 12.0;
+// Whole pixels: no float ever gets formatted, which keeps the float
+// printing code out of the wasm.
+const NODE_W: usize = 180;
+const NODE_H: usize = 44;
+const GAP_X: usize = 70;
+const GAP_Y: usize = 20;
+const MARGIN: usize = 12;
+/// Zoom in percent, and its bounds.
+const ZOOMS: [usize; 9] = [25, 33, 50, 67, 80, 100, 125, 160, 200];
 
 fn short(name: &str) -> String {
     let mut out: String = name.chars().take(22).collect();
@@ -25,7 +29,8 @@ fn short(name: &str) -> String {
 
 #[component]
 pub fn Dag(board: Board) -> impl IntoView {
-    let zoom = RwSignal::new(1.0_f64);
+    let lang = board.lang;
+    let zoom = RwSignal::new(ZOOMS.iter().position(|z| *z == 100).unwrap_or(0));
     let drawing = move || {
         board.plan.with(|plan| {
             let drawn = layout(plan);
@@ -35,13 +40,13 @@ pub fn Dag(board: Board) -> impl IntoView {
             let at = |id: SubtaskId| {
                 drawn.nodes.iter().find(|n| n.id == id).map(|n| {
                     (
-                        MARGIN + n.layer as f64 * (NODE_W + GAP_X),
-                        MARGIN + n.slot as f64 * (NODE_H + GAP_Y),
+                        MARGIN + n.layer * (NODE_W + GAP_X),
+                        MARGIN + n.slot * (NODE_H + GAP_Y),
                     )
                 })
             };
-            let width = MARGIN * 2.0 + drawn.layers as f64 * (NODE_W + GAP_X) - GAP_X;
-            let height = MARGIN * 2.0 + drawn.widest as f64 * (NODE_H + GAP_Y) - GAP_Y;
+            let width = (MARGIN * 2 + drawn.layers * (NODE_W + GAP_X)).saturating_sub(GAP_X);
+            let height = (MARGIN * 2 + drawn.widest * (NODE_H + GAP_Y)).saturating_sub(GAP_Y);
             let on_path = |a: SubtaskId, b: SubtaskId| {
                 critical
                     .windows(2)
@@ -51,9 +56,9 @@ pub fn Dag(board: Board) -> impl IntoView {
             for s in &plan.subtasks {
                 for d in &s.dependencies {
                     if let (Some((x1, y1)), Some((x2, y2))) = (at(*d), at(s.id)) {
-                        let (sx, sy) = (x1 + NODE_W, y1 + NODE_H / 2.0);
-                        let (ex, ey) = (x2, y2 + NODE_H / 2.0);
-                        let mid = (sx + ex) / 2.0;
+                        let (sx, sy) = (x1 + NODE_W, y1 + NODE_H / 2);
+                        let (ex, ey) = (x2, y2 + NODE_H / 2);
+                        let mid = (sx + ex) / 2;
                         let path = format!("M{sx},{sy} C{mid},{sy} {mid},{ey} {ex},{ey}");
                         let class = if on_path(*d, s.id) { "edge critical" } else { "edge" };
                         edges.push(view! { <path d=path class=class marker-end="url(#arrow)"></path> });
@@ -72,7 +77,7 @@ pub fn Dag(board: Board) -> impl IntoView {
                         if ready.contains(&id) { " ready" } else { "" },
                         if critical.contains(&id) { " critical" } else { "" }
                     );
-                    let title = format!("#{} {} ({})", id.0, s.name, s.state.as_str().replace('_', " "));
+                    let title = format!("#{} {} ({})", id.0, s.name, s.state.label(lang));
                     let label = title.clone();
                     Some(view! {
                         <g
@@ -91,21 +96,24 @@ pub fn Dag(board: Board) -> impl IntoView {
                         >
                             <title>{title}</title>
                             <rect width=NODE_W height=NODE_H rx="6"></rect>
-                            <text x="10" y="18" class="node-id">"#"{id.0}" · "{s.state.as_str().replace('_', " ")}</text>
+                            <text x="10" y="18" class="node-id">"#"{id.0}" · "{s.state.label(lang)}</text>
                             <text x="10" y="35" class="node-name">{short(&s.name)}</text>
                         </g>
                     })
                 })
                 .collect_view();
-            let scale = zoom.get();
+            let percent = ZOOMS[zoom.get()];
             view! {
                 <svg
                     class="dag"
                     viewBox=format!("0 0 {width} {height}")
-                    width=width * scale
-                    height=height * scale
+                    width=width * percent / 100
+                    height=height * percent / 100
                     role="img"
-                    aria-label=format!("Dependency graph: {} subtasks in {} layers", plan.subtasks.len(), drawn.layers)
+                    aria-label=lang.pick(
+                        format!("Dependency graph: {} subtasks in {} layers", plan.subtasks.len(), drawn.layers),
+                        format!("依赖图：{} 个子任务，{} 层", plan.subtasks.len(), drawn.layers),
+                    )
                     data-testid="dag"
                 >
                     <defs>
@@ -121,12 +129,12 @@ pub fn Dag(board: Board) -> impl IntoView {
     };
     view! {
         <div class="dag-tools">
-            <button on:click=move |_| zoom.update(|z| *z = (*z / 1.25).max(0.25)) aria-label="Zoom out">"−"</button>
-            <span>{move || format!("{:.0}%", zoom.get() * 100.0)}</span>
-            <button on:click=move |_| zoom.update(|z| *z = (*z * 1.25).min(3.0)) aria-label="Zoom in">"+"</button>
+            <button on:click=move |_| zoom.update(|z| *z = z.saturating_sub(1)) aria-label=lang.pick("Zoom out", "缩小")>"−"</button>
+            <span>{move || format!("{}%", ZOOMS[zoom.get()])}</span>
+            <button on:click=move |_| zoom.update(|z| *z = (*z + 1).min(ZOOMS.len() - 1)) aria-label=lang.pick("Zoom in", "放大")>"+"</button>
             <span class="legend">
-                <span class="key ready">"ready"</span>
-                <span class="key critical">"critical path"</span>
+                <span class="key ready">{lang.pick("ready", "就绪")}</span>
+                <span class="key critical">{lang.pick("critical path", "关键路径")}</span>
             </span>
         </div>
         <div class="dag-scroll">{drawing}</div>

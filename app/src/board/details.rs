@@ -4,19 +4,22 @@
 //! person saw, so a plan that moved on meanwhile is a clear "changed" error.
 
 use leptos::prelude::*;
-use plan_engine::{NewSubtask, Op, Position, SubtaskId, SubtaskPatch};
+use plan_engine::{Lang, NewSubtask, Op, Position, SubtaskId, SubtaskPatch};
 
 use super::{explain, Board};
 
 /// "1, 2 #3" → the ids; anything else is an error in words.
-pub fn parse_ids(text: &str) -> Result<Vec<SubtaskId>, String> {
+pub fn parse_ids(text: &str, lang: Lang) -> Result<Vec<SubtaskId>, String> {
     text.split(|c: char| c == ',' || c.is_whitespace())
         .map(|t| t.trim().trim_start_matches('#'))
         .filter(|t| !t.is_empty())
         .map(|t| {
-            t.parse::<u32>()
-                .map(SubtaskId)
-                .map_err(|_| format!("'{t}' is not a subtask number; write them like 1, 2"))
+            t.parse::<u32>().map(SubtaskId).map_err(|_| {
+                lang.pick(
+                    format!("'{t}' is not a subtask number; write them like 1, 2"),
+                    format!("'{t}' 不是子任务编号；请写成 1, 2 这样"),
+                )
+            })
         })
         .collect()
 }
@@ -30,14 +33,17 @@ fn ids_text(ids: &[SubtaskId]) -> String {
 
 #[component]
 pub fn Details(board: Board) -> impl IntoView {
+    let lang = board.lang;
     // Keyed by the selection only: live changes to the plan must not reset
     // a form the person is typing in.
     let selected = Memo::new(move |_| board.selected.get());
     view! {
-        <section class="details" aria-label="Subtask details" data-testid="details">
+        <section class="details" aria-label=lang.pick("Subtask details", "子任务详情") data-testid="details">
             {move || match selected.get() {
                 Some(id) => view! { <Selected board id/> }.into_any(),
-                None => view! { <p class="hint">"Select a card or a node to see and edit its subtask."</p> }.into_any(),
+                None => view! {
+                    <p class="hint">{lang.pick("Select a card or a node to see and edit its subtask.", "选择一张卡片或一个节点，查看并编辑它的子任务。")}</p>
+                }.into_any(),
             }}
         </section>
         <Show when=move || board.can_edit()>
@@ -48,8 +54,10 @@ pub fn Details(board: Board) -> impl IntoView {
 
 #[component]
 fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
+    let lang = board.lang;
     let Some(subtask) = board.plan.with_untracked(|p| p.subtask(id).cloned()) else {
-        return view! { <p class="hint">"This subtask was deleted."</p> }.into_any();
+        return view! { <p class="hint">{lang.pick("This subtask was deleted.", "这个子任务已被删除。")}</p> }
+            .into_any();
     };
     // The version the person started from: a save refused because the plan
     // moved on since then tells them so and keeps their text.
@@ -65,12 +73,16 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
     let saved = RwSignal::new(false);
     let save = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let dependencies = match parse_ids(&deps.get_untracked()) {
+        let dependencies = match parse_ids(&deps.get_untracked(), lang) {
             Ok(d) => d,
             Err(e) => return error.set(Some(e)),
         };
         let Some(before) = board.plan.with_untracked(|p| p.subtask(id).cloned()) else {
-            return error.set(Some("This subtask was deleted meanwhile.".into()));
+            let gone = lang.pick(
+                "This subtask was deleted meanwhile.",
+                "这个子任务刚刚被删除了。",
+            );
+            return error.set(Some(gone.into()));
         };
         let typed_assignee = assignee.get_untracked();
         let patch = SubtaskPatch {
@@ -115,7 +127,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
                         seen.set_value(*current_version);
                     }
                     saved.set(false);
-                    error.set(Some(explain(&e)));
+                    error.set(Some(explain(&e, lang)));
                 }
             }
         });
@@ -124,7 +136,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
         leptos::task::spawn_local(async move {
             match board.send(Op::DeleteSubtask { id }, false).await {
                 Ok(_) => board.selected.set(None),
-                Err(e) => error.set(Some(explain(&e))),
+                Err(e) => error.set(Some(explain(&e, lang))),
             }
         });
     };
@@ -150,32 +162,36 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
             </label>
         }
     };
-    let state = move || live().map(|s| s.state.as_str()).unwrap_or("deleted");
+    let state = move || live().map(|s| s.state);
+    let state_class = move || state().map_or("deleted", |s| s.as_str());
+    let state_label = move || state().map_or(lang.pick("deleted", "已删除"), |s| s.label(lang));
     view! {
         <h2>"#"{id.0}" "{move || live().map(|s| s.name).unwrap_or_default()}</h2>
-        <p class=move || format!("badge state-{}", state())>{move || state().replace('_', " ")}</p>
-        {move || live().and_then(|s| s.outcome).map(|o| view! { <p class="result">"Result: "{o}</p> })}
+        <p class=move || format!("badge state-{}", state_class())>{state_label}</p>
+        {move || live().and_then(|s| s.outcome).map(|o| view! { <p class="result">{lang.pick("Result: ", "结果：")}{o}</p> })}
         {move || live().map(|s| s.notes).filter(|n| !n.is_empty()).map(|n| view! { <p class="notes">{n}</p> })}
         <form class="edit" on:submit=save>
-            {field("Name", name, "name")}
+            {field(lang.pick("Name", "名称"), name, "name")}
             <label class="field">
-                "Description"
+                {lang.pick("Description", "描述")}
                 <textarea prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev)) disabled=move || !editable()></textarea>
             </label>
-            {field("Expected outcome", outcome, "outcome")}
-            {field("Assignee", assignee, "assignee")}
-            {field("Depends on (numbers)", deps, "deps")}
-            <Show when=editable fallback=move || board.can_edit().then(|| view! { <p class="hint">"Only subtasks that have not started can be edited."</p> })>
+            {field(lang.pick("Expected outcome", "预期结果"), outcome, "outcome")}
+            {field(lang.pick("Assignee", "负责人"), assignee, "assignee")}
+            {field(lang.pick("Depends on (numbers)", "依赖（编号）"), deps, "deps")}
+            <Show when=editable fallback=move || board.can_edit().then(|| view! {
+                <p class="hint">{lang.pick("Only subtasks that have not started can be edited.", "只有尚未开始的子任务可以编辑。")}</p>
+            })>
                 <div class="actions">
-                    <button type="submit" class="primary" data-testid="edit-save">"Save"</button>
-                    <button type="button" on:click=move |_| shift(-1) aria-label="Move up in the plan">"↑"</button>
-                    <button type="button" on:click=move |_| shift(1) aria-label="Move down in the plan">"↓"</button>
-                    <button type="button" class="danger" on:click=delete data-testid="edit-delete">"Delete"</button>
+                    <button type="submit" class="primary" data-testid="edit-save">{lang.pick("Save", "保存")}</button>
+                    <button type="button" on:click=move |_| shift(-1) aria-label=lang.pick("Move up in the plan", "在计划中上移")>"↑"</button>
+                    <button type="button" on:click=move |_| shift(1) aria-label=lang.pick("Move down in the plan", "在计划中下移")>"↓"</button>
+                    <button type="button" class="danger" on:click=delete data-testid="edit-delete">{lang.pick("Delete", "删除")}</button>
                 </div>
             </Show>
         </form>
         <Show when=move || saved.get()>
-            <p class="ok" role="status">"Saved."</p>
+            <p class="ok" role="status">{lang.pick("Saved.", "已保存。")}</p>
         </Show>
         <Show when=move || error.get().is_some()>
             <p class="error" role="alert" data-testid="edit-error">{move || error.get()}</p>
@@ -186,12 +202,13 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
 
 #[component]
 fn AddSubtask(board: Board) -> impl IntoView {
+    let lang = board.lang;
     let name = RwSignal::new(String::new());
     let deps = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
     let add = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let dependencies = match parse_ids(&deps.get_untracked()) {
+        let dependencies = match parse_ids(&deps.get_untracked(), lang) {
             Ok(d) => d,
             Err(e) => return error.set(Some(e)),
         };
@@ -212,22 +229,22 @@ fn AddSubtask(board: Board) -> impl IntoView {
                     deps.set(String::new());
                     error.set(None);
                 }
-                Err(e) => error.set(Some(explain(&e))),
+                Err(e) => error.set(Some(explain(&e, lang))),
             }
         });
     };
     view! {
-        <form class="add" on:submit=add aria-label="Add a subtask">
-            <h2>"Add a subtask"</h2>
+        <form class="add" on:submit=add aria-label=lang.pick("Add a subtask", "添加子任务")>
+            <h2>{lang.pick("Add a subtask", "添加子任务")}</h2>
             <label class="field">
-                "Name"
+                {lang.pick("Name", "名称")}
                 <input prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) data-testid="add-name"/>
             </label>
             <label class="field">
-                "Depends on (numbers, optional)"
+                {lang.pick("Depends on (numbers, optional)", "依赖（编号，可选）")}
                 <input prop:value=move || deps.get() on:input=move |ev| deps.set(event_target_value(&ev)) data-testid="add-deps"/>
             </label>
-            <button type="submit" data-testid="add-submit">"Add"</button>
+            <button type="submit" data-testid="add-submit">{lang.pick("Add", "添加")}</button>
             <Show when=move || error.get().is_some()>
                 <p class="error" role="alert" data-testid="add-error">{move || error.get()}</p>
             </Show>
@@ -242,15 +259,17 @@ mod tests {
     #[test]
     fn subtask_numbers_are_read_with_commas_spaces_or_hashes() {
         assert_eq!(
-            parse_ids("1, 2 #3"),
+            parse_ids("1, 2 #3", Lang::En),
             Ok(vec![SubtaskId(1), SubtaskId(2), SubtaskId(3)])
         );
-        assert_eq!(parse_ids("  "), Ok(vec![]));
+        assert_eq!(parse_ids("  ", Lang::En), Ok(vec![]));
     }
 
     #[test]
     fn a_word_where_a_number_belongs_is_an_error_that_says_how_to_write_it() {
-        let e = parse_ids("1, two").unwrap_err();
-        assert!(e.contains("'two'") && e.contains("1, 2"), "{e}");
+        for lang in [Lang::En, Lang::Zh] {
+            let e = parse_ids("1, two", lang).unwrap_err();
+            assert!(e.contains("'two'") && e.contains("1, 2"), "{e}");
+        }
     }
 }

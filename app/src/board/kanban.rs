@@ -4,18 +4,19 @@
 
 use leptos::prelude::*;
 use plan_engine::transitions::subtask_transition;
-use plan_engine::{Op, Plan, PlanState, Subtask, SubtaskId, SubtaskState};
+use plan_engine::{Lang, Op, Plan, PlanState, Subtask, SubtaskId, SubtaskState};
 
 use super::Board;
 
-const COLUMNS: [(&str, &str); 7] = [
-    ("ready", "Ready"),
-    ("waiting", "Waiting on dependencies"),
-    ("in_progress", "In progress"),
-    ("blocked", "Blocked"),
-    ("done", "Done"),
-    ("failed", "Failed"),
-    ("skipped", "Skipped"),
+/// Columns: key, English, Chinese.
+const COLUMNS: [(&str, &str, &str); 7] = [
+    ("ready", "Ready", "就绪"),
+    ("waiting", "Waiting on dependencies", "等待依赖"),
+    ("in_progress", "In progress", "进行中"),
+    ("blocked", "Blocked", "阻塞"),
+    ("done", "Done", "已完成"),
+    ("failed", "Failed", "失败"),
+    ("skipped", "Skipped", "已跳过"),
 ];
 
 fn column_of(plan: &Plan, s: &Subtask, ready: &[SubtaskId]) -> &'static str {
@@ -29,15 +30,18 @@ fn column_of(plan: &Plan, s: &Subtask, ready: &[SubtaskId]) -> &'static str {
 }
 
 /// Why a todo card cannot start now, if it cannot.
-fn why_waiting(plan: &Plan, s: &Subtask) -> Option<String> {
+fn why_waiting(plan: &Plan, s: &Subtask, lang: Lang) -> Option<String> {
     if s.state != SubtaskState::Todo {
         return None;
     }
     match plan.state {
         PlanState::AwaitingApproval | PlanState::Draft => {
-            return Some("waits for the plan's approval".into())
+            return Some(
+                lang.pick("waits for the plan's approval", "等待计划获批")
+                    .into(),
+            )
         }
-        PlanState::Paused => return Some("the plan is paused".into()),
+        PlanState::Paused => return Some(lang.pick("the plan is paused", "计划已暂停").into()),
         _ => {}
     }
     let open: Vec<String> = s
@@ -46,17 +50,22 @@ fn why_waiting(plan: &Plan, s: &Subtask) -> Option<String> {
         .filter(|d| plan.subtask(**d).is_some_and(|x| !x.state.is_settled()))
         .map(|d| format!("#{}", d.0))
         .collect();
-    (!open.is_empty()).then(|| format!("waits for {}", open.join(", ")))
+    (!open.is_empty()).then(|| {
+        let open = open.join(", ");
+        lang.pick(format!("waits for {open}"), format!("等待 {open}"))
+    })
 }
 
 #[component]
 pub fn Kanban(board: Board) -> impl IntoView {
+    let lang = board.lang;
     let columns = move || {
         board.plan.with(|plan| {
             let ready = plan.ready();
             COLUMNS
                 .iter()
-                .map(|(key, label)| {
+                .map(|(key, en, zh)| {
+                    let label = lang.pick(*en, *zh);
                     let cards: Vec<Subtask> = plan
                         .subtasks
                         .iter()
@@ -67,13 +76,13 @@ pub fn Kanban(board: Board) -> impl IntoView {
                     let cards = cards
                         .into_iter()
                         .map(|s| {
-                            let why = why_waiting(plan, &s);
+                            let why = why_waiting(plan, &s, lang);
                             view! { <Card board subtask=s why/> }
                         })
                         .collect_view();
                     view! {
-                        <section class=format!("column column-{key}") data-testid=format!("column-{key}") aria-label=*label>
-                            <h2>{*label}" "<span class="count-n">{n}</span></h2>
+                        <section class=format!("column column-{key}") data-testid=format!("column-{key}") aria-label=label>
+                            <h2>{label}" "<span class="count-n">{n}</span></h2>
                             <div class="cards">{cards}</div>
                         </section>
                     }
@@ -86,6 +95,7 @@ pub fn Kanban(board: Board) -> impl IntoView {
 
 #[component]
 fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
+    let lang = board.lang;
     let id = subtask.id;
     let state = subtask.state;
     let error = RwSignal::new(None::<String>);
@@ -108,21 +118,21 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
     };
     let options = targets
         .iter()
-        .map(|t| view! { <option value=t.as_str()>{t.as_str().replace('_', " ")}</option> })
+        .map(|t| view! { <option value=t.as_str()>{t.label(lang)}</option> })
         .collect_view();
     let move_card = move |_| {
         if let Some(to) = target.get_untracked() {
             let op = Op::SetSubtaskState {
                 id,
                 state: to,
-                note: Some("moved on the board".into()),
+                note: Some(lang.pick("moved on the board", "在看板上移动").into()),
                 start_next: false,
             };
             board.act(op, false, error);
         }
     };
     let selected = move || board.selected.get() == Some(id);
-    let label = format!("Move #{} to", id.0);
+    let label = lang.pick(format!("Move #{} to", id.0), format!("把 #{} 移到", id.0));
     view! {
         <article
             class=format!("card state-{}", state.as_str())
@@ -135,9 +145,9 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
                     {subtask.name.clone()}
                 </button>
             </header>
-            {deps.map(|d| view! { <p class="meta">"after "{d}</p> })}
-            {subtask.assignee.clone().map(|a| view! { <p class="meta">"assignee: "{a}</p> })}
-            {(subtask.attempts > 1).then(|| view! { <p class="meta">"attempts: "{subtask.attempts}</p> })}
+            {deps.map(|d| view! { <p class="meta">{lang.pick("after ", "依赖 ")}{d}</p> })}
+            {subtask.assignee.clone().map(|a| view! { <p class="meta">{lang.pick("assignee: ", "负责人：")}{a}</p> })}
+            {(subtask.attempts > 1).then(|| view! { <p class="meta">{lang.pick("attempts: ", "尝试次数：")}{subtask.attempts}</p> })}
             {subtask.outcome.clone().map(|o| view! { <p class="result">{o}</p> })}
             {why.map(|w| view! { <p class="why">{w}</p> })}
             {(board.can_edit() && !targets.is_empty()).then(|| view! {
@@ -149,7 +159,7 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
                     >
                         {options}
                     </select>
-                    <button on:click=move_card data-testid=format!("move-{}", id.0)>"Move"</button>
+                    <button on:click=move_card data-testid=format!("move-{}", id.0)>{lang.pick("Move", "移动")}</button>
                 </div>
             })}
             <Show when=move || error.get().is_some()>

@@ -24,7 +24,9 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use plan_engine::{Command, Op, Plan, PlanId, PlanState, SubtaskId};
 
 use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
+use crate::i18n::{use_lang, Lang};
 use crate::live::{use_live, Heard};
+use crate::pages::plans::connection_text;
 
 /// The board's live state, shared by its views.
 #[derive(Clone, Copy)]
@@ -34,6 +36,8 @@ pub struct Board {
     pub log: RwSignal<Vec<LogEntry>>,
     pub viewer: StoredValue<Viewer>,
     pub selected: RwSignal<Option<SubtaskId>>,
+    /// The UI's language (the plan's own text is shown as written).
+    pub lang: Lang,
     /// Set when the stream skipped rows: the page loads the log again.
     pub stale: RwSignal<bool>,
 }
@@ -46,7 +50,7 @@ pub fn replay(log: &[LogEntry]) -> Option<Plan> {
 }
 
 impl Board {
-    fn new(id: PlanId, data: BoardData) -> Option<Board> {
+    fn new(id: PlanId, data: BoardData, lang: Lang) -> Option<Board> {
         let plan = replay(&data.log)?;
         Some(Board {
             id,
@@ -54,6 +58,7 @@ impl Board {
             log: RwSignal::new(data.log),
             viewer: StoredValue::new(data.viewer),
             selected: RwSignal::new(None),
+            lang,
             stale: RwSignal::new(false),
         })
     }
@@ -105,8 +110,9 @@ impl Board {
         };
         match run_command(self.id, command).await {
             Ok(result) => result,
-            Err(e) => Err(BoardError::Unavailable(format!(
-                "the server did not answer ({e}); nothing was changed"
+            Err(e) => Err(BoardError::Unavailable(self.lang.pick(
+                format!("the server did not answer ({e}); nothing was changed"),
+                format!("服务器没有响应（{e}）；没有做任何修改"),
             ))),
         }
     }
@@ -114,21 +120,53 @@ impl Board {
     /// [`Board::send`] from an event handler, reporting into `error`.
     pub fn act(self, op: Op, guarded: bool, error: RwSignal<Option<String>>) {
         spawn_local(async move {
-            error.set(self.send(op, guarded).await.err().map(|e| explain(&e)));
+            error.set(
+                self.send(op, guarded)
+                    .await
+                    .err()
+                    .map(|e| explain(&e, self.lang)),
+            );
         });
     }
 }
 
 /// An error as the person should read it.
-pub fn explain(e: &BoardError) -> String {
+/// The engine's refusals stay as the engine wrote them (in English, the
+/// language of the API and the agents); the board's own words follow `lang`.
+pub fn explain(e: &BoardError, lang: Lang) -> String {
     match e {
         BoardError::Stale {
             current_version, ..
-        } => format!(
-            "The plan changed while you were editing (it is now at version {current_version}). \
-             The board shows the fresh plan; your text is still here — check it and send it again."
+        } => lang.pick(
+            format!(
+                "The plan changed while you were editing (it is now at version {current_version}). \
+                 The board shows the fresh plan; your text is still here — check it and send it again."
+            ),
+            format!(
+                "你编辑期间计划已被修改（现在是第 {current_version} 版）。\
+                 看板已显示最新的计划；你输入的内容仍在这里——检查后再提交一次。"
+            ),
         ),
         other => other.to_string(),
+    }
+}
+
+/// "2026-11-22 18:01" (with `:02` seconds if asked), in UTC. Written out
+/// by hand: chrono's strftime would add its parser to the wasm.
+pub fn stamp(at: &plan_engine::Timestamp, seconds: bool) -> String {
+    use chrono::{Datelike, Timelike};
+    let minute = format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute()
+    );
+    if seconds {
+        format!("{minute}:{:02}", at.second())
+    } else {
+        minute
     }
 }
 
@@ -151,6 +189,7 @@ impl View {
 
 #[component]
 pub fn BoardPage() -> impl IntoView {
+    let lang = use_lang();
     let params = use_params_map();
     let id = move || {
         params
@@ -165,16 +204,16 @@ pub fn BoardPage() -> impl IntoView {
         }
     });
     view! {
-        <Transition fallback=|| view! { <p class="loading">"Loading the plan…"</p> }>
+        <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading the plan…", "正在加载计划…")}</p> }>
             {move || {
                 loaded.get()
                     .map(|result| match (id(), result) {
-                        (Some(id), Some(Ok(data))) => match Board::new(id, data) {
+                        (Some(id), Some(Ok(data))) => match Board::new(id, data, lang) {
                             Some(board) => view! { <LiveBoard board reload=loaded/> }.into_any(),
-                            None => view! { <p class="error">"This plan's history cannot be read."</p> }.into_any(),
+                            None => view! { <p class="error">{lang.pick("This plan's history cannot be read.", "无法读取这个计划的历史。")}</p> }.into_any(),
                         },
                         (_, Some(Err(e))) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                        _ => view! { <p class="error" role="alert">"No plan has this id."</p> }.into_any(),
+                        _ => view! { <p class="error" role="alert">{lang.pick("No plan has this id.", "没有这个 id 的计划。")}</p> }.into_any(),
                     })
             }}
         </Transition>
@@ -203,6 +242,7 @@ fn LiveBoard(
             reload.refetch();
         }
     });
+    let lang = board.lang;
     let query = use_query_map();
     let view_kind = move || View::parse(&query.read().get("view").unwrap_or_default());
     let tab = move |kind: View, label: &'static str, key: &'static str| {
@@ -222,14 +262,14 @@ fn LiveBoard(
     view! {
         <div class="board" data-testid="board">
             <p class="connection" class:offline=move || !live.connected.get() role="status" data-testid="connection">
-                {move || if live.connected.get() { "live" } else { "reconnecting…" }}
+                {move || connection_text(lang, live.connected.get())}
             </p>
             <Header board/>
             <ApprovalBanner board/>
-            <nav class="tabs" aria-label="Board views">
-                {tab(View::Kanban, "Kanban", "kanban")}
-                {tab(View::Dag, "DAG", "dag")}
-                {tab(View::Timeline, "Timeline", "timeline")}
+            <nav class="tabs" aria-label=lang.pick("Board views", "看板视图")>
+                {tab(View::Kanban, lang.pick("Kanban", "看板"), "kanban")}
+                {tab(View::Dag, lang.pick("DAG", "依赖图"), "dag")}
+                {tab(View::Timeline, lang.pick("Timeline", "时间线"), "timeline")}
             </nav>
             <div class="board-body">
                 <section class="view">
@@ -250,6 +290,7 @@ fn LiveBoard(
 
 #[component]
 fn Header(board: Board) -> impl IntoView {
+    let lang = board.lang;
     let plan = board.plan;
     let counts = move || {
         plan.with(|p| {
@@ -259,7 +300,7 @@ fn Header(board: Board) -> impl IntoView {
                     let n = p.count(s);
                     view! {
                         <li class=format!("count state-{s}")>
-                            <span class="count-n">{n}</span>" "{s.as_str().replace('_', " ")}
+                            <span class="count-n">{n}</span>" "{s.label(lang)}
                         </li>
                     }
                 })
@@ -279,17 +320,17 @@ fn Header(board: Board) -> impl IntoView {
             <div class="plan-title-row">
                 <h1 data-testid="plan-title">{move || plan.with(|p| p.title.clone())}</h1>
                 <span class=move || plan.with(|p| format!("badge plan-state state-{}", p.state.as_str())) data-testid="plan-state">
-                    {move || plan.with(|p| p.state.as_str().replace('_', " "))}
+                    {move || plan.with(|p| p.state.label(lang))}
                 </span>
-                <span class="badge mode">{move || plan.with(|p| p.mode.as_str())}</span>
+                <span class="badge mode">{move || plan.with(|p| p.mode.label(lang))}</span>
                 <span class="version" data-testid="plan-version">"v"{move || plan.with(|p| p.version)}</span>
                 <span class="exports">{export("json", "JSON")}{export("markdown", "Markdown")}{export("mermaid", "Mermaid")}</span>
             </div>
             <p class="goal">{move || plan.with(|p| p.goal.clone())}</p>
-            <div class="progress" role="progressbar" aria-label="Plan progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow=percent>
+            <div class="progress" role="progressbar" aria-label=lang.pick("Plan progress", "计划进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=percent>
                 <div class="progress-bar" style=move || format!("width: {}%", percent())></div>
             </div>
-            <p class="progress-text" data-testid="progress-text">{percent}"% done or skipped"</p>
+            <p class="progress-text" data-testid="progress-text">{percent}{lang.pick("% done or skipped", "% 已完成或跳过")}</p>
             <ul class="counts">{counts}</ul>
         </header>
     }
@@ -297,6 +338,7 @@ fn Header(board: Board) -> impl IntoView {
 
 #[component]
 fn ApprovalBanner(board: Board) -> impl IntoView {
+    let lang = board.lang;
     let awaiting = move || board.plan.with(|p| p.state == PlanState::AwaitingApproval);
     let comment = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
@@ -310,7 +352,11 @@ fn ApprovalBanner(board: Board) -> impl IntoView {
         let text = comment.get_untracked();
         if text.trim().is_empty() {
             error.set(Some(
-                "Say why you reject the plan: the comment is required.".into(),
+                lang.pick(
+                    "Say why you reject the plan: the comment is required.",
+                    "请说明驳回计划的理由：驳回时必须填写评论。",
+                )
+                .into(),
             ));
             return;
         }
@@ -319,10 +365,11 @@ fn ApprovalBanner(board: Board) -> impl IntoView {
     let rejected = move || {
         board.plan.with(|p| {
             (p.approval.status == plan_engine::ApprovalStatus::Rejected).then(|| {
-                format!(
-                    "Rejected by {}: “{}”",
-                    p.approval.by.clone().unwrap_or_default(),
-                    p.approval.comment.clone().unwrap_or_default()
+                let by = p.approval.by.clone().unwrap_or_default();
+                let comment = p.approval.comment.clone().unwrap_or_default();
+                lang.pick(
+                    format!("Rejected by {by}: “{comment}”"),
+                    format!("{by} 驳回了计划：“{comment}”"),
                 )
             })
         })
@@ -332,14 +379,14 @@ fn ApprovalBanner(board: Board) -> impl IntoView {
             <p class="notice rejected" data-testid="rejected-note">{rejected}</p>
         </Show>
         <Show when=awaiting>
-            <section class="approval" role="region" aria-label="Approval" data-testid="approval-banner">
+            <section class="approval" role="region" aria-label=lang.pick("Approval", "审批") data-testid="approval-banner">
                 <p>
-                    <strong>"This plan awaits approval."</strong>
-                    " Nothing in it can start until someone approves it."
+                    <strong>{lang.pick("This plan awaits approval.", "这个计划等待审批。")}</strong>
+                    {lang.pick(" Nothing in it can start until someone approves it.", "在有人批准之前，其中任何子任务都不能开始。")}
                 </p>
-                <Show when=move || board.can_edit() fallback=|| view! { <p>"You can look, but only operators can decide."</p> }>
+                <Show when=move || board.can_edit() fallback=move || view! { <p>{lang.pick("You can look, but only operators can decide.", "你可以查看，但只有操作员能做决定。")}</p> }>
                     <label class="field">
-                        "Comment (required to reject)"
+                        {lang.pick("Comment (required to reject)", "评论（驳回时必填）")}
                         <textarea
                             prop:value=move || comment.get()
                             on:input=move |ev| comment.set(event_target_value(&ev))
@@ -347,14 +394,17 @@ fn ApprovalBanner(board: Board) -> impl IntoView {
                         ></textarea>
                     </label>
                     <div class="actions">
-                        <button class="primary" on:click=approve data-testid="approve">"Approve"</button>
-                        <button class="danger" on:click=reject data-testid="reject">"Reject"</button>
+                        <button class="primary" on:click=approve data-testid="approve">{lang.pick("Approve", "批准")}</button>
+                        <button class="danger" on:click=reject data-testid="reject">{lang.pick("Reject", "驳回")}</button>
                         <button on:click=move |_| editing.update(|e| *e = !*e) aria-pressed=move || editing.get().to_string() data-testid="edit-then-approve">
-                            "Edit, then approve"
+                            {lang.pick("Edit, then approve", "先编辑，再批准")}
                         </button>
                     </div>
                     <Show when=move || editing.get()>
-                        <p class="hint">"Edit the subtasks on the board (select a card to edit it, or add one), then press Approve."</p>
+                        <p class="hint">{lang.pick(
+                            "Edit the subtasks on the board (select a card to edit it, or add one), then press Approve.",
+                            "在看板上编辑子任务（选中卡片即可编辑，或添加新的子任务），然后点击“批准”。",
+                        )}</p>
                     </Show>
                     <Show when=move || error.get().is_some()>
                         <p class="error" role="alert">{move || error.get()}</p>
@@ -362,5 +412,20 @@ fn ApprovalBanner(board: Board) -> impl IntoView {
                 </Show>
             </section>
         </Show>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    #[test]
+    fn a_stamp_reads_like_the_strftime_it_replaces() {
+        let at = chrono::Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap();
+        assert_eq!(
+            super::stamp(&at, true),
+            at.format("%Y-%m-%d %H:%M:%S").to_string()
+        );
+        assert_eq!(super::stamp(&at, false), "2026-03-04 05:06");
     }
 }

@@ -5,10 +5,13 @@
 use leptos::prelude::*;
 use plan_engine::{describe, Lang, Plan};
 
+use crate::i18n::use_lang;
+
 use super::{replay, Board};
 
 #[component]
 pub fn Timeline(board: Board) -> impl IntoView {
+    let lang = board.lang;
     // `None`: follow the present.
     let at = RwSignal::new(None::<usize>);
     let entries = move || {
@@ -19,7 +22,7 @@ pub fn Timeline(board: Board) -> impl IntoView {
                 let Some(event) = &entry.event else { continue };
                 let text = match &mut before {
                     Some(plan) => {
-                        let text = describe(event, plan, Lang::En);
+                        let text = describe(event, plan, lang);
                         plan.fold(event);
                         text
                     }
@@ -28,16 +31,16 @@ pub fn Timeline(board: Board) -> impl IntoView {
                         before = Plan::replay([event]).ok();
                         before
                             .as_ref()
-                            .map(|plan| describe(event, plan, Lang::En))
+                            .map(|plan| describe(event, plan, lang))
                             .unwrap_or_default()
                     }
                 };
                 let who = event.actor.to_string();
-                let when = event.at.format("%Y-%m-%d %H:%M:%S").to_string();
+                let when = super::stamp(&event.at, true);
                 let version = event.version;
                 lines.push(view! {
                     <li class="entry" class:current=move || at.get() == Some(i) data-testid="timeline-entry">
-                        <button class="link" on:click=move |_| at.set(Some(i)) aria-label=format!("Show the board after event {}", i + 1)>
+                        <button class="link" on:click=move |_| at.set(Some(i)) aria-label=lang.pick(format!("Show the board after event {}", i + 1), format!("显示第 {} 个事件之后的看板", i + 1))>
                             <time>{when}</time>
                         </button>
                         " "<span class="actor">{who}</span>
@@ -59,7 +62,12 @@ pub fn Timeline(board: Board) -> impl IntoView {
     view! {
         <div class="timeline">
             <div class="replay">
-                <label for="replay">"Replay: the board after event "{shown}" of "{total}</label>
+                <label for="replay">
+                    {move || lang.pick(
+                        format!("Replay: the board after event {} of {}", shown(), total()),
+                        format!("回放：第 {} / {} 个事件之后的看板", shown(), total()),
+                    )}
+                </label>
                 <input
                     id="replay"
                     type="range"
@@ -72,7 +80,7 @@ pub fn Timeline(board: Board) -> impl IntoView {
                     }
                     data-testid="replay"
                 />
-                <button on:click=move |_| at.set(None) disabled=move || at.get().is_none()>"Back to now"</button>
+                <button on:click=move |_| at.set(None) disabled=move || at.get().is_none()>{lang.pick("Back to now", "回到现在")}</button>
             </div>
             <div class="replayed" data-testid="replayed">
                 {move || replayed().map(|p| view! { <Snapshot plan=p/> })}
@@ -85,20 +93,22 @@ pub fn Timeline(board: Board) -> impl IntoView {
 /// A compact, read-only picture of a plan at one moment.
 #[component]
 fn Snapshot(plan: Plan) -> impl IntoView {
+    let lang: Lang = use_lang();
     let rows = plan
         .subtasks
         .iter()
         .map(|s| {
             view! {
                 <li class=format!("snap state-{}", s.state.as_str())>
-                    "#"{s.id.0}" "{s.name.clone()}" — "{s.state.as_str().replace('_', " ")}
+                    "#"{s.id.0}" "{s.name.clone()}" — "{s.state.label(lang)}
                 </li>
             }
         })
         .collect_view();
     view! {
         <p class="snap-head">
-            "v"{plan.version}" · plan "{plan.state.as_str().replace('_', " ")}" · "{plan.percent()}"% done"
+            "v"{plan.version}{lang.pick(" · plan ", " · 计划")}{plan.state.label(lang)}" · "{plan.percent()}
+            {lang.pick("% done", "% 完成")}
         </p>
         <ul class="snapshot">{rows}</ul>
     }

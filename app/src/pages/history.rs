@@ -6,8 +6,9 @@ use leptos::prelude::*;
 
 use super::plans::short_time;
 use crate::api::{list_plans, ListFilter, PlanRow};
+use crate::i18n::{use_lang, Lang};
 
-fn duration(r: &PlanRow) -> String {
+fn duration(r: &PlanRow, lang: Lang) -> String {
     let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
     match (
         parse(&r.created_at),
@@ -16,18 +17,32 @@ fn duration(r: &PlanRow) -> String {
         (Some(a), Some(b)) => {
             let s = (b - a).num_seconds().max(0);
             match s {
-                0..=59 => format!("{s} s"),
-                60..=3599 => format!("{} min", s / 60),
-                3600..=86_399 => format!("{:.1} h", s as f64 / 3600.0),
-                _ => format!("{:.1} days", s as f64 / 86_400.0),
+                0..=59 => lang.pick(format!("{s} s"), format!("{s} 秒")),
+                60..=3599 => lang.pick(format!("{} min", s / 60), format!("{} 分钟", s / 60)),
+                3600..=86_399 => {
+                    let h = tenths(s, 3600);
+                    lang.pick(format!("{h} h"), format!("{h} 小时"))
+                }
+                _ => {
+                    let d = tenths(s, 86_400);
+                    lang.pick(format!("{d} days"), format!("{d} 天"))
+                }
             }
         }
         _ => "—".into(),
     }
 }
 
+/// `seconds / unit` with one decimal, rounded down, without float printing
+/// (which would add its code to the wasm).
+fn tenths(seconds: i64, unit: i64) -> String {
+    let t = seconds * 10 / unit;
+    format!("{}.{}", t / 10, t % 10)
+}
+
 #[component]
 pub fn HistoryPage() -> impl IntoView {
+    let lang = use_lang();
     let plans = Resource::new(
         || (),
         |_| async move {
@@ -40,18 +55,21 @@ pub fn HistoryPage() -> impl IntoView {
     );
     view! {
         <section class="history-page">
-            <h1>"History"</h1>
-            <p class="hint">"Finished, failed and abandoned plans, newest first. Open one to read its timeline."</p>
-            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            <h1>{lang.pick("History", "历史")}</h1>
+            <p class="hint">{lang.pick(
+                "Finished, failed and abandoned plans, newest first. Open one to read its timeline.",
+                "已完成、失败和已放弃的计划，最新的在前。打开一个即可阅读它的时间线。",
+            )}</p>
+            <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
                 {move || plans.get().map(|r| match r {
-                    Ok(Ok(rows)) if rows.is_empty() => view! { <p class="empty">"No finished plans yet."</p> }.into_any(),
+                    Ok(Ok(rows)) if rows.is_empty() => view! { <p class="empty">{lang.pick("No finished plans yet.", "还没有结束的计划。")}</p> }.into_any(),
                     Ok(Ok(rows)) => {
                         let lines = rows.into_iter().map(|r| {
-                            let took = duration(&r);
+                            let took = duration(&r, lang);
                             view! {
                                 <tr data-testid="history-row">
                                     <td class="title"><a href=format!("/plans/{}?view=timeline", r.id)>{r.title.clone()}</a></td>
-                                    <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.as_str()}</span></td>
+                                    <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
                                     <td class="outcome">{r.outcome.clone().unwrap_or_default()}</td>
                                     <td>{took}</td>
                                     <td>{r.approved_by.clone().unwrap_or_else(|| "—".into())}</td>
@@ -62,7 +80,15 @@ pub fn HistoryPage() -> impl IntoView {
                         }).collect_view();
                         view! {
                             <table class="plans">
-                                <thead><tr><th>"Plan"</th><th>"State"</th><th>"Outcome"</th><th>"Took"</th><th>"Approved by"</th><th>"Comments"</th><th>"Finished"</th></tr></thead>
+                                <thead><tr>
+                                    <th>{lang.pick("Plan", "计划")}</th>
+                                    <th>{lang.pick("State", "状态")}</th>
+                                    <th>{lang.pick("Outcome", "结果")}</th>
+                                    <th>{lang.pick("Took", "耗时")}</th>
+                                    <th>{lang.pick("Approved by", "批准人")}</th>
+                                    <th>{lang.pick("Comments", "评论")}</th>
+                                    <th>{lang.pick("Finished", "结束于")}</th>
+                                </tr></thead>
                                 <tbody>{lines}</tbody>
                             </table>
                         }.into_any()
@@ -72,5 +98,17 @@ pub fn HistoryPage() -> impl IntoView {
                 })}
             </Transition>
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tenths;
+
+    #[test]
+    fn durations_show_one_decimal_rounded_down() {
+        assert_eq!(tenths(5400, 3600), "1.5");
+        assert_eq!(tenths(3600, 3600), "1.0");
+        assert_eq!(tenths(86_399 + 86_400, 86_400), "1.9");
     }
 }

@@ -9,6 +9,7 @@ use plan_engine::{Mode, NewPlan, NewSubtask};
 
 use crate::api::create_plan;
 use crate::board::details::parse_ids;
+use crate::i18n::use_lang;
 
 #[derive(Clone)]
 struct Row {
@@ -19,6 +20,7 @@ struct Row {
 
 #[component]
 pub fn NewPlanPage() -> impl IntoView {
+    let lang = use_lang();
     let title = RwSignal::new(String::new());
     let goal = RwSignal::new(String::new());
     let mode = RwSignal::new(Mode::Simple);
@@ -45,9 +47,14 @@ pub fn NewPlanPage() -> impl IntoView {
             if name.trim().is_empty() {
                 continue;
             }
-            let dependencies = match parse_ids(&row.deps.get_untracked()) {
+            let dependencies = match parse_ids(&row.deps.get_untracked(), lang) {
                 Ok(d) => d,
-                Err(e) => return error.set(Some(format!("Subtask {}: {e}", i + 1))),
+                Err(e) => {
+                    let n = i + 1;
+                    return error.set(Some(
+                        lang.pick(format!("Subtask {n}: {e}"), format!("子任务 {n}：{e}")),
+                    ));
+                }
             };
             subtasks.push(NewSubtask {
                 dependencies,
@@ -72,8 +79,9 @@ pub fn NewPlanPage() -> impl IntoView {
             match result {
                 Ok(Ok(id)) => navigate(&format!("/plans/{id}"), Default::default()),
                 Ok(Err(e)) => error.set(Some(e.to_string())),
-                Err(e) => error.set(Some(format!(
-                    "the server did not answer ({e}); nothing was created"
+                Err(e) => error.set(Some(lang.pick(
+                    format!("the server did not answer ({e}); nothing was created"),
+                    format!("服务器没有响应（{e}）；没有创建任何计划"),
                 ))),
             }
         });
@@ -84,18 +92,19 @@ pub fn NewPlanPage() -> impl IntoView {
             .enumerate()
             .map(|(i, row)| {
                 let key = row.key;
+                let n = i + 1;
                 view! {
                     <li class="new-row">
                         <span class="card-id">"#"{i + 1}</span>
                         <label class="field grow">
-                            <span class="sr-only">{format!("Subtask {} name", i + 1)}</span>
-                            <input placeholder="What needs doing" prop:value=move || row.name.get() on:input=move |ev| row.name.set(event_target_value(&ev)) data-testid=format!("sub-name-{}", i + 1)/>
+                            <span class="sr-only">{lang.pick(format!("Subtask {n} name"), format!("子任务 {n} 的名称"))}</span>
+                            <input placeholder=lang.pick("What needs doing", "要做什么") prop:value=move || row.name.get() on:input=move |ev| row.name.set(event_target_value(&ev)) data-testid=format!("sub-name-{}", i + 1)/>
                         </label>
                         <label class="field">
-                            <span class="sr-only">{format!("Subtask {} depends on", i + 1)}</span>
-                            <input placeholder="after (e.g. 1, 2)" prop:value=move || row.deps.get() on:input=move |ev| row.deps.set(event_target_value(&ev)) data-testid=format!("sub-deps-{}", i + 1)/>
+                            <span class="sr-only">{lang.pick(format!("Subtask {n} depends on"), format!("子任务 {n} 的依赖"))}</span>
+                            <input placeholder=lang.pick("after (e.g. 1, 2)", "依赖（如 1, 2）") prop:value=move || row.deps.get() on:input=move |ev| row.deps.set(event_target_value(&ev)) data-testid=format!("sub-deps-{}", i + 1)/>
                         </label>
-                        <button type="button" aria-label=format!("Remove subtask {}", i + 1) on:click=move |_| rows.update(|r| r.retain(|x| x.key != key))>"✕"</button>
+                        <button type="button" aria-label=lang.pick(format!("Remove subtask {n}"), format!("移除子任务 {n}")) on:click=move |_| rows.update(|r| r.retain(|x| x.key != key))>"✕"</button>
                     </li>
                 }
             })
@@ -103,41 +112,42 @@ pub fn NewPlanPage() -> impl IntoView {
     };
     view! {
         <section class="new-plan">
-            <h1>"New plan"</h1>
+            <h1>{lang.pick("New plan", "新建计划")}</h1>
             <form on:submit=submit>
                 <label class="field">
-                    "Title"
+                    {lang.pick("Title", "标题")}
                     <input required prop:value=move || title.get() on:input=move |ev| title.set(event_target_value(&ev)) data-testid="plan-title-input"/>
                 </label>
                 <label class="field">
-                    "Goal"
+                    {lang.pick("Goal", "目标")}
                     <textarea prop:value=move || goal.get() on:input=move |ev| goal.set(event_target_value(&ev))></textarea>
                 </label>
                 <label class="field">
-                    "Mode"
+                    {lang.pick("Mode", "模式")}
                     <select on:change=move |ev| mode.set(match event_target_value(&ev).as_str() {
                         "complex" => Mode::Complex,
                         "emergent" => Mode::Emergent,
                         _ => Mode::Simple,
                     })>
-                        <option value="simple">"simple"</option>
-                        <option value="complex">"complex"</option>
-                        <option value="emergent">"emergent"</option>
+                        {[Mode::Simple, Mode::Complex, Mode::Emergent]
+                            .into_iter()
+                            .map(|m| view! { <option value=m.as_str()>{m.label(lang)}</option> })
+                            .collect_view()}
                     </select>
                 </label>
                 <label class="check">
                     <input type="checkbox" prop:checked=move || approval.get() on:change=move |ev| approval.set(event_target_checked(&ev)) data-testid="approval-required"/>
-                    " A person must approve the plan before it runs"
+                    {lang.pick(" A person must approve the plan before it runs", " 计划运行前必须有人批准")}
                 </label>
                 <fieldset>
-                    <legend>"Subtasks"</legend>
+                    <legend>{lang.pick("Subtasks", "子任务")}</legend>
                     <ol class="new-rows">{row_views}</ol>
-                    <button type="button" on:click=move |_| rows.update(|r| r.push(new_row())) data-testid="add-row">"Add a subtask"</button>
+                    <button type="button" on:click=move |_| rows.update(|r| r.push(new_row())) data-testid="add-row">{lang.pick("Add a subtask", "添加子任务")}</button>
                 </fieldset>
                 <Show when=move || error.get().is_some()>
                     <p class="error" role="alert" data-testid="new-plan-error">{move || error.get()}</p>
                 </Show>
-                <button type="submit" class="primary" disabled=move || busy.get() data-testid="create-plan">"Create plan"</button>
+                <button type="submit" class="primary" disabled=move || busy.get() data-testid="create-plan">{lang.pick("Create plan", "创建计划")}</button>
             </form>
         </section>
     }

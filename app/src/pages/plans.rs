@@ -3,19 +3,23 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
+use plan_engine::{ApprovalStatus, Lang, Mode};
 
 use crate::api::{list_plans, ListFilter, PlanRow};
+use crate::i18n::use_lang;
 use crate::live::use_live;
 
-const SHOWS: [(&str, &str); 4] = [
-    ("", "All"),
-    ("awaiting_approval", "Awaiting approval"),
-    ("running", "Running"),
-    ("finished", "Finished"),
+/// Filter chips: key, English, Chinese.
+const SHOWS: [(&str, &str, &str); 4] = [
+    ("", "All", "全部"),
+    ("awaiting_approval", "Awaiting approval", "待审批"),
+    ("running", "Running", "运行中"),
+    ("finished", "Finished", "已结束"),
 ];
 
 #[component]
 pub fn PlansPage() -> impl IntoView {
+    let lang = use_lang();
     let query = use_query_map();
     let filter = move || {
         let q = query.read();
@@ -38,13 +42,13 @@ pub fn PlansPage() -> impl IntoView {
         let current = filter();
         SHOWS
             .iter()
-            .map(|(key, label)| {
+            .map(|(key, en, zh)| {
                 let mut f = current.clone();
                 f.show = key.to_string();
                 let active = current.show == *key;
                 view! {
                     <a class="chip" class:active=active aria-current=active.then_some("page") href=href(&f) data-testid=format!("show-{}", if key.is_empty() { "all" } else { key })>
-                        {*label}
+                        {lang.pick(*en, *zh)}
                     </a>
                 }
             })
@@ -53,34 +57,39 @@ pub fn PlansPage() -> impl IntoView {
     view! {
         <section class="plans-page">
             <div class="page-head">
-                <h1>"Plans"</h1>
-                <a class="button primary" href="/plans/new" data-testid="new-plan">"New plan"</a>
+                <h1>{lang.pick("Plans", "计划")}</h1>
+                <a class="button primary" href="/plans/new" data-testid="new-plan">{lang.pick("New plan", "新建计划")}</a>
             </div>
             <form class="filters" method="get" action="/" role="search">
-                <nav class="chips" aria-label="Show">{chips}</nav>
+                <nav class="chips" aria-label=lang.pick("Show", "显示")>{chips}</nav>
                 <input type="hidden" name="show" prop:value=move || filter().show/>
                 <label>
-                    "Mode "
+                    {lang.pick("Mode ", "模式 ")}
                     <select name="mode" prop:value=move || filter().mode>
-                        <option value="">"any"</option>
-                        <option value="simple">"simple"</option>
-                        <option value="complex">"complex"</option>
-                        <option value="emergent">"emergent"</option>
+                        <option value="">{lang.pick("any", "任意")}</option>
+                        {[Mode::Manual, Mode::Simple, Mode::Complex, Mode::Emergent]
+                            .into_iter()
+                            .map(|m| view! { <option value=m.as_str()>{m.label(lang)}</option> })
+                            .collect_view()}
                     </select>
                 </label>
                 <label>
-                    <span class="sr-only">"Search titles"</span>
-                    <input type="search" name="q" placeholder="Search titles" prop:value=move || filter().text data-testid="search"/>
+                    <span class="sr-only">{lang.pick("Search titles", "搜索标题")}</span>
+                    <input type="search" name="q" placeholder=lang.pick("Search titles", "搜索标题") prop:value=move || filter().text data-testid="search"/>
                 </label>
-                <button type="submit">"Filter"</button>
+                <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
             <p class="connection" class:offline=move || !live.connected.get() role="status">
-                {move || if live.connected.get() { "live" } else { "reconnecting…" }}
+                {move || connection_text(lang, live.connected.get())}
             </p>
-            <Transition fallback=|| view! { <p class="loading">"Loading plans…"</p> }>
+            <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading plans…", "正在加载计划…")}</p> }>
                 {move || plans.get().map(|r| match r {
                     Ok(Ok(rows)) if rows.is_empty() => view! {
-                        <p class="empty">"No plans here yet. Agents create them over the API or MCP, or "<a href="/plans/new">"make one by hand"</a>"."</p>
+                        <p class="empty">
+                            {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
+                            <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
+                            {lang.pick(".", "。")}
+                        </p>
                     }.into_any(),
                     Ok(Ok(rows)) => view! { <PlanTable rows/> }.into_any(),
                     Ok(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
@@ -105,7 +114,7 @@ fn href(f: &ListFilter) -> String {
     }
 }
 
-fn urlencode(text: &str) -> String {
+pub fn urlencode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
@@ -116,6 +125,15 @@ fn urlencode(text: &str) -> String {
         .collect()
 }
 
+/// The live/reconnecting line of a page that follows a stream.
+pub fn connection_text(lang: Lang, connected: bool) -> &'static str {
+    if connected {
+        lang.pick("live", "实时")
+    } else {
+        lang.pick("reconnecting…", "正在重新连接…")
+    }
+}
+
 /// "2026-11-22T18:01:02.123Z" → "2026-11-22 18:01".
 pub fn short_time(at: &str) -> String {
     at.get(..16).unwrap_or(at).replace('T', " ")
@@ -123,25 +141,30 @@ pub fn short_time(at: &str) -> String {
 
 #[component]
 fn PlanTable(rows: Vec<PlanRow>) -> impl IntoView {
+    let lang = use_lang();
     let lines = rows
         .into_iter()
         .map(|r| {
             let approval = match (r.approval_required, r.approval) {
                 (false, _) => None,
-                (true, plan_engine::ApprovalStatus::Approved) => Some(("approved", "approved")),
-                (true, plan_engine::ApprovalStatus::Rejected) => Some(("rejected", "rejected")),
-                (true, _) => Some(("pending", "needs approval")),
+                (true, ApprovalStatus::Approved) => {
+                    Some(("approved", lang.pick("approved", "已批准")))
+                }
+                (true, ApprovalStatus::Rejected) => {
+                    Some(("rejected", lang.pick("rejected", "已驳回")))
+                }
+                (true, _) => Some(("pending", lang.pick("needs approval", "待审批"))),
             };
             view! {
                 <tr data-testid="plan-row">
                     <td class="title"><a href=format!("/plans/{}", r.id)>{r.title.clone()}</a></td>
-                    <td><span class="badge mode">{r.mode.as_str()}</span></td>
-                    <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.as_str().replace('_', " ")}</span></td>
+                    <td><span class="badge mode">{r.mode.label(lang)}</span></td>
+                    <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
                     <td>
-                        <div class="progress small" role="progressbar" aria-label=format!("{} progress", r.title) aria-valuemin="0" aria-valuemax="100" aria-valuenow=r.percent>
+                        <div class="progress small" role="progressbar" aria-label=lang.pick(format!("{} progress", r.title), format!("{} 的进度", r.title)) aria-valuemin="0" aria-valuemax="100" aria-valuenow=r.percent>
                             <div class="progress-bar" style=format!("width: {}%", r.percent)></div>
                         </div>
-                        <span class="progress-text">{r.percent}"% of "{r.subtasks}</span>
+                        <span class="progress-text">{lang.pick(format!("{}% of {}", r.percent, r.subtasks), format!("{} 个中的 {}%", r.subtasks, r.percent))}</span>
                     </td>
                     <td>{approval.map(|(class, label)| view! { <span class=format!("badge approval-{class}")>{label}</span> })}</td>
                     <td><time>{short_time(&r.updated_at)}</time></td>
@@ -152,7 +175,14 @@ fn PlanTable(rows: Vec<PlanRow>) -> impl IntoView {
     view! {
         <table class="plans">
             <thead>
-                <tr><th>"Plan"</th><th>"Mode"</th><th>"State"</th><th>"Progress"</th><th>"Approval"</th><th>"Last activity"</th></tr>
+                <tr>
+                    <th>{lang.pick("Plan", "计划")}</th>
+                    <th>{lang.pick("Mode", "模式")}</th>
+                    <th>{lang.pick("State", "状态")}</th>
+                    <th>{lang.pick("Progress", "进度")}</th>
+                    <th>{lang.pick("Approval", "审批")}</th>
+                    <th>{lang.pick("Last activity", "最近活动")}</th>
+                </tr>
             </thead>
             <tbody>{lines}</tbody>
         </table>

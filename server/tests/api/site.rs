@@ -215,3 +215,74 @@ async fn viewers_see_the_board_without_edit_controls() {
         "or comment"
     );
 }
+
+async fn page_with(server: &TestServer, path: &str, header: (&str, &str)) -> String {
+    let response = server
+        .client
+        .get(server.url(path))
+        .header(header.0, header.1)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    // Leptos separates text nodes with comment markers.
+    let html = response.text().await.expect("body");
+    html.replace("<!>", "").replace("<!-- -->", "")
+}
+
+#[tokio::test]
+async fn the_board_speaks_chinese_when_asked_and_plans_keep_their_own_words() {
+    let server = TestServer::start().await;
+    let id = server
+        .create(json!({"title": "Ship the board", "subtasks": [{"name": "design"}]}))
+        .await;
+    let board = format!("/plans/{id}");
+    let chinese = page_with(&server, &board, ("accept-language", "zh-CN,zh;q=0.9")).await;
+    assert!(chinese.contains(r#"<html lang="zh""#), "{chinese}");
+    assert!(
+        chinese.contains("就绪") && chinese.contains("时间线"),
+        "{chinese}"
+    );
+    assert!(chinese.contains("Ship the board") && chinese.contains("design"));
+    assert!(!chinese.contains("Waiting on dependencies"));
+
+    // The switch's cookie beats the browser's language, both ways.
+    let english = page_with(&server, &board, ("cookie", "planboard_lang=en")).await;
+    assert!(english.contains(r#"<html lang="en""#));
+    assert!(english.contains("Waiting on dependencies") && !english.contains("就绪"));
+    let list = page_with(&server, "/", ("cookie", "planboard_lang=zh")).await;
+    assert!(
+        list.contains("最近活动") && list.contains("Ship the board"),
+        "{list}"
+    );
+}
+
+#[tokio::test]
+async fn the_language_switch_sets_a_cookie_and_only_returns_to_this_site() {
+    let server = TestServer::start().await;
+    let plain = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let switch = |path: &str| plain.get(server.url(path)).send();
+    let response = switch("/lang/zh?back=%2Fhistory%3Fx%3D1").await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(response.headers()["location"], "/history?x=1");
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.starts_with("planboard_lang=zh;"), "{cookie}");
+    for away in [
+        "//evil.example/",
+        "https://evil.example/",
+        "/\\evil.example",
+    ] {
+        let url = format!("/lang/en?back={}", urlencode(away));
+        let response = switch(&url).await.unwrap();
+        assert_eq!(response.headers()["location"], "/", "{away}");
+    }
+    let unknown = switch("/lang/fr").await.unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes().map(|b| format!("%{b:02X}")).collect()
+}
