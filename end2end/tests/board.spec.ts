@@ -261,7 +261,7 @@ test("the language switch shows the board in Chinese and back; the plan keeps it
   await page.getByTestId("move-1").click();
   await expect(page.getByTestId("column-in_progress").getByTestId("card-1")).toBeVisible();
   await page.getByTestId("tab-timeline").click();
-  await expect(page.locator(".entries")).toContainText("#1 'research'：待办 → 进行中");
+  await expect(page.locator(".entries")).toContainText("#1 'research'：待办 → 进行中：在看板上移动");
   await shot(page, "board-timeline-zh");
   await page.goto("/");
   await expect(page.getByRole("heading", { name: "计划" })).toBeVisible();

@@ -110,7 +110,7 @@ pub fn describe(event: &Event, before: &Plan, lang: Lang) -> String {
         EventKind::SubtaskStateChanged { id, from, to, note } => {
             let note = note
                 .as_deref()
-                .map(|n| format!(": {n}"))
+                .map(|n| lang.pick(format!(": {n}"), format!("：{n}")))
                 .unwrap_or_default();
             let (from, to) = (from.label(lang), to.label(lang));
             if zh {
@@ -136,7 +136,7 @@ pub fn describe(event: &Event, before: &Plan, lang: Lang) -> String {
         EventKind::PlanStateChanged { from, to, reason } => {
             let reason = reason
                 .as_deref()
-                .map(|r| format!(": {r}"))
+                .map(|r| lang.pick(format!(": {r}"), format!("：{r}")))
                 .unwrap_or_default();
             let (from, to) = (from.label(lang), to.label(lang));
             if zh {
@@ -183,7 +183,7 @@ mod tests {
     use chrono::TimeZone;
 
     #[test]
-    fn a_state_change_names_the_subtask_and_both_states_in_either_language() {
+    fn a_state_change_names_the_subtask_both_states_and_the_note_in_either_language() {
         let now = chrono::Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         let spec = NewPlan {
             title: "p".into(),
@@ -199,7 +199,7 @@ mod tests {
         let op = Op::SetSubtaskState {
             id: SubtaskId(1),
             state: SubtaskState::InProgress,
-            note: None,
+            note: Some("picked up".into()),
             start_next: false,
         };
         let events = plan.execute(&op.into(), "alice", now).unwrap();
@@ -209,11 +209,11 @@ mod tests {
             .unwrap();
         assert_eq!(
             describe(changed, &before, Lang::En),
-            "#1 'write tests': todo → in progress"
+            "#1 'write tests': todo → in progress: picked up"
         );
         assert_eq!(
             describe(changed, &before, Lang::Zh),
-            "#1 'write tests'：待办 → 进行中"
+            "#1 'write tests'：待办 → 进行中：picked up"
         );
     }
 }

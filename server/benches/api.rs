@@ -307,7 +307,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // `BENCH_ONLY=board` renders the board and skips the write benchmarks.
+    let only_board = std::env::var("BENCH_ONLY").is_ok_and(|v| v == "board");
     runtime.block_on(async {
+        if only_board {
+            board_render().await;
+            return;
+        }
         latency_and_throughput("SQLite", None).await;
         if let Ok(url) = std::env::var("BENCH_DATABASE_URL") {
             latency_and_throughput("PostgreSQL", Some(&url)).await;

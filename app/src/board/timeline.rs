@@ -107,7 +107,7 @@ fn Snapshot(plan: Plan) -> impl IntoView {
         .collect_view();
     view! {
         <p class="snap-head">
-            "v"{plan.version}{lang.pick(" · plan ", " · 计划")}{plan.state.label(lang)}" · "{plan.percent()}
+            "v"{plan.version}{lang.pick(" · plan ", " · 计划：")}{plan.state.label(lang)}" · "{plan.percent()}
             {lang.pick("% done", "% 完成")}
         </p>
         <ul class="snapshot">{rows}</ul>
