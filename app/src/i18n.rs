@@ -21,17 +21,8 @@ pub fn use_lang() -> Lang {
 pub fn detect() -> Lang {
     #[cfg(feature = "ssr")]
     {
-        use axum::http::{header, request::Parts};
-        use_context::<Parts>()
-            .map(|parts| {
-                let text = |name| {
-                    parts
-                        .headers
-                        .get(name)
-                        .and_then(|v: &header::HeaderValue| v.to_str().ok())
-                };
-                choose(text(header::COOKIE), text(header::ACCEPT_LANGUAGE))
-            })
+        use_context::<axum::http::request::Parts>()
+            .map(|parts| from_headers(&parts.headers))
             .unwrap_or_default()
     }
     #[cfg(not(feature = "ssr"))]
@@ -42,6 +33,14 @@ pub fn detect() -> Lang {
             .and_then(|code| Lang::parse(&code))
             .unwrap_or_default()
     }
+}
+
+/// The language a request asks for: its cookie, else its Accept-Language.
+#[cfg(feature = "ssr")]
+pub fn from_headers(headers: &axum::http::HeaderMap) -> Lang {
+    use axum::http::header;
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    choose(text(header::COOKIE), text(header::ACCEPT_LANGUAGE))
 }
 
 /// The cookie's choice, else the best-weighted English or Chinese entry of

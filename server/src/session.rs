@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use app::i18n::{choose, Lang, LANG_COOKIE};
+use app::i18n::{self, Lang, LANG_COOKIE};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -47,12 +47,6 @@ fn page(lang: Lang, message: Option<&str>) -> Html<String> {
     ))
 }
 
-/// The language the request asks for (cookie, then Accept-Language).
-fn lang_of(headers: &HeaderMap) -> Lang {
-    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    choose(text(header::COOKIE), text(header::ACCEPT_LANGUAGE))
-}
-
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -61,7 +55,7 @@ fn escape(text: &str) -> String {
 }
 
 pub async fn form(headers: HeaderMap) -> Html<String> {
-    page(lang_of(&headers), None)
+    page(i18n::from_headers(&headers), None)
 }
 
 pub async fn sign_in(
@@ -72,7 +66,7 @@ pub async fn sign_in(
     let Access::Tokens(tokens) = access.as_ref() else {
         return Redirect::to("/").into_response();
     };
-    let lang = lang_of(&headers);
+    let lang = i18n::from_headers(&headers);
     if !same_origin(&headers) {
         let why = lang.pick(
             "Sign in from planboard's own page.",
