@@ -4,9 +4,20 @@
 
 use leptos::prelude::*;
 
-use super::plans::short_time;
+use super::plans::{short_time, table_head};
 use crate::api::{list_plans, ListFilter, PlanRow};
 use crate::i18n::{use_lang, Lang};
+
+/// The history table's columns: English, Chinese.
+const COLUMNS: [(&str, &str); 7] = [
+    ("Plan", "计划"),
+    ("State", "状态"),
+    ("Outcome", "结果"),
+    ("Took", "耗时"),
+    ("Approved by", "批准人"),
+    ("Comments", "评论"),
+    ("Finished", "结束于"),
+];
 
 fn duration(r: &PlanRow, lang: Lang) -> String {
     let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
@@ -80,15 +91,7 @@ pub fn HistoryPage() -> impl IntoView {
                         }).collect_view();
                         view! {
                             <table class="plans">
-                                <thead><tr>
-                                    <th>{lang.pick("Plan", "计划")}</th>
-                                    <th>{lang.pick("State", "状态")}</th>
-                                    <th>{lang.pick("Outcome", "结果")}</th>
-                                    <th>{lang.pick("Took", "耗时")}</th>
-                                    <th>{lang.pick("Approved by", "批准人")}</th>
-                                    <th>{lang.pick("Comments", "评论")}</th>
-                                    <th>{lang.pick("Finished", "结束于")}</th>
-                                </tr></thead>
+                                {table_head(lang, &COLUMNS)}
                                 <tbody>{lines}</tbody>
                             </table>
                         }.into_any()

@@ -139,6 +139,25 @@ pub fn short_time(at: &str) -> String {
     at.get(..16).unwrap_or(at).replace('T', " ")
 }
 
+/// The plans table's columns: English, Chinese.
+const COLUMNS: [(&str, &str); 6] = [
+    ("Plan", "计划"),
+    ("Mode", "模式"),
+    ("State", "状态"),
+    ("Progress", "进度"),
+    ("Approval", "审批"),
+    ("Last activity", "最近活动"),
+];
+
+/// A table's header row from (English, Chinese) column names.
+pub fn table_head(lang: Lang, columns: &[(&'static str, &'static str)]) -> impl IntoView {
+    let cells = columns
+        .iter()
+        .map(|(en, zh)| view! { <th>{lang.pick(*en, *zh)}</th> })
+        .collect_view();
+    view! { <thead><tr>{cells}</tr></thead> }
+}
+
 #[component]
 fn PlanTable(rows: Vec<PlanRow>) -> impl IntoView {
     let lang = use_lang();
@@ -174,16 +193,7 @@ fn PlanTable(rows: Vec<PlanRow>) -> impl IntoView {
         .collect_view();
     view! {
         <table class="plans">
-            <thead>
-                <tr>
-                    <th>{lang.pick("Plan", "计划")}</th>
-                    <th>{lang.pick("Mode", "模式")}</th>
-                    <th>{lang.pick("State", "状态")}</th>
-                    <th>{lang.pick("Progress", "进度")}</th>
-                    <th>{lang.pick("Approval", "审批")}</th>
-                    <th>{lang.pick("Last activity", "最近活动")}</th>
-                </tr>
-            </thead>
+            {table_head(lang, &COLUMNS)}
             <tbody>{lines}</tbody>
         </table>
     }
