@@ -106,6 +106,9 @@ pub async fn switch_language(Path(code): Path<String>, Query(back): Query<Back>)
     };
     let back = back
         .back
+        // Browsers drop tabs and newlines from a URL, so "/\t/x" would
+        // become "//x": only visible ASCII (the switch sends it encoded).
+        .filter(|b| b.bytes().all(|c| c.is_ascii_graphic()))
         .filter(|b| b.starts_with('/') && !b.starts_with("//") && !b.contains('\\'))
         .unwrap_or_else(|| "/".into());
     let cookie = format!(

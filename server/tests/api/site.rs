@@ -274,6 +274,8 @@ async fn the_language_switch_sets_a_cookie_and_only_returns_to_this_site() {
         "//evil.example/",
         "https://evil.example/",
         "/\\evil.example",
+        "/\t/evil.example",
+        "/\n/evil.example",
     ] {
         let url = format!("/lang/en?back={}", urlencode(away));
         let response = switch(&url).await.unwrap();
