@@ -38,7 +38,7 @@ use axum::routing::get;
 use axum::Router;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 
 use crate::config::{Access, Config};
 use crate::service::PlanService;
@@ -88,7 +88,26 @@ pub async fn start(config: &Config) -> Result<Services, StoreError> {
 /// The whole application. Takes the Leptos options so tests can point it
 /// at any site root.
 pub fn router(options: LeptosOptions, services: Services) -> Router {
-    let routes = generate_route_list(App);
+    router_with_pages(options, services, page_routes())
+}
+
+/// The board's page routes, found by running the app once.
+///
+/// While this runs, Leptos suppresses every resource in the process (a
+/// process-wide flag, leptos#4773), and a page whose resource first polls
+/// in that window never finishes. A server calls it once before serving;
+/// a process that starts many servers (the tests) must compute it once and
+/// share it through [`router_with_pages`].
+pub fn page_routes() -> Vec<AxumRouteListing> {
+    generate_route_list(App)
+}
+
+/// [`router`] with the page routes computed beforehand.
+pub fn router_with_pages(
+    options: LeptosOptions,
+    services: Services,
+    routes: Vec<AxumRouteListing>,
+) -> Router {
     let api = api::routes(api::ApiState {
         service: services.plans.clone(),
         keep_alive: services.keep_alive,

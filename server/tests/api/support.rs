@@ -1,5 +1,6 @@
 //! Starting a real server for a test, and small HTTP helpers.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use leptos::config::LeptosOptions;
@@ -23,6 +24,15 @@ pub fn options() -> LeptosOptions {
         .build()
 }
 
+/// The page routes, computed once for the whole test binary: computing them
+/// stalls any page another test renders at that moment (see
+/// `server::page_routes`), and `OnceLock` makes every other test wait for
+/// the one computation before it can start a server.
+fn page_routes() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<leptos_axum::AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(server::page_routes).clone()
+}
+
 impl TestServer {
     /// A server on a fresh SQLite file, in local mode as user `tester`.
     pub async fn start() -> TestServer {
@@ -40,7 +50,7 @@ impl TestServer {
             lease: Duration::from_secs(3600),
         };
         let services = server::start(&config).await.expect("server starts");
-        let app = server::router(options(), services.clone());
+        let app = server::router_with_pages(options(), services.clone(), page_routes());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
