@@ -10,6 +10,7 @@
 //! - [`shell`] and [`App`]: the HTML document, the top bar and the router;
 //! - [`api`]: the types, the server's [`api::BoardBackend`] and the server functions;
 //! - [`live`]: SSE streams through leptos-use;
+//! - [`codec`]: the one JSON reader the wasm uses, and resources built on it;
 //! - [`i18n`]: the UI's language (English or Chinese) and its switch;
 //! - [`pages`]: plans list, history, new plan;
 //! - [`board`]: the plan board and its views.
@@ -20,6 +21,7 @@
 
 pub mod api;
 pub mod board;
+pub mod codec;
 pub mod i18n;
 pub mod live;
 pub mod pages;
@@ -81,7 +83,7 @@ pub fn App() -> impl IntoView {
 #[component]
 fn TopBar() -> impl IntoView {
     let lang = use_lang();
-    let viewer = Resource::new(|| (), |_| api::whoami());
+    let viewer = codec::load(|| (), |_| api::whoami());
     let location = use_location();
     // The switch is a plain link: the server sets the cookie and sends the
     // person back to the page they were on, rendered in the other language.

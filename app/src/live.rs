@@ -50,7 +50,7 @@ pub fn use_live(url: String) -> Live {
         message.with(|m| {
             m.as_ref().and_then(|m| match m.event_type.as_str() {
                 "ready" | "resync" => Some(Heard::Reload),
-                _ => serde_json::from_str::<StreamRow>(&m.data)
+                _ => crate::codec::read::<StreamRow>(&m.data)
                     .ok()
                     .map(|row| Heard::Row(Box::new(row))),
             })

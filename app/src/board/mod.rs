@@ -197,7 +197,7 @@ pub fn BoardPage() -> impl IntoView {
             .get("id")
             .and_then(|s| uuid::Uuid::parse_str(&s).ok())
     };
-    let loaded = Resource::new(id, |id| async move {
+    let loaded = crate::codec::load(id, |id| async move {
         match id {
             Some(id) => load_board(id).await.ok(),
             None => None,
@@ -223,7 +223,7 @@ pub fn BoardPage() -> impl IntoView {
 #[component]
 fn LiveBoard(
     board: Board,
-    reload: Resource<Option<Result<BoardData, BoardError>>>,
+    reload: crate::codec::Loaded<Option<Result<BoardData, BoardError>>>,
 ) -> impl IntoView {
     let live = use_live(format!(
         "/api/plans/{}/stream?after={}",

@@ -54,7 +54,7 @@ fn tenths(seconds: i64, unit: i64) -> String {
 #[component]
 pub fn HistoryPage() -> impl IntoView {
     let lang = use_lang();
-    let plans = Resource::new(
+    let plans = crate::codec::load(
         || (),
         |_| async move {
             list_plans(ListFilter {

@@ -29,7 +29,7 @@ pub fn PlansPage() -> impl IntoView {
             text: q.get("q").unwrap_or_default(),
         }
     };
-    let plans = Resource::new(filter, |f| async move { list_plans(f).await });
+    let plans = crate::codec::load(filter, |f| async move { list_plans(f).await });
     let live = use_live("/api/stream".into());
     Effect::new(move |first: Option<()>| {
         // Any change anywhere may change a line or the filter's result.
