@@ -12,9 +12,10 @@ pub use plan_engine::Lang;
 /// Holds `en` or `zh`; set by the server's `/lang/{code}` route.
 pub const LANG_COOKIE: &str = "planboard_lang";
 
-/// The language of the page being rendered.
+/// The language of the page being rendered. An island hydrating in the
+/// browser has no context from the page around it, so it reads `<html lang>`.
 pub fn use_lang() -> Lang {
-    use_context::<Lang>().unwrap_or_default()
+    use_context::<Lang>().unwrap_or_else(detect)
 }
 
 /// The language this request or page asks for.

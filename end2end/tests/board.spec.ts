@@ -71,6 +71,34 @@ test("the DAG view lays out the graph, marks ready nodes and opens a node's deta
   await shot(page, "board-dag");
 });
 
+test("the view tabs switch in place, keep what was typed, and back and forward walk the views", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Tabs"), [{ name: "a" }, { name: "b", dependencies: [1] }]);
+  await openBoard(page, id);
+  // A page load would forget both of these.
+  await page.evaluate(() => ((window as any).__samePage = true));
+  await page.getByTestId("comment-body").fill("half a thought");
+
+  await page.getByTestId("tab-dag").click();
+  await expect(page).toHaveURL(new RegExp(`/plans/${id}\\?view=dag$`));
+  await expect(page.locator("svg.dag .node")).toHaveCount(2);
+  await expect(page.getByTestId("tab-dag")).toHaveAttribute("aria-current", "page");
+  await page.getByTestId("tab-timeline").click();
+  await expect(page).toHaveURL(/view=timeline$/);
+  await expect(page.getByTestId("timeline-entry").first()).toBeVisible();
+  expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+  await expect(page.getByTestId("comment-body")).toHaveValue("half a thought");
+
+  await page.goBack();
+  await expect(page).toHaveURL(/view=dag$/);
+  await expect(page.locator("svg.dag .node")).toHaveCount(2);
+  await page.goBack();
+  await expect(page).toHaveURL(/view=kanban$/);
+  await expect(page.getByTestId("column-waiting").getByTestId("card-2")).toBeVisible();
+  await page.goForward();
+  await expect(page.locator("svg.dag")).toBeVisible();
+  expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+});
+
 test("a DAG of 200 subtasks stays readable by scrolling", async ({ page, request }) => {
   const subs = Array.from({ length: 200 }, (_, i) => ({
     name: `step ${i + 1}`,

@@ -7,7 +7,9 @@
 //!
 //! # Layout
 //! - this file: [`Board`] (the live state and the one way to send a
-//!   change) and the page with its header, approval banner and view switch;
+//!   change); [`BoardPage`], the server-rendered page that reads the address,
+//!   and [`BoardIsland`], the hydrated board with its header, approval
+//!   banner and view tabs;
 //! - `kanban.rs`, `dag.rs`, `timeline.rs`: the three views;
 //! - `details.rs`: the selected subtask, its edit form, the add form;
 //! - `comments.rs`: the plan's discussion.
@@ -170,8 +172,9 @@ pub fn stamp(at: &plan_engine::Timestamp, seconds: bool) -> String {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum View {
+/// The board's three views; `?view=` in the address.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+pub enum View {
     Kanban,
     Dag,
     Timeline,
@@ -185,45 +188,109 @@ impl View {
             _ => View::Kanban,
         }
     }
+
+    fn key(self) -> &'static str {
+        match self {
+            View::Kanban => "kanban",
+            View::Dag => "dag",
+            View::Timeline => "timeline",
+        }
+    }
+
+    /// The view a query string (`?view=dag&…`) asks for; the browser's
+    /// back and forward buttons need it (the server reads the router's query).
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    fn from_search(search: &str) -> View {
+        let value = search
+            .trim_start_matches('?')
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("view="))
+            .unwrap_or_default();
+        View::parse(value)
+    }
 }
 
+/// The page around the board, rendered on the server: it reads the address
+/// and hands the plan's id and view to the island.
 #[component]
 pub fn BoardPage() -> impl IntoView {
     let lang = use_lang();
-    let params = use_params_map();
-    let id = move || {
-        params
-            .read()
-            .get("id")
-            .and_then(|s| uuid::Uuid::parse_str(&s).ok())
-    };
-    let loaded = crate::codec::load(id, |id| async move {
-        match id {
-            Some(id) => load_board(id).await.ok(),
-            None => None,
-        }
-    });
+    let id = use_params_map()
+        .read_untracked()
+        .get("id")
+        .and_then(|s| uuid::Uuid::parse_str(&s).ok());
+    let view = View::parse(
+        &use_query_map()
+            .read_untracked()
+            .get("view")
+            .unwrap_or_default(),
+    );
+    match id {
+        Some(id) => view! { <BoardIsland id view/> }.into_any(),
+        None => not_found(lang).into_any(),
+    }
+}
+
+fn not_found(lang: Lang) -> impl IntoView {
+    view! { <p class="error" role="alert">{lang.pick("No plan has this id.", "没有这个 id 的计划。")}</p> }
+}
+
+/// The board: hydrated in the browser, live from the plan's stream.
+#[island]
+pub fn BoardIsland(id: PlanId, view: View) -> impl IntoView {
+    let lang = use_lang();
+    let view = RwSignal::new(view);
+    follow_back_and_forward(view);
+    let loaded = crate::codec::load(move || id, |id| async move { load_board(id).await.ok() });
     view! {
         <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading the plan…", "正在加载计划…")}</p> }>
             {move || {
                 loaded.get()
-                    .map(|result| match (id(), result) {
-                        (Some(id), Some(Ok(data))) => match Board::new(id, data, lang) {
-                            Some(board) => view! { <LiveBoard board reload=loaded/> }.into_any(),
+                    .map(|result| match result {
+                        Some(Ok(data)) => match Board::new(id, data, lang) {
+                            Some(board) => view! { <LiveBoard board reload=loaded view/> }.into_any(),
                             None => view! { <p class="error">{lang.pick("This plan's history cannot be read.", "无法读取这个计划的历史。")}</p> }.into_any(),
                         },
-                        (_, Some(Err(e))) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                        _ => view! { <p class="error" role="alert">{lang.pick("No plan has this id.", "没有这个 id 的计划。")}</p> }.into_any(),
+                        Some(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+                        None => not_found(lang).into_any(),
                     })
             }}
         </Transition>
     }
 }
 
+/// The tabs switch views in place and record each switch in the address
+/// (`pushState`), so the browser's back and forward buttons walk the views
+/// as they did when the router did it.
+fn follow_back_and_forward(view: RwSignal<View>) {
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = window_event_listener(leptos::ev::popstate, move |_| {
+            let search = window().location().search().unwrap_or_default();
+            view.set(View::from_search(&search));
+        });
+        on_cleanup(move || handle.remove());
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = view;
+}
+
+fn push_address(url: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        if let Ok(history) = window().history() {
+            _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(url));
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = url;
+}
+
 #[component]
 fn LiveBoard(
     board: Board,
     reload: crate::codec::Loaded<Option<Result<BoardData, BoardError>>>,
+    view: RwSignal<View>,
 ) -> impl IntoView {
     let live = use_live(format!(
         "/api/plans/{}/stream?after={}",
@@ -243,17 +310,35 @@ fn LiveBoard(
         }
     });
     let lang = board.lang;
-    let query = use_query_map();
-    let view_kind = move || View::parse(&query.read().get("view").unwrap_or_default());
-    let tab = move |kind: View, label: &'static str, key: &'static str| {
-        let href = format!("/plans/{}?view={key}", board.id);
+    let tab = move |kind: View, label: &'static str| {
+        let href = format!("/plans/{}?view={}", board.id, kind.key());
+        let switch = {
+            let href = href.clone();
+            move |ev: leptos::ev::MouseEvent| {
+                // Modified clicks open a new tab or window, as links do.
+                if ev.button() != 0
+                    || ev.ctrl_key()
+                    || ev.meta_key()
+                    || ev.shift_key()
+                    || ev.alt_key()
+                {
+                    return;
+                }
+                ev.prevent_default();
+                if view.get_untracked() != kind {
+                    view.set(kind);
+                    push_address(&href);
+                }
+            }
+        };
         view! {
             <a
                 href=href
                 class="tab"
-                class:active=move || view_kind() == kind
-                aria-current=move || (view_kind() == kind).then_some("page")
-                data-testid=format!("tab-{key}")
+                class:active=move || view.get() == kind
+                aria-current=move || (view.get() == kind).then_some("page")
+                data-testid=format!("tab-{}", kind.key())
+                on:click=switch
             >
                 {label}
             </a>
@@ -267,13 +352,13 @@ fn LiveBoard(
             <Header board/>
             <ApprovalBanner board/>
             <nav class="tabs" aria-label=lang.pick("Board views", "看板视图")>
-                {tab(View::Kanban, lang.pick("Kanban", "看板"), "kanban")}
-                {tab(View::Dag, lang.pick("DAG", "依赖图"), "dag")}
-                {tab(View::Timeline, lang.pick("Timeline", "时间线"), "timeline")}
+                {tab(View::Kanban, lang.pick("Kanban", "看板"))}
+                {tab(View::Dag, lang.pick("DAG", "依赖图"))}
+                {tab(View::Timeline, lang.pick("Timeline", "时间线"))}
             </nav>
             <div class="board-body">
                 <section class="view">
-                    {move || match view_kind() {
+                    {move || match view.get() {
                         View::Kanban => view! { <kanban::Kanban board/> }.into_any(),
                         View::Dag => view! { <dag::Dag board/> }.into_any(),
                         View::Timeline => view! { <timeline::Timeline board/> }.into_any(),
@@ -417,7 +502,16 @@ fn ApprovalBanner(board: Board) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
+    use super::View;
     use chrono::TimeZone;
+
+    #[test]
+    fn the_view_comes_from_the_query_string_and_defaults_to_kanban() {
+        assert_eq!(View::from_search("?view=dag"), View::Dag);
+        assert_eq!(View::from_search("?x=1&view=timeline"), View::Timeline);
+        assert_eq!(View::from_search("?view=nonsense"), View::Kanban);
+        assert_eq!(View::from_search(""), View::Kanban);
+    }
 
     #[test]
     fn a_stamp_reads_like_the_strftime_it_replaces() {

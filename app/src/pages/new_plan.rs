@@ -4,7 +4,6 @@
 //! form, which keeps everything typed.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
 use plan_engine::{Mode, NewPlan, NewSubtask};
 
 use crate::api::create_plan;
@@ -18,7 +17,9 @@ struct Row {
     deps: RwSignal<String>,
 }
 
-#[component]
+/// The form is an island: it keeps what was typed in signals and sends it
+/// with a server function.
+#[island]
 pub fn NewPlanPage() -> impl IntoView {
     let lang = use_lang();
     let title = RwSignal::new(String::new());
@@ -38,7 +39,10 @@ pub fn NewPlanPage() -> impl IntoView {
     let rows = RwSignal::new(vec![new_row()]);
     let error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
-    let navigate = use_navigate();
+    // Until the island has hydrated, typing would be lost and buttons would
+    // do nothing: the form stays disabled (effects run only in the browser).
+    let ready = RwSignal::new(false);
+    Effect::new(move |_| ready.set(true));
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let mut subtasks = Vec::new();
@@ -72,12 +76,11 @@ pub fn NewPlanPage() -> impl IntoView {
             ..NewPlan::default()
         };
         busy.set(true);
-        let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
             let result = create_plan(spec).await;
             busy.set(false);
             match result {
-                Ok(Ok(id)) => navigate(&format!("/plans/{id}"), Default::default()),
+                Ok(Ok(id)) => open_board(&format!("/plans/{id}")),
                 Ok(Err(e)) => error.set(Some(e.to_string())),
                 Err(e) => error.set(Some(lang.pick(
                     format!("the server did not answer ({e}); nothing was created"),
@@ -114,6 +117,7 @@ pub fn NewPlanPage() -> impl IntoView {
         <section class="new-plan">
             <h1>{lang.pick("New plan", "新建计划")}</h1>
             <form on:submit=submit>
+                <fieldset class="plain" disabled=move || !ready.get()>
                 <label class="field">
                     {lang.pick("Title", "标题")}
                     <input required prop:value=move || title.get() on:input=move |ev| title.set(event_target_value(&ev)) data-testid="plan-title-input"/>
@@ -136,7 +140,7 @@ pub fn NewPlanPage() -> impl IntoView {
                     </select>
                 </label>
                 <label class="check">
-                    <input type="checkbox" prop:checked=move || approval.get() on:change=move |ev| approval.set(event_target_checked(&ev)) data-testid="approval-required"/>
+                    <input type="checkbox" checked prop:checked=move || approval.get() on:change=move |ev| approval.set(event_target_checked(&ev)) data-testid="approval-required"/>
                     {lang.pick(" A person must approve the plan before it runs", " 计划运行前必须有人批准")}
                 </label>
                 <fieldset>
@@ -148,7 +152,18 @@ pub fn NewPlanPage() -> impl IntoView {
                     <p class="error" role="alert" data-testid="new-plan-error">{move || error.get()}</p>
                 </Show>
                 <button type="submit" class="primary" disabled=move || busy.get() data-testid="create-plan">{lang.pick("Create plan", "创建计划")}</button>
+                </fieldset>
             </form>
         </section>
     }
+}
+
+/// Goes to the new plan's board (a page load: the board is its own page).
+fn open_board(url: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        _ = window().location().set_href(url);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = url;
 }

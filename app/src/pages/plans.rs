@@ -17,43 +17,38 @@ const SHOWS: [(&str, &str, &str); 4] = [
     ("finished", "Finished", "已结束"),
 ];
 
+/// The page, rendered on the server: heading and filters are plain HTML
+/// (a filter is a page load); the table is an island that follows the
+/// stream.
 #[component]
 pub fn PlansPage() -> impl IntoView {
     let lang = use_lang();
     let query = use_query_map();
-    let filter = move || {
-        let q = query.read();
+    let filter = {
+        let q = query.read_untracked();
         ListFilter {
             show: q.get("show").unwrap_or_default(),
             mode: q.get("mode").unwrap_or_default(),
             text: q.get("q").unwrap_or_default(),
         }
     };
-    let plans = crate::codec::load(filter, |f| async move { list_plans(f).await });
-    let live = use_live("/api/stream".into());
-    Effect::new(move |first: Option<()>| {
-        // Any change anywhere may change a line or the filter's result.
-        live.heard.track();
-        if first.is_some() {
-            plans.refetch();
-        }
-    });
-    let chips = move || {
-        let current = filter();
-        SHOWS
-            .iter()
-            .map(|(key, en, zh)| {
-                let mut f = current.clone();
-                f.show = key.to_string();
-                let active = current.show == *key;
-                view! {
-                    <a class="chip" class:active=active aria-current=active.then_some("page") href=href(&f) data-testid=format!("show-{}", if key.is_empty() { "all" } else { key })>
-                        {lang.pick(*en, *zh)}
-                    </a>
-                }
-            })
-            .collect_view()
-    };
+    let chips = SHOWS
+        .iter()
+        .map(|(key, en, zh)| {
+            let mut f = filter.clone();
+            f.show = key.to_string();
+            let active = filter.show == *key;
+            view! {
+                <a class="chip" class:active=active aria-current=active.then_some("page") href=href(&f) data-testid=format!("show-{}", if key.is_empty() { "all" } else { key })>
+                    {lang.pick(*en, *zh)}
+                </a>
+            }
+        })
+        .collect_view();
+    let modes = [Mode::Manual, Mode::Simple, Mode::Complex, Mode::Emergent]
+        .into_iter()
+        .map(|m| view! { <option value=m.as_str() selected=filter.mode == m.as_str()>{m.label(lang)}</option> })
+        .collect_view();
     view! {
         <section class="plans-page">
             <div class="page-head">
@@ -62,41 +57,60 @@ pub fn PlansPage() -> impl IntoView {
             </div>
             <form class="filters" method="get" action="/" role="search">
                 <nav class="chips" aria-label=lang.pick("Show", "显示")>{chips}</nav>
-                <input type="hidden" name="show" prop:value=move || filter().show/>
+                <input type="hidden" name="show" value=filter.show.clone()/>
                 <label>
                     {lang.pick("Mode ", "模式 ")}
-                    <select name="mode" prop:value=move || filter().mode>
-                        <option value="">{lang.pick("any", "任意")}</option>
-                        {[Mode::Manual, Mode::Simple, Mode::Complex, Mode::Emergent]
-                            .into_iter()
-                            .map(|m| view! { <option value=m.as_str()>{m.label(lang)}</option> })
-                            .collect_view()}
+                    <select name="mode">
+                        <option value="" selected=filter.mode.is_empty()>{lang.pick("any", "任意")}</option>
+                        {modes}
                     </select>
                 </label>
                 <label>
                     <span class="sr-only">{lang.pick("Search titles", "搜索标题")}</span>
-                    <input type="search" name="q" placeholder=lang.pick("Search titles", "搜索标题") prop:value=move || filter().text data-testid="search"/>
+                    <input type="search" name="q" placeholder=lang.pick("Search titles", "搜索标题") value=filter.text.clone() data-testid="search"/>
                 </label>
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
-            <p class="connection" class:offline=move || !live.connected.get() role="status">
-                {move || connection_text(lang, live.connected.get())}
-            </p>
-            <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading plans…", "正在加载计划…")}</p> }>
-                {move || plans.get().map(|r| match r {
-                    Ok(Ok(rows)) if rows.is_empty() => view! {
-                        <p class="empty">
-                            {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
-                            <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
-                            {lang.pick(".", "。")}
-                        </p>
-                    }.into_any(),
-                    Ok(Ok(rows)) => view! { <PlanTable rows/> }.into_any(),
-                    Ok(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                    Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                })}
-            </Transition>
+            <PlansLive filter/>
         </section>
+    }
+}
+
+/// The plans that pass `filter`, loaded again whenever the stream reports
+/// a change anywhere.
+#[island]
+pub fn PlansLive(filter: ListFilter) -> impl IntoView {
+    let lang = use_lang();
+    let plans = crate::codec::load(
+        move || filter.clone(),
+        |f| async move { list_plans(f).await },
+    );
+    let live = use_live("/api/stream".into());
+    Effect::new(move |first: Option<()>| {
+        // Any change anywhere may change a line or the filter's result.
+        live.heard.track();
+        if first.is_some() {
+            plans.refetch();
+        }
+    });
+    view! {
+        <p class="connection" class:offline=move || !live.connected.get() role="status">
+            {move || connection_text(lang, live.connected.get())}
+        </p>
+        <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading plans…", "正在加载计划…")}</p> }>
+            {move || plans.get().map(|r| match r {
+                Ok(Ok(rows)) if rows.is_empty() => view! {
+                    <p class="empty">
+                        {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
+                        <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
+                        {lang.pick(".", "。")}
+                    </p>
+                }.into_any(),
+                Ok(Ok(rows)) => view! { <PlanTable rows/> }.into_any(),
+                Ok(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+            })}
+        </Transition>
     }
 }
 

@@ -148,6 +148,49 @@ async fn in_token_mode_pages_ask_for_a_token_and_the_cookie_session_is_strict() 
 }
 
 #[tokio::test]
+async fn only_the_interactive_parts_are_islands_and_static_parts_carry_their_state_in_html() {
+    let server = TestServer::start().await;
+    let id = server
+        .create(json!({"title": "Ship the board", "subtasks": [{"name": "design"}]}))
+        .await;
+    let islands = |html: &str| html.matches("<leptos-island").count();
+
+    let (_, board) = page(&server, &format!("/plans/{id}?view=dag")).await;
+    assert_eq!(islands(&board), 1, "the board is one island: {board}");
+    assert!(
+        board.contains(&id.to_string()) && board.contains("&quot;view&quot;:&quot;Dag&quot;"),
+        "the island gets the plan and the view as props: {board}"
+    );
+
+    // The filters are plain HTML now: what was filtered by must be in it.
+    let (_, list) = page(&server, "/?q=Ship&mode=simple").await;
+    assert_eq!(islands(&list), 1, "only the table is an island");
+    assert!(
+        list.contains(r#"value="Ship""#),
+        "the search keeps its text"
+    );
+    assert!(
+        list.contains(r#"<option value="simple" selected"#),
+        "the mode stays chosen"
+    );
+
+    let (_, history) = page(&server, "/history").await;
+    assert_eq!(islands(&history), 0, "history is static");
+
+    // Typing into the form before its island hydrates would be lost.
+    let (_, new_plan) = page(&server, "/plans/new").await;
+    let outer = new_plan
+        .split("<fieldset")
+        .nth(1)
+        .and_then(|rest| rest.split('>').next())
+        .unwrap_or_default();
+    assert!(
+        outer.contains("plain") && outer.contains("disabled"),
+        "the new-plan form waits for the wasm: {new_plan}"
+    );
+}
+
+#[tokio::test]
 async fn an_unknown_page_is_a_404() {
     let server = TestServer::start().await;
     let (status, _) = page(&server, "/no/such/page").await;
