@@ -181,10 +181,12 @@ pub enum View {
 }
 
 impl View {
-    fn parse(text: &str) -> View {
-        match text {
-            "dag" => View::Dag,
-            "timeline" => View::Timeline,
+    /// The view `?view=` asks for: the server reads it from the router's
+    /// query, the browser from the address it went back or forward to.
+    fn parse(value: Option<&str>) -> View {
+        match value {
+            Some("dag") => View::Dag,
+            Some("timeline") => View::Timeline,
             _ => View::Kanban,
         }
     }
@@ -195,18 +197,6 @@ impl View {
             View::Dag => "dag",
             View::Timeline => "timeline",
         }
-    }
-
-    /// The view a query string (`?view=dag&…`) asks for; the browser's
-    /// back and forward buttons need it (the server reads the router's query).
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-    fn from_search(search: &str) -> View {
-        let value = search
-            .trim_start_matches('?')
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("view="))
-            .unwrap_or_default();
-        View::parse(value)
     }
 }
 
@@ -219,12 +209,7 @@ pub fn BoardPage() -> impl IntoView {
         .read_untracked()
         .get("id")
         .and_then(|s| uuid::Uuid::parse_str(&s).ok());
-    let view = View::parse(
-        &use_query_map()
-            .read_untracked()
-            .get("view")
-            .unwrap_or_default(),
-    );
+    let view = View::parse(use_query_map().read_untracked().get_str("view"));
     match id {
         Some(id) => view! { <BoardIsland id view/> }.into_any(),
         None => not_found(lang).into_any(),
@@ -266,8 +251,13 @@ fn follow_back_and_forward(view: RwSignal<View>) {
     #[cfg(feature = "hydrate")]
     {
         let handle = window_event_listener(leptos::ev::popstate, move |_| {
-            let search = window().location().search().unwrap_or_default();
-            view.set(View::from_search(&search));
+            let value = window()
+                .location()
+                .search()
+                .and_then(|search| web_sys::UrlSearchParams::new_with_str(&search))
+                .ok()
+                .and_then(|params| params.get("view"));
+            view.set(View::parse(value.as_deref()));
         });
         on_cleanup(move || handle.remove());
     }
@@ -506,11 +496,19 @@ mod tests {
     use chrono::TimeZone;
 
     #[test]
-    fn the_view_comes_from_the_query_string_and_defaults_to_kanban() {
-        assert_eq!(View::from_search("?view=dag"), View::Dag);
-        assert_eq!(View::from_search("?x=1&view=timeline"), View::Timeline);
-        assert_eq!(View::from_search("?view=nonsense"), View::Kanban);
-        assert_eq!(View::from_search(""), View::Kanban);
+    fn the_view_comes_from_the_query_and_defaults_to_kanban() {
+        assert_eq!(View::parse(Some("dag")), View::Dag);
+        assert_eq!(View::parse(Some("timeline")), View::Timeline);
+        assert_eq!(View::parse(Some("kanban")), View::Kanban);
+        assert_eq!(View::parse(Some("nonsense")), View::Kanban);
+        assert_eq!(View::parse(None), View::Kanban);
+        for view in [View::Kanban, View::Dag, View::Timeline] {
+            assert_eq!(
+                View::parse(Some(view.key())),
+                view,
+                "tabs link to what they show"
+            );
+        }
     }
 
     #[test]

@@ -161,6 +161,11 @@ async fn only_the_interactive_parts_are_islands_and_static_parts_carry_their_sta
         board.contains(&id.to_string()) && board.contains("&quot;view&quot;:&quot;Dag&quot;"),
         "the island gets the plan and the view as props: {board}"
     );
+    let (_, timeline) = page(&server, &format!("/plans/{id}?x=1&view=timeline")).await;
+    assert!(
+        timeline.contains("&quot;view&quot;:&quot;Timeline&quot;"),
+        "the view is read among other parameters: {timeline}"
+    );
 
     // The filters are plain HTML now: what was filtered by must be in it.
     let (_, list) = page(&server, "/?q=Ship&mode=simple").await;
