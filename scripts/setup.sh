@@ -109,3 +109,19 @@ ensure_build_tools() {
   ensure_cargo_leptos
   ensure_wasm_bindgen
 }
+
+# Schemathesis from PyPI, in a venv under target/ (pinned: its checks and
+# phases change between releases).
+SCHEMATHESIS_VERSION="4.32.5"
+ensure_schemathesis() {
+  local venv="$ROOT/target/schemathesis-venv"
+  if ! "$venv/bin/st" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    step "installing Schemathesis $SCHEMATHESIS_VERSION in target/schemathesis-venv"
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+      apt_install python3-venv
+      python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  SCHEMATHESIS="$venv/bin/st"
+}

@@ -284,6 +284,10 @@ impl NewSubtask {
 /// in list order, so `dependencies` here refer to those numbers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NewPlan {
+    /// Chosen by whoever creates the plan (the server, never its client),
+    /// so it is left out of the schema.
+    #[serde(default)]
+    #[schemars(skip)]
     pub id: PlanId,
     #[serde(default)]
     pub key: Option<String>,

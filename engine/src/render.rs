@@ -4,7 +4,8 @@ use std::fmt::Write;
 
 use crate::dag::validate_graph;
 use crate::error::PlanError;
-use crate::model::{Plan, Subtask, SubtaskState};
+use crate::event::{Event, EventKind};
+use crate::model::{Plan, PlanId, Subtask, SubtaskState, Timestamp};
 
 /// A checkbox line per subtask under a progress header.
 pub fn markdown(plan: &Plan) -> String {
@@ -111,6 +112,12 @@ pub fn export_json(plan: &Plan) -> String {
 pub fn import_json(text: &str) -> Result<Plan, PlanError> {
     let plan: Plan = serde_json::from_str(text)
         .map_err(|e| PlanError::invalid("json", format!("not a planboard plan: {e}")))?;
+    check_import(&plan)?;
+    Ok(plan)
+}
+
+/// What [`import_json`] checks of a plan already read from JSON.
+pub fn check_import(plan: &Plan) -> Result<(), PlanError> {
     validate_graph(&plan.subtasks, plan.next_subtask_id)?;
     if plan.title.trim().is_empty() {
         return Err(PlanError::invalid("title", "must not be empty"));
@@ -121,5 +128,25 @@ pub fn import_json(text: &str) -> Result<Plan, PlanError> {
             "a comment id is not below next_comment_id",
         ));
     }
-    Ok(plan)
+    Ok(())
+}
+
+/// An imported plan made new: a fresh id, no key (keys are unique and the
+/// original may still hold it), version 1, and the `plan_created` event
+/// that records it as `actor`'s.
+pub fn adopt(mut plan: Plan, id: PlanId, actor: &str, now: Timestamp) -> (Plan, Vec<Event>) {
+    plan.id = id;
+    plan.key = None;
+    plan.version = 1;
+    plan.updated_at = now;
+    let event = Event {
+        plan_id: id,
+        version: 1,
+        actor: std::sync::Arc::from(actor),
+        at: now,
+        kind: EventKind::PlanCreated {
+            plan: Box::new(plan.clone()),
+        },
+    };
+    (plan, vec![event])
 }

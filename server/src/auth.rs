@@ -42,9 +42,60 @@ impl Role {
 pub struct Identity {
     pub name: String,
     pub role: Role,
+    /// The agent acting with this identity's rights (the `X-Planboard-Agent`
+    /// header, an agent session, an MCP client), so a reviewer can tell an
+    /// agent's change from a person's.
+    pub agent: Option<String>,
 }
 
+/// The header an HTTP agent names itself with.
+pub const AGENT_HEADER: &str = "x-planboard-agent";
+
+/// The longest agent name kept.
+const AGENT_MAX: usize = 64;
+
 impl Identity {
+    pub fn new(name: impl Into<String>, role: Role) -> Identity {
+        Identity {
+            name: name.into(),
+            role,
+            agent: None,
+        }
+    }
+
+    /// The same identity, acting as `agent` (unless an agent is already
+    /// named). Control characters are dropped and the name is cut at 64
+    /// characters: it is a label on the timeline, not an identity proof.
+    pub fn acting_as(mut self, agent: &str) -> Identity {
+        if self.agent.is_none() {
+            let clean: String = agent
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(AGENT_MAX)
+                .collect();
+            let clean = clean.trim();
+            if !clean.is_empty() {
+                self.agent = Some(clean.to_string());
+            }
+        }
+        self
+    }
+
+    /// Who the events of this request are recorded as: `alice`, or
+    /// `alice · agent-7` for an agent acting with alice's rights.
+    /// The agent's part is shortened to keep within the engine's limit on
+    /// actor names.
+    pub fn actor(&self) -> String {
+        let room = plan_engine::model::limits::ACTOR.saturating_sub(self.name.chars().count() + 3);
+        match &self.agent {
+            Some(agent) if room > 0 => {
+                let agent: String = agent.chars().take(room).collect();
+                format!("{} · {agent}", self.name)
+            }
+            _ => self.name.clone(),
+        }
+    }
+
     pub fn require(&self, role: Role) -> Result<(), ApiError> {
         if self.role >= role {
             Ok(())
@@ -86,10 +137,7 @@ fn session_token(headers: &HeaderMap) -> Option<&str> {
 fn identity_of(access: &Access, headers: &HeaderMap) -> Result<(Identity, Proof), &'static str> {
     let tokens = match access {
         Access::Local { user } => {
-            let me = Identity {
-                name: user.clone(),
-                role: Role::Admin,
-            };
+            let me = Identity::new(user.clone(), Role::Admin);
             return Ok((me, Proof::Local));
         }
         Access::Tokens(tokens) => tokens,
@@ -156,6 +204,15 @@ pub async fn identify(
             .into_response();
         }
     }
+    let agent = request
+        .headers()
+        .get(AGENT_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let identity = match agent {
+        Some(agent) => identity.acting_as(&agent),
+        None => identity,
+    };
     request.extensions_mut().insert(identity);
     next.run(request).await
 }

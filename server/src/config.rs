@@ -15,14 +15,56 @@ use std::time::Duration;
 
 use crate::auth::{Identity, Role};
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     pub database_url: String,
     pub access: Access,
     pub lease: Duration,
 }
 
-#[derive(Clone, Debug)]
+/// Debug output ends up in logs: the database password and the tokens are
+/// redacted.
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("database_url", &redact_url(&self.database_url))
+            .field("access", &self.access)
+            .field("lease", &self.lease)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Access::Local { user } => f.debug_struct("Local").field("user", user).finish(),
+            Access::Tokens(tokens) => {
+                let mut names: Vec<String> = tokens
+                    .values()
+                    .map(|who| format!("{}:{}:<redacted>", who.name, who.role.as_str()))
+                    .collect();
+                names.sort();
+                f.debug_tuple("Tokens").field(&names).finish()
+            }
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:<redacted>@host/db`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((credentials, host)) = rest.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match credentials.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
+        None => url.to_string(),
+    }
+}
+
+#[derive(Clone)]
 pub enum Access {
     /// No login: every request is this user, with every right.
     Local { user: String },
@@ -41,6 +83,7 @@ impl Config {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let database_url =
             var("DATABASE_URL").unwrap_or_else(|| "sqlite://data/planboard.db".into());
+        check_database_url(&database_url)?;
         let mut tokens = HashMap::new();
         if let Some(list) = var("PLANBOARD_TOKENS") {
             for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -96,6 +139,19 @@ impl Config {
     }
 }
 
+/// The two kinds of database planboard speaks; anything else is a typo
+/// worth naming before a connection is tried.
+fn check_database_url(url: &str) -> Result<(), ConfigError> {
+    if crate::store::SqlStore::supports(url) {
+        return Ok(());
+    }
+    Err(ConfigError::Invalid(format!(
+        "DATABASE_URL must be sqlite:<path> (for example sqlite://data/planboard.db) or \
+         postgres://user:password@host:5432/db, not '{}'",
+        redact_url(url)
+    )))
+}
+
 fn add_token(
     tokens: &mut HashMap<String, Identity>,
     parts: &[&str],
@@ -117,12 +173,45 @@ fn add_token(
             "the token of '{name}' is shorter than 16 characters; use a long random one"
         )));
     }
-    tokens.insert(
-        token.to_string(),
-        Identity {
-            name: name.to_string(),
-            role,
-        },
-    );
+    tokens.insert(token.to_string(), Identity::new(*name, role));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Role;
+
+    #[test]
+    fn debug_output_redacts_the_database_password_and_every_token() {
+        let mut tokens = HashMap::new();
+        tokens.insert(
+            "s3cret-token-0123456789".to_string(),
+            Identity::new("alice", Role::Admin),
+        );
+        let config = Config {
+            database_url: "postgres://planner:hunter2@db:5432/plans".into(),
+            access: Access::Tokens(tokens),
+            lease: Duration::from_secs(60),
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("postgres://planner:<redacted>@db:5432/plans"),
+            "{shown}"
+        );
+        assert!(shown.contains("alice:admin:<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn a_malformed_database_url_is_a_configuration_error_naming_the_variable() {
+        let err = check_database_url("mysql://root:pw@x/db")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("DATABASE_URL"), "{err}");
+        assert!(!err.contains("pw@"), "{err}");
+        assert!(check_database_url("sqlite://data/planboard.db").is_ok());
+        assert!(check_database_url("postgres://u:p@h/d").is_ok());
+    }
 }

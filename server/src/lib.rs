@@ -7,6 +7,7 @@
 //! - [`auth`]: local mode or bearer tokens with roles;
 //! - [`store`]: the [`store::PlanStore`] trait and its SQLite/PostgreSQL implementation;
 //! - [`book`]: the working set of plans the engine runs on;
+//! - [`hints`]: what each agent session was last shown (bounded);
 //! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
 //! - [`live`]: the log reader and SSE streams;
 //! - [`api`]: the REST routes and their OpenAPI document;
@@ -24,6 +25,7 @@ pub mod auth;
 pub mod board;
 pub mod book;
 pub mod config;
+pub mod hints;
 pub mod live;
 pub mod mcp;
 pub mod service;
@@ -51,6 +53,14 @@ pub struct Services {
     pub access: Arc<Access>,
     /// How often an idle SSE stream sends a keep-alive comment.
     pub keep_alive: Duration,
+}
+
+impl Services {
+    /// Begins a graceful shutdown: every live stream ends with a
+    /// `shutdown` event so its client reconnects elsewhere.
+    pub fn shutdown(&self) {
+        self.plans.hub().close();
+    }
 }
 
 /// Opens the store, loads the plans, releases stale leases and starts the
@@ -114,7 +124,7 @@ pub fn router_with_pages(
     });
     let guarded = Router::new()
         .nest("/api", api)
-        .nest_service("/mcp", mcp::service(services.plans.clone()))
+        .nest_service("/mcp", mcp::router(services.plans.clone()))
         .layer(axum::middleware::from_fn_with_state(
             services.access.clone(),
             auth::identify,
@@ -141,12 +151,46 @@ pub fn router_with_pages(
         .route("/logout", axum::routing::post(session::sign_out))
         .route("/lang/{code}", get(session::switch_language))
         .with_state(services.access.clone());
-    Router::new()
+    let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/api/openapi.json", get(api::openapi))
         .merge(guarded)
         .merge(sessions)
-        .merge(site)
+        .merge(site);
+    with_operations(app)
+}
+
+/// How long a request may take to produce its response head. Streams are
+/// not cut: their head goes out at once and the body may run for hours.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What every request goes through, outermost first: a request id (the
+/// client's `x-request-id`, or a new UUID) that is in its log span and
+/// echoed in the response; a log line per request; gzip for HTML and JSON
+/// (never for event streams, which must not be buffered); the timeout.
+fn with_operations(app: Router) -> Router {
+    use axum::http::{Request, StatusCode};
+    use tower_http::compression::CompressionLayer;
+    use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+    use tower_http::timeout::TimeoutLayer;
+    use tower_http::trace::TraceLayer;
+
+    let trace = TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+        let id = request
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path())
+    });
+    app.layer(TimeoutLayer::with_status_code(
+        StatusCode::SERVICE_UNAVAILABLE,
+        REQUEST_TIMEOUT,
+    ))
+    .layer(CompressionLayer::new())
+    .layer(PropagateRequestIdLayer::x_request_id())
+    .layer(trace)
+    .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
 
 async fn healthz() -> &'static str {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use plan_engine::PlanId;
-use tokio::sync::{broadcast, mpsc, Notify};
+use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::store::{PlanStore, StoredEvent};
@@ -37,6 +37,9 @@ pub struct Hub {
     /// The seq of the last row broadcast by this process.
     last: AtomicI64,
     wake: Notify,
+    /// Set once when the server shuts down: every stream ends with a
+    /// `shutdown` event, so its client reconnects (to another replica).
+    closing: watch::Sender<bool>,
 }
 
 impl Hub {
@@ -49,7 +52,13 @@ impl Hub {
             sender: broadcast::channel(backlog).0,
             last: AtomicI64::new(last_seq),
             wake: Notify::new(),
+            closing: watch::channel(false).0,
         }
+    }
+
+    /// Ends every stream, now and from now on, with a `shutdown` event.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
     }
 
     /// Asks the log reader to publish what was just committed.
@@ -147,6 +156,28 @@ async fn pump(
     after: Option<i64>,
     tx: mpsc::Sender<SseEvent>,
 ) {
+    let mut closing = hub.closing.subscribe();
+    let closed = async move {
+        let _ = closing.wait_for(|closed| *closed).await;
+    };
+    tokio::select! {
+        () = follow(&hub, store, plan, after, &tx) => {}
+        () = closed => {
+            let bye = SseEvent::default()
+                .event("shutdown")
+                .data(r#"{"reason":"the server is shutting down; reconnect to resume"}"#);
+            let _ = tx.send(bye).await;
+        }
+    }
+}
+
+async fn follow(
+    hub: &Hub,
+    store: Arc<dyn PlanStore>,
+    plan: Option<PlanId>,
+    after: Option<i64>,
+    tx: &mpsc::Sender<SseEvent>,
+) {
     // Subscribe before reading the log: a row committed meanwhile is then
     // either in the log read or in the broadcast (or both, and skipped once).
     let mut live = hub.subscribe();
@@ -187,7 +218,13 @@ async fn pump(
         }
     }
     loop {
-        match live.recv().await {
+        // A client that went away on a quiet plan would otherwise keep this
+        // task and its broadcast receiver until the plan's next event.
+        let received = tokio::select! {
+            received = live.recv() => received,
+            () = tx.closed() => return,
+        };
+        match received {
             Ok(row) => {
                 if row.seq <= last || plan.is_some_and(|p| p != row.plan_id) {
                     continue;
@@ -219,7 +256,12 @@ async fn pump(
 mod tests {
     use super::*;
     use axum::response::IntoResponse;
+    use eventsource_stream::{Event, Eventsource};
+    use futures_util::stream::BoxStream;
     use futures_util::StreamExt;
+
+    type Events =
+        BoxStream<'static, Result<Event, eventsource_stream::EventStreamError<axum::Error>>>;
 
     fn row(seq: i64, plan_id: PlanId) -> StoredEvent {
         StoredEvent {
@@ -233,64 +275,73 @@ mod tests {
         }
     }
 
-    /// Reads SSE blocks (`event:`, `id:`, `data:` lines) until `until` matches one.
-    async fn read_until(
-        body: &mut (impl futures_util::Stream<Item = Result<bytes::Bytes, axum::Error>> + Unpin),
-        buffer: &mut String,
-        until: impl Fn(&str) -> bool,
-    ) -> Vec<String> {
-        let mut blocks = Vec::new();
-        loop {
-            while let Some(end) = buffer.find("\n\n") {
-                let block: String = buffer.drain(..end + 2).collect();
-                let done = until(&block);
-                blocks.push(block);
-                if done {
-                    return blocks;
-                }
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(5), body.next())
+    async fn memory_store() -> Arc<dyn PlanStore> {
+        Arc::new(
+            crate::store::SqlStore::connect("sqlite::memory:")
                 .await
-                .expect("the stream went quiet")
-                .expect("the stream ended")
-                .expect("the stream failed");
-            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+                .unwrap(),
+        )
+    }
+
+    /// The SSE events of one subscriber, parsed by `eventsource-stream`.
+    fn events(hub: Arc<Hub>, store: Arc<dyn PlanStore>, after: Option<i64>) -> Events {
+        let response = stream(hub, store, None, after, Duration::from_secs(60)).into_response();
+        response
+            .into_body()
+            .into_data_stream()
+            .eventsource()
+            .boxed()
+    }
+
+    async fn next(events: &mut Events) -> Option<Event> {
+        tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .expect("the stream went quiet")
+            .map(|e| e.expect("a well-formed event"))
+    }
+
+    /// Reads events until one named `name`; returns all read, that one last.
+    async fn read_until(events: &mut Events, name: &str) -> Vec<Event> {
+        let mut read = Vec::new();
+        loop {
+            let event = next(events).await.expect("the stream ended");
+            let done = event.event == name;
+            read.push(event);
+            if done {
+                return read;
+            }
         }
     }
 
     #[tokio::test]
     async fn a_subscriber_that_falls_behind_gets_resync_and_then_follows_again() {
-        let store: Arc<dyn PlanStore> = Arc::new(
-            crate::store::SqlStore::connect("sqlite::memory:")
-                .await
-                .unwrap(),
-        );
         let hub = Arc::new(Hub::with_backlog(0, 8));
         let plan = uuid::Uuid::from_u128(1);
-        let response =
-            stream(hub.clone(), store, None, None, Duration::from_secs(60)).into_response();
-        let mut body = response.into_body().into_data_stream();
-        let mut buffer = String::new();
-        read_until(&mut body, &mut buffer, |b| b.contains("event: ready")).await;
+        let mut events = events(hub.clone(), memory_store().await, None);
+        read_until(&mut events, "ready").await;
 
-        // Nobody reads while 500 rows go out: the stream's own queue (64)
-        // fills, the broadcast (8) overflows.
-        let rows: Vec<StoredEvent> = (1..=500).map(|seq| row(seq, plan)).collect();
-        hub.publish(&rows);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let blocks = read_until(&mut body, &mut buffer, |b| b.contains("event: resync")).await;
-        let resync = blocks.last().unwrap();
-        assert!(resync.contains("id: 500"), "{resync}");
-        assert!(resync.contains("\"missed\":"), "{resync}");
-        let delivered = blocks.len() - 1;
+        // Nobody reads while 500 rows go out one by one, each given time to
+        // reach the stream: the stream's own queue (64) fills first, then
+        // the broadcast (8) overflows.
+        for seq in 1..=500 {
+            hub.publish(&[row(seq, plan)]);
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let read = read_until(&mut events, "resync").await;
+        let resync = read.last().unwrap();
+        assert_eq!(resync.id, "500");
+        assert!(resync.data.contains("\"missed\":"), "{resync:?}");
+        let delivered = read.len() - 1;
         assert!(
-            delivered < 500,
-            "{delivered} rows came before resync: the subscriber never fell behind"
+            (64..500).contains(&delivered),
+            "{delivered} rows came before resync: the queue should have filled (64) and \
+             the subscriber fallen behind"
         );
-        let seqs: Vec<i64> = blocks[..delivered]
+        let seqs: Vec<i64> = read[..delivered]
             .iter()
-            .filter_map(|b| b.lines().find_map(|l| l.strip_prefix("id: ")))
-            .map(|id| id.parse().unwrap())
+            .map(|e| e.id.parse().unwrap())
             .collect();
         assert_eq!(
             seqs,
@@ -299,7 +350,25 @@ mod tests {
         );
 
         hub.publish(&[row(501, plan)]);
-        let next = read_until(&mut body, &mut buffer, |b| b.contains("id: ")).await;
-        assert!(next.last().unwrap().contains("id: 501"), "{next:?}");
+        assert_eq!(next(&mut events).await.unwrap().id, "501");
+    }
+
+    #[tokio::test]
+    async fn closing_the_hub_ends_every_stream_with_a_shutdown_event() {
+        let store = memory_store().await;
+        let hub = Arc::new(Hub::new(0));
+        let mut open = events(hub.clone(), store.clone(), None);
+        read_until(&mut open, "ready").await;
+        hub.close();
+        let bye = read_until(&mut open, "shutdown").await.pop().unwrap();
+        assert!(bye.data.contains("reconnect"), "{bye:?}");
+        assert!(
+            next(&mut open).await.is_none(),
+            "the stream ends after shutdown"
+        );
+        // A stream opened after the close ends at once, the same way.
+        let mut late = events(hub, store, Some(0));
+        read_until(&mut late, "shutdown").await;
+        assert!(next(&mut late).await.is_none());
     }
 }

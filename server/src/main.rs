@@ -1,10 +1,14 @@
 //! The `planboard` binary: reads the configuration (`DATABASE_URL`,
 //! `PLANBOARD_*`, and the Leptos `LEPTOS_*` variables cargo-leptos sets, with
 //! `Cargo.toml` as the fallback), opens the store, binds and serves until
-//! Ctrl-C.
+//! Ctrl-C or SIGTERM, then shuts down gracefully (see `stop_signal`).
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use leptos::config::get_configuration;
 use server::config::Config;
+use tokio::sync::Notify;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -25,13 +29,56 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::process::exit(2);
         }
     };
+    tracing::debug!("configuration: {config:?}");
     let services = server::start(&config).await?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!("planboard listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, server::router(options, services))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    let stopping = Arc::new(Notify::new());
+    let serve = axum::serve(listener, server::router(options, services.clone()))
+        .with_graceful_shutdown({
+            let stopping = stopping.clone();
+            async move {
+                stop_signal().await;
+                tracing::info!("shutting down: no new connections; finishing requests in flight");
+                // Live streams never end by themselves: end them with an
+                // event that tells their clients to reconnect.
+                services.shutdown();
+                stopping.notify_one();
+            }
+        });
+    tokio::select! {
+        served = serve => served?,
+        () = async {
+            stopping.notified().await;
+            tokio::time::sleep(GRACE).await;
+        } => tracing::warn!("connections still open {} s after shutdown began; closing them", GRACE.as_secs()),
+    }
     Ok(())
+}
+
+/// How long requests in flight (commits included) may take to finish once
+/// shutdown begins.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Ctrl-C, or SIGTERM from a service manager or container runtime.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

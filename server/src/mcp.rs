@@ -1,14 +1,25 @@
 //! `/mcp`: the Model Context Protocol over streamable HTTP (rmcp), exposing
 //! the canonical plan tools. rmcp makes one [`PlanMcp`] per MCP session, so
 //! each session gets its own key and with it its own active plan.
+//!
+//! Every protocol revision rmcp knows is spoken: a client gets the revision
+//! it asks for, or the newest one. Two HTTP details rmcp leaves open are
+//! settled in [`router`]: ending a session answers 204 (the Python SDK
+//! reports rmcp's 202 as a failed termination), and an unknown
+//! `MCP-Protocol-Version` header is a 400, as the specification asks.
 
 use std::sync::Arc;
 
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use plan_engine::Dialect;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, Content, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool,
+    CallToolRequestParams, CallToolResult, Content, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerInfo, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -25,7 +36,47 @@ pub struct PlanMcp {
     session: String,
 }
 
-/// The `/mcp` service, to nest in the router behind the identity middleware.
+/// The revisions this server speaks, oldest first.
+const REVISIONS: [ProtocolVersion; 3] = [
+    ProtocolVersion::V_2024_11_05,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+];
+
+/// `/mcp` with the HTTP details of the module docs, to nest behind the
+/// identity middleware.
+pub fn router(plans: Arc<PlanService>) -> axum::Router {
+    axum::Router::new()
+        .fallback_service(service(plans))
+        .layer(axum::middleware::from_fn(http_details))
+}
+
+async fn http_details(request: Request, next: Next) -> Response {
+    if let Some(version) = request.headers().get("mcp-protocol-version") {
+        let known = version
+            .to_str()
+            .is_ok_and(|v| REVISIONS.iter().any(|r| r.to_string() == v));
+        if !known {
+            let supported: Vec<String> = REVISIONS.iter().map(ToString::to_string).collect();
+            return (
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "unsupported MCP-Protocol-Version; this server speaks {}",
+                    supported.join(", ")
+                ),
+            )
+                .into_response();
+        }
+    }
+    let ending = request.method() == Method::DELETE;
+    let mut response = next.run(request).await;
+    if ending && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
+}
+
+/// The `/mcp` service itself.
 pub fn service(plans: Arc<PlanService>) -> StreamableHttpService<PlanMcp, LocalSessionManager> {
     StreamableHttpService::new(
         move || {
@@ -77,6 +128,21 @@ impl ServerHandler for PlanMcp {
         }
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let mut info = self.get_info();
+        let newest = REVISIONS[REVISIONS.len() - 1].clone();
+        info.protocol_version = if REVISIONS.contains(&request.protocol_version) {
+            request.protocol_version
+        } else {
+            newest
+        };
+        Ok(info)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -91,11 +157,20 @@ impl ServerHandler for PlanMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         // The identity middleware ran on the HTTP request that carried this call.
+        // Recorded as the identity acting through its MCP client
+        // (`alice · claude-code`), so the timeline tells agents from people.
+        let client = context
+            .peer
+            .peer_info()
+            .map_or_else(|| "mcp".to_string(), |info| info.client_info.name.clone());
         let actor = context
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Identity>())
-            .map_or_else(|| "mcp".to_string(), |who| who.name.clone());
+            .map_or_else(
+                || format!("mcp · {client}"),
+                |who| who.clone().acting_as(&client).actor(),
+            );
         let args = request.arguments.map_or(Value::Null, Value::Object);
         let result = self
             .service

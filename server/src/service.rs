@@ -26,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::book::{Book, Failure, Outcome, Ticket};
+use crate::hints::HintsShown;
 use crate::live::Hub;
 use crate::store::{PlanFilter, PlanStore, PlanSummary, StoreError, StoredComment, StoredEvent};
 
@@ -60,7 +61,7 @@ pub struct PlanService {
     shared: bool,
     /// Session → the plan and version of the last hint it was shown, so an
     /// unchanged plan gets a one-line hint instead of the same window again.
-    hints_shown: std::sync::Mutex<std::collections::HashMap<String, (PlanId, u64)>>,
+    hints_shown: std::sync::Mutex<HintsShown>,
 }
 
 impl PlanService {
@@ -79,7 +80,7 @@ impl PlanService {
             committing: Mutex::new(()),
             hub,
             shared,
-            hints_shown: Default::default(),
+            hints_shown: std::sync::Mutex::new(HintsShown::new()),
         });
         tokio::spawn(read_log(Arc::downgrade(&service), remote));
         Ok(service)
@@ -180,23 +181,11 @@ impl PlanService {
     }
 
     /// Stores a plan from an export under a new id, as created by `actor`.
-    pub async fn import(&self, mut plan: Plan, actor: &str) -> Result<Plan, ServiceError> {
-        let now = chrono::Utc::now();
-        plan.id = uuid::Uuid::new_v4();
-        plan.key = None;
-        plan.version = 1;
-        plan.updated_at = now;
-        let event = Event {
-            plan_id: plan.id,
-            version: plan.version,
-            actor: Arc::from(actor),
-            at: now,
-            kind: plan_engine::EventKind::PlanCreated {
-                plan: Box::new(plan.clone()),
-            },
-        };
+    pub async fn import(&self, plan: Plan, actor: &str) -> Result<Plan, ServiceError> {
+        let (plan, events) =
+            plan_engine::render::adopt(plan, uuid::Uuid::new_v4(), actor, chrono::Utc::now());
         self.write(actor, |book| {
-            book.insert(plan.clone(), vec![event.clone()])?;
+            book.insert(plan.clone(), events.clone())?;
             Ok(plan.clone())
         })
         .await
@@ -315,24 +304,33 @@ impl PlanService {
             .collect()
     }
 
-    /// The hint for a session's next step. Unless `fresh`, a plan still at
-    /// the version of the session's previous hint gets the one-line
-    /// "unchanged" hint (the engine's `since_version`).
-    pub async fn session_hint(&self, session: &str, opts: &HintOptions, fresh: bool) -> String {
+    /// The hint for a session's next step, and the version of the plan it
+    /// describes. Reads only: `opts.since_version` (the caller's) decides
+    /// whether an unchanged plan gets the one-line hint.
+    pub async fn session_hint(&self, session: &str, opts: &HintOptions) -> (String, Option<u64>) {
+        let book = self.book.lock().await;
+        let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
+        (plan_engine::hint(plan, opts), plan.map(|p| p.version))
+    }
+
+    /// [`PlanService::session_hint`] for an agent that wants the server to
+    /// remember what it was shown: unless `fresh`, a plan still at the
+    /// version of this session's previous hint gets the one-line hint.
+    pub async fn session_hint_remembered(
+        &self,
+        session: &str,
+        opts: &HintOptions,
+        fresh: bool,
+    ) -> (String, Option<u64>) {
         let book = self.book.lock().await;
         let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
         let mut shown = self.hints_shown.lock().unwrap_or_else(|e| e.into_inner());
         let mut opts = opts.clone();
-        if let (Some(plan), Some((id, version)), false) = (plan, shown.get(session), fresh) {
-            if *id == plan.id {
-                opts.since_version = Some(*version);
-            }
+        if let (Some(plan), false) = (plan, fresh) {
+            opts.since_version = shown.version_shown(session, plan.id);
         }
-        match plan {
-            Some(plan) => shown.insert(session.to_string(), (plan.id, plan.version)),
-            None => shown.remove(session),
-        };
-        plan_engine::hint(plan, &opts)
+        shown.record(session, plan.map(|p| (p.id, p.version)));
+        (plan_engine::hint(plan, &opts), plan.map(|p| p.version))
     }
 
     pub async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, ServiceError> {
@@ -346,6 +344,14 @@ impl PlanService {
         limit: u32,
     ) -> Result<Vec<StoredEvent>, ServiceError> {
         Ok(self.store.events(Some(id), after, limit).await?)
+    }
+
+    /// Whether the plan exists or existed (a deleted plan's log is kept).
+    pub async fn ever_existed(&self, id: PlanId) -> Result<bool, ServiceError> {
+        if self.read(id, |_| ()).await.is_some() {
+            return Ok(true);
+        }
+        Ok(!self.store.events(Some(id), 0, 1).await?.is_empty())
     }
 
     pub async fn comments(&self, id: PlanId) -> Result<Vec<StoredComment>, ServiceError> {

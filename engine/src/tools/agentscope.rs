@@ -212,11 +212,25 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 }
             }
             if !invalid.is_empty() {
-                parts.push(format!(
+                let message = format!(
                     "Invalid subtask_idx [{}]. Must be between 0 and {}.",
                     invalid.join(", "),
                     plan.subtasks.len().saturating_sub(1)
-                ));
+                );
+                // Nothing to show is a refusal, so the model hears it as one.
+                if parts.is_empty() {
+                    return Err(ToolError::BadArgs {
+                        tool: tool.into(),
+                        message,
+                    });
+                }
+                parts.push(message);
+            }
+            if parts.is_empty() {
+                return Err(ToolError::BadArgs {
+                    tool: tool.into(),
+                    message: "subtask_idx lists no subtask; give at least one index".into(),
+                });
             }
             Ok(Reply::text(parts.join("\n")))
         }
@@ -441,9 +455,10 @@ fn update_state(s: &mut Session<'_>, a: UpdateSubtaskState) -> Result<Reply, Too
             })
         }
     };
-    if state == SubtaskState::InProgress && sub.state == SubtaskState::InProgress {
+    if sub.state == state {
         return Ok(Reply::text(format!(
-            "Subtask at index {idx}, named '{name}' is already 'in_progress'."
+            "Subtask at index {idx}, named '{name}' is already '{}'.",
+            state_name(state)
         )));
     }
     let events = s.exec(

@@ -615,13 +615,20 @@ fn set_state(
     start_next: bool,
 ) -> Result<Reply, ToolError> {
     let id = subtask_id(id.0);
+    let plan_id = s.current_id()?;
+    if s.already_in(plan_id, id, state) {
+        let plan = s.plan(plan_id)?;
+        return Ok(Reply::text(format!(
+            "{}\nIt already was {state}; nothing changed.",
+            line(plan, id)
+        )));
+    }
     let op = Op::SetSubtaskState {
         id,
         state,
         note,
         start_next,
     };
-    let plan_id = s.current_id()?;
     let events = s.exec(plan_id, vec![op])?;
     let plan = s.plan(plan_id)?;
     let mut text = line(plan, id);

@@ -28,7 +28,7 @@ use crate::command::Op;
 use crate::dialect::Dialect;
 use crate::error::PlanError;
 use crate::event::Event;
-use crate::model::{NewPlan, Plan, PlanId, Timestamp};
+use crate::model::{NewPlan, Plan, PlanId, SubtaskId, SubtaskState, Timestamp};
 
 pub use workspace::Workspace;
 
@@ -275,6 +275,17 @@ impl Session<'_> {
             .ok_or(ToolError::UnknownPlan {
                 reference: r.to_string(),
             })
+    }
+
+    /// Whether a subtask already is in `state`. A tool asked to move it
+    /// there answers that nothing changed instead of refusing: the model's
+    /// goal is met, and a refusal would send it looking for a mistake it
+    /// did not make. An unknown id is `false`, so the engine reports it.
+    pub fn already_in(&self, plan: PlanId, id: SubtaskId, state: SubtaskState) -> bool {
+        self.book
+            .plan(plan)
+            .and_then(|p| p.subtask(id))
+            .is_some_and(|sub| sub.state == state)
     }
 
     pub fn exec(&mut self, id: PlanId, ops: Vec<Op>) -> Result<Vec<Event>, ToolError> {

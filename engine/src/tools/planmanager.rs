@@ -222,6 +222,12 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let a: SkipTask = args(tool, raw)?;
             let id = s.current_id()?;
             let task = subtask_id(a.task_id.0);
+            if s.already_in(id, task, SubtaskState::Skipped) {
+                let message = format!("Task {task} already was skipped; nothing changed.");
+                return Ok(Reply::text(
+                    json!({ "success": true, "message": message }).to_string(),
+                ));
+            }
             let events = s.exec(id, vec![set(task, SubtaskState::Skipped, a.reason)])?;
             let message = format!("Task {task} skipped.");
             Ok(
@@ -327,6 +333,12 @@ fn finish_current(
         Some(t) => subtask_id(t.0),
         None => current_task(plan)?,
     };
+    if s.already_in(id, task, state) {
+        let message = format!("Task {task} already was {word}; nothing changed.");
+        return Ok(Reply::text(
+            json!({ "success": true, "message": message }).to_string(),
+        ));
+    }
     let events = s.exec(id, vec![set(task, state, message)])?;
     let message = format!("Task {task} marked as {word}.");
     Ok(Reply::text(json!({ "success": true, "message": message }).to_string()).on(id, events))

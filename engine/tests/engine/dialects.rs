@@ -370,3 +370,89 @@ fn an_agent_cannot_start_work_on_a_plan_awaiting_approval() {
     assert!(refused.contains("a person must approve it"), "{refused}");
     assert_eq!(a.plan().subtasks[0].state, SubtaskState::Todo);
 }
+
+#[test]
+fn a_state_change_to_the_state_a_subtask_already_has_succeeds_in_every_dialect_and_changes_nothing()
+{
+    // (dialect, create, the no-op call on the first subtask, what the reply says)
+    let cases = [
+        (
+            Dialect::Canonical,
+            (
+                "create_plan",
+                json!({"title": "t", "subtasks": [{"name": "a"}, {"name": "b"}]}),
+            ),
+            ("reset_subtask", json!({"subtask_id": 1})),
+            "already was todo",
+        ),
+        (
+            Dialect::AgentScope,
+            (
+                "create_plan",
+                json!({"name": "t", "description": "d", "expected_outcome": "o",
+                       "subtasks": [{"name": "a"}, {"name": "b"}]}),
+            ),
+            (
+                "update_subtask_state",
+                json!({"subtask_idx": 0, "state": "todo"}),
+            ),
+            "already 'todo'",
+        ),
+        (
+            Dialect::OpenManus,
+            (
+                "planning",
+                json!({"command": "create", "plan_id": "p", "title": "t", "steps": ["a", "b"]}),
+            ),
+            (
+                "planning",
+                json!({"command": "mark_step", "plan_id": "p", "step_index": 0, "step_status": "not_started"}),
+            ),
+            "Step 0 updated",
+        ),
+        (
+            Dialect::PlanManager,
+            (
+                "createPlan",
+                json!({"overallGoal": "g", "tasks": [{"name": "a"}, {"name": "b"}]}),
+            ),
+            ("skipTask", json!({"task_id": 1, "reason": "not needed"})),
+            "already was skipped",
+        ),
+    ];
+    for (dialect, (create, create_args), (tool, args), says) in cases {
+        let mut a = Agent::new(dialect);
+        a.ok(create, create_args);
+        if dialect == Dialect::PlanManager {
+            a.ok("skipTask", json!({"task_id": 1, "reason": "not needed"}));
+        }
+        let before = a.plan().version;
+        let r = a.call(tool, args.clone());
+        assert!(r.ok, "{dialect}: {tool}({args}) was refused: {}", r.text);
+        assert!(r.text.contains(says), "{dialect}: {}", r.text);
+        assert_eq!(a.plan().version, before, "{dialect}: the plan changed");
+    }
+}
+
+#[test]
+fn agentscope_view_subtasks_with_only_invalid_indexes_is_a_refusal() {
+    let mut a = Agent::new(Dialect::AgentScope);
+    a.ok(
+        "create_plan",
+        json!({"name": "t", "description": "d", "expected_outcome": "o",
+               "subtasks": [{"name": "a"}, {"name": "b"}]}),
+    );
+    let err = a.err("view_subtasks", json!({"subtask_idx": [7, 9]}));
+    assert!(
+        err.contains("Invalid subtask_idx [7, 9]. Must be between 0 and 1."),
+        "{err}"
+    );
+    assert!(!a
+        .err("view_subtasks", json!({"subtask_idx": []}))
+        .is_empty());
+    let mixed = a.ok("view_subtasks", json!({"subtask_idx": [1, 9]}));
+    assert!(
+        mixed.contains("Subtask at index 1") && mixed.contains("Invalid subtask_idx [9]"),
+        "{mixed}"
+    );
+}

@@ -19,11 +19,14 @@ pub enum ApiError {
     Unauthorized(String),
     Forbidden(String),
     NotFound(String),
+    MethodNotAllowed(String),
     Conflict {
         message: String,
         current_version: u64,
     },
     TooLarge(String),
+    /// The database refused the write as clashing with what is stored.
+    AlreadyExists(String),
     /// The engine refused: a cycle, an illegal transition, a full plan, …
     Refused {
         code: &'static str,
@@ -51,6 +54,10 @@ impl IntoResponse for ApiError {
                 StatusCode::NOT_FOUND,
                 json!({"error": "not_found", "message": m}),
             ),
+            ApiError::MethodNotAllowed(m) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                json!({"error": "method_not_allowed", "message": m}),
+            ),
             ApiError::Conflict {
                 message,
                 current_version,
@@ -61,6 +68,10 @@ impl IntoResponse for ApiError {
             ApiError::TooLarge(m) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({"error": "too_large", "message": m}),
+            ),
+            ApiError::AlreadyExists(m) => (
+                StatusCode::CONFLICT,
+                json!({"error": "already_exists", "message": m}),
             ),
             ApiError::Refused { code, message } => (
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -99,8 +110,10 @@ impl From<ServiceError> for ApiError {
             ServiceError::Store(StoreError::Conflict { plan_id, current }) => {
                 kept_changing(plan_id, current)
             }
+            ServiceError::Store(StoreError::Constraint(m)) => ApiError::AlreadyExists(m),
             ServiceError::Commit(e) => match *e {
                 StoreError::Conflict { plan_id, current } => kept_changing(plan_id, current),
+                StoreError::Constraint(ref m) => ApiError::AlreadyExists(m.clone()),
                 ref e => {
                     tracing::error!("commit failed: {e}");
                     ApiError::Internal
@@ -122,23 +135,51 @@ fn kept_changing(plan_id: plan_engine::PlanId, current: u64) -> ApiError {
 }
 
 /// `Json<T>` whose rejections are [`ApiError`]s (400 for malformed JSON, 413
-/// for a body over the limit) instead of axum's plain-text ones.
+/// for a body over the limit) instead of axum's plain-text ones. Whole
+/// numbers written with a fraction (`7.0`) are read as integers, as JSON
+/// Schema counts them: a client in a language without integers must not get
+/// a 400 for `"expected_version": 7.0`.
 pub struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(Body(value)),
-            Err(rejection) => Err(from_rejection(rejection.status(), rejection.body_text())),
+        let Json(mut value) = Json::<serde_json::Value>::from_request(req, state)
+            .await
+            .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
+        whole_numbers_as_integers(&mut value);
+        serde_json::from_value(value)
+            .map(Body)
+            .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
+    }
+}
+
+/// `7.0` → `7` everywhere in a JSON value (within the 64-bit range).
+pub(super) fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            let Some(f) = n.as_f64() else { return };
+            if f.fract() != 0.0 || !f.is_finite() {
+                return;
+            }
+            // 2^63 and 2^64 as f64: the first values outside each range.
+            if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                *value = Value::from(f as u64);
+            } else if (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
+                *value = Value::from(f as i64);
+            }
         }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
     }
 }
 
 /// One mapping for every body rejection (JSON or raw bytes): over the limit
 /// is a 413, anything else a 400 with axum's explanation.
-fn from_rejection(status: StatusCode, text: String) -> ApiError {
+pub(super) fn from_rejection(status: StatusCode, text: String) -> ApiError {
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::TooLarge(format!(
             "the request body is larger than the limit of {} bytes",
@@ -166,5 +207,21 @@ impl<S: Send + Sync> FromRequest<S> for MaybeBody {
         serde_json::from_slice(&bytes)
             .map(MaybeBody)
             .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_with_a_fraction_are_read_as_integers_and_others_are_left_alone() {
+        let mut value = serde_json::json!({"a": 7.0, "b": [1.5, -3.0, 1e300], "c": "8.0", "d": 9});
+        whole_numbers_as_integers(&mut value);
+        assert_eq!(
+            value,
+            serde_json::json!({"a": 7, "b": [1.5, -3, 1e300], "c": "8.0", "d": 9})
+        );
+        assert!(value["a"].is_u64() && value["b"][1].is_i64());
     }
 }

@@ -2,22 +2,34 @@
 //! `/api/openapi.json`.
 //!
 //! # Layout
-//! - `error.rs`: [`error::ApiError`], the JSON error body, the JSON extractor;
-//! - `plans.rs`: plans, subtasks, approval, comments, events, hint, export/import;
+//! - `error.rs`: [`error::ApiError`], the JSON error body, the body extractors;
+//! - `extract.rs`: path ids, query strings, optional bodies, `If-Match`;
+//! - `bodies.rs`: one typed request body per route, each becoming an engine op;
+//! - `plans.rs`: plans, events, comments, hint, export/import, `/commands`;
+//! - `subtasks.rs`: subtask routes; `actions.rs`: approve, pause, … and comments;
 //! - `tools.rs`: the agents' door (tool schemas and calls per dialect);
-//! - `stream.rs`: server-sent events.
+//! - `stream.rs`: server-sent events;
+//! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
+pub mod actions;
+pub mod bodies;
+pub mod docs;
 pub mod error;
+pub mod extract;
 pub mod plans;
+pub mod schema;
 pub mod stream;
+pub mod subtasks;
 pub mod tools;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::extract::{DefaultBodyLimit, OriginalUri};
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::{get, patch, post};
+use axum::Router;
 use utoipa::OpenApi;
 
 use crate::service::PlanService;
@@ -36,10 +48,14 @@ pub struct ApiState {
     info(title = "planboard", description = "Plans for LLM agents: REST, tool dialects, live events. Errors are {error, message} JSON."),
     paths(
         plans::list_plans, plans::create_plan, plans::get_plan, plans::update_plan, plans::delete_plan,
-        plans::run_command, plans::add_subtask, plans::edit_subtask, plans::delete_subtask,
-        plans::subtask_action, plans::plan_action, plans::add_comment, plans::list_comments,
-        plans::list_events, plans::hint, plans::export, plans::import,
-        tools::list_tools, tools::call_tool, tools::session_hint,
+        plans::run_command, plans::list_comments, plans::list_events, plans::hint, plans::export,
+        plans::import,
+        subtasks::add_subtask, subtasks::edit_subtask, subtasks::delete_subtask,
+        subtasks::set_state, subtasks::move_subtask, subtasks::set_dependencies, subtasks::set_notes,
+        actions::approve, actions::reject, actions::finish, actions::start_next,
+        actions::replace_subtasks, actions::add_comment,
+        actions::submit, actions::pause, actions::resume, actions::recover,
+        tools::list_tools, tools::call_tool, tools::session_hint, tools::session_hint_remembered,
         stream::plan_stream, stream::all_stream,
     ),
     tags(
@@ -51,7 +67,9 @@ pub struct ApiState {
 pub struct ApiDoc;
 
 pub fn routes(state: ApiState) -> Router {
+    use actions::*;
     use plans::*;
+    use subtasks::*;
     Router::new()
         .route("/plans", get(list_plans).post(create_plan))
         .route("/plans/import", post(import))
@@ -63,23 +81,72 @@ pub fn routes(state: ApiState) -> Router {
         .route("/plans/{id}/subtasks", post(add_subtask))
         .route(
             "/plans/{id}/subtasks/{sid}",
-            axum::routing::patch(edit_subtask).delete(delete_subtask),
+            patch(edit_subtask).delete(delete_subtask),
         )
-        .route("/plans/{id}/subtasks/{sid}/{action}", post(subtask_action))
+        .route("/plans/{id}/subtasks/{sid}/state", post(set_state))
+        .route("/plans/{id}/subtasks/{sid}/move", post(move_subtask))
+        .route(
+            "/plans/{id}/subtasks/{sid}/dependencies",
+            post(set_dependencies),
+        )
+        .route("/plans/{id}/subtasks/{sid}/notes", post(set_notes))
         .route("/plans/{id}/comments", get(list_comments).post(add_comment))
         .route("/plans/{id}/events", get(list_events))
         .route("/plans/{id}/hint", get(hint))
         .route("/plans/{id}/export", get(export))
         .route("/plans/{id}/stream", get(stream::plan_stream))
-        .route("/plans/{id}/{action}", post(plan_action))
+        .route("/plans/{id}/approve", post(approve))
+        .route("/plans/{id}/reject", post(reject))
+        .route("/plans/{id}/submit", post(submit))
+        .route("/plans/{id}/pause", post(pause))
+        .route("/plans/{id}/resume", post(resume))
+        .route("/plans/{id}/finish", post(finish))
+        .route("/plans/{id}/recover", post(recover))
+        .route("/plans/{id}/start-next", post(start_next))
+        .route("/plans/{id}/replace-subtasks", post(replace_subtasks))
         .route("/stream", get(stream::all_stream))
         .route("/tools", get(tools::list_tools))
-        .route("/tools/{dialect}/hint", get(tools::session_hint))
+        .route(
+            "/tools/{dialect}/hint",
+            get(tools::session_hint).post(tools::session_hint_remembered),
+        )
         .route("/tools/{dialect}/{tool}", post(tools::call_tool))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
 }
 
-pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+/// API clients get the JSON error body for a typo'd or newer route too,
+/// not the board's HTML page.
+async fn unknown_route(OriginalUri(uri): OriginalUri) -> error::ApiError {
+    error::ApiError::NotFound(format!(
+        "no API route {}; the routes are listed in /api/openapi.json",
+        uri.path()
+    ))
+}
+
+async fn wrong_method(
+    method: axum::http::Method,
+    OriginalUri(uri): OriginalUri,
+) -> error::ApiError {
+    error::ApiError::MethodNotAllowed(format!(
+        "{method} is not a method of {}; see /api/openapi.json",
+        uri.path()
+    ))
+}
+
+/// The document: utoipa's paths, schemars' schemas. Built once.
+pub fn document() -> &'static str {
+    static DOCUMENT: OnceLock<String> = OnceLock::new();
+    DOCUMENT.get_or_init(|| {
+        let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+        schema::merge_components(&mut doc, schema::components());
+        schema::add_links(&mut doc);
+        serde_json::to_string(&doc).unwrap_or_default()
+    })
+}
+
+pub async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], document())
 }

@@ -1,20 +1,24 @@
 //! Server-sent events: one plan's log, or every plan's (for the list page).
 //! Each event's SSE id is its log seq; `Last-Event-ID` (or `?after=`) resumes.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::IntoResponse;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::docs::{ListErrors, ReadErrors};
 use super::error::ApiError;
-use super::plans::parse_id;
+use super::extract::{Params, PlanRef};
+use super::plans::no_plan;
 use super::ApiState;
 use crate::live;
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StreamQuery {
     /// Resume after this seq (for clients that cannot send Last-Event-ID).
+    #[param(minimum = 0)]
     after: Option<i64>,
 }
 
@@ -31,18 +35,17 @@ fn resume_from(headers: &HeaderMap, q: &StreamQuery) -> Result<Option<i64>, ApiE
 }
 
 #[utoipa::path(get, path = "/api/plans/{id}/stream", tag = "live",
-    params(("id" = String, Path, description = "plan UUID"), StreamQuery),
+    params(("id" = uuid::Uuid, Path, description = "plan UUID"), StreamQuery),
     responses((status = 200, content_type = "text/event-stream",
-        description = "`ready` {seq} first when not resuming; then one unnamed event per log row (data: the row as in /events, id: its seq); `resync` {seq, missed} if this client fell too far behind: reload, then keep reading")))]
+        description = "`ready` {seq} first when not resuming; then one unnamed event per log row (data: the row as in /events, id: its seq); `resync` {seq, missed} if this client fell too far behind: reload, then keep reading; `shutdown` when the server stops: reconnect"), ReadErrors))]
 pub async fn plan_stream(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
-    Query(q): Query<StreamQuery>,
+    PlanRef(id): PlanRef,
+    Params(q): Params<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
-    let id = parse_id(&id)?;
     if state.service.read(id, |_| ()).await.is_none() {
-        return Err(ApiError::NotFound(format!("no plan has id {id}")));
+        return Err(no_plan(id));
     }
     let after = resume_from(&headers, &q)?;
     Ok(live::stream(
@@ -55,10 +58,10 @@ pub async fn plan_stream(
 }
 
 #[utoipa::path(get, path = "/api/stream", tag = "live", params(StreamQuery),
-    responses((status = 200, content_type = "text/event-stream", description = "as the plan stream, for every plan")))]
+    responses((status = 200, content_type = "text/event-stream", description = "as the plan stream, for every plan"), ListErrors))]
 pub async fn all_stream(
     State(state): State<ApiState>,
-    Query(q): Query<StreamQuery>,
+    Params(q): Params<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
     let after = resume_from(&headers, &q)?;

@@ -2,127 +2,221 @@
 //! model's JSON arguments. A call without a plan id works on the session's
 //! active plan, as the seeds' tools do.
 
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use plan_engine::{Dialect, HintOptions, Lang};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::IntoParams;
 
+use super::docs::{ListErrors, ReadErrors, ToolErrors};
 use super::error::{ApiError, MaybeBody};
-use super::plans::parse_or;
+use super::extract::Params;
 use super::ApiState;
 use crate::auth::Identity;
 
 /// The header that names the agent session (its own active plan).
 pub const SESSION_HEADER: &str = "x-planboard-session";
 
+/// The dialect of a route, by its exact name (the document lists them).
 fn dialect(text: &str) -> Result<Dialect, ApiError> {
-    Dialect::parse(text).ok_or_else(|| {
+    let found = Dialect::ALL.into_iter().find(|d| d.as_str() == text);
+    found.ok_or_else(|| {
         ApiError::NotFound(format!(
             "no dialect '{text}'; the dialects are canonical, planmanager, openmanus, agentscope"
         ))
     })
 }
 
+/// The `{dialect}` of a tool route, for the document.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct DialectPath {
+    /// canonical, planmanager, openmanus or agentscope.
+    #[param(pattern = "^(canonical|planmanager|openmanus|agentscope)$")]
+    #[allow(dead_code)]
+    dialect: String,
+}
+
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ToolsQuery {
     /// canonical (default), planmanager, openmanus or agentscope.
-    dialect: Option<String>,
+    #[param(value_type = Option<String>, pattern = "^(canonical|planmanager|openmanus|agentscope)$")]
+    dialect: Option<Dialect>,
 }
 
 #[utoipa::path(get, path = "/api/tools", tag = "tools", params(ToolsQuery),
-    responses((status = 200, description = "OpenAI function-calling tool specs: [{type: function, function: {name, description, parameters}}]")))]
-pub async fn list_tools(Query(q): Query<ToolsQuery>) -> Result<Json<Vec<Value>>, ApiError> {
-    let dialect = dialect(q.dialect.as_deref().unwrap_or("canonical"))?;
-    Ok(Json(plan_engine::tools(dialect)))
+    responses((status = 200, body = Vec<Object>, description = "OpenAI function-calling tool specs: [{type: function, function: {name, description, parameters}}]"), ListErrors))]
+pub async fn list_tools(Params(q): Params<ToolsQuery>) -> Json<Vec<Value>> {
+    Json(plan_engine::tools(q.dialect.unwrap_or(Dialect::Canonical)))
+}
+
+/// What a tool call answers, refused or not: give `text` to the model.
+#[derive(Serialize, JsonSchema)]
+pub struct ToolReply {
+    pub ok: bool,
+    /// What happened, or what to do instead: for the model.
+    pub text: String,
+    /// The refusal's code when `ok` is false.
+    pub error: Option<String>,
+    /// The plan the call worked on, if any.
+    pub plan_id: Option<plan_engine::PlanId>,
+    /// That plan's version after the call.
+    pub version: Option<u64>,
+    /// The session whose active plan the call used.
+    pub session: String,
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SessionQuery {
     /// The agent session key; the `X-Planboard-Session` header works too.
     /// Without either, the caller's name is the session.
+    #[param(max_length = 200)]
     session: Option<String>,
-    /// For the hint route: en (default) or zh.
-    lang: Option<String>,
-    /// For the hint route: true repeats the whole hint even when the plan is
+    /// For the hint routes: en (default) or zh.
+    #[param(value_type = Option<String>, pattern = "^(en|zh)$")]
+    lang: Option<Lang>,
+    /// For `POST …/hint`: true repeats the whole hint even when the plan is
     /// unchanged since this session's previous hint.
     fresh: Option<bool>,
+    /// For `GET …/hint`: the plan version of the last hint the caller showed
+    /// its model; if the plan is still there, the hint is one line.
+    #[param(minimum = 0)]
+    since_version: Option<i64>,
 }
 
-fn session(q: &SessionQuery, headers: &HeaderMap, who: &Identity) -> Result<String, ApiError> {
+/// The plan version a hint describes, so a client can pass it back as
+/// `since_version`.
+pub const PLAN_VERSION_HEADER: &str = "x-plan-version";
+
+/// The session key, and whether the caller named it (an agent session) or
+/// it fell back to the caller's name.
+fn session(
+    q: &SessionQuery,
+    headers: &HeaderMap,
+    who: &Identity,
+) -> Result<(String, bool), ApiError> {
     let given = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .or_else(|| q.session.clone())
         .filter(|s| !s.trim().is_empty());
+    let named = given.is_some();
     let session = given.unwrap_or_else(|| format!("user:{}", who.name));
-    if session.len() > 200 {
+    if session.chars().count() > 200 {
         return Err(ApiError::BadRequest(
             "the session key is longer than 200 characters".into(),
         ));
     }
-    Ok(session)
+    Ok((session, named))
 }
 
 #[utoipa::path(post, path = "/api/tools/{dialect}/{tool}", tag = "tools",
-    params(("dialect" = String, Path), ("tool" = String, Path), SessionQuery),
-    request_body(content = Object, description = "the model's arguments for the tool, as an object or as a JSON string"),
+    params(DialectPath, ("tool" = String, Path, description = "the tool's name in that dialect (GET /api/tools lists them)"), SessionQuery),
+    request_body(content = Option<serde_json::Value>, description = "the model's arguments for the tool, as an object or as a JSON string"),
     responses(
-        (status = 200, description = "{ok: true, text, plan_id, version}: give `text` to the model"),
-        (status = 422, description = "{ok: false, text, error}: the call was refused; give `text` to the model, it says what to do")))]
+        (status = 200, body = ToolReply, description = "done: give `text` to the model"),
+        (status = 422, body = ToolReply, description = "refused (`ok: false`): give `text` to the model, it says what to do"),
+        ToolErrors))]
 pub async fn call_tool(
     State(state): State<ApiState>,
     Extension(who): Extension<Identity>,
     Path((dialect_name, tool)): Path<(String, String)>,
-    Query(q): Query<SessionQuery>,
+    Params(q): Params<SessionQuery>,
     headers: HeaderMap,
     MaybeBody(args): MaybeBody,
 ) -> Result<Response, ApiError> {
     let dialect = dialect(&dialect_name)?;
-    let session = session(&q, &headers, &who)?;
+    let (session, named) = session(&q, &headers, &who)?;
+    // An agent session that did not name its agent is recorded by its key.
+    let who = if named { who.acting_as(&session) } else { who };
     let result = state
         .service
-        .tool(dialect, &tool, &args, &session, &who.name)
+        .tool(dialect, &tool, &args, &session, &who.actor())
         .await?;
     let status = if result.ok {
         StatusCode::OK
     } else {
         StatusCode::UNPROCESSABLE_ENTITY
     };
-    let body = json!({
-        "ok": result.ok,
-        "text": result.text,
-        "error": result.error,
-        "plan_id": result.plan_id,
-        "version": result.version,
-        "session": session,
-    });
+    let body = ToolReply {
+        ok: result.ok,
+        text: result.text,
+        error: result.error.map(|e| e.to_string()),
+        plan_id: result.plan_id,
+        version: result.version,
+        session,
+    };
     Ok((status, Json(body)).into_response())
 }
 
+fn hint_options(dialect_name: &str, q: &SessionQuery) -> Result<HintOptions, ApiError> {
+    Ok(HintOptions {
+        lang: q.lang.unwrap_or_default(),
+        dialect: dialect(dialect_name)?,
+        since_version: match q.since_version {
+            Some(v) => Some(u64::try_from(v).map_err(|_| {
+                ApiError::BadRequest(format!("since_version must be 0 or more, not {v}"))
+            })?),
+            None => None,
+        },
+        ..HintOptions::default()
+    })
+}
+
+fn hint_response((text, version): (String, Option<u64>)) -> Response {
+    let mut response = text.into_response();
+    if let Some(version) = version {
+        response
+            .headers_mut()
+            .insert(PLAN_VERSION_HEADER, HeaderValue::from(version));
+    }
+    response
+}
+
 #[utoipa::path(get, path = "/api/tools/{dialect}/hint", tag = "tools",
-    params(("dialect" = String, Path), SessionQuery),
-    responses((status = 200, description = "the hint for the session's next step, in the dialect's tool names; one line when the plan is unchanged since this session's previous hint (unless fresh=true)", content_type = "text/plain")))]
+    params(DialectPath, SessionQuery),
+    responses((status = 200, content_type = "text/plain",
+        headers(("x-plan-version" = u64, description = "the version of the plan the hint describes (absent without a plan)")),
+        description = "the hint for the session's next step, in the dialect's tool names; one line when `since_version` is the plan's current version. Reads only: nothing is remembered"), ReadErrors))]
 pub async fn session_hint(
     State(state): State<ApiState>,
     Extension(who): Extension<Identity>,
     Path(dialect_name): Path<String>,
-    Query(q): Query<SessionQuery>,
+    Params(q): Params<SessionQuery>,
     headers: HeaderMap,
-) -> Result<String, ApiError> {
-    let dialect = dialect(&dialect_name)?;
-    let session = session(&q, &headers, &who)?;
-    let opts = HintOptions {
-        lang: parse_or(q.lang.as_deref(), Lang::parse, "lang", "en or zh")?.unwrap_or_default(),
-        dialect,
-        ..HintOptions::default()
-    };
-    Ok(state
-        .service
-        .session_hint(&session, &opts, q.fresh.unwrap_or(false))
-        .await)
+) -> Result<Response, ApiError> {
+    let opts = hint_options(&dialect_name, &q)?;
+    let (session, _) = session(&q, &headers, &who)?;
+    Ok(hint_response(
+        state.service.session_hint(&session, &opts).await,
+    ))
+}
+
+#[utoipa::path(post, path = "/api/tools/{dialect}/hint", tag = "tools",
+    params(DialectPath, SessionQuery),
+    responses((status = 200, content_type = "text/plain",
+        headers(("x-plan-version" = u64, description = "the version of the plan the hint describes (absent without a plan)")),
+        description = "the hint for the session's next step, remembered for this session: one line when the plan is unchanged since this session's previous POSTed hint (unless fresh=true)"), ReadErrors))]
+pub async fn session_hint_remembered(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    Path(dialect_name): Path<String>,
+    Params(q): Params<SessionQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let opts = hint_options(&dialect_name, &q)?;
+    let (session, _) = session(&q, &headers, &who)?;
+    Ok(hint_response(
+        state
+            .service
+            .session_hint_remembered(&session, &opts, q.fresh.unwrap_or(false))
+            .await,
+    ))
 }

@@ -13,9 +13,10 @@
 mod sql;
 
 use async_trait::async_trait;
+use plan_engine::Mode;
 use plan_engine::{Event, Plan, PlanId};
-use serde::Serialize;
-use utoipa::ToSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 pub use sql::SqlStore;
 
@@ -24,12 +25,44 @@ pub enum StoreError {
     /// The plan changed since it was loaded (another writer, maybe another process).
     #[error("plan {plan_id} changed meanwhile (now at version {current})")]
     Conflict { plan_id: PlanId, current: u64 },
+    /// The database refused the write as breaking one of its constraints
+    /// (another replica took the same plan key a moment ago, say). The
+    /// text is a sentence for the client; nothing was written.
+    #[error("{0}")]
+    Constraint(String),
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
+    /// `DATABASE_URL` cannot be used as given.
+    #[error("{0}")]
+    Config(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        use sqlx::error::ErrorKind;
+        if let sqlx::Error::Configuration(why) = &e {
+            return StoreError::Config(format!("DATABASE_URL cannot be used: {why}"));
+        }
+        let Some(db) = e.as_database_error() else {
+            return StoreError::Database(e);
+        };
+        let what = match db.kind() {
+            ErrorKind::UniqueViolation if db.message().contains("plan_key") => {
+                "another plan already uses this plan key (OpenManus plan_id); choose another"
+            }
+            ErrorKind::UniqueViolation => "an entry with the same key is already stored",
+            ErrorKind::ForeignKeyViolation => "it refers to something that is not stored",
+            ErrorKind::NotNullViolation | ErrorKind::CheckViolation => {
+                "a value is missing or out of range"
+            }
+            _ => return StoreError::Database(e),
+        };
+        StoreError::Constraint(format!("the change was not saved: {what}"))
+    }
 }
 
 /// One plan's part of a commit.
@@ -59,26 +92,25 @@ impl Batch {
 }
 
 /// A row of the event log, as the API and the live stream show it.
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct StoredEvent {
     /// Position in the whole log; the SSE id.
     pub seq: i64,
-    #[schema(value_type = String, format = Uuid)]
     pub plan_id: PlanId,
     pub version: u64,
     pub actor: String,
     /// The engine's event type (`subtask_state_changed`, …) or `plan_deleted`.
     pub kind: String,
+    #[schemars(extend("format" = "date-time"))]
     pub at: String,
-    /// The engine's event as JSON (`null` for `plan_deleted`).
-    #[schema(value_type = Object)]
+    /// The engine's event (`null` for `plan_deleted`).
+    #[schemars(with = "Option<plan_engine::Event>")]
     pub event: serde_json::Value,
 }
 
 /// One line of the plan list.
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PlanSummary {
-    #[schema(value_type = String, format = Uuid)]
     pub id: PlanId,
     pub key: Option<String>,
     pub title: String,
@@ -91,22 +123,59 @@ pub struct PlanSummary {
     pub finished_at: Option<String>,
 }
 
+/// Which plans a list shows, by state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StateFilter {
+    Draft,
+    AwaitingApproval,
+    Approved,
+    Running,
+    Paused,
+    Done,
+    Failed,
+    Abandoned,
+    /// Approved, running or paused: under way.
+    Active,
+    /// Done, failed or abandoned.
+    Finished,
+}
+
+impl StateFilter {
+    /// The stored state names this filter admits.
+    pub fn states(self) -> &'static [&'static str] {
+        match self {
+            StateFilter::Draft => &["draft"],
+            StateFilter::AwaitingApproval => &["awaiting_approval"],
+            StateFilter::Approved => &["approved"],
+            StateFilter::Running => &["running"],
+            StateFilter::Paused => &["paused"],
+            StateFilter::Done => &["done"],
+            StateFilter::Failed => &["failed"],
+            StateFilter::Abandoned => &["abandoned"],
+            StateFilter::Active => &["approved", "running", "paused"],
+            StateFilter::Finished => &["done", "failed", "abandoned"],
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct PlanFilter {
-    pub state: Option<String>,
-    pub mode: Option<String>,
+    pub state: Option<StateFilter>,
+    pub mode: Option<Mode>,
     /// Case-insensitive substring of the title.
     pub text: Option<String>,
     pub limit: u32,
     pub offset: u32,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct StoredComment {
     pub id: u32,
     pub subtask: Option<u32>,
     pub author: String,
     pub body: String,
+    #[schemars(extend("format" = "date-time"))]
     pub at: String,
 }
 

@@ -29,6 +29,18 @@ enum Backend {
     Postgres,
 }
 
+impl Backend {
+    fn of(url: &str) -> Option<Backend> {
+        if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Some(Backend::Postgres)
+        } else if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else {
+            None
+        }
+    }
+}
+
 pub struct SqlStore {
     pool: AnyPool,
     backend: Backend,
@@ -40,13 +52,10 @@ impl SqlStore {
     /// applies the dialect's migrations.
     pub async fn connect(url: &str) -> Result<SqlStore, StoreError> {
         sqlx::any::install_default_drivers();
-        let backend = if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            Backend::Postgres
-        } else if url.starts_with("sqlite:") {
-            Backend::Sqlite
-        } else {
-            return Err(StoreError::Corrupt(format!(
-                "DATABASE_URL must start with sqlite: or postgres:, not '{url}'"
+        let Some(backend) = Backend::of(url) else {
+            return Err(StoreError::Config(format!(
+                "DATABASE_URL must start with sqlite: or postgres:, not '{}'",
+                crate::config::redact_url(url)
             )));
         };
         let mut options = AnyPoolOptions::new();
@@ -88,6 +97,11 @@ impl SqlStore {
             backend,
             url: url.to_string(),
         })
+    }
+
+    /// Whether `url` names a database this store speaks.
+    pub fn supports(url: &str) -> bool {
+        Backend::of(url).is_some()
     }
 
     pub fn is_postgres(&self) -> bool {
@@ -297,7 +311,9 @@ impl PlanStore for SqlStore {
         for (plan_id, actor) in &batch.deleted {
             let id = plan_id.to_string();
             let version: Option<i64> = sqlx::query_scalar(
-                "UPDATE plans SET deleted_at = $1 WHERE id = $2 AND deleted_at IS NULL RETURNING version",
+                // A deleted plan's key is free for a new plan.
+                "UPDATE plans SET deleted_at = $1, plan_key = NULL \
+                 WHERE id = $2 AND deleted_at IS NULL RETURNING version",
             )
             .bind(&now)
             .bind(&id)
@@ -353,12 +369,16 @@ impl PlanStore for SqlStore {
     async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, StoreError> {
         let mut sql = format!("SELECT {SUMMARY_COLUMNS} FROM plans WHERE deleted_at IS NULL");
         let mut binds: Vec<String> = Vec::new();
-        if let Some(state) = &filter.state {
-            binds.push(state.clone());
-            sql.push_str(&format!(" AND state = ${}", binds.len()));
+        if let Some(state) = filter.state {
+            let mut placeholders = Vec::new();
+            for name in state.states() {
+                binds.push((*name).to_string());
+                placeholders.push(format!("${}", binds.len()));
+            }
+            sql.push_str(&format!(" AND state IN ({})", placeholders.join(", ")));
         }
-        if let Some(mode) = &filter.mode {
-            binds.push(mode.clone());
+        if let Some(mode) = filter.mode {
+            binds.push(mode.as_str().to_string());
             sql.push_str(&format!(" AND mode = ${}", binds.len()));
         }
         if let Some(text) = &filter.text {

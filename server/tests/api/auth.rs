@@ -20,13 +20,7 @@ pub async fn token_mode() -> TestServer {
         (OPERATOR, "robot", Role::Operator),
         (ADMIN, "boss", Role::Admin),
     ] {
-        tokens.insert(
-            token.to_string(),
-            Identity {
-                name: name.into(),
-                role,
-            },
-        );
+        tokens.insert(token.to_string(), Identity::new(name, role));
     }
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());

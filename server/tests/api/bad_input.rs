@@ -204,3 +204,38 @@ async fn a_full_plan_refuses_another_subtask() {
         "no half-written plan"
     );
 }
+
+#[tokio::test]
+async fn an_unknown_api_route_or_method_answers_json_not_the_boards_page() {
+    let server = TestServer::start().await;
+    for path in ["/api/plan", "/api/v2/plans", "/api/plans/x/y/z/w"] {
+        let response = server.client.get(server.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json"),
+            "{path}"
+        );
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "not_found", "{path}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains(path),
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = server
+        .send(reqwest::Method::PUT, "/api/plans", Some(json!({})))
+        .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+    assert_eq!(body["error"], "method_not_allowed");
+    // The board's pages still answer HTML 404s.
+    let page = server
+        .client
+        .get(server.url("/no-such-page"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::NOT_FOUND);
+}

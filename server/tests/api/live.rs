@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
+use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::support::{chain, TestServer};
 
-/// One parsed SSE message.
+/// One SSE message, as the `eventsource-stream` parser read it.
 #[derive(Debug)]
 pub struct Message {
     pub event: String,
@@ -16,10 +17,15 @@ pub struct Message {
     pub data: Value,
 }
 
-/// Reads SSE messages from a response, skipping keep-alive comments.
+type Events = futures_util::stream::BoxStream<
+    'static,
+    Result<eventsource_stream::Event, eventsource_stream::EventStreamError<reqwest::Error>>,
+>;
+
+/// Reads SSE messages from a response with a maintained parser (comments,
+/// such as keep-alives, are skipped; UTF-8 split across chunks is joined).
 pub struct Reader {
-    stream: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buffer: String,
+    events: Events,
 }
 
 impl Reader {
@@ -38,43 +44,28 @@ impl Reader {
         }
         let response = request.send().await.expect("stream");
         assert_eq!(response.status(), 200);
+        Reader::of(response.bytes_stream())
+    }
+
+    /// A reader over any byte stream (a test may cut the bytes itself).
+    pub fn of(
+        bytes: impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
+    ) -> Reader {
         Reader {
-            stream: response.bytes_stream().boxed(),
-            buffer: String::new(),
+            events: bytes.eventsource().boxed(),
         }
     }
 
     pub async fn next(&mut self) -> Message {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let mut message = Message {
-                    event: "message".into(),
-                    id: None,
-                    data: Value::Null,
-                };
-                let mut saw_data = false;
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("event:") {
-                        message.event = v.trim().to_string();
-                    } else if let Some(v) = line.strip_prefix("id:") {
-                        message.id = v.trim().parse().ok();
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        message.data = serde_json::from_str(v.trim()).expect("JSON data");
-                        saw_data = true;
-                    }
-                }
-                if saw_data {
-                    return message;
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(10), self.stream.next())
-                .await
-                .expect("an event within 10 s")
-                .expect("stream open")
-                .expect("chunk");
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        let event = tokio::time::timeout(Duration::from_secs(10), self.events.next())
+            .await
+            .expect("an event within 10 s")
+            .expect("stream open")
+            .expect("a well-formed event");
+        Message {
+            event: event.event,
+            id: event.id.parse().ok(),
+            data: serde_json::from_str(&event.data).expect("JSON data"),
         }
     }
 }
@@ -128,4 +119,61 @@ async fn a_fresh_stream_starts_with_ready_and_then_follows_every_plan() {
     assert_eq!(m.data["plan_id"], id.as_str());
     assert_eq!(m.data["actor"], "tester");
     assert_eq!(m.id, Some(ready.data["seq"].as_i64().unwrap() + 1));
+}
+
+#[tokio::test]
+async fn a_client_leaving_a_quiet_plan_stream_frees_its_subscription_at_once() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("quiet")).await;
+    let hub = server.services.plans.hub();
+    let before = hub.subscribers();
+    let mut readers = Vec::new();
+    for _ in 0..20 {
+        let mut reader = Reader::open(&server, &format!("/api/plans/{id}/stream"), None).await;
+        assert_eq!(reader.next().await.event, "ready");
+        readers.push(reader);
+    }
+    assert_eq!(hub.subscribers(), before + 20);
+    drop(readers);
+    // No event is written to the plan: only the disconnects can free them.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while hub.subscribers() > before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} subscriptions still held 5 s after their clients left",
+            hub.subscribers() - before
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_chinese_character_split_across_network_chunks_arrives_whole() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("分块")).await;
+    let mut reader = Reader::open(&server, &format!("/api/plans/{id}/stream"), Some(0)).await;
+    let created = reader.next().await;
+    assert_eq!(created.data["event"]["plan"]["title"], "分块");
+
+    // The same bytes, cut one byte at a time: every character of "分块"
+    // (three bytes each) is split across chunks.
+    let raw = server
+        .client
+        .get(server.url(&format!("/api/plans/{id}/stream")))
+        .header("Last-Event-ID", "0")
+        .send()
+        .await
+        .unwrap();
+    let bytes = raw.bytes_stream().flat_map(|chunk| {
+        let chunk = chunk.expect("chunk");
+        futures_util::stream::iter(
+            (0..chunk.len())
+                .map(move |i| Ok(chunk.slice(i..i + 1)))
+                .collect::<Vec<_>>(),
+        )
+    });
+    let mut split = Reader::of(bytes);
+    let again = split.next().await;
+    assert_eq!(again.data["event"]["plan"]["title"], "分块");
+    assert_eq!(again.id, created.id);
 }

@@ -9,6 +9,7 @@ mod bad_input;
 mod concurrency;
 mod live;
 mod mcp;
+mod openapi;
 mod plans;
 mod postgres;
 mod site;

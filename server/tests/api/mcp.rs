@@ -96,7 +96,11 @@ async fn an_mcp_client_plans_through_the_canonical_tools_on_its_own_session() {
         .to_string();
     let (_, events) = server.get(&format!("/api/plans/{id}/events")).await;
     let last = events["events"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["actor"], "robot");
+    let actor = last["actor"].as_str().unwrap();
+    assert!(
+        actor.starts_with("robot · "),
+        "the token and the MCP client: {actor}"
+    );
     a.cancel().await.ok();
     b.cancel().await.ok();
 }
@@ -113,4 +117,76 @@ async fn mcp_without_a_token_is_refused_in_token_mode() {
         .await
         .unwrap();
     assert_eq!(response.status(), 401);
+}
+
+/// Initialises an MCP session over plain HTTP, as any client would;
+/// answers the session id and the revision the server chose.
+async fn initialize(server: &TestServer, revision: &str) -> (String, String) {
+    let response = server
+        .client
+        .post(server.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": revision, "capabilities": {},
+                       "clientInfo": {"name": "raw-http", "version": "1"}}
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let body = response.text().await.unwrap();
+    // A JSON body, or an event stream whose one JSON-RPC message is the reply
+    // (after, maybe, an empty priming event).
+    let data = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| d.starts_with('{'))
+        .unwrap_or(&body)
+        .to_string();
+    let reply: Value = serde_json::from_str(&data).expect("a JSON-RPC reply");
+    let chosen = reply["result"]["protocolVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (session, chosen)
+}
+
+#[tokio::test]
+async fn mcp_speaks_every_revision_rmcp_knows_and_ends_a_session_with_204() {
+    let server = TestServer::start().await;
+    for revision in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+        let (_, chosen) = initialize(&server, revision).await;
+        assert_eq!(chosen, revision, "a known revision is the one spoken");
+    }
+    let (session, chosen) = initialize(&server, "2099-01-01").await;
+    assert_eq!(chosen, "2025-06-18", "an unknown revision gets the newest");
+
+    let unknown = server
+        .client
+        .post(server.url("/mcp"))
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "1999-01-01")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 400);
+
+    // The Python SDK counts only 200 and 204 as a clean termination.
+    let ended = server
+        .client
+        .delete(server.url("/mcp"))
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 204);
 }

@@ -252,3 +252,41 @@ async fn a_subtask_left_in_progress_past_its_lease_goes_back_to_todo_with_a_reas
         "{last}"
     );
 }
+
+#[tokio::test]
+async fn every_response_carries_a_request_id_and_json_and_html_are_gzipped_but_streams_are_not() {
+    let server = TestServer::start().await;
+    server.create(chain("compressed")).await;
+    let response = server
+        .client
+        .get(server.url("/api/plans"))
+        .header("x-request-id", "trace-me-42")
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "trace-me-42");
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    let page = server
+        .client
+        .get(server.url("/"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.headers()["content-encoding"], "gzip");
+    let generated = page.headers()["x-request-id"].to_str().unwrap();
+    assert!(uuid::Uuid::parse_str(generated).is_ok(), "{generated}");
+    let stream = server
+        .client
+        .get(server.url("/api/stream"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert!(
+        stream.headers().get("content-encoding").is_none(),
+        "an event stream must not be buffered by a compressor"
+    );
+}

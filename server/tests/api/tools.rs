@@ -41,8 +41,9 @@ async fn every_dialect_lists_openai_function_schemas() {
         assert!(names.contains(&some_tool), "{dialect}: {names:?}");
         assert!(tools[0]["function"]["parameters"]["type"] == "object");
     }
-    let (status, _) = server.get("/api/tools?dialect=langchain").await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, error) = server.get("/api/tools?dialect=langchain").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(error["error"], "bad_request");
 }
 
 #[tokio::test]
@@ -163,4 +164,180 @@ async fn openmanus_and_planmanager_dialects_share_the_store() {
     assert_eq!(status, StatusCode::OK, "{r}");
     let (_, page) = server.get("/api/plans?q=trip").await;
     assert_eq!(page["plans"][0]["state"], "running");
+}
+
+#[tokio::test]
+async fn a_hint_get_reads_only_and_a_hint_post_remembers_what_the_session_saw() {
+    let server = TestServer::start().await;
+    let (status, r) = call(
+        &server,
+        "agentscope",
+        "create_plan",
+        "agent-h",
+        json!({"name": "n", "description": "d", "expected_outcome": "o",
+               "subtasks": [{"name": "a", "description": "", "expected_outcome": "x"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let version = r["version"].as_u64().unwrap();
+    let get = |query: String| {
+        let url = server.url(&format!(
+            "/api/tools/agentscope/hint?session=agent-h{query}"
+        ));
+        let client = server.client.clone();
+        async move {
+            let response = client.get(url).send().await.unwrap();
+            let header = response.headers().get("x-plan-version").cloned();
+            (header, response.text().await.unwrap())
+        }
+    };
+    // GETs change nothing, however many: a viewer's look cannot shrink
+    // the agent's next hint.
+    for _ in 0..2 {
+        let (header, text) = get(String::new()).await;
+        assert_eq!(header.unwrap().to_str().unwrap(), version.to_string());
+        assert!(
+            !text.starts_with("No change since your last hint"),
+            "{text}"
+        );
+    }
+    let (_, short) = get(format!("&since_version={version}")).await;
+    assert!(
+        short.starts_with("No change since your last hint"),
+        "{short}"
+    );
+
+    // POST remembers per session: the second is one line, fresh repeats it whole.
+    let post = |query: &str| {
+        let path = format!("/api/tools/agentscope/hint?session=agent-h{query}");
+        let server = &server;
+        async move { server.send(reqwest::Method::POST, &path, None).await }
+    };
+    let (status, first) = post("").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!first.as_str().unwrap().starts_with("No change"), "{first}");
+    let (_, second) = post("").await;
+    assert!(
+        second.as_str().unwrap().starts_with("No change"),
+        "{second}"
+    );
+    let (_, fresh) = post("&fresh=true").await;
+    assert!(!fresh.as_str().unwrap().starts_with("No change"), "{fresh}");
+    // Once the plan moves, the whole hint comes back.
+    let (status, r) = call(
+        &server,
+        "agentscope",
+        "update_subtask_state",
+        "agent-h",
+        json!({"subtask_idx": 0, "state": "in_progress"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let (_, moved) = post("").await;
+    assert!(!moved.as_str().unwrap().starts_with("No change"), "{moved}");
+}
+
+#[tokio::test]
+async fn a_deleted_plans_key_is_free_again() {
+    let server = TestServer::start().await;
+    let create =
+        json!({"command": "create", "plan_id": "trip", "title": "Trip", "steps": ["book"]});
+    for delete_with_rest in [true, false] {
+        let (status, r) = call(&server, "openmanus", "planning", "k", create.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{r}");
+        if delete_with_rest {
+            let id = r["plan_id"].as_str().unwrap();
+            let (status, r) = server
+                .send(reqwest::Method::DELETE, &format!("/api/plans/{id}"), None)
+                .await;
+            assert!(status.is_success(), "{r}");
+        } else {
+            let (status, r) = call(
+                &server,
+                "openmanus",
+                "planning",
+                "k",
+                json!({"command": "delete", "plan_id": "trip"}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{r}");
+        }
+    }
+    let (status, r) = call(&server, "openmanus", "planning", "k", create).await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+}
+
+#[tokio::test]
+async fn a_key_taken_behind_this_servers_back_is_a_409_with_a_sentence_not_a_500() {
+    // Two servers on one SQLite file: the second never hears of the first's
+    // plan, so only the database's unique constraint can catch the clash.
+    let first = TestServer::start().await;
+    let dir = first._dir.as_ref().unwrap().path().join("plans.db");
+    let second = TestServer::on(
+        &format!("sqlite://{}", dir.display()),
+        crate::support::local(),
+    )
+    .await;
+    let create =
+        json!({"command": "create", "plan_id": "shared-key", "title": "T", "steps": ["a"]});
+    let (status, r) = call(&first, "openmanus", "planning", "a", create.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let (status, r) = call(&second, "openmanus", "planning", "b", create).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{r}");
+    assert_eq!(r["error"], "already_exists", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("plan key"), "{r}");
+    // The refused plan left nothing behind in the second server either.
+    let (_, r) = call(
+        &second,
+        "openmanus",
+        "planning",
+        "b",
+        json!({"command": "list"}),
+    )
+    .await;
+    assert!(!r["text"].as_str().unwrap().contains("shared-key"), "{r}");
+}
+
+#[tokio::test]
+async fn an_agents_changes_are_recorded_as_the_agent_acting_for_the_user() {
+    let server = TestServer::start().await;
+    let (status, r) = call(
+        &server,
+        "canonical",
+        "create_plan",
+        "agent-7",
+        json!({"title": "attributed", "subtasks": [{"name": "a"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let id = r["plan_id"].as_str().unwrap().to_string();
+    // A REST call naming its agent.
+    let response = server
+        .client
+        .post(server.url(&format!("/api/plans/{id}/comments")))
+        .header("X-Planboard-Agent", "release\tbot ")
+        .json(&json!({"body": "from the bot"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    // A person's REST call, no agent.
+    server
+        .post(
+            &format!("/api/plans/{id}/comments"),
+            json!({"body": "by hand"}),
+        )
+        .await;
+    let (_, page) = server.get(&format!("/api/plans/{id}/events")).await;
+    let actors: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["actor"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actors,
+        ["tester · agent-7", "tester · releasebot", "tester"],
+        "control characters are dropped from agent names"
+    );
 }

@@ -1,0 +1,92 @@
+//! What the OpenAPI document says a route can answer besides success: the
+//! JSON error body and the sets of statuses each kind of route returns.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use utoipa::openapi::content::Content;
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::{Ref, RefOr};
+
+/// Every error: `{"error": code, "message": sentence}`; a 409 for a stale
+/// `expected_version` also carries `current_version`.
+#[derive(Serialize, JsonSchema)]
+pub struct ErrorBody {
+    /// `bad_request`, `unauthorized`, `forbidden`, `not_found`,
+    /// `method_not_allowed`, `conflict`, `already_exists`, `too_large`,
+    /// `internal`, or the engine's refusal (`cycle`, `illegal_transition`,
+    /// `not_ready`, `plan_full`, `invalid`, …).
+    pub error: String,
+    /// A sentence for the person or model that sent the request.
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_version: Option<u64>,
+}
+
+const BAD_REQUEST: (u16, &str) = (400, "malformed JSON, fields or parameters");
+const UNAUTHORIZED: (u16, &str) = (401, "token mode: no token, or an unknown one");
+const FORBIDDEN: (u16, &str) = (
+    403,
+    "the token's role may not do this, or a cookie-carried change came from another site",
+);
+const NOT_FOUND: (u16, &str) = (404, "no such plan (or subtask)");
+const CONFLICT: (u16, &str) = (
+    409,
+    "`expected_version` (or If-Match) is stale: `current_version` says where the plan is; or \
+     the database already holds what this would create",
+);
+const TOO_LARGE: (u16, &str) = (413, "the body is over 2 MiB");
+const REFUSED: (u16, &str) = (
+    422,
+    "the engine refused: a cycle, an illegal transition, a full plan, an empty name…; \
+     `message` says what to do instead. Nothing changed",
+);
+const UNAVAILABLE: (u16, &str) = (503, "the request took longer than 30 s");
+
+fn error_responses(codes: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
+    codes
+        .iter()
+        .map(|(code, description)| {
+            let content = Content::new(Some(RefOr::Ref(Ref::from_schema_name("ErrorBody"))));
+            let response = ResponseBuilder::new()
+                .description(*description)
+                .content("application/json", content)
+                .build();
+            (code.to_string(), RefOr::T(response))
+        })
+        .collect()
+}
+
+macro_rules! error_set {
+    ($(#[$meta:meta])* $name:ident: [$($code:ident),*]) => {
+        $(#[$meta])*
+        pub struct $name;
+        impl utoipa::IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                error_responses(&[$($code),*])
+            }
+        }
+    };
+}
+
+error_set!(
+    /// A read of one plan.
+    ReadErrors: [BAD_REQUEST, UNAUTHORIZED, NOT_FOUND, UNAVAILABLE]
+);
+error_set!(
+    /// A read of lists or documents not tied to one plan.
+    ListErrors: [BAD_REQUEST, UNAUTHORIZED, UNAVAILABLE]
+);
+error_set!(
+    /// A change to an existing plan.
+    WriteErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, REFUSED, UNAVAILABLE]
+);
+error_set!(
+    /// A new plan (create, import).
+    CreateErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, CONFLICT, TOO_LARGE, REFUSED, UNAVAILABLE]
+);
+error_set!(
+    /// A tool call (a refusal is a 422 with the tool's own reply).
+    ToolErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, UNAVAILABLE]
+);

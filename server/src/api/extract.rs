@@ -1,0 +1,106 @@
+//! Extractors whose rejections are [`ApiError`]s with a JSON body: path ids
+//! parsed once, query strings, optional bodies and `If-Match`.
+
+use axum::extract::{FromRequest, FromRequestParts, Query, RawPathParams, Request};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+use plan_engine::{PlanId, SubtaskId};
+use serde::de::DeserializeOwned;
+
+use super::error::{from_rejection, whole_numbers_as_integers, ApiError};
+
+/// One parameter of the matched route, percent-decoded.
+async fn path_param(parts: &mut Parts, name: &str) -> Result<String, ApiError> {
+    let raw = RawPathParams::from_request_parts(parts, &())
+        .await
+        .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    raw.iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_string())
+        // Only routes with that parameter use the extractor.
+        .ok_or(ApiError::Internal)
+}
+
+/// The `{id}` of a plan route, parsed: a malformed id is a 404 (no plan has it).
+pub struct PlanRef(pub PlanId);
+
+impl<S: Send + Sync> FromRequestParts<S> for PlanRef {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let text = path_param(parts, "id").await?;
+        text.parse()
+            .map(PlanRef)
+            .map_err(|_| ApiError::NotFound(format!("'{text}' is not a plan id (a UUID)")))
+    }
+}
+
+/// The `{sid}` of a subtask route: the subtask's id (`7` or `#7`).
+pub struct SubtaskRef(pub SubtaskId);
+
+impl<S: Send + Sync> FromRequestParts<S> for SubtaskRef {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let text = path_param(parts, "sid").await?;
+        text.trim_start_matches('#')
+            .parse()
+            .map(|n| SubtaskRef(SubtaskId(n)))
+            .map_err(|_| {
+                ApiError::NotFound(format!("'{text}' is not a subtask id (a small integer)"))
+            })
+    }
+}
+
+/// A query string; a malformed one is a 400 with a sentence.
+pub struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(q)| Params(q))
+            .map_err(|e| ApiError::BadRequest(e.body_text()))
+    }
+}
+
+/// A JSON body that may be left out or `null` (then `T::default()`), for
+/// actions such as `/pause` that need no fields.
+pub struct OptionalBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalBody(T::default()));
+        }
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
+        if value.is_null() {
+            return Ok(OptionalBody(T::default()));
+        }
+        whole_numbers_as_integers(&mut value);
+        serde_json::from_value(value)
+            .map(OptionalBody)
+            .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
+    }
+}
+
+/// `If-Match: 7` (or `"7"`) is the same as `"expected_version": 7`.
+pub fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or_default().trim().trim_matches('"');
+    text.parse().map(Some).map_err(|_| {
+        ApiError::BadRequest(format!(
+            "If-Match must be a plan version number, not '{text}'"
+        ))
+    })
+}
