@@ -8,3 +8,4 @@ mod hints;
 mod properties;
 mod renderings;
 mod seeds;
+mod tables;
