@@ -122,15 +122,29 @@ enum Proof {
     Cookie,
 }
 
-fn session_token(headers: &HeaderMap) -> Option<&str> {
+fn session_token(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
-        .map(|(_, value)| value.trim())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == SESSION_COOKIE)
+        .map(|c| c.value().trim().to_string())
+}
+
+/// Whether the client reached this server over HTTPS (directly, or through
+/// a proxy that says so), so cookies can be `Secure`.
+pub fn over_https(headers: &HeaderMap) -> bool {
+    let forwarded_proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
+    let forwarded = headers
+        .get(header::FORWARDED)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("proto=https"));
+    forwarded_proto || forwarded
 }
 
 /// Who the request is from; `Err` says why it is nobody.
@@ -147,7 +161,8 @@ fn identity_of(access: &Access, headers: &HeaderMap) -> Result<(Identity, Proof)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let (presented, proof) = match (bearer, session_token(headers)) {
+    let cookie = session_token(headers);
+    let (presented, proof) = match (bearer, cookie.as_deref()) {
         (Some(t), _) => (t, Proof::Bearer),
         (None, Some(t)) => (t, Proof::Cookie),
         (None, None) => {

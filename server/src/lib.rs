@@ -12,6 +12,7 @@
 //! - [`live`]: the log reader and SSE streams;
 //! - [`api`]: the REST routes and their OpenAPI document;
 //! - [`mcp`]: the MCP endpoint;
+//! - [`metrics`]: `GET /metrics` for Prometheus;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
 //! - [`router`] / [`start`]: everything wired together; `main.rs` binds it.
@@ -28,6 +29,7 @@ pub mod config;
 pub mod hints;
 pub mod live;
 pub mod mcp;
+pub mod metrics;
 pub mod service;
 pub mod session;
 pub mod store;
@@ -123,6 +125,8 @@ pub fn router_with_pages(
         keep_alive: services.keep_alive,
     });
     let guarded = Router::new()
+        .route("/metrics", get(metrics::scrape))
+        .with_state(services.plans.clone())
         .nest("/api", api)
         .nest_service("/mcp", mcp::router(services.plans.clone()))
         .layer(axum::middleware::from_fn_with_state(
@@ -157,7 +161,7 @@ pub fn router_with_pages(
         .merge(guarded)
         .merge(sessions)
         .merge(site);
-    with_operations(app)
+    with_operations(app, services.plans)
 }
 
 /// How long a request may take to produce its response head. Streams are
@@ -166,9 +170,10 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What every request goes through, outermost first: a request id (the
 /// client's `x-request-id`, or a new UUID) that is in its log span and
-/// echoed in the response; a log line per request; gzip for HTML and JSON
-/// (never for event streams, which must not be buffered); the timeout.
-fn with_operations(app: Router) -> Router {
+/// echoed in the response; a log line per request; its metrics; gzip for
+/// HTML and JSON (never for event streams, which must not be buffered);
+/// the timeout.
+fn with_operations(app: Router, plans: Arc<PlanService>) -> Router {
     use axum::http::{Request, StatusCode};
     use tower_http::compression::CompressionLayer;
     use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -188,6 +193,7 @@ fn with_operations(app: Router) -> Router {
         REQUEST_TIMEOUT,
     ))
     .layer(CompressionLayer::new())
+    .layer(axum::middleware::from_fn_with_state(plans, metrics::record))
     .layer(PropagateRequestIdLayer::x_request_id())
     .layer(trace)
     .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

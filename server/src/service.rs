@@ -28,6 +28,7 @@ use tokio::sync::Mutex;
 use crate::book::{Book, Failure, Outcome, Ticket};
 use crate::hints::HintsShown;
 use crate::live::Hub;
+use crate::metrics::Metrics;
 use crate::store::{PlanFilter, PlanStore, PlanSummary, StoreError, StoredComment, StoredEvent};
 
 /// The actor recorded on changes planboard makes by itself.
@@ -62,6 +63,7 @@ pub struct PlanService {
     /// Session → the plan and version of the last hint it was shown, so an
     /// unchanged plan gets a one-line hint instead of the same window again.
     hints_shown: std::sync::Mutex<HintsShown>,
+    metrics: Metrics,
 }
 
 impl PlanService {
@@ -81,6 +83,7 @@ impl PlanService {
             hub,
             shared,
             hints_shown: std::sync::Mutex::new(HintsShown::new()),
+            metrics: Metrics::new(),
         });
         tokio::spawn(read_log(Arc::downgrade(&service), remote));
         Ok(service)
@@ -92,6 +95,10 @@ impl PlanService {
 
     pub fn store(&self) -> Arc<dyn PlanStore> {
         self.store.clone()
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// Runs `change` on the working set and returns once what it did is
@@ -156,7 +163,11 @@ impl PlanService {
                 return outcome;
             }
             let (batch, calls) = self.book.lock().await.take_group();
+            let started = std::time::Instant::now();
             let result = self.store.commit(&batch).await;
+            if result.is_ok() {
+                self.metrics.commit(calls, started.elapsed());
+            }
             let mut book = self.book.lock().await;
             match result {
                 Ok(()) => {

@@ -12,7 +12,9 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
-use crate::auth::{same_origin, SESSION_COOKIE};
+use cookie::{Cookie, SameSite};
+
+use crate::auth::{over_https, same_origin, SESSION_COOKIE};
 use crate::config::Access;
 
 #[derive(Deserialize)]
@@ -79,13 +81,33 @@ pub async fn sign_in(
         let why = lang.pick("That token is not valid.", "这个令牌无效。");
         return (StatusCode::UNAUTHORIZED, page(lang, Some(why))).into_response();
     }
-    let cookie = format!("{SESSION_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
-    ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
+    let cookie = session_cookie(token.to_string(), &headers);
+    (
+        [(header::SET_COOKIE, cookie.to_string())],
+        Redirect::to("/"),
+    )
+        .into_response()
 }
 
-pub async fn sign_out() -> Response {
-    let cookie = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
-    ([(header::SET_COOKIE, cookie)], Redirect::to("/login")).into_response()
+/// The session cookie: HttpOnly, SameSite=Strict, and Secure when the board
+/// is served over HTTPS.
+fn session_cookie(value: String, headers: &HeaderMap) -> Cookie<'static> {
+    Cookie::build((SESSION_COOKIE, value))
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .path("/")
+        .secure(over_https(headers))
+        .build()
+}
+
+pub async fn sign_out(headers: HeaderMap) -> Response {
+    let mut cookie = session_cookie(String::new(), &headers);
+    cookie.make_removal();
+    (
+        [(header::SET_COOKIE, cookie.to_string())],
+        Redirect::to("/login"),
+    )
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -96,7 +118,11 @@ pub struct Back {
 /// `GET /lang/{en|zh}?back=/path`: remembers the UI language for a year
 /// and returns to the page, which the server then renders in it. Only a
 /// path on this site is followed back, so the link cannot send anyone away.
-pub async fn switch_language(Path(code): Path<String>, Query(back): Query<Back>) -> Response {
+pub async fn switch_language(
+    Path(code): Path<String>,
+    Query(back): Query<Back>,
+    headers: HeaderMap,
+) -> Response {
     let Some(lang) = Lang::parse(&code) else {
         return (
             StatusCode::NOT_FOUND,
@@ -111,9 +137,15 @@ pub async fn switch_language(Path(code): Path<String>, Query(back): Query<Back>)
         .filter(|b| b.bytes().all(|c| c.is_ascii_graphic()))
         .filter(|b| b.starts_with('/') && !b.starts_with("//") && !b.contains('\\'))
         .unwrap_or_else(|| "/".into());
-    let cookie = format!(
-        "{LANG_COOKIE}={}; Path=/; Max-Age=31536000; SameSite=Lax",
-        lang.code()
-    );
-    ([(header::SET_COOKIE, cookie)], Redirect::to(&back)).into_response()
+    let cookie = Cookie::build((LANG_COOKIE, lang.code()))
+        .path("/")
+        .max_age(cookie::time::Duration::days(365))
+        .same_site(SameSite::Lax)
+        .secure(over_https(&headers))
+        .build();
+    (
+        [(header::SET_COOKIE, cookie.to_string())],
+        Redirect::to(&back),
+    )
+        .into_response()
 }

@@ -111,6 +111,7 @@ pub fn routes(state: ApiState) -> Router {
             get(tools::session_hint).post(tools::session_hint_remembered),
         )
         .route("/tools/{dialect}/{tool}", post(tools::call_tool))
+        .route_layer(axum::middleware::from_fn(crate::metrics::tag_route))
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

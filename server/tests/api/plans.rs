@@ -290,3 +290,53 @@ async fn every_response_carries_a_request_id_and_json_and_html_are_gzipped_but_s
         "an event stream must not be buffered by a compressor"
     );
 }
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template_commits_subscribers_and_plans_by_state() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("measured")).await;
+    server
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    let mut stream = server
+        .client
+        .get(server.url(&format!("/api/plans/{id}/stream")))
+        .send()
+        .await
+        .unwrap();
+    // `ready` comes once the stream is subscribed.
+    assert!(stream.chunk().await.unwrap().is_some());
+    let response = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let text = response.text().await.unwrap();
+    for line in [
+        r#"planboard_http_requests_total{method="POST",route="/api/plans",status="201"} 1"#,
+        r#"planboard_http_requests_total{method="POST",route="/api/plans/{id}/subtasks/{sid}/state",status="200"} 1"#,
+        r#"planboard_plans{state="running"} 1"#,
+        "planboard_sse_subscribers 1",
+        "planboard_commits_total 2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no line {line} in\n{text}");
+    }
+    assert!(
+        text.contains("planboard_http_request_duration_seconds_bucket{"),
+        "{text}"
+    );
+    assert!(
+        text.contains("planboard_commit_batch_calls_count 2"),
+        "{text}"
+    );
+    assert!(!text.contains(&id), "plan ids are never labels");
+}

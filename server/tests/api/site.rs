@@ -145,6 +145,44 @@ async fn in_token_mode_pages_ask_for_a_token_and_the_cookie_session_is_strict() 
         .await
         .unwrap();
     assert_eq!(own.status(), StatusCode::CREATED);
+    // A cookie-carried change with no Origin at all is refused too.
+    let bare = plain
+        .post(server.url("/api/plans"))
+        .header("cookie", &session)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), StatusCode::FORBIDDEN);
+    // Over plain HTTP the cookie cannot be Secure; behind HTTPS it is.
+    assert!(!cookie.contains("Secure"), "{cookie}");
+    let behind_tls = plain
+        .post(server.url("/login"))
+        .header("origin", origin)
+        .header("x-forwarded-proto", "https")
+        .form(&[("token", crate::auth::OPERATOR)])
+        .send()
+        .await
+        .unwrap();
+    let secure = behind_tls.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        secure.contains("Secure") && secure.contains("HttpOnly"),
+        "{secure}"
+    );
+    // Signing out clears the cookie.
+    let out = plain
+        .post(server.url("/logout"))
+        .header("cookie", &session)
+        .header("origin", origin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.headers()["location"], "/login");
+    let cleared = out.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        cleared.starts_with("planboard_session=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
 }
 
 #[tokio::test]
