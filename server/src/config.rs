@@ -80,7 +80,13 @@ pub enum ConfigError {
 
 impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Config::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// The configuration from variables looked up by `lookup` (the
+    /// environment, or a test's map); empty values count as unset.
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let database_url =
             var("DATABASE_URL").unwrap_or_else(|| "sqlite://data/planboard.db".into());
         check_database_url(&database_url)?;
@@ -202,6 +208,58 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("alice:admin:<redacted>"), "{shown}");
+    }
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_vars(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn tokens_come_from_the_variable_or_a_file_and_must_be_sixteen_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        std::fs::write(
+            &file,
+            "# who role token\nbob viewer bbbbbbbbbbbbbbbb\n\ncarol admin cccccccccccccccc\n",
+        )
+        .unwrap();
+        let c = config(&[
+            ("PLANBOARD_TOKENS", "alice:operator:aaaaaaaaaaaaaaaa"),
+            ("PLANBOARD_TOKENS_FILE", file.to_str().unwrap()),
+        ])
+        .unwrap();
+        let Access::Tokens(tokens) = c.access else {
+            panic!("token mode")
+        };
+        assert_eq!(tokens.len(), 3);
+        assert_eq!(
+            tokens["bbbbbbbbbbbbbbbb"],
+            Identity::new("bob", Role::Viewer)
+        );
+        assert_eq!(tokens["cccccccccccccccc"].role, Role::Admin);
+
+        let short = config(&[("PLANBOARD_TOKENS", "alice:admin:fifteen-chars-x")]).unwrap_err();
+        assert!(short.to_string().contains("shorter than 16"), "{short}");
+        let role = config(&[("PLANBOARD_TOKENS", "alice:root:aaaaaaaaaaaaaaaa")]).unwrap_err();
+        assert!(
+            role.to_string().contains("viewer, operator and admin"),
+            "{role}"
+        );
+        let missing = config(&[("PLANBOARD_TOKENS_FILE", "/no/such/file")]).unwrap_err();
+        assert!(
+            missing.to_string().contains("PLANBOARD_TOKENS_FILE"),
+            "{missing}"
+        );
+        // No tokens: local mode; the lease in seconds.
+        let local = config(&[("PLANBOARD_USER", "dana"), ("PLANBOARD_LEASE_SECS", "90")]).unwrap();
+        assert!(matches!(local.access, Access::Local { ref user } if user == "dana"));
+        assert_eq!(local.lease, Duration::from_secs(90));
+        let bad = config(&[("PLANBOARD_LEASE_SECS", "soon")]).unwrap_err();
+        assert!(bad.to_string().contains("PLANBOARD_LEASE_SECS"), "{bad}");
     }
 
     #[test]

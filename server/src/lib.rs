@@ -81,7 +81,8 @@ pub async fn start(config: &Config) -> Result<Services, StoreError> {
     let lease = config.lease;
     let weak = Arc::downgrade(&plans);
     tokio::spawn(async move {
-        let every = (lease / 4).max(Duration::from_secs(5));
+        // A quarter lease (450 s by default), at least a second apart.
+        let every = (lease / 4).max(Duration::from_secs(1));
         loop {
             tokio::time::sleep(every).await;
             let Some(plans) = weak.upgrade() else { return };

@@ -239,3 +239,111 @@ async fn an_unknown_api_route_or_method_answers_json_not_the_boards_page() {
         .unwrap();
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_text_and_size_limits_hold_at_their_edges() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("limits")).await;
+    let x = |n: usize| "x".repeat(n);
+    // (path, body at the limit, body one over)
+    let cases = [
+        (
+            "/api/plans".to_string(),
+            json!({"title": x(200)}),
+            json!({"title": x(201)}),
+        ),
+        (
+            format!("/api/plans/{id}/subtasks"),
+            json!({"subtask": {"name": x(200), "description": x(8_000)}}),
+            json!({"subtask": {"name": "n", "description": x(8_001)}}),
+        ),
+        (
+            format!("/api/plans/{id}/comments"),
+            json!({"body": x(4_000)}),
+            json!({"body": x(4_001)}),
+        ),
+    ];
+    for (path, at_limit, over) in cases {
+        let (status, body) = server.post(&path, at_limit).await;
+        assert!(status.is_success(), "{path} at the limit: {body}");
+        let (status, body) = server.post(&path, over).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{path} over: {body}"
+        );
+        assert_eq!(body["error"], "invalid", "{body}");
+    }
+    // 2,000 subtasks fit in a plan, 2,001 do not; 100 dependencies, not 101.
+    let many =
+        |n: usize| -> Vec<Value> { (0..n).map(|i| json!({"name": format!("s{i}")})).collect() };
+    let (status, body) = server
+        .post(
+            "/api/plans",
+            json!({"title": "big", "subtasks": many(2_000)}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{}", body["message"]);
+    let (status, body) = server
+        .post(
+            "/api/plans",
+            json!({"title": "too big", "subtasks": many(2_001)}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["error"], "plan_full", "{body}");
+    let mut deps = many(102);
+    deps[101]["dependencies"] = json!((1..=100).collect::<Vec<u32>>());
+    let (status, body) = server
+        .post(
+            "/api/plans",
+            json!({"title": "100 deps", "subtasks": deps.clone()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{}", body["message"]);
+    deps[101]["dependencies"] = json!((1..=101).collect::<Vec<u32>>());
+    let (status, body) = server
+        .post("/api/plans", json!({"title": "101 deps", "subtasks": deps}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+}
+
+#[tokio::test]
+async fn if_match_guards_a_write_like_expected_version_and_commands_take_any_op() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("guarded")).await;
+    let version = server.plan(&id).await["version"].as_u64().unwrap();
+    let patch = |if_match: String| {
+        server
+            .client
+            .patch(server.url(&format!("/api/plans/{id}")))
+            .header("if-match", if_match)
+            .json(&json!({"title": "renamed"}))
+            .send()
+    };
+    let stale = patch(format!("\"{}\"", version - 1)).await.unwrap();
+    assert_eq!(stale.status(), StatusCode::CONFLICT);
+    let body: Value = stale.json().await.unwrap();
+    assert_eq!(body["current_version"], version);
+    let malformed = patch("soon".into()).await.unwrap();
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    let fresh = patch(version.to_string()).await.unwrap();
+    assert_eq!(fresh.status(), StatusCode::OK);
+    assert_eq!(server.plan(&id).await["title"], "renamed");
+
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{id}/commands"),
+            json!({"op": "set_notes", "id": 2, "notes": "via /commands", "expected_version": version + 1}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["plan"]["subtasks"][1]["notes"], "via /commands");
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{id}/commands"),
+            json!({"op": "teleport"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}

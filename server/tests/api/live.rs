@@ -177,3 +177,110 @@ async fn a_chinese_character_split_across_network_chunks_arrives_whole() {
     assert_eq!(again.data["event"]["plan"]["title"], "分块");
     assert_eq!(again.id, created.id);
 }
+
+/// Follows `path` while another client writes `total` comments, dropping
+/// the connection every few events and resuming from the last id seen
+/// (header or `?after=`); answers the seqs received, in order.
+async fn follow_with_drops(
+    server: &TestServer,
+    path: &str,
+    by_query: bool,
+    wanted: usize,
+) -> Vec<i64> {
+    let mut seen: Vec<i64> = Vec::new();
+    while seen.len() < wanted {
+        let last = seen.last().copied().unwrap_or(0);
+        let mut reader = if by_query {
+            let sep = if path.contains('?') { '&' } else { '?' };
+            Reader::open(server, &format!("{path}{sep}after={last}"), None).await
+        } else {
+            Reader::open(server, path, Some(last)).await
+        };
+        // A few events, then the connection drops.
+        for _ in 0..7 {
+            if seen.len() == wanted {
+                break;
+            }
+            let m = reader.next().await;
+            seen.push(m.id.expect("every row has an id"));
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_while_another_client_writes_delivers_every_row_once_on_both_streams() {
+    let server = TestServer::start().await;
+    let id = server.create(chain("busy")).await;
+    let total = 60;
+    let writer = {
+        let client = server.client.clone();
+        let url = server.url(&format!("/api/plans/{id}/comments"));
+        tokio::spawn(async move {
+            for i in 0..total {
+                let r = client
+                    .post(&url)
+                    .json(&json!({"body": format!("c{i}")}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status().is_success());
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    // The plan's log: created + 60 comments; the whole log: the same rows.
+    let plan_path = format!("/api/plans/{id}/stream");
+    let plan_stream = follow_with_drops(&server, &plan_path, false, total + 1);
+    let all_stream = follow_with_drops(&server, "/api/stream", true, total + 1);
+    let (plan_seqs, all_seqs) = tokio::join!(plan_stream, all_stream);
+    writer.await.unwrap();
+    let (_, page) = server
+        .get(&format!("/api/plans/{id}/events?limit=1000"))
+        .await;
+    let logged: Vec<i64> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(logged.len(), total + 1);
+    assert_eq!(plan_seqs, logged, "Last-Event-ID: every row once, in order");
+    assert_eq!(
+        all_seqs, logged,
+        "?after= on /api/stream: every row once, in order"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_stream_gets_keep_alive_comments() {
+    let config = server::config::Config {
+        database_url: "sqlite::memory:".into(),
+        access: crate::support::local(),
+        lease: Duration::from_secs(3600),
+    };
+    let server = TestServer::with_config(&config, |s| {
+        s.keep_alive = Duration::from_millis(100);
+    })
+    .await;
+    let mut response = server
+        .client
+        .get(server.url("/api/stream"))
+        .send()
+        .await
+        .unwrap();
+    let mut raw = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !raw.lines().any(|l| l.starts_with(':')) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no keep-alive in 5 s: {raw:?}"
+        );
+        let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+            .await
+            .expect("a chunk")
+            .unwrap()
+            .expect("open");
+        raw.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}

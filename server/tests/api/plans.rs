@@ -164,7 +164,10 @@ async fn plans_survive_a_restart_with_their_history() {
         )
         .await;
     let version = first.plan(&id).await["version"].clone();
-    drop(first);
+    let old_base = first.base.clone();
+    first.stop().await;
+    // Really gone: the old address answers nothing.
+    assert!(reqwest::get(format!("{old_base}/healthz")).await.is_err());
 
     let second = TestServer::on(&url, crate::support::local()).await;
     let plan = second.plan(&id).await;
@@ -339,4 +342,55 @@ async fn metrics_count_requests_by_route_template_commits_subscribers_and_plans_
         "{text}"
     );
     assert!(!text.contains(&id), "plan ids are never labels");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_check_runs_on_its_schedule_and_leaves_an_active_plan_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = server::config::Config {
+        database_url: format!("sqlite://{}", dir.path().join("l.db").display()),
+        access: crate::support::local(),
+        lease: std::time::Duration::from_secs(2),
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let idle = server.create(chain("idle")).await;
+    let busy = server.create(chain("busy")).await;
+    for id in [&idle, &busy] {
+        let (status, _) = server
+            .post(
+                &format!("/api/plans/{id}/subtasks/1/state"),
+                json!({"state": "in_progress"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    // The busy plan sees activity every 300 ms; the idle one none.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(8);
+    loop {
+        server
+            .post(
+                &format!("/api/plans/{busy}/comments"),
+                json!({"body": "still here"}),
+            )
+            .await;
+        if state_of(&server.plan(&idle).await, 1) == "todo" {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle plan's subtask was not released within 8 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    assert_eq!(state_of(&server.plan(&busy).await, 1), "in_progress");
+    let (_, page) = server.get(&format!("/api/plans/{idle}/events")).await;
+    let last = page["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["actor"], "planboard");
+    assert!(
+        last["event"]["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lease expired"),
+        "{last}"
+    );
 }

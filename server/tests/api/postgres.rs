@@ -145,3 +145,26 @@ async fn two_server_processes_on_one_database_see_each_others_events() {
         response.text().await.unwrap()
     );
 }
+
+#[tokio::test]
+async fn a_commit_notifies_another_stores_listener_by_itself() {
+    // The log reader also polls every second as a safety net, so a stream
+    // test alone would pass with NOTIFY broken: this checks the
+    // notification path on its own, well inside that second.
+    let Some(url) = database() else { return };
+    let writer = TestServer::on(&url, local()).await;
+    let listener = server::store::SqlStore::connect(&url).await.unwrap();
+    let mut woken = server::store::PlanStore::listen(&listener)
+        .await
+        .unwrap()
+        .expect("PostgreSQL listens");
+    // Other tests share the database and may have woken it already.
+    while woken.try_recv().is_ok() {}
+    let started = std::time::Instant::now();
+    writer.create(chain("notify")).await;
+    tokio::time::timeout(Duration::from_millis(900), woken.recv())
+        .await
+        .expect("NOTIFY arrives well within the 1 s polling interval")
+        .expect("the listener is open");
+    println!("NOTIFY after {:?}", started.elapsed());
+}

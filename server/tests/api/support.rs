@@ -15,6 +15,8 @@ pub struct TestServer {
     /// Keeps the SQLite file alive for the test.
     pub _dir: Option<tempfile::TempDir>,
     token: Option<String>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
 }
 
 pub fn options() -> LeptosOptions {
@@ -49,14 +51,30 @@ impl TestServer {
             access,
             lease: Duration::from_secs(3600),
         };
-        let services = server::start(&config).await.expect("server starts");
+        TestServer::with_config(&config, |_| {}).await
+    }
+
+    /// A server on `config`; `adjust` may change the services (say, the
+    /// keep-alive interval) before the router is built.
+    pub async fn with_config(
+        config: &Config,
+        adjust: impl FnOnce(&mut server::Services),
+    ) -> TestServer {
+        let mut services = server::start(config).await.expect("server starts");
+        adjust(&mut services);
         let app = server::router_with_pages(options(), services.clone(), page_routes());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("serve");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+                .expect("serve");
         });
         TestServer {
             base: format!("http://{addr}"),
@@ -64,6 +82,24 @@ impl TestServer {
             services,
             _dir: None,
             token: None,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Shuts the server down as the binary does (streams get `shutdown`,
+    /// requests in flight finish) and waits until it no longer listens;
+    /// its store closes with it.
+    pub async fn stop(mut self) {
+        self.services.shutdown();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .expect("the server stops within 10 s")
+                .expect("the server task ends cleanly");
         }
     }
 

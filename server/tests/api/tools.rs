@@ -341,3 +341,32 @@ async fn an_agents_changes_are_recorded_as_the_agent_acting_for_the_user() {
         "control characters are dropped from agent names"
     );
 }
+
+#[tokio::test]
+async fn the_session_header_names_the_session_like_the_query() {
+    let server = TestServer::start().await;
+    let create = |session: &'static str, title: &'static str| {
+        server
+            .client
+            .post(server.url("/api/tools/canonical/create_plan"))
+            .header("x-planboard-session", session)
+            .json(&json!({"title": title, "subtasks": [{"name": "a"}]}))
+            .send()
+    };
+    assert!(create("header-a", "plan A")
+        .await
+        .unwrap()
+        .status()
+        .is_success());
+    assert!(create("header-b", "plan B")
+        .await
+        .unwrap()
+        .status()
+        .is_success());
+    // The same session by query sees the plan the header's calls made.
+    let (_, a) = call(&server, "canonical", "get_plan", "header-a", json!({})).await;
+    assert!(a["text"].as_str().unwrap().contains("plan A"), "{a}");
+    let (_, b) = call(&server, "canonical", "get_plan", "header-b", json!({})).await;
+    assert!(b["text"].as_str().unwrap().contains("plan B"), "{b}");
+    assert_eq!(b["session"], "header-b");
+}
