@@ -374,3 +374,50 @@ async fn the_language_switch_sets_a_cookie_and_only_returns_to_this_site() {
 fn urlencode(text: &str) -> String {
     text.bytes().map(|b| format!("%{b:02X}")).collect()
 }
+
+#[tokio::test]
+async fn the_boards_write_function_refuses_foreign_or_missing_origins_and_viewers() {
+    use leptos::server_fn::ServerFn;
+    let server = crate::auth::token_mode()
+        .await
+        .with_token(crate::auth::OPERATOR);
+    let id = server
+        .create(json!({"title": "guarded board", "subtasks": [{"name": "a"}]}))
+        .await;
+    let path = <app::api::RunCommand as ServerFn>::PATH;
+    let origin = server.url("");
+    let origin = origin.trim_end_matches('/').to_string();
+    let send = |token: &'static str, origin: Option<String>| {
+        let mut request = server
+            .client
+            .post(server.url(path))
+            .header(
+                "cookie",
+                format!("{}={token}", server::auth::SESSION_COOKIE),
+            )
+            .json(&json!({"id": id, "command": {"op": "pause"}}));
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status(), response.text().await.unwrap())
+        }
+    };
+    let version = server.plan(&id).await["version"].clone();
+    let (status, _) = send(crate::auth::OPERATOR, Some("http://evil.example".into())).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a foreign Origin");
+    let (status, _) = send(crate::auth::OPERATOR, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "no Origin");
+    let (_, body) = send(crate::auth::VIEWER, Some(origin.clone())).await;
+    assert!(body.contains("viewer"), "a viewer is refused: {body}");
+    assert_eq!(
+        server.plan(&id).await["version"],
+        version,
+        "nothing changed"
+    );
+    // The same call from the board's own page, as an operator, goes through.
+    let (status, body) = send(crate::auth::OPERATOR, Some(origin)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(server.plan(&id).await["state"], "paused");
+}
