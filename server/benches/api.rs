@@ -39,6 +39,7 @@ async fn start(url: Option<&str>) -> Running {
             user: "bench".into(),
         },
         lease: Duration::from_secs(3600),
+        instance: None,
     };
     let services = server::start(&config).await.expect("start");
     let options = leptos::config::LeptosOptions::builder()

@@ -7,6 +7,7 @@
 //! | `PLANBOARD_TOKENS` | — | token mode: `name:role:token` entries separated by `,` |
 //! | `PLANBOARD_TOKENS_FILE` | — | token mode: one `name role token` per line |
 //! | `PLANBOARD_LEASE_SECS` | `1800` | idle time after which in-progress subtasks go back to todo |
+//! | `PLANBOARD_INSTANCE` | — | echoed by `/healthz` as `x-planboard-instance` |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
 use std::collections::HashMap;
@@ -20,6 +21,10 @@ pub struct Config {
     pub database_url: String,
     pub access: Access,
     pub lease: Duration,
+    /// `PLANBOARD_INSTANCE`: a name `/healthz` answers with in its
+    /// `x-planboard-instance` header, so a test run can tell the server it
+    /// started from any other one on the port.
+    pub instance: Option<String>,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -30,6 +35,7 @@ impl std::fmt::Debug for Config {
             .field("database_url", &redact_url(&self.database_url))
             .field("access", &self.access)
             .field("lease", &self.lease)
+            .field("instance", &self.instance)
             .finish()
     }
 }
@@ -129,6 +135,7 @@ impl Config {
             database_url,
             access,
             lease,
+            instance: var("PLANBOARD_INSTANCE"),
         })
     }
 
@@ -199,6 +206,7 @@ mod tests {
             database_url: "postgres://planner:hunter2@db:5432/plans".into(),
             access: Access::Tokens(tokens),
             lease: Duration::from_secs(60),
+            instance: None,
         };
         let shown = format!("{config:?}");
         assert!(!shown.contains("hunter2"), "{shown}");

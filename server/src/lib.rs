@@ -53,6 +53,8 @@ use crate::store::{SqlStore, StoreError};
 pub struct Services {
     pub plans: Arc<PlanService>,
     pub access: Arc<Access>,
+    /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).
+    pub instance: Option<Arc<str>>,
     /// How often an idle SSE stream sends a keep-alive comment.
     pub keep_alive: Duration,
 }
@@ -94,6 +96,7 @@ pub async fn start(config: &Config) -> Result<Services, StoreError> {
     Ok(Services {
         plans,
         access: Arc::new(config.access.clone()),
+        instance: config.instance.as_deref().map(Arc::from),
         keep_alive: Duration::from_secs(15),
     })
 }
@@ -157,7 +160,13 @@ pub fn router_with_pages(
         .route("/lang/{code}", get(session::switch_language))
         .with_state(services.access.clone());
     let app = Router::new()
-        .route("/healthz", get(healthz))
+        .route(
+            "/healthz",
+            get({
+                let instance = services.instance.clone();
+                move || healthz(instance)
+            }),
+        )
         .route("/api/openapi.json", get(api::openapi))
         .merge(guarded)
         .merge(sessions)
@@ -200,6 +209,10 @@ fn with_operations(app: Router, plans: Arc<PlanService>) -> Router {
     .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
 
-async fn healthz() -> &'static str {
-    "ok"
+async fn healthz(instance: Option<Arc<str>>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match instance.and_then(|i| axum::http::HeaderValue::from_str(&i).ok()) {
+        Some(name) => ([("x-planboard-instance", name)], "ok").into_response(),
+        None => "ok".into_response(),
+    }
 }

@@ -83,6 +83,7 @@ fn local_mode_refuses_to_listen_beyond_loopback() {
         database_url: String::new(),
         access: crate::support::local(),
         lease: std::time::Duration::ZERO,
+        instance: None,
     };
     assert!(local.check_bind("127.0.0.1:3000".parse().unwrap()).is_ok());
     let err = local

@@ -258,6 +258,7 @@ async fn an_idle_stream_gets_keep_alive_comments() {
         database_url: "sqlite::memory:".into(),
         access: crate::support::local(),
         lease: Duration::from_secs(3600),
+        instance: None,
     };
     let server = TestServer::with_config(&config, |s| {
         s.keep_alive = Duration::from_millis(100);

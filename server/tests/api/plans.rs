@@ -351,6 +351,7 @@ async fn the_lease_check_runs_on_its_schedule_and_leaves_an_active_plan_alone() 
         database_url: format!("sqlite://{}", dir.path().join("l.db").display()),
         access: crate::support::local(),
         lease: std::time::Duration::from_secs(2),
+        instance: None,
     };
     let server = TestServer::with_config(&config, |_| {}).await;
     let idle = server.create(chain("idle")).await;

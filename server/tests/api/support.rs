@@ -50,6 +50,7 @@ impl TestServer {
             database_url: url.to_string(),
             access,
             lease: Duration::from_secs(3600),
+            instance: None,
         };
         TestServer::with_config(&config, |_| {}).await
     }
