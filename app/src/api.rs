@@ -8,7 +8,7 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use plan_engine::{ApprovalStatus, Command, Event, Mode, NewPlan, PlanId, PlanState};
+use plan_engine::{ApprovalStatus, Command, Event, Mode, NewPlan, PlanId, PlanQuery, PlanState};
 use serde::{Deserialize, Serialize};
 
 /// Who is looking at the board.
@@ -41,15 +41,24 @@ pub struct PlanRow {
     pub outcome: Option<String>,
 }
 
-/// Which plans the list shows.
+/// Which plans the list shows (the engine's filter, the same as the API's),
+/// and which page of them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListFilter {
-    /// `awaiting_approval`, `running`, `finished` (done, failed or
-    /// abandoned) or empty for all.
-    pub show: String,
-    /// `simple`, `complex`, `emergent` or empty.
-    pub mode: String,
-    pub text: String,
+    pub query: PlanQuery,
+    /// 0-based; a page holds [`PAGE_SIZE`] plans.
+    pub page: u32,
+}
+
+/// Plans per page of the list.
+pub const PAGE_SIZE: usize = 50;
+
+/// One page of the plans list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanList {
+    pub rows: Vec<PlanRow>,
+    /// More plans follow on the next page.
+    pub more: bool,
 }
 
 /// One row of a plan's history.
@@ -93,7 +102,7 @@ pub enum BoardError {
 #[cfg(feature = "ssr")]
 #[async_trait::async_trait]
 pub trait BoardBackend: Send + Sync {
-    async fn list(&self, filter: &ListFilter) -> Result<Vec<PlanRow>, BoardError>;
+    async fn list(&self, filter: &ListFilter) -> Result<PlanList, BoardError>;
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError>;
     async fn command(&self, id: PlanId, command: Command, actor: &str) -> Result<u64, BoardError>;
     async fn create(&self, spec: NewPlan, actor: &str) -> Result<PlanId, BoardError>;
@@ -134,9 +143,7 @@ pub async fn whoami() -> Result<Viewer, ServerFnError> {
 }
 
 #[server(prefix = "/_board", input = Json)]
-pub async fn list_plans(
-    filter: ListFilter,
-) -> Result<Result<Vec<PlanRow>, BoardError>, ServerFnError> {
+pub async fn list_plans(filter: ListFilter) -> Result<Result<PlanList, BoardError>, ServerFnError> {
     viewer().await?;
     Ok(backend()?.list(&filter).await)
 }

@@ -280,3 +280,57 @@ test("the language switch shows the board in Chinese and back; the plan keeps it
   await expect(page.locator("html")).toHaveAttribute("lang", "en");
   await expect(page.getByRole("heading", { name: "Plans" })).toBeVisible();
 });
+
+test("at 1280 px every kanban column fits beside the details, which fold away; a 12-step DAG opens fitted", async ({ page, request }) => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const subs = Array.from({ length: 12 }, (_, i) => ({ name: `stage ${i + 1}`, dependencies: i === 0 ? [] : [i] }));
+  const id = await createPlan(request, unique("Wide board"), subs);
+  await openBoard(page, id);
+  const kanban = page.locator(".kanban");
+  const fits = () => kanban.evaluate((el) => el.scrollWidth <= el.clientWidth + 1);
+  expect(await fits()).toBe(true);
+  await expect(page.getByTestId("column-skipped")).toBeInViewport();
+  // The move menu shows its whole label.
+  const select = page.getByTestId("target-1");
+  expect(await select.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+  await shot(page, "board-kanban-1280");
+  await page.getByTestId("toggle-side").click();
+  await expect(page.locator(".side")).toBeHidden();
+  await expect(page.getByTestId("toggle-side")).toHaveAttribute("aria-expanded", "false");
+  await shot(page, "board-kanban-1280-side-hidden");
+  // Selecting a card shows the details again.
+  await page.getByTestId("card-3").locator(".card-name").click();
+  await expect(page.locator(".side")).toBeVisible();
+
+  await page.getByTestId("tab-dag").click();
+  await expect(page.getByTestId("dag-zoom")).toHaveText("fitted");
+  const scroll = page.locator(".dag-scroll");
+  const box = (await scroll.boundingBox())!;
+  for (const n of [1, 12]) {
+    const node = (await page.getByTestId(`node-${n}`).boundingBox())!;
+    expect(node.x).toBeGreaterThanOrEqual(box.x - 1);
+    expect(node.x + node.width).toBeLessThanOrEqual(box.x + box.width + 1);
+  }
+  await shot(page, "board-dag-fitted");
+  await page.getByRole("button", { name: "Zoom in" }).click();
+  await expect(page.getByTestId("dag-zoom")).toHaveText("125%");
+  await page.getByTestId("dag-fit").click();
+  await expect(page.getByTestId("dag-zoom")).toHaveText("fitted");
+});
+
+test("the plans list is paged: 50 a page, newer and older links", async ({ page, request }) => {
+  const tag = unique("Paged");
+  for (let i = 0; i < 55; i++) {
+    await createPlan(request, `${tag} #${i}`, [{ name: "a" }]);
+  }
+  await page.goto(`/?q=${encodeURIComponent(tag)}`);
+  await expect(page.getByTestId("plan-row")).toHaveCount(50);
+  await expect(page.getByTestId("page-prev")).toHaveCount(0);
+  await page.getByTestId("page-next").click();
+  await expect(page).toHaveURL(/page=2/);
+  await expect(page.getByTestId("plan-row")).toHaveCount(5);
+  await expect(page.getByTestId("page-next")).toHaveCount(0);
+  await shot(page, "plans-list-page-2");
+  await page.getByTestId("page-prev").click();
+  await expect(page.getByTestId("plan-row")).toHaveCount(50);
+});

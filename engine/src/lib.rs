@@ -44,6 +44,7 @@ mod index;
 pub mod layout;
 pub mod model;
 pub mod progress;
+pub mod query;
 pub mod render;
 pub mod tools;
 pub mod transitions;
@@ -61,4 +62,5 @@ pub use model::{
     PlanState, Subtask, SubtaskId, SubtaskState, Timestamp, DEFAULT_BATCH,
 };
 pub use progress::Progress;
+pub use query::{PlanQuery, StateFilter};
 pub use tools::{call, check_new_plan, tools, CallContext, PlanBook, ToolResult, Workspace};

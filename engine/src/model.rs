@@ -150,6 +150,12 @@ pub enum Mode {
 }
 
 impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Manual, Mode::Simple, Mode::Complex, Mode::Emergent];
+
+    pub fn parse(text: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Manual => "manual",

@@ -3,14 +3,12 @@
 
 use std::sync::Arc;
 
-use app::api::{BoardBackend, BoardError, ListFilter, LogEntry, PlanRow};
-use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId, PlanState};
+use app::api::{BoardBackend, BoardError, ListFilter, LogEntry, PlanList, PlanRow, PAGE_SIZE};
+use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId};
 
 use crate::service::{PlanService, ServiceError};
 use crate::store::StoreError;
 
-/// Rows the plans list shows at most.
-const LIST_LIMIT: usize = 500;
 /// Log rows read per query.
 const PAGE: u32 = 1000;
 
@@ -33,18 +31,6 @@ fn to_board_error(e: ServiceError) -> BoardError {
             BoardError::Unavailable("the plan store failed; nothing was changed".into())
         }
     }
-}
-
-fn shown(plan: &Plan, filter: &ListFilter) -> bool {
-    let state_ok = match filter.show.as_str() {
-        "awaiting_approval" => plan.state == PlanState::AwaitingApproval,
-        "running" => matches!(plan.state, PlanState::Running | PlanState::Approved),
-        "finished" => plan.state.is_finished(),
-        _ => true,
-    };
-    let mode_ok = filter.mode.is_empty() || plan.mode.as_str() == filter.mode;
-    let text = filter.text.trim().to_lowercase();
-    state_ok && mode_ok && (text.is_empty() || plan.title.to_lowercase().contains(&text))
 }
 
 fn row(plan: &Plan) -> PlanRow {
@@ -71,14 +57,10 @@ fn row(plan: &Plan) -> PlanRow {
 
 #[async_trait::async_trait]
 impl BoardBackend for Board {
-    async fn list(&self, filter: &ListFilter) -> Result<Vec<PlanRow>, BoardError> {
-        let mut rows = self
-            .0
-            .scan(|plan| shown(plan, filter).then(|| row(plan)))
-            .await;
-        rows.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
-        rows.truncate(LIST_LIMIT);
-        Ok(rows)
+    async fn list(&self, filter: &ListFilter) -> Result<PlanList, BoardError> {
+        let offset = filter.page as usize * PAGE_SIZE;
+        let (rows, more) = self.0.list(&filter.query, offset, PAGE_SIZE, row).await;
+        Ok(PlanList { rows, more })
     }
 
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError> {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use plan_engine::{
     call, CallContext, Command, Dialect, Event, HintOptions, NewPlan, Op, Plan, PlanBook,
-    PlanError, PlanId, SubtaskState, ToolResult,
+    PlanError, PlanId, PlanQuery, SubtaskState, ToolResult,
 };
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -29,7 +29,7 @@ use crate::book::{Book, Failure, Outcome, Ticket};
 use crate::hints::HintsShown;
 use crate::live::Hub;
 use crate::metrics::Metrics;
-use crate::store::{PlanFilter, PlanStore, PlanSummary, StoreError, StoredComment, StoredEvent};
+use crate::store::{PlanStore, StoreError, StoredComment, StoredEvent};
 
 /// The actor recorded on changes planboard makes by itself.
 pub const SYSTEM_ACTOR: &str = "planboard";
@@ -315,6 +315,29 @@ impl PlanService {
             .collect()
     }
 
+    /// One page of the plans `query` admits, latest activity first, each
+    /// mapped by `row`, and whether more follow: the one list path of the
+    /// API, the board and history.
+    pub async fn list<T>(
+        &self,
+        query: &PlanQuery,
+        offset: usize,
+        limit: usize,
+        row: impl Fn(&Plan) -> T,
+    ) -> (Vec<T>, bool) {
+        let book = self.book.lock().await;
+        let ids: Vec<PlanId> = book.all().map(|p| p.id).collect();
+        let mut hits: Vec<&Plan> = ids
+            .into_iter()
+            .filter_map(|id| book.committed(id))
+            .filter(|plan| query.matches(plan))
+            .collect();
+        hits.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+        let more = hits.len() > offset.saturating_add(limit);
+        let rows = hits.into_iter().skip(offset).take(limit).map(row).collect();
+        (rows, more)
+    }
+
     /// The hint for a session's next step, and the version of the plan it
     /// describes. Reads only: `opts.since_version` (the caller's) decides
     /// whether an unchanged plan gets the one-line hint.
@@ -342,10 +365,6 @@ impl PlanService {
         }
         shown.record(session, plan.map(|p| (p.id, p.version)));
         (plan_engine::hint(plan, &opts), plan.map(|p| p.version))
-    }
-
-    pub async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, ServiceError> {
-        Ok(self.store.list(filter).await?)
     }
 
     pub async fn events(

@@ -1,7 +1,8 @@
 //! The DAG view: the engine's layered layout drawn as SVG. Arrows run from
 //! a dependency to its dependent; colour is the state, ready subtasks are
-//! outlined, the critical path is drawn heavier. The drawing scrolls and
-//! zooms, so 200 subtasks stay readable; a node opens its details.
+//! outlined, the critical path is drawn heavier. It opens fitted to its
+//! box (the whole graph at a glance); zooming in, it scrolls, so 200
+//! subtasks stay readable; a node opens its details.
 
 use leptos::prelude::*;
 use plan_engine::layout::layout;
@@ -16,6 +17,8 @@ const NODE_H: usize = 44;
 const GAP_X: usize = 70;
 const GAP_Y: usize = 20;
 const MARGIN: usize = 12;
+/// Plans up to this many subtasks open fitted to the box.
+const FIT_UP_TO: usize = 50;
 /// Zoom in percent, and its bounds.
 const ZOOMS: [usize; 9] = [25, 33, 50, 67, 80, 100, 125, 160, 200];
 
@@ -30,7 +33,14 @@ fn short(name: &str) -> String {
 #[component]
 pub fn Dag(board: Board) -> impl IntoView {
     let lang = board.lang;
-    let zoom = RwSignal::new(ZOOMS.iter().position(|z| *z == 100).unwrap_or(0));
+    // `None`: the whole drawing fitted to its box. A plan opens so, up to
+    // 50 subtasks; a bigger graph fitted is a smear of unreadable nodes,
+    // so it opens at 100 % and scrolls (Fit is a click away).
+    let hundred = ZOOMS.iter().position(|z| *z == 100).unwrap_or(0);
+    let opening = board
+        .plan
+        .with_untracked(|p| (p.subtasks.len() > FIT_UP_TO).then_some(hundred));
+    let zoom = RwSignal::new(opening);
     let drawing = move || {
         board.plan.with(|plan| {
             let drawn = layout(plan);
@@ -102,13 +112,14 @@ pub fn Dag(board: Board) -> impl IntoView {
                     })
                 })
                 .collect_view();
-            let percent = ZOOMS[zoom.get()];
+            let scaled = zoom.get().map(|z| ZOOMS[z]);
             view! {
                 <svg
                     class="dag"
+                    class:fit=scaled.is_none()
                     viewBox=format!("0 0 {width} {height}")
-                    width=width * percent / 100
-                    height=height * percent / 100
+                    width=scaled.map(|p| width * p / 100)
+                    height=scaled.map(|p| height * p / 100)
                     role="img"
                     aria-label=lang.pick(
                         format!("Dependency graph: {} subtasks in {} layers", plan.subtasks.len(), drawn.layers),
@@ -129,9 +140,13 @@ pub fn Dag(board: Board) -> impl IntoView {
     };
     view! {
         <div class="dag-tools">
-            <button on:click=move |_| zoom.update(|z| *z = z.saturating_sub(1)) aria-label=lang.pick("Zoom out", "缩小")>"−"</button>
-            <span>{move || format!("{}%", ZOOMS[zoom.get()])}</span>
-            <button on:click=move |_| zoom.update(|z| *z = (*z + 1).min(ZOOMS.len() - 1)) aria-label=lang.pick("Zoom in", "放大")>"+"</button>
+            <button on:click=move |_| zoom.set(None) aria-pressed=move || zoom.get().is_none().to_string() data-testid="dag-fit">{lang.pick("Fit", "适应")}</button>
+            <button on:click=move |_| zoom.update(|z| *z = Some(z.unwrap_or(hundred).saturating_sub(1))) aria-label=lang.pick("Zoom out", "缩小")>"−"</button>
+            <span data-testid="dag-zoom">{move || match zoom.get() {
+                Some(z) => format!("{}%", ZOOMS[z]),
+                None => lang.pick("fitted", "适应窗口").to_string(),
+            }}</span>
+            <button on:click=move |_| zoom.update(|z| *z = Some((z.unwrap_or(hundred) + 1).min(ZOOMS.len() - 1))) aria-label=lang.pick("Zoom in", "放大")>"+"</button>
             <span class="legend">
                 <span class="key ready">{lang.pick("ready", "就绪")}</span>
                 <span class="key critical">{lang.pick("critical path", "关键路径")}</span>

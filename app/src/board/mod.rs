@@ -300,6 +300,14 @@ fn LiveBoard(
         }
     });
     let lang = board.lang;
+    // The details and comments panel: hidden, the board gets the width;
+    // selecting a card or node shows it again.
+    let side_open = RwSignal::new(true);
+    Effect::new(move |_| {
+        if board.selected.get().is_some() {
+            side_open.set(true);
+        }
+    });
     let tab = move |kind: View, label: &'static str| {
         let href = format!("/plans/{}?view={}", board.id, kind.key());
         let switch = {
@@ -345,8 +353,22 @@ fn LiveBoard(
                 {tab(View::Kanban, lang.pick("Kanban", "看板"))}
                 {tab(View::Dag, lang.pick("DAG", "依赖图"))}
                 {tab(View::Timeline, lang.pick("Timeline", "时间线"))}
+                <button
+                    type="button"
+                    class="toggle-side"
+                    aria-expanded=move || side_open.get().to_string()
+                    aria-controls="board-side"
+                    data-testid="toggle-side"
+                    on:click=move |_| side_open.update(|open| *open = !*open)
+                >
+                    {move || if side_open.get() {
+                        lang.pick("Hide details", "隐藏详情")
+                    } else {
+                        lang.pick("Show details", "显示详情")
+                    }}
+                </button>
             </nav>
-            <div class="board-body">
+            <div class="board-body" class:side-hidden=move || !side_open.get()>
                 <section class="view">
                     {move || match view.get() {
                         View::Kanban => view! { <kanban::Kanban board/> }.into_any(),
@@ -354,7 +376,7 @@ fn LiveBoard(
                         View::Timeline => view! { <timeline::Timeline board/> }.into_any(),
                     }}
                 </section>
-                <aside class="side">
+                <aside class="side" id="board-side">
                     <details::Details board/>
                     <comments::Comments board/>
                 </aside>

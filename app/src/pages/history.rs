@@ -4,7 +4,10 @@
 
 use leptos::prelude::*;
 
-use super::plans::{short_time, table_head};
+use leptos_router::hooks::use_query_map;
+use plan_engine::{PlanQuery, StateFilter};
+
+use super::plans::{page_href, page_param, short_time, table_head, Pager};
 use crate::api::{list_plans, ListFilter, PlanRow};
 use crate::i18n::{use_lang, Lang};
 
@@ -54,15 +57,17 @@ fn tenths(seconds: i64, unit: i64) -> String {
 #[component]
 pub fn HistoryPage() -> impl IntoView {
     let lang = use_lang();
-    let plans = crate::codec::load(
-        || (),
-        |_| async move {
-            list_plans(ListFilter {
-                show: "finished".into(),
-                ..ListFilter::default()
-            })
-            .await
+    let page = page_param(&use_query_map().read_untracked());
+    let filter = ListFilter {
+        query: PlanQuery {
+            state: Some(StateFilter::Finished),
+            ..PlanQuery::default()
         },
+        page,
+    };
+    let plans = crate::codec::load(
+        move || filter.clone(),
+        |f| async move { list_plans(f).await },
     );
     view! {
         <section class="history-page">
@@ -73,9 +78,10 @@ pub fn HistoryPage() -> impl IntoView {
             )}</p>
             <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
                 {move || plans.get().map(|r| match r {
-                    Ok(Ok(rows)) if rows.is_empty() => view! { <p class="empty">{lang.pick("No finished plans yet.", "还没有结束的计划。")}</p> }.into_any(),
-                    Ok(Ok(rows)) => {
-                        let lines = rows.into_iter().map(|r| {
+                    Ok(Ok(list)) if list.rows.is_empty() && page == 0 => view! { <p class="empty">{lang.pick("No finished plans yet.", "还没有结束的计划。")}</p> }.into_any(),
+                    Ok(Ok(list)) => {
+                        let more = list.more;
+                        let lines = list.rows.into_iter().map(|r| {
                             let took = duration(&r, lang);
                             view! {
                                 <tr data-testid="history-row">
@@ -94,6 +100,7 @@ pub fn HistoryPage() -> impl IntoView {
                                 {table_head(lang, &COLUMNS)}
                                 <tbody>{lines}</tbody>
                             </table>
+                            <Pager lang page more href=|p| page_href("/history", &[], p)/>
                         }.into_any()
                     }
                     Ok(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),

@@ -3,19 +3,43 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use plan_engine::{ApprovalStatus, Lang, Mode};
+use plan_engine::{ApprovalStatus, Lang, Mode, PlanQuery, StateFilter};
 
 use crate::api::{list_plans, ListFilter, PlanRow};
 use crate::i18n::use_lang;
 use crate::live::use_live;
 
-/// Filter chips: key, English, Chinese.
-const SHOWS: [(&str, &str, &str); 4] = [
-    ("", "All", "全部"),
-    ("awaiting_approval", "Awaiting approval", "待审批"),
-    ("running", "Running", "运行中"),
-    ("finished", "Finished", "已结束"),
+/// Filter chips: the state filter (none for all), English, Chinese.
+const SHOWS: [(Option<StateFilter>, &str, &str); 4] = [
+    (None, "All", "全部"),
+    (
+        Some(StateFilter::AwaitingApproval),
+        "Awaiting approval",
+        "待审批",
+    ),
+    (Some(StateFilter::Active), "Running", "运行中"),
+    (Some(StateFilter::Finished), "Finished", "已结束"),
 ];
+
+/// The list's filter and page from the address (`?show=&mode=&q=&page=`,
+/// `page` counting from 1); what is not understood is left out.
+fn list_filter(q: &leptos_router::params::ParamsMap) -> ListFilter {
+    ListFilter {
+        query: PlanQuery {
+            state: q.get("show").as_deref().and_then(StateFilter::parse),
+            mode: q.get("mode").as_deref().and_then(Mode::parse),
+            text: q.get("q").unwrap_or_default(),
+        },
+        page: page_param(q),
+    }
+}
+
+/// `?page=2` → 1 (0-based); anything else → 0.
+pub fn page_param(q: &leptos_router::params::ParamsMap) -> u32 {
+    q.get("page")
+        .and_then(|p| p.parse::<u32>().ok())
+        .map_or(0, |p| p.saturating_sub(1))
+}
 
 /// The page, rendered on the server: heading and filters are plain HTML
 /// (a filter is a page load); the table is an island that follows the
@@ -23,32 +47,30 @@ const SHOWS: [(&str, &str, &str); 4] = [
 #[component]
 pub fn PlansPage() -> impl IntoView {
     let lang = use_lang();
-    let query = use_query_map();
-    let filter = {
-        let q = query.read_untracked();
-        ListFilter {
-            show: q.get("show").unwrap_or_default(),
-            mode: q.get("mode").unwrap_or_default(),
-            text: q.get("q").unwrap_or_default(),
-        }
-    };
+    let filter = list_filter(&use_query_map().read_untracked());
     let chips = SHOWS
         .iter()
-        .map(|(key, en, zh)| {
-            let mut f = filter.clone();
-            f.show = key.to_string();
-            let active = filter.show == *key;
+        .map(|(state, en, zh)| {
+            let mut q = filter.query.clone();
+            q.state = *state;
+            let active = filter.query.state == *state;
+            let key = state.map_or("all", StateFilter::as_str);
             view! {
-                <a class="chip" class:active=active aria-current=active.then_some("page") href=href(&f) data-testid=format!("show-{}", if key.is_empty() { "all" } else { key })>
+                <a class="chip" class:active=active aria-current=active.then_some("page") href=href(&q, 0) data-testid=format!("show-{key}")>
                     {lang.pick(*en, *zh)}
                 </a>
             }
         })
         .collect_view();
-    let modes = [Mode::Manual, Mode::Simple, Mode::Complex, Mode::Emergent]
+    let modes = Mode::ALL
         .into_iter()
-        .map(|m| view! { <option value=m.as_str() selected=filter.mode == m.as_str()>{m.label(lang)}</option> })
+        .map(|m| view! { <option value=m.as_str() selected=filter.query.mode == Some(m)>{m.label(lang)}</option> })
         .collect_view();
+    let show = filter
+        .query
+        .state
+        .map(StateFilter::as_str)
+        .unwrap_or_default();
     view! {
         <section class="plans-page">
             <div class="page-head">
@@ -57,17 +79,17 @@ pub fn PlansPage() -> impl IntoView {
             </div>
             <form class="filters" method="get" action="/" role="search">
                 <nav class="chips" aria-label=lang.pick("Show", "显示")>{chips}</nav>
-                <input type="hidden" name="show" value=filter.show.clone()/>
+                <input type="hidden" name="show" value=show/>
                 <label>
                     {lang.pick("Mode ", "模式 ")}
                     <select name="mode">
-                        <option value="" selected=filter.mode.is_empty()>{lang.pick("any", "任意")}</option>
+                        <option value="" selected=filter.query.mode.is_none()>{lang.pick("any", "任意")}</option>
                         {modes}
                     </select>
                 </label>
                 <label>
                     <span class="sr-only">{lang.pick("Search titles", "搜索标题")}</span>
-                    <input type="search" name="q" placeholder=lang.pick("Search titles", "搜索标题") value=filter.text.clone() data-testid="search"/>
+                    <input type="search" name="q" placeholder=lang.pick("Search titles", "搜索标题") value=filter.query.text.clone() data-testid="search"/>
                 </label>
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
@@ -81,6 +103,8 @@ pub fn PlansPage() -> impl IntoView {
 #[island]
 pub fn PlansLive(filter: ListFilter) -> impl IntoView {
     let lang = use_lang();
+    let page = filter.page;
+    let query = filter.query.clone();
     let plans = crate::codec::load(
         move || filter.clone(),
         |f| async move { list_plans(f).await },
@@ -99,14 +123,20 @@ pub fn PlansLive(filter: ListFilter) -> impl IntoView {
         </p>
         <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading plans…", "正在加载计划…")}</p> }>
             {move || plans.get().map(|r| match r {
-                Ok(Ok(rows)) if rows.is_empty() => view! {
+                Ok(Ok(list)) if list.rows.is_empty() && page == 0 => view! {
                     <p class="empty">
                         {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
                         <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
                         {lang.pick(".", "。")}
                     </p>
                 }.into_any(),
-                Ok(Ok(rows)) => view! { <PlanTable rows/> }.into_any(),
+                Ok(Ok(list)) => {
+                    let query = query.clone();
+                    view! {
+                        <PlanTable rows=list.rows/>
+                        <Pager lang page more=list.more href=move |p| href(&query, p)/>
+                    }.into_any()
+                }
                 Ok(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
                 Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
             })}
@@ -114,18 +144,49 @@ pub fn PlansLive(filter: ListFilter) -> impl IntoView {
     }
 }
 
-fn href(f: &ListFilter) -> String {
-    let mut parts = Vec::new();
-    for (k, v) in [("show", &f.show), ("mode", &f.mode), ("q", &f.text)] {
-        if !v.is_empty() {
-            parts.push(format!("{k}={}", urlencode(v)));
-        }
+fn href(q: &PlanQuery, page: u32) -> String {
+    let show = q.state.map(StateFilter::as_str).unwrap_or_default();
+    let mode = q.mode.map(Mode::as_str).unwrap_or_default();
+    page_href("/", &[("show", show), ("mode", mode), ("q", &q.text)], page)
+}
+
+/// `path?k=v&…&page=n` with the empty parameters left out (`page` counts
+/// from 1 in the address).
+pub fn page_href(path: &str, params: &[(&str, &str)], page: u32) -> String {
+    let page = (page + 1).to_string();
+    let mut parts: Vec<String> = params
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", urlencode(v)))
+        .collect();
+    if page != "1" {
+        parts.push(format!("page={page}"));
     }
     if parts.is_empty() {
-        "/".into()
+        path.into()
     } else {
-        format!("/?{}", parts.join("&"))
+        format!("{path}?{}", parts.join("&"))
     }
+}
+
+/// Previous / next links under a paged list (plain links: each page is
+/// rendered on the server).
+#[component]
+pub fn Pager(
+    lang: Lang,
+    page: u32,
+    more: bool,
+    href: impl Fn(u32) -> String + 'static,
+) -> impl IntoView {
+    (page > 0 || more).then(|| {
+        view! {
+            <nav class="pager" aria-label=lang.pick("Pages", "分页")>
+                {(page > 0).then(|| view! { <a class="button" rel="prev" href=href(page - 1) data-testid="page-prev">{lang.pick("← Newer", "← 较新")}</a> })}
+                <span class="page-number">{lang.pick(format!("Page {}", page + 1), format!("第 {} 页", page + 1))}</span>
+                {more.then(|| view! { <a class="button" rel="next" href=href(page + 1) data-testid="page-next">{lang.pick("Older →", "较旧 →")}</a> })}
+            </nav>
+        }
+    })
 }
 
 pub fn urlencode(text: &str) -> String {

@@ -6,7 +6,10 @@
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{extract::State, Extension, Json};
-use plan_engine::{Command, Dialect, Event, HintOptions, Lang, NewPlan, Plan, PlanId, Progress};
+use plan_engine::{
+    Command, Dialect, Event, HintOptions, Lang, NewPlan, Plan, PlanId, PlanQuery, Progress,
+    StateFilter,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
@@ -18,7 +21,7 @@ use super::extract::{if_match, Params, PlanRef};
 use super::schema::{CommandDoc, NewPlanDoc, PlanDoc};
 use super::ApiState;
 use crate::auth::{Identity, Role};
-use crate::store::{PlanFilter, PlanSummary, StateFilter, StoredComment, StoredEvent};
+use crate::store::{PlanSummary, StoredComment, StoredEvent};
 
 /// A plan with its progress (counts per state, percent, ready, critical path).
 #[derive(Serialize, JsonSchema)]
@@ -79,7 +82,7 @@ pub(super) fn no_plan(id: PlanId) -> ApiError {
 pub struct ListQuery {
     /// A plan state, or `active` (approved, running or paused: what people
     /// call running) or `finished` (done, failed or abandoned).
-    #[param(inline)]
+    #[param(value_type = Option<String>, pattern = "^(draft|awaiting_approval|approved|running|paused|done|failed|abandoned|active|finished)$")]
     state: Option<StateFilter>,
     /// manual, simple, complex or emergent.
     #[param(value_type = Option<String>, pattern = "^(manual|simple|complex|emergent)$")]
@@ -114,16 +117,15 @@ pub async fn list_plans(
     }
     let offset = u32::try_from(q.offset.unwrap_or(0))
         .map_err(|_| ApiError::BadRequest("offset must be 0 or more".into()))?;
-    let filter = PlanFilter {
+    let query = PlanQuery {
         state: q.state,
         mode: q.mode,
-        text: q.q.filter(|s| !s.trim().is_empty()),
-        limit: limit + 1,
-        offset,
+        text: q.q.unwrap_or_default(),
     };
-    let mut plans = state.service.list(&filter).await?;
-    let more = plans.len() > limit as usize;
-    plans.truncate(limit as usize);
+    let (plans, more) = state
+        .service
+        .list(&query, offset as usize, limit as usize, PlanSummary::of)
+        .await;
     Ok(Json(PlanPage {
         plans,
         next_offset: more.then(|| offset.saturating_add(limit)),

@@ -13,10 +13,9 @@
 mod sql;
 
 use async_trait::async_trait;
-use plan_engine::Mode;
 use plan_engine::{Event, Plan, PlanId};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use sql::SqlStore;
 
@@ -108,6 +107,23 @@ pub struct StoredEvent {
     pub event: serde_json::Value,
 }
 
+impl PlanSummary {
+    pub fn of(plan: &Plan) -> PlanSummary {
+        PlanSummary {
+            id: plan.id,
+            key: plan.key.clone(),
+            title: plan.title.clone(),
+            state: plan.state.as_str().to_string(),
+            mode: plan.mode.as_str().to_string(),
+            approval: sql::name_of(&plan.approval.status),
+            version: plan.version,
+            created_at: sql::ts(plan.created_at),
+            updated_at: sql::ts(plan.updated_at),
+            finished_at: plan.finished_at.map(sql::ts),
+        }
+    }
+}
+
 /// One line of the plan list.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PlanSummary {
@@ -121,52 +137,6 @@ pub struct PlanSummary {
     pub created_at: String,
     pub updated_at: String,
     pub finished_at: Option<String>,
-}
-
-/// Which plans a list shows, by state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum StateFilter {
-    Draft,
-    AwaitingApproval,
-    Approved,
-    Running,
-    Paused,
-    Done,
-    Failed,
-    Abandoned,
-    /// Approved, running or paused: under way.
-    Active,
-    /// Done, failed or abandoned.
-    Finished,
-}
-
-impl StateFilter {
-    /// The stored state names this filter admits.
-    pub fn states(self) -> &'static [&'static str] {
-        match self {
-            StateFilter::Draft => &["draft"],
-            StateFilter::AwaitingApproval => &["awaiting_approval"],
-            StateFilter::Approved => &["approved"],
-            StateFilter::Running => &["running"],
-            StateFilter::Paused => &["paused"],
-            StateFilter::Done => &["done"],
-            StateFilter::Failed => &["failed"],
-            StateFilter::Abandoned => &["abandoned"],
-            StateFilter::Active => &["approved", "running", "paused"],
-            StateFilter::Finished => &["done", "failed", "abandoned"],
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct PlanFilter {
-    pub state: Option<StateFilter>,
-    pub mode: Option<Mode>,
-    /// Case-insensitive substring of the title.
-    pub text: Option<String>,
-    pub limit: u32,
-    pub offset: u32,
 }
 
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -187,7 +157,6 @@ pub trait PlanStore: Send + Sync {
     /// The stored version of a plan that is not deleted.
     async fn version(&self, id: PlanId) -> Result<Option<u64>, StoreError>;
     async fn commit(&self, batch: &Batch) -> Result<(), StoreError>;
-    async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, StoreError>;
     /// Log rows after `after_seq`, oldest first; of one plan or of all.
     async fn events(
         &self,

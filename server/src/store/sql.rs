@@ -15,7 +15,7 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 use tokio::sync::mpsc;
 
-use super::{Batch, PlanFilter, PlanStore, PlanSummary, StoreError, StoredComment, StoredEvent};
+use super::{Batch, PlanStore, StoreError, StoredComment, StoredEvent};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -129,7 +129,7 @@ pub(crate) fn ts(t: Timestamp) -> String {
 }
 
 /// The serde name of a unit enum (`in_progress`, `awaiting_approval`, …).
-fn name_of<T: Serialize>(value: &T) -> String {
+pub(crate) fn name_of<T: Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,
         other => format!("{other:?}"),
@@ -162,25 +162,6 @@ fn event_from_row(row: &AnyRow) -> Result<StoredEvent, StoreError> {
         kind: row.try_get("kind")?,
         at: row.try_get("at")?,
         event: serde_json::from_str(&payload).map_err(corrupt)?,
-    })
-}
-
-const SUMMARY_COLUMNS: &str =
-    "id, plan_key, title, state, mode, approval, version, created_at, updated_at, finished_at";
-
-fn summary_from_row(row: &AnyRow) -> Result<PlanSummary, StoreError> {
-    let id: String = row.try_get("id")?;
-    Ok(PlanSummary {
-        id: id.parse().map_err(corrupt)?,
-        key: row.try_get("plan_key")?,
-        title: row.try_get("title")?,
-        state: row.try_get("state")?,
-        mode: row.try_get("mode")?,
-        approval: row.try_get("approval")?,
-        version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or_default(),
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        finished_at: row.try_get("finished_at")?,
     })
 }
 
@@ -364,45 +345,6 @@ impl PlanStore for SqlStore {
         }
         tx.commit().await?;
         Ok(())
-    }
-
-    async fn list(&self, filter: &PlanFilter) -> Result<Vec<PlanSummary>, StoreError> {
-        let mut sql = format!("SELECT {SUMMARY_COLUMNS} FROM plans WHERE deleted_at IS NULL");
-        let mut binds: Vec<String> = Vec::new();
-        if let Some(state) = filter.state {
-            let mut placeholders = Vec::new();
-            for name in state.states() {
-                binds.push((*name).to_string());
-                placeholders.push(format!("${}", binds.len()));
-            }
-            sql.push_str(&format!(" AND state IN ({})", placeholders.join(", ")));
-        }
-        if let Some(mode) = filter.mode {
-            binds.push(mode.as_str().to_string());
-            sql.push_str(&format!(" AND mode = ${}", binds.len()));
-        }
-        if let Some(text) = &filter.text {
-            let escaped = text
-                .to_lowercase()
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_");
-            binds.push(format!("%{escaped}%"));
-            sql.push_str(&format!(
-                " AND LOWER(title) LIKE ${} ESCAPE '\\'",
-                binds.len()
-            ));
-        }
-        sql.push_str(&format!(
-            " ORDER BY updated_at DESC, id LIMIT {} OFFSET {}",
-            filter.limit, filter.offset
-        ));
-        let mut query = sqlx::query(&sql);
-        for bind in binds {
-            query = query.bind(bind);
-        }
-        let rows = query.fetch_all(&self.pool).await?;
-        rows.iter().map(summary_from_row).collect()
     }
 
     async fn events(
