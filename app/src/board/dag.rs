@@ -120,6 +120,8 @@ pub fn Dag(board: Board) -> impl IntoView {
                     viewBox=format!("0 0 {width} {height}")
                     width=scaled.map(|p| width * p / 100)
                     height=scaled.map(|p| height * p / 100)
+                    // Fitted, it shrinks to the box but never grows past 100 %.
+                    style=scaled.is_none().then(|| format!("max-width: {width}px"))
                     role="img"
                     aria-label=lang.pick(
                         format!("Dependency graph: {} subtasks in {} layers", plan.subtasks.len(), drawn.layers),

@@ -32,7 +32,7 @@ macro_rules! action {
             $extract(body): $extract<$body>,
         ) -> Result<Json<Changed>, ApiError> {
             let command = body.into_command(None, if_match(&headers)?)?;
-            run(&state, id, command, &who).await
+            run(&state, id, command, &who, None).await
         }
     };
 }
@@ -101,7 +101,7 @@ macro_rules! bare_action {
             OptionalBody(body): OptionalBody<NoFields>,
         ) -> Result<Json<Changed>, ApiError> {
             let command = body.command($op, if_match(&headers)?);
-            run(&state, id, command, &who).await
+            run(&state, id, command, &who, None).await
         }
     };
 }

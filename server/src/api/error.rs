@@ -148,10 +148,23 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
         let Json(mut value) = Json::<serde_json::Value>::from_request(req, state)
             .await
             .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
+        object_body(&value)?;
         whole_numbers_as_integers(&mut value);
         serde_json::from_value(value)
             .map(Body)
             .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
+    }
+}
+
+/// Every body is a JSON object: serde would also read a struct from an
+/// array (`[]` as "no fields"), which no client means.
+pub(super) fn object_body(value: &serde_json::Value) -> Result<(), ApiError> {
+    if value.is_object() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(
+            "the body must be a JSON object".into(),
+        ))
     }
 }
 
@@ -216,11 +229,16 @@ mod tests {
 
     #[test]
     fn whole_numbers_with_a_fraction_are_read_as_integers_and_others_are_left_alone() {
-        let mut value = serde_json::json!({"a": 7.0, "b": [1.5, -3.0, 1e300], "c": "8.0", "d": 9});
+        // Read as a client's text is: the last one only comes back whole
+        // with exact float parsing.
+        let mut value: serde_json::Value = serde_json::from_str(
+            r#"{"a": 7.0, "b": [1.5, -3.0, 1e300], "c": "8.0", "d": 9, "e": 2084804358900535.0}"#,
+        )
+        .unwrap();
         whole_numbers_as_integers(&mut value);
         assert_eq!(
             value,
-            serde_json::json!({"a": 7, "b": [1.5, -3, 1e300], "c": "8.0", "d": 9})
+            serde_json::json!({"a": 7, "b": [1.5, -3, 1e300], "c": "8.0", "d": 9, "e": 2_084_804_358_900_535u64})
         );
         assert!(value["a"].is_u64() && value["b"][1].is_i64());
     }

@@ -7,7 +7,7 @@ use axum::http::{header, HeaderMap};
 use plan_engine::{PlanId, SubtaskId};
 use serde::de::DeserializeOwned;
 
-use super::error::{from_rejection, whole_numbers_as_integers, ApiError};
+use super::error::{from_rejection, object_body, whole_numbers_as_integers, ApiError};
 
 /// One parameter of the matched route, percent-decoded.
 async fn path_param(parts: &mut Parts, name: &str) -> Result<String, ApiError> {
@@ -85,6 +85,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
         if value.is_null() {
             return Ok(OptionalBody(T::default()));
         }
+        object_body(&value)?;
         whole_numbers_as_integers(&mut value);
         serde_json::from_value(value)
             .map(OptionalBody)

@@ -7,8 +7,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{extract::State, Extension, Json};
 use plan_engine::{
-    Command, Dialect, Event, HintOptions, Lang, NewPlan, Plan, PlanId, PlanQuery, Progress,
-    StateFilter,
+    Command, Dialect, Event, HintOptions, Lang, NewPlan, Plan, PlanError, PlanId, PlanQuery,
+    Progress, StateFilter, SubtaskId,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,7 @@ use super::extract::{if_match, Params, PlanRef};
 use super::schema::{CommandDoc, NewPlanDoc, PlanDoc};
 use super::ApiState;
 use crate::auth::{Identity, Role};
+use crate::service::ServiceError;
 use crate::store::{PlanSummary, StoredComment, StoredEvent};
 
 /// A plan with its progress (counts per state, percent, ready, critical path).
@@ -45,14 +46,29 @@ pub struct Changed {
     pub events: Vec<Event>,
 }
 
-/// Runs one command on one plan and answers the plan after it.
+/// Runs one command on one plan and answers the plan after it. `subject`
+/// is the subtask the route's path names, if any: only that one missing is
+/// a 404; an unknown subtask named in the body (a dependency, say) is a 422
+/// like any other fault of the body.
 pub(super) async fn run(
     state: &ApiState,
     id: PlanId,
     command: Command,
     who: &Identity,
+    subject: Option<SubtaskId>,
 ) -> Result<Json<Changed>, ApiError> {
-    let (plan, events) = state.service.command(id, &command, &who.actor()).await?;
+    let (plan, events) = match state.service.command(id, &command, &who.actor()).await {
+        Ok(done) => done,
+        Err(ServiceError::Plan(e @ PlanError::UnknownSubtask { id: missing, .. }))
+            if Some(missing) != subject =>
+        {
+            return Err(body_fault(e.into()));
+        }
+        Err(ServiceError::Plan(e @ PlanError::UnknownIndex { .. })) => {
+            return Err(body_fault(e.into()));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let progress = plan.progress();
     Ok(Json(Changed {
         plan,
@@ -61,8 +77,8 @@ pub(super) async fn run(
     }))
 }
 
-/// On a route that creates a plan nothing named in the URL can be missing:
-/// an unknown subtask id (a dependency) is a fault of the body, a 422.
+/// An unknown subtask that the URL does not name (a dependency in the
+/// body, or any id in a new plan) is a fault of the body: a 422, not a 404.
 fn body_fault(e: ApiError) -> ApiError {
     match e {
         ApiError::NotFound(message) => ApiError::Refused {
@@ -173,7 +189,7 @@ pub async fn update_plan(
     Body(body): Body<UpdatePlan>,
 ) -> Result<Json<Changed>, ApiError> {
     let command = body.into_command(None, if_match(&headers)?)?;
-    run(&state, id, command, &who).await
+    run(&state, id, command, &who, None).await
 }
 
 #[utoipa::path(delete, path = "/api/plans/{id}", tag = "plans",
@@ -203,7 +219,7 @@ pub async fn run_command(
     if let Some(version) = if_match(&headers)? {
         command.expected_version = Some(version);
     }
-    run(&state, id, command, &who).await
+    run(&state, id, command, &who, None).await
 }
 
 #[utoipa::path(get, path = "/api/plans/{id}/comments", tag = "comments",

@@ -28,7 +28,7 @@ pub async fn add_subtask(
     Body(body): Body<AddSubtask>,
 ) -> Result<Json<Changed>, ApiError> {
     let command = body.into_command(None, if_match(&headers)?)?;
-    run(&state, id, command, &who).await
+    run(&state, id, command, &who, None).await
 }
 
 #[utoipa::path(delete, path = "/api/plans/{id}/subtasks/{sid}", tag = "subtasks",
@@ -45,7 +45,7 @@ pub async fn delete_subtask(
         op: Op::DeleteSubtask { id: sid },
         expected_version: if_match(&headers)?,
     };
-    run(&state, id, command, &who).await
+    run(&state, id, command, &who, Some(sid)).await
 }
 
 /// A route that turns its typed body into one command on `{sid}`.
@@ -64,7 +64,7 @@ macro_rules! subtask_route {
             Body(body): Body<$body>,
         ) -> Result<Json<Changed>, ApiError> {
             let command = body.into_command(Some(sid), if_match(&headers)?)?;
-            run(&state, id, command, &who).await
+            run(&state, id, command, &who, Some(sid)).await
         }
     };
 }

@@ -90,7 +90,8 @@ async fn bad_requests_get_clear_errors_and_change_nothing() {
         Method::POST,
         &p("/subtasks/2/dependencies"),
         Some(json!({"dependencies": [42]})),
-        StatusCode::NOT_FOUND,
+        // The path's plan and subtask exist: the body is at fault.
+        StatusCode::UNPROCESSABLE_ENTITY,
         "not_found",
     )
     .await;

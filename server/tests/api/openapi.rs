@@ -133,6 +133,23 @@ async fn what_the_schema_forbids_is_refused_and_what_it_allows_is_read() {
         .await;
     let (_, page) = server.get("/api/plans?state=active").await;
     assert_eq!(page["plans"][0]["id"], id.as_str());
+    // A body is an object: `[]` is not "no fields".
+    let response = server
+        .client
+        .post(server.url(&format!("/api/plans/{id}/pause")))
+        .json(&json!([]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    // A move past the end names the body's index, not a missing resource.
+    let (status, error) = server
+        .post(
+            &format!("/api/plans/{id}/subtasks/1/move"),
+            json!({"to_index": 99}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
     // An empty body is fine where every field is optional.
     let response = server
         .client
