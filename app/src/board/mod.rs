@@ -10,6 +10,8 @@
 //!   change); [`BoardPage`], the server-rendered page that reads the address,
 //!   and [`BoardIsland`], the hydrated board with its header, approval
 //!   banner and view tabs;
+//! - `header.rs`: the plan's header (title, state, counts, exports) and the
+//!   approval banner;
 //! - `kanban.rs`, `dag.rs`, `timeline.rs`: the three views;
 //! - `details.rs`: the selected subtask, its edit form, the add form;
 //! - `comments.rs`: the plan's discussion.
@@ -17,18 +19,20 @@
 mod comments;
 mod dag;
 pub(crate) mod details;
+mod header;
 mod kanban;
 mod timeline;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::{use_params_map, use_query_map};
-use plan_engine::{Command, Op, Plan, PlanId, PlanState, SubtaskId};
+use plan_engine::{Command, Op, Plan, PlanId, SubtaskId};
 
 use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
 use crate::i18n::{use_lang, Lang};
 use crate::live::{use_live, Heard};
 use crate::pages::plans::connection_text;
+use header::{ApprovalBanner, Header};
 
 /// The board's live state, shared by its views.
 #[derive(Clone, Copy)]
@@ -382,133 +386,6 @@ fn LiveBoard(
                 </aside>
             </div>
         </div>
-    }
-}
-
-#[component]
-fn Header(board: Board) -> impl IntoView {
-    let lang = board.lang;
-    let plan = board.plan;
-    let counts = move || {
-        plan.with(|p| {
-            plan_engine::SubtaskState::ALL
-                .into_iter()
-                .map(|s| {
-                    let n = p.count(s);
-                    view! {
-                        <li class=format!("count state-{s}")>
-                            <span class="count-n">{n}</span>" "{s.label(lang)}
-                        </li>
-                    }
-                })
-                .collect_view()
-        })
-    };
-    let percent = move || plan.with(|p| p.percent());
-    let export = move |format: &'static str, label: &'static str| {
-        view! {
-            <a class="button" href=format!("/api/plans/{}/export?format={format}", board.id) download>
-                {label}
-            </a>
-        }
-    };
-    view! {
-        <header class="plan-header">
-            <div class="plan-title-row">
-                <h1 data-testid="plan-title">{move || plan.with(|p| p.title.clone())}</h1>
-                <span class=move || plan.with(|p| format!("badge plan-state state-{}", p.state.as_str())) data-testid="plan-state">
-                    {move || plan.with(|p| p.state.label(lang))}
-                </span>
-                <span class="badge mode">{move || plan.with(|p| p.mode.label(lang))}</span>
-                <span class="version" data-testid="plan-version">"v"{move || plan.with(|p| p.version)}</span>
-                <span class="exports">{export("json", "JSON")}{export("markdown", "Markdown")}{export("mermaid", "Mermaid")}</span>
-            </div>
-            <p class="goal">{move || plan.with(|p| p.goal.clone())}</p>
-            <div class="progress" role="progressbar" aria-label=lang.pick("Plan progress", "计划进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=percent>
-                <div class="progress-bar" style=move || format!("width: {}%", percent())></div>
-            </div>
-            <p class="progress-text" data-testid="progress-text">{percent}{lang.pick("% done or skipped", "% 已完成或跳过")}</p>
-            <ul class="counts">{counts}</ul>
-        </header>
-    }
-}
-
-#[component]
-fn ApprovalBanner(board: Board) -> impl IntoView {
-    let lang = board.lang;
-    let awaiting = move || board.plan.with(|p| p.state == PlanState::AwaitingApproval);
-    let comment = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let editing = RwSignal::new(false);
-    let approve = move |_| {
-        let text = comment.get_untracked();
-        let comment = (!text.trim().is_empty()).then_some(text);
-        board.act(Op::Approve { comment }, false, error);
-    };
-    let reject = move |_| {
-        let text = comment.get_untracked();
-        if text.trim().is_empty() {
-            error.set(Some(
-                lang.pick(
-                    "Say why you reject the plan: the comment is required.",
-                    "请说明驳回计划的理由：驳回时必须填写评论。",
-                )
-                .into(),
-            ));
-            return;
-        }
-        board.act(Op::Reject { comment: text }, false, error);
-    };
-    let rejected = move || {
-        board.plan.with(|p| {
-            (p.approval.status == plan_engine::ApprovalStatus::Rejected).then(|| {
-                let by = p.approval.by.clone().unwrap_or_default();
-                let comment = p.approval.comment.clone().unwrap_or_default();
-                lang.pick(
-                    format!("Rejected by {by}: “{comment}”"),
-                    format!("{by} 驳回了计划：“{comment}”"),
-                )
-            })
-        })
-    };
-    view! {
-        <Show when=move || rejected().is_some()>
-            <p class="notice rejected" data-testid="rejected-note">{rejected}</p>
-        </Show>
-        <Show when=awaiting>
-            <section class="approval" role="region" aria-label=lang.pick("Approval", "审批") data-testid="approval-banner">
-                <p>
-                    <strong>{lang.pick("This plan awaits approval.", "这个计划等待审批。")}</strong>
-                    {lang.pick(" Nothing in it can start until someone approves it.", "在有人批准之前，其中任何子任务都不能开始。")}
-                </p>
-                <Show when=move || board.can_edit() fallback=move || view! { <p>{lang.pick("You can look, but only operators can decide.", "你可以查看，但只有操作员能做决定。")}</p> }>
-                    <label class="field">
-                        {lang.pick("Comment (required to reject)", "评论（驳回时必填）")}
-                        <textarea
-                            prop:value=move || comment.get()
-                            on:input=move |ev| comment.set(event_target_value(&ev))
-                            data-testid="approval-comment"
-                        ></textarea>
-                    </label>
-                    <div class="actions">
-                        <button class="primary" on:click=approve data-testid="approve">{lang.pick("Approve", "批准")}</button>
-                        <button class="danger" on:click=reject data-testid="reject">{lang.pick("Reject", "驳回")}</button>
-                        <button on:click=move |_| editing.update(|e| *e = !*e) aria-pressed=move || editing.get().to_string() data-testid="edit-then-approve">
-                            {lang.pick("Edit, then approve", "先编辑，再批准")}
-                        </button>
-                    </div>
-                    <Show when=move || editing.get()>
-                        <p class="hint">{lang.pick(
-                            "Edit the subtasks on the board (select a card to edit it, or add one), then press Approve.",
-                            "在看板上编辑子任务（选中卡片即可编辑，或添加新的子任务），然后点击“批准”。",
-                        )}</p>
-                    </Show>
-                    <Show when=move || error.get().is_some()>
-                        <p class="error" role="alert">{move || error.get()}</p>
-                    </Show>
-                </Show>
-            </section>
-        </Show>
     }
 }
 
