@@ -149,11 +149,11 @@ pub fn router_with_pages(
             },
         )
         .fallback(leptos_axum::file_and_error_handler(shell))
-        .with_state(options)
-        .layer(axum::middleware::from_fn_with_state(
-            services.access.clone(),
-            auth::identify_viewer,
-        ));
+        .with_state(options);
+    let site = bounded_responses(site).layer(axum::middleware::from_fn_with_state(
+        services.access.clone(),
+        auth::identify_viewer,
+    ));
     let sessions = Router::new()
         .route("/login", get(session::form).post(session::sign_in))
         .route("/logout", axum::routing::post(session::sign_out))
@@ -178,16 +178,24 @@ pub fn router_with_pages(
 /// not cut: their head goes out at once and the body may run for hours.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Adds what every request with a bounded answer (pages, API calls; not
+/// the live streams) goes through: gzip for HTML and JSON, and the timeout.
+pub fn bounded_responses<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+    router
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
+        .layer(tower_http::compression::CompressionLayer::new())
+}
+
 /// What every request goes through, outermost first: a request id (the
 /// client's `x-request-id`, or a new UUID) that is in its log span and
-/// echoed in the response; a log line per request; its metrics; gzip for
-/// HTML and JSON (never for event streams, which must not be buffered);
-/// the timeout.
+/// echoed in the response; a log line per request; its metrics. Pages and
+/// API calls also get [`bounded_responses`].
 fn with_operations(app: Router, plans: Arc<PlanService>) -> Router {
-    use axum::http::{Request, StatusCode};
-    use tower_http::compression::CompressionLayer;
+    use axum::http::Request;
     use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-    use tower_http::timeout::TimeoutLayer;
     use tower_http::trace::TraceLayer;
 
     let trace = TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
@@ -198,15 +206,10 @@ fn with_operations(app: Router, plans: Arc<PlanService>) -> Router {
             .unwrap_or("-");
         tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path())
     });
-    app.layer(TimeoutLayer::with_status_code(
-        StatusCode::SERVICE_UNAVAILABLE,
-        REQUEST_TIMEOUT,
-    ))
-    .layer(CompressionLayer::new())
-    .layer(axum::middleware::from_fn_with_state(plans, metrics::record))
-    .layer(PropagateRequestIdLayer::x_request_id())
-    .layer(trace)
-    .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+    app.layer(axum::middleware::from_fn_with_state(plans, metrics::record))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(trace)
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
 
 async fn healthz(instance: Option<Arc<str>>) -> axum::response::Response {

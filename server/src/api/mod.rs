@@ -70,7 +70,7 @@ pub fn routes(state: ApiState) -> Router {
     use actions::*;
     use plans::*;
     use subtasks::*;
-    Router::new()
+    let bounded = Router::new()
         .route("/plans", get(list_plans).post(create_plan))
         .route("/plans/import", post(import))
         .route(
@@ -94,7 +94,6 @@ pub fn routes(state: ApiState) -> Router {
         .route("/plans/{id}/events", get(list_events))
         .route("/plans/{id}/hint", get(hint))
         .route("/plans/{id}/export", get(export))
-        .route("/plans/{id}/stream", get(stream::plan_stream))
         .route("/plans/{id}/approve", post(approve))
         .route("/plans/{id}/reject", post(reject))
         .route("/plans/{id}/submit", post(submit))
@@ -104,13 +103,18 @@ pub fn routes(state: ApiState) -> Router {
         .route("/plans/{id}/recover", post(recover))
         .route("/plans/{id}/start-next", post(start_next))
         .route("/plans/{id}/replace-subtasks", post(replace_subtasks))
-        .route("/stream", get(stream::all_stream))
         .route("/tools", get(tools::list_tools))
         .route(
             "/tools/{dialect}/hint",
             get(tools::session_hint).post(tools::session_hint_remembered),
         )
-        .route("/tools/{dialect}/{tool}", post(tools::call_tool))
+        .route("/tools/{dialect}/{tool}", post(tools::call_tool));
+    // Streams live for hours: the timeout (which only waits for their head)
+    // and gzip (which never compresses them) would only hold memory for
+    // each one, so they are added after those layers.
+    crate::bounded_responses(bounded)
+        .route("/plans/{id}/stream", get(stream::plan_stream))
+        .route("/stream", get(stream::all_stream))
         .route_layer(axum::middleware::from_fn(crate::metrics::tag_route))
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
