@@ -145,20 +145,24 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let Json(mut value) = Json::<serde_json::Value>::from_request(req, state)
+        let Json(value) = Json::<serde_json::Value>::from_request(req, state)
             .await
             .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
-        object_body(&value)?;
-        whole_numbers_as_integers(&mut value);
-        serde_json::from_value(value)
-            .map(Body)
-            .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
+        typed_body(value).map(Body)
     }
+}
+
+/// A body's JSON as `T`: it must be an object, and whole numbers written
+/// with a fraction count as integers. Every body extractor reads this way.
+pub(super) fn typed_body<T: DeserializeOwned>(mut value: serde_json::Value) -> Result<T, ApiError> {
+    object_body(&value)?;
+    whole_numbers_as_integers(&mut value);
+    serde_json::from_value(value).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
 }
 
 /// Every body is a JSON object: serde would also read a struct from an
 /// array (`[]` as "no fields"), which no client means.
-pub(super) fn object_body(value: &serde_json::Value) -> Result<(), ApiError> {
+fn object_body(value: &serde_json::Value) -> Result<(), ApiError> {
     if value.is_object() {
         Ok(())
     } else {
@@ -169,7 +173,7 @@ pub(super) fn object_body(value: &serde_json::Value) -> Result<(), ApiError> {
 }
 
 /// `7.0` → `7` everywhere in a JSON value (within the 64-bit range).
-pub(super) fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+fn whole_numbers_as_integers(value: &mut serde_json::Value) {
     use serde_json::Value;
     match value {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {

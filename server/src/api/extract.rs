@@ -7,7 +7,7 @@ use axum::http::{header, HeaderMap};
 use plan_engine::{PlanId, SubtaskId};
 use serde::de::DeserializeOwned;
 
-use super::error::{from_rejection, object_body, whole_numbers_as_integers, ApiError};
+use super::error::{from_rejection, typed_body, ApiError};
 
 /// One parameter of the matched route, percent-decoded.
 async fn path_param(parts: &mut Parts, name: &str) -> Result<String, ApiError> {
@@ -80,16 +80,12 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalBody(T::default()));
         }
-        let mut value: serde_json::Value = serde_json::from_slice(&bytes)
+        let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
         if value.is_null() {
             return Ok(OptionalBody(T::default()));
         }
-        object_body(&value)?;
-        whole_numbers_as_integers(&mut value);
-        serde_json::from_value(value)
-            .map(OptionalBody)
-            .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))
+        typed_body(value).map(OptionalBody)
     }
 }
 
