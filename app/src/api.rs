@@ -95,6 +95,20 @@ pub enum BoardError {
     Forbidden(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The call never completed: the network, or the server function layer
+    /// itself (what `ServerFnError` would have carried). Nothing was done.
+    #[error("the server did not answer ({0}); nothing was changed")]
+    Unreachable(String),
+}
+
+/// Server functions return `Result<T, BoardError>`, so a page matches one
+/// error type whether the engine refused or the call never arrived.
+impl FromServerFnError for BoardError {
+    type Encoder = leptos::server_fn::codec::JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        BoardError::Unreachable(value.to_string())
+    }
 }
 
 /// The server side of the board; the server crate implements it over its
@@ -109,73 +123,107 @@ pub trait BoardBackend: Send + Sync {
 }
 
 #[cfg(feature = "ssr")]
-fn backend() -> Result<std::sync::Arc<dyn BoardBackend>, ServerFnError> {
+impl BoardError {
+    fn status(&self) -> axum::http::StatusCode {
+        use axum::http::StatusCode;
+        match self {
+            BoardError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            BoardError::Stale { .. } => StatusCode::CONFLICT,
+            BoardError::NotFound(_) => StatusCode::NOT_FOUND,
+            BoardError::Forbidden(_) => StatusCode::FORBIDDEN,
+            BoardError::Unavailable(_) | BoardError::Unreachable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+        }
+    }
+}
+
+/// Gives a refusal its HTTP status (a server function error is otherwise
+/// a 500), so logs, metrics and proxies see a 4xx for a person's mistake.
+#[cfg(feature = "ssr")]
+fn answered<T>(result: Result<T, BoardError>) -> Result<T, BoardError> {
+    if let (Err(e), Some(options)) = (&result, use_context::<leptos_axum::ResponseOptions>()) {
+        options.set_status(e.status());
+    }
+    result
+}
+
+#[cfg(feature = "ssr")]
+fn backend() -> Result<std::sync::Arc<dyn BoardBackend>, BoardError> {
     use_context::<std::sync::Arc<dyn BoardBackend>>()
-        .ok_or_else(|| ServerFnError::new("the board backend is not configured"))
+        .ok_or_else(|| BoardError::Unavailable("the board backend is not configured".into()))
 }
 
 /// The viewer the server's access layer put on this request.
 #[cfg(feature = "ssr")]
-async fn viewer() -> Result<Viewer, ServerFnError> {
+async fn viewer() -> Result<Viewer, BoardError> {
     let axum::Extension(viewer) = leptos_axum::extract::<axum::Extension<Viewer>>()
         .await
-        .map_err(|_| ServerFnError::new("sign in first"))?;
+        .map_err(|_| BoardError::Forbidden("sign in first".into()))?;
     Ok(viewer)
 }
 
 #[cfg(feature = "ssr")]
-async fn editor() -> Result<Result<Viewer, BoardError>, ServerFnError> {
+async fn editor() -> Result<Viewer, BoardError> {
     let viewer = viewer().await?;
-    Ok(if viewer.can_edit {
-        Ok(viewer)
-    } else {
-        let name = &viewer.name;
-        Err(BoardError::Forbidden(crate::i18n::detect().pick(
-            format!("{name} may look but not change plans (viewer role)"),
-            format!("{name} 只能查看，不能修改计划（只读角色）"),
-        )))
-    })
+    if viewer.can_edit {
+        return Ok(viewer);
+    }
+    let name = &viewer.name;
+    Err(BoardError::Forbidden(crate::i18n::detect().pick(
+        format!("{name} may look but not change plans (viewer role)"),
+        format!("{name} 只能查看，不能修改计划（只读角色）"),
+    )))
 }
 
 #[server(prefix = "/_board", input = Json)]
-pub async fn whoami() -> Result<Viewer, ServerFnError> {
-    viewer().await
+pub async fn whoami() -> Result<Viewer, BoardError> {
+    answered(viewer().await)
 }
 
 #[server(prefix = "/_board", input = Json)]
-pub async fn list_plans(filter: ListFilter) -> Result<Result<PlanList, BoardError>, ServerFnError> {
-    viewer().await?;
-    Ok(backend()?.list(&filter).await)
+pub async fn list_plans(filter: ListFilter) -> Result<PlanList, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.list(&filter).await
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/_board", input = Json)]
-pub async fn load_board(id: PlanId) -> Result<Result<BoardData, BoardError>, ServerFnError> {
-    let viewer = viewer().await?;
-    Ok(backend()?
-        .log(id)
-        .await
-        .map(|log| BoardData { log, viewer }))
+pub async fn load_board(id: PlanId) -> Result<BoardData, BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            let log = backend()?.log(id).await?;
+            Ok(BoardData { log, viewer })
+        }
+        .await,
+    )
 }
 
 /// Runs one engine command on a plan as the signed-in person; returns the
 /// plan's version after it.
 #[server(prefix = "/_board", input = Json)]
-pub async fn run_command(
-    id: PlanId,
-    command: Command,
-) -> Result<Result<u64, BoardError>, ServerFnError> {
-    let who = match editor().await? {
-        Ok(who) => who,
-        Err(e) => return Ok(Err(e)),
-    };
-    Ok(backend()?.command(id, command, &who.name).await)
+pub async fn run_command(id: PlanId, command: Command) -> Result<u64, BoardError> {
+    answered(
+        async {
+            let who = editor().await?;
+            backend()?.command(id, command, &who.name).await
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/_board", input = Json)]
-pub async fn create_plan(spec: NewPlan) -> Result<Result<PlanId, BoardError>, ServerFnError> {
-    let who = match editor().await? {
-        Ok(who) => who,
-        Err(e) => return Ok(Err(e)),
-    };
-    Ok(backend()?.create(spec, &who.name).await)
+pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
+    answered(
+        async {
+            let who = editor().await?;
+            backend()?.create(spec, &who.name).await
+        }
+        .await,
+    )
 }

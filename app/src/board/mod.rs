@@ -114,13 +114,7 @@ impl Board {
             op,
             expected_version: version,
         };
-        match run_command(self.id, command).await {
-            Ok(result) => result,
-            Err(e) => Err(BoardError::Unavailable(self.lang.pick(
-                format!("the server did not answer ({e}); nothing was changed"),
-                format!("服务器没有响应（{e}）；没有做任何修改"),
-            ))),
-        }
+        run_command(self.id, command).await
     }
 
     /// [`Board::send`] from an event handler, reporting into `error`.
@@ -152,6 +146,10 @@ pub fn explain(e: &BoardError, lang: Lang) -> String {
                 "你编辑期间计划已被修改（现在是第 {current_version} 版）。\
                  看板已显示最新的计划；你输入的内容仍在这里——检查后再提交一次。"
             ),
+        ),
+        BoardError::Unreachable(why) => lang.pick(
+            format!("The server did not answer ({why}); nothing was changed."),
+            format!("服务器没有响应（{why}）；没有做任何修改。"),
         ),
         other => other.to_string(),
     }
@@ -230,18 +228,18 @@ pub fn BoardIsland(id: PlanId, view: View) -> impl IntoView {
     let lang = use_lang();
     let view = RwSignal::new(view);
     follow_back_and_forward(view);
-    let loaded = crate::codec::load(move || id, |id| async move { load_board(id).await.ok() });
+    let loaded = crate::codec::load(move || id, load_board);
     view! {
         <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading the plan…", "正在加载计划…")}</p> }>
             {move || {
                 loaded.get()
                     .map(|result| match result {
-                        Some(Ok(data)) => match Board::new(id, data, lang) {
+                        Ok(data) => match Board::new(id, data, lang) {
                             Some(board) => view! { <LiveBoard board reload=loaded view/> }.into_any(),
                             None => view! { <p class="error">{lang.pick("This plan's history cannot be read.", "无法读取这个计划的历史。")}</p> }.into_any(),
                         },
-                        Some(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                        None => not_found(lang).into_any(),
+                        Err(BoardError::NotFound(_)) => not_found(lang).into_any(),
+                        Err(e) => view! { <p class="error" role="alert">{explain(&e, lang)}</p> }.into_any(),
                     })
             }}
         </Transition>
@@ -283,7 +281,7 @@ fn push_address(url: &str) {
 #[component]
 fn LiveBoard(
     board: Board,
-    reload: crate::codec::Loaded<Option<Result<BoardData, BoardError>>>,
+    reload: crate::codec::Loaded<Result<BoardData, BoardError>>,
     view: RwSignal<View>,
 ) -> impl IntoView {
     let live = use_live(format!(

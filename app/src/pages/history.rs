@@ -65,10 +65,7 @@ pub fn HistoryPage() -> impl IntoView {
         },
         page,
     };
-    let plans = crate::codec::load(
-        move || filter.clone(),
-        |f| async move { list_plans(f).await },
-    );
+    let plans = crate::codec::load(move || filter.clone(), list_plans);
     view! {
         <section class="history-page">
             <h1>{lang.pick("History", "历史")}</h1>
@@ -78,8 +75,8 @@ pub fn HistoryPage() -> impl IntoView {
             )}</p>
             <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
                 {move || plans.get().map(|r| match r {
-                    Ok(Ok(list)) if list.rows.is_empty() && page == 0 => view! { <p class="empty">{lang.pick("No finished plans yet.", "还没有结束的计划。")}</p> }.into_any(),
-                    Ok(Ok(list)) => {
+                    Ok(list) if list.rows.is_empty() && page == 0 => view! { <p class="empty">{lang.pick("No finished plans yet.", "还没有结束的计划。")}</p> }.into_any(),
+                    Ok(list) => {
                         let more = list.more;
                         let lines = list.rows.into_iter().map(|r| {
                             let took = duration(&r, lang);
@@ -103,8 +100,7 @@ pub fn HistoryPage() -> impl IntoView {
                             <Pager lang page more href=|p| page_href("/history", &[], p)/>
                         }.into_any()
                     }
-                    Ok(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                    Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+                                        Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

@@ -80,12 +80,8 @@ pub fn NewPlanPage() -> impl IntoView {
             let result = create_plan(spec).await;
             busy.set(false);
             match result {
-                Ok(Ok(id)) => open_board(&format!("/plans/{id}")),
-                Ok(Err(e)) => error.set(Some(e.to_string())),
-                Err(e) => error.set(Some(lang.pick(
-                    format!("the server did not answer ({e}); nothing was created"),
-                    format!("服务器没有响应（{e}）；没有创建任何计划"),
-                ))),
+                Ok(id) => open_board(&format!("/plans/{id}")),
+                Err(e) => error.set(Some(crate::board::explain(&e, lang))),
             }
         });
     };

@@ -105,10 +105,7 @@ pub fn PlansLive(filter: ListFilter) -> impl IntoView {
     let lang = use_lang();
     let page = filter.page;
     let query = filter.query.clone();
-    let plans = crate::codec::load(
-        move || filter.clone(),
-        |f| async move { list_plans(f).await },
-    );
+    let plans = crate::codec::load(move || filter.clone(), list_plans);
     let live = use_live("/api/stream".into());
     Effect::new(move |first: Option<()>| {
         // Any change anywhere may change a line or the filter's result.
@@ -123,22 +120,21 @@ pub fn PlansLive(filter: ListFilter) -> impl IntoView {
         </p>
         <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading plans…", "正在加载计划…")}</p> }>
             {move || plans.get().map(|r| match r {
-                Ok(Ok(list)) if list.rows.is_empty() && page == 0 => view! {
+                Ok(list) if list.rows.is_empty() && page == 0 => view! {
                     <p class="empty">
                         {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
                         <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
                         {lang.pick(".", "。")}
                     </p>
                 }.into_any(),
-                Ok(Ok(list)) => {
+                Ok(list) => {
                     let query = query.clone();
                     view! {
                         <PlanTable rows=list.rows/>
                         <Pager lang page more=list.more href=move |p| href(&query, p)/>
                     }.into_any()
                 }
-                Ok(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+                                Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
             })}
         </Transition>
     }

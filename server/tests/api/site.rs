@@ -409,8 +409,9 @@ async fn the_boards_write_function_refuses_foreign_or_missing_origins_and_viewer
     assert_eq!(status, StatusCode::FORBIDDEN, "a foreign Origin");
     let (status, _) = send(crate::auth::OPERATOR, None).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "no Origin");
-    let (_, body) = send(crate::auth::VIEWER, Some(origin.clone())).await;
-    assert!(body.contains("viewer"), "a viewer is refused: {body}");
+    let (status, body) = send(crate::auth::VIEWER, Some(origin.clone())).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a viewer is refused: {body}");
+    assert!(body.contains("viewer"), "the refusal says why: {body}");
     assert_eq!(
         server.plan(&id).await["version"],
         version,
