@@ -19,7 +19,6 @@ mod fill;
 mod texts;
 mod window;
 
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
