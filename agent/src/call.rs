@@ -1,0 +1,264 @@
+//! [`Caller`]: every model call of a run goes through here, so each one is
+//! counted against the budget, limited by the global concurrency, retried
+//! by the one retry layer, recorded on the run log, and (for structured
+//! answers) given one repair round with the parse error shown.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use plan_engine::SubtaskId;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
+
+use crate::host::Host;
+use crate::llm::{CallRole, ChatReply, ChatRequest, Llm, LlmError, Message, Protocol, Shape};
+use crate::protocol::{self, Action, ToolSpec};
+use crate::retry::RetryPolicy;
+use crate::run::{Budget, LlmCallRecord, RunEntry, RunId, Spent, MESSAGE_CAP};
+
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum CallError {
+    /// Final (or out of retries): the reason is readable.
+    #[error("{0}")]
+    Llm(LlmError),
+    /// The answer could not be read, even after the repair round.
+    #[error("the model's answer could not be read: {0}")]
+    Malformed(String),
+    /// A budget is used up; the run pauses.
+    #[error("{0}")]
+    Budget(String),
+}
+
+/// What a run's calls share.
+#[derive(Clone)]
+pub struct Caller {
+    pub llm: Arc<dyn Llm>,
+    pub limit: Arc<Semaphore>,
+    pub retry: RetryPolicy,
+    pub host: Arc<dyn Host>,
+    pub run: RunId,
+    pub spent: Arc<Mutex<Spent>>,
+    pub budget: Arc<Mutex<Budget>>,
+    pub protocol: Protocol,
+}
+
+fn transcript(messages: &[Message], reply: &str) -> String {
+    let mut out = String::new();
+    for m in messages {
+        out.push_str(&format!("[{}]\n{}\n", m.role, m.content));
+    }
+    out.push_str(&format!("[reply]\n{reply}"));
+    if out.len() > MESSAGE_CAP {
+        let mut cut = MESSAGE_CAP;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push_str("\n… (cut)");
+    }
+    out
+}
+
+impl Caller {
+    pub fn spent(&self) -> Spent {
+        self.spent.lock().expect("spent lock").clone()
+    }
+
+    fn check_budget(&self) -> Result<(), CallError> {
+        let budget = self.budget.lock().expect("budget lock").clone();
+        match self.spent().reached(&budget) {
+            Some(why) => Err(CallError::Budget(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// One call with retries; every attempt is on the run log.
+    pub async fn raw(
+        &self,
+        request: &ChatRequest,
+        subtask: Option<SubtaskId>,
+    ) -> Result<ChatReply, CallError> {
+        let mut attempt = 1;
+        loop {
+            self.check_budget()?;
+            let started = Instant::now();
+            let result = {
+                let _permit = self
+                    .limit
+                    .acquire()
+                    .await
+                    .expect("the limit is never closed");
+                self.llm.chat(request).await
+            };
+            let latency_ms = started.elapsed().as_millis() as u64;
+            let (usage, finish_reason, error, reply_text, model) = match &result {
+                Ok(r) => (
+                    r.usage.clone().unwrap_or_default(),
+                    r.finish_reason.clone(),
+                    None,
+                    if r.calls.is_empty() {
+                        r.content.clone()
+                    } else {
+                        serde_json::to_string(&r.calls).unwrap_or_default()
+                    },
+                    r.model.clone(),
+                ),
+                Err(e) => (
+                    Default::default(),
+                    None,
+                    Some(e.to_string()),
+                    String::new(),
+                    self.llm.model(request.role),
+                ),
+            };
+            {
+                let mut spent = self.spent.lock().expect("spent lock");
+                spent.llm_calls += 1;
+                spent.prompt_tokens += u64::from(usage.prompt_tokens);
+                spent.completion_tokens += u64::from(usage.completion_tokens);
+            }
+            self.log(RunEntry::LlmCall(LlmCallRecord {
+                role: request.role.as_str().into(),
+                model,
+                subtask,
+                attempt,
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                latency_ms,
+                finish_reason,
+                error,
+                transcript: transcript(&request.messages, &reply_text),
+            }))
+            .await;
+            let error = match result {
+                Ok(reply) => return Ok(reply),
+                Err(e) => e,
+            };
+            let Some(delay) = self.retry.delay(attempt, &error) else {
+                return Err(CallError::Llm(error));
+            };
+            self.log(RunEntry::RetryScheduled {
+                role: request.role.as_str().into(),
+                attempt,
+                delay_ms: delay.as_millis() as u64,
+                class: error.class.as_str().into(),
+                error: error.message.clone(),
+            })
+            .await;
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// A call whose reply must pass `read`; one repair round shows the
+    /// model what was wrong.
+    async fn structured<T>(
+        &self,
+        mut request: ChatRequest,
+        subtask: Option<SubtaskId>,
+        read: impl Fn(&ChatReply) -> Result<T, String>,
+    ) -> Result<T, CallError> {
+        let reply = self.raw(&request, subtask).await?;
+        let problem = match read(&reply) {
+            Ok(value) => return Ok(value),
+            Err(problem) => problem,
+        };
+        request
+            .messages
+            .push(Message::assistant(if reply.calls.is_empty() {
+                reply.content.clone()
+            } else {
+                serde_json::to_string(&reply.calls).unwrap_or_default()
+            }));
+        request.messages.push(Message::user(format!(
+            "Your answer could not be used: {problem}\nAnswer again with one JSON object that matches the schema, and nothing else."
+        )));
+        let reply = self.raw(&request, subtask).await?;
+        read(&reply).map_err(CallError::Malformed)
+    }
+
+    /// A typed JSON answer (`response_format: json_schema`).
+    pub async fn json<T: DeserializeOwned + JsonSchema>(
+        &self,
+        role: CallRole,
+        name: &'static str,
+        messages: Vec<Message>,
+        max_tokens: u32,
+        subtask: Option<SubtaskId>,
+    ) -> Result<T, CallError> {
+        let request = ChatRequest {
+            role,
+            messages,
+            shape: Shape::Json {
+                name,
+                schema: protocol::schema_of::<T>(),
+            },
+            max_tokens,
+        };
+        self.structured(request, subtask, |r| protocol::parse::<T>(&r.content))
+            .await
+    }
+
+    pub async fn text(
+        &self,
+        role: CallRole,
+        messages: Vec<Message>,
+        max_tokens: u32,
+        subtask: Option<SubtaskId>,
+    ) -> Result<String, CallError> {
+        let request = ChatRequest {
+            role,
+            messages,
+            shape: Shape::Text,
+            max_tokens,
+        };
+        Ok(self
+            .raw(&request, subtask)
+            .await?
+            .content
+            .trim()
+            .to_string())
+    }
+
+    /// The executor's next action, in the protocol this model does best.
+    pub async fn action(
+        &self,
+        messages: Vec<Message>,
+        tools: &[ToolSpec],
+        may_add: bool,
+        subtask: SubtaskId,
+    ) -> Result<Action, CallError> {
+        let native = match self.protocol {
+            Protocol::ToolCalls => true,
+            Protocol::JsonSchema => false,
+            Protocol::Auto => self.llm.tool_calls_reliable(),
+        };
+        let shape = if native {
+            Shape::Tools {
+                functions: protocol::action_functions(tools, may_add),
+            }
+        } else {
+            Shape::Json {
+                name: "action",
+                schema: protocol::action_schema(tools, may_add),
+            }
+        };
+        let request = ChatRequest {
+            role: CallRole::Executor,
+            messages,
+            shape,
+            max_tokens: 1200,
+        };
+        self.structured(request, Some(subtask), |r| {
+            protocol::parse_action(&r.content, &r.calls, tools)
+        })
+        .await
+    }
+
+    pub async fn log(&self, entry: RunEntry) {
+        if let Err(e) = self.host.log(self.run, entry).await {
+            tracing::warn!("run {}: could not write the run log: {e}", self.run);
+        }
+    }
+}

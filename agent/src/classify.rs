@@ -1,0 +1,143 @@
+//! Seed 004's router: a cheap rules layer where it is certain, the model
+//! for the rest. The rules only claim what the wording proves (an explicit
+//! list of steps, asked-for parallelism); everything else is a judgement
+//! and goes to the model with the seed's examples.
+
+use plan_engine::Mode;
+
+use crate::call::{CallError, Caller};
+use crate::llm::{CallRole, Message};
+use crate::prompts;
+use crate::protocol::{ModeAnswer, ModeWord};
+use crate::run::{Classification, DecidedBy};
+
+/// The rules layer: `Some` only when the wording settles it.
+pub fn by_rules(task: &str) -> Option<Classification> {
+    let lower = task.to_lowercase();
+    let parallel_words = [
+        "in parallel",
+        "at the same time",
+        "simultaneously",
+        "concurrently",
+        "并行",
+        "同时",
+    ];
+    if let Some(word) = parallel_words.iter().find(|w| lower.contains(*w)) {
+        return Some(Classification {
+            mode: Mode::Complex,
+            reason: format!("the task asks for parallel work (\"{word}\")"),
+            confidence: 1.0,
+            by: DecidedBy::Rules,
+        });
+    }
+    let steps = task
+        .lines()
+        .map(str::trim_start)
+        .filter(|line| is_list_item(line))
+        .count();
+    if steps >= 3 {
+        return Some(Classification {
+            mode: Mode::Complex,
+            reason: format!("the task lists {steps} steps explicitly"),
+            confidence: 1.0,
+            by: DecidedBy::Rules,
+        });
+    }
+    None
+}
+
+/// `1.`, `2)`, `- `, `* `, `• `, `一、`.
+fn is_list_item(line: &str) -> bool {
+    if line.starts_with("- ") || line.starts_with("* ") || line.starts_with("• ") {
+        return true;
+    }
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    if digits > 0 && digits < 3 {
+        let rest = &line[digits..];
+        return rest.starts_with(". ") || rest.starts_with(") ") || rest.starts_with('、');
+    }
+    let numerals = "一二三四五六七八九十";
+    let mut chars = line.chars();
+    matches!((chars.next(), chars.next()), (Some(c), Some('、')) if numerals.contains(c))
+}
+
+fn mode_of(word: ModeWord) -> Mode {
+    match word {
+        ModeWord::Simple => Mode::Simple,
+        ModeWord::Complex => Mode::Complex,
+        ModeWord::Emergent => Mode::Emergent,
+    }
+}
+
+/// Asks the model; the rules are not consulted (see [`classify`]).
+pub async fn by_model(caller: &Caller, task: &str) -> Result<Classification, CallError> {
+    let answer: ModeAnswer = caller
+        .json(
+            CallRole::Classifier,
+            "mode",
+            vec![
+                Message::system(prompts::CLASSIFIER),
+                Message::user(format!("Task: {task}")),
+            ],
+            120,
+            None,
+        )
+        .await?;
+    Ok(Classification {
+        mode: mode_of(answer.mode),
+        reason: answer.reason,
+        confidence: answer.confidence.clamp(0.0, 1.0),
+        by: DecidedBy::Model,
+    })
+}
+
+/// Rules first, then the model. If the model cannot answer, the run still
+/// goes on as a complex plan (it covers linear work too) and says why; a
+/// person can switch the mode before approving.
+pub async fn classify(caller: &Caller, task: &str) -> Result<Classification, CallError> {
+    if let Some(sure) = by_rules(task) {
+        return Ok(sure);
+    }
+    match by_model(caller, task).await {
+        Ok(decided) => Ok(decided),
+        Err(CallError::Budget(why)) => Err(CallError::Budget(why)),
+        Err(e) => Ok(Classification {
+            mode: Mode::Complex,
+            reason: format!("the classifier could not decide ({e}); planned as complex"),
+            confidence: 0.0,
+            by: DecidedBy::Rules,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_are_sure_only_about_lists_and_parallel_work() {
+        assert_eq!(
+            by_rules("Analyse these 5 repositories in parallel").map(|c| c.mode),
+            Some(Mode::Complex)
+        );
+        assert_eq!(
+            by_rules("同时分析 5 个不同的开源项目并对比").map(|c| c.mode),
+            Some(Mode::Complex)
+        );
+        assert_eq!(
+            by_rules("Release:\n1. bump the version\n2. tag\n3. publish").map(|c| c.mode),
+            Some(Mode::Complex)
+        );
+        assert_eq!(
+            by_rules("步骤：\n一、备份\n二、升级\n三、验证").map(|c| c.mode),
+            Some(Mode::Complex)
+        );
+        assert_eq!(by_rules("查询上海今天天气"), None);
+        assert_eq!(by_rules("Research the Rust web framework landscape"), None);
+        assert_eq!(
+            by_rules("Fix 2 bugs.\n1. one"),
+            None,
+            "one item is not a list"
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! The executor: one subtask, a bounded ReAct loop. The prompt holds the
+//! task, the engine's bounded hint (not the whole plan), this subtask, the
+//! results of its dependencies (cut), what people said about it, and the
+//! turns so far; its size does not grow with the plan.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use plan_engine::{HintOptions, NewSubtask, Op, Plan, SubtaskId};
+
+use crate::call::{CallError, Caller};
+use crate::host::Host;
+use crate::llm::Message;
+use crate::prompts;
+use crate::protocol::{Action, ToolSpec};
+use crate::run::RunEntry;
+use crate::tools::Toolset;
+
+/// The agent's name on the plans it changes.
+pub const AGENT_ACTOR: &str = "planboard-agent";
+/// Characters of one dependency's result shown to the executor.
+const DEPENDENCY_RESULT: usize = 600;
+/// Dependencies whose results are shown; the rest are named only.
+const DEPENDENCIES_SHOWN: usize = 8;
+/// Characters of one tool result shown back to the model.
+const OBSERVATION: usize = 4_000;
+
+pub enum Outcome {
+    Done(String),
+    Failed(String),
+    Asked(String),
+    /// A budget ran out mid-subtask: the subtask is released, the run pauses.
+    Budget(String),
+}
+
+pub struct Job {
+    pub task: String,
+    pub plan: Plan,
+    pub subtask: SubtaskId,
+    pub may_add: bool,
+    pub max_turns: u32,
+    /// What people changed in the plan while it ran, newest last.
+    pub people_changes: Vec<String>,
+}
+
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}… (cut)")
+}
+
+/// The first user message of a subtask.
+pub fn brief(job: &Job) -> String {
+    let plan = &job.plan;
+    let Some(s) = plan.subtask(job.subtask) else {
+        return format!("Task: {}", job.task);
+    };
+    let mut out = format!("Task: {}\n\n", job.task);
+    let hint = plan_engine::hint(Some(plan), &HintOptions::default());
+    out.push_str("Where the plan stands (for orientation; act only through your actions):\n");
+    out.push_str(&hint);
+    out.push_str(&format!(
+        "\n\nYour subtask #{}: {}\n{}\n",
+        s.id.0, s.name, s.description
+    ));
+    if !s.expected_outcome.is_empty() {
+        out.push_str(&format!("Expected outcome: {}\n", s.expected_outcome));
+    }
+    if !s.dependencies.is_empty() {
+        out.push_str("\nResults of the subtasks it depends on:\n");
+        for (i, dep) in s.dependencies.iter().enumerate() {
+            let Some(d) = plan.subtask(*dep) else {
+                continue;
+            };
+            if i < DEPENDENCIES_SHOWN {
+                let result = d.outcome.as_deref().unwrap_or("(no result)");
+                out.push_str(&format!(
+                    "- #{} {}: {}\n",
+                    d.id.0,
+                    d.name,
+                    cut(result, DEPENDENCY_RESULT)
+                ));
+            } else {
+                out.push_str(&format!("- #{} {} (result not shown)\n", d.id.0, d.name));
+            }
+        }
+    }
+    let said: Vec<String> = plan
+        .comments
+        .iter()
+        .filter(|c| c.subtask == Some(s.id) && c.author != AGENT_ACTOR)
+        .rev()
+        .take(3)
+        .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
+        .collect();
+    if !said.is_empty() {
+        out.push_str(
+            "\nWhat people said about this subtask (answers to your questions among them):\n",
+        );
+        for line in said.iter().rev() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !job.people_changes.is_empty() {
+        out.push_str("\nPeople changed the plan while it ran:\n");
+        for change in job.people_changes.iter().rev().take(5).rev() {
+            out.push_str(&format!("- {change}\n"));
+        }
+    }
+    out.push('\n');
+    out.push_str(prompts::LANGUAGE);
+    out
+}
+
+fn system(tools: &[ToolSpec], may_add: bool) -> String {
+    let mut out = String::from(prompts::EXECUTOR);
+    if may_add {
+        out.push('\n');
+        out.push_str(prompts::EXECUTOR_ADD);
+    }
+    if !tools.is_empty() {
+        out.push_str("\nTools:");
+        for t in tools {
+            out.push_str(&format!("\n- {}: {}", t.name, t.description));
+        }
+    }
+    out
+}
+
+/// Seed 004's tool router: a tool that failed twice in a row is named in
+/// the next prompt, with the alternatives.
+#[derive(Default)]
+struct ToolRouter {
+    failures: HashMap<String, (u32, String)>,
+}
+
+impl ToolRouter {
+    fn record(&mut self, tool: &str, error: Option<&str>) {
+        match error {
+            Some(e) => {
+                let entry = self.failures.entry(tool.to_string()).or_default();
+                entry.0 += 1;
+                entry.1 = e.to_string();
+            }
+            None => {
+                self.failures.remove(tool);
+            }
+        }
+    }
+
+    fn advice(&self, tools: &[ToolSpec]) -> Option<String> {
+        let (tool, (_, last)) = self.failures.iter().find(|(_, (n, _))| *n >= 2)?;
+        let others: Vec<&str> = tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|n| n != tool)
+            .collect();
+        Some(format!(
+            "IMPORTANT: {tool} failed twice in a row (last: {last}). Do not call it again the same way; {}",
+            if others.is_empty() {
+                "complete with what you have, or fail with the reason.".to_string()
+            } else {
+                format!("try another way: {}, or complete or fail.", others.join(", "))
+            }
+        ))
+    }
+}
+
+async fn run_tool(
+    caller: &Caller,
+    tools: &Toolset,
+    name: &str,
+    arguments: &serde_json::Value,
+) -> Result<String, String> {
+    let mut attempt = 1;
+    loop {
+        match tools.call(name, arguments).await {
+            Ok(out) => return Ok(out),
+            Err(e) if e.retryable && attempt < caller.retry.attempts => {
+                let delay = caller.retry.base.saturating_mul(1 << (attempt - 1));
+                caller
+                    .log(RunEntry::RetryScheduled {
+                        role: format!("tool {name}"),
+                        attempt,
+                        delay_ms: delay.as_millis() as u64,
+                        class: "tool".into(),
+                        error: e.message.clone(),
+                    })
+                    .await;
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e.message),
+        }
+    }
+}
+
+/// Runs one subtask to an outcome. Adding a subtask happens right away
+/// through the host, so people see it while the subtask goes on.
+pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job) -> Outcome {
+    let specs = tools.specs();
+    let mut messages = vec![
+        Message::system(system(&specs, job.may_add)),
+        Message::user(brief(&job)),
+    ];
+    let mut router = ToolRouter::default();
+    for turn in 1..=job.max_turns.max(1) {
+        let action = match caller
+            .action(messages.clone(), &specs, job.may_add, job.subtask)
+            .await
+        {
+            Ok(action) => action,
+            Err(CallError::Budget(why)) => return Outcome::Budget(why),
+            Err(e) => return Outcome::Failed(e.to_string()),
+        };
+        let observation = match &action {
+            Action::Complete { result } => return Outcome::Done(result.clone()),
+            Action::Fail { reason } => return Outcome::Failed(reason.clone()),
+            Action::Ask { question } => return Outcome::Asked(question.clone()),
+            Action::AddSubtask { name, description } => {
+                let op = Op::AddSubtask {
+                    subtask: NewSubtask {
+                        name: name.clone(),
+                        description: description.clone(),
+                        ..NewSubtask::default()
+                    },
+                    position: Default::default(),
+                    rewire_after: None,
+                    required_by: Vec::new(),
+                };
+                match host.execute(job.plan.id, vec![op], AGENT_ACTOR).await {
+                    Ok(plan) => format!(
+                        "Added to the plan as #{}. Go on with your own subtask.",
+                        plan.next_subtask_id.saturating_sub(1)
+                    ),
+                    Err(e) => format!("The plan refused the new subtask: {e}"),
+                }
+            }
+            Action::Tool { name, arguments } => {
+                let started = Instant::now();
+                let result = run_tool(caller, tools, name, arguments).await;
+                router.record(name, result.as_ref().err().map(String::as_str));
+                let (ok, text) = match result {
+                    Ok(out) => (true, out),
+                    Err(e) => (false, e),
+                };
+                caller
+                    .log(RunEntry::ToolCall {
+                        subtask: job.subtask,
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                        result: cut(&text, 2_000),
+                        ok,
+                        duration_ms: started.elapsed().as_millis() as u64,
+                    })
+                    .await;
+                if ok {
+                    format!("Result of {name}:\n{}", cut(&text, OBSERVATION))
+                } else {
+                    format!("{name} failed: {}", cut(&text, OBSERVATION))
+                }
+            }
+        };
+        messages.push(Message::assistant(action_text(&action)));
+        let mut next = observation;
+        if let Some(advice) = router.advice(&specs) {
+            next.push_str("\n\n");
+            next.push_str(&advice);
+        }
+        if turn + 1 == job.max_turns {
+            next.push_str(
+                "\n\nThis is your last turn for this subtask: complete it or fail it now.",
+            );
+        }
+        messages.push(Message::user(next));
+    }
+    Outcome::Failed(format!(
+        "no result after {} turns (the per-subtask limit)",
+        job.max_turns
+    ))
+}
+
+fn action_text(action: &Action) -> String {
+    let value = match action {
+        Action::Complete { result } => serde_json::json!({"action": "complete", "result": result}),
+        Action::Fail { reason } => serde_json::json!({"action": "fail", "reason": reason}),
+        Action::Ask { question } => serde_json::json!({"action": "ask", "question": question}),
+        Action::AddSubtask { name, description } => {
+            serde_json::json!({"action": "add_subtask", "name": name, "description": description})
+        }
+        Action::Tool { name, arguments } => {
+            serde_json::json!({"action": name, "arguments": arguments})
+        }
+    };
+    value.to_string()
+}
+
+/// How long a subtask took, for progress and the ETA.
+pub fn millis(d: Duration) -> u64 {
+    d.as_millis() as u64
+}

@@ -1,0 +1,177 @@
+//! [`Host`]: how the agent reaches plans and the run log. The server
+//! implements it over its one write path (`PlanService`), so the agent's
+//! changes are ordinary plan commands with ordinary events; tests use
+//! [`MemoryHost`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
+use tokio::sync::watch;
+
+use crate::run::{RunEntry, RunId, RunRecord};
+
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum HostError {
+    /// The engine refused the change; the text is the engine's.
+    #[error(transparent)]
+    Refused(#[from] PlanError),
+    #[error("no plan has id {0}")]
+    NotFound(PlanId),
+    /// The store failed; worth trying again later.
+    #[error("the plan store is unavailable: {0}")]
+    Unavailable(String),
+}
+
+#[async_trait::async_trait]
+pub trait Host: Send + Sync {
+    async fn create_plan(&self, spec: NewPlan, actor: &str) -> Result<Plan, HostError>;
+
+    /// Runs the ops as one change, all or none; returns the plan after it.
+    async fn execute(&self, plan: PlanId, ops: Vec<Op>, actor: &str) -> Result<Plan, HostError>;
+
+    async fn plan(&self, plan: PlanId) -> Result<Plan, HostError>;
+
+    /// Resolves with the plan once its version is past `version`. Waiting
+    /// costs a subscription, not a poll.
+    async fn changed(&self, plan: PlanId, version: u64) -> Result<Plan, HostError>;
+
+    /// Appends to the run log (never a plan event).
+    async fn log(&self, run: RunId, entry: RunEntry) -> Result<(), HostError>;
+
+    /// Stores the run's row (state, mode, plan, budget use, answer).
+    async fn save_run(&self, run: &RunRecord) -> Result<(), HostError>;
+}
+
+/// Plans and run logs in memory, with change notification.
+#[derive(Default)]
+pub struct MemoryHost {
+    plans: Mutex<HashMap<PlanId, Plan>>,
+    versions: Mutex<HashMap<PlanId, watch::Sender<u64>>>,
+    logs: Mutex<HashMap<RunId, Vec<RunEntry>>>,
+    runs: Mutex<HashMap<RunId, RunRecord>>,
+    /// Every (plan, actor, op name) applied, in order.
+    applied: Mutex<Vec<(PlanId, String, String)>>,
+}
+
+impl MemoryHost {
+    pub fn new() -> Arc<MemoryHost> {
+        Arc::new(MemoryHost::default())
+    }
+
+    pub fn entries(&self, run: RunId) -> Vec<RunEntry> {
+        self.logs
+            .lock()
+            .expect("log lock")
+            .get(&run)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub fn run(&self, id: RunId) -> Option<RunRecord> {
+        self.runs.lock().expect("runs lock").get(&id).cloned()
+    }
+
+    pub fn applied(&self) -> Vec<(PlanId, String, String)> {
+        self.applied.lock().expect("applied lock").clone()
+    }
+
+    pub fn only_plan(&self) -> Option<Plan> {
+        self.plans
+            .lock()
+            .expect("plans lock")
+            .values()
+            .next()
+            .cloned()
+    }
+
+    fn publish(&self, plan: &Plan) {
+        let mut versions = self.versions.lock().expect("versions lock");
+        let sender = versions
+            .entry(plan.id)
+            .or_insert_with(|| watch::channel(plan.version).0);
+        sender.send_replace(plan.version);
+    }
+}
+
+#[async_trait::async_trait]
+impl Host for MemoryHost {
+    async fn create_plan(&self, mut spec: NewPlan, actor: &str) -> Result<Plan, HostError> {
+        if spec.id.is_nil() {
+            spec.id = uuid::Uuid::new_v4();
+        }
+        let (plan, _) = Plan::create(&spec, actor, chrono::Utc::now())?;
+        self.plans
+            .lock()
+            .expect("plans lock")
+            .insert(plan.id, plan.clone());
+        self.publish(&plan);
+        Ok(plan)
+    }
+
+    async fn execute(&self, id: PlanId, ops: Vec<Op>, actor: &str) -> Result<Plan, HostError> {
+        let names: Vec<String> = ops.iter().map(op_name).collect();
+        let plan = {
+            let mut plans = self.plans.lock().expect("plans lock");
+            let plan = plans.get_mut(&id).ok_or(HostError::NotFound(id))?;
+            plan.execute_all(ops, actor, chrono::Utc::now())?;
+            plan.clone()
+        };
+        self.applied
+            .lock()
+            .expect("applied lock")
+            .extend(names.into_iter().map(|n| (id, actor.to_string(), n)));
+        self.publish(&plan);
+        Ok(plan)
+    }
+
+    async fn plan(&self, id: PlanId) -> Result<Plan, HostError> {
+        self.plans
+            .lock()
+            .expect("plans lock")
+            .get(&id)
+            .cloned()
+            .ok_or(HostError::NotFound(id))
+    }
+
+    async fn changed(&self, id: PlanId, version: u64) -> Result<Plan, HostError> {
+        let mut receiver = {
+            let mut versions = self.versions.lock().expect("versions lock");
+            versions
+                .entry(id)
+                .or_insert_with(|| watch::channel(0).0)
+                .subscribe()
+        };
+        receiver
+            .wait_for(|v| *v > version)
+            .await
+            .map_err(|_| HostError::Unavailable("the plan store closed".into()))?;
+        self.plan(id).await
+    }
+
+    async fn log(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
+        self.logs
+            .lock()
+            .expect("log lock")
+            .entry(run)
+            .or_default()
+            .push(entry);
+        Ok(())
+    }
+
+    async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {
+        self.runs
+            .lock()
+            .expect("runs lock")
+            .insert(run.id, run.clone());
+        Ok(())
+    }
+}
+
+/// The op's tag (`set_subtask_state`, …), for logs and tests.
+pub fn op_name(op: &Op) -> String {
+    serde_json::to_value(op)
+        .ok()
+        .and_then(|v| v.get("op").and_then(|o| o.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}

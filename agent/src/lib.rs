@@ -1,0 +1,43 @@
+//! planboard's own agent: a task goes in; a classifier routes it to the
+//! simple, complex or emergent planner (seed 004); the plan waits for a
+//! person's approval; an executor works it subtask by subtask on any
+//! OpenAI-compatible model, while people watch and steer through the plan
+//! itself (seeds 002 and 003).
+//!
+//! The crate knows plans only through the engine and the [`host::Host`]
+//! trait, which the server implements over its one write path; it has no
+//! database, HTTP server or UI.
+//!
+//! # Layout
+//! - [`llm`]: the [`llm::Llm`] trait, async-openai's implementation and a
+//!   scripted one for tests; errors sorted into retryable and final.
+//! - [`retry`]: the one retry layer (backoff with jitter, `Retry-After`).
+//! - [`call`]: every model call of a run: budget, global concurrency,
+//!   retries, the run log, one repair round for unreadable answers.
+//! - [`protocol`]: typed answers, their schemas, the executor's actions in
+//!   both protocols (JSON schema and native tool calls).
+//! - [`prompts`]: the words.
+//! - [`classify`], [`planner`], [`executor`]: the three roles.
+//! - [`coordinator`]: [`coordinator::Agent`] drives a run from its stored
+//!   state: approval, super-steps, emergent updates, pauses, the answer.
+//! - [`run`]: run configuration, budget, state machine, run log entries.
+//! - [`host`]: the [`host::Host`] trait and an in-memory host.
+//! - [`tools`]: work tools; the file tools confined to a run's workspace.
+
+pub mod call;
+pub mod classify;
+pub mod coordinator;
+pub mod executor;
+pub mod host;
+pub mod llm;
+pub mod planner;
+pub mod prompts;
+pub mod protocol;
+pub mod retry;
+pub mod run;
+pub mod tools;
+
+pub use coordinator::Agent;
+pub use host::{Host, HostError, MemoryHost};
+pub use llm::{Llm, LlmConfig, OpenAiLlm, ScriptedLlm};
+pub use run::{Budget, ModeChoice, RunConfig, RunEntry, RunId, RunRecord, RunState};

@@ -1,0 +1,272 @@
+//! The one door to a language model: [`Llm`], a chat request in and a
+//! reply (or a classified error) out.
+//!
+//! Two implementations: [`OpenAiLlm`] (async-openai against any
+//! OpenAI-compatible endpoint) and [`ScriptedLlm`] for tests. Retries are
+//! not done here: the error says whether a retry can help and how long to
+//! wait, and [`crate::retry`] is the one layer that acts on it.
+
+mod openai;
+mod scripted;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use openai::{LlmConfig, OpenAiLlm};
+pub use scripted::{Reply, ScriptedLlm};
+
+/// What a call is for: recorded on the run log and used to pick the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallRole {
+    Classifier,
+    Planner,
+    Executor,
+    Adapter,
+    Compiler,
+}
+
+impl CallRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallRole::Classifier => "classifier",
+            CallRole::Planner => "planner",
+            CallRole::Executor => "executor",
+            CallRole::Adapter => "adapter",
+            CallRole::Compiler => "compiler",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Message {
+        Message {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Message {
+        Message {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message {
+            role: "assistant".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// How the model is asked to answer with an action.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// JSON-schema structured output unless the model is known to do
+    /// native tool calls well; small local models answer schemas reliably.
+    #[default]
+    Auto,
+    JsonSchema,
+    ToolCalls,
+}
+
+/// The shape the answer must have.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    /// Free text.
+    Text,
+    /// `response_format: json_schema` with this name and schema.
+    Json { name: &'static str, schema: Value },
+    /// Native tool calls: one function per action, OpenAI function specs.
+    Tools { functions: Vec<Value> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    pub role: CallRole,
+    pub messages: Vec<Message>,
+    pub shape: Shape,
+    pub max_tokens: u32,
+}
+
+/// One function call the model asked for (native tool-call protocol).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    /// The arguments as the model wrote them (JSON text, maybe malformed).
+    pub arguments: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatReply {
+    pub content: String,
+    pub calls: Vec<FunctionCall>,
+    /// As the server sent it; some send `""` or nothing.
+    pub finish_reason: Option<String>,
+    /// Absent when the server does not report it.
+    pub usage: Option<Usage>,
+    pub model: String,
+}
+
+/// Why a call failed, sorted by what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// 429: wait (as long as the server asked, if it said) and try again.
+    RateLimited,
+    /// 5xx: try again.
+    Server,
+    /// No answer in time.
+    Timeout,
+    /// The connection broke or the body could not be read.
+    Dropped,
+    /// 400 and other refusals of the request itself.
+    BadRequest,
+    /// 401/403: the key is wrong.
+    Auth,
+    /// The prompt does not fit the model.
+    ContextTooLong,
+    /// The account is out of money or quota.
+    Quota,
+}
+
+impl ErrorClass {
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ErrorClass::RateLimited
+                | ErrorClass::Server
+                | ErrorClass::Timeout
+                | ErrorClass::Dropped
+        )
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Server => "server",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Dropped => "dropped",
+            ErrorClass::BadRequest => "bad_request",
+            ErrorClass::Auth => "auth",
+            ErrorClass::ContextTooLong => "context_too_long",
+            ErrorClass::Quota => "quota",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LlmError {
+    pub class: ErrorClass,
+    /// Readable, without the key or the prompt.
+    pub message: String,
+    /// The server's `Retry-After`, when it sent one.
+    pub retry_after: Option<Duration>,
+}
+
+impl LlmError {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> LlmError {
+        LlmError {
+            class,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// Sorts an HTTP status and the server's error text.
+    pub fn from_status(status: u16, body: &str, retry_after: Option<Duration>) -> LlmError {
+        let lower = body.to_lowercase();
+        let class = match status {
+            429 if lower.contains("quota") || lower.contains("insufficient") => ErrorClass::Quota,
+            429 => ErrorClass::RateLimited,
+            401 | 403 => ErrorClass::Auth,
+            402 => ErrorClass::Quota,
+            408 => ErrorClass::Timeout,
+            400 | 413
+                if lower.contains("context")
+                    || lower.contains("too long")
+                    || lower.contains("maximum") && lower.contains("token") =>
+            {
+                ErrorClass::ContextTooLong
+            }
+            500..=599 => ErrorClass::Server,
+            _ => ErrorClass::BadRequest,
+        };
+        let excerpt: String = body.chars().take(300).collect();
+        LlmError {
+            class,
+            message: format!("the model server answered {status}: {excerpt}"),
+            retry_after,
+        }
+    }
+}
+
+/// A chat model. Implementations do not retry; see [`crate::retry`].
+#[async_trait::async_trait]
+pub trait Llm: Send + Sync {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError>;
+
+    /// The model's name, for the run log.
+    fn model(&self, role: CallRole) -> String;
+
+    /// Whether native tool calls are trusted for `Protocol::Auto`.
+    fn tool_calls_reliable(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_sort_into_retryable_and_final_classes() {
+        assert_eq!(
+            LlmError::from_status(429, "slow down", None).class,
+            ErrorClass::RateLimited
+        );
+        assert_eq!(
+            LlmError::from_status(429, "You exceeded your current quota", None).class,
+            ErrorClass::Quota
+        );
+        assert_eq!(
+            LlmError::from_status(503, "", None).class,
+            ErrorClass::Server
+        );
+        assert_eq!(
+            LlmError::from_status(401, "bad key", None).class,
+            ErrorClass::Auth
+        );
+        assert_eq!(
+            LlmError::from_status(
+                400,
+                "This model's maximum context length is 8192 tokens",
+                None
+            )
+            .class,
+            ErrorClass::ContextTooLong
+        );
+        assert_eq!(
+            LlmError::from_status(400, "bad field", None).class,
+            ErrorClass::BadRequest
+        );
+        assert!(ErrorClass::Server.is_retryable());
+        assert!(!ErrorClass::ContextTooLong.is_retryable());
+    }
+}

@@ -1,0 +1,367 @@
+//! [`OpenAiLlm`]: async-openai against any OpenAI-compatible endpoint
+//! (OpenAI, DeepSeek, Qwen/DashScope, Ollama, vLLM, llama.cpp's server).
+//!
+//! Requests and replies go through async-openai's `byot` methods as raw
+//! JSON, because local servers deviate from the typed schema (`finish_reason:
+//! ""`, no `usage`, `content: null` next to tool calls). The HTTP transport
+//! is our own tower service: it has no retry layer (retries live in
+//! [`crate::retry`] only) and it turns an error status into an error that
+//! keeps the status and `Retry-After`, which async-openai would drop.
+
+use std::fmt;
+use std::time::Duration;
+
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use async_openai::Client;
+use serde_json::{json, Value};
+
+use super::{
+    CallRole, ChatReply, ChatRequest, ErrorClass, FunctionCall, Llm, LlmError, Protocol, Shape,
+    Usage,
+};
+
+/// Where the model is and how to talk to it. Read from the environment by
+/// [`LlmConfig::from_vars`]; the key is never printed.
+#[derive(Clone)]
+pub struct LlmConfig {
+    pub base_url: String,
+    pub api_key: String,
+    pub model: String,
+    /// A cheaper model for the classifier, if set.
+    pub classifier_model: Option<String>,
+    /// Per attempt.
+    pub timeout: Duration,
+    /// Most LLM calls in flight at once, across all runs.
+    pub concurrency: usize,
+    pub protocol: Protocol,
+}
+
+impl fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("base_url", &self.base_url)
+            .field(
+                "api_key",
+                &if self.api_key.is_empty() { "" } else { "<set>" },
+            )
+            .field("model", &self.model)
+            .field("classifier_model", &self.classifier_model)
+            .field("timeout", &self.timeout)
+            .field("concurrency", &self.concurrency)
+            .field("protocol", &self.protocol)
+            .finish()
+    }
+}
+
+const OPENAI: &str = "https://api.openai.com/v1";
+
+impl LlmConfig {
+    /// `Ok(None)` when no model is configured: everything but runs works.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<LlmConfig>, String> {
+        let get = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| var(n).filter(|v| !v.trim().is_empty()))
+        };
+        let Some(model) = get(&["PLANBOARD_LLM_MODEL"]) else {
+            return Ok(None);
+        };
+        let number = |name: &str, default: u64| -> Result<u64, String> {
+            match var(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("{name} must be a positive whole number, not {v:?}")),
+            }
+        };
+        let protocol = match var("PLANBOARD_LLM_PROTOCOL").as_deref().map(str::trim) {
+            None | Some("" | "auto") => Protocol::Auto,
+            Some("json_schema") => Protocol::JsonSchema,
+            Some("tool_calls") => Protocol::ToolCalls,
+            Some(other) => {
+                return Err(format!(
+                    "PLANBOARD_LLM_PROTOCOL must be auto, json_schema or tool_calls, not {other:?}"
+                ))
+            }
+        };
+        let base_url = get(&["PLANBOARD_LLM_BASE_URL", "OPENAI_BASE_URL"])
+            .unwrap_or_else(|| OPENAI.to_string())
+            .trim_end_matches('/')
+            .to_string();
+        Ok(Some(LlmConfig {
+            base_url,
+            api_key: get(&["PLANBOARD_LLM_API_KEY", "OPENAI_API_KEY"]).unwrap_or_default(),
+            model,
+            classifier_model: get(&["PLANBOARD_LLM_CLASSIFIER_MODEL"]),
+            timeout: Duration::from_secs(number("PLANBOARD_LLM_TIMEOUT_SECS", 120)?),
+            concurrency: number("PLANBOARD_LLM_CONCURRENCY", 4)? as usize,
+            protocol,
+        }))
+    }
+}
+
+/// An error status as our transport saw it, before async-openai parses it.
+#[derive(Debug)]
+struct HttpFailure {
+    status: u16,
+    retry_after: Option<Duration>,
+    body: String,
+}
+
+impl fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "status {}", self.status)
+    }
+}
+
+impl std::error::Error for HttpFailure {}
+
+pub struct OpenAiLlm {
+    client: Client<OpenAIConfig>,
+    config: LlmConfig,
+}
+
+impl OpenAiLlm {
+    pub fn new(config: LlmConfig) -> Result<OpenAiLlm, String> {
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let transport = http.clone();
+        let service = tower::service_fn(move |factory: HttpRequestFactory| {
+            let http = transport.clone();
+            async move {
+                let request = factory.build().await?;
+                let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
+                let status = response.status();
+                if status.is_success() {
+                    return Ok(response);
+                }
+                let retry_after = response
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(Duration::from_secs_f64);
+                let body = response.text().await.unwrap_or_default();
+                Err(OpenAIError::Boxed(Box::new(HttpFailure {
+                    status: status.as_u16(),
+                    retry_after,
+                    body,
+                })))
+            }
+        });
+        let openai = OpenAIConfig::new()
+            .with_api_base(config.base_url.clone())
+            .with_api_key(config.api_key.clone());
+        let client = Client::with_config(openai)
+            .with_http_client(http)
+            .with_http_service(service);
+        Ok(OpenAiLlm { client, config })
+    }
+
+    fn body(&self, request: &ChatRequest) -> Value {
+        let mut body = json!({
+            "model": self.model(request.role),
+            "messages": request.messages,
+            "max_tokens": request.max_tokens,
+            "temperature": 0.2,
+            "stream": false,
+        });
+        match &request.shape {
+            Shape::Text => {}
+            Shape::Json { name, schema } => {
+                body["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": {"name": name, "schema": schema, "strict": true},
+                });
+            }
+            Shape::Tools { functions } => {
+                body["tools"] = functions
+                    .iter()
+                    .map(|f| json!({"type": "function", "function": f}))
+                    .collect();
+                body["tool_choice"] = json!("required");
+            }
+        }
+        body
+    }
+}
+
+/// Reads a chat completion leniently: what matters is the first choice.
+pub(crate) fn parse_completion(value: &Value, fallback_model: &str) -> Result<ChatReply, LlmError> {
+    let choice = value
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| LlmError::new(ErrorClass::Server, "the model server sent no choices"))?;
+    let message = choice.get("message").cloned().unwrap_or(Value::Null);
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| {
+                    let f = c.get("function")?;
+                    let arguments = match f.get("arguments") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    Some(FunctionCall {
+                        name: f.get("name")?.as_str()?.to_string(),
+                        arguments,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let finish_reason = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let usage = value.get("usage").and_then(|u| {
+        Some(Usage {
+            prompt_tokens: u.get("prompt_tokens")?.as_u64()? as u32,
+            completion_tokens: u
+                .get("completion_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as u32,
+        })
+    });
+    let model = value
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(fallback_model)
+        .to_string();
+    Ok(ChatReply {
+        content,
+        calls,
+        finish_reason,
+        usage,
+        model,
+    })
+}
+
+fn classify(error: OpenAIError) -> LlmError {
+    match error {
+        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpFailure>() {
+            Ok(f) => LlmError::from_status(f.status, &f.body, f.retry_after),
+            Err(other) => LlmError::new(ErrorClass::Dropped, other.to_string()),
+        },
+        OpenAIError::Reqwest(e) if e.is_timeout() => LlmError::new(
+            ErrorClass::Timeout,
+            "the model server did not answer in time",
+        ),
+        OpenAIError::Reqwest(e) if e.is_connect() => LlmError::new(
+            ErrorClass::Dropped,
+            format!("cannot connect to the model server: {}", e.without_url()),
+        ),
+        OpenAIError::Reqwest(e) => LlmError::new(
+            ErrorClass::Dropped,
+            format!(
+                "the connection to the model server broke: {}",
+                e.without_url()
+            ),
+        ),
+        OpenAIError::JSONDeserialize(e, _) => LlmError::new(
+            ErrorClass::Server,
+            format!("the model server sent a body that is not JSON: {e}"),
+        ),
+        OpenAIError::ApiError(api) => {
+            LlmError::from_status(api.status_code.as_u16(), &api.api_error.message, None)
+        }
+        OpenAIError::StreamError(e) => LlmError::new(ErrorClass::Dropped, e.to_string()),
+        other => LlmError::new(ErrorClass::BadRequest, other.to_string()),
+    }
+}
+
+#[async_trait::async_trait]
+impl Llm for OpenAiLlm {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
+        let body = self.body(request);
+        let value: Value = self
+            .client
+            .chat()
+            .create_byot(&body)
+            .await
+            .map_err(classify)?;
+        parse_completion(&value, &self.model(request.role))
+    }
+
+    fn model(&self, role: CallRole) -> String {
+        match (role, &self.config.classifier_model) {
+            (CallRole::Classifier, Some(m)) => m.clone(),
+            _ => self.config.model.clone(),
+        }
+    }
+
+    fn tool_calls_reliable(&self) -> bool {
+        self.config.protocol == Protocol::ToolCalls
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_model_means_no_configuration_and_the_key_never_prints() {
+        assert!(LlmConfig::from_vars(|_| None).unwrap().is_none());
+        let vars = |n: &str| match n {
+            "PLANBOARD_LLM_MODEL" => Some("qwen".to_string()),
+            "OPENAI_API_KEY" => Some("sk-secret".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:8080/v1/".to_string()),
+            _ => None,
+        };
+        let config = LlmConfig::from_vars(vars).unwrap().unwrap();
+        assert_eq!(config.base_url, "http://127.0.0.1:8080/v1");
+        assert_eq!(config.api_key, "sk-secret");
+        assert!(!format!("{config:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn a_bad_number_is_an_error_that_names_the_variable() {
+        let vars = |n: &str| match n {
+            "PLANBOARD_LLM_MODEL" => Some("m".to_string()),
+            "PLANBOARD_LLM_TIMEOUT_SECS" => Some("soon".to_string()),
+            _ => None,
+        };
+        let e = LlmConfig::from_vars(vars).unwrap_err();
+        assert!(e.contains("PLANBOARD_LLM_TIMEOUT_SECS"), "{e}");
+    }
+
+    #[test]
+    fn quirky_completions_still_read() {
+        let reply = parse_completion(
+            &json!({"choices": [{"message": {"content": "{}"}, "finish_reason": ""}]}),
+            "m",
+        )
+        .unwrap();
+        assert_eq!(reply.finish_reason, None);
+        assert_eq!(reply.usage, None);
+        assert_eq!(reply.model, "m");
+        let reply = parse_completion(
+            &json!({"choices": [{"message": {"content": null, "tool_calls": [
+                {"id": "1", "type": "function", "function": {"name": "complete", "arguments": "{\"result\":\"x\"}"}}
+            ]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}),
+            "m",
+        )
+        .unwrap();
+        assert_eq!(reply.calls[0].name, "complete");
+        assert_eq!(reply.usage.unwrap().prompt_tokens, 7);
+    }
+}

@@ -1,0 +1,57 @@
+//! The words the agent says to the model. Kept short: small local models
+//! follow short rules better, and every token is paid for on every call.
+
+pub const LANGUAGE: &str =
+    "Write names, descriptions and results in the language of the task (Chinese task → Chinese).";
+
+/// Seed 004's design card, as rules and its own examples.
+pub const CLASSIFIER: &str = "You route a task to a planning mode. Answer with JSON.
+Modes:
+- simple: a clear, linear task with a known path; a few steps one after another.
+- complex: several parts that can run in parallel, or the task lists its steps explicitly; a dependency graph pays off.
+- emergent: exploratory, vague or creative; the work is discovered while doing it.
+Examples:
+- \"查询上海今天天气\" → simple
+- \"Calculate 12345 + 67890 and write the result to a file\" → simple
+- \"同时分析 5 个不同的开源项目并对比\" → complex
+- \"Process these 10 data files in parallel and merge the statistics\" → complex
+- \"帮我调研 Python 机器学习生态系统的最新进展\" → emergent
+- \"Find out why our service is slow and suggest improvements\" → emergent
+confidence is 0..1. reason is one short sentence.";
+
+pub const SIMPLE_PLANNER: &str = "You plan a simple task as a short linear list of 1 to 7 subtasks, done one after another.
+Each subtask: a short name (imperative), a description of what to do, the expected outcome. No depends_on.
+Answer with JSON.";
+
+pub const COMPLEX_PLANNER: &str = "You plan a task as a dependency graph of 2 to 20 subtasks.
+Each subtask: a short name, a description, the expected outcome, and depends_on: the 1-based positions of the subtasks it needs first.
+Subtasks that do not need each other must not depend on each other, so they run in parallel. No cycles.
+Answer with JSON.";
+
+pub const EMERGENT_PLANNER: &str = "You start an exploratory task with 1 to 3 high-level TODOs; more will be added as work reveals it.
+Each TODO: a short name, a description, the expected outcome. No depends_on.
+Answer with JSON.";
+
+pub const UPDATE: &str = "You keep the TODO list of an exploratory task up to date after a TODO finished.
+needs_update is true only if the result revealed work not yet on the list. new_todos: at most 3, each with a short name and description; depends_on holds 1-based positions of existing TODOs.
+drop: 1-based positions of unstarted TODOs that are no longer needed. Answer with JSON.";
+
+pub const COMPACT: &str = "The TODO list is nearly full. Do not add TODOs (new_todos must be empty). Instead drop unstarted TODOs that are covered by others or no longer needed, so the task can finish.";
+
+pub const ADAPT: &str = "You review a plan between steps. Earlier results may change what the unstarted subtasks should do.
+needs_change is true only if a result makes an unstarted subtask wrong or unnecessary. revise: new descriptions for unstarted subtasks (by 1-based position). drop: unstarted subtasks to skip. Answer with JSON.";
+
+pub const EXECUTOR: &str = "You carry out one subtask of a plan, one action per answer, as JSON.
+- complete: the subtask is done; result holds what it produced (the facts, numbers, text), not a promise.
+- fail: it cannot be done; reason says why.
+- ask: only a person can answer something you need; ask one clear question.
+- a tool name: call that tool with its arguments; you will see its result.
+Do only this subtask. Use the results of earlier subtasks given below.";
+
+pub const EXECUTOR_ADD: &str =
+    "- add_subtask: you found work outside this subtask that the plan needs; it is added to the plan.";
+
+pub const COMPILER: &str = "You write the final answer to the task from the results of its subtasks. Be direct and complete; do not mention subtasks, plans or tools. At most 400 words.";
+
+pub const REVISE: &str =
+    "A person rejected the plan below with a comment. Make a new plan that follows the comment.";

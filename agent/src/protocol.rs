@@ -1,0 +1,420 @@
+//! What the model answers with: the typed answers of the classifier and
+//! planners, the executor's actions, their JSON schemas (from schemars),
+//! and lenient parsing whose errors are shown to the model for repair.
+//!
+//! # Why the schemas look the way they do
+//! Small local models follow a grammar built from the schema, in the order
+//! the properties are listed. The properties arrive sorted by name (serde
+//! JSON objects are ordered maps), so decision fields have names that sort
+//! first (`action`, `confidence`, `needs_update`), free text comes last,
+//! and every string has a `maxLength`: a 1.5B model rambled for 1,900
+//! tokens inside one unbounded string.
+
+use schemars::{JsonSchema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::llm::FunctionCall;
+
+/// The classifier's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModeAnswer {
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence: f32,
+    pub mode: ModeWord,
+    /// One short sentence.
+    #[schemars(length(max = 200))]
+    pub reason: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeWord {
+    Simple,
+    Complex,
+    Emergent,
+}
+
+/// One subtask proposed by a planner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Proposed {
+    /// 1-based positions of the subtasks this one needs first (complex plans only).
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub depends_on: Vec<u32>,
+    #[schemars(length(max = 400))]
+    pub description: String,
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub expected_outcome: String,
+    #[schemars(length(min = 1, max = 80))]
+    pub name: String,
+}
+
+/// A plan as a planner proposes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanAnswer {
+    #[schemars(length(min = 1, max = 20))]
+    pub subtasks: Vec<Proposed>,
+    #[schemars(length(min = 1, max = 80))]
+    pub title: String,
+}
+
+/// After an emergent TODO finished (seed 004 `_update_todo_list`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UpdateAnswer {
+    /// 1-based positions of unstarted TODOs to drop as merged or no longer needed.
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub drop: Vec<u32>,
+    pub needs_update: bool,
+    #[serde(default)]
+    #[schemars(length(max = 3))]
+    pub new_todos: Vec<Proposed>,
+    #[schemars(length(max = 200))]
+    pub reason: String,
+}
+
+/// Between super-steps of a complex plan (seed 004 超步间自适应).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AdaptAnswer {
+    /// 1-based positions of unstarted subtasks to skip.
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub drop: Vec<u32>,
+    pub needs_change: bool,
+    #[schemars(length(max = 200))]
+    pub reason: String,
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub revise: Vec<Revision>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Revision {
+    #[schemars(length(max = 400))]
+    pub description: String,
+    pub position: u32,
+}
+
+/// What the executor does next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    Complete { result: String },
+    Fail { reason: String },
+    Ask { question: String },
+    AddSubtask { name: String, description: String },
+    Tool { name: String, arguments: Value },
+}
+
+/// The fixed actions, as schemars sees them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+enum FixedAction {
+    /// The subtask is done; `result` is what it produced.
+    Complete {
+        #[schemars(length(min = 1, max = 2000))]
+        result: String,
+    },
+    /// The subtask cannot be done; say why.
+    Fail {
+        #[schemars(length(min = 1, max = 400))]
+        reason: String,
+    },
+    /// Only a person can unblock this subtask; ask them.
+    Ask {
+        #[schemars(length(min = 1, max = 400))]
+        question: String,
+    },
+    /// Work discovered while doing this subtask, added to the plan.
+    AddSubtask {
+        #[schemars(length(max = 400))]
+        description: String,
+        #[schemars(length(min = 1, max = 80))]
+        name: String,
+    },
+}
+
+/// A work tool as the model sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+fn generator() -> SchemaGenerator {
+    schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator()
+}
+
+/// The JSON schema of an answer type, inlined (small models and some
+/// servers do not follow `$ref`).
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let mut value = generator().into_root_schema_for::<T>().to_value();
+    if let Some(map) = value.as_object_mut() {
+        map.remove("title");
+        map.remove("description");
+    }
+    value
+}
+
+/// The executor's action schema: the fixed actions plus one variant per
+/// work tool, whose `arguments` are that tool's own schema, so the grammar
+/// enforces the arguments too.
+pub fn action_schema(tools: &[ToolSpec], may_add: bool) -> Value {
+    let fixed = schema_of::<FixedAction>();
+    let mut variants: Vec<Value> = fixed
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !may_add {
+        variants.retain(|v| v["properties"]["action"]["const"] != "add_subtask");
+    }
+    for tool in tools {
+        variants.push(json!({
+            "type": "object",
+            "description": tool.description,
+            "properties": {
+                "action": {"type": "string", "const": tool.name},
+                "arguments": tool.parameters,
+            },
+            "required": ["action", "arguments"],
+        }));
+    }
+    json!({"oneOf": variants})
+}
+
+/// The same actions as native functions (the tool-call protocol).
+pub fn action_functions(tools: &[ToolSpec], may_add: bool) -> Vec<Value> {
+    let fixed = schema_of::<FixedAction>();
+    let mut out = Vec::new();
+    for variant in fixed
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = variant["properties"]["action"]["const"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if name == "add_subtask" && !may_add {
+            continue;
+        }
+        let mut parameters = variant.clone();
+        if let Some(props) = parameters["properties"].as_object_mut() {
+            props.remove("action");
+        }
+        if let Some(required) = parameters["required"].as_array_mut() {
+            required.retain(|r| r != "action");
+        }
+        parameters.as_object_mut().map(|m| m.remove("description"));
+        out.push(json!({
+            "name": name,
+            "description": variant.get("description").cloned().unwrap_or_default(),
+            "parameters": parameters,
+        }));
+    }
+    for tool in tools {
+        out.push(json!({
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        }));
+    }
+    out
+}
+
+/// Finds the JSON object in a reply: models wrap it in code fences or
+/// prose even when told not to.
+fn json_in(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("the answer was empty; answer with one JSON object".into());
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+        return Ok(v);
+    }
+    let (Some(start), Some(end)) = (trimmed.find('{'), trimmed.rfind('}')) else {
+        return Err("the answer holds no JSON object; answer with one JSON object only".into());
+    };
+    if end < start {
+        return Err("the answer holds no JSON object; answer with one JSON object only".into());
+    }
+    serde_json::from_str(&trimmed[start..=end])
+        .map_err(|e| format!("the JSON could not be read: {e}"))
+}
+
+/// Parses a typed answer; the error is written for the model.
+pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let value = json_in(text)?;
+    serde_json::from_value(value).map_err(|e| format!("the JSON does not match the schema: {e}"))
+}
+
+/// Reads the executor's action from a json-schema reply or a tool call.
+pub fn parse_action(
+    content: &str,
+    calls: &[FunctionCall],
+    tools: &[ToolSpec],
+) -> Result<Action, String> {
+    let value = match calls.first() {
+        Some(call) => {
+            let arguments: Value = if call.arguments.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&call.arguments)
+                    .map_err(|e| format!("the arguments of {} are not JSON: {e}", call.name))?
+            };
+            if tools.iter().any(|t| t.name == call.name) {
+                json!({"action": call.name, "arguments": arguments})
+            } else {
+                let mut object = arguments;
+                if let Some(map) = object.as_object_mut() {
+                    map.insert("action".into(), json!(call.name));
+                }
+                object
+            }
+        }
+        None => json_in(content)?,
+    };
+    let name = value
+        .get("action")
+        .and_then(Value::as_str)
+        .ok_or("the answer has no \"action\" field")?
+        .to_string();
+    if let Some(tool) = tools.iter().find(|t| t.name == name) {
+        let arguments = value.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        if !arguments.is_object() {
+            return Err(format!(
+                "the arguments of {} must be a JSON object",
+                tool.name
+            ));
+        }
+        return Ok(Action::Tool { name, arguments });
+    }
+    let fixed: FixedAction = serde_json::from_value(value).map_err(|e| {
+        let mut known = vec!["complete", "fail", "ask", "add_subtask"];
+        known.extend(tools.iter().map(|t| t.name.as_str()));
+        format!(
+            "\"{name}\" could not be read as an action ({e}); the actions are: {}",
+            known.join(", ")
+        )
+    })?;
+    Ok(match fixed {
+        FixedAction::Complete { result } => Action::Complete { result },
+        FixedAction::Fail { reason } => Action::Fail { reason },
+        FixedAction::Ask { question } => Action::Ask { question },
+        FixedAction::AddSubtask { name, description } => Action::AddSubtask { name, description },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_file() -> ToolSpec {
+        ToolSpec {
+            name: "read_file".into(),
+            description: "Reads a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        }
+    }
+
+    #[test]
+    fn an_answer_wrapped_in_fences_and_prose_still_parses() {
+        let text = "Sure!\n```json\n{\"confidence\": 0.9, \"mode\": \"simple\", \"reason\": \"one step\"}\n```";
+        let answer: ModeAnswer = parse(text).unwrap();
+        assert_eq!(answer.mode, ModeWord::Simple);
+    }
+
+    #[test]
+    fn a_wrong_answer_gets_an_error_the_model_can_act_on() {
+        let e = parse::<ModeAnswer>("{\"mode\": \"hard\"}").unwrap_err();
+        assert!(e.contains("does not match the schema"), "{e}");
+        let e = parse::<ModeAnswer>("I think it is simple").unwrap_err();
+        assert!(e.contains("no JSON object"), "{e}");
+    }
+
+    #[test]
+    fn schemas_list_decision_fields_first_and_bound_every_string() {
+        let schema = schema_of::<ModeAnswer>();
+        let keys: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["confidence", "mode", "reason"]);
+        assert_eq!(schema["properties"]["reason"]["maxLength"], 200);
+        let plan = schema_of::<PlanAnswer>();
+        assert_eq!(plan["properties"]["subtasks"]["maxItems"], 20);
+        assert_eq!(
+            plan["properties"]["subtasks"]["items"]["properties"]["name"]["maxLength"],
+            80
+        );
+    }
+
+    #[test]
+    fn actions_parse_from_json_and_from_tool_calls() {
+        let tools = [read_file()];
+        let a = parse_action(r#"{"action":"complete","result":"42"}"#, &[], &tools).unwrap();
+        assert_eq!(
+            a,
+            Action::Complete {
+                result: "42".into()
+            }
+        );
+        let a = parse_action(
+            r#"{"action":"read_file","arguments":{"path":"a.txt"}}"#,
+            &[],
+            &tools,
+        )
+        .unwrap();
+        assert_eq!(
+            a,
+            Action::Tool {
+                name: "read_file".into(),
+                arguments: json!({"path": "a.txt"})
+            }
+        );
+        let call = FunctionCall {
+            name: "ask".into(),
+            arguments: r#"{"question":"which city?"}"#.into(),
+        };
+        let a = parse_action("", &[call], &tools).unwrap();
+        assert_eq!(
+            a,
+            Action::Ask {
+                question: "which city?".into()
+            }
+        );
+        let e = parse_action(r#"{"action":"fly"}"#, &[], &tools).unwrap_err();
+        assert!(e.contains("read_file"), "the error lists the actions: {e}");
+    }
+
+    #[test]
+    fn the_action_schema_has_one_variant_per_tool_and_can_forbid_adding() {
+        let schema = action_schema(&[read_file()], false);
+        let actions: Vec<String> = schema["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                v["properties"]["action"]["const"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(actions, ["complete", "fail", "ask", "read_file"]);
+        let functions = action_functions(&[read_file()], true);
+        assert_eq!(functions.len(), 5);
+        assert!(functions[0]["parameters"]["properties"]
+            .get("action")
+            .is_none());
+    }
+}

@@ -1,0 +1,306 @@
+//! Work tools: what the executor can do besides answering. [`ToolBox`] is
+//! one source of tools; [`FileTools`] is the built-in one, confined to the
+//! run's workspace directory; MCP servers are others.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::protocol::ToolSpec;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    pub message: String,
+    /// A transient failure (a server down for a moment), worth repeating.
+    pub retryable: bool,
+}
+
+impl ToolError {
+    pub fn refused(message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+pub trait ToolBox: Send + Sync {
+    fn specs(&self) -> Vec<ToolSpec>;
+    async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError>;
+}
+
+/// Several tool sources offered as one; the first that knows a name runs it.
+#[derive(Clone, Default)]
+pub struct Toolset {
+    sources: Vec<Arc<dyn ToolBox>>,
+}
+
+impl Toolset {
+    pub fn new(sources: Vec<Arc<dyn ToolBox>>) -> Toolset {
+        Toolset { sources }
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut seen = std::collections::HashSet::new();
+        self.sources
+            .iter()
+            .flat_map(|s| s.specs())
+            .filter(|spec| seen.insert(spec.name.clone()))
+            .collect()
+    }
+
+    pub async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        for source in &self.sources {
+            if source.specs().iter().any(|s| s.name == name) {
+                return source.call(name, arguments).await;
+            }
+        }
+        Err(ToolError::refused(format!("there is no tool named {name}")))
+    }
+}
+
+/// Most bytes `read_file` returns; the rest is cut with a note.
+pub const READ_CAP: usize = 16 * 1024;
+
+/// list_files, read_file and write_file inside one directory. `..`,
+/// absolute paths and symlinks that lead out are refused.
+pub struct FileTools {
+    root: PathBuf,
+}
+
+impl FileTools {
+    /// Creates the directory if needed.
+    pub fn new(root: impl Into<PathBuf>) -> std::io::Result<FileTools> {
+        let root = root.into();
+        std::fs::create_dir_all(&root)?;
+        Ok(FileTools {
+            root: root.canonicalize()?,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path inside the workspace, or why not.
+    fn inside(&self, relative: &str) -> Result<PathBuf, ToolError> {
+        let path = Path::new(relative.trim());
+        if path.is_absolute() {
+            return Err(ToolError::refused(format!(
+                "{relative} is an absolute path; use a path relative to the workspace"
+            )));
+        }
+        for component in path.components() {
+            if !matches!(component, Component::Normal(_) | Component::CurDir) {
+                return Err(ToolError::refused(format!(
+                    "{relative} leaves the workspace; `..` is not allowed"
+                )));
+            }
+        }
+        Ok(self.root.join(path))
+    }
+
+    /// Refuses a path whose real location (after symlinks) is outside.
+    fn real_inside(&self, path: &Path, shown: &str) -> Result<(), ToolError> {
+        let mut probe = path.to_path_buf();
+        // The deepest part that exists decides where the path really goes.
+        while !probe.exists() {
+            if !probe.pop() {
+                break;
+            }
+        }
+        let real = probe
+            .canonicalize()
+            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
+        if !real.starts_with(&self.root) {
+            return Err(ToolError::refused(format!(
+                "{shown} leads outside the workspace (through a symlink)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn string_arg<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+        arguments
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| ToolError::refused(format!("the argument {name} (a string) is missing")))
+    }
+
+    async fn list(&self, arguments: &Value) -> Result<String, ToolError> {
+        let shown = arguments.get("path").and_then(Value::as_str).unwrap_or(".");
+        let dir = self.inside(shown)?;
+        self.real_inside(&dir, shown)?;
+        let mut entries = tokio::fs::read_dir(&dir)
+            .await
+            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
+        let mut names = Vec::new();
+        while let Some(entry) = entries
+            .next_entry()
+            .await
+            .map_err(|e| ToolError::refused(e.to_string()))?
+        {
+            let mut name = entry.file_name().to_string_lossy().to_string();
+            if entry.file_type().await.is_ok_and(|t| t.is_dir()) {
+                name.push('/');
+            }
+            names.push(name);
+        }
+        names.sort();
+        Ok(if names.is_empty() {
+            "(empty)".into()
+        } else {
+            names.join("\n")
+        })
+    }
+
+    async fn read(&self, arguments: &Value) -> Result<String, ToolError> {
+        let shown = Self::string_arg(arguments, "path")?;
+        let path = self.inside(shown)?;
+        self.real_inside(&path, shown)?;
+        let bytes = tokio::fs::read(&path)
+            .await
+            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
+        let text = String::from_utf8_lossy(&bytes);
+        if text.len() <= READ_CAP {
+            return Ok(text.into_owned());
+        }
+        let mut cut = READ_CAP;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        Ok(format!(
+            "{}\n… (cut: the file has {} bytes)",
+            &text[..cut],
+            bytes.len()
+        ))
+    }
+
+    async fn write(&self, arguments: &Value) -> Result<String, ToolError> {
+        let shown = Self::string_arg(arguments, "path")?;
+        let content = Self::string_arg(arguments, "content")?;
+        let path = self.inside(shown)?;
+        if path == self.root {
+            return Err(ToolError::refused("give a file name to write"));
+        }
+        self.real_inside(&path, shown)?;
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
+            self.real_inside(parent, shown)?;
+        }
+        tokio::fs::write(&path, content)
+            .await
+            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
+        Ok(format!("wrote {} bytes to {shown}", content.len()))
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolBox for FileTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        let path =
+            json!({"type": "string", "maxLength": 200, "description": "relative to the workspace"});
+        vec![
+            ToolSpec {
+                name: "list_files".into(),
+                description: "Lists the files of a directory in the run's workspace.".into(),
+                parameters: json!({"type": "object", "properties": {"path": path}, "required": []}),
+            },
+            ToolSpec {
+                name: "read_file".into(),
+                description: "Reads a text file from the run's workspace.".into(),
+                parameters: json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
+            },
+            ToolSpec {
+                name: "write_file".into(),
+                description: "Writes a text file in the run's workspace (an artifact of the run)."
+                    .into(),
+                parameters: json!({"type": "object", "properties": {
+                    "content": {"type": "string", "maxLength": 20000},
+                    "path": path,
+                }, "required": ["path", "content"]}),
+            },
+        ]
+    }
+
+    async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        match name {
+            "list_files" => self.list(arguments).await,
+            "read_file" => self.read(arguments).await,
+            "write_file" => self.write(arguments).await,
+            other => Err(ToolError::refused(format!(
+                "there is no file tool named {other}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn files_are_written_read_and_listed_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = FileTools::new(dir.path().join("ws")).unwrap();
+        let wrote = tools
+            .call(
+                "write_file",
+                &json!({"path": "out/a.txt", "content": "hello"}),
+            )
+            .await
+            .unwrap();
+        assert!(wrote.contains("5 bytes"));
+        assert_eq!(
+            tools
+                .call("read_file", &json!({"path": "out/a.txt"}))
+                .await
+                .unwrap(),
+            "hello"
+        );
+        assert_eq!(tools.call("list_files", &json!({})).await.unwrap(), "out/");
+    }
+
+    #[tokio::test]
+    async fn escapes_by_dots_absolute_paths_and_symlinks_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "secret").unwrap();
+        let tools = FileTools::new(dir.path().join("ws")).unwrap();
+        for path in ["../secret.txt", "a/../../secret.txt"] {
+            let e = tools
+                .call("read_file", &json!({"path": path}))
+                .await
+                .unwrap_err();
+            assert!(e.message.contains(".."), "{e}");
+        }
+        let absolute = dir.path().join("secret.txt");
+        let e = tools
+            .call("read_file", &json!({"path": absolute.to_str().unwrap()}))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("absolute"), "{e}");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.path(), tools.root().join("link")).unwrap();
+            let e = tools
+                .call("read_file", &json!({"path": "link/secret.txt"}))
+                .await
+                .unwrap_err();
+            assert!(e.message.contains("symlink"), "{e}");
+            let e = tools
+                .call(
+                    "write_file",
+                    &json!({"path": "link/new.txt", "content": "x"}),
+                )
+                .await
+                .unwrap_err();
+            assert!(e.message.contains("symlink"), "{e}");
+            assert!(!dir.path().join("new.txt").exists());
+        }
+    }
+}
