@@ -50,8 +50,8 @@ pub struct MemoryHost {
     versions: Mutex<HashMap<PlanId, watch::Sender<u64>>>,
     logs: Mutex<HashMap<RunId, Vec<RunEntry>>>,
     runs: Mutex<HashMap<RunId, RunRecord>>,
-    /// Every (plan, actor, op name) applied, in order.
-    applied: Mutex<Vec<(PlanId, String, String)>>,
+    /// Every (plan, actor, op) applied, in order.
+    applied: Mutex<Vec<(PlanId, String, Op)>>,
 }
 
 impl MemoryHost {
@@ -72,7 +72,7 @@ impl MemoryHost {
         self.runs.lock().expect("runs lock").get(&id).cloned()
     }
 
-    pub fn applied(&self) -> Vec<(PlanId, String, String)> {
+    pub fn applied(&self) -> Vec<(PlanId, String, Op)> {
         self.applied.lock().expect("applied lock").clone()
     }
 
@@ -110,7 +110,7 @@ impl Host for MemoryHost {
     }
 
     async fn execute(&self, id: PlanId, ops: Vec<Op>, actor: &str) -> Result<Plan, HostError> {
-        let names: Vec<String> = ops.iter().map(op_name).collect();
+        let record = ops.clone();
         let plan = {
             let mut plans = self.plans.lock().expect("plans lock");
             let plan = plans.get_mut(&id).ok_or(HostError::NotFound(id))?;
@@ -120,7 +120,7 @@ impl Host for MemoryHost {
         self.applied
             .lock()
             .expect("applied lock")
-            .extend(names.into_iter().map(|n| (id, actor.to_string(), n)));
+            .extend(record.into_iter().map(|op| (id, actor.to_string(), op)));
         self.publish(&plan);
         Ok(plan)
     }

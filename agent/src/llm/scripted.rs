@@ -31,6 +31,7 @@ pub struct ScriptedLlm {
     queues: Mutex<HashMap<CallRole, VecDeque<Reply>>>,
     responder: Option<Responder>,
     latency: Duration,
+    slow: HashMap<CallRole, Duration>,
     seen: Mutex<Vec<ChatRequest>>,
     tool_calls: bool,
 }
@@ -47,6 +48,7 @@ impl ScriptedLlm {
             queues: Mutex::new(HashMap::new()),
             responder: None,
             latency: Duration::ZERO,
+            slow: HashMap::new(),
             seen: Mutex::new(Vec::new()),
             tool_calls: false,
         }
@@ -55,6 +57,12 @@ impl ScriptedLlm {
     /// Every call takes this long (tokio time, so a paused clock skips it).
     pub fn with_latency(mut self, latency: Duration) -> ScriptedLlm {
         self.latency = latency;
+        self
+    }
+
+    /// Calls of this role take this long instead.
+    pub fn slow(mut self, role: CallRole, latency: Duration) -> ScriptedLlm {
+        self.slow.insert(role, latency);
         self
     }
 
@@ -119,8 +127,13 @@ impl Llm for ScriptedLlm {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         self.seen.lock().expect("script lock").push(request.clone());
         let reply = self.next(request);
-        if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency).await;
+        let latency = self
+            .slow
+            .get(&request.role)
+            .copied()
+            .unwrap_or(self.latency);
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
         }
         let (content, calls) = match reply {
             Reply::Error(e) => return Err(e),

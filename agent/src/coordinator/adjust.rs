@@ -1,0 +1,263 @@
+//! Changing the plan as work goes: emergent TODO updates, adaptation
+//! between super-steps, and the final answer.
+
+use super::*;
+
+impl Driver {
+    pub(super) fn listing(plan: &Plan) -> String {
+        plan.subtasks
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{}. [{}] {}", i + 1, s.state.as_str(), s.name))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Seed 004's `_update_todo_list`, with compaction near the cap.
+    pub(super) async fn update_todos(&mut self, last_result: &str) -> Flow {
+        let plan = self
+            .host
+            .plan(self.plan_id()?)
+            .await
+            .map_err(|e| e.to_string())?;
+        let compact = plan.subtasks.len() >= COMPACT_AT;
+        let mut system = prompts::UPDATE.to_string();
+        if compact {
+            system.push('\n');
+            system.push_str(prompts::COMPACT);
+        }
+        let user = format!(
+            "Task: {}\nLast result: {}\nTODO list ({} of at most {}):\n{}\n{}",
+            self.run.config.task,
+            cut(last_result, 500),
+            plan.subtasks.len(),
+            EMERGENT_CAP,
+            Self::listing(&plan),
+            prompts::LANGUAGE
+        );
+        let answer: UpdateAnswer = match self
+            .caller
+            .json(
+                CallRole::Adapter,
+                "todo_update",
+                vec![Message::system(system), Message::user(user)],
+                600,
+                None,
+            )
+            .await
+        {
+            Ok(a) => a,
+            Err(CallError::Budget(why)) => return self.pause_for_budget(why).await,
+            Err(e) => {
+                tracing::info!("run {}: the TODO update was skipped: {e}", self.run.id);
+                return Ok(());
+            }
+        };
+        let mut ops = self.drops(&plan, &answer.drop, &answer.reason);
+        if answer.needs_update && !compact {
+            // Positions past the list name the new TODOs, in order.
+            let len = plan.subtasks.len();
+            for (k, todo) in answer.new_todos.iter().enumerate() {
+                let dependencies = todo
+                    .depends_on
+                    .iter()
+                    .filter_map(|p| {
+                        let i = (*p as usize).checked_sub(1)?;
+                        match plan.subtasks.get(i) {
+                            Some(s) => Some(s.id),
+                            None if i - len < k => {
+                                Some(SubtaskId(plan.next_subtask_id + (i - len) as u32))
+                            }
+                            None => None,
+                        }
+                    })
+                    .collect();
+                ops.push(Op::AddSubtask {
+                    subtask: planner::subtask_of(todo, dependencies),
+                    position: Default::default(),
+                    rewire_after: None,
+                    required_by: Vec::new(),
+                });
+            }
+        }
+        self.adjust(ops, answer.reason).await
+    }
+
+    /// Unstarted subtasks at these 1-based positions, skipped with `reason`.
+    pub(super) fn drops(&self, plan: &Plan, positions: &[u32], reason: &str) -> Vec<Op> {
+        positions
+            .iter()
+            .filter_map(|p| plan.subtasks.get((*p as usize).checked_sub(1)?))
+            .filter(|s| s.state == SubtaskState::Todo)
+            .map(|s| Op::SetSubtaskState {
+                id: s.id,
+                state: SubtaskState::Skipped,
+                note: Some(cut(&format!("dropped by the planner: {reason}"), 3_900)),
+                start_next: false,
+            })
+            .collect()
+    }
+
+    pub(super) async fn adjust(&mut self, ops: Vec<Op>, reason: String) -> Flow {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let changes = ops.len();
+        match self.apply(ops).await {
+            Ok(_) => {
+                self.caller
+                    .log(RunEntry::PlanAdjusted { reason, changes })
+                    .await;
+            }
+            Err(e) => {
+                self.caller
+                    .log(RunEntry::PlanAdjusted {
+                        reason: format!("refused by the plan: {e}"),
+                        changes: 0,
+                    })
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Seed 004's adaptation between super-steps.
+    pub(super) async fn adapt(&mut self, plan: &Plan) -> Flow {
+        if plan.count(SubtaskState::Todo) == 0 {
+            return Ok(());
+        }
+        let results: Vec<String> = plan
+            .subtasks
+            .iter()
+            .filter(|s| s.state.is_settled() || s.state == SubtaskState::Failed)
+            .rev()
+            .take(10)
+            .map(|s| {
+                format!(
+                    "- {} [{}]: {}",
+                    s.name,
+                    s.state.as_str(),
+                    cut(s.outcome.as_deref().unwrap_or(""), 300)
+                )
+            })
+            .collect();
+        let user = format!(
+            "Task: {}\nPlan:\n{}\nRecent results:\n{}",
+            self.run.config.task,
+            Self::listing(plan),
+            results.join("\n")
+        );
+        let answer: AdaptAnswer = match self
+            .caller
+            .json(
+                CallRole::Adapter,
+                "adapt",
+                vec![Message::system(prompts::ADAPT), Message::user(user)],
+                600,
+                None,
+            )
+            .await
+        {
+            Ok(a) => a,
+            Err(CallError::Budget(why)) => return self.pause_for_budget(why).await,
+            Err(_) => return Ok(()),
+        };
+        if !answer.needs_change {
+            return Ok(());
+        }
+        let mut ops = self.drops(plan, &answer.drop, &answer.reason);
+        for r in &answer.revise {
+            let Some(s) = plan.subtasks.get((r.position as usize).saturating_sub(1)) else {
+                continue;
+            };
+            if s.state == SubtaskState::Todo && r.position > 0 {
+                ops.push(Op::EditSubtask {
+                    id: s.id,
+                    patch: SubtaskPatch {
+                        description: Some(r.description.clone()),
+                        ..SubtaskPatch::default()
+                    },
+                });
+            }
+        }
+        self.adjust(ops, answer.reason).await
+    }
+
+    /// Compiles the answer and finishes the plan when everything is done
+    /// or skipped. Emergent TODOs that can never start are skipped first.
+    pub(super) async fn finish_if_settled(&mut self, plan: &Plan) -> Result<bool, String> {
+        let mut plan = plan.clone();
+        if self.mode() == Mode::Emergent {
+            let unreachable: Vec<Op> = plan
+                .subtasks
+                .iter()
+                .filter(|s| s.state == SubtaskState::Todo)
+                .map(|s| Op::SetSubtaskState {
+                    id: s.id,
+                    state: SubtaskState::Skipped,
+                    note: Some("unreachable: a TODO it depends on did not finish".into()),
+                    start_next: false,
+                })
+                .collect();
+            if !unreachable.is_empty() && plan.count(SubtaskState::Failed) == 0 {
+                plan = self.apply(unreachable).await.map_err(|e| e.to_string())?;
+            }
+        }
+        let settled = plan.count(SubtaskState::Done) + plan.count(SubtaskState::Skipped);
+        if settled < plan.subtasks.len() || plan.subtasks.is_empty() {
+            return Ok(false);
+        }
+        let answer = self.compile(&plan).await?;
+        self.apply(vec![Op::Finish {
+            state: PlanState::Done,
+            outcome: cut(&answer, 7_900),
+        }])
+        .await
+        .map_err(|e| format!("finishing the plan failed: {e}"))?;
+        self.caller
+            .log(RunEntry::Answer {
+                text: answer.clone(),
+            })
+            .await;
+        self.run.answer = Some(answer);
+        self.move_to(RunState::Done, "every subtask is done").await;
+        Ok(true)
+    }
+
+    pub(super) async fn compile(&mut self, plan: &Plan) -> Result<String, String> {
+        let mut results = String::new();
+        for s in plan
+            .subtasks
+            .iter()
+            .filter(|s| s.state == SubtaskState::Done)
+        {
+            let line = format!(
+                "## {}\n{}\n\n",
+                s.name,
+                cut(s.outcome.as_deref().unwrap_or(""), COMPILE_EACH)
+            );
+            if results.len() + line.len() > COMPILE_ALL {
+                results.push_str("(more results not shown)\n");
+                break;
+            }
+            results.push_str(&line);
+        }
+        let messages = vec![
+            Message::system(prompts::COMPILER),
+            Message::user(format!(
+                "Task: {}\n\nResults:\n{results}\n{}",
+                self.run.config.task,
+                prompts::LANGUAGE
+            )),
+        ];
+        match self
+            .caller
+            .text(CallRole::Compiler, messages, 900, None)
+            .await
+        {
+            Ok(answer) if !answer.is_empty() => Ok(answer),
+            // The results are the answer when the model cannot write one.
+            Ok(_) | Err(_) => Ok(results.trim().to_string()),
+        }
+    }
+}

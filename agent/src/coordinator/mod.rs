@@ -1,0 +1,332 @@
+//! The coordinator (seed 002's CoordinatorAgent): drives one run from its
+//! stored state to a finished one. Everything people do reaches it through
+//! the plan: approval and rejection, edits, pause and resume, skipping or
+//! releasing a subtask, answering a question, abandoning the plan. So a run
+//! resumes after a restart from its row and its plan alone.
+//!
+//! # Scheduling
+//! - simple and emergent: one subtask at a time.
+//! - complex: super-steps. Every ready subtask starts together (the
+//!   engine's `start_next`, up to `max_parallel`); the next super-step
+//!   starts when the current one has finished. After a super-step with a
+//!   failure, an adapt call may revise or drop unstarted subtasks.
+//! - emergent: after each TODO, an update call may add TODOs (none once
+//!   the list is at 80 % of its cap, when it is asked to drop instead).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use plan_engine::{
+    ApprovalStatus, InfoPatch, Mode, NewPlan, NewSubtask, Op, Plan, PlanState, SubtaskId,
+    SubtaskPatch, SubtaskState,
+};
+use tokio::sync::Semaphore;
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::call::{CallError, Caller};
+use crate::classify;
+use crate::executor::{self, cut, Job, Outcome, AGENT_ACTOR};
+use crate::host::{Host, HostError};
+use crate::llm::{CallRole, Llm, Message, Protocol};
+use crate::planner::{self, Planned, Revision, EMERGENT_CAP};
+use crate::prompts;
+use crate::protocol::{AdaptAnswer, UpdateAnswer};
+use crate::retry::RetryPolicy;
+use crate::run::{
+    Budget, Classification, DecidedBy, RunConfig, RunEntry, RunId, RunRecord, RunState,
+};
+use crate::tools::Toolset;
+
+mod adjust;
+mod prepare;
+mod schedule;
+
+/// Rejections a planner answers before the run gives up (seed 003).
+pub const MAX_REVISIONS: u32 = 3;
+/// Emergent lists are compacted from this many TODOs on (80 % of 20).
+pub const COMPACT_AT: usize = (EMERGENT_CAP as usize * 4) / 5;
+/// Characters of one result given to the compiler, and of all of them.
+const COMPILE_EACH: usize = 1_500;
+const COMPILE_ALL: usize = 12_000;
+
+type ToolsFor = dyn Fn(RunId) -> Toolset + Send + Sync;
+
+/// The agent runtime: shared by all runs of a process.
+pub struct Agent {
+    pub host: Arc<dyn Host>,
+    pub llm: Arc<dyn Llm>,
+    /// One limit on model calls in flight, across all runs.
+    pub limit: Arc<Semaphore>,
+    pub retry: RetryPolicy,
+    pub protocol: Protocol,
+    tools: Arc<ToolsFor>,
+    budgets: Mutex<HashMap<RunId, Arc<Mutex<Budget>>>>,
+}
+
+impl Agent {
+    pub fn new(host: Arc<dyn Host>, llm: Arc<dyn Llm>, concurrency: usize) -> Agent {
+        Agent {
+            host,
+            llm,
+            limit: Arc::new(Semaphore::new(concurrency.max(1))),
+            retry: RetryPolicy::default(),
+            protocol: Protocol::Auto,
+            tools: Arc::new(|_| Toolset::default()),
+            budgets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Which tools a run gets (its workspace, the MCP servers).
+    pub fn with_tools(mut self, f: impl Fn(RunId) -> Toolset + Send + Sync + 'static) -> Agent {
+        self.tools = Arc::new(f);
+        self
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Agent {
+        self.retry = retry;
+        self
+    }
+
+    /// A new run's row, stored; [`Agent::drive`] then runs it.
+    pub async fn start(&self, config: RunConfig) -> Result<RunRecord, HostError> {
+        let run = RunRecord::new(uuid::Uuid::new_v4(), config);
+        self.host.save_run(&run).await?;
+        self.host
+            .log(
+                run.id,
+                RunEntry::StateChanged {
+                    from: None,
+                    to: run.state,
+                    reason: "started".into(),
+                },
+            )
+            .await?;
+        Ok(run)
+    }
+
+    /// A live run's budget, so a person can raise it (then resume).
+    pub fn raise_budget(&self, run: RunId, budget: Budget) -> bool {
+        match self.budgets.lock().expect("budgets lock").get(&run) {
+            Some(live) => {
+                *live.lock().expect("budget lock") = budget;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Runs `run` until it is done, failed or cancelled; waits (without
+    /// polling) for approval, answers and resumes on the way.
+    pub async fn drive(&self, run: RunRecord) -> RunRecord {
+        let budget = Arc::new(Mutex::new(run.config.budget.clone()));
+        self.budgets
+            .lock()
+            .expect("budgets lock")
+            .insert(run.id, budget.clone());
+        let caller = Caller {
+            llm: self.llm.clone(),
+            limit: self.limit.clone(),
+            retry: self.retry.clone(),
+            host: self.host.clone(),
+            run: run.id,
+            spent: Arc::new(Mutex::new(run.spent.clone())),
+            budget,
+            protocol: self.protocol,
+        };
+        let mut driver = Driver {
+            host: self.host.clone(),
+            tools: (self.tools)(run.id),
+            caller,
+            run,
+            seen: None,
+            people: Vec::new(),
+            stuck: false,
+            step_failed: false,
+        };
+        if let Err(why) = driver.go().await {
+            driver.move_to(RunState::Failed, why).await;
+        }
+        self.budgets
+            .lock()
+            .expect("budgets lock")
+            .remove(&driver.run.id);
+        driver.run
+    }
+}
+
+struct Driver {
+    host: Arc<dyn Host>,
+    tools: Toolset,
+    caller: Caller,
+    run: RunRecord,
+    /// The plan as last seen, to tell what people changed.
+    seen: Option<Plan>,
+    people: Vec<String>,
+    /// Nothing can proceed until a person acts.
+    stuck: bool,
+    /// The current super-step had a failure.
+    step_failed: bool,
+}
+
+type Flow = Result<(), String>;
+
+impl Driver {
+    async fn go(&mut self) -> Flow {
+        loop {
+            match self.run.state {
+                RunState::Classifying => self.classify().await?,
+                RunState::Planning => self.plan().await?,
+                RunState::AwaitingApproval => self.await_approval().await?,
+                RunState::Running | RunState::Paused => self.execute().await?,
+                RunState::Done | RunState::Failed | RunState::Cancelled => return Ok(()),
+            }
+        }
+    }
+
+    async fn save(&mut self) {
+        self.run.spent = self.caller.spent();
+        if let Err(e) = self.host.save_run(&self.run).await {
+            tracing::warn!("run {}: could not save: {e}", self.run.id);
+        }
+    }
+
+    async fn move_to(&mut self, to: RunState, reason: impl Into<String>) {
+        let reason = reason.into();
+        let from = self.run.state;
+        if from == to || !from.can_become(to) {
+            return;
+        }
+        self.run.state = to;
+        self.run.reason = matches!(
+            to,
+            RunState::Paused | RunState::Failed | RunState::Cancelled
+        )
+        .then(|| reason.clone());
+        self.caller
+            .log(RunEntry::StateChanged {
+                from: Some(from),
+                to,
+                reason,
+            })
+            .await;
+        self.save().await;
+    }
+
+    fn plan_id(&self) -> Result<plan_engine::PlanId, String> {
+        self.run
+            .plan_id
+            .ok_or_else(|| "the run has no plan".to_string())
+    }
+
+    /// Runs ops as the agent; remembers the plan so our own change is not
+    /// taken for a person's.
+    async fn apply(&mut self, ops: Vec<Op>) -> Result<Plan, HostError> {
+        let plan = self
+            .host
+            .execute(
+                self.plan_id().map_err(HostError::Unavailable)?,
+                ops,
+                AGENT_ACTOR,
+            )
+            .await?;
+        self.seen = Some(plan.clone());
+        Ok(plan)
+    }
+
+    fn mode(&self) -> Mode {
+        self.run
+            .classification
+            .as_ref()
+            .map_or(Mode::Complex, |c| c.mode)
+    }
+
+    /// Tells the run log (and later prompts) what others changed.
+    async fn notice_people(&mut self, plan: &Plan) {
+        let Some(before) = self.seen.replace(plan.clone()) else {
+            return;
+        };
+        if before.version == plan.version {
+            return;
+        }
+        let old: HashMap<SubtaskId, &plan_engine::Subtask> =
+            before.subtasks.iter().map(|s| (s.id, s)).collect();
+        let now: HashSet<SubtaskId> = plan.subtasks.iter().map(|s| s.id).collect();
+        let mut changes = Vec::new();
+        for s in &plan.subtasks {
+            match old.get(&s.id) {
+                None => changes.push(format!("added #{} {}", s.id.0, s.name)),
+                Some(o) if o.name != s.name || o.description != s.description => {
+                    changes.push(format!(
+                        "edited #{} {}: {}",
+                        s.id.0,
+                        s.name,
+                        cut(&s.description, 200)
+                    ))
+                }
+                _ => {}
+            }
+        }
+        for s in &before.subtasks {
+            if !now.contains(&s.id) {
+                changes.push(format!("deleted #{} {}", s.id.0, s.name));
+            }
+        }
+        let order_before: Vec<SubtaskId> = before
+            .subtasks
+            .iter()
+            .map(|s| s.id)
+            .filter(|id| now.contains(id))
+            .collect();
+        let order_now: Vec<SubtaskId> = plan
+            .subtasks
+            .iter()
+            .map(|s| s.id)
+            .filter(|id| old.contains_key(id))
+            .collect();
+        if order_before != order_now {
+            changes.push("reordered the subtasks".into());
+        }
+        if changes.is_empty() {
+            return;
+        }
+        let summary = changes.join("; ");
+        self.people.push(summary.clone());
+        self.caller.log(RunEntry::PeopleChanged { summary }).await;
+    }
+
+    fn tick(&mut self, last: &mut Instant) {
+        let now = Instant::now();
+        if self.run.state == RunState::Running {
+            let mut spent = self.caller.spent.lock().expect("spent lock");
+            spent.wall_ms += now.duration_since(*last).as_millis() as u64;
+        }
+        *last = now;
+    }
+
+    fn wall_left(&self) -> Duration {
+        let budget = self.caller.budget.lock().expect("budget lock").clone();
+        let spent = self.caller.spent();
+        Duration::from_secs(budget.max_wall_secs)
+            .saturating_sub(Duration::from_millis(spent.wall_ms))
+    }
+
+    async fn pause_for_budget(&mut self, why: String) -> Flow {
+        self.caller
+            .log(RunEntry::BudgetReached { what: why.clone() })
+            .await;
+        let body = format!("Budget reached: {why}. Raise the budget and resume the plan to go on.");
+        let _ = self
+            .apply(vec![
+                Op::Pause,
+                Op::Comment {
+                    subtask: None,
+                    body,
+                },
+            ])
+            .await;
+        self.move_to(RunState::Paused, format!("budget reached: {why}"))
+            .await;
+        Ok(())
+    }
+}

@@ -1,0 +1,301 @@
+//! The work: starting ready subtasks, following people's moves, settling
+//! outcomes on the plan.
+
+use super::*;
+
+impl Driver {
+    pub(super) fn job(&self, plan: &Plan, id: SubtaskId) -> Job {
+        Job {
+            task: self.run.config.task.clone(),
+            plan: plan.clone(),
+            subtask: id,
+            may_add: self.mode() != Mode::Simple,
+            max_turns: self.caller.budget.lock().expect("budget lock").max_turns,
+            people_changes: self.people.clone(),
+        }
+    }
+
+    pub(super) fn spawn(
+        &self,
+        set: &mut JoinSet<(SubtaskId, Outcome, Duration)>,
+        plan: &Plan,
+        id: SubtaskId,
+    ) -> AbortHandle {
+        let job = self.job(plan, id);
+        let caller = self.caller.clone();
+        let host = self.host.clone();
+        let tools = self.tools.clone();
+        set.spawn(async move {
+            let started = Instant::now();
+            let outcome = executor::execute(&caller, &*host, &tools, job).await;
+            (id, outcome, started.elapsed())
+        })
+    }
+
+    pub(super) async fn execute(&mut self) -> Flow {
+        let plan_id = self.plan_id()?;
+        let mut set: JoinSet<(SubtaskId, Outcome, Duration)> = JoinSet::new();
+        let mut inflight: HashMap<SubtaskId, AbortHandle> = HashMap::new();
+        let mut last = Instant::now();
+        loop {
+            let plan = self.host.plan(plan_id).await.map_err(|e| e.to_string())?;
+            self.notice_people(&plan).await;
+            let gone: Vec<SubtaskId> = inflight
+                .keys()
+                .copied()
+                .filter(|id| plan.subtask(*id).map(|s| s.state) != Some(SubtaskState::InProgress))
+                .collect();
+            for id in gone {
+                if let Some(handle) = inflight.remove(&id) {
+                    handle.abort();
+                }
+                let now = plan
+                    .subtask(id)
+                    .map_or("deleted".to_string(), |s| s.state.as_str().to_string());
+                self.caller
+                    .log(RunEntry::Overridden { subtask: id, now })
+                    .await;
+            }
+            self.tick(&mut last);
+            match plan.state {
+                PlanState::Abandoned => {
+                    set.abort_all();
+                    self.move_to(
+                        RunState::Cancelled,
+                        plan.outcome
+                            .clone()
+                            .unwrap_or_else(|| "the plan was abandoned".into()),
+                    )
+                    .await;
+                    return Ok(());
+                }
+                PlanState::Done => {
+                    set.abort_all();
+                    if self.run.answer.is_none() {
+                        self.run.answer = plan.outcome.clone();
+                    }
+                    self.move_to(RunState::Done, "the plan is done").await;
+                    return Ok(());
+                }
+                PlanState::Failed => {
+                    set.abort_all();
+                    self.move_to(
+                        RunState::Failed,
+                        plan.outcome
+                            .clone()
+                            .unwrap_or_else(|| "the plan failed".into()),
+                    )
+                    .await;
+                    return Ok(());
+                }
+                PlanState::Paused => {
+                    if self.run.state != RunState::Paused {
+                        self.move_to(RunState::Paused, "a person paused the plan")
+                            .await;
+                    }
+                }
+                PlanState::Approved | PlanState::Running => {
+                    let work = !plan.ready().is_empty() || !plan.in_progress().is_empty();
+                    if self.run.state == RunState::Paused && (!self.stuck || work) {
+                        self.stuck = false;
+                        self.move_to(RunState::Running, "resumed").await;
+                    }
+                }
+                PlanState::Draft | PlanState::AwaitingApproval => {
+                    set.abort_all();
+                    inflight.clear();
+                    self.move_to(RunState::Failed, "the plan went back to approval mid-run")
+                        .await;
+                    return Ok(());
+                }
+            }
+            if self.run.state == RunState::Running {
+                if let Some(why) = {
+                    let budget = self.caller.budget.lock().expect("budget lock").clone();
+                    self.caller.spent().reached(&budget)
+                } {
+                    self.pause_for_budget(why).await?;
+                    continue;
+                }
+                // Work in progress that nobody does: after a restart, or a
+                // person started it.
+                for id in plan.in_progress() {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = inflight.entry(id) {
+                        slot.insert(self.spawn(&mut set, &plan, id));
+                    }
+                }
+                let limit = plan.max_parallel.unwrap_or(1).max(1) as usize;
+                let barrier = self.mode() == Mode::Complex;
+                if inflight.len() < limit
+                    && (!barrier || inflight.is_empty())
+                    && !plan.ready().is_empty()
+                {
+                    if barrier && self.step_failed {
+                        self.step_failed = false;
+                        self.adapt(&plan).await?;
+                        continue;
+                    }
+                    let after = self
+                        .apply(vec![Op::StartNext {
+                            count: limit - inflight.len(),
+                        }])
+                        .await
+                        .map_err(|e| format!("starting subtasks failed: {e}"))?;
+                    for id in after.in_progress() {
+                        if let std::collections::hash_map::Entry::Vacant(slot) = inflight.entry(id)
+                        {
+                            slot.insert(self.spawn(&mut set, &after, id));
+                        }
+                    }
+                    continue;
+                }
+                if inflight.is_empty() && plan.ready().is_empty() {
+                    if self.finish_if_settled(&plan).await? {
+                        return Ok(());
+                    }
+                    if plan.count(SubtaskState::Blocked) == 0 {
+                        self.stuck = true;
+                        let why = stuck_reason(&plan);
+                        self.move_to(RunState::Paused, why).await;
+                    }
+                }
+            }
+            let wall = self.wall_left();
+            let running = self.run.state == RunState::Running;
+            tokio::select! {
+                Some(joined) = set.join_next(), if !set.is_empty() => {
+                    if let Ok((id, outcome, took)) = joined {
+                        if inflight.remove(&id).is_some() {
+                            self.settle(id, outcome, took).await?;
+                        }
+                    }
+                }
+                changed = self.host.changed(plan_id, plan.version) => {
+                    changed.map_err(|e| e.to_string())?;
+                }
+                _ = tokio::time::sleep(wall), if running => {}
+            }
+        }
+    }
+
+    /// Records a subtask's outcome on the plan.
+    pub(super) async fn settle(&mut self, id: SubtaskId, outcome: Outcome, took: Duration) -> Flow {
+        let (ops, ok, text) = match &outcome {
+            Outcome::Done(result) => (
+                vec![Op::SetSubtaskState {
+                    id,
+                    state: SubtaskState::Done,
+                    note: Some(cut(result, 7_900)),
+                    start_next: false,
+                }],
+                true,
+                result.clone(),
+            ),
+            Outcome::Failed(reason) => {
+                self.step_failed = true;
+                (
+                    vec![Op::SetSubtaskState {
+                        id,
+                        state: SubtaskState::Failed,
+                        note: Some(cut(reason, 7_900)),
+                        start_next: false,
+                    }],
+                    false,
+                    reason.clone(),
+                )
+            }
+            Outcome::Asked(question) => {
+                self.caller
+                    .log(RunEntry::Asked {
+                        subtask: id,
+                        question: question.clone(),
+                    })
+                    .await;
+                (
+                    vec![
+                        Op::SetSubtaskState {
+                            id,
+                            state: SubtaskState::Blocked,
+                            note: Some(cut(&format!("waiting for an answer: {question}"), 3_900)),
+                            start_next: false,
+                        },
+                        Op::Comment {
+                            subtask: Some(id),
+                            body: cut(&format!("Question: {question}"), 3_900),
+                        },
+                    ],
+                    false,
+                    String::new(),
+                )
+            }
+            Outcome::Budget(why) => {
+                let _ = self
+                    .apply(vec![Op::SetSubtaskState {
+                        id,
+                        state: SubtaskState::Todo,
+                        note: Some("released: the run's budget is used up".into()),
+                        start_next: false,
+                    }])
+                    .await;
+                return self.pause_for_budget(why.clone()).await;
+            }
+        };
+        match self.apply(ops).await {
+            Ok(_) => {}
+            Err(HostError::Refused(_)) | Err(HostError::NotFound(_)) => {
+                let now = self
+                    .host
+                    .plan(self.plan_id()?)
+                    .await
+                    .ok()
+                    .and_then(|p| p.subtask(id).map(|s| s.state.as_str().to_string()))
+                    .unwrap_or_else(|| "deleted".into());
+                self.caller
+                    .log(RunEntry::Overridden { subtask: id, now })
+                    .await;
+                return Ok(());
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+        if !text.is_empty() || ok {
+            self.caller
+                .log(RunEntry::SubtaskResult {
+                    subtask: id,
+                    ok,
+                    text: cut(&text, 2_000),
+                    duration_ms: took.as_millis() as u64,
+                })
+                .await;
+        }
+        self.save().await;
+        if ok && self.mode() == Mode::Emergent {
+            self.update_todos(&text).await?;
+        }
+        Ok(())
+    }
+}
+
+fn stuck_reason(plan: &Plan) -> String {
+    let failed: Vec<String> = plan
+        .subtasks
+        .iter()
+        .filter(|s| s.state == SubtaskState::Failed)
+        .take(3)
+        .map(|s| {
+            format!(
+                "#{} {} failed ({})",
+                s.id.0,
+                s.name,
+                cut(s.outcome.as_deref().unwrap_or(""), 120)
+            )
+        })
+        .collect();
+    if failed.is_empty() {
+        "stuck: no subtask can start; check the dependencies".into()
+    } else {
+        format!(
+            "stuck: {}; retry or skip it, or cancel the run",
+            failed.join("; ")
+        )
+    }
+}
