@@ -61,6 +61,26 @@ fn transcript(messages: &[Message], reply: &str) -> String {
 }
 
 impl Caller {
+    /// A caller outside any run (tools, evaluations): no budget, a
+    /// throw-away log.
+    pub fn standalone(llm: Arc<dyn Llm>, concurrency: usize, protocol: Protocol) -> Caller {
+        Caller {
+            llm,
+            limit: Arc::new(Semaphore::new(concurrency.max(1))),
+            retry: RetryPolicy::default(),
+            host: crate::host::MemoryHost::new(),
+            run: uuid::Uuid::nil(),
+            spent: Arc::default(),
+            budget: Arc::new(Mutex::new(Budget {
+                max_llm_calls: u32::MAX,
+                max_tokens: u64::MAX,
+                max_wall_secs: u64::MAX / 2000,
+                max_turns: 8,
+            })),
+            protocol,
+        }
+    }
+
     pub fn spent(&self) -> Spent {
         self.spent.lock().expect("spent lock").clone()
     }

@@ -6,17 +6,17 @@ pub const LANGUAGE: &str =
 
 /// Seed 004's design card, as rules and its own examples.
 pub const CLASSIFIER: &str = "You route a task to a planning mode. Answer with JSON.
-Modes:
-- simple: a clear, linear task with a known path; a few steps one after another.
-- complex: several parts that can run in parallel, or the task lists its steps explicitly; a dependency graph pays off.
-- emergent: exploratory, vague or creative; the work is discovered while doing it.
-Examples:
-- \"查询上海今天天气\" → simple
-- \"Calculate 12345 + 67890 and write the result to a file\" → simple
-- \"同时分析 5 个不同的开源项目并对比\" → complex
-- \"Process these 10 data files in parallel and merge the statistics\" → complex
-- \"帮我调研 Python 机器学习生态系统的最新进展\" → emergent
-- \"Find out why our service is slow and suggest improvements\" → emergent
+Ask yourself: could I list every step before starting, and do parts not depend on each other?
+- simple: one clear goal reached by a few known steps, one after another (look something up, compute, convert, write one text).
+- complex: the steps are known and several parts are independent of each other (several files, projects, languages, cities, teams or checks, handled separately then combined).
+- emergent: the steps cannot be listed yet: research, explore, investigate, find out why, review or improve something, design something new; the work is discovered while doing it.
+Examples (not from your tasks):
+- \"把这段话改成正式的语气\" → simple
+- \"Find the population of Canada and round it to millions\" → simple
+- \"Resize the 30 product photos and upload each to the shop\" → complex
+- \"分别统计三个仓库的提交数，再汇总成一张表\" → complex
+- \"What should we change to make onboarding less confusing?\" → emergent
+- \"调查一下为什么夜间任务经常超时\" → emergent
 confidence is 0..1. reason is one short sentence.";
 
 pub const SIMPLE_PLANNER: &str = "You plan a simple task as a short linear list of 1 to 7 subtasks, done one after another.
