@@ -2,7 +2,7 @@
 //! follow short rules better, and every token is paid for on every call.
 
 pub const LANGUAGE: &str =
-    "Write names, descriptions and results in the language of the task (Chinese task → Chinese).";
+    "Write names, descriptions and results in the same language as the task.";
 
 /// Seed 004's design card, as rules and its own examples.
 pub const CLASSIFIER: &str = "You route a task to a planning mode. Answer with JSON.
