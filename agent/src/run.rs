@@ -239,6 +239,8 @@ pub enum RunEntry {
 pub struct RunRecord {
     pub id: RunId,
     pub config: RunConfig,
+    /// Who started it.
+    pub started_by: String,
     pub state: RunState,
     /// Why the run is paused, failed or cancelled.
     pub reason: Option<String>,
@@ -255,6 +257,7 @@ impl RunRecord {
         RunRecord {
             id,
             config,
+            started_by: String::new(),
             state: RunState::Classifying,
             reason: None,
             classification: None,

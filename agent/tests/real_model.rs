@@ -32,12 +32,16 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
     let agent = Agent::new(host.clone(), Arc::new(OpenAiLlm::new(config).unwrap()), 2)
         .with_tools(move |_| Toolset::new(vec![files.clone()]));
     let record = agent
-        .start(RunConfig {
-            task: "Compute 12345 + 67890 and write the result into a file named sum.txt.".into(),
-            mode: ModeChoice::Auto,
-            approval_required: false,
-            ..RunConfig::default()
-        })
+        .start(
+            RunConfig {
+                task: "Compute 12345 + 67890 and write the result into a file named sum.txt."
+                    .into(),
+                mode: ModeChoice::Auto,
+                approval_required: false,
+                ..RunConfig::default()
+            },
+            "test",
+        )
         .await
         .unwrap();
     let id = record.id;
@@ -45,21 +49,41 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
         .await
         .expect("the run finishes within 15 minutes");
     let plan = host.only_plan().unwrap();
-    println!("run: {:?} ({:?}), mode {:?}", run.state, run.reason, run.classification);
+    println!(
+        "run: {:?} ({:?}), mode {:?}",
+        run.state, run.reason, run.classification
+    );
     for s in &plan.subtasks {
-        println!("  #{} {} [{}] → {:?}", s.id.0, s.name, s.state.as_str(), s.outcome);
+        println!(
+            "  #{} {} [{}] → {:?}",
+            s.id.0,
+            s.name,
+            s.state.as_str(),
+            s.outcome
+        );
     }
     for entry in host.entries(id) {
         match entry {
             RunEntry::LlmCall(c) => println!(
                 "  llm {} attempt {} {} ms, {}+{} tokens, finish {:?}, error {:?}",
-                c.role, c.attempt, c.latency_ms, c.prompt_tokens, c.completion_tokens, c.finish_reason, c.error
+                c.role,
+                c.attempt,
+                c.latency_ms,
+                c.prompt_tokens,
+                c.completion_tokens,
+                c.finish_reason,
+                c.error
             ),
-            RunEntry::ToolCall { name, ok, result, .. } => println!("  tool {name} ok={ok}: {result}"),
+            RunEntry::ToolCall {
+                name, ok, result, ..
+            } => println!("  tool {name} ok={ok}: {result}"),
             other => println!("  {other:?}"),
         }
     }
     println!("answer: {:?}", run.answer);
-    println!("sum.txt: {:?}", std::fs::read_to_string(workspace.path().join("sum.txt")).ok());
+    println!(
+        "sum.txt: {:?}",
+        std::fs::read_to_string(workspace.path().join("sum.txt")).ok()
+    );
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }

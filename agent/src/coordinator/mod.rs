@@ -88,9 +88,23 @@ impl Agent {
         self
     }
 
-    /// A new run's row, stored; [`Agent::drive`] then runs it.
-    pub async fn start(&self, config: RunConfig) -> Result<RunRecord, HostError> {
-        let run = RunRecord::new(uuid::Uuid::new_v4(), config);
+    /// A new run: its plan (an empty draft the planner fills in, so the
+    /// board shows it from the first moment) and its row, stored;
+    /// [`Agent::drive`] then runs it.
+    pub async fn start(&self, config: RunConfig, who: &str) -> Result<RunRecord, HostError> {
+        let title = config.task.lines().next().unwrap_or_default();
+        let spec = NewPlan {
+            title: cut(title.trim(), 80),
+            goal: cut(&config.task, 7_900),
+            mode: config.mode.forced().unwrap_or(Mode::Manual),
+            approval_required: config.approval_required,
+            draft: true,
+            ..NewPlan::default()
+        };
+        let plan = self.host.create_plan(spec, AGENT_ACTOR).await?;
+        let mut run = RunRecord::new(uuid::Uuid::new_v4(), config);
+        run.plan_id = Some(plan.id);
+        run.started_by = who.to_string();
         self.host.save_run(&run).await?;
         self.host
             .log(
@@ -98,7 +112,7 @@ impl Agent {
                 RunEntry::StateChanged {
                     from: None,
                     to: run.state,
-                    reason: "started".into(),
+                    reason: format!("started by {who}"),
                 },
             )
             .await?;

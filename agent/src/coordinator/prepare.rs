@@ -23,86 +23,54 @@ impl Driver {
         Ok(())
     }
 
-    pub(super) fn spec(&self, planned: &Planned) -> NewPlan {
+    /// The plan's settings for the mode.
+    pub(super) fn info(&self, planned: &Planned) -> InfoPatch {
         let mode = self.mode();
-        let config = &self.run.config;
-        NewPlan {
-            title: cut(&planned.title, 190),
-            goal: cut(&config.task, 7_900),
-            mode,
-            approval_required: config.approval_required,
+        InfoPatch {
+            title: Some(cut(&planned.title, 190)),
+            mode: Some(mode),
             max_parallel: Some(if mode == Mode::Complex {
-                config.max_parallel.max(1)
+                self.run.config.max_parallel.max(1)
             } else {
                 1
             }),
-            max_subtasks: (mode == Mode::Emergent).then_some(EMERGENT_CAP),
-            subtasks: planned.subtasks.clone(),
-            ..NewPlan::default()
+            // 0 removes a limit an earlier mode set.
+            max_subtasks: Some(if mode == Mode::Emergent {
+                EMERGENT_CAP
+            } else {
+                0
+            }),
+            ..InfoPatch::default()
         }
     }
 
+    /// Fills the run's plan with the planner's subtasks, replacing any
+    /// earlier proposal (after a rejection, or a person switched the mode),
+    /// and submits it.
     pub(super) async fn plan(&mut self) -> Flow {
         let mode = self.mode();
         let task = self.run.config.task.clone();
-        let Some(plan_id) = self.run.plan_id else {
-            let planned = planner::plan(&self.caller, mode, &task, None)
-                .await
-                .map_err(|e| format!("planning failed: {e}"))?;
-            let plan = self
-                .host
-                .create_plan(self.spec(&planned), AGENT_ACTOR)
-                .await
-                .map_err(|e| format!("the plan could not be created: {e}"))?;
-            self.run.plan_id = Some(plan.id);
-            self.run.round = 1;
-            self.seen = Some(plan.clone());
-            self.caller
-                .log(RunEntry::PlanProposed {
-                    plan_id: plan.id,
-                    round: 1,
-                    subtasks: plan.subtasks.len(),
-                })
-                .await;
-            let next = if plan.state == PlanState::AwaitingApproval {
-                RunState::AwaitingApproval
-            } else {
-                RunState::Running
-            };
-            self.move_to(next, "planned").await;
-            return Ok(());
-        };
-        // A revision: after a rejection, or a person switched the mode.
+        let plan_id = self.plan_id()?;
         let old = self.host.plan(plan_id).await.map_err(|e| e.to_string())?;
         let comment = match (old.approval.status, old.approval.comment.clone()) {
-            (ApprovalStatus::Rejected, Some(c)) => c,
-            _ => format!("use the {} planner instead", mode.as_str()),
+            (ApprovalStatus::Rejected, Some(c)) => Some(c),
+            _ if self.run.round > 0 => Some(format!("use the {} planner instead", mode.as_str())),
+            _ => None,
         };
-        let planned = planner::plan(
-            &self.caller,
-            mode,
-            &task,
-            Some(Revision {
-                plan: &old,
-                comment: &comment,
-            }),
-        )
-        .await
-        .map_err(|e| format!("re-planning failed: {e}"))?;
+        let revision = comment.as_deref().map(|comment| Revision {
+            plan: &old,
+            comment,
+        });
+        let planned = planner::plan(&self.caller, mode, &task, revision)
+            .await
+            .map_err(|e| format!("planning failed: {e}"))?;
         let mut ops: Vec<Op> = old
             .subtasks
             .iter()
             .map(|s| Op::DeleteSubtask { id: s.id })
             .collect();
-        let spec = self.spec(&planned);
         ops.push(Op::UpdateInfo {
-            patch: InfoPatch {
-                title: Some(spec.title.clone()),
-                mode: Some(mode),
-                max_parallel: spec.max_parallel,
-                max_subtasks: Some(spec.max_subtasks.unwrap_or(0)),
-                ..InfoPatch::default()
-            },
+            patch: self.info(&planned),
         });
         // New subtasks get ids from the plan's counter, in order.
         let first = old.next_subtask_id;
@@ -125,7 +93,7 @@ impl Driver {
         let plan = self
             .apply(ops)
             .await
-            .map_err(|e| format!("the revised plan was refused: {e}"))?;
+            .map_err(|e| format!("the plan was refused: {e}"))?;
         self.run.round += 1;
         self.caller
             .log(RunEntry::PlanProposed {
@@ -139,7 +107,7 @@ impl Driver {
         } else {
             RunState::Running
         };
-        self.move_to(next, "re-planned").await;
+        self.move_to(next, "planned").await;
         Ok(())
     }
 

@@ -91,7 +91,7 @@ impl World {
     }
 
     pub async fn start(&self, config: RunConfig) -> JoinHandle<RunRecord> {
-        let record = self.agent.start(config).await.unwrap();
+        let record = self.agent.start(config, "ada").await.unwrap();
         *self.run.lock().unwrap() = Some(record.id);
         let agent = self.agent.clone();
         tokio::spawn(async move { agent.drive(record).await })
