@@ -34,12 +34,13 @@ async fn start(url: Option<&str>) -> Running {
         str::to_string,
     );
     let config = Config {
-        database_url: url,
-        access: Access::Local {
-            user: "bench".into(),
-        },
         lease: Duration::from_secs(3600),
-        instance: None,
+        ..Config::defaults(
+            url,
+            Access::Local {
+                user: "bench".into(),
+            },
+        )
     };
     let services = server::start(&config).await.expect("start");
     let options = leptos::config::LeptosOptions::builder()

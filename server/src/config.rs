@@ -7,7 +7,16 @@
 //! | `PLANBOARD_TOKENS` | — | token mode: `name:role:token` entries separated by `,` |
 //! | `PLANBOARD_TOKENS_FILE` | — | token mode: one `name role token` per line |
 //! | `PLANBOARD_LEASE_SECS` | `1800` | idle time after which in-progress subtasks go back to todo |
-//! | `PLANBOARD_INSTANCE` | — | echoed by `/healthz` as `x-planboard-instance` |
+//! | `PLANBOARD_INSTANCE` | — | echoed by `/healthz` as `x-planboard-instance`; names this process's run leases (else the host name) |
+//! | `PLANBOARD_LLM_MODEL` | — | the model of planboard's own agent; unset: runs are refused, all else works |
+//! | `PLANBOARD_LLM_BASE_URL` | `OPENAI_BASE_URL`, else OpenAI | any OpenAI-compatible endpoint, with `/v1` |
+//! | `PLANBOARD_LLM_API_KEY` | `OPENAI_API_KEY` | never logged or shown |
+//! | `PLANBOARD_LLM_CLASSIFIER_MODEL` | the model | a cheaper model for the classifier |
+//! | `PLANBOARD_LLM_TIMEOUT_SECS` | `120` | per model call attempt |
+//! | `PLANBOARD_LLM_CONCURRENCY` | `4` | model calls in flight, across all runs |
+//! | `PLANBOARD_LLM_PROTOCOL` | `auto` | `auto`, `json_schema` or `tool_calls` |
+//! | `PLANBOARD_WORKSPACES` | `data/workspaces` | one folder per run for the file tools |
+//! | `PLANBOARD_RUN_LEASE_SECS` | `30` | how long a run's lease lasts without a heartbeat |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
 use std::collections::HashMap;
@@ -25,6 +34,10 @@ pub struct Config {
     /// `x-planboard-instance` header, so a test run can tell the server it
     /// started from any other one on the port.
     pub instance: Option<String>,
+    /// planboard's own agent; `None` when no model is configured.
+    pub llm: Option<agent::LlmConfig>,
+    pub workspaces: std::path::PathBuf,
+    pub run_lease: Duration,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -36,6 +49,9 @@ impl std::fmt::Debug for Config {
             .field("access", &self.access)
             .field("lease", &self.lease)
             .field("instance", &self.instance)
+            .field("llm", &self.llm)
+            .field("workspaces", &self.workspaces)
+            .field("run_lease", &self.run_lease)
             .finish()
     }
 }
@@ -85,6 +101,20 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The defaults for a database and access mode: no model, workspaces
+    /// under `data/workspaces`, a 30 min idle lease and a 30 s run lease.
+    pub fn defaults(database_url: impl Into<String>, access: Access) -> Config {
+        Config {
+            database_url: database_url.into(),
+            access,
+            lease: Duration::from_secs(1800),
+            instance: None,
+            llm: None,
+            workspaces: "data/workspaces".into(),
+            run_lease: Duration::from_secs(30),
+        }
+    }
+
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_vars(|name| std::env::var(name).ok())
     }
@@ -131,11 +161,28 @@ impl Config {
                 ))
             })?),
         };
+        let llm = agent::LlmConfig::from_vars(var).map_err(ConfigError::Invalid)?;
+        let run_lease = match var("PLANBOARD_RUN_LEASE_SECS") {
+            None => Duration::from_secs(30),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(secs) if secs >= 3 => Duration::from_secs(secs),
+                _ => {
+                    return Err(ConfigError::Invalid(format!(
+                    "PLANBOARD_RUN_LEASE_SECS must be a number of seconds, at least 3, not '{v}'"
+                )))
+                }
+            },
+        };
         Ok(Config {
             database_url,
             access,
             lease,
             instance: var("PLANBOARD_INSTANCE"),
+            llm,
+            workspaces: var("PLANBOARD_WORKSPACES")
+                .unwrap_or_else(|| "data/workspaces".into())
+                .into(),
+            run_lease,
         })
     }
 
@@ -202,13 +249,22 @@ mod tests {
             "s3cret-token-0123456789".to_string(),
             Identity::new("alice", Role::Admin),
         );
+        let llm = agent::LlmConfig::from_vars(|n| match n {
+            "PLANBOARD_LLM_MODEL" => Some("gpt".into()),
+            "PLANBOARD_LLM_API_KEY" => Some("sk-live-key".into()),
+            _ => None,
+        })
+        .unwrap();
         let config = Config {
-            database_url: "postgres://planner:hunter2@db:5432/plans".into(),
-            access: Access::Tokens(tokens),
             lease: Duration::from_secs(60),
-            instance: None,
+            llm,
+            ..Config::defaults(
+                "postgres://planner:hunter2@db:5432/plans",
+                Access::Tokens(tokens),
+            )
         };
         let shown = format!("{config:?}");
+        assert!(!shown.contains("sk-live-key"), "{shown}");
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(!shown.contains("s3cret"), "{shown}");
         assert!(

@@ -13,6 +13,7 @@
 //! - [`api`]: the REST routes and their OpenAPI document;
 //! - [`mcp`]: the MCP endpoint;
 //! - [`metrics`]: `GET /metrics` for Prometheus;
+//! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
 //! - [`router`] / [`start`]: everything wired together; `main.rs` binds it.
@@ -30,6 +31,7 @@ pub mod hints;
 pub mod live;
 pub mod mcp;
 pub mod metrics;
+pub mod runs;
 pub mod service;
 pub mod session;
 pub mod store;
@@ -52,6 +54,7 @@ use crate::store::{SqlStore, StoreError};
 #[derive(Clone)]
 pub struct Services {
     pub plans: Arc<PlanService>,
+    pub runs: Arc<runs::Runs>,
     pub access: Arc<Access>,
     /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).
     pub instance: Option<Arc<str>>,
@@ -70,31 +73,49 @@ impl Services {
 /// Opens the store, loads the plans, releases stale leases and starts the
 /// periodic lease check.
 pub async fn start(config: &Config) -> Result<Services, StoreError> {
-    let store = SqlStore::connect(&config.database_url).await?;
+    let store = Arc::new(SqlStore::connect(&config.database_url).await?);
     let shared = store.is_postgres();
-    let plans = PlanService::open(Arc::new(store), shared).await?;
-    let released = plans.reconcile(config.lease).await.unwrap_or_else(|e| {
-        tracing::error!("lease check failed: {e}");
-        0
-    });
+    let plans = PlanService::open(store.clone(), shared).await?;
+    let runs = runs::Runs::new(config, plans.clone(), store.clone()).map_err(StoreError::Config)?;
+    runs.spawn_keeper();
+    let held = |store: Arc<SqlStore>| async move {
+        use crate::store::RunStore;
+        store
+            .leased_plans(chrono::Utc::now().timestamp_millis())
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!("reading run leases failed: {e}");
+                Vec::new()
+            })
+    };
+    let released = plans
+        .reconcile_except(config.lease, &held(store.clone()).await)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!("lease check failed: {e}");
+            0
+        });
     if released > 0 {
         tracing::info!("released {released} subtask(s) whose lease expired");
     }
     let lease = config.lease;
     let weak = Arc::downgrade(&plans);
+    let run_store = store.clone();
     tokio::spawn(async move {
         // A quarter lease (450 s by default), at least a second apart.
         let every = (lease / 4).max(Duration::from_secs(1));
         loop {
             tokio::time::sleep(every).await;
             let Some(plans) = weak.upgrade() else { return };
-            if let Err(e) = plans.reconcile(lease).await {
+            let held = held(run_store.clone()).await;
+            if let Err(e) = plans.reconcile_except(lease, &held).await {
                 tracing::error!("lease check failed: {e}");
             }
         }
     });
     Ok(Services {
         plans,
+        runs,
         access: Arc::new(config.access.clone()),
         instance: config.instance.as_deref().map(Arc::from),
         keep_alive: Duration::from_secs(15),
@@ -126,6 +147,7 @@ pub fn router_with_pages(
 ) -> Router {
     let api = api::routes(api::ApiState {
         service: services.plans.clone(),
+        runs: services.runs.clone(),
         keep_alive: services.keep_alive,
     });
     let guarded = Router::new()

@@ -23,7 +23,7 @@ use crate::store::{PlanStore, StoredEvent};
 /// How many rows a slow subscriber may fall behind before it gets `resync`.
 const BACKLOG: usize = 4096;
 /// Rows read from the log per query when catching up.
-const PAGE: u32 = 500;
+pub(crate) const PAGE: u32 = 500;
 
 /// A log row as published: its JSON is rendered once for every subscriber.
 pub struct Published {
@@ -59,6 +59,12 @@ impl Hub {
     /// Ends every stream, now and from now on, with a `shutdown` event.
     pub fn close(&self) {
         self.closing.send_replace(true);
+    }
+
+    /// Resolves once the server begins to shut down.
+    pub async fn closing(&self) {
+        let mut closing = self.closing.subscribe();
+        let _ = closing.wait_for(|closed| *closed).await;
     }
 
     /// Asks the log reader to publish what was just committed.
@@ -145,7 +151,7 @@ pub fn stream(
         .keep_alive(KeepAlive::new().interval(keep_alive))
 }
 
-fn row_event(seq: i64, json: String) -> SseEvent {
+pub(crate) fn row_event(seq: i64, json: String) -> SseEvent {
     SseEvent::default().id(seq.to_string()).data(json)
 }
 

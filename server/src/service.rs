@@ -238,6 +238,26 @@ impl PlanService {
         .await
     }
 
+    /// Runs several ops as one change, all or none (the agent's path);
+    /// returns the plan after it.
+    pub async fn execute(
+        &self,
+        id: PlanId,
+        ops: Vec<Op>,
+        actor: &str,
+    ) -> Result<Plan, ServiceError> {
+        self.refresh(id).await?;
+        let now = chrono::Utc::now();
+        self.write(actor, |book| {
+            if book.get(id).is_none() {
+                return Err(ServiceError::NotFound(id));
+            }
+            book.execute(id, ops.clone(), actor, now)?;
+            book.get(id).cloned().ok_or(ServiceError::NotFound(id))
+        })
+        .await
+    }
+
     pub async fn delete(&self, id: PlanId, actor: &str) -> Result<(), ServiceError> {
         self.refresh(id).await?;
         self.write(actor, |book| {
@@ -392,6 +412,16 @@ impl PlanService {
     /// `lease`: the agent that started them is presumed gone (its process
     /// died, or it gave up). Each release is an event saying why.
     pub async fn reconcile(&self, lease: Duration) -> Result<usize, ServiceError> {
+        self.reconcile_except(lease, &[]).await
+    }
+
+    /// [`PlanService::reconcile`], leaving alone the plans in `held` (their
+    /// run's driver holds a live lease: quiet is not gone).
+    pub async fn reconcile_except(
+        &self,
+        lease: Duration,
+        held: &[PlanId],
+    ) -> Result<usize, ServiceError> {
         let now = chrono::Utc::now();
         let cutoff = now - chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
         let minutes = lease.as_secs() / 60;
@@ -399,6 +429,7 @@ impl PlanService {
             let book = self.book.lock().await;
             book.all()
                 .filter(|p| p.updated_at < cutoff && p.count(SubtaskState::InProgress) > 0)
+                .filter(|p| !held.contains(&p.id))
                 .map(|p| (p.id, p.in_progress()))
                 .collect()
         };

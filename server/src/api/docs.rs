@@ -15,7 +15,7 @@ use utoipa::openapi::{Ref, RefOr};
 pub struct ErrorBody {
     /// `bad_request`, `unauthorized`, `forbidden`, `not_found`,
     /// `method_not_allowed`, `conflict`, `already_exists`, `too_large`,
-    /// `internal`, or the engine's refusal (`cycle`, `illegal_transition`,
+    /// `internal`, `no_model`, or the engine's refusal (`cycle`, `illegal_transition`,
     /// `not_ready`, `plan_full`, `invalid`, …).
     pub error: String,
     /// A sentence for the person or model that sent the request.
@@ -35,6 +35,10 @@ const CONFLICT: (u16, &str) = (
     409,
     "`expected_version` (or If-Match) is stale: `current_version` says where the plan is; or \
      the database already holds what this would create",
+);
+const NO_MODEL: (u16, &str) = (
+    409,
+    "`no_model`: planboard's agent has no model configured; the message says what to set",
 );
 const TOO_LARGE: (u16, &str) = (413, "the body is over 2 MiB");
 const REFUSED: (u16, &str) = (
@@ -85,6 +89,10 @@ error_set!(
 error_set!(
     /// A new plan (create, import).
     CreateErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, CONFLICT, TOO_LARGE, REFUSED, UNAVAILABLE]
+);
+error_set!(
+    /// Starting a run (409 `no_model` when no model is configured).
+    RunStartErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NO_MODEL, TOO_LARGE, REFUSED, UNAVAILABLE]
 );
 error_set!(
     /// A tool call (a refusal is a 422 with the tool's own reply).

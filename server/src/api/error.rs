@@ -27,6 +27,11 @@ pub enum ApiError {
     TooLarge(String),
     /// The database refused the write as clashing with what is stored.
     AlreadyExists(String),
+    /// The server is not set up for this (no model for runs): a 409.
+    State {
+        code: &'static str,
+        message: String,
+    },
     /// The engine refused: a cycle, an illegal transition, a full plan, …
     Refused {
         code: &'static str,
@@ -72,6 +77,10 @@ impl IntoResponse for ApiError {
             ApiError::AlreadyExists(m) => (
                 StatusCode::CONFLICT,
                 json!({"error": "already_exists", "message": m}),
+            ),
+            ApiError::State { code, message } => (
+                StatusCode::CONFLICT,
+                json!({"error": code, "message": message}),
             ),
             ApiError::Refused { code, message } => (
                 StatusCode::UNPROCESSABLE_ENTITY,

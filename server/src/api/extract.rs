@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use super::error::{from_rejection, typed_body, ApiError};
 
 /// One parameter of the matched route, percent-decoded.
-async fn path_param(parts: &mut Parts, name: &str) -> Result<String, ApiError> {
+pub(super) async fn path_param(parts: &mut Parts, name: &str) -> Result<String, ApiError> {
     let raw = RawPathParams::from_request_parts(parts, &())
         .await
         .map_err(|e| ApiError::BadRequest(e.body_text()))?;

@@ -8,6 +8,7 @@
 //! - `plans.rs`: plans, events, comments, hint, export/import, `/commands`;
 //! - `subtasks.rs`: subtask routes; `actions.rs`: approve, pause, … and comments;
 //! - `tools.rs`: the agents' door (tool schemas and calls per dialect);
+//! - `runs.rs`: planboard's own agent: start, follow and steer runs;
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
@@ -17,6 +18,7 @@ pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod plans;
+pub mod runs;
 pub mod schema;
 pub mod stream;
 pub mod subtasks;
@@ -40,6 +42,7 @@ pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 #[derive(Clone)]
 pub struct ApiState {
     pub service: Arc<PlanService>,
+    pub runs: Arc<crate::runs::Runs>,
     pub keep_alive: Duration,
 }
 
@@ -57,11 +60,15 @@ pub struct ApiState {
         actions::submit, actions::pause, actions::resume, actions::recover,
         tools::list_tools, tools::call_tool, tools::session_hint, tools::session_hint_remembered,
         stream::plan_stream, stream::all_stream,
+        runs::start_run, runs::list_runs, runs::get_run, runs::run_events, runs::pause_run,
+        runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
+        runs::get_artifact, stream::run_stream,
     ),
     tags(
         (name = "plans"), (name = "subtasks"), (name = "comments"),
         (name = "tools", description = "OpenAI function-calling tools in four dialects"),
         (name = "live", description = "server-sent events"),
+        (name = "runs", description = "planboard's own agent: a task in, a plan approved by a person, the work done by a model"),
     )
 )]
 pub struct ApiDoc;
@@ -108,13 +115,23 @@ pub fn routes(state: ApiState) -> Router {
             "/tools/{dialect}/hint",
             get(tools::session_hint).post(tools::session_hint_remembered),
         )
-        .route("/tools/{dialect}/{tool}", post(tools::call_tool));
+        .route("/tools/{dialect}/{tool}", post(tools::call_tool))
+        .route("/runs", get(runs::list_runs).post(runs::start_run))
+        .route("/runs/{id}", get(runs::get_run))
+        .route("/runs/{id}/events", get(runs::run_events))
+        .route("/runs/{id}/pause", post(runs::pause_run))
+        .route("/runs/{id}/resume", post(runs::resume_run))
+        .route("/runs/{id}/cancel", post(runs::cancel_run))
+        .route("/runs/{id}/answer", post(runs::answer_run))
+        .route("/runs/{id}/artifacts", get(runs::list_artifacts))
+        .route("/runs/{id}/artifacts/{*path}", get(runs::get_artifact));
     // Streams live for hours: the timeout (which only waits for their head)
     // and gzip (which never compresses them) would only hold memory for
     // each one, so they are added after those layers.
     crate::bounded_responses(bounded)
         .route("/plans/{id}/stream", get(stream::plan_stream))
         .route("/stream", get(stream::all_stream))
+        .route("/runs/{id}/stream", get(stream::run_stream))
         .route_layer(axum::middleware::from_fn(crate::metrics::tag_route))
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)

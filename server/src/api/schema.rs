@@ -143,6 +143,12 @@ schemars_bridge! {
         super::bodies::ReplaceSubtasks,
         super::bodies::NoFields,
         super::bodies::NewComment,
+        super::runs::StartRun,
+        super::runs::ResumeRun,
+        super::runs::AnswerRun,
+        crate::runs::RunView,
+        crate::runs::Artifact,
+        crate::store::StoredRunEntry,
     ]
 }
 

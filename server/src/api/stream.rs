@@ -73,3 +73,24 @@ pub async fn all_stream(
         state.keep_alive,
     ))
 }
+
+#[utoipa::path(get, path = "/api/runs/{id}/stream", tag = "live",
+    params(("id" = uuid::Uuid, Path, description = "run UUID"), StreamQuery),
+    responses((status = 200, content_type = "text/event-stream",
+        description = "the run log: every entry after `after` (or Last-Event-ID; from the start when neither is given), then live ones; data: the entry as in /events, id: its seq; `shutdown` when the server stops"), ReadErrors))]
+pub async fn run_stream(
+    State(state): State<ApiState>,
+    super::runs::RunRef(id): super::runs::RunRef,
+    Params(q): Params<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    state.runs.record(id).await?;
+    let after = resume_from(&headers, &q)?.unwrap_or(0);
+    Ok(crate::runs::run_stream(
+        state.service.hub(),
+        state.runs.clone(),
+        id,
+        after,
+        state.keep_alive,
+    ))
+}

@@ -8,8 +8,10 @@
 //!
 //! # Layout
 //! - this file: the trait and the rows it speaks in;
-//! - `sql.rs`: [`SqlStore`], one implementation for SQLite and PostgreSQL.
+//! - `sql.rs`: [`SqlStore`], one implementation for SQLite and PostgreSQL;
+//! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
 
+mod runs;
 mod sql;
 
 use async_trait::async_trait;
@@ -17,6 +19,7 @@ use plan_engine::{Event, Plan, PlanId};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+pub use runs::{RunStore, StoredRunEntry};
 pub use sql::SqlStore;
 
 #[derive(Debug, thiserror::Error)]

@@ -42,7 +42,7 @@ impl Backend {
 }
 
 pub struct SqlStore {
-    pool: AnyPool,
+    pub(super) pool: AnyPool,
     backend: Backend,
     url: String,
 }

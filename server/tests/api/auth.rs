@@ -80,10 +80,8 @@ async fn tokens_decide_who_may_read_and_write() {
 #[test]
 fn local_mode_refuses_to_listen_beyond_loopback() {
     let local = Config {
-        database_url: String::new(),
-        access: crate::support::local(),
         lease: std::time::Duration::ZERO,
-        instance: None,
+        ..Config::defaults("", crate::support::local())
     };
     assert!(local.check_bind("127.0.0.1:3000".parse().unwrap()).is_ok());
     let err = local

@@ -255,10 +255,8 @@ async fn resuming_while_another_client_writes_delivers_every_row_once_on_both_st
 #[tokio::test]
 async fn an_idle_stream_gets_keep_alive_comments() {
     let config = server::config::Config {
-        database_url: "sqlite::memory:".into(),
-        access: crate::support::local(),
         lease: Duration::from_secs(3600),
-        instance: None,
+        ..server::config::Config::defaults("sqlite::memory:", crate::support::local())
     };
     let server = TestServer::with_config(&config, |s| {
         s.keep_alive = Duration::from_millis(100);

@@ -7,11 +7,14 @@
 mod auth;
 mod bad_input;
 mod concurrency;
+mod crash;
+mod fake_openai;
 mod live;
 mod mcp;
 mod openapi;
 mod plans;
 mod postgres;
+mod runs;
 mod site;
 mod support;
 mod tools;

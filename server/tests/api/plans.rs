@@ -348,10 +348,11 @@ async fn metrics_count_requests_by_route_template_commits_subscribers_and_plans_
 async fn the_lease_check_runs_on_its_schedule_and_leaves_an_active_plan_alone() {
     let dir = tempfile::tempdir().unwrap();
     let config = server::config::Config {
-        database_url: format!("sqlite://{}", dir.path().join("l.db").display()),
-        access: crate::support::local(),
         lease: std::time::Duration::from_secs(2),
-        instance: None,
+        ..server::config::Config::defaults(
+            format!("sqlite://{}", dir.path().join("l.db").display()),
+            crate::support::local(),
+        )
     };
     let server = TestServer::with_config(&config, |_| {}).await;
     let idle = server.create(chain("idle")).await;

@@ -168,3 +168,76 @@ async fn a_commit_notifies_another_stores_listener_by_itself() {
         .expect("the listener is open");
     println!("NOTIFY after {:?}", started.elapsed());
 }
+
+/// The run store's queries on either database.
+pub async fn run_store_story(url: &str) {
+    use agent::run::{RunConfig, RunRecord, RunState};
+    use server::store::{RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let plan = uuid::Uuid::new_v4();
+    let mut run = RunRecord::new(uuid::Uuid::new_v4(), RunConfig::default());
+    run.plan_id = Some(plan);
+    store.save_run(&run).await.unwrap();
+    run.state = RunState::Running;
+    store.save_run(&run).await.unwrap();
+    assert_eq!(
+        store.load_run(run.id).await.unwrap().unwrap().state,
+        RunState::Running
+    );
+    let listed = store
+        .list_runs(Some(RunState::Running), Some(plan), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(store
+        .list_runs(Some(RunState::Done), Some(plan), 0, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let first = store
+        .append_run_log(run.id, "note", r#"{"kind":"note"}"#)
+        .await
+        .unwrap();
+    store
+        .append_run_log(run.id, "note", r#"{"kind":"note"}"#)
+        .await
+        .unwrap();
+    let log = store.run_log(run.id, first.seq, 10).await.unwrap();
+    assert_eq!(log.len(), 1, "entries after a seq");
+    let owner = format!("owner-{}", uuid::Uuid::new_v4());
+    let now = chrono::Utc::now().timestamp_millis();
+    let claimed = store.claim_runs(&owner, now, now + 60_000).await.unwrap();
+    assert!(claimed.iter().any(|r| r.id == run.id));
+    let other = store
+        .claim_runs("someone else", now, now + 60_000)
+        .await
+        .unwrap();
+    assert!(
+        other.iter().all(|r| r.id != run.id),
+        "a live lease is not taken"
+    );
+    assert!(store.leased_plans(now).await.unwrap().contains(&plan));
+    assert!(store
+        .renew_runs(&owner, now + 120_000)
+        .await
+        .unwrap()
+        .contains(&run.id));
+    store.release_run(run.id).await.unwrap();
+    assert!(!store.leased_plans(now).await.unwrap().contains(&plan));
+}
+
+#[tokio::test]
+async fn the_run_store_works_on_postgres() {
+    let Some(url) = database() else { return };
+    run_store_story(&url).await;
+}
+
+#[tokio::test]
+async fn the_run_store_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    run_store_story(&format!(
+        "sqlite://{}",
+        dir.path().join("runs.db").display()
+    ))
+    .await;
+}

@@ -47,10 +47,8 @@ impl TestServer {
 
     pub async fn on(url: &str, access: Access) -> TestServer {
         let config = Config {
-            database_url: url.to_string(),
-            access,
             lease: Duration::from_secs(3600),
-            instance: None,
+            ..Config::defaults(url, access)
         };
         TestServer::with_config(&config, |_| {}).await
     }

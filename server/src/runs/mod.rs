@@ -1,0 +1,473 @@
+//! planboard's own agent inside the server: [`Runs`] starts runs, drives
+//! them under a lease, answers what the API asks about them, and turns
+//! people's requests (pause, resume, cancel, answer) into plan changes, so
+//! the board and the agent share one path.
+//!
+//! # Durability
+//! A run is a row (its [`RunRecord`]) plus its plan. Whoever drives a run
+//! holds its lease and renews it every third of the lease; on start, and
+//! on every renewal, a process claims the unfinished runs whose lease ran
+//! out (a crashed replica's) or that it held itself before a restart, and
+//! drives them from the plan's state: finished subtasks stay finished, the
+//! model call that was in flight is made again.
+//!
+//! # Layout
+//! - this file: [`Runs`], the service the API calls;
+//! - `host.rs`: the agent's `Host` over [`PlanService`] and the run store;
+//! - `stream.rs`: a run's log as server-sent events.
+
+mod host;
+mod stream;
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use agent::run::{Budget, RunConfig, RunProgress, RunRecord, RunState};
+use agent::tools::{FileTools, ToolBox, Toolset};
+use agent::{Agent, OpenAiLlm, RunId};
+use plan_engine::{Command, Op, PlanState, SubtaskId, SubtaskState};
+use schemars::JsonSchema;
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+pub use host::ServerHost;
+pub use stream::run_stream;
+
+use crate::config::Config;
+use crate::service::{PlanService, ServiceError};
+use crate::store::{RunStore, StoreError, StoredRunEntry};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    NoModel(String),
+    #[error("no run has id {0}")]
+    NotFound(RunId),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Plan(#[from] ServiceError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A run as the API shows it.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct RunView {
+    #[serde(flatten)]
+    pub record: RunRecord,
+    /// The plan's state (`null` if its plan was deleted).
+    pub plan_state: Option<PlanState>,
+    pub progress: RunProgress,
+}
+
+const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL and \
+    PLANBOARD_LLM_BASE_URL (and PLANBOARD_LLM_API_KEY if the endpoint needs one), then \
+    restart; see the README's table of variables";
+
+pub struct Runs {
+    plans: Arc<PlanService>,
+    store: Arc<dyn RunStore>,
+    agent: Option<Arc<Agent>>,
+    entries: broadcast::Sender<Arc<StoredRunEntry>>,
+    owner: String,
+    lease: Duration,
+    workspaces: PathBuf,
+    driving: Mutex<HashSet<RunId>>,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// The name this process's leases carry: the instance name, else the host's.
+fn owner_name(config: &Config) -> String {
+    config
+        .instance
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "planboard".into())
+}
+
+impl Runs {
+    /// Builds the service; with a model configured, also the agent.
+    pub fn new(
+        config: &Config,
+        plans: Arc<PlanService>,
+        store: Arc<dyn RunStore>,
+    ) -> Result<Arc<Runs>, String> {
+        let (entries, _) = broadcast::channel(4096);
+        let host = Arc::new(ServerHost {
+            plans: plans.clone(),
+            store: store.clone(),
+            entries: entries.clone(),
+        });
+        let workspaces = config.workspaces.clone();
+        let agent = match &config.llm {
+            None => None,
+            Some(llm) => {
+                let concurrency = llm.concurrency;
+                let protocol = llm.protocol;
+                let model = Arc::new(OpenAiLlm::new(llm.clone())?);
+                let root = workspaces.clone();
+                let mut agent =
+                    Agent::new(host, model, concurrency).with_tools(
+                        move |run| match FileTools::new(root.join(run.to_string())) {
+                            Ok(files) => Toolset::new(vec![Arc::new(files) as Arc<dyn ToolBox>]),
+                            Err(e) => {
+                                tracing::error!("run {run}: no workspace folder: {e}");
+                                Toolset::default()
+                            }
+                        },
+                    );
+                agent.protocol = protocol;
+                Some(Arc::new(agent))
+            }
+        };
+        Ok(Arc::new(Runs {
+            plans,
+            store,
+            agent,
+            entries,
+            owner: owner_name(config),
+            lease: config.run_lease,
+            workspaces,
+            driving: Mutex::new(HashSet::new()),
+        }))
+    }
+
+    /// For tests: the agent on any model.
+    pub fn with_agent(self: &Arc<Self>, agent: Arc<Agent>) -> Arc<Runs> {
+        Arc::new(Runs {
+            plans: self.plans.clone(),
+            store: self.store.clone(),
+            agent: Some(agent),
+            entries: self.entries.clone(),
+            owner: self.owner.clone(),
+            lease: self.lease,
+            workspaces: self.workspaces.clone(),
+            driving: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The agent's host, for building an agent on another model (tests).
+    pub fn host(&self) -> Arc<ServerHost> {
+        Arc::new(ServerHost {
+            plans: self.plans.clone(),
+            store: self.store.clone(),
+            entries: self.entries.clone(),
+        })
+    }
+
+    pub fn has_model(&self) -> bool {
+        self.agent.is_some()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoredRunEntry>> {
+        self.entries.subscribe()
+    }
+
+    pub fn store(&self) -> Arc<dyn RunStore> {
+        self.store.clone()
+    }
+
+    pub fn workspace(&self, run: RunId) -> PathBuf {
+        self.workspaces.join(run.to_string())
+    }
+
+    /// Claims what is claimable and drives it; then keeps the leases
+    /// alive (and picks up runs whose driver died) until the service goes.
+    pub fn spawn_keeper(self: &Arc<Self>) {
+        if self.agent.is_none() {
+            return;
+        }
+        let weak: Weak<Runs> = Arc::downgrade(self);
+        let every = (self.lease / 3).max(Duration::from_secs(1));
+        tokio::spawn(async move {
+            loop {
+                let Some(runs) = weak.upgrade() else { return };
+                runs.keep().await;
+                drop(runs);
+                tokio::time::sleep(every).await;
+            }
+        });
+    }
+
+    async fn keep(self: &Arc<Self>) {
+        let until = now_ms() + self.lease.as_millis() as i64;
+        if let Err(e) = self.store.renew_runs(&self.owner, until).await {
+            tracing::error!("renewing run leases failed: {e}");
+        }
+        match self.store.claim_runs(&self.owner, now_ms(), until).await {
+            Ok(claimed) => {
+                for run in claimed {
+                    self.drive(run);
+                }
+            }
+            Err(e) => tracing::error!("claiming runs failed: {e}"),
+        }
+    }
+
+    fn drive(self: &Arc<Self>, run: RunRecord) {
+        let Some(agent) = self.agent.clone() else {
+            return;
+        };
+        if !self.driving.lock().expect("driving lock").insert(run.id) {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let id = run.id;
+            let finished = agent.drive(run).await;
+            tracing::info!("run {id} ended as {}", finished.state.as_str());
+            if let Err(e) = me.store.release_run(id).await {
+                tracing::warn!("run {id}: releasing its lease failed: {e}");
+            }
+            me.driving.lock().expect("driving lock").remove(&id);
+        });
+    }
+
+    pub async fn start(
+        self: &Arc<Self>,
+        config: RunConfig,
+        who: &str,
+    ) -> Result<RunView, RunError> {
+        let agent = self
+            .agent
+            .clone()
+            .ok_or_else(|| RunError::NoModel(NO_MODEL.into()))?;
+        let record = agent
+            .start(config, who)
+            .await
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
+        self.keep().await;
+        self.view(record).await
+    }
+
+    async fn view(&self, record: RunRecord) -> Result<RunView, RunError> {
+        let (plan_state, progress) = match record.plan_id {
+            Some(id) => {
+                let parallel = record.config.max_parallel;
+                self.plans
+                    .read(id, |p| (Some(p.state), RunProgress::of(p, parallel)))
+                    .await
+                    .unwrap_or_default()
+            }
+            None => (None, RunProgress::default()),
+        };
+        Ok(RunView {
+            record,
+            plan_state,
+            progress,
+        })
+    }
+
+    pub async fn record(&self, id: RunId) -> Result<RunRecord, RunError> {
+        self.store.load_run(id).await?.ok_or(RunError::NotFound(id))
+    }
+
+    pub async fn get(&self, id: RunId) -> Result<RunView, RunError> {
+        let record = self.record(id).await?;
+        self.view(record).await
+    }
+
+    pub async fn list(
+        &self,
+        state: Option<RunState>,
+        plan: Option<plan_engine::PlanId>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<RunView>, RunError> {
+        let mut out = Vec::new();
+        for record in self.store.list_runs(state, plan, offset, limit).await? {
+            out.push(self.view(record).await?);
+        }
+        Ok(out)
+    }
+
+    pub async fn events(
+        &self,
+        id: RunId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, RunError> {
+        self.record(id).await?;
+        Ok(self.store.run_log(id, after, limit).await?)
+    }
+
+    async fn on_plan(&self, id: RunId, ops: Vec<Op>, who: &str) -> Result<RunView, RunError> {
+        let record = self.record(id).await?;
+        let plan = record
+            .plan_id
+            .ok_or_else(|| RunError::Invalid("the run has no plan yet".into()))?;
+        if ops.len() == 1 {
+            let op = ops.into_iter().next().expect("one op");
+            self.plans.command(plan, &Command::from(op), who).await?;
+        } else {
+            self.plans.execute(plan, ops, who).await?;
+        }
+        self.view(record).await
+    }
+
+    /// Nothing new starts; work in flight finishes.
+    pub async fn pause(&self, id: RunId, who: &str) -> Result<RunView, RunError> {
+        self.on_plan(id, vec![Op::Pause], who).await
+    }
+
+    /// With a budget, the run's budget is replaced first (a run paused by
+    /// its budget goes on after a person raised it).
+    pub async fn resume(
+        &self,
+        id: RunId,
+        budget: Option<Budget>,
+        who: &str,
+    ) -> Result<RunView, RunError> {
+        if let Some(budget) = budget {
+            let mut record = self.record(id).await?;
+            let live = self
+                .agent
+                .as_ref()
+                .is_some_and(|a| a.raise_budget(id, budget.clone()));
+            if !live {
+                record.config.budget = budget;
+                self.store.save_run(&record).await?;
+            }
+        }
+        self.on_plan(id, vec![Op::Resume], who).await
+    }
+
+    /// Ends the plan as abandoned: work in flight is dropped, subtasks in
+    /// progress go back to todo.
+    pub async fn cancel(&self, id: RunId, who: &str) -> Result<RunView, RunError> {
+        let outcome = format!("run cancelled by {who}");
+        self.on_plan(
+            id,
+            vec![Op::Finish {
+                state: PlanState::Abandoned,
+                outcome,
+            }],
+            who,
+        )
+        .await
+    }
+
+    /// Answers the agent's question on `subtask`: the answer becomes a
+    /// comment on it and the subtask is unblocked, so the agent takes it up
+    /// again with the answer in its prompt.
+    pub async fn answer(
+        &self,
+        id: RunId,
+        subtask: SubtaskId,
+        answer: &str,
+        who: &str,
+    ) -> Result<RunView, RunError> {
+        let record = self.record(id).await?;
+        let plan = record
+            .plan_id
+            .ok_or_else(|| RunError::Invalid("the run has no plan yet".into()))?;
+        let blocked = self
+            .plans
+            .read(plan, |p| p.subtask(subtask).map(|s| s.state))
+            .await
+            .flatten();
+        match blocked {
+            Some(SubtaskState::Blocked) => {}
+            Some(state) => {
+                return Err(RunError::Invalid(format!(
+                    "subtask {} is {}, not waiting for an answer",
+                    subtask.0,
+                    state.as_str()
+                )))
+            }
+            None => {
+                return Err(RunError::Invalid(format!(
+                    "the run's plan has no subtask {}",
+                    subtask.0
+                )))
+            }
+        }
+        let ops = vec![
+            Op::Comment {
+                subtask: Some(subtask),
+                body: answer.to_string(),
+            },
+            Op::SetSubtaskState {
+                id: subtask,
+                state: SubtaskState::Todo,
+                note: Some(format!("answered by {who}")),
+                start_next: false,
+            },
+        ];
+        self.on_plan(id, ops, who).await
+    }
+
+    /// The files the run wrote, relative to its workspace.
+    pub async fn artifacts(&self, id: RunId) -> Result<Vec<Artifact>, RunError> {
+        self.record(id).await?;
+        let root = self.workspace(id);
+        let mut out = Vec::new();
+        let mut stack = vec![PathBuf::new()];
+        while let Some(dir) = stack.pop() {
+            let Ok(mut entries) = tokio::fs::read_dir(root.join(&dir)).await else {
+                continue;
+            };
+            while let Ok(Some(entry)) = entries.next_entry().await {
+                let path = dir.join(entry.file_name());
+                let Ok(kind) = entry.file_type().await else {
+                    continue;
+                };
+                if kind.is_dir() {
+                    stack.push(path);
+                } else if kind.is_file() {
+                    let bytes = entry.metadata().await.map(|m| m.len()).unwrap_or(0);
+                    out.push(Artifact {
+                        path: path.to_string_lossy().replace('\\', "/"),
+                        bytes,
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// One artifact's bytes; paths out of the workspace are refused.
+    pub async fn artifact(&self, id: RunId, relative: &str) -> Result<Vec<u8>, RunError> {
+        self.record(id).await?;
+        let path = Path::new(relative);
+        if path.is_absolute()
+            || path
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return Err(RunError::Invalid(format!(
+                "{relative} is not a path inside the run's workspace"
+            )));
+        }
+        let root = self.workspace(id);
+        let missing = || RunError::Invalid(format!("the run has no artifact {relative}"));
+        let real = tokio::fs::canonicalize(root.join(path))
+            .await
+            .map_err(|_| missing())?;
+        let root = tokio::fs::canonicalize(&root)
+            .await
+            .map_err(|_| missing())?;
+        if !real.starts_with(&root) {
+            return Err(RunError::Invalid(format!(
+                "{relative} leads outside the run's workspace"
+            )));
+        }
+        tokio::fs::read(real).await.map_err(|_| missing())
+    }
+}
+
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct Artifact {
+    pub path: String,
+    pub bytes: u64,
+}

@@ -1,0 +1,245 @@
+//! Durable runs of planboard's own agent: [`RunStore`] and its SQL
+//! implementation on the same database as the plans.
+
+use agent::run::{RunRecord, RunState};
+use agent::RunId;
+use async_trait::async_trait;
+use plan_engine::PlanId;
+use schemars::JsonSchema;
+use serde::Serialize;
+use sqlx::Row;
+
+use super::sql::ts;
+use super::{SqlStore, StoreError};
+
+/// One line of a run's log as stored and streamed.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct StoredRunEntry {
+    /// Its position in the log of all runs; the SSE id.
+    pub seq: i64,
+    pub run_id: RunId,
+    pub kind: String,
+    pub at: String,
+    /// The entry itself (`kind` repeated inside).
+    pub entry: serde_json::Value,
+}
+
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Inserts or replaces the run's row (the lease is left as it is).
+    async fn save_run(&self, run: &RunRecord) -> Result<(), StoreError>;
+    async fn load_run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError>;
+    /// Newest first.
+    async fn list_runs(
+        &self,
+        state: Option<RunState>,
+        plan: Option<PlanId>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, StoreError>;
+    async fn append_run_log(
+        &self,
+        run: RunId,
+        kind: &str,
+        entry: &str,
+    ) -> Result<StoredRunEntry, StoreError>;
+    async fn run_log(
+        &self,
+        run: RunId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError>;
+    /// Takes every unfinished run whose lease has expired, or that `owner`
+    /// held before (a restart of the same instance), until `until_ms`.
+    async fn claim_runs(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<Vec<RunRecord>, StoreError>;
+    /// Extends `owner`'s leases; returns the runs it still holds.
+    async fn renew_runs(&self, owner: &str, until_ms: i64) -> Result<Vec<RunId>, StoreError>;
+    async fn release_run(&self, id: RunId) -> Result<(), StoreError>;
+    /// Plans whose run is driven under a live lease: their subtasks are
+    /// being worked on, however quiet the plan looks.
+    async fn leased_plans(&self, now_ms: i64) -> Result<Vec<PlanId>, StoreError>;
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn record_of(row: &sqlx::any::AnyRow) -> Result<RunRecord, StoreError> {
+    let text: String = row.try_get("record")?;
+    serde_json::from_str(&text).map_err(corrupt)
+}
+
+fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
+    let run_id: String = row.try_get("run_id")?;
+    let entry: String = row.try_get("entry")?;
+    Ok(StoredRunEntry {
+        seq: row.try_get("seq")?,
+        run_id: run_id.parse().map_err(corrupt)?,
+        kind: row.try_get("kind")?,
+        at: row.try_get("at")?,
+        entry: serde_json::from_str(&entry).map_err(corrupt)?,
+    })
+}
+
+const UNFINISHED: &str = "state NOT IN ('done', 'failed', 'cancelled')";
+
+#[async_trait]
+impl RunStore for SqlStore {
+    async fn save_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let record = serde_json::to_string(run).map_err(corrupt)?;
+        let now = ts(chrono::Utc::now());
+        sqlx::query(
+            "INSERT INTO runs (id, plan_id, state, record, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (id) DO UPDATE SET plan_id = $2, state = $3, record = $4, updated_at = $6",
+        )
+        .bind(run.id.to_string())
+        .bind(run.plan_id.map(|p| p.to_string()))
+        .bind(run.state.as_str())
+        .bind(record)
+        .bind(&now)
+        .bind(&now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn load_run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError> {
+        let row = sqlx::query("SELECT record FROM runs WHERE id = $1")
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(record_of).transpose()
+    }
+
+    async fn list_runs(
+        &self,
+        state: Option<RunState>,
+        plan: Option<PlanId>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT record FROM runs WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR plan_id = $2) \
+             ORDER BY created_at DESC, id LIMIT $3 OFFSET $4",
+        )
+        .bind(state.map(RunState::as_str))
+        .bind(plan.map(|p| p.to_string()))
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(record_of).collect()
+    }
+
+    async fn append_run_log(
+        &self,
+        run: RunId,
+        kind: &str,
+        entry: &str,
+    ) -> Result<StoredRunEntry, StoreError> {
+        let at = ts(chrono::Utc::now());
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO run_log (run_id, kind, entry, at) VALUES ($1, $2, $3, $4) RETURNING seq",
+        )
+        .bind(run.to_string())
+        .bind(kind)
+        .bind(entry)
+        .bind(&at)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(StoredRunEntry {
+            seq,
+            run_id: run,
+            kind: kind.to_string(),
+            at,
+            entry: serde_json::from_str(entry).map_err(corrupt)?,
+        })
+    }
+
+    async fn run_log(
+        &self,
+        run: RunId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, run_id, kind, entry, at FROM run_log WHERE run_id = $1 AND seq > $2 \
+             ORDER BY seq LIMIT $3",
+        )
+        .bind(run.to_string())
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(entry_of).collect()
+    }
+
+    async fn claim_runs(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        let candidates: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT id FROM runs WHERE {UNFINISHED} AND \
+             (lease_until IS NULL OR lease_until < $1 OR lease_owner = $2) ORDER BY created_at"
+        ))
+        .bind(now_ms)
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut claimed = Vec::new();
+        for id in candidates {
+            // Guarded again: another process may have claimed it meanwhile.
+            let row = sqlx::query(&format!(
+                "UPDATE runs SET lease_owner = $1, lease_until = $2 WHERE id = $3 AND {UNFINISHED} \
+                 AND (lease_until IS NULL OR lease_until < $4 OR lease_owner = $1) RETURNING record"
+            ))
+            .bind(owner)
+            .bind(until_ms)
+            .bind(&id)
+            .bind(now_ms)
+            .fetch_optional(&self.pool)
+            .await?;
+            if let Some(row) = row {
+                claimed.push(record_of(&row)?);
+            }
+        }
+        Ok(claimed)
+    }
+
+    async fn renew_runs(&self, owner: &str, until_ms: i64) -> Result<Vec<RunId>, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(&format!(
+            "UPDATE runs SET lease_until = $1 WHERE lease_owner = $2 AND {UNFINISHED} RETURNING id"
+        ))
+        .bind(until_ms)
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await?;
+        ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
+    }
+
+    async fn release_run(&self, id: RunId) -> Result<(), StoreError> {
+        sqlx::query("UPDATE runs SET lease_owner = NULL, lease_until = NULL WHERE id = $1")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn leased_plans(&self, now_ms: i64) -> Result<Vec<PlanId>, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT plan_id FROM runs WHERE {UNFINISHED} AND plan_id IS NOT NULL AND lease_until >= $1"
+        ))
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
+    }
+}

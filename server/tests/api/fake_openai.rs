@@ -1,0 +1,182 @@
+//! A fake OpenAI-compatible server (axum on port 0) for the agent's tests:
+//! scripted replies first, then answers that do the work, with the quirks
+//! of real local servers by default (`finish_reason: ""`, no `usage`).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub enum Fake {
+    /// The message content (JSON text for the schema calls).
+    Content(String),
+    /// An error status, with `Retry-After` if given.
+    Status {
+        code: u16,
+        retry_after: Option<&'static str>,
+        body: &'static str,
+    },
+    /// A 200 whose body is this text (say, malformed JSON).
+    Raw(&'static str),
+    /// The same, after a delay.
+    Slow(Duration, Box<Fake>),
+}
+
+#[derive(Clone, Default)]
+struct Script {
+    /// The plan the diligent planner proposes (two subtasks if unset).
+    plan: Arc<Mutex<Option<Value>>>,
+    queue: Arc<Mutex<VecDeque<Fake>>>,
+    seen: Arc<Mutex<Vec<Value>>>,
+    latency: Arc<Mutex<Duration>>,
+}
+
+pub struct FakeOpenAi {
+    /// The base URL, with `/v1`.
+    pub url: String,
+    script: Script,
+}
+
+/// What the request asks for: the json_schema name, or `text`.
+pub fn shape(request: &Value) -> String {
+    request["response_format"]["json_schema"]["name"]
+        .as_str()
+        .unwrap_or("text")
+        .to_string()
+}
+
+/// The subtask an executor request is about (`Your subtask #n: name`).
+pub fn subtask(request: &Value) -> String {
+    request["messages"][1]["content"]
+        .as_str()
+        .and_then(|brief| brief.lines().find(|l| l.starts_with("Your subtask #")))
+        .and_then(|line| line.split_once(": "))
+        .map(|(_, name)| name.to_string())
+        .unwrap_or_default()
+}
+
+/// The answers of a diligent model.
+pub fn diligent(request: &Value) -> String {
+    match shape(request).as_str() {
+        "mode" => json!({"confidence": 0.9, "mode": "simple", "reason": "a clear linear task"}),
+        "plan" => json!({"title": "the plan", "subtasks": [
+            {"name": "gather", "description": "gather the facts", "expected_outcome": "facts", "depends_on": []},
+            {"name": "report", "description": "write the report", "expected_outcome": "a report", "depends_on": []}
+        ]}),
+        "action" => json!({"action": "complete", "result": format!("done: {}", subtask(request))}),
+        "adapt" => json!({"drop": [], "needs_change": false, "reason": "fine", "revise": []}),
+        "todo_update" => json!({"drop": [], "needs_update": false, "reason": "fine", "new_todos": []}),
+        _ => return "the final answer".to_string(),
+    }
+    .to_string()
+}
+
+fn completion(content: &str) -> Value {
+    json!({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": ""}]
+    })
+}
+
+fn respond(fake: Fake) -> Response {
+    match fake {
+        Fake::Content(content) => Json(completion(&content)).into_response(),
+        Fake::Status {
+            code,
+            retry_after,
+            body,
+        } => {
+            let mut headers = HeaderMap::new();
+            if let Some(after) = retry_after {
+                headers.insert("retry-after", HeaderValue::from_static(after));
+            }
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, headers, body.to_string()).into_response()
+        }
+        Fake::Raw(body) => {
+            (StatusCode::OK, [("content-type", "application/json")], body).into_response()
+        }
+        Fake::Slow(..) => unreachable!("delays are taken before responding"),
+    }
+}
+
+async fn chat(State(script): State<Script>, Json(request): Json<Value>) -> Response {
+    script.seen.lock().unwrap().push(request.clone());
+    let mut next = script.queue.lock().unwrap().pop_front().unwrap_or_else(|| {
+        let plan = script.plan.lock().unwrap().clone();
+        match plan {
+            Some(plan) if shape(&request) == "plan" => Fake::Content(plan.to_string()),
+            _ => Fake::Content(diligent(&request)),
+        }
+    });
+    let latency = *script.latency.lock().unwrap();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    while let Fake::Slow(delay, inner) = next {
+        tokio::time::sleep(delay).await;
+        next = *inner;
+    }
+    respond(next)
+}
+
+impl FakeOpenAi {
+    pub async fn start() -> FakeOpenAi {
+        let script = Script::default();
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeOpenAi {
+            url: format!("http://{addr}/v1"),
+            script,
+        }
+    }
+
+    pub fn push(&self, fake: Fake) -> &Self {
+        self.script.queue.lock().unwrap().push_back(fake);
+        self
+    }
+
+    pub fn content(&self, value: Value) -> &Self {
+        self.push(Fake::Content(value.to_string()))
+    }
+
+    /// What the planner proposes from now on, every time.
+    pub fn plan(&self, plan: Value) {
+        *self.script.plan.lock().unwrap() = Some(plan);
+    }
+
+    /// Every reply waits this long.
+    pub fn latency(&self, latency: Duration) {
+        *self.script.latency.lock().unwrap() = latency;
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.script.seen.lock().unwrap().clone()
+    }
+
+    pub fn config(&self, timeout: Duration) -> agent::LlmConfig {
+        agent::LlmConfig {
+            base_url: self.url.clone(),
+            api_key: "sk-fake-secret".into(),
+            model: "fake".into(),
+            classifier_model: None,
+            timeout,
+            concurrency: 8,
+            protocol: agent::llm::Protocol::Auto,
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! planboard's own agent over HTTP, against the fake OpenAI server: the
+//! real async-openai path, the run routes, approval on the plan's route.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::call::Caller;
+use agent::llm::{CallRole, ErrorClass, Message};
+use agent::retry::RetryPolicy;
+use agent::{MemoryHost, OpenAiLlm, RunEntry};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use server::config::Config;
+
+use crate::fake_openai::{Fake, FakeOpenAi};
+use crate::support::{local, TestServer};
+
+async fn server_with(fake: &FakeOpenAi) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        lease: Duration::from_secs(3600),
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.path().join("workspaces"),
+        run_lease: Duration::from_secs(3),
+        ..Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            local(),
+        )
+    };
+    let mut server = TestServer::with_config(&config, |_| {}).await;
+    server._dir = Some(dir);
+    server
+}
+
+async fn wait_for(server: &TestServer, run: &str, state: &str) -> Value {
+    for _ in 0..400 {
+        let (status, view) = server.get(&format!("/api/runs/{run}")).await;
+        assert_eq!(status, StatusCode::OK, "{view}");
+        if view["state"] == state {
+            return view;
+        }
+        if ["done", "failed", "cancelled"].contains(&view["state"].as_str().unwrap_or_default()) {
+            panic!(
+                "the run ended as {} instead of {state}: {view}",
+                view["state"]
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("run {run} never became {state}");
+}
+
+async fn start(server: &TestServer, body: Value) -> (String, String) {
+    let (status, view) = server.post("/api/runs", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    (
+        view["id"].as_str().unwrap().to_string(),
+        view["plan_id"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn without_a_model_a_run_is_refused_with_what_to_set_and_the_rest_works() {
+    let server = TestServer::start().await;
+    let (status, body) = server
+        .post("/api/runs", json!({"task": "write a haiku"}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "no_model");
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("PLANBOARD_LLM_MODEL"));
+    let (status, runs) = server.get("/api/runs").await;
+    assert_eq!((status, runs), (StatusCode::OK, json!([])));
+    server
+        .create(crate::support::chain("plans still work"))
+        .await;
+}
+
+#[tokio::test]
+async fn the_openai_path_reads_quirky_replies_and_retries_only_what_can_be_retried() {
+    let fake = FakeOpenAi::start().await;
+    let llm = Arc::new(OpenAiLlm::new(fake.config(Duration::from_secs(1))).unwrap());
+    let host = MemoryHost::new();
+    let mut caller = Caller::standalone(llm, 2, agent::llm::Protocol::JsonSchema);
+    caller.host = host.clone();
+    caller.retry = RetryPolicy {
+        base: Duration::from_millis(100),
+        ..RetryPolicy::default()
+    };
+    let ask = || vec![Message::user("say hi")];
+    // Three attempts per call: a 429 (waits the server's Retry-After), a 500, then a reply.
+    fake.push(Fake::Status {
+        code: 429,
+        retry_after: Some("1"),
+        body: r#"{"error":{"message":"slow down","type":"rate_limit"}}"#,
+    });
+    fake.push(Fake::Status {
+        code: 500,
+        retry_after: None,
+        body: "upstream broke",
+    });
+    let started = std::time::Instant::now();
+    let text = caller
+        .text(CallRole::Compiler, ask(), 50, None)
+        .await
+        .unwrap();
+    assert_eq!(text, "the final answer");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After: 1 was waited for"
+    );
+    // A malformed body, then a reply slower than the 1 s timeout, then a reply.
+    fake.push(Fake::Raw("{\"choices\": [tru"));
+    fake.push(Fake::Slow(
+        Duration::from_secs(3),
+        Box::new(Fake::Content("late".into())),
+    ));
+    let text = caller
+        .text(CallRole::Compiler, ask(), 50, None)
+        .await
+        .unwrap();
+    assert_eq!(text, "the final answer");
+    let retries: Vec<(String, u64)> = host
+        .entries(uuid::Uuid::nil())
+        .iter()
+        .filter_map(|e| match e {
+            RunEntry::RetryScheduled {
+                class, delay_ms, ..
+            } => Some((class.clone(), *delay_ms)),
+            _ => None,
+        })
+        .collect();
+    let classes: Vec<&str> = retries.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(classes, ["rate_limited", "server", "server", "timeout"]);
+    assert_eq!(retries[0].1, 1000, "the server's Retry-After");
+    let calls: Vec<agent::run::LlmCallRecord> = host
+        .entries(uuid::Uuid::nil())
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEntry::LlmCall(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let last = calls.last().unwrap();
+    assert_eq!(last.finish_reason, None, "finish_reason \"\" reads as none");
+    assert_eq!(last.prompt_tokens, 0, "no usage reads as zero");
+    fake.push(Fake::Status {
+        code: 401,
+        retry_after: None,
+        body: r#"{"error":{"message":"bad key"}}"#,
+    });
+    let before = fake.requests().len();
+    let e = caller
+        .text(CallRole::Compiler, ask(), 50, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, agent::call::CallError::Llm(ref e) if e.class == ErrorClass::Auth),
+        "{e}"
+    );
+    assert_eq!(fake.requests().len(), before + 1, "a 401 is not retried");
+    assert!(!format!("{:?}", host.entries(uuid::Uuid::nil())).contains("sk-fake-secret"));
+}
+
+#[tokio::test]
+async fn a_run_waits_for_approval_on_the_plans_route_then_runs_to_its_answer() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let (run, plan) = start(&server, json!({"task": "Look up the weather in Shanghai"})).await;
+    let view = wait_for(&server, &run, "awaiting_approval").await;
+    assert_eq!(view["classification"]["mode"], "simple");
+    assert_eq!(view["classification"]["by"], "model");
+    let p = server.plan(&plan).await;
+    assert_eq!(p["state"], "awaiting_approval");
+    assert_eq!(p["mode"], "simple");
+    assert_eq!(p["subtasks"].as_array().unwrap().len(), 2);
+    let (status, body) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let view = wait_for(&server, &run, "done").await;
+    assert_eq!(view["answer"], "the final answer");
+    assert_eq!(view["progress"]["done"], 2);
+    assert_eq!(view["progress"]["total"], 2);
+    assert_eq!(server.plan(&plan).await["state"], "done");
+    let (status, events) = server.get(&format!("/api/runs/{run}/events")).await;
+    assert_eq!(status, StatusCode::OK);
+    let kinds: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    for kind in [
+        "classified",
+        "plan_proposed",
+        "llm_call",
+        "subtask_result",
+        "answer",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    let all = format!("{events}{view}");
+    assert!(
+        !all.contains("sk-fake-secret"),
+        "the key never leaves the server"
+    );
+    let (status, artifacts) = server.get(&format!("/api/runs/{run}/artifacts")).await;
+    assert_eq!((status, artifacts), (StatusCode::OK, json!([])));
+}
+
+#[tokio::test]
+async fn a_question_is_answered_over_http_and_the_answer_reaches_the_model() {
+    let fake = FakeOpenAi::start().await;
+    fake.content(json!({"confidence": 0.9, "mode": "simple", "reason": "clear"}));
+    fake.content(json!({"title": "book", "subtasks": [{"name": "book a hotel", "description": "book it", "expected_outcome": "", "depends_on": []}]}));
+    fake.content(json!({"action": "ask", "question": "Which city?"}));
+    let server = server_with(&fake).await;
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Book a hotel", "approval_required": false}),
+    )
+    .await;
+    for _ in 0..200 {
+        if crate::support::state_of(&server.plan(&plan).await, 1) == "blocked" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/answer"),
+            json!({"subtask": 1, "answer": "Hangzhou"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "done").await;
+    let asked_again = fake
+        .requests()
+        .iter()
+        .filter(|r| crate::fake_openai::shape(r) == "action")
+        .any(|r| {
+            r["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Hangzhou")
+        });
+    assert!(asked_again, "the answer is in the executor's prompt");
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/answer"),
+            json!({"subtask": 1, "answer": "again"}),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "nothing is waiting: {body}"
+    );
+}
+
+#[tokio::test]
+async fn a_run_is_paused_resumed_and_cancelled_over_http() {
+    let fake = FakeOpenAi::start().await;
+    fake.latency(Duration::from_millis(150));
+    fake.content(json!({"confidence": 0.9, "mode": "simple", "reason": "clear"}));
+    fake.content(json!({"title": "steps", "subtasks": [
+        {"name": "one", "description": "", "expected_outcome": "", "depends_on": []},
+        {"name": "two", "description": "", "expected_outcome": "", "depends_on": []},
+        {"name": "three", "description": "", "expected_outcome": "", "depends_on": []}]}));
+    let server = server_with(&fake).await;
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Three steps", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &run, "running").await;
+    let (status, body) = server
+        .post(&format!("/api/runs/{run}/pause"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "paused").await;
+    assert_eq!(server.plan(&plan).await["state"], "paused");
+    let (status, body) = server
+        .post(&format!("/api/runs/{run}/resume"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "running").await;
+    let (status, body) = server
+        .post(&format!("/api/runs/{run}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let view = wait_for(&server, &run, "cancelled").await;
+    assert!(view["reason"]
+        .as_str()
+        .unwrap()
+        .contains("cancelled by tester"));
+    let p = server.plan(&plan).await;
+    assert_eq!(p["state"], "abandoned");
+    assert!(p["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["state"] != "in_progress"));
+}
+
+#[tokio::test]
+async fn the_run_stream_replays_the_log_and_follows_it_to_the_answer() {
+    use futures_util::StreamExt;
+    let fake = FakeOpenAi::start().await;
+    fake.latency(Duration::from_millis(50));
+    let server = server_with(&fake).await;
+    let (run, _) = start(
+        &server,
+        json!({"task": "Say hello", "approval_required": false}),
+    )
+    .await;
+    let response = server
+        .client
+        .get(server.url(&format!("/api/runs/{run}/stream")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
+    let mut kinds = Vec::new();
+    let mut last_id = 0i64;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while let Ok(Some(Ok(event))) = tokio::time::timeout_at(deadline, events.next()).await {
+        let id: i64 = event.id.parse().unwrap();
+        assert!(id > last_id, "ids increase");
+        last_id = id;
+        let entry: Value = serde_json::from_str(&event.data).unwrap();
+        let kind = entry["kind"].as_str().unwrap().to_string();
+        kinds.push(kind.clone());
+        if kind == "answer" {
+            break;
+        }
+    }
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("state_changed"),
+        "from the start"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("answer"),
+        "{kinds:?}"
+    );
+}
