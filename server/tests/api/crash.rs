@@ -52,6 +52,7 @@ async fn spawn(dir: &std::path::Path, fake: &FakeOpenAi, port: u16) -> Process {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("planboard did not come up on port {port}");
 }
 
