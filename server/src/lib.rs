@@ -154,7 +154,10 @@ pub fn router_with_pages(
         .route("/metrics", get(metrics::scrape))
         .with_state(services.plans.clone())
         .nest("/api", api)
-        .nest_service("/mcp", mcp::router(services.plans.clone()))
+        .nest_service(
+            "/mcp",
+            mcp::router(services.plans.clone(), services.runs.clone()),
+        )
         .layer(axum::middleware::from_fn_with_state(
             services.access.clone(),
             auth::identify,

@@ -27,13 +27,23 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::ErrorData as McpError;
 use serde_json::Value;
 
+use crate::api::runs::StartRun;
 use crate::auth::Identity;
+use crate::runs::Runs;
 use crate::service::PlanService;
 
 #[derive(Clone)]
 pub struct PlanMcp {
     service: Arc<PlanService>,
+    runs: Arc<Runs>,
     session: String,
+}
+
+/// `get_run`'s argument.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct GetRun {
+    /// The `run_id` that `start_run` answered with.
+    run_id: uuid::Uuid,
 }
 
 /// The revisions this server speaks, oldest first.
@@ -45,9 +55,9 @@ const REVISIONS: [ProtocolVersion; 3] = [
 
 /// `/mcp` with the HTTP details of the module docs, to nest behind the
 /// identity middleware.
-pub fn router(plans: Arc<PlanService>) -> axum::Router {
+pub fn router(plans: Arc<PlanService>, runs: Arc<Runs>) -> axum::Router {
     axum::Router::new()
-        .fallback_service(service(plans))
+        .fallback_service(service(plans, runs))
         .layer(axum::middleware::from_fn(http_details))
 }
 
@@ -77,11 +87,15 @@ async fn http_details(request: Request, next: Next) -> Response {
 }
 
 /// The `/mcp` service itself.
-pub fn service(plans: Arc<PlanService>) -> StreamableHttpService<PlanMcp, LocalSessionManager> {
+pub fn service(
+    plans: Arc<PlanService>,
+    runs: Arc<Runs>,
+) -> StreamableHttpService<PlanMcp, LocalSessionManager> {
     StreamableHttpService::new(
         move || {
             Ok(PlanMcp {
                 service: plans.clone(),
+                runs: runs.clone(),
                 session: format!("mcp:{}", uuid::Uuid::new_v4()),
             })
         },
@@ -106,7 +120,57 @@ fn tool_list() -> Vec<Tool> {
             };
             Some(Tool::new(name, description, schema))
         })
+        .chain(run_tools())
         .collect()
+}
+
+/// Delegating a whole task to planboard's own agent.
+fn run_tools() -> Vec<Tool> {
+    let object = |value: Value| match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    vec![
+        Tool::new(
+            "start_run",
+            "Hands a whole task to planboard's own agent: it classifies and plans the task, waits for a \
+             person to approve the plan (unless approval_required is false), then does the work. Answers \
+             with run_id and plan_id; follow it with get_run.",
+            object(agent::protocol::schema_of::<StartRun>()),
+        ),
+        Tool::new(
+            "get_run",
+            "Where a run started with start_run stands: state, mode, progress, and the answer once done.",
+            object(agent::protocol::schema_of::<GetRun>()),
+        ),
+    ]
+}
+
+impl PlanMcp {
+    async fn run_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, String> {
+        let view = match name {
+            "start_run" => {
+                let body: StartRun = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                let config = body.into_config().map_err(|e| e.message())?;
+                self.runs.start(config, actor).await
+            }
+            _ => {
+                let body: GetRun = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                self.runs.get(body.run_id).await
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        let summary = serde_json::json!({
+            "run_id": view.record.id,
+            "plan_id": view.record.plan_id,
+            "state": view.record.state,
+            "reason": view.record.reason,
+            "mode": view.record.classification.as_ref().map(|c| c.mode),
+            "progress": view.progress,
+            "answer": view.record.answer,
+        });
+        Ok(summary.to_string())
+    }
 }
 
 impl ServerHandler for PlanMcp {
@@ -172,6 +236,12 @@ impl ServerHandler for PlanMcp {
                 |who| who.clone().acting_as(&client).actor(),
             );
         let args = request.arguments.map_or(Value::Null, Value::Object);
+        if matches!(request.name.as_ref(), "start_run" | "get_run") {
+            return Ok(match self.run_tool(&request.name, args, &actor).await {
+                Ok(text) => CallToolResult::success(vec![Content::text(text)]),
+                Err(e) => CallToolResult::error(vec![Content::text(e)]),
+            });
+        }
         let result = self
             .service
             .tool(

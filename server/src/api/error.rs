@@ -40,6 +40,25 @@ pub enum ApiError {
     Internal,
 }
 
+impl ApiError {
+    /// The sentence of the error, for callers that are not HTTP (MCP).
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::BadRequest(m)
+            | ApiError::Unauthorized(m)
+            | ApiError::Forbidden(m)
+            | ApiError::NotFound(m)
+            | ApiError::MethodNotAllowed(m)
+            | ApiError::TooLarge(m)
+            | ApiError::AlreadyExists(m) => m.clone(),
+            ApiError::Conflict { message, .. }
+            | ApiError::State { message, .. }
+            | ApiError::Refused { message, .. } => message.clone(),
+            ApiError::Internal => "internal error".into(),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body) = match self {

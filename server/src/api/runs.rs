@@ -132,7 +132,7 @@ pub struct StartRun {
 }
 
 impl StartRun {
-    fn into_config(self) -> Result<RunConfig, ApiError> {
+    pub(crate) fn into_config(self) -> Result<RunConfig, ApiError> {
         let task = self.task.trim().to_string();
         let chars = task.chars().count();
         if chars == 0 || chars > 8000 {
@@ -233,12 +233,15 @@ pub async fn list_runs(
             ))
         })?),
     };
-    let limit = q.limit.unwrap_or(50).clamp(1, 200);
+    let limit = q.limit.unwrap_or(50);
+    let offset = q.offset.unwrap_or(0);
+    if !(1..=200).contains(&limit) || offset > 100_000 {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be 1 to 200 and offset at most 100000 (got limit {limit}, offset {offset})"
+        )));
+    }
     Ok(Json(
-        state
-            .runs
-            .list(run_state, q.plan, q.offset.unwrap_or(0), limit)
-            .await?,
+        state.runs.list(run_state, q.plan, offset, limit).await?,
     ))
 }
 

@@ -350,3 +350,65 @@ async fn the_run_stream_replays_the_log_and_follows_it_to_the_answer() {
         "{kinds:?}"
     );
 }
+
+#[tokio::test]
+async fn another_agent_delegates_a_whole_task_over_mcp() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::ServiceExt;
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url("/mcp"));
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let client = ().serve(transport).await.expect("MCP session");
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "start_run"));
+    let call = |name: &'static str, args: Value| CallToolRequestParams {
+        meta: None,
+        name: name.into(),
+        arguments: args.as_object().cloned(),
+        task: None,
+    };
+    let text = |r: &rmcp::model::CallToolResult| -> Value {
+        let t: String = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        serde_json::from_str(&t).unwrap_or(Value::String(t))
+    };
+    let started = client
+        .call_tool(call(
+            "start_run",
+            json!({"task": "Summarise the week", "approval_required": false}),
+        ))
+        .await
+        .unwrap();
+    assert_ne!(started.is_error, Some(true), "{:?}", text(&started));
+    let run = text(&started)["run_id"].as_str().unwrap().to_string();
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let got = client
+            .call_tool(call("get_run", json!({"run_id": run})))
+            .await
+            .unwrap();
+        last = text(&got);
+        if last["state"] == "done" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(last["state"], "done", "{last}");
+    assert_eq!(last["answer"], "the final answer");
+    let refused = client
+        .call_tool(call("start_run", json!({"task": ""})))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true), "an empty task is refused");
+    let view = server.get(&format!("/api/runs/{run}")).await.1;
+    assert!(
+        view["started_by"].as_str().unwrap().contains("tester"),
+        "{view}"
+    );
+}
