@@ -23,6 +23,7 @@
 //! - [`run`]: run configuration, budget, state machine, run log entries.
 //! - [`host`]: the [`host::Host`] trait and an in-memory host.
 //! - [`tools`]: work tools; the file tools confined to a run's workspace.
+//! - [`mcp`]: MCP servers (streamable HTTP or stdio) as work tools.
 
 pub mod call;
 pub mod classify;
@@ -30,6 +31,7 @@ pub mod coordinator;
 pub mod executor;
 pub mod host;
 pub mod llm;
+pub mod mcp;
 pub mod planner;
 pub mod prompts;
 pub mod protocol;

@@ -17,6 +17,7 @@
 //! | `PLANBOARD_LLM_PROTOCOL` | `auto` | `auto`, `json_schema` or `tool_calls` |
 //! | `PLANBOARD_WORKSPACES` | `data/workspaces` | one folder per run for the file tools |
 //! | `PLANBOARD_RUN_LEASE_SECS` | `30` | how long a run's lease lasts without a heartbeat |
+//! | `PLANBOARD_MCP_SERVERS` | — | a JSON file of MCP servers (`mcpServers`) whose tools the agent may use |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
 use std::collections::HashMap;
@@ -38,6 +39,8 @@ pub struct Config {
     pub llm: Option<agent::LlmConfig>,
     pub workspaces: std::path::PathBuf,
     pub run_lease: Duration,
+    /// MCP servers whose tools the agent offers the model.
+    pub mcp_servers: std::collections::BTreeMap<String, agent::mcp::McpServer>,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -52,6 +55,7 @@ impl std::fmt::Debug for Config {
             .field("llm", &self.llm)
             .field("workspaces", &self.workspaces)
             .field("run_lease", &self.run_lease)
+            .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -112,6 +116,7 @@ impl Config {
             llm: None,
             workspaces: "data/workspaces".into(),
             run_lease: Duration::from_secs(30),
+            mcp_servers: Default::default(),
         }
     }
 
@@ -183,6 +188,11 @@ impl Config {
                 .unwrap_or_else(|| "data/workspaces".into())
                 .into(),
             run_lease,
+            mcp_servers: match var("PLANBOARD_MCP_SERVERS") {
+                Some(path) => agent::mcp::read_servers(std::path::Path::new(&path))
+                    .map_err(ConfigError::Invalid)?,
+                None => Default::default(),
+            },
         })
     }
 

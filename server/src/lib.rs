@@ -76,7 +76,9 @@ pub async fn start(config: &Config) -> Result<Services, StoreError> {
     let store = Arc::new(SqlStore::connect(&config.database_url).await?);
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
-    let runs = runs::Runs::new(config, plans.clone(), store.clone()).map_err(StoreError::Config)?;
+    let tool_servers = runs::connect_tool_servers(config).await;
+    let runs = runs::Runs::new(config, plans.clone(), store.clone(), tool_servers)
+        .map_err(StoreError::Config)?;
     runs.spawn_keeper();
     let held = |store: Arc<SqlStore>| async move {
         use crate::store::RunStore;

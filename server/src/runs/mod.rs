@@ -100,6 +100,7 @@ impl Runs {
         config: &Config,
         plans: Arc<PlanService>,
         store: Arc<dyn RunStore>,
+        shared_tools: Vec<Arc<dyn ToolBox>>,
     ) -> Result<Arc<Runs>, String> {
         let (entries, _) = broadcast::channel(4096);
         let host = Arc::new(ServerHost {
@@ -115,16 +116,15 @@ impl Runs {
                 let protocol = llm.protocol;
                 let model = Arc::new(OpenAiLlm::new(llm.clone())?);
                 let root = workspaces.clone();
-                let mut agent =
-                    Agent::new(host, model, concurrency).with_tools(
-                        move |run| match FileTools::new(root.join(run.to_string())) {
-                            Ok(files) => Toolset::new(vec![Arc::new(files) as Arc<dyn ToolBox>]),
-                            Err(e) => {
-                                tracing::error!("run {run}: no workspace folder: {e}");
-                                Toolset::default()
-                            }
-                        },
-                    );
+                let mut agent = Agent::new(host, model, concurrency).with_tools(move |run| {
+                    let mut sources = Vec::new();
+                    match FileTools::new(root.join(run.to_string())) {
+                        Ok(files) => sources.push(Arc::new(files) as Arc<dyn ToolBox>),
+                        Err(e) => tracing::error!("run {run}: no workspace folder: {e}"),
+                    }
+                    sources.extend(shared_tools.iter().cloned());
+                    Toolset::new(sources)
+                });
                 agent.protocol = protocol;
                 Some(Arc::new(agent))
             }
@@ -470,4 +470,23 @@ impl Runs {
 pub struct Artifact {
     pub path: String,
     pub bytes: u64,
+}
+
+/// Connects to the configured MCP servers; one that cannot be reached is
+/// logged and left out (runs go on with the other tools).
+pub async fn connect_tool_servers(config: &Config) -> Vec<Arc<dyn ToolBox>> {
+    let mut out: Vec<Arc<dyn ToolBox>> = Vec::new();
+    for (name, server) in &config.mcp_servers {
+        match agent::mcp::McpTools::connect(name, server).await {
+            Ok(tools) => {
+                tracing::info!(
+                    "MCP server {name}: {} tool(s) for the agent",
+                    tools.specs().len()
+                );
+                out.push(tools);
+            }
+            Err(e) => tracing::error!("MCP server {name} is left out: {e}"),
+        }
+    }
+    out
 }

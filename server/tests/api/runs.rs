@@ -412,3 +412,57 @@ async fn another_agent_delegates_a_whole_task_over_mcp() {
         "{view}"
     );
 }
+
+#[tokio::test]
+async fn the_agent_uses_an_mcp_servers_tools_as_work_tools() {
+    // The MCP server is another planboard: its plan tools are the work tools.
+    let tool_server = TestServer::start().await;
+    let fake = FakeOpenAi::start().await;
+    fake.content(json!({"title": "delegate", "subtasks": [{"name": "make a plan elsewhere", "description": "", "expected_outcome": "", "depends_on": []}]}));
+    fake.content(json!({"action": "create_plan", "arguments": {"title": "made by the agent", "subtasks": [{"name": "x"}]}}));
+    let dir = tempfile::tempdir().unwrap();
+    let mut servers = std::collections::BTreeMap::new();
+    servers.insert(
+        "board".to_string(),
+        agent::mcp::McpServer {
+            url: Some(tool_server.url("/mcp")),
+            token: None,
+            command: None,
+            args: vec![],
+            env: Default::default(),
+        },
+    );
+    let config = Config {
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.path().join("ws"),
+        mcp_servers: servers,
+        ..Config::defaults(
+            format!("sqlite://{}", dir.path().join("a.db").display()),
+            local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (run, _) = start(&server, json!({"task": "Make a plan on the other board", "mode": "simple", "approval_required": false})).await;
+    wait_for(&server, &run, "done").await;
+    let (_, plans) = tool_server.get("/api/plans").await;
+    assert!(plans.to_string().contains("made by the agent"), "{plans}");
+    let first = fake
+        .requests()
+        .into_iter()
+        .find(|r| crate::fake_openai::shape(r) == "action")
+        .unwrap();
+    let variants = first["response_format"]["json_schema"]["schema"]["oneOf"].to_string();
+    assert!(
+        variants.contains("create_plan") && variants.contains("write_file"),
+        "both tool sources are offered"
+    );
+    let (_, events) = server.get(&format!("/api/runs/{run}/events")).await;
+    let call = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "tool_call")
+        .expect("the tool call is on the run log");
+    assert_eq!(call["entry"]["name"], "create_plan");
+    assert_eq!(call["entry"]["ok"], true);
+}

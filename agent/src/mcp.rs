@@ -1,0 +1,176 @@
+//! MCP servers as work tools (rmcp's client): each configured server's
+//! tools are offered to the model by name. Servers are described the way
+//! MCP clients usually are (`mcpServers`), in a JSON file:
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "search": {"url": "http://127.0.0.1:9000/mcp", "token": "…"},
+//!   "git":    {"command": "uvx", "args": ["mcp-server-git"], "env": {"GIT_DIR": "…"}}
+//! }}
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::protocol::ToolSpec;
+use crate::tools::{ToolBox, ToolError};
+
+/// One server, by URL (streamable HTTP) or by command (stdio).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Sent as `Authorization: Bearer …`.
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct McpFile {
+    #[serde(rename = "mcpServers")]
+    servers: BTreeMap<String, McpServer>,
+}
+
+/// Reads an `mcpServers` file; the error names the file and the problem.
+pub fn read_servers(path: &Path) -> Result<BTreeMap<String, McpServer>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the MCP servers file {}: {e}", path.display()))?;
+    let file: McpFile = serde_json::from_str(&text)
+        .map_err(|e| format!("the MCP servers file {} is not valid: {e}", path.display()))?;
+    for (name, server) in &file.servers {
+        if server.url.is_some() == server.command.is_some() {
+            return Err(format!(
+                "MCP server {name:?} in {} needs either url or command",
+                path.display()
+            ));
+        }
+    }
+    Ok(file.servers)
+}
+
+/// One connected MCP server and the tools it offered when connected.
+pub struct McpTools {
+    name: String,
+    client: RunningService<RoleClient, ()>,
+    specs: Vec<ToolSpec>,
+}
+
+impl McpTools {
+    pub async fn connect(name: &str, server: &McpServer) -> Result<Arc<McpTools>, String> {
+        let client = match (&server.url, &server.command) {
+            (Some(url), _) => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(token) = &server.token {
+                    config = config.auth_header(token.as_str());
+                }
+                let transport =
+                    StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+                ().serve(transport).await.map_err(|e| e.to_string())?
+            }
+            (None, Some(command)) => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(&server.args).envs(&server.env);
+                let transport = TokioChildProcess::new(cmd).map_err(|e| e.to_string())?;
+                ().serve(transport).await.map_err(|e| e.to_string())?
+            }
+            (None, None) => return Err("neither url nor command".into()),
+        };
+        let tools = client
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("listing the tools of MCP server {name}: {e}"))?;
+        let specs = tools
+            .into_iter()
+            .map(|t| ToolSpec {
+                name: t.name.to_string(),
+                description: t
+                    .description
+                    .map(|d| d.to_string())
+                    .unwrap_or_else(|| format!("a tool of the MCP server {name}")),
+                parameters: Value::Object((*t.input_schema).clone()),
+            })
+            .collect();
+        Ok(Arc::new(McpTools {
+            name: name.to_string(),
+            client,
+            specs,
+        }))
+    }
+
+    pub fn server(&self) -> &str {
+        &self.name
+    }
+}
+
+#[async_trait::async_trait]
+impl ToolBox for McpTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.clone()
+    }
+
+    async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        let result = self
+            .client
+            .call_tool(CallToolRequestParams {
+                meta: None,
+                name: name.to_string().into(),
+                arguments: arguments.as_object().cloned(),
+                task: None,
+            })
+            .await
+            // The server or the connection failed, not the call: worth repeating.
+            .map_err(|e| ToolError {
+                message: format!("MCP server {} failed: {e}", self.name),
+                retryable: true,
+            })?;
+        let text: Vec<String> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        let text = text.join("\n");
+        if result.is_error == Some(true) {
+            return Err(ToolError::refused(text));
+        }
+        Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_servers_file_needs_a_url_or_a_command_for_each_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"a": {"url": "http://x/mcp"}, "b": {"command": "true"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(read_servers(&path).unwrap().len(), 2);
+        std::fs::write(&path, r#"{"mcpServers": {"a": {}}}"#).unwrap();
+        assert!(read_servers(&path)
+            .unwrap_err()
+            .contains("either url or command"));
+        std::fs::write(&path, r#"{"servers": {}}"#).unwrap();
+        assert!(read_servers(&path).unwrap_err().contains("not valid"));
+    }
+}
