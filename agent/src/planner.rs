@@ -11,6 +11,8 @@ use crate::protocol::{PlanAnswer, Proposed};
 
 /// Emergent plans hold at most this many TODOs (seed 004 `MAX_TODO_ITEMS`).
 pub const EMERGENT_CAP: u32 = 20;
+/// A complex plan's largest size from one planning call.
+pub const COMPLEX_MAX: usize = 100;
 /// Simple plans are short (seed 004: v1 flat plan).
 pub const SIMPLE_MAX: usize = 7;
 const EMERGENT_START_MAX: usize = 3;
@@ -52,7 +54,7 @@ pub fn subtask_of(p: &Proposed, dependencies: Vec<SubtaskId>) -> NewSubtask {
 pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, String> {
     let n = answer.subtasks.len();
     let (min, max) = match mode {
-        Mode::Complex => (1, EMERGENT_CAP as usize),
+        Mode::Complex => (1, COMPLEX_MAX),
         Mode::Emergent => (1, EMERGENT_START_MAX),
         Mode::Simple | Mode::Manual => (1, SIMPLE_MAX),
     };

@@ -56,7 +56,7 @@ pub struct Proposed {
 /// A plan as a planner proposes it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlanAnswer {
-    #[schemars(length(min = 1, max = 20))]
+    #[schemars(length(min = 1, max = 100))]
     pub subtasks: Vec<Proposed>,
     #[schemars(length(min = 1, max = 80))]
     pub title: String,
@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(keys, ["confidence", "mode", "reason"]);
         assert_eq!(schema["properties"]["reason"]["maxLength"], 200);
         let plan = schema_of::<PlanAnswer>();
-        assert_eq!(plan["properties"]["subtasks"]["maxItems"], 20);
+        assert_eq!(plan["properties"]["subtasks"]["maxItems"], 100);
         assert_eq!(
             plan["properties"]["subtasks"]["items"]["properties"]["name"]["maxLength"],
             80

@@ -21,6 +21,7 @@ CREATE INDEX runs_plan ON runs (plan_id);
 CREATE TABLE run_log (
     seq    INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL,
+    plan_id TEXT,
     kind   TEXT NOT NULL,
     entry  TEXT NOT NULL,
     at     TEXT NOT NULL

@@ -25,6 +25,23 @@ const BACKLOG: usize = 4096;
 /// Rows read from the log per query when catching up.
 pub(crate) const PAGE: u32 = 500;
 
+/// The next run entry of `plan`'s run; pending forever without runs.
+async fn next_run_entry(
+    runs: &mut Option<RunEntries>,
+    plan: Option<PlanId>,
+) -> Arc<crate::store::StoredRunEntry> {
+    loop {
+        let Some(receiver) = runs.as_mut() else {
+            return std::future::pending().await;
+        };
+        match receiver.recv().await {
+            Ok(entry) if plan.is_some() && entry.plan_id == plan => return entry,
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => *runs = None,
+        }
+    }
+}
+
 /// A log row as published: its JSON is rendered once for every subscriber.
 pub struct Published {
     pub seq: i64,
@@ -144,9 +161,10 @@ pub fn stream(
     plan: Option<PlanId>,
     after: Option<i64>,
     keep_alive: Duration,
+    runs: Option<RunEntries>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
-    tokio::spawn(pump(hub, store, plan, after, tx));
+    tokio::spawn(pump(hub, store, plan, after, tx, runs));
     Sse::new(futures_util::StreamExt::map(ReceiverStream::new(rx), Ok))
         .keep_alive(KeepAlive::new().interval(keep_alive))
 }
@@ -155,19 +173,23 @@ pub(crate) fn row_event(seq: i64, json: String) -> SseEvent {
     SseEvent::default().id(seq.to_string()).data(json)
 }
 
+/// The run log's broadcast, for a plan's stream to carry its run's entries.
+pub type RunEntries = broadcast::Receiver<Arc<crate::store::StoredRunEntry>>;
+
 async fn pump(
     hub: Arc<Hub>,
     store: Arc<dyn PlanStore>,
     plan: Option<PlanId>,
     after: Option<i64>,
     tx: mpsc::Sender<SseEvent>,
+    runs: Option<RunEntries>,
 ) {
     let mut closing = hub.closing.subscribe();
     let closed = async move {
         let _ = closing.wait_for(|closed| *closed).await;
     };
     tokio::select! {
-        () = follow(&hub, store, plan, after, &tx) => {}
+        () = follow(&hub, store, plan, after, &tx, runs) => {}
         () = closed => {
             let bye = SseEvent::default()
                 .event("shutdown")
@@ -183,6 +205,7 @@ async fn follow(
     plan: Option<PlanId>,
     after: Option<i64>,
     tx: &mpsc::Sender<SseEvent>,
+    mut runs: Option<RunEntries>,
 ) {
     // Subscribe before reading the log: a row committed meanwhile is then
     // either in the log read or in the broadcast (or both, and skipped once).
@@ -226,8 +249,18 @@ async fn follow(
     loop {
         // A client that went away on a quiet plan would otherwise keep this
         // task and its broadcast receiver until the plan's next event.
+        // The plan's run entries go out as `run` events without an id:
+        // the id stays the plan log's, for Last-Event-ID; a client catches
+        // up on a run from /api/runs/{id}/events.
         let received = tokio::select! {
             received = live.recv() => received,
+            entry = next_run_entry(&mut runs, plan) => {
+                let json = serde_json::to_string(&*entry).unwrap_or_default();
+                if tx.send(SseEvent::default().event("run").data(json)).await.is_err() {
+                    return;
+                }
+                continue;
+            }
             () = tx.closed() => return,
         };
         match received {
@@ -291,7 +324,8 @@ mod tests {
 
     /// The SSE events of one subscriber, parsed by `eventsource-stream`.
     fn events(hub: Arc<Hub>, store: Arc<dyn PlanStore>, after: Option<i64>) -> Events {
-        let response = stream(hub, store, None, after, Duration::from_secs(60)).into_response();
+        let response =
+            stream(hub, store, None, after, Duration::from_secs(60), None).into_response();
         response
             .into_body()
             .into_data_stream()

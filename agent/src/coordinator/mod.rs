@@ -157,6 +157,7 @@ impl Agent {
             people: Vec::new(),
             stuck: false,
             step_failed: false,
+            saved: Instant::now(),
         };
         if let Err(why) = driver.go().await {
             driver.move_to(RunState::Failed, why).await;
@@ -181,6 +182,8 @@ struct Driver {
     stuck: bool,
     /// The current super-step had a failure.
     step_failed: bool,
+    /// When the row was last saved.
+    saved: Instant,
 }
 
 type Flow = Result<(), String>;
@@ -198,8 +201,32 @@ impl Driver {
         }
     }
 
+    /// Whether nothing new should start (the plan is paused or the run
+    /// is stuck or out of budget).
+    fn pausing(&self) -> bool {
+        self.run.state != RunState::Running
+            || self
+                .seen
+                .as_ref()
+                .is_some_and(|p| p.state == PlanState::Paused)
+            || {
+                let budget = self.caller.budget.lock().expect("budget lock").clone();
+                self.caller.spent().reached(&budget).is_some()
+            }
+    }
+
+    /// Saves the row at most once a second while work goes on; state
+    /// changes always save.
+    async fn save_now_and_then(&mut self) {
+        if self.saved.elapsed() >= Duration::from_secs(1) {
+            self.save().await;
+        }
+    }
+
     async fn save(&mut self) {
+        self.saved = Instant::now();
         self.run.spent = self.caller.spent();
+        self.run.config.budget = self.caller.budget.lock().expect("budget lock").clone();
         if let Err(e) = self.host.save_run(&self.run).await {
             tracing::warn!("run {}: could not save: {e}", self.run.id);
         }

@@ -186,7 +186,9 @@ impl Driver {
                     id,
                     state: SubtaskState::Done,
                     note: Some(cut(result, 7_900)),
-                    start_next: false,
+                    // One at a time: the same commit starts the next ready
+                    // subtask, which the loop then takes up.
+                    start_next: self.mode() != Mode::Complex && !self.pausing(),
                 }],
                 true,
                 result.clone(),
@@ -267,7 +269,7 @@ impl Driver {
                 })
                 .await;
         }
-        self.save().await;
+        self.save_now_and_then().await;
         if ok && self.mode() == Mode::Emergent {
             self.update_todos(&text).await?;
         }

@@ -37,7 +37,7 @@ fn resume_from(headers: &HeaderMap, q: &StreamQuery) -> Result<Option<i64>, ApiE
 #[utoipa::path(get, path = "/api/plans/{id}/stream", tag = "live",
     params(("id" = uuid::Uuid, Path, description = "plan UUID"), StreamQuery),
     responses((status = 200, content_type = "text/event-stream",
-        description = "`ready` {seq} first when not resuming; then one unnamed event per log row (data: the row as in /events, id: its seq); `resync` {seq, missed} if this client fell too far behind: reload, then keep reading; `shutdown` when the server stops: reconnect"), ReadErrors))]
+        description = "`ready` {seq} first when not resuming; then one unnamed event per log row (data: the row as in /events, id: its seq); `run` events (no id) carry the entries of the plan's run as they are written (as in /api/runs/{id}/events); `resync` {seq, missed} if this client fell too far behind: reload, then keep reading; `shutdown` when the server stops: reconnect"), ReadErrors))]
 pub async fn plan_stream(
     State(state): State<ApiState>,
     PlanRef(id): PlanRef,
@@ -54,6 +54,7 @@ pub async fn plan_stream(
         Some(id),
         after,
         state.keep_alive,
+        Some(state.runs.subscribe()),
     ))
 }
 
@@ -71,6 +72,7 @@ pub async fn all_stream(
         None,
         after,
         state.keep_alive,
+        None,
     ))
 }
 

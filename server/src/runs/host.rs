@@ -17,6 +17,8 @@ pub struct ServerHost {
     pub plans: Arc<PlanService>,
     pub store: Arc<dyn RunStore>,
     pub entries: broadcast::Sender<Arc<StoredRunEntry>>,
+    /// Each run's plan, learnt when the run is saved.
+    pub plan_of: std::sync::Mutex<std::collections::HashMap<RunId, PlanId>>,
 }
 
 fn host_error(e: ServiceError) -> HostError {
@@ -75,9 +77,15 @@ impl Host for ServerHost {
             .ok()
             .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
             .unwrap_or_default();
+        let plan = self
+            .plan_of
+            .lock()
+            .expect("plan_of lock")
+            .get(&run)
+            .copied();
         let stored = self
             .store
-            .append_run_log(run, &kind, &json)
+            .append_run_log(run, plan, &kind, &json)
             .await
             .map_err(|e| HostError::Unavailable(e.to_string()))?;
         let _ = self.entries.send(Arc::new(stored));
@@ -85,6 +93,12 @@ impl Host for ServerHost {
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {
+        if let Some(plan) = run.plan_id {
+            self.plan_of
+                .lock()
+                .expect("plan_of lock")
+                .insert(run.id, plan);
+        }
         self.store
             .save_run(run)
             .await

@@ -107,6 +107,7 @@ impl Runs {
             plans: plans.clone(),
             store: store.clone(),
             entries: entries.clone(),
+            plan_of: Default::default(),
         });
         let workspaces = config.workspaces.clone();
         let agent = match &config.llm {
@@ -161,6 +162,7 @@ impl Runs {
             plans: self.plans.clone(),
             store: self.store.clone(),
             entries: self.entries.clone(),
+            plan_of: Default::default(),
         })
     }
 

@@ -18,6 +18,8 @@ pub struct StoredRunEntry {
     /// Its position in the log of all runs; the SSE id.
     pub seq: i64,
     pub run_id: RunId,
+    /// The run's plan, so the plan's stream can carry the entry too.
+    pub plan_id: Option<PlanId>,
     pub kind: String,
     pub at: String,
     /// The entry itself (`kind` repeated inside).
@@ -40,6 +42,7 @@ pub trait RunStore: Send + Sync {
     async fn append_run_log(
         &self,
         run: RunId,
+        plan: Option<PlanId>,
         kind: &str,
         entry: &str,
     ) -> Result<StoredRunEntry, StoreError>;
@@ -76,10 +79,12 @@ fn record_of(row: &sqlx::any::AnyRow) -> Result<RunRecord, StoreError> {
 
 fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
     let run_id: String = row.try_get("run_id")?;
+    let plan_id: Option<String> = row.try_get("plan_id")?;
     let entry: String = row.try_get("entry")?;
     Ok(StoredRunEntry {
         seq: row.try_get("seq")?,
         run_id: run_id.parse().map_err(corrupt)?,
+        plan_id: plan_id.map(|p| p.parse()).transpose().map_err(corrupt)?,
         kind: row.try_get("kind")?,
         at: row.try_get("at")?,
         entry: serde_json::from_str(&entry).map_err(corrupt)?,
@@ -140,14 +145,17 @@ impl RunStore for SqlStore {
     async fn append_run_log(
         &self,
         run: RunId,
+        plan: Option<PlanId>,
         kind: &str,
         entry: &str,
     ) -> Result<StoredRunEntry, StoreError> {
         let at = ts(chrono::Utc::now());
         let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO run_log (run_id, kind, entry, at) VALUES ($1, $2, $3, $4) RETURNING seq",
+            "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ($1, $2, $3, $4, $5) \
+             RETURNING seq",
         )
         .bind(run.to_string())
+        .bind(plan.map(|p| p.to_string()))
         .bind(kind)
         .bind(entry)
         .bind(&at)
@@ -156,6 +164,7 @@ impl RunStore for SqlStore {
         Ok(StoredRunEntry {
             seq,
             run_id: run,
+            plan_id: plan,
             kind: kind.to_string(),
             at,
             entry: serde_json::from_str(entry).map_err(corrupt)?,
@@ -169,7 +178,7 @@ impl RunStore for SqlStore {
         limit: u32,
     ) -> Result<Vec<StoredRunEntry>, StoreError> {
         let rows = sqlx::query(
-            "SELECT seq, run_id, kind, entry, at FROM run_log WHERE run_id = $1 AND seq > $2 \
+            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log WHERE run_id = $1 AND seq > $2 \
              ORDER BY seq LIMIT $3",
         )
         .bind(run.to_string())

@@ -195,11 +195,11 @@ pub async fn run_store_story(url: &str) {
         .unwrap()
         .is_empty());
     let first = store
-        .append_run_log(run.id, "note", r#"{"kind":"note"}"#)
+        .append_run_log(run.id, Some(plan), "note", r#"{"kind":"note"}"#)
         .await
         .unwrap();
     store
-        .append_run_log(run.id, "note", r#"{"kind":"note"}"#)
+        .append_run_log(run.id, Some(plan), "note", r#"{"kind":"note"}"#)
         .await
         .unwrap();
     let log = store.run_log(run.id, first.seq, 10).await.unwrap();

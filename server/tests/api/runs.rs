@@ -466,3 +466,42 @@ async fn the_agent_uses_an_mcp_servers_tools_as_work_tools() {
     assert_eq!(call["entry"]["name"], "create_plan");
     assert_eq!(call["entry"]["ok"], true);
 }
+
+#[tokio::test]
+async fn the_plans_stream_carries_its_runs_entries_as_run_events() {
+    use futures_util::StreamExt;
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let (run, plan) = start(&server, json!({"task": "Say hello"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let response = server
+        .client
+        .get(server.url(&format!("/api/plans/{plan}/stream")))
+        .send()
+        .await
+        .unwrap();
+    let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
+    let ready = events.next().await.unwrap().unwrap();
+    assert_eq!(ready.event, "ready");
+    server
+        .post(&format!("/api/plans/{plan}/approve"), json!({}))
+        .await;
+    let (mut plan_events, mut run_kinds) = (0, Vec::new());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while let Ok(Some(Ok(event))) = tokio::time::timeout_at(deadline, events.next()).await {
+        let data: Value = serde_json::from_str(&event.data).unwrap();
+        if event.event == "run" {
+            // No id of its own: a client's Last-Event-ID stays the plan log's.
+            assert_eq!(data["run_id"], run.as_str());
+            run_kinds.push(data["kind"].as_str().unwrap().to_string());
+            if data["kind"] == "answer" {
+                break;
+            }
+        } else {
+            plan_events += 1;
+        }
+    }
+    assert!(plan_events > 0, "the plan's own events are there too");
+    assert!(run_kinds.contains(&"llm_call".to_string()), "{run_kinds:?}");
+    assert_eq!(run_kinds.last().map(String::as_str), Some("answer"));
+}
