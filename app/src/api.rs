@@ -77,6 +77,39 @@ pub struct BoardData {
     pub viewer: Viewer,
 }
 
+/// A task for planboard's own agent, as the task box sends it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub task: String,
+    /// `auto`, `simple`, `complex` or `emergent`.
+    pub mode: String,
+    pub approval_required: bool,
+    pub max_parallel: u32,
+}
+
+/// The agent's run on a plan, as the board shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunPanel {
+    pub run_id: String,
+    /// `classifying`, `planning`, `awaiting_approval`, `running`, `paused`, `done`, `failed`, `cancelled`.
+    pub state: String,
+    pub reason: Option<String>,
+    pub mode: Option<Mode>,
+    pub mode_reason: Option<String>,
+    /// `person`, `rules` or `model`.
+    pub decided_by: Option<String>,
+    pub llm_calls: u32,
+    pub tokens: u64,
+    pub max_tokens: u64,
+    pub answer: Option<String>,
+}
+
+/// Whether the agent can run, and on which model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    pub model: Option<String>,
+}
+
 /// Why a request was not done, in words for the person who made it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum BoardError {
@@ -120,6 +153,12 @@ pub trait BoardBackend: Send + Sync {
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError>;
     async fn command(&self, id: PlanId, command: Command, actor: &str) -> Result<u64, BoardError>;
     async fn create(&self, spec: NewPlan, actor: &str) -> Result<PlanId, BoardError>;
+    async fn agent(&self) -> AgentInfo;
+    /// Starts a run; returns its plan.
+    async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError>;
+    async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError>;
+    /// `pause`, `resume` or `cancel` the run on `plan`.
+    async fn run_control(&self, plan: PlanId, action: &str, actor: &str) -> Result<(), BoardError>;
 }
 
 #[cfg(feature = "ssr")]
@@ -223,6 +262,51 @@ pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
         async {
             let who = editor().await?;
             backend()?.create(spec, &who.name).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn agent_status() -> Result<AgentInfo, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            Ok(backend()?.agent().await)
+        }
+        .await,
+    )
+}
+
+/// Hands a task to planboard's own agent; returns the run's plan.
+#[server(prefix = "/_board", input = Json)]
+pub async fn start_task(spec: TaskSpec) -> Result<PlanId, BoardError> {
+    answered(
+        async {
+            let who = editor().await?;
+            backend()?.start_task(spec, &who.name).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_run(plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.run_of(plan).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn run_control(plan: PlanId, action: String) -> Result<(), BoardError> {
+    answered(
+        async {
+            let who = editor().await?;
+            backend()?.run_control(plan, &action, &who.name).await
         }
         .await,
     )

@@ -40,7 +40,7 @@ use leptos_router::path;
 
 use board::BoardPage;
 use i18n::{use_lang, Lang};
-use pages::{history::HistoryPage, new_plan::NewPlanPage, plans::PlansPage};
+use pages::{history::HistoryPage, new_plan::NewPage, plans::PlansPage};
 
 /// The HTML document around the app; the server renders it for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -78,7 +78,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=move || view! { <p class="not-found">{lang.pick("Page not found.", "页面不存在。")}</p> }>
                     <Route path=path!("/") view=PlansPage/>
                     <Route path=path!("/history") view=HistoryPage/>
-                    <Route path=path!("/plans/new") view=NewPlanPage/>
+                    <Route path=path!("/plans/new") view=NewPage/>
                     <Route path=path!("/plans/:id") view=BoardPage/>
                 </Routes>
             </main>

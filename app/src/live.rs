@@ -26,6 +26,8 @@ pub enum Heard {
     /// `ready` (a fresh stream) or `resync` (this client fell too far
     /// behind): whatever the page shows must be loaded again.
     Reload,
+    /// The plan's run wrote to its log (the agent did something).
+    Run,
 }
 
 pub struct Live {
@@ -42,7 +44,7 @@ pub fn use_live(url: String) -> Live {
     } = use_event_source_with_options::<String, FromToStringCodec>(
         url.as_str(),
         UseEventSourceOptions::default()
-            .named_events(["ready".to_string(), "resync".to_string()])
+            .named_events(["ready".to_string(), "resync".to_string(), "run".to_string()])
             .reconnect_limit(ReconnectLimit::Infinite)
             .reconnect_interval(1000),
     );
@@ -50,6 +52,7 @@ pub fn use_live(url: String) -> Live {
         message.with(|m| {
             m.as_ref().and_then(|m| match m.event_type.as_str() {
                 "ready" | "resync" => Some(Heard::Reload),
+                "run" => Some(Heard::Run),
                 _ => crate::codec::read::<StreamRow>(&m.data)
                     .ok()
                     .map(|row| Heard::Row(Box::new(row))),

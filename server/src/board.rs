@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use app::api::{BoardBackend, BoardError, ListFilter, LogEntry, PlanList, PlanRow, PAGE_SIZE};
+use app::api::{
+    AgentInfo, BoardBackend, BoardError, ListFilter, LogEntry, PlanList, PlanRow, RunPanel,
+    TaskSpec, PAGE_SIZE,
+};
 use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId};
 
 use crate::service::{PlanService, ServiceError};
@@ -12,7 +15,7 @@ use crate::store::StoreError;
 /// Log rows read per query.
 const PAGE: u32 = 1000;
 
-pub struct Board(pub Arc<PlanService>);
+pub struct Board(pub Arc<PlanService>, pub Arc<crate::runs::Runs>);
 
 fn to_board_error(e: ServiceError) -> BoardError {
     match e {
@@ -104,5 +107,98 @@ impl BoardBackend for Board {
             .await
             .map(|plan| plan.id)
             .map_err(to_board_error)
+    }
+
+    async fn agent(&self) -> AgentInfo {
+        AgentInfo {
+            model: self.1.model_name(),
+        }
+    }
+
+    async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError> {
+        let mode = serde_json::from_value(serde_json::Value::String(spec.mode.clone()))
+            .map_err(|_| BoardError::Refused(format!("no mode is called {}", spec.mode)))?;
+        let task = spec.task.trim().to_string();
+        if task.is_empty() || task.chars().count() > 8000 {
+            return Err(BoardError::Refused(
+                "the task must have 1 to 8000 characters".into(),
+            ));
+        }
+        let config = agent::RunConfig {
+            task,
+            mode,
+            approval_required: spec.approval_required,
+            max_parallel: spec.max_parallel.clamp(1, 32),
+            budget: agent::Budget::default(),
+        };
+        let view = self.1.start(config, actor).await.map_err(run_error)?;
+        view.record
+            .plan_id
+            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+
+    async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
+        let runs = self
+            .1
+            .list(None, Some(plan), 0, 1)
+            .await
+            .map_err(run_error)?;
+        Ok(runs.into_iter().next().map(|view| {
+            let r = view.record;
+            RunPanel {
+                run_id: r.id.to_string(),
+                state: r.state.as_str().to_string(),
+                reason: r.reason,
+                mode: r.classification.as_ref().map(|c| c.mode),
+                mode_reason: r.classification.as_ref().map(|c| c.reason.clone()),
+                decided_by: r.classification.as_ref().and_then(|c| {
+                    serde_json::to_value(c.by)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                }),
+                llm_calls: r.spent.llm_calls,
+                tokens: r.spent.tokens(),
+                max_tokens: r.config.budget.max_tokens,
+                answer: r.answer,
+            }
+        }))
+    }
+
+    async fn run_control(&self, plan: PlanId, action: &str, actor: &str) -> Result<(), BoardError> {
+        let runs = self
+            .1
+            .list(None, Some(plan), 0, 1)
+            .await
+            .map_err(run_error)?;
+        let run = runs
+            .first()
+            .map(|v| v.record.id)
+            .ok_or_else(|| BoardError::NotFound("no agent runs this plan".into()))?;
+        match action {
+            "pause" => self.1.pause(run, actor).await,
+            "resume" => self.1.resume(run, None, actor).await,
+            "cancel" => self.1.cancel(run, actor).await,
+            other => {
+                return Err(BoardError::Refused(format!(
+                    "no run action is called {other}"
+                )))
+            }
+        }
+        .map(|_| ())
+        .map_err(run_error)
+    }
+}
+
+fn run_error(e: crate::runs::RunError) -> BoardError {
+    use crate::runs::RunError;
+    match e {
+        RunError::NoModel(m) => BoardError::Unavailable(m),
+        RunError::NotFound(id) => BoardError::NotFound(format!("no run has id {id}")),
+        RunError::Invalid(m) => BoardError::Refused(m),
+        RunError::Plan(e) => to_board_error(e),
+        RunError::Store(e) => {
+            tracing::error!("run store failure: {e}");
+            BoardError::Unavailable("the run store failed; nothing was changed".into())
+        }
     }
 }

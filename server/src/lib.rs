@@ -164,7 +164,8 @@ pub fn router_with_pages(
             services.access.clone(),
             auth::identify,
         ));
-    let backend: Arc<dyn app::api::BoardBackend> = Arc::new(board::Board(services.plans.clone()));
+    let backend: Arc<dyn app::api::BoardBackend> =
+        Arc::new(board::Board(services.plans.clone(), services.runs.clone()));
     let site = Router::new()
         .leptos_routes_with_context(
             &options,

@@ -21,6 +21,7 @@ mod dag;
 pub(crate) mod details;
 mod header;
 mod kanban;
+mod run;
 mod timeline;
 
 use leptos::prelude::*;
@@ -46,6 +47,8 @@ pub struct Board {
     pub lang: Lang,
     /// Set when the stream skipped rows: the page loads the log again.
     pub stale: RwSignal<bool>,
+    /// Counts the run entries heard, so the run's header loads again.
+    pub run_tick: RwSignal<u64>,
 }
 
 /// The plan a log folds to.
@@ -66,6 +69,7 @@ impl Board {
             selected: RwSignal::new(None),
             lang,
             stale: RwSignal::new(false),
+            run_tick: RwSignal::new(0),
         })
     }
 
@@ -292,6 +296,7 @@ fn LiveBoard(
     Effect::new(move |_| match live.heard.get() {
         Some(Heard::Row(row)) if row.plan_id == board.id => board.take(row.seq, row.event),
         Some(Heard::Reload) => board.stale.set(true),
+        Some(Heard::Run) => board.run_tick.update(|n| *n += 1),
         _ => {}
     });
     // After a drop the stream reconnects with the same `after`: rows are
@@ -350,6 +355,7 @@ fn LiveBoard(
                 {move || connection_text(lang, live.connected.get())}
             </p>
             <Header board/>
+            <run::RunHeader board/>
             <ApprovalBanner board/>
             <nav class="tabs" aria-label=lang.pick("Board views", "看板视图")>
                 {tab(View::Kanban, lang.pick("Kanban", "看板"))}

@@ -17,6 +17,19 @@ struct Row {
     deps: RwSignal<String>,
 }
 
+/// `/plans/new`: the agent's task box, and the form for a plan by hand.
+#[component]
+pub fn NewPage() -> impl IntoView {
+    let lang = use_lang();
+    view! {
+        <div class="new-page">
+            <h1>{lang.pick("New plan", "新建计划")}</h1>
+            <super::task::TaskBox/>
+            <NewPlanPage/>
+        </div>
+    }
+}
+
 /// The form is an island: it keeps what was typed in signals and sends it
 /// with a server function.
 #[island]
@@ -111,7 +124,7 @@ pub fn NewPlanPage() -> impl IntoView {
     };
     view! {
         <section class="new-plan">
-            <h1>{lang.pick("New plan", "新建计划")}</h1>
+            <h2>{lang.pick("Or make a plan by hand", "或者手动制定计划")}</h2>
             <form on:submit=submit>
                 <fieldset class="plain" disabled=move || !ready.get()>
                 <label class="field">
@@ -155,7 +168,7 @@ pub fn NewPlanPage() -> impl IntoView {
 }
 
 /// Goes to the new plan's board (a page load: the board is its own page).
-fn open_board(url: &str) {
+pub(crate) fn open_board(url: &str) {
     #[cfg(feature = "hydrate")]
     {
         _ = window().location().set_href(url);

@@ -170,6 +170,13 @@ impl Runs {
         self.agent.is_some()
     }
 
+    /// The configured model's name, for the board.
+    pub fn model_name(&self) -> Option<String> {
+        self.agent
+            .as_ref()
+            .map(|a| a.llm.model(agent::llm::CallRole::Executor))
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoredRunEntry>> {
         self.entries.subscribe()
     }

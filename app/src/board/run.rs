@@ -1,0 +1,89 @@
+//! The agent's run on this plan: its state, how the mode was chosen and
+//! why, what it has spent, its answer, and Pause / Resume / Cancel. Loaded
+//! again whenever the plan changes or the run writes to its log.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use super::Board;
+use crate::api::{load_run, run_control, RunPanel};
+
+fn state_label(state: &str, lang: crate::i18n::Lang) -> String {
+    let (en, zh) = match state {
+        "classifying" => ("classifying the task", "正在分类任务"),
+        "planning" => ("planning", "正在规划"),
+        "awaiting_approval" => ("waiting for approval", "等待批准"),
+        "running" => ("running", "运行中"),
+        "paused" => ("paused", "已暂停"),
+        "done" => ("done", "已完成"),
+        "failed" => ("failed", "失败"),
+        "cancelled" => ("cancelled", "已取消"),
+        other => (other, other),
+    };
+    lang.pick(en.to_string(), zh.to_string())
+}
+
+#[component]
+pub(super) fn RunHeader(board: Board) -> impl IntoView {
+    let lang = board.lang;
+    let id = board.id;
+    // Loaded again on every plan change and every run entry heard.
+    let heard = move || (board.plan.with(|p| p.version), board.run_tick.get());
+    let run = crate::codec::load(heard, move |_| load_run(id));
+    let error = RwSignal::new(None::<String>);
+    let act = move |action: &'static str| {
+        spawn_local(async move {
+            error.set(
+                run_control(id, action.to_string())
+                    .await
+                    .err()
+                    .map(|e| super::explain(&e, lang)),
+            );
+        });
+    };
+    let panel = move |r: RunPanel| {
+        let state = r.state.clone();
+        let live = !matches!(state.as_str(), "done" | "failed" | "cancelled");
+        let paused = state == "paused";
+        let mode = r
+            .mode
+            .map(|m| m.label(lang).to_string())
+            .unwrap_or_else(|| "…".into());
+        let by = r.decided_by.clone().unwrap_or_default();
+        view! {
+            <section class="run-header" data-testid="run-header">
+                <div class="run-row">
+                    <span class=format!("badge run-state run-{state}") data-testid="run-state">{state_label(&state, lang)}</span>
+                    <span class="run-mode" data-testid="run-mode">
+                        {lang.pick("Agent · mode ", "智能体 · 模式 ")}<strong>{mode}</strong>
+                        {(!by.is_empty()).then(|| format!(" ({by})"))}
+                    </span>
+                    <span class="run-spent" data-testid="run-spent">
+                        {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick("calls", "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
+                    </span>
+                    <span class="run-actions">
+                        {(live && !paused).then(|| view! { <button on:click=move |_| act("pause") data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
+                        {(live && paused).then(|| view! { <button on:click=move |_| act("resume") data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
+                        {live.then(|| view! { <button class="danger" on:click=move |_| act("cancel") data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
+                    </span>
+                </div>
+                {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
+                {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
+                {r.answer.map(|answer| view! {
+                    <div class="run-answer" data-testid="run-answer">
+                        <h2>{lang.pick("Answer", "答案")}</h2>
+                        <p>{answer}</p>
+                    </div>
+                })}
+            </section>
+        }
+    };
+    view! {
+        <Transition fallback=|| ()>
+            {move || run.get().and_then(Result::ok).flatten().map(panel)}
+        </Transition>
+        <Show when=move || error.get().is_some()>
+            <p class="error" role="alert">{move || error.get()}</p>
+        </Show>
+    }
+}

@@ -1,0 +1,64 @@
+// A fake OpenAI-compatible chat server for the end-to-end tests: it answers
+// by the JSON schema asked for, after a delay, so the board's live states
+// can be seen. Usage: node fake-openai.mjs <port>
+import http from "node:http";
+
+const port = Number(process.argv[2] ?? 0);
+const delay = Number(process.env.FAKE_OPENAI_DELAY_MS ?? 400);
+
+function answer(request) {
+  const shape = request?.response_format?.json_schema?.name ?? "text";
+  const brief = request?.messages?.[1]?.content ?? "";
+  const line = brief.split("\n").find((l) => l.startsWith("Your subtask #")) ?? "";
+  const subtask = line.split(": ").slice(1).join(": ");
+  switch (shape) {
+    case "mode":
+      return { confidence: 0.9, mode: "complex", reason: "two parts can run in parallel, then one combines them" };
+    case "plan":
+      return {
+        title: "Compare and combine",
+        subtasks: [
+          { name: "look at the first", description: "read it", expected_outcome: "notes", depends_on: [] },
+          { name: "look at the second", description: "read it", expected_outcome: "notes", depends_on: [] },
+          { name: "combine", description: "compare the notes", expected_outcome: "a comparison", depends_on: [1, 2] },
+        ],
+      };
+    case "action":
+      return { action: "complete", result: `done: ${subtask}` };
+    case "adapt":
+      return { drop: [], needs_change: false, reason: "fine", revise: [] };
+    case "todo_update":
+      return { drop: [], needs_update: false, reason: "fine", new_todos: [] };
+    default:
+      // A hostile reply: it must stay text on the board.
+      return "The final answer <b>not bold</b><script>window.pwned = true</script>";
+  }
+}
+
+http
+  .createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      let request = {};
+      try {
+        request = JSON.parse(body);
+      } catch {}
+      const content = answer(request);
+      const reply = {
+        id: "chatcmpl-fake",
+        object: "chat.completion",
+        created: 0,
+        model: "fake",
+        choices: [{ index: 0, message: { role: "assistant", content: typeof content === "string" ? content : JSON.stringify(content) }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 120, completion_tokens: 30 },
+      };
+      setTimeout(() => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(reply));
+      }, delay);
+    });
+  })
+  .listen(port, "127.0.0.1", function () {
+    console.log(`fake OpenAI on http://127.0.0.1:${this.address().port}/v1`);
+  });

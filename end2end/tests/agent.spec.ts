@@ -1,0 +1,43 @@
+import { expect, test } from "@playwright/test";
+import { shot, unique } from "./helpers";
+
+// scripts/test starts end2end/fake-openai.mjs and points the server at it.
+
+test("a person gives the agent a task, approves its plan and reads the answer", async ({ page }) => {
+  await page.goto("/plans/new");
+  await expect(page.getByTestId("agent-model")).toContainText("fake");
+  const task = unique("Compare two libraries and combine the findings");
+  await page.getByTestId("task-input").fill(task);
+  await shot(page, "agent-1-task-box");
+  await page.getByTestId("start-task").click();
+  await page.waitForURL(/\/plans\/[0-9a-f-]{36}/);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 15_000 });
+  await expect(page.getByTestId("run-mode")).toContainText("model");
+  await expect(page.getByTestId("run-why")).toContainText("parallel");
+  await expect(page.getByTestId("plan-title")).toHaveText("Compare and combine");
+  await shot(page, "agent-2-awaiting-approval");
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("run-state")).toHaveText("running", { timeout: 10_000 });
+  await shot(page, "agent-3-running");
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
+  const answer = page.getByTestId("run-answer");
+  await expect(answer).toContainText("The final answer <b>not bold</b><script>");
+  expect(await page.evaluate(() => (window as unknown as { pwned?: boolean }).pwned)).toBeUndefined();
+  await expect(page.getByTestId("plan-state")).toHaveText(/done/i);
+  await shot(page, "agent-4-done");
+});
+
+test("a person pauses and cancels the agent from the board", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("Pause me"), mode: "simple", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await expect(page.getByTestId("run-state")).toHaveText("running", { timeout: 15_000 });
+  await page.getByTestId("run-pause").click();
+  await expect(page.getByTestId("run-state")).toHaveText("paused", { timeout: 10_000 });
+  await expect(page.getByTestId("plan-state")).toHaveText(/paused/i);
+  await page.getByTestId("run-cancel").click();
+  await expect(page.getByTestId("run-state")).toHaveText("cancelled", { timeout: 10_000 });
+});
