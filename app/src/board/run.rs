@@ -23,13 +23,30 @@ fn state_label(state: &str, lang: crate::i18n::Lang) -> String {
     lang.pick(en.to_string(), zh.to_string())
 }
 
+/// Rendered in the browser only: the run changes between the server's
+/// render and hydration (the agent does not wait), and a header rendered
+/// twice from two states would not hydrate.
 #[component]
 pub(super) fn RunHeader(board: Board) -> impl IntoView {
+    let mounted = RwSignal::new(false);
+    Effect::new(move |_| mounted.set(true));
+    view! {
+        <Show when=move || mounted.get()>
+            <RunBody board/>
+        </Show>
+    }
+}
+
+#[component]
+fn RunBody(board: Board) -> impl IntoView {
     let lang = board.lang;
     let id = board.id;
     // Loaded again on every plan change and every run entry heard.
-    let heard = move || (board.plan.with(|p| p.version), board.run_tick.get());
-    let run = crate::codec::load(heard, move |_| load_run(id));
+    let run = LocalResource::new(move || {
+        board.plan.with(|p| p.version);
+        board.run_tick.get();
+        load_run(id)
+    });
     let error = RwSignal::new(None::<String>);
     let act = move |action: &'static str| {
         spawn_local(async move {
@@ -78,10 +95,15 @@ pub(super) fn RunHeader(board: Board) -> impl IntoView {
             </section>
         }
     };
+    // The last answer stays on screen while the next one loads.
+    let last = RwSignal::new(None::<RunPanel>);
+    Effect::new(move |_| {
+        if let Some(Ok(fresh)) = run.get() {
+            last.set(fresh);
+        }
+    });
     view! {
-        <Transition fallback=|| ()>
-            {move || run.get().and_then(Result::ok).flatten().map(panel)}
-        </Transition>
+        {move || last.get().map(panel)}
         <Show when=move || error.get().is_some()>
             <p class="error" role="alert">{move || error.get()}</p>
         </Show>
