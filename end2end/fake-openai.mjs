@@ -45,6 +45,8 @@ http
         request = JSON.parse(body);
       } catch {}
       const content = answer(request);
+      // Tasks marked [slow] give a person time to act mid-run.
+      const slow = JSON.stringify(request.messages ?? []).includes("[slow]");
       const reply = {
         id: "chatcmpl-fake",
         object: "chat.completion",
@@ -56,7 +58,7 @@ http
       setTimeout(() => {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify(reply));
-      }, delay);
+      }, slow ? delay * 4 : delay);
     });
   })
   .listen(port, "127.0.0.1", function () {

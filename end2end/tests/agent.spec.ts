@@ -29,7 +29,7 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
 });
 
 test("a person pauses and cancels the agent from the board", async ({ page, request }) => {
-  const res = await request.post("/api/runs", { data: { task: unique("Pause me"), mode: "simple", approval_required: false } });
+  const res = await request.post("/api/runs", { data: { task: unique("[slow] Pause me"), mode: "simple", approval_required: false } });
   expect(res.status(), await res.text()).toBe(201);
   const run = await res.json();
   await page.goto(`/plans/${run.plan_id}`);
