@@ -153,12 +153,11 @@ pub trait BoardBackend: Send + Sync {
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError>;
     async fn command(&self, id: PlanId, command: Command, actor: &str) -> Result<u64, BoardError>;
     async fn create(&self, spec: NewPlan, actor: &str) -> Result<PlanId, BoardError>;
-    async fn agent(&self) -> AgentInfo;
+    /// Which model the agent runs on (read while rendering, no call).
+    fn agent(&self) -> AgentInfo;
     /// Starts a run; returns its plan.
     async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError>;
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError>;
-    /// `pause`, `resume` or `cancel` the run on `plan`.
-    async fn run_control(&self, plan: PlanId, action: &str, actor: &str) -> Result<(), BoardError>;
 }
 
 #[cfg(feature = "ssr")]
@@ -185,6 +184,13 @@ fn answered<T>(result: Result<T, BoardError>) -> Result<T, BoardError> {
         options.set_status(e.status());
     }
     result
+}
+
+/// The agent's model, for pages rendered on the server.
+#[cfg(feature = "ssr")]
+pub fn agent_info() -> AgentInfo {
+    use_context::<std::sync::Arc<dyn BoardBackend>>()
+        .map_or(AgentInfo { model: None }, |b| b.agent())
 }
 
 #[cfg(feature = "ssr")]
@@ -267,17 +273,6 @@ pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
     )
 }
 
-#[server(prefix = "/_board", input = Json)]
-pub async fn agent_status() -> Result<AgentInfo, BoardError> {
-    answered(
-        async {
-            viewer().await?;
-            Ok(backend()?.agent().await)
-        }
-        .await,
-    )
-}
-
 /// Hands a task to planboard's own agent; returns the run's plan.
 #[server(prefix = "/_board", input = Json)]
 pub async fn start_task(spec: TaskSpec) -> Result<PlanId, BoardError> {
@@ -296,17 +291,6 @@ pub async fn load_run(plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
         async {
             viewer().await?;
             backend()?.run_of(plan).await
-        }
-        .await,
-    )
-}
-
-#[server(prefix = "/_board", input = Json)]
-pub async fn run_control(plan: PlanId, action: String) -> Result<(), BoardError> {
-    answered(
-        async {
-            let who = editor().await?;
-            backend()?.run_control(plan, &action, &who.name).await
         }
         .await,
     )

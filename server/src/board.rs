@@ -109,7 +109,7 @@ impl BoardBackend for Board {
             .map_err(to_board_error)
     }
 
-    async fn agent(&self) -> AgentInfo {
+    fn agent(&self) -> AgentInfo {
         AgentInfo {
             model: self.1.model_name(),
         }
@@ -162,30 +162,6 @@ impl BoardBackend for Board {
                 answer: r.answer,
             }
         }))
-    }
-
-    async fn run_control(&self, plan: PlanId, action: &str, actor: &str) -> Result<(), BoardError> {
-        let runs = self
-            .1
-            .list(None, Some(plan), 0, 1)
-            .await
-            .map_err(run_error)?;
-        let run = runs
-            .first()
-            .map(|v| v.record.id)
-            .ok_or_else(|| BoardError::NotFound("no agent runs this plan".into()))?;
-        match action {
-            "pause" => self.1.pause(run, actor).await,
-            "resume" => self.1.resume(run, None, actor).await,
-            "cancel" => self.1.cancel(run, actor).await,
-            other => {
-                return Err(BoardError::Refused(format!(
-                    "no run action is called {other}"
-                )))
-            }
-        }
-        .map(|_| ())
-        .map_err(run_error)
     }
 }
 

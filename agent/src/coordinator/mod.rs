@@ -191,6 +191,15 @@ type Flow = Result<(), String>;
 impl Driver {
     async fn go(&mut self) -> Flow {
         loop {
+            if matches!(self.run.state, RunState::Classifying | RunState::Planning)
+                && self.abandoned().await
+            {
+                self.move_to(
+                    RunState::Cancelled,
+                    "the plan was abandoned before it was planned",
+                )
+                .await;
+            }
             match self.run.state {
                 RunState::Classifying => self.classify().await?,
                 RunState::Planning => self.plan().await?,
@@ -199,6 +208,17 @@ impl Driver {
                 RunState::Done | RunState::Failed | RunState::Cancelled => return Ok(()),
             }
         }
+    }
+
+    /// A person may cancel a run while it classifies or plans.
+    async fn abandoned(&self) -> bool {
+        let Some(id) = self.run.plan_id else {
+            return false;
+        };
+        self.host
+            .plan(id)
+            .await
+            .is_ok_and(|p| p.state == PlanState::Abandoned)
     }
 
     /// Whether nothing new should start (the plan is paused or the run

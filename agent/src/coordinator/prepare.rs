@@ -90,10 +90,19 @@ impl Driver {
         if old.state == PlanState::Draft {
             ops.push(Op::Submit);
         }
-        let plan = self
-            .apply(ops)
-            .await
-            .map_err(|e| format!("the plan was refused: {e}"))?;
+        let plan = match self.apply(ops).await {
+            Ok(plan) => plan,
+            // Cancelled while the planner was thinking.
+            Err(_) if self.abandoned().await => {
+                self.move_to(
+                    RunState::Cancelled,
+                    "the plan was abandoned while it was planned",
+                )
+                .await;
+                return Ok(());
+            }
+            Err(e) => return Err(format!("the plan was refused: {e}")),
+        };
         self.run.round += 1;
         self.caller
             .log(RunEntry::PlanProposed {

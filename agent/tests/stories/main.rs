@@ -600,3 +600,28 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
         "prompt sizes {sizes:?} grew {ratio:.2}x from 10 to 1000 subtasks"
     );
 }
+
+#[tokio::test]
+async fn abandoning_the_plan_while_the_planner_thinks_cancels_the_run() {
+    let llm = worker().slow(CallRole::Planner, Duration::from_millis(300));
+    let world = World::new(llm);
+    let mut c = config("Plan slowly");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let plan = world.wait_plan(|p| p.state == PlanState::Draft).await;
+    world
+        .person(
+            plan.id,
+            vec![Op::Finish {
+                state: PlanState::Abandoned,
+                outcome: "never mind".into(),
+            }],
+        )
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Cancelled, "{:?}", run.reason);
+    assert!(
+        world.plan().subtasks.is_empty(),
+        "nothing was added to the abandoned plan"
+    );
+}

@@ -3,10 +3,11 @@
 //! again whenever the plan changes or the run writes to its log.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::Board;
-use crate::api::{load_run, run_control, RunPanel};
+use plan_engine::{Op, PlanState};
+
+use crate::api::{load_run, RunPanel};
 
 fn state_label(state: &str, lang: crate::i18n::Lang) -> String {
     let (en, zh) = match state {
@@ -47,17 +48,9 @@ fn RunBody(board: Board) -> impl IntoView {
         board.run_tick.get();
         load_run(id)
     });
+    // The run is steered through its plan, like everything on the board.
     let error = RwSignal::new(None::<String>);
-    let act = move |action: &'static str| {
-        spawn_local(async move {
-            error.set(
-                run_control(id, action.to_string())
-                    .await
-                    .err()
-                    .map(|e| super::explain(&e, lang)),
-            );
-        });
-    };
+    let act = move |op: fn() -> Op| board.act(op(), false, error);
     let panel = move |r: RunPanel| {
         let state = r.state.clone();
         let live = !matches!(state.as_str(), "done" | "failed" | "cancelled");
@@ -79,9 +72,9 @@ fn RunBody(board: Board) -> impl IntoView {
                         {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick("calls", "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
                     </span>
                     <span class="run-actions">
-                        {(live && !paused).then(|| view! { <button on:click=move |_| act("pause") data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
-                        {(live && paused).then(|| view! { <button on:click=move |_| act("resume") data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
-                        {live.then(|| view! { <button class="danger" on:click=move |_| act("cancel") data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
+                        {(live && !paused).then(|| view! { <button on:click=move |_| act(|| Op::Pause) data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
+                        {(live && paused).then(|| view! { <button on:click=move |_| act(|| Op::Resume) data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
+                        {live.then(|| view! { <button class="danger" on:click=move |_| act(|| Op::Finish { state: PlanState::Abandoned, outcome: "run cancelled on the board".into() }) data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
                     </span>
                 </div>
                 {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}

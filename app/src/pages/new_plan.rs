@@ -21,10 +21,14 @@ struct Row {
 #[component]
 pub fn NewPage() -> impl IntoView {
     let lang = use_lang();
+    #[cfg(feature = "ssr")]
+    let model = crate::api::agent_info().model;
+    #[cfg(not(feature = "ssr"))]
+    let model = None;
     view! {
         <div class="new-page">
             <h1>{lang.pick("New plan", "新建计划")}</h1>
-            <super::task::TaskBox/>
+            <super::task::TaskBox model/>
             <NewPlanPage/>
         </div>
     }

@@ -3,13 +3,14 @@
 
 use leptos::prelude::*;
 
-use crate::api::{agent_status, start_task, TaskSpec};
+use crate::api::{start_task, TaskSpec};
 use crate::i18n::use_lang;
 
+/// `model` is read on the server while rendering (no call from the page).
 #[island]
-pub fn TaskBox() -> impl IntoView {
+pub fn TaskBox(model: Option<String>) -> impl IntoView {
     let lang = use_lang();
-    let status = crate::codec::load(|| (), |_| agent_status());
+    let no_model = model.is_none();
     let task = RwSignal::new(String::new());
     let mode = RwSignal::new("auto".to_string());
     let approval = RwSignal::new(true);
@@ -18,8 +19,6 @@ pub fn TaskBox() -> impl IntoView {
     let busy = RwSignal::new(false);
     let ready = RwSignal::new(false);
     Effect::new(move |_| ready.set(true));
-    let model = move || status.get().and_then(Result::ok).and_then(|s| s.model);
-    let known = move || status.get().is_some();
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let spec = TaskSpec {
@@ -41,8 +40,7 @@ pub fn TaskBox() -> impl IntoView {
     view! {
         <section class="task-box" data-testid="task-box">
             <h2>{lang.pick("Give planboard's agent a task", "把任务交给 planboard 的智能体")}</h2>
-            <Transition fallback=|| ()>
-                {move || (known() && model().is_none()).then(|| view! {
+            {no_model.then(|| view! {
                     <div class="note" data-testid="no-model">
                         <p>{lang.pick(
                             "No model is configured, so the agent cannot run. Start planboard with a model, for example:",
@@ -51,12 +49,11 @@ pub fn TaskBox() -> impl IntoView {
                         <pre>"PLANBOARD_LLM_BASE_URL=http://127.0.0.1:8080/v1\nPLANBOARD_LLM_MODEL=qwen2.5-coder-1.5b-instruct"</pre>
                     </div>
                 })}
-                {move || model().map(|m| view! {
-                    <p class="hint" data-testid="agent-model">{lang.pick("Model: ", "模型：")}<code>{m}</code></p>
-                })}
-            </Transition>
+            {model.map(|m| view! {
+                <p class="hint" data-testid="agent-model">{lang.pick("Model: ", "模型：")}<code>{m}</code></p>
+            })}
             <form on:submit=submit>
-                <fieldset class="plain" disabled=move || !ready.get() || (known() && model().is_none())>
+                <fieldset class="plain" disabled=move || !ready.get() || no_model>
                     <label class="field">
                         {lang.pick("Task", "任务")}
                         <textarea required maxlength="8000" prop:value=move || task.get()

@@ -4,56 +4,29 @@
 //! must have no gap.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
 
 use crate::fake_openai::FakeOpenAi;
-
-struct Process {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{free_port, spawn_planboard, Process};
 
 async fn spawn(dir: &std::path::Path, fake: &FakeOpenAi, port: u16) -> Process {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_planboard"))
-        .env(
-            "DATABASE_URL",
-            format!("sqlite://{}", dir.join("crash.db").display()),
-        )
-        .env("LEPTOS_OUTPUT_NAME", "planboard")
-        .env("LEPTOS_SITE_ROOT", "target/site")
-        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
-        .env("PLANBOARD_USER", "crash")
-        .env("PLANBOARD_INSTANCE", "crash-test")
-        .env("PLANBOARD_WORKSPACES", dir.join("ws"))
-        .env("PLANBOARD_RUN_LEASE_SECS", "3")
-        .env("PLANBOARD_LLM_MODEL", "fake")
-        .env("PLANBOARD_LLM_BASE_URL", &fake.url)
-        .env("PLANBOARD_LLM_TIMEOUT_SECS", "10")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("planboard starts");
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..150 {
-        if reqwest::get(format!("{base}/healthz")).await.is_ok() {
-            return Process { child, base };
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("planboard did not come up on port {port}");
+    let db = format!("sqlite://{}", dir.join("crash.db").display());
+    spawn_planboard(
+        port,
+        &[
+            ("DATABASE_URL", db),
+            ("PLANBOARD_USER", "crash".into()),
+            ("PLANBOARD_INSTANCE", "crash-test".into()),
+            ("PLANBOARD_WORKSPACES", dir.join("ws").display().to_string()),
+            ("PLANBOARD_RUN_LEASE_SECS", "3".into()),
+            ("PLANBOARD_LLM_MODEL", "fake".into()),
+            ("PLANBOARD_LLM_BASE_URL", fake.url.clone()),
+            ("PLANBOARD_LLM_TIMEOUT_SECS", "10".into()),
+        ],
+    )
+    .await
 }
 
 /// A cheap random number: this test needs variety, not quality.
@@ -77,11 +50,7 @@ async fn runs_survive_sigkill_with_no_subtask_done_twice_and_no_event_lost() {
         "name": format!("step {i}"), "description": "do it", "expected_outcome": "", "depends_on": []
     })).collect::<Vec<_>>()}));
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let client = reqwest::Client::new();
     let mut process = spawn(dir.path(), &fake, port).await;
     let mut runs = Vec::new();

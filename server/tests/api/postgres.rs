@@ -4,13 +4,12 @@
 //! starts one and sets `PLANBOARD_REQUIRE_POSTGRES=1`, so there a missing
 //! database fails instead of skipping.
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::live::Reader;
-use crate::support::{chain, local, TestServer};
+use crate::support::{chain, free_port, local, spawn_planboard, Process, TestServer};
 
 fn database() -> Option<String> {
     match std::env::var("PLANBOARD_TEST_DATABASE_URL") {
@@ -41,44 +40,16 @@ async fn thirty_two_concurrent_writers_lose_no_update_on_postgres() {
 }
 
 /// A `planboard` process on a free port; killed when dropped.
-struct Process {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 async fn spawn(url: &str) -> Process {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_planboard"))
-        .env("DATABASE_URL", url)
-        .env("LEPTOS_OUTPUT_NAME", "planboard")
-        .env("LEPTOS_SITE_ROOT", "target/site")
-        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
-        .env("PLANBOARD_USER", format!("process-{port}"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("planboard starts");
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
-        if reqwest::get(format!("{base}/healthz")).await.is_ok() {
-            return Process { child, base };
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("planboard did not come up on port {port}");
+    let port = free_port();
+    spawn_planboard(
+        port,
+        &[
+            ("DATABASE_URL", url.to_string()),
+            ("PLANBOARD_USER", format!("process-{port}")),
+        ],
+    )
+    .await
 }
 
 #[tokio::test]

@@ -181,3 +181,53 @@ pub fn state_of(plan: &Value, subtask: u64) -> String {
         .map(|s| s["state"].as_str().unwrap_or_default().to_string())
         .unwrap_or_default()
 }
+
+/// The `planboard` binary as a child process (for tests that need a real
+/// process: several on one database, or one killed with SIGKILL).
+pub struct Process {
+    pub child: std::process::Child,
+    pub base: String,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `planboard` on `port` with `vars` (besides the site's) and waits
+/// until `/healthz` answers.
+pub async fn spawn_planboard(port: u16, vars: &[(&str, String)]) -> Process {
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(env!("CARGO_BIN_EXE_planboard"));
+    command
+        .env("LEPTOS_OUTPUT_NAME", "planboard")
+        .env("LEPTOS_SITE_ROOT", "target/site")
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("planboard starts");
+    let base = format!("http://127.0.0.1:{port}");
+    for _ in 0..150 {
+        if reqwest::get(format!("{base}/healthz")).await.is_ok() {
+            return Process { child, base };
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("planboard did not come up on port {port}");
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
