@@ -43,6 +43,15 @@ pub struct Caller {
     pub protocol: Protocol,
 }
 
+/// What the model said: its text, or the calls it made.
+fn said(reply: &ChatReply) -> String {
+    if reply.calls.is_empty() {
+        reply.content.clone()
+    } else {
+        serde_json::to_string(&reply.calls).unwrap_or_default()
+    }
+}
+
 fn transcript(messages: &[Message], reply: &str) -> String {
     let mut out = String::new();
     for m in messages {
@@ -85,9 +94,18 @@ impl Caller {
         self.spent.lock().expect("spent lock").clone()
     }
 
+    /// The run's budget as it is now (a person may have raised it).
+    pub fn budget(&self) -> Budget {
+        self.budget.lock().expect("budget lock").clone()
+    }
+
+    /// The budget this run has used up, in words, if any.
+    pub fn budget_reached(&self) -> Option<String> {
+        self.spent().reached(&self.budget())
+    }
+
     fn check_budget(&self) -> Result<(), CallError> {
-        let budget = self.budget.lock().expect("budget lock").clone();
-        match self.spent().reached(&budget) {
+        match self.budget_reached() {
             Some(why) => Err(CallError::Budget(why)),
             None => Ok(()),
         }
@@ -117,11 +135,7 @@ impl Caller {
                     r.usage.clone().unwrap_or_default(),
                     r.finish_reason.clone(),
                     None,
-                    if r.calls.is_empty() {
-                        r.content.clone()
-                    } else {
-                        serde_json::to_string(&r.calls).unwrap_or_default()
-                    },
+                    said(r),
                     r.model.clone(),
                 ),
                 Err(e) => (
@@ -184,13 +198,7 @@ impl Caller {
             Ok(value) => return Ok(value),
             Err(problem) => problem,
         };
-        request
-            .messages
-            .push(Message::assistant(if reply.calls.is_empty() {
-                reply.content.clone()
-            } else {
-                serde_json::to_string(&reply.calls).unwrap_or_default()
-            }));
+        request.messages.push(Message::assistant(said(&reply)));
         request.messages.push(Message::user(format!(
             "Your answer could not be used: {problem}\nAnswer again with one JSON object that matches the schema, and nothing else."
         )));

@@ -4,7 +4,7 @@
 //! turns so far; its size does not grow with the plan.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use plan_engine::{HintOptions, NewSubtask, Op, Plan, SubtaskId};
 
@@ -296,9 +296,4 @@ fn action_text(action: &Action) -> String {
         }
     };
     value.to_string()
-}
-
-/// How long a subtask took, for progress and the ETA.
-pub fn millis(d: Duration) -> u64 {
-    d.as_millis() as u64
 }

@@ -167,11 +167,3 @@ impl Host for MemoryHost {
         Ok(())
     }
 }
-
-/// The op's tag (`set_subtask_state`, …), for logs and tests.
-pub fn op_name(op: &Op) -> String {
-    serde_json::to_value(op)
-        .ok()
-        .and_then(|v| v.get("op").and_then(|o| o.as_str()).map(str::to_string))
-        .unwrap_or_default()
-}

@@ -112,10 +112,6 @@ impl McpTools {
             specs,
         }))
     }
-
-    pub fn server(&self) -> &str {
-        &self.name
-    }
 }
 
 #[async_trait::async_trait]

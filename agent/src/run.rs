@@ -82,6 +82,32 @@ impl Default for RunConfig {
     }
 }
 
+/// The longest task, in characters.
+pub const MAX_TASK_CHARS: usize = 8000;
+/// The most subtasks a run may have in progress at once.
+pub const MAX_PARALLEL: u32 = 32;
+
+impl RunConfig {
+    /// The config with its task trimmed, or why it cannot start a run (in
+    /// words for whoever sent it: the API, the board, MCP).
+    pub fn checked(mut self) -> Result<RunConfig, String> {
+        self.task = self.task.trim().to_string();
+        let chars = self.task.chars().count();
+        if chars == 0 || chars > MAX_TASK_CHARS {
+            return Err(format!(
+                "the task must have 1 to {MAX_TASK_CHARS} characters, not {chars}"
+            ));
+        }
+        if !(1..=MAX_PARALLEL).contains(&self.max_parallel) {
+            return Err(format!(
+                "max_parallel must be 1 to {MAX_PARALLEL}, not {}",
+                self.max_parallel
+            ));
+        }
+        Ok(self)
+    }
+}
+
 /// The run's state machine; see [`RunState::can_become`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -387,6 +413,26 @@ mod tests {
             "reject → re-plan"
         );
         assert!(!RunState::Classifying.can_become(RunState::Running));
+    }
+
+    #[test]
+    fn a_config_is_checked_and_its_task_trimmed() {
+        let config = |task: &str, max_parallel| RunConfig {
+            task: task.into(),
+            max_parallel,
+            ..RunConfig::default()
+        };
+        assert_eq!(config("  do it \n", 4).checked().unwrap().task, "do it");
+        assert!(config("   ", 4)
+            .checked()
+            .unwrap_err()
+            .contains("1 to 8000"));
+        assert!(config(&"x".repeat(8001), 4).checked().is_err());
+        assert!(config("do it", 0)
+            .checked()
+            .unwrap_err()
+            .contains("max_parallel"));
+        assert!(config("do it", 33).checked().is_err());
     }
 
     #[test]

@@ -118,17 +118,12 @@ impl BoardBackend for Board {
     async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError> {
         let mode = serde_json::from_value(serde_json::Value::String(spec.mode.clone()))
             .map_err(|_| BoardError::Refused(format!("no mode is called {}", spec.mode)))?;
-        let task = spec.task.trim().to_string();
-        if task.is_empty() || task.chars().count() > 8000 {
-            return Err(BoardError::Refused(
-                "the task must have 1 to 8000 characters".into(),
-            ));
-        }
+        // The task itself is checked where every run starts (`Runs::start`).
         let config = agent::RunConfig {
-            task,
+            task: spec.task,
             mode,
             approval_required: spec.approval_required,
-            max_parallel: spec.max_parallel.clamp(1, 32),
+            max_parallel: spec.max_parallel.clamp(1, agent::run::MAX_PARALLEL),
             budget: agent::Budget::default(),
         };
         let view = self.1.start(config, actor).await.map_err(run_error)?;

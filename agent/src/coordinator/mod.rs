@@ -229,10 +229,7 @@ impl Driver {
                 .seen
                 .as_ref()
                 .is_some_and(|p| p.state == PlanState::Paused)
-            || {
-                let budget = self.caller.budget.lock().expect("budget lock").clone();
-                self.caller.spent().reached(&budget).is_some()
-            }
+            || self.caller.budget_reached().is_some()
     }
 
     /// Saves the row at most once a second while work goes on; state
@@ -246,7 +243,7 @@ impl Driver {
     async fn save(&mut self) {
         self.saved = Instant::now();
         self.run.spent = self.caller.spent();
-        self.run.config.budget = self.caller.budget.lock().expect("budget lock").clone();
+        self.run.config.budget = self.caller.budget();
         if let Err(e) = self.host.save_run(&self.run).await {
             tracing::warn!("run {}: could not save: {e}", self.run.id);
         }
@@ -366,7 +363,7 @@ impl Driver {
     }
 
     fn wall_left(&self) -> Duration {
-        let budget = self.caller.budget.lock().expect("budget lock").clone();
+        let budget = self.caller.budget();
         let spent = self.caller.spent();
         Duration::from_secs(budget.max_wall_secs)
             .saturating_sub(Duration::from_millis(spent.wall_ms))

@@ -10,7 +10,7 @@ impl Driver {
             plan: plan.clone(),
             subtask: id,
             may_add: self.mode() != Mode::Simple,
-            max_turns: self.caller.budget.lock().expect("budget lock").max_turns,
+            max_turns: self.caller.budget().max_turns,
             people_changes: self.people.clone(),
         }
     }
@@ -110,10 +110,7 @@ impl Driver {
                 }
             }
             if self.run.state == RunState::Running {
-                if let Some(why) = {
-                    let budget = self.caller.budget.lock().expect("budget lock").clone();
-                    self.caller.spent().reached(&budget)
-                } {
+                if let Some(why) = self.caller.budget_reached() {
                     self.pause_for_budget(why).await?;
                     continue;
                 }

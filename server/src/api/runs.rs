@@ -132,27 +132,14 @@ pub struct StartRun {
 }
 
 impl StartRun {
+    /// The task and parallelism are checked where every run starts
+    /// ([`crate::runs::Runs::start`]); the budget's bounds are the API's.
     pub(crate) fn into_config(self) -> Result<RunConfig, ApiError> {
-        let task = self.task.trim().to_string();
-        let chars = task.chars().count();
-        if chars == 0 || chars > 8000 {
-            return Err(ApiError::Refused {
-                code: "invalid",
-                message: format!("the task must have 1 to 8000 characters, not {chars}"),
-            });
-        }
-        let max_parallel = self.max_parallel.unwrap_or(4);
-        if !(1..=32).contains(&max_parallel) {
-            return Err(ApiError::Refused {
-                code: "invalid",
-                message: format!("max_parallel must be 1 to 32, not {max_parallel}"),
-            });
-        }
         Ok(RunConfig {
-            task,
+            task: self.task,
             mode: self.mode,
             approval_required: self.approval_required.unwrap_or(true),
-            max_parallel,
+            max_parallel: self.max_parallel.unwrap_or(4),
             budget: self.budget.unwrap_or_default().onto(Budget::default())?,
         })
     }

@@ -142,34 +142,6 @@ impl Runs {
         }))
     }
 
-    /// For tests: the agent on any model.
-    pub fn with_agent(self: &Arc<Self>, agent: Arc<Agent>) -> Arc<Runs> {
-        Arc::new(Runs {
-            plans: self.plans.clone(),
-            store: self.store.clone(),
-            agent: Some(agent),
-            entries: self.entries.clone(),
-            owner: self.owner.clone(),
-            lease: self.lease,
-            workspaces: self.workspaces.clone(),
-            driving: Mutex::new(HashSet::new()),
-        })
-    }
-
-    /// The agent's host, for building an agent on another model (tests).
-    pub fn host(&self) -> Arc<ServerHost> {
-        Arc::new(ServerHost {
-            plans: self.plans.clone(),
-            store: self.store.clone(),
-            entries: self.entries.clone(),
-            plan_of: Default::default(),
-        })
-    }
-
-    pub fn has_model(&self) -> bool {
-        self.agent.is_some()
-    }
-
     /// The configured model's name, for the board.
     pub fn model_name(&self) -> Option<String> {
         self.agent
@@ -246,6 +218,7 @@ impl Runs {
         config: RunConfig,
         who: &str,
     ) -> Result<RunView, RunError> {
+        let config = config.checked().map_err(RunError::Invalid)?;
         let agent = self
             .agent
             .clone()
