@@ -59,20 +59,28 @@ fn RunBody(board: Board) -> impl IntoView {
             .mode
             .map(|m| m.label(lang).to_string())
             .unwrap_or_else(|| "…".into());
-        let by = r.decided_by.clone().unwrap_or_default();
+        // Who chose the mode, in the board's language.
+        let by = match r.decided_by.as_deref() {
+            Some("person") => lang.pick(" (chosen by a person)", "（人工选择）"),
+            Some("rules") => lang.pick(" (by rule)", "（按规则）"),
+            Some("model") => lang.pick(" (by the model)", "（由模型判断）"),
+            _ => "",
+        };
+        // Only a running plan can be paused (the engine refuses otherwise).
+        let running = state == "running";
         view! {
             <section class="run-header" data-testid="run-header">
                 <div class="run-row">
                     <span class=format!("badge run-state run-{state}") data-testid="run-state">{state_label(&state, lang)}</span>
                     <span class="run-mode" data-testid="run-mode">
                         {lang.pick("Agent · mode ", "智能体 · 模式 ")}<strong>{mode}</strong>
-                        {(!by.is_empty()).then(|| format!(" ({by})"))}
+                        {by}
                     </span>
                     <span class="run-spent" data-testid="run-spent">
                         {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick("calls", "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
                     </span>
                     <span class="run-actions">
-                        {(live && !paused).then(|| view! { <button on:click=move |_| act(|| Op::Pause) data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
+                        {running.then(|| view! { <button on:click=move |_| act(|| Op::Pause) data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
                         {(live && paused).then(|| view! { <button on:click=move |_| act(|| Op::Resume) data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
                         {live.then(|| view! { <button class="danger" on:click=move |_| act(|| Op::Finish { state: PlanState::Abandoned, outcome: "run cancelled on the board".into() }) data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
                     </span>
