@@ -105,21 +105,9 @@ pub fn service(
 }
 
 fn tool_list() -> Vec<Tool> {
-    plan_engine::tools(Dialect::Canonical)
+    plan_engine::tool_specs(Dialect::Canonical)
         .into_iter()
-        .filter_map(|spec| {
-            let f = spec.get("function")?;
-            let name = f.get("name")?.as_str()?.to_string();
-            let description = f
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let Value::Object(schema) = f.get("parameters")?.clone() else {
-                return None;
-            };
-            Some(Tool::new(name, description, schema))
-        })
+        .map(|spec| Tool::new(spec.name, spec.description, spec.parameters))
         .chain(run_tools())
         .collect()
 }

@@ -11,11 +11,46 @@
 //! Plans live behind [`PlanBook`], so the same dialect code runs on the
 //! in-memory [`Workspace`] here and on the server's store.
 
+/// One dialect's tools from one list: the enum its `call` matches on (a
+/// tool without a handler does not compile), `specs()` offered to models and
+/// MCP clients, and the parser from a tool name and raw arguments.
+macro_rules! toolset {
+    ($(#[$meta:meta])* $name:ident { $($tool:literal => $variant:ident($args:ty),)+ }) => {
+        $(#[$meta])*
+        enum $name {
+            $($variant($args),)+
+        }
+
+        /// The dialect's tools, in the order they are offered.
+        pub(super) fn specs() -> Vec<$crate::tools::ToolSpec> {
+            vec![$($crate::tools::ToolSpec::of::<$args>($tool),)+]
+        }
+
+        impl $name {
+            const NAMES: &'static [&'static str] = &[$($tool),+];
+
+            fn parse(
+                tool: &str,
+                raw: &serde_json::Value,
+            ) -> Result<Self, $crate::tools::ToolError> {
+                match tool {
+                    $($tool => Ok(Self::$variant($crate::tools::args(tool, raw)?)),)+
+                    _ => Err($crate::tools::ToolError::UnknownTool {
+                        tool: tool.to_string(),
+                        known: Self::NAMES.iter().map(|n| n.to_string()).collect(),
+                    }),
+                }
+            }
+        }
+    };
+}
+
 mod agentscope;
 mod canonical;
 pub mod lenient;
 mod openmanus;
 mod planmanager;
+mod shelf;
 mod workspace;
 
 use schemars::generate::SchemaSettings;
@@ -30,6 +65,7 @@ use crate::error::PlanError;
 use crate::event::Event;
 use crate::model::{NewPlan, Plan, PlanId, SubtaskId, SubtaskState, Timestamp};
 
+pub use shelf::Shelf;
 pub use workspace::Workspace;
 
 /// Where plans live and which plan each agent session is working on.
@@ -174,14 +210,67 @@ impl Reply {
     }
 }
 
-/// The OpenAI function-calling schemas of a dialect's tools.
-pub fn tools(dialect: Dialect) -> Vec<Value> {
+/// A tool as a model or an MCP client sees it: its name, what it does
+/// (the argument type's doc comment) and the JSON schema of its arguments.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: String,
+    pub parameters: serde_json::Map<String, Value>,
+}
+
+impl ToolSpec {
+    pub(crate) fn of<T: JsonSchema>(name: &'static str) -> ToolSpec {
+        let generator = SchemaSettings::draft07()
+            .with(|s| {
+                s.inline_subschemas = true;
+                s.meta_schema = None;
+            })
+            .into_generator();
+        let mut parameters = match generator.into_root_schema_for::<T>().to_value() {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        parameters.remove("title");
+        let description = match parameters.remove("description") {
+            Some(Value::String(text)) => text,
+            _ => String::new(),
+        };
+        parameters.entry("properties").or_insert_with(|| json!({}));
+        parameters.insert("type".into(), json!("object"));
+        ToolSpec {
+            name,
+            description,
+            parameters,
+        }
+    }
+
+    /// The spec in OpenAI's function-calling form.
+    pub fn openai(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+}
+
+/// A dialect's tools.
+pub fn tool_specs(dialect: Dialect) -> Vec<ToolSpec> {
     match dialect {
         Dialect::Canonical => canonical::specs(),
         Dialect::PlanManager => planmanager::specs(),
         Dialect::OpenManus => openmanus::specs(),
         Dialect::AgentScope => agentscope::specs(),
     }
+}
+
+/// The OpenAI function-calling schemas of a dialect's tools.
+pub fn tools(dialect: Dialect) -> Vec<Value> {
+    tool_specs(dialect).iter().map(ToolSpec::openai).collect()
 }
 
 /// Runs one tool call. `args` is the model's JSON arguments (an object, or a
@@ -340,39 +429,6 @@ pub(crate) fn args<T: DeserializeOwned>(tool: &str, value: &Value) -> Result<T, 
             T::deserialize(&Value::Object(Default::default())).map_err(|e| bad(e.to_string()))
         }
         other => T::deserialize(other).map_err(|e| bad(e.to_string())),
-    }
-}
-
-/// An OpenAI function spec for a tool whose arguments are `T`; the type's
-/// doc comment becomes the tool's description.
-pub(crate) fn function<T: JsonSchema>(name: &str) -> Value {
-    let generator = SchemaSettings::draft07()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .into_generator();
-    let mut schema = generator.into_root_schema_for::<T>().to_value();
-    let mut description = Value::Null;
-    if let Some(obj) = schema.as_object_mut() {
-        obj.remove("title");
-        description = obj.remove("description").unwrap_or(Value::Null);
-        obj.entry("properties").or_insert_with(|| json!({}));
-        obj.insert("type".into(), json!("object"));
-    }
-    json!({
-        "type": "function",
-        "function": { "name": name, "description": description, "parameters": schema }
-    })
-}
-
-pub(crate) fn unknown_tool(tool: &str, specs: Vec<Value>) -> ToolError {
-    ToolError::UnknownTool {
-        tool: tool.to_string(),
-        known: specs
-            .iter()
-            .filter_map(|s| s["function"]["name"].as_str().map(str::to_string))
-            .collect(),
     }
 }
 

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::lenient::{Int, List};
-use super::{args, at_index, function, Reply, Session, ToolError};
+use super::{at_index, Reply, Session, ToolError};
 use crate::command::{InfoPatch, Op};
 use crate::model::{NewPlan, NewSubtask, Plan, PlanState, Subtask, SubtaskState};
 
@@ -86,8 +86,11 @@ struct Planning {
     outcome: Option<String>,
 }
 
-pub(crate) fn specs() -> Vec<Value> {
-    vec![function::<Planning>("planning")]
+toolset! {
+    /// OpenManus' one tool, its arguments parsed.
+    Call {
+        "planning" => Planning(Planning),
+    }
 }
 
 fn missing(what: &str, command: &str) -> ToolError {
@@ -98,10 +101,7 @@ fn missing(what: &str, command: &str) -> ToolError {
 }
 
 pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply, ToolError> {
-    if tool != "planning" {
-        return Err(super::unknown_tool(tool, specs()));
-    }
-    let a: Planning = args(tool, raw)?;
+    let Call::Planning(a) = Call::parse(tool, raw)?;
     match a.command {
         PlanningCommand::Create => create(s, a),
         PlanningCommand::Update => update(s, a),

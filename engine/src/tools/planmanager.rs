@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::lenient::{Int, Ints, List};
-use super::{args, function, subtask_id, unknown_tool, Reply, Session, ToolError};
+use super::{subtask_id, Reply, Session, ToolError};
 use crate::command::{Op, Position, SubtaskPatch};
 use crate::error::PlanError;
 use crate::model::{NewPlan, NewSubtask, Plan, PlanState, Subtask, SubtaskId, SubtaskState};
@@ -131,25 +131,25 @@ struct FinishPlan {
     summary: String,
 }
 
-pub(crate) fn specs() -> Vec<Value> {
-    vec![
-        function::<CreatePlan>("createPlan"),
-        function::<GetPlan>("getPlan"),
-        function::<GetTask>("getTask"),
-        function::<StartNextTask>("startNextTask"),
-        function::<CompleteCurrentTask>("completeCurrentTask"),
-        function::<FailCurrentTask>("failCurrentTask"),
-        function::<SkipTask>("skipTask"),
-        function::<AddTask>("addTask"),
-        function::<ModifyTask>("modifyTask"),
-        function::<FinishPlan>("finishPlan"),
-    ]
+toolset! {
+    /// A call to one of the dialect's tools, its arguments parsed.
+    Call {
+        "createPlan" => CreatePlan(CreatePlan),
+        "getPlan" => GetPlan(GetPlan),
+        "getTask" => GetTask(GetTask),
+        "startNextTask" => StartNextTask(StartNextTask),
+        "completeCurrentTask" => CompleteCurrentTask(CompleteCurrentTask),
+        "failCurrentTask" => FailCurrentTask(FailCurrentTask),
+        "skipTask" => SkipTask(SkipTask),
+        "addTask" => AddTask(AddTask),
+        "modifyTask" => ModifyTask(ModifyTask),
+        "finishPlan" => FinishPlan(FinishPlan),
+    }
 }
 
 pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply, ToolError> {
-    match tool {
-        "createPlan" => {
-            let a: CreatePlan = args(tool, raw)?;
+    match Call::parse(tool, raw)? {
+        Call::CreatePlan(a) => {
             let tasks = a
                 .tasks
                 .0
@@ -172,16 +172,15 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let plan = plan_json(s.plan(id)?);
             Ok(Reply::text(json!({ "success": true, "plan": plan }).to_string()).on(id, events))
         }
-        "getPlan" => Ok(Reply::text(plan_json(s.current()?).to_string())),
-        "getTask" => {
-            let a: GetTask = args(tool, raw)?;
+        Call::GetPlan(_) => Ok(Reply::text(plan_json(s.current()?).to_string())),
+        Call::GetTask(a) => {
             let plan = s.current()?;
             let task = task(plan, subtask_id(a.task_id.0))?;
             Ok(Reply::text(
                 json!({ "success": true, "task": task_json(task) }).to_string(),
             ))
         }
-        "startNextTask" => {
+        Call::StartNextTask(_) => {
             let id = s.current_id()?;
             let events = match s.exec(id, vec![Op::StartNext { count: 1 }]) {
                 Ok(events) => events,
@@ -198,28 +197,21 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let task = started.last().and_then(|t| plan.subtask(*t)).map(task_json);
             Ok(Reply::text(json!({ "success": true, "task": task }).to_string()).on(id, events))
         }
-        "completeCurrentTask" => {
-            let a: CompleteCurrentTask = args(tool, raw)?;
-            finish_current(
-                s,
-                a.task_id,
-                SubtaskState::Done,
-                a.result_message,
-                "completed",
-            )
-        }
-        "failCurrentTask" => {
-            let a: FailCurrentTask = args(tool, raw)?;
-            finish_current(
-                s,
-                a.task_id,
-                SubtaskState::Failed,
-                a.error_message,
-                "failed",
-            )
-        }
-        "skipTask" => {
-            let a: SkipTask = args(tool, raw)?;
+        Call::CompleteCurrentTask(a) => finish_current(
+            s,
+            a.task_id,
+            SubtaskState::Done,
+            a.result_message,
+            "completed",
+        ),
+        Call::FailCurrentTask(a) => finish_current(
+            s,
+            a.task_id,
+            SubtaskState::Failed,
+            a.error_message,
+            "failed",
+        ),
+        Call::SkipTask(a) => {
             let id = s.current_id()?;
             let task = subtask_id(a.task_id.0);
             if s.already_in(id, task, SubtaskState::Skipped) {
@@ -235,8 +227,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                     .on(id, events),
             )
         }
-        "addTask" => {
-            let a: AddTask = args(tool, raw)?;
+        Call::AddTask(a) => {
             let id = s.current_id()?;
             let after = subtask_id(a.after_task_id.0);
             let new = NewSubtask {
@@ -262,8 +253,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                     .on(id, events),
             )
         }
-        "modifyTask" => {
-            let a: ModifyTask = args(tool, raw)?;
+        Call::ModifyTask(a) => {
             let id = s.current_id()?;
             let task = subtask_id(a.task_id.0);
             let mut ops = Vec::new();
@@ -295,8 +285,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                     .on(id, events),
             )
         }
-        "finishPlan" => {
-            let a: FinishPlan = args(tool, raw)?;
+        Call::FinishPlan(a) => {
             let id = s.current_id()?;
             let state = match a.status {
                 FinishStatus::Completed => PlanState::Done,
@@ -316,7 +305,6 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                     .on(id, events),
             )
         }
-        _ => Err(unknown_tool(tool, specs())),
     }
 }
 

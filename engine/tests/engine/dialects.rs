@@ -1,6 +1,6 @@
 //! Each dialect end to end through `call`, and what every dialect promises.
 
-use plan_engine::{tools, Dialect, PlanState, SubtaskState};
+use plan_engine::{tool_specs, tools, Dialect, PlanState, SubtaskState};
 use serde_json::json;
 
 use crate::common::Agent;
@@ -332,8 +332,20 @@ fn every_failure_is_a_result_the_model_can_read_never_a_panic() {
             "{dialect}: {}",
             unknown.text
         );
-        for spec in tools(dialect) {
-            let name = spec["function"]["name"].as_str().unwrap();
+        for spec in tool_specs(dialect) {
+            assert!(
+                unknown.text.contains(spec.name),
+                "{dialect}: the refusal names {}: {}",
+                spec.name,
+                unknown.text
+            );
+            let name = spec.name;
+            let empty = a.call(name, json!({}));
+            assert_ne!(
+                empty.error,
+                Some("unknown_tool"),
+                "{dialect}: every listed tool has a handler: {name}"
+            );
             for garbage in [
                 json!(null),
                 json!("not json {"),

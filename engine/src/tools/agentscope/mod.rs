@@ -16,33 +16,33 @@
 
 use serde_json::Value;
 
-use super::{args, at_index, function, unknown_tool, Reply, Session, ToolError};
+use super::{at_index, Reply, Session, ToolError};
 use crate::command::{Op, Position, SubtaskPatch};
 use crate::model::{NewPlan, NewSubtask, Plan, PlanState, Subtask, SubtaskState};
 
 mod args;
 use args::*;
 
-pub(crate) fn specs() -> Vec<Value> {
-    vec![
-        function::<CreatePlan>("create_plan"),
-        function::<UpdatePlanInfo>("update_plan_info"),
-        function::<ReviseCurrentPlan>("revise_current_plan"),
-        function::<UpdateSubtaskState>("update_subtask_state"),
-        function::<FinishSubtask>("finish_subtask"),
-        function::<ViewSubtasks>("view_subtasks"),
-        function::<GetSubtaskCount>("get_subtask_count"),
-        function::<FinishPlan>("finish_plan"),
-        function::<ViewHistoricalPlans>("view_historical_plans"),
-        function::<RecoverHistoricalPlan>("recover_historical_plan"),
-    ]
+toolset! {
+    /// A call to one of the dialect's tools, its arguments parsed.
+    Call {
+        "create_plan" => CreatePlan(CreatePlan),
+        "update_plan_info" => UpdatePlanInfo(UpdatePlanInfo),
+        "revise_current_plan" => ReviseCurrentPlan(ReviseCurrentPlan),
+        "update_subtask_state" => UpdateSubtaskState(UpdateSubtaskState),
+        "finish_subtask" => FinishSubtask(FinishSubtask),
+        "view_subtasks" => ViewSubtasks(ViewSubtasks),
+        "get_subtask_count" => GetSubtaskCount(GetSubtaskCount),
+        "finish_plan" => FinishPlan(FinishPlan),
+        "view_historical_plans" => ViewHistoricalPlans(ViewHistoricalPlans),
+        "recover_historical_plan" => RecoverHistoricalPlan(RecoverHistoricalPlan),
+    }
 }
 
 pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply, ToolError> {
-    match tool {
-        "create_plan" => create_plan(s, args(tool, raw)?),
-        "update_plan_info" => {
-            let a: UpdatePlanInfo = args(tool, raw)?;
+    match Call::parse(tool, raw)? {
+        Call::CreatePlan(a) => create_plan(s, a),
+        Call::UpdatePlanInfo(a) => {
             let id = s.current_id()?;
             let patch = crate::command::InfoPatch {
                 title: a.name,
@@ -53,11 +53,10 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             let events = s.exec(id, vec![Op::UpdateInfo { patch }])?;
             Ok(Reply::text("The current plan is updated successfully.").on(id, events))
         }
-        "revise_current_plan" => revise(s, args(tool, raw)?),
-        "update_subtask_state" => update_state(s, args(tool, raw)?),
-        "finish_subtask" => finish_subtask(s, args(tool, raw)?),
-        "view_subtasks" => {
-            let a: ViewSubtasks = args(tool, raw)?;
+        Call::ReviseCurrentPlan(a) => revise(s, a),
+        Call::UpdateSubtaskState(a) => update_state(s, a),
+        Call::FinishSubtask(a) => finish_subtask(s, a),
+        Call::ViewSubtasks(a) => {
             let plan = s.current()?;
             let mut parts = Vec::new();
             let mut invalid = Vec::new();
@@ -93,7 +92,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             }
             Ok(Reply::text(parts.join("\n")))
         }
-        "get_subtask_count" => {
+        Call::GetSubtaskCount(_) => {
             let plan = s.current()?;
             let c = |st| plan.count(st);
             Ok(Reply::text(format!(
@@ -107,8 +106,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 c(SubtaskState::Failed),
             )))
         }
-        "finish_plan" => {
-            let a: FinishPlan = args(tool, raw)?;
+        Call::FinishPlan(a) => {
             let Ok(id) = s.current_id() else {
                 return Ok(Reply::text("There is no plan to finish."));
             };
@@ -131,7 +129,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             ))
             .on(id, events))
         }
-        "view_historical_plans" => {
+        Call::ViewHistoricalPlans(_) => {
             let lines: Vec<String> = s
                 .book
                 .plans()
@@ -156,8 +154,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 lines.join("\n")
             )))
         }
-        "recover_historical_plan" => {
-            let a: RecoverHistoricalPlan = args(tool, raw)?;
+        Call::RecoverHistoricalPlan(a) => {
             let id = s.resolve(Some(&a.plan_id))?;
             let target = s.plan(id)?;
             if !target.state.is_finished() {
@@ -181,7 +178,6 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             ))
             .on(id, events))
         }
-        _ => Err(unknown_tool(tool, specs())),
     }
 }
 

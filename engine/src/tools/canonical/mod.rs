@@ -6,7 +6,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::lenient::Int;
-use super::{args, function, subtask_id, unknown_tool, Reply, Session, ToolError};
+use super::{subtask_id, Reply, Session, ToolError};
 use crate::command::{InfoPatch, Op, Position, SubtaskPatch};
 use crate::model::{NewPlan, Plan, PlanState, SubtaskId, SubtaskState, DEFAULT_BATCH};
 use crate::render::{markdown, subtask_line};
@@ -14,35 +14,36 @@ use crate::render::{markdown, subtask_line};
 mod args;
 use args::*;
 
-pub(crate) fn specs() -> Vec<Value> {
-    vec![
-        function::<CreatePlan>("create_plan"),
-        function::<GetPlan>("get_plan"),
-        function::<ListPlans>("list_plans"),
-        function::<SetActivePlan>("set_active_plan"),
-        function::<UpdatePlanInfo>("update_plan_info"),
-        function::<AddSubtask>("add_subtask"),
-        function::<EditSubtask>("edit_subtask"),
-        function::<SetDependencies>("set_dependencies"),
-        function::<DeleteSubtask>("delete_subtask"),
-        function::<MoveSubtask>("move_subtask"),
-        function::<StartSubtask>("start_subtask"),
-        function::<StartNext>("start_next"),
-        function::<NextBatch>("next_batch"),
-        function::<CompleteSubtask>("complete_subtask"),
-        function::<FailSubtask>("fail_subtask"),
-        function::<SkipSubtask>("skip_subtask"),
-        function::<BlockSubtask>("block_subtask"),
-        function::<ResetSubtask>("reset_subtask"),
-        function::<SetNotes>("set_notes"),
-        function::<ViewSubtasks>("view_subtasks"),
-        function::<GetSubtaskCount>("get_subtask_count"),
-        function::<SubmitPlan>("submit_plan"),
-        function::<FinishPlan>("finish_plan"),
-        function::<ViewHistoricalPlans>("view_historical_plans"),
-        function::<RecoverPlan>("recover_plan"),
-        function::<CommentArgs>("comment"),
-    ]
+toolset! {
+    /// A call to one of the dialect's tools, its arguments parsed.
+    Call {
+        "create_plan" => CreatePlan(CreatePlan),
+        "get_plan" => GetPlan(GetPlan),
+        "list_plans" => ListPlans(ListPlans),
+        "set_active_plan" => SetActivePlan(SetActivePlan),
+        "update_plan_info" => UpdatePlanInfo(UpdatePlanInfo),
+        "add_subtask" => AddSubtask(AddSubtask),
+        "edit_subtask" => EditSubtask(EditSubtask),
+        "set_dependencies" => SetDependencies(SetDependencies),
+        "delete_subtask" => DeleteSubtask(DeleteSubtask),
+        "move_subtask" => MoveSubtask(MoveSubtask),
+        "start_subtask" => StartSubtask(StartSubtask),
+        "start_next" => StartNext(StartNext),
+        "next_batch" => NextBatch(NextBatch),
+        "complete_subtask" => CompleteSubtask(CompleteSubtask),
+        "fail_subtask" => FailSubtask(FailSubtask),
+        "skip_subtask" => SkipSubtask(SkipSubtask),
+        "block_subtask" => BlockSubtask(BlockSubtask),
+        "reset_subtask" => ResetSubtask(ResetSubtask),
+        "set_notes" => SetNotes(SetNotes),
+        "view_subtasks" => ViewSubtasks(ViewSubtasks),
+        "get_subtask_count" => GetSubtaskCount(GetSubtaskCount),
+        "submit_plan" => SubmitPlan(SubmitPlan),
+        "finish_plan" => FinishPlan(FinishPlan),
+        "view_historical_plans" => ViewHistoricalPlans(ViewHistoricalPlans),
+        "recover_plan" => RecoverPlan(RecoverPlan),
+        "comment" => Comment(CommentArgs),
+    }
 }
 
 fn limit(value: Option<Int>) -> Option<u32> {
@@ -50,9 +51,8 @@ fn limit(value: Option<Int>) -> Option<u32> {
 }
 
 pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply, ToolError> {
-    match tool {
-        "create_plan" => {
-            let a: CreatePlan = args(tool, raw)?;
+    match Call::parse(tool, raw)? {
+        Call::CreatePlan(a) => {
             let spec = NewPlan {
                 id: s.ctx.new_plan_id,
                 title: a.title,
@@ -79,12 +79,11 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             );
             Ok(Reply::text(text).on(id, events))
         }
-        "get_plan" => {
-            let a: GetPlan = args(tool, raw)?;
+        Call::GetPlan(a) => {
             let id = s.resolve(a.plan_id.as_deref())?;
             Ok(Reply::text(overview(s.plan(id)?)).on(id, Vec::new()))
         }
-        "list_plans" => {
+        Call::ListPlans(_) => {
             let active = s.current_id().ok();
             let mut out = String::new();
             for p in s.book.plans() {
@@ -108,14 +107,12 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             }
             Ok(Reply::text(out))
         }
-        "set_active_plan" => {
-            let a: SetActivePlan = args(tool, raw)?;
+        Call::SetActivePlan(a) => {
             let id = s.resolve(Some(&a.plan_id))?;
             s.book.set_active(&s.ctx.session, Some(id));
             Ok(Reply::text(format!("Plan {id} is now the current plan.")).on(id, Vec::new()))
         }
-        "update_plan_info" => {
-            let a: UpdatePlanInfo = args(tool, raw)?;
+        Call::UpdatePlanInfo(a) => {
             let patch = InfoPatch {
                 title: a.title,
                 goal: a.goal,
@@ -127,8 +124,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             };
             mutate(s, Op::UpdateInfo { patch }, |_| "Plan info updated.".into())
         }
-        "add_subtask" => {
-            let a: AddSubtask = args(tool, raw)?;
+        Call::AddSubtask(a) => {
             let after = a.after_subtask_id.map(|i| subtask_id(i.0));
             let position = match (after, a.before_subtask_id) {
                 (Some(x), _) => Position::After(x),
@@ -146,8 +142,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 format!("Added {}", line(plan, id))
             })
         }
-        "edit_subtask" => {
-            let a: EditSubtask = args(tool, raw)?;
+        Call::EditSubtask(a) => {
             let id = subtask_id(a.subtask_id.0);
             let patch = SubtaskPatch {
                 name: a.name,
@@ -160,35 +155,28 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 format!("Edited {}", line(plan, id))
             })
         }
-        "set_dependencies" => {
-            let a: SetDependencies = args(tool, raw)?;
+        Call::SetDependencies(a) => {
             let id = subtask_id(a.subtask_id.0);
             let dependencies = a.dependencies.0.into_iter().map(subtask_id).collect();
             mutate(s, Op::SetDependencies { id, dependencies }, |plan| {
                 format!("Dependencies set: {}", line(plan, id))
             })
         }
-        "delete_subtask" => {
-            let a: DeleteSubtask = args(tool, raw)?;
+        Call::DeleteSubtask(a) => {
             let id = subtask_id(a.subtask_id.0);
             mutate(s, Op::DeleteSubtask { id }, |_| {
                 format!("Deleted subtask {id}.")
             })
         }
-        "move_subtask" => {
-            let a: MoveSubtask = args(tool, raw)?;
+        Call::MoveSubtask(a) => {
             let id = subtask_id(a.subtask_id.0);
             let to_index = usize::try_from(a.to_index.0).unwrap_or(usize::MAX);
             mutate(s, Op::MoveSubtask { id, to_index }, |_| {
                 format!("Moved subtask {id} to index {to_index}.")
             })
         }
-        "start_subtask" => {
-            let a: StartSubtask = args(tool, raw)?;
-            set_state(s, a.subtask_id, SubtaskState::InProgress, None, false)
-        }
-        "start_next" => {
-            let a: StartNext = args(tool, raw)?;
+        Call::StartSubtask(a) => set_state(s, a.subtask_id, SubtaskState::InProgress, None, false),
+        Call::StartNext(a) => {
             let count = a.count.map_or(1, |c| c.0 as usize);
             let id = s.current_id()?;
             let events = s.exec(id, vec![Op::StartNext { count }])?;
@@ -204,8 +192,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 .collect();
             Ok(Reply::text(format!("Started:\n{}", started.join("\n"))).on(id, events))
         }
-        "next_batch" => {
-            let a: NextBatch = args(tool, raw)?;
+        Call::NextBatch(a) => {
             let k = a.k.map_or(DEFAULT_BATCH, |k| k.0 as usize);
             let plan = s.current()?;
             let batch = plan.next_batch(k);
@@ -218,53 +205,38 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 lines.join("\n")
             )))
         }
-        "complete_subtask" => {
-            let a: CompleteSubtask = args(tool, raw)?;
-            set_state(
-                s,
-                a.subtask_id,
-                SubtaskState::Done,
-                Some(a.outcome),
-                a.start_next,
-            )
-        }
-        "fail_subtask" => {
-            let a: FailSubtask = args(tool, raw)?;
+        Call::CompleteSubtask(a) => set_state(
+            s,
+            a.subtask_id,
+            SubtaskState::Done,
+            Some(a.outcome),
+            a.start_next,
+        ),
+        Call::FailSubtask(a) => {
             set_state(s, a.subtask_id, SubtaskState::Failed, Some(a.error), false)
         }
-        "skip_subtask" => {
-            let a: SkipSubtask = args(tool, raw)?;
-            set_state(
-                s,
-                a.subtask_id,
-                SubtaskState::Skipped,
-                Some(a.reason),
-                false,
-            )
-        }
-        "block_subtask" => {
-            let a: BlockSubtask = args(tool, raw)?;
-            set_state(
-                s,
-                a.subtask_id,
-                SubtaskState::Blocked,
-                Some(a.reason),
-                false,
-            )
-        }
-        "reset_subtask" => {
-            let a: ResetSubtask = args(tool, raw)?;
-            set_state(s, a.subtask_id, SubtaskState::Todo, a.reason, false)
-        }
-        "set_notes" => {
-            let a: SetNotes = args(tool, raw)?;
+        Call::SkipSubtask(a) => set_state(
+            s,
+            a.subtask_id,
+            SubtaskState::Skipped,
+            Some(a.reason),
+            false,
+        ),
+        Call::BlockSubtask(a) => set_state(
+            s,
+            a.subtask_id,
+            SubtaskState::Blocked,
+            Some(a.reason),
+            false,
+        ),
+        Call::ResetSubtask(a) => set_state(s, a.subtask_id, SubtaskState::Todo, a.reason, false),
+        Call::SetNotes(a) => {
             let id = subtask_id(a.subtask_id.0);
             mutate(s, Op::SetNotes { id, notes: a.notes }, |_| {
                 format!("Notes of subtask {id} saved.")
             })
         }
-        "view_subtasks" => {
-            let a: ViewSubtasks = args(tool, raw)?;
+        Call::ViewSubtasks(a) => {
             let plan = s.current()?;
             let mut out = String::new();
             for n in a.subtask_ids.0 {
@@ -284,7 +256,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             }
             Ok(Reply::text(out))
         }
-        "get_subtask_count" => {
+        Call::GetSubtaskCount(_) => {
             let plan = s.current()?;
             let mut out = format!("{} subtasks:", plan.subtasks.len());
             for st in SubtaskState::ALL {
@@ -293,11 +265,10 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             out.pop();
             Ok(Reply::text(out))
         }
-        "submit_plan" => mutate(s, Op::Submit, |plan| {
+        Call::SubmitPlan(_) => mutate(s, Op::Submit, |plan| {
             format!("The plan is now {}.", plan.state)
         }),
-        "finish_plan" => {
-            let a: FinishPlan = args(tool, raw)?;
+        Call::FinishPlan(a) => {
             let state = match a.state {
                 FinishState::Done => PlanState::Done,
                 FinishState::Failed => PlanState::Failed,
@@ -308,7 +279,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 format!("The plan is {}.", plan.state)
             })
         }
-        "view_historical_plans" => {
+        Call::ViewHistoricalPlans(_) => {
             let mut out = String::new();
             for p in s.book.plans().into_iter().filter(|p| p.state.is_finished()) {
                 let _ = writeln!(
@@ -325,8 +296,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             }
             Ok(Reply::text(out))
         }
-        "recover_plan" => {
-            let a: RecoverPlan = args(tool, raw)?;
+        Call::RecoverPlan(a) => {
             let id = s.resolve(Some(&a.plan_id))?;
             let events = s.exec(id, vec![Op::Recover])?;
             s.book.set_active(&s.ctx.session, Some(id));
@@ -337,15 +307,13 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             ))
             .on(id, events))
         }
-        "comment" => {
-            let a: CommentArgs = args(tool, raw)?;
+        Call::Comment(a) => {
             let op = Op::Comment {
                 subtask: a.subtask_id.map(|i| subtask_id(i.0)),
                 body: a.body,
             };
             mutate(s, op, |_| "Comment added.".into())
         }
-        _ => Err(unknown_tool(tool, specs())),
     }
 }
 
