@@ -1,10 +1,13 @@
 //! The engine's one error type. Every message is written for the model that
 //! made the call: it names the offending ids and says what to do instead.
 
-use crate::model::{PlanState, SubtaskId, SubtaskState};
+use crate::model::{PlanId, PlanState, SubtaskId, SubtaskState};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    #[error("no plan has id {id}; list the plans to see their ids")]
+    UnknownPlan { id: PlanId },
+
     #[error("no subtask has id {id}; the plan's subtask ids are {known}")]
     UnknownSubtask { id: SubtaskId, known: String },
 
@@ -103,7 +106,9 @@ impl PlanError {
     /// A stable machine-readable name, for APIs and tool results.
     pub fn code(&self) -> &'static str {
         match self {
-            PlanError::UnknownSubtask { .. } | PlanError::UnknownIndex { .. } => "not_found",
+            PlanError::UnknownPlan { .. }
+            | PlanError::UnknownSubtask { .. }
+            | PlanError::UnknownIndex { .. } => "not_found",
             PlanError::SelfDependency { .. } | PlanError::Cycle { .. } => "cycle",
             PlanError::IllegalTransition { .. }
             | PlanError::IllegalPlanTransition { .. }

@@ -63,4 +63,7 @@ pub use model::{
 };
 pub use progress::Progress;
 pub use query::{PlanQuery, StateFilter};
-pub use tools::{call, check_new_plan, tools, CallContext, PlanBook, ToolResult, Workspace};
+pub use tools::{
+    call, check_new_plan, tool_specs, tools, CallContext, PlanBook, Shelf, ToolResult, ToolSpec,
+    Workspace,
+};

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{call, check_new_plan, CallContext, PlanBook, ToolResult};
+use super::{call, check_new_plan, CallContext, PlanBook, Shelf, ToolResult};
 use crate::command::Op;
 use crate::dialect::Dialect;
 use crate::error::PlanError;
@@ -15,17 +15,9 @@ use crate::model::{Plan, PlanId, Timestamp};
 
 #[derive(Default)]
 pub struct Workspace {
-    plans: HashMap<PlanId, Entry>,
-    /// Creation order, for listings.
-    order: Vec<PlanId>,
-    keys: HashMap<String, PlanId>,
-    active: HashMap<String, PlanId>,
-}
-
-/// A plan with its whole event log, so it can be rebuilt from the log.
-struct Entry {
-    plan: Plan,
-    log: Vec<Event>,
+    shelf: Shelf,
+    /// Each plan's whole event log, so it can be rebuilt from the log.
+    logs: HashMap<PlanId, Vec<Event>>,
 }
 
 impl Workspace {
@@ -50,7 +42,7 @@ impl Workspace {
     }
 
     pub fn events(&self, id: PlanId) -> &[Event] {
-        self.plans.get(&id).map_or(&[], |e| e.log.as_slice())
+        self.logs.get(&id).map_or(&[], Vec::as_slice)
     }
 
     pub fn active_plan(&self, session: &str) -> Option<&Plan> {
@@ -60,35 +52,29 @@ impl Workspace {
 
 impl PlanBook for Workspace {
     fn plan(&self, id: PlanId) -> Option<&Plan> {
-        self.plans.get(&id).map(|e| &e.plan)
+        self.shelf.get(id)
     }
 
     fn plan_by_key(&self, key: &str) -> Option<&Plan> {
-        self.keys.get(key).and_then(|id| self.plan(*id))
+        self.shelf.by_key(key)
     }
 
     fn plans(&self) -> Vec<&Plan> {
-        self.order.iter().filter_map(|id| self.plan(*id)).collect()
+        self.shelf.all().collect()
     }
 
     fn active(&self, session: &str) -> Option<PlanId> {
-        self.active.get(session).copied()
+        self.shelf.active(session)
     }
 
     fn set_active(&mut self, session: &str, id: Option<PlanId>) {
-        match id {
-            Some(id) => self.active.insert(session.to_string(), id),
-            None => self.active.remove(session),
-        };
+        self.shelf.set_active(session, id);
     }
 
     fn insert(&mut self, plan: Plan, events: Vec<Event>) -> Result<(), PlanError> {
         check_new_plan(self, &plan)?;
-        if let Some(key) = &plan.key {
-            self.keys.insert(key.clone(), plan.id);
-        }
-        self.order.push(plan.id);
-        self.plans.insert(plan.id, Entry { plan, log: events });
+        self.logs.insert(plan.id, events);
+        self.shelf.put(plan);
         Ok(())
     }
 
@@ -99,25 +85,21 @@ impl PlanBook for Workspace {
         actor: &str,
         now: Timestamp,
     ) -> Result<Vec<Event>, PlanError> {
-        let Entry { plan, log } = self
-            .plans
-            .get_mut(&id)
-            .ok_or_else(|| PlanError::invalid("plan_id", format!("no plan has id {id}")))?;
+        let plan = self
+            .shelf
+            .get_mut(id)
+            .ok_or(PlanError::UnknownPlan { id })?;
         let events = plan.execute_all(ops, actor, now)?;
-        log.extend(events.iter().cloned());
+        self.logs
+            .entry(id)
+            .or_default()
+            .extend(events.iter().cloned());
         Ok(events)
     }
 
     fn remove(&mut self, id: PlanId) -> Result<(), PlanError> {
-        let entry = self
-            .plans
-            .remove(&id)
-            .ok_or_else(|| PlanError::invalid("plan_id", format!("no plan has id {id}")))?;
-        if let Some(key) = entry.plan.key {
-            self.keys.remove(&key);
-        }
-        self.order.retain(|p| *p != id);
-        self.active.retain(|_, p| *p != id);
+        self.shelf.take(id).ok_or(PlanError::UnknownPlan { id })?;
+        self.logs.remove(&id);
         Ok(())
     }
 }

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use plan_engine::{
-    check_new_plan, Command, Event, Op, Plan, PlanBook, PlanError, PlanId, Timestamp,
+    check_new_plan, Command, Event, Op, Plan, PlanBook, PlanError, PlanId, Shelf, Timestamp,
 };
 use tokio::sync::watch;
 
@@ -41,11 +41,7 @@ pub type Ticket = watch::Receiver<Option<Outcome>>;
 
 #[derive(Default)]
 pub struct Book {
-    plans: std::collections::HashMap<PlanId, Plan>,
-    /// Creation order, for the dialects' listings.
-    order: Vec<PlanId>,
-    keys: std::collections::HashMap<String, PlanId>,
-    active: std::collections::HashMap<String, PlanId>,
+    shelf: Shelf,
     /// Calls not yet committed, oldest first.
     calls: VecDeque<Call>,
     /// Whether the newest call is still being made (a writer holds the book).
@@ -91,23 +87,11 @@ impl Book {
     }
 
     fn put(&mut self, plan: Plan) {
-        if let Some(key) = &plan.key {
-            self.keys.insert(key.clone(), plan.id);
-        }
-        if !self.plans.contains_key(&plan.id) {
-            self.order.push(plan.id);
-        }
-        self.plans.insert(plan.id, plan);
+        self.shelf.put(plan);
     }
 
     fn forget(&mut self, id: PlanId) {
-        if let Some(plan) = self.plans.remove(&id) {
-            if let Some(key) = plan.key {
-                self.keys.remove(&key);
-            }
-        }
-        self.order.retain(|p| *p != id);
-        self.active.retain(|_, p| *p != id);
+        self.shelf.take(id);
     }
 
     /// Takes a plan as another process committed it (`None`: deleted).
@@ -118,7 +102,7 @@ impl Book {
             return;
         }
         match stored {
-            Some(plan) if self.plans.get(&id).is_none_or(|p| p.version < plan.version) => {
+            Some(plan) if self.shelf.get(id).is_none_or(|p| p.version < plan.version) => {
                 self.put(plan)
             }
             Some(_) => {}
@@ -128,7 +112,7 @@ impl Book {
 
     /// The plan as it is now, with the calls not yet committed.
     pub fn get(&self, id: PlanId) -> Option<&Plan> {
-        self.plans.get(&id)
+        self.shelf.get(id)
     }
 
     /// The plan as the database has it: before the oldest uncommitted call
@@ -142,7 +126,7 @@ impl Book {
                 return Some(plan);
             }
         }
-        self.plans.get(&id)
+        self.shelf.get(id)
     }
 
     fn is_pending(&self, id: PlanId) -> bool {
@@ -152,16 +136,14 @@ impl Book {
     }
 
     pub fn all(&self) -> impl Iterator<Item = &Plan> {
-        self.order.iter().filter_map(|id| self.plans.get(id))
+        self.shelf.all()
     }
 
     /// Sets a session's pointer as the database has it (another replica may
     /// have moved it), outside any call's record.
     pub fn sync_active(&mut self, session: &str, id: Option<PlanId>) {
-        match id.filter(|id| self.plans.contains_key(id)) {
-            Some(id) => self.active.insert(session.to_string(), id),
-            None => self.active.remove(session),
-        };
+        self.shelf
+            .set_active(session, id.filter(|id| self.shelf.contains(*id)));
     }
 
     /// Starts recording a call made by `actor`.
@@ -208,10 +190,7 @@ impl Book {
 
     fn revert(&mut self, call: Call) {
         for (session, before, _) in call.active.into_iter().rev() {
-            self.sync_active(&session, None);
-            if let Some(id) = before {
-                self.active.insert(session, id);
-            }
+            self.shelf.set_active(&session, before);
         }
         for (_, plan) in call.deleted {
             self.put(plan);
@@ -244,19 +223,16 @@ impl Book {
         id: PlanId,
         run: impl FnOnce(&mut Plan) -> Result<Vec<Event>, PlanError>,
     ) -> Result<Vec<Event>, PlanError> {
-        if !self.plans.contains_key(&id) {
-            return Err(PlanError::invalid(
-                "plan_id",
-                format!("no plan has id {id}"),
-            ));
+        if !self.shelf.contains(id) {
+            return Err(PlanError::UnknownPlan { id });
         }
         let first_touch = self.call().before.iter().all(|(p, _)| *p != id);
         let copy = if first_touch {
-            self.plans.get(&id).cloned()
+            self.shelf.get(id).cloned()
         } else {
             None
         };
-        let result = match self.plans.get_mut(&id) {
+        let result = match self.shelf.get_mut(id) {
             Some(plan) => run(plan),
             None => Ok(Vec::new()),
         };
@@ -310,7 +286,7 @@ impl Book {
                     .rev()
                     .find_map(|c| c.deleted.iter().find(|(p, _)| *p == id).map(|(_, p)| p))
             };
-            if let Some(plan) = self.plans.get(&id).or_else(deleted) {
+            if let Some(plan) = self.shelf.get(id).or_else(deleted) {
                 batch.plans.push(PlanWrite {
                     plan: plan.clone(),
                     base_version,
@@ -347,11 +323,11 @@ impl Book {
 
 impl PlanBook for Book {
     fn plan(&self, id: PlanId) -> Option<&Plan> {
-        self.plans.get(&id)
+        self.shelf.get(id)
     }
 
     fn plan_by_key(&self, key: &str) -> Option<&Plan> {
-        self.keys.get(key).and_then(|id| self.plans.get(id))
+        self.shelf.by_key(key)
     }
 
     fn plans(&self) -> Vec<&Plan> {
@@ -359,19 +335,16 @@ impl PlanBook for Book {
     }
 
     fn active(&self, session: &str) -> Option<PlanId> {
-        self.active.get(session).copied()
+        self.shelf.active(session)
     }
 
     fn set_active(&mut self, session: &str, id: Option<PlanId>) {
-        let before = self.active.get(session).copied();
+        let before = self.shelf.active(session);
         if before == id {
             return;
         }
         self.call().active.push((session.to_string(), before, id));
-        match id {
-            Some(id) => self.active.insert(session.to_string(), id),
-            None => self.active.remove(session),
-        };
+        self.shelf.set_active(session, id);
     }
 
     fn insert(&mut self, plan: Plan, events: Vec<Event>) -> Result<(), PlanError> {
@@ -395,14 +368,12 @@ impl PlanBook for Book {
 
     fn remove(&mut self, id: PlanId) -> Result<(), PlanError> {
         let plan = self
-            .plans
-            .get(&id)
+            .shelf
+            .get(id)
             .cloned()
-            .ok_or_else(|| PlanError::invalid("plan_id", format!("no plan has id {id}")))?;
-        for (session, pid) in self.active.clone() {
-            if pid == id {
-                self.set_active(&session, None);
-            }
+            .ok_or(PlanError::UnknownPlan { id })?;
+        for session in self.shelf.sessions_on(id) {
+            self.set_active(&session, None);
         }
         self.forget(id);
         self.call().deleted.push((id, plan));
