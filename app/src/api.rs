@@ -8,7 +8,9 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
-use plan_engine::{ApprovalStatus, Command, Event, Mode, NewPlan, PlanId, PlanQuery, PlanState};
+use plan_engine::{
+    ApprovalStatus, Command, Event, Mode, NewPlan, PlanId, PlanQuery, PlanState, Timestamp,
+};
 use serde::{Deserialize, Serialize};
 
 /// Who is looking at the board.
@@ -34,10 +36,10 @@ pub struct PlanRow {
     pub percent: u8,
     pub subtasks: usize,
     pub comments: usize,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// Last activity.
-    pub updated_at: String,
-    pub finished_at: Option<String>,
+    pub updated_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
     pub outcome: Option<String>,
 }
 

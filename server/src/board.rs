@@ -37,7 +37,6 @@ fn to_board_error(e: ServiceError) -> BoardError {
 }
 
 fn row(plan: &Plan) -> PlanRow {
-    let ts = |t: plan_engine::Timestamp| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     PlanRow {
         id: plan.id,
         title: plan.title.clone(),
@@ -51,9 +50,9 @@ fn row(plan: &Plan) -> PlanRow {
         percent: plan.percent(),
         subtasks: plan.subtasks.len(),
         comments: plan.comments.len(),
-        created_at: ts(plan.created_at),
-        updated_at: ts(plan.updated_at),
-        finished_at: plan.finished_at.map(ts),
+        created_at: plan.created_at,
+        updated_at: plan.updated_at,
+        finished_at: plan.finished_at,
         outcome: plan.outcome.clone(),
     }
 }

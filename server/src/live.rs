@@ -309,7 +309,7 @@ mod tests {
             version: 1,
             actor: "t".into(),
             kind: "comment_added".into(),
-            at: "2026-01-01T00:00:00Z".into(),
+            at: plan_engine::Timestamp::default(),
             event: serde_json::Value::Null,
         }
     }

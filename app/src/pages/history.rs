@@ -23,13 +23,9 @@ const COLUMNS: [(&str, &str); 7] = [
 ];
 
 fn duration(r: &PlanRow, lang: Lang) -> String {
-    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
-    match (
-        parse(&r.created_at),
-        r.finished_at.as_deref().and_then(parse),
-    ) {
-        (Some(a), Some(b)) => {
-            let s = (b - a).num_seconds().max(0);
+    match r.finished_at {
+        Some(end) => {
+            let s = (end - r.created_at).num_seconds().max(0);
             match s {
                 0..=59 => lang.pick(format!("{s} s"), format!("{s} 秒")),
                 60..=3599 => lang.pick(format!("{} min", s / 60), format!("{} 分钟", s / 60)),
@@ -43,7 +39,7 @@ fn duration(r: &PlanRow, lang: Lang) -> String {
                 }
             }
         }
-        _ => "—".into(),
+        None => "—".into(),
     }
 }
 
@@ -88,7 +84,7 @@ pub fn HistoryPage() -> impl IntoView {
                                     <td>{took}</td>
                                     <td>{r.approved_by.clone().unwrap_or_else(|| "—".into())}</td>
                                     <td>{r.comments}</td>
-                                    <td><time>{r.finished_at.as_deref().map(short_time).unwrap_or_default()}</time></td>
+                                    <td><time>{r.finished_at.as_ref().map(short_time).unwrap_or_default()}</time></td>
                                 </tr>
                             }
                         }).collect_view();

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use plan_engine::{ApprovalStatus, Lang, Mode, PlanQuery, StateFilter};
+use plan_engine::{ApprovalStatus, Lang, Mode, PlanQuery, StateFilter, Timestamp};
 
 use crate::api::{list_plans, ListFilter, PlanRow};
 use crate::i18n::use_lang;
@@ -205,9 +205,10 @@ pub fn connection_text(lang: Lang, connected: bool) -> &'static str {
     }
 }
 
-/// "2026-11-22T18:01:02.123Z" → "2026-11-22 18:01".
-pub fn short_time(at: &str) -> String {
-    at.get(..16).unwrap_or(at).replace('T', " ")
+/// "2026-11-22 18:01", in UTC like every time the board shows.
+pub fn short_time(at: &Timestamp) -> String {
+    let text = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    text.get(..16).unwrap_or(&text).replace('T', " ")
 }
 
 /// The plans table's columns: English, Chinese.

@@ -15,7 +15,7 @@ mod runs;
 mod sql;
 
 use async_trait::async_trait;
-use plan_engine::{Event, Plan, PlanId};
+use plan_engine::{Event, Plan, PlanId, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -103,8 +103,7 @@ pub struct StoredEvent {
     pub actor: String,
     /// The engine's event type (`subtask_state_changed`, …) or `plan_deleted`.
     pub kind: String,
-    #[schemars(extend("format" = "date-time"))]
-    pub at: String,
+    pub at: Timestamp,
     /// The engine's event (`null` for `plan_deleted`).
     #[schemars(with = "Option<plan_engine::Event>")]
     pub event: serde_json::Value,
@@ -120,9 +119,9 @@ impl PlanSummary {
             mode: plan.mode.as_str().to_string(),
             approval: sql::name_of(&plan.approval.status),
             version: plan.version,
-            created_at: sql::ts(plan.created_at),
-            updated_at: sql::ts(plan.updated_at),
-            finished_at: plan.finished_at.map(sql::ts),
+            created_at: plan.created_at,
+            updated_at: plan.updated_at,
+            finished_at: plan.finished_at,
         }
     }
 }
@@ -137,9 +136,9 @@ pub struct PlanSummary {
     pub mode: String,
     pub approval: String,
     pub version: u64,
-    pub created_at: String,
-    pub updated_at: String,
-    pub finished_at: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -148,8 +147,7 @@ pub struct StoredComment {
     pub subtask: Option<u32>,
     pub author: String,
     pub body: String,
-    #[schemars(extend("format" = "date-time"))]
-    pub at: String,
+    pub at: Timestamp,
 }
 
 #[async_trait]

@@ -4,7 +4,7 @@
 use agent::run::{RunRecord, RunState};
 use agent::RunId;
 use async_trait::async_trait;
-use plan_engine::PlanId;
+use plan_engine::{PlanId, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 use sqlx::Row;
@@ -21,7 +21,7 @@ pub struct StoredRunEntry {
     /// The run's plan, so the plan's stream can carry the entry too.
     pub plan_id: Option<PlanId>,
     pub kind: String,
-    pub at: String,
+    pub at: Timestamp,
     /// The entry itself (`kind` repeated inside).
     pub entry: serde_json::Value,
 }
@@ -86,7 +86,7 @@ fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
         run_id: run_id.parse().map_err(corrupt)?,
         plan_id: plan_id.map(|p| p.parse()).transpose().map_err(corrupt)?,
         kind: row.try_get("kind")?,
-        at: row.try_get("at")?,
+        at: super::sql::read_ts(row, "at")?,
         entry: serde_json::from_str(&entry).map_err(corrupt)?,
     })
 }
@@ -149,7 +149,8 @@ impl RunStore for SqlStore {
         kind: &str,
         entry: &str,
     ) -> Result<StoredRunEntry, StoreError> {
-        let at = ts(chrono::Utc::now());
+        // Stored with microseconds: the entry streamed now equals the one read back.
+        let at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6);
         let seq: i64 = sqlx::query_scalar(
             "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ($1, $2, $3, $4, $5) \
              RETURNING seq",
@@ -158,7 +159,7 @@ impl RunStore for SqlStore {
         .bind(plan.map(|p| p.to_string()))
         .bind(kind)
         .bind(entry)
-        .bind(&at)
+        .bind(ts(at))
         .fetch_one(&self.pool)
         .await?;
         Ok(StoredRunEntry {

@@ -124,8 +124,18 @@ fn ensure_sqlite_folder(url: &str) {
     }
 }
 
+/// How a timestamp is stored: RFC 3339 in UTC with microseconds, so
+/// text order is time order.
 pub(crate) fn ts(t: Timestamp) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// A stored timestamp read back.
+pub(crate) fn read_ts(row: &AnyRow, column: &str) -> Result<Timestamp, StoreError> {
+    let text: String = row.try_get(column)?;
+    chrono::DateTime::parse_from_rfc3339(&text)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| corrupt(format!("{column} '{text}': {e}")))
 }
 
 /// The serde name of a unit enum (`in_progress`, `awaiting_approval`, …).
@@ -160,7 +170,7 @@ fn event_from_row(row: &AnyRow) -> Result<StoredEvent, StoreError> {
         version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or_default(),
         actor: row.try_get("actor")?,
         kind: row.try_get("kind")?,
-        at: row.try_get("at")?,
+        at: read_ts(row, "at")?,
         event: serde_json::from_str(&payload).map_err(corrupt)?,
     })
 }
@@ -409,7 +419,7 @@ impl PlanStore for SqlStore {
                         .and_then(|s| u32::try_from(s).ok()),
                     author: row.try_get("author")?,
                     body: row.try_get("body")?,
-                    at: row.try_get("at")?,
+                    at: read_ts(&row, "at")?,
                 })
             })
             .collect()
