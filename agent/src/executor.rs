@@ -63,34 +63,40 @@ pub fn brief(job: &Job) -> String {
     out.push_str(&hint);
     out.push_str(&format!(
         "\n\nYour subtask #{}: {}\n{}\n",
-        s.id.0, s.name, s.description
+        s.id().0,
+        s.name(),
+        s.description()
     ));
-    if !s.expected_outcome.is_empty() {
-        out.push_str(&format!("Expected outcome: {}\n", s.expected_outcome));
+    if !s.expected_outcome().is_empty() {
+        out.push_str(&format!("Expected outcome: {}\n", s.expected_outcome()));
     }
-    if !s.dependencies.is_empty() {
+    if !s.dependencies().is_empty() {
         out.push_str("\nResults of the subtasks it depends on:\n");
-        for (i, dep) in s.dependencies.iter().enumerate() {
+        for (i, dep) in s.dependencies().iter().enumerate() {
             let Some(d) = plan.subtask(*dep) else {
                 continue;
             };
             if i < DEPENDENCIES_SHOWN {
-                let result = d.outcome.as_deref().unwrap_or("(no result)");
+                let result = d.outcome().unwrap_or("(no result)");
                 out.push_str(&format!(
                     "- #{} {}: {}\n",
-                    d.id.0,
-                    d.name,
+                    d.id().0,
+                    d.name(),
                     cut(result, DEPENDENCY_RESULT)
                 ));
             } else {
-                out.push_str(&format!("- #{} {} (result not shown)\n", d.id.0, d.name));
+                out.push_str(&format!(
+                    "- #{} {} (result not shown)\n",
+                    d.id().0,
+                    d.name()
+                ));
             }
         }
     }
     let said: Vec<String> = plan
-        .comments
+        .comments()
         .iter()
-        .filter(|c| c.subtask == Some(s.id) && c.author != AGENT_ACTOR)
+        .filter(|c| c.subtask == Some(s.id()) && c.author != AGENT_ACTOR)
         .rev()
         .take(3)
         .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
@@ -231,10 +237,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     rewire_after: None,
                     required_by: Vec::new(),
                 };
-                match host.execute(job.plan.id, vec![op], AGENT_ACTOR).await {
+                match host.execute(job.plan.id(), vec![op], AGENT_ACTOR).await {
                     Ok(plan) => format!(
                         "Added to the plan as #{}. Go on with your own subtask.",
-                        plan.next_subtask_id.saturating_sub(1)
+                        plan.next_subtask_id().saturating_sub(1)
                     ),
                     Err(e) => format!("The plan refused the new subtask: {e}"),
                 }

@@ -88,9 +88,9 @@ impl MemoryHost {
     fn publish(&self, plan: &Plan) {
         let mut versions = self.versions.lock().expect("versions lock");
         let sender = versions
-            .entry(plan.id)
-            .or_insert_with(|| watch::channel(plan.version).0);
-        sender.send_replace(plan.version);
+            .entry(plan.id())
+            .or_insert_with(|| watch::channel(plan.version()).0);
+        sender.send_replace(plan.version());
     }
 }
 
@@ -104,7 +104,7 @@ impl Host for MemoryHost {
         self.plans
             .lock()
             .expect("plans lock")
-            .insert(plan.id, plan.clone());
+            .insert(plan.id(), plan.clone());
         self.publish(&plan);
         Ok(plan)
     }

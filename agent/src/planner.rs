@@ -105,20 +105,20 @@ pub fn check(planned: &Planned, mode: Mode) -> Result<(), String> {
 }
 
 fn summary(plan: &Plan) -> String {
-    plan.subtasks
+    plan.subtasks()
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let deps: Vec<String> = s
-                .dependencies
+                .dependencies()
                 .iter()
                 .filter_map(|d| plan.position(*d).map(|p| (p + 1).to_string()))
                 .collect();
             format!(
                 "{}. {} — {}{}",
                 i + 1,
-                s.name,
-                s.description,
+                s.name(),
+                s.description(),
                 if deps.is_empty() {
                     String::new()
                 } else {

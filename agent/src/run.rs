@@ -314,12 +314,12 @@ impl RunProgress {
         use plan_engine::SubtaskState as S;
         let count = |s| plan.count(s);
         let (done, failed, skipped) = (count(S::Done), count(S::Failed), count(S::Skipped));
-        let total = plan.subtasks.len();
+        let total = plan.subtasks().len();
         let times: Vec<i64> = plan
-            .subtasks
+            .subtasks()
             .iter()
-            .filter(|s| s.state == S::Done)
-            .filter_map(|s| Some((s.finished_at? - s.started_at?).num_milliseconds()))
+            .filter(|s| s.state() == S::Done)
+            .filter_map(|s| Some((s.finished_at()? - s.started_at()?).num_milliseconds()))
             .filter(|ms| *ms >= 0)
             .collect();
         let mean =

@@ -53,13 +53,13 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
         "run: {:?} ({:?}), mode {:?}",
         run.state, run.reason, run.classification
     );
-    for s in &plan.subtasks {
+    for s in plan.subtasks() {
         println!(
             "  #{} {} [{}] → {:?}",
-            s.id.0,
-            s.name,
-            s.state.as_str(),
-            s.outcome
+            s.id().0,
+            s.name(),
+            s.state().as_str(),
+            s.outcome()
         );
     }
     for entry in host.entries(id) {

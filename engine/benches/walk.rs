@@ -138,7 +138,7 @@ fn hint_stats(n: usize, full_plan: bool, version_aware: bool, bpe: &CoreBPE) -> 
         let text = ws.hint(SESSION, &opts);
         time += started.elapsed();
         if version_aware {
-            opts.since_version = ws.active_plan(SESSION).map(|p| p.version);
+            opts.since_version = ws.active_plan(SESSION).map(|p| p.version());
         }
         texts.push(text);
     });

@@ -199,58 +199,58 @@ pub struct Comment {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Subtask {
-    pub id: SubtaskId,
-    pub name: String,
-    pub description: String,
-    pub expected_outcome: String,
+    pub(crate) id: SubtaskId,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) expected_outcome: String,
     /// Why the subtask exists (seed 000): the context an LLM needs to revise it.
-    pub reasoning: String,
-    pub state: SubtaskState,
+    pub(crate) reasoning: String,
+    pub(crate) state: SubtaskState,
     /// Subtasks that must be done or skipped before this one may start.
-    pub dependencies: Vec<SubtaskId>,
+    pub(crate) dependencies: Vec<SubtaskId>,
     /// The result on done, the error on failed, the reason on skipped.
-    pub outcome: Option<String>,
+    pub(crate) outcome: Option<String>,
     /// Free-form working notes (OpenManus `step_notes`).
-    pub notes: String,
+    pub(crate) notes: String,
     /// How many times the subtask was started; a retry after a failure adds one.
-    pub attempts: u32,
-    pub assignee: Option<String>,
-    pub created_at: Timestamp,
-    pub started_at: Option<Timestamp>,
-    pub finished_at: Option<Timestamp>,
+    pub(crate) attempts: u32,
+    pub(crate) assignee: Option<String>,
+    pub(crate) created_at: Timestamp,
+    pub(crate) started_at: Option<Timestamp>,
+    pub(crate) finished_at: Option<Timestamp>,
 }
 
 /// A plan: the unit that agents walk and people approve and review.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
-    pub id: PlanId,
+    pub(crate) id: PlanId,
     /// A caller-chosen name for the plan (OpenManus `plan_id`), unique per workspace.
-    pub key: Option<String>,
-    pub title: String,
+    pub(crate) key: Option<String>,
+    pub(crate) title: String,
     /// The overall goal (seed 000 `overallGoal`).
-    pub goal: String,
-    pub description: String,
-    pub expected_outcome: String,
-    pub state: PlanState,
-    pub mode: Mode,
-    pub approval: Approval,
+    pub(crate) goal: String,
+    pub(crate) description: String,
+    pub(crate) expected_outcome: String,
+    pub(crate) state: PlanState,
+    pub(crate) mode: Mode,
+    pub(crate) approval: Approval,
     /// Hard cap on the number of subtasks (AgentScope `max_subtasks`).
-    pub max_subtasks: Option<u32>,
+    pub(crate) max_subtasks: Option<u32>,
     /// Cap on subtasks in progress at once; `None` means independent subtasks may all run.
-    pub max_parallel: Option<u32>,
+    pub(crate) max_parallel: Option<u32>,
     /// Increases by one with every accepted command; the optimistic-concurrency token.
-    pub version: u64,
-    pub created_by: String,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-    pub finished_at: Option<Timestamp>,
+    pub(crate) version: u64,
+    pub(crate) created_by: String,
+    pub(crate) created_at: Timestamp,
+    pub(crate) updated_at: Timestamp,
+    pub(crate) finished_at: Option<Timestamp>,
     /// The plan's outcome when done, or the reason when failed or abandoned.
-    pub outcome: Option<String>,
+    pub(crate) outcome: Option<String>,
     /// In display order; the order breaks ties between ready subtasks.
-    pub subtasks: Vec<Subtask>,
-    pub next_subtask_id: u32,
-    pub comments: Vec<Comment>,
-    pub next_comment_id: u32,
+    pub(crate) subtasks: Vec<Subtask>,
+    pub(crate) next_subtask_id: u32,
+    pub(crate) comments: Vec<Comment>,
+    pub(crate) next_comment_id: u32,
     #[serde(skip)]
     #[schemars(skip)]
     pub(crate) index: DerivedIndex,
@@ -423,4 +423,157 @@ pub mod limits {
     /// Applies even when a plan sets no `max_subtasks`.
     pub const SUBTASKS: usize = 2_000;
     pub const DEPENDENCIES: usize = 100;
+}
+
+/// Read-only: a plan changes only through the engine's commands, so its
+/// invariants (ids, versions, the DAG) hold for everyone who holds one.
+///
+/// ```compile_fail
+/// fn bump(plan: &mut plan_engine::Plan) {
+///     plan.version = 7; // only a command moves the version
+/// }
+/// ```
+impl Plan {
+    pub fn id(&self) -> PlanId {
+        self.id
+    }
+
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    pub fn goal(&self) -> &str {
+        &self.goal
+    }
+
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    pub fn expected_outcome(&self) -> &str {
+        &self.expected_outcome
+    }
+
+    pub fn state(&self) -> PlanState {
+        self.state
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn approval(&self) -> &Approval {
+        &self.approval
+    }
+
+    pub fn max_subtasks(&self) -> Option<u32> {
+        self.max_subtasks
+    }
+
+    pub fn max_parallel(&self) -> Option<u32> {
+        self.max_parallel
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub fn created_by(&self) -> &str {
+        &self.created_by
+    }
+
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    pub fn updated_at(&self) -> Timestamp {
+        self.updated_at
+    }
+
+    pub fn finished_at(&self) -> Option<Timestamp> {
+        self.finished_at
+    }
+
+    pub fn outcome(&self) -> Option<&str> {
+        self.outcome.as_deref()
+    }
+
+    pub fn subtasks(&self) -> &[Subtask] {
+        &self.subtasks
+    }
+
+    pub fn next_subtask_id(&self) -> u32 {
+        self.next_subtask_id
+    }
+
+    pub fn comments(&self) -> &[Comment] {
+        &self.comments
+    }
+
+    pub fn next_comment_id(&self) -> u32 {
+        self.next_comment_id
+    }
+}
+
+/// Read-only, like [`Plan`]: subtasks change only through the plan's commands.
+impl Subtask {
+    pub fn id(&self) -> SubtaskId {
+        self.id
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    pub fn expected_outcome(&self) -> &str {
+        &self.expected_outcome
+    }
+
+    pub fn reasoning(&self) -> &str {
+        &self.reasoning
+    }
+
+    pub fn state(&self) -> SubtaskState {
+        self.state
+    }
+
+    pub fn dependencies(&self) -> &[SubtaskId] {
+        &self.dependencies
+    }
+
+    pub fn outcome(&self) -> Option<&str> {
+        self.outcome.as_deref()
+    }
+
+    pub fn notes(&self) -> &str {
+        &self.notes
+    }
+
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    pub fn assignee(&self) -> Option<&str> {
+        self.assignee.as_deref()
+    }
+
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    pub fn started_at(&self) -> Option<Timestamp> {
+        self.started_at
+    }
+
+    pub fn finished_at(&self) -> Option<Timestamp> {
+        self.finished_at
+    }
 }

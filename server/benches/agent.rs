@@ -184,7 +184,7 @@ async fn parallel_dag() {
                 .services
                 .plans
                 .read(plan, |p| {
-                    (p.count(plan_engine::SubtaskState::Done), p.subtasks.len())
+                    (p.count(plan_engine::SubtaskState::Done), p.subtasks().len())
                 })
                 .await
                 .unwrap();
@@ -234,7 +234,10 @@ async fn overhead() {
             .services
             .plans
             .read(plan, |p| {
-                p.subtasks.iter().filter_map(|s| s.finished_at).collect()
+                p.subtasks()
+                    .iter()
+                    .filter_map(|s| s.finished_at())
+                    .collect()
             })
             .await
             .unwrap();

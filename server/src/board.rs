@@ -38,22 +38,22 @@ fn to_board_error(e: ServiceError) -> BoardError {
 
 fn row(plan: &Plan) -> PlanRow {
     PlanRow {
-        id: plan.id,
-        title: plan.title.clone(),
-        state: plan.state,
-        mode: plan.mode,
-        approval: plan.approval.status,
-        approval_required: plan.approval.required,
-        approved_by: (plan.approval.status == ApprovalStatus::Approved)
-            .then(|| plan.approval.by.clone())
+        id: plan.id(),
+        title: plan.title().to_string(),
+        state: plan.state(),
+        mode: plan.mode(),
+        approval: plan.approval().status,
+        approval_required: plan.approval().required,
+        approved_by: (plan.approval().status == ApprovalStatus::Approved)
+            .then(|| plan.approval().by.clone())
             .flatten(),
         percent: plan.percent(),
-        subtasks: plan.subtasks.len(),
-        comments: plan.comments.len(),
-        created_at: plan.created_at,
-        updated_at: plan.updated_at,
-        finished_at: plan.finished_at,
-        outcome: plan.outcome.clone(),
+        subtasks: plan.subtasks().len(),
+        comments: plan.comments().len(),
+        created_at: plan.created_at(),
+        updated_at: plan.updated_at(),
+        finished_at: plan.finished_at(),
+        outcome: plan.outcome().map(str::to_string),
     }
 }
 
@@ -95,7 +95,7 @@ impl BoardBackend for Board {
         self.0
             .command(id, &command, actor)
             .await
-            .map(|(plan, _)| plan.version)
+            .map(|(plan, _)| plan.version())
             .map_err(to_board_error)
     }
 
@@ -104,7 +104,7 @@ impl BoardBackend for Board {
         self.0
             .create(spec, actor)
             .await
-            .map(|plan| plan.id)
+            .map(|plan| plan.id())
             .map_err(to_board_error)
     }
 

@@ -197,7 +197,7 @@ pub async fn scrape(State(service): State<Arc<PlanService>>) -> impl IntoRespons
     metrics
         .subscribers
         .set(i64::try_from(service.hub().subscribers()).unwrap_or(i64::MAX));
-    let states = service.scan(|plan| Some(plan.state)).await;
+    let states = service.scan(|plan| Some(plan.state())).await;
     metrics.plans.clear();
     for state in states {
         metrics

@@ -184,7 +184,7 @@ impl PlanService {
         let now = chrono::Utc::now();
         self.write(actor, |book| {
             let (plan, events) = Plan::create(&spec, actor, now)?;
-            let id = plan.id;
+            let id = plan.id();
             book.insert(plan, events)?;
             book.get(id).cloned().ok_or(ServiceError::NotFound(id))
         })
@@ -210,7 +210,7 @@ impl PlanService {
             return Ok(());
         }
         let stored = self.store.version(id).await?;
-        let cached = self.book.lock().await.committed(id).map(|p| p.version);
+        let cached = self.book.lock().await.committed(id).map(|p| p.version());
         if stored != cached {
             let fresh = self.store.load(id).await?;
             self.book.lock().await.absorb(id, fresh);
@@ -328,7 +328,7 @@ impl PlanService {
     /// Maps every committed plan, keeping the `Some`s.
     pub async fn scan<T>(&self, mut keep: impl FnMut(&Plan) -> Option<T>) -> Vec<T> {
         let book = self.book.lock().await;
-        let ids: Vec<PlanId> = book.all().map(|p| p.id).collect();
+        let ids: Vec<PlanId> = book.all().map(|p| p.id()).collect();
         ids.into_iter()
             .filter_map(|id| book.committed(id))
             .filter_map(&mut keep)
@@ -346,13 +346,17 @@ impl PlanService {
         row: impl Fn(&Plan) -> T,
     ) -> (Vec<T>, bool) {
         let book = self.book.lock().await;
-        let ids: Vec<PlanId> = book.all().map(|p| p.id).collect();
+        let ids: Vec<PlanId> = book.all().map(|p| p.id()).collect();
         let mut hits: Vec<&Plan> = ids
             .into_iter()
             .filter_map(|id| book.committed(id))
             .filter(|plan| query.matches(plan))
             .collect();
-        hits.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+        hits.sort_by(|a, b| {
+            b.updated_at()
+                .cmp(&a.updated_at())
+                .then(a.id().cmp(&b.id()))
+        });
         let more = hits.len() > offset.saturating_add(limit);
         let rows = hits.into_iter().skip(offset).take(limit).map(row).collect();
         (rows, more)
@@ -364,7 +368,7 @@ impl PlanService {
     pub async fn session_hint(&self, session: &str, opts: &HintOptions) -> (String, Option<u64>) {
         let book = self.book.lock().await;
         let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
-        (plan_engine::hint(plan, opts), plan.map(|p| p.version))
+        (plan_engine::hint(plan, opts), plan.map(|p| p.version()))
     }
 
     /// [`PlanService::session_hint`] for an agent that wants the server to
@@ -381,10 +385,10 @@ impl PlanService {
         let mut shown = self.hints_shown.lock().unwrap_or_else(|e| e.into_inner());
         let mut opts = opts.clone();
         if let (Some(plan), false) = (plan, fresh) {
-            opts.since_version = shown.version_shown(session, plan.id);
+            opts.since_version = shown.version_shown(session, plan.id());
         }
-        shown.record(session, plan.map(|p| (p.id, p.version)));
-        (plan_engine::hint(plan, &opts), plan.map(|p| p.version))
+        shown.record(session, plan.map(|p| (p.id(), p.version())));
+        (plan_engine::hint(plan, &opts), plan.map(|p| p.version()))
     }
 
     pub async fn events(
@@ -428,9 +432,9 @@ impl PlanService {
         let stale: Vec<(PlanId, Vec<plan_engine::SubtaskId>)> = {
             let book = self.book.lock().await;
             book.all()
-                .filter(|p| p.updated_at < cutoff && p.count(SubtaskState::InProgress) > 0)
-                .filter(|p| !held.contains(&p.id))
-                .map(|p| (p.id, p.in_progress()))
+                .filter(|p| p.updated_at() < cutoff && p.count(SubtaskState::InProgress) > 0)
+                .filter(|p| !held.contains(&p.id()))
+                .map(|p| (p.id(), p.in_progress()))
                 .collect()
         };
         let mut released = 0;
@@ -451,7 +455,7 @@ impl PlanService {
                 .write(SYSTEM_ACTOR, |book| {
                     // Someone may have touched the plan since the scan.
                     match book.get(plan_id) {
-                        Some(p) if p.updated_at < cutoff => {
+                        Some(p) if p.updated_at() < cutoff => {
                             Ok(book.execute(plan_id, ops.clone(), SYSTEM_ACTOR, now)?)
                         }
                         _ => Ok(Vec::new()),
@@ -474,7 +478,7 @@ impl PlanService {
             let book = self.book.lock().await;
             for row in rows {
                 let behind = match book.get(row.plan_id) {
-                    Some(plan) => plan.version < row.version || row.kind == "plan_deleted",
+                    Some(plan) => plan.version() < row.version || row.kind == "plan_deleted",
                     None => row.kind != "plan_deleted",
                 };
                 if behind && !stale.contains(&row.plan_id) {

@@ -5,10 +5,10 @@ use super::*;
 
 impl Driver {
     pub(super) fn listing(plan: &Plan) -> String {
-        plan.subtasks
+        plan.subtasks()
             .iter()
             .enumerate()
-            .map(|(i, s)| format!("{}. [{}] {}", i + 1, s.state.as_str(), s.name))
+            .map(|(i, s)| format!("{}. [{}] {}", i + 1, s.state().as_str(), s.name()))
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -20,7 +20,7 @@ impl Driver {
             .plan(self.plan_id()?)
             .await
             .map_err(|e| e.to_string())?;
-        let compact = plan.subtasks.len() >= COMPACT_AT;
+        let compact = plan.subtasks().len() >= COMPACT_AT;
         let mut system = prompts::UPDATE.to_string();
         if compact {
             system.push('\n');
@@ -30,7 +30,7 @@ impl Driver {
             "Task: {}\nLast result: {}\nTODO list ({} of at most {}):\n{}\n{}",
             self.run.config.task,
             cut(last_result, 500),
-            plan.subtasks.len(),
+            plan.subtasks().len(),
             EMERGENT_CAP,
             Self::listing(&plan),
             prompts::LANGUAGE
@@ -56,17 +56,17 @@ impl Driver {
         let mut ops = self.drops(&plan, &answer.drop, &answer.reason);
         if answer.needs_update && !compact {
             // Positions past the list name the new TODOs, in order.
-            let len = plan.subtasks.len();
+            let len = plan.subtasks().len();
             for (k, todo) in answer.new_todos.iter().enumerate() {
                 let dependencies = todo
                     .depends_on
                     .iter()
                     .filter_map(|p| {
                         let i = (*p as usize).checked_sub(1)?;
-                        match plan.subtasks.get(i) {
-                            Some(s) => Some(s.id),
+                        match plan.subtasks().get(i) {
+                            Some(s) => Some(s.id()),
                             None if i - len < k => {
-                                Some(SubtaskId(plan.next_subtask_id + (i - len) as u32))
+                                Some(SubtaskId(plan.next_subtask_id() + (i - len) as u32))
                             }
                             None => None,
                         }
@@ -87,10 +87,10 @@ impl Driver {
     pub(super) fn drops(&self, plan: &Plan, positions: &[u32], reason: &str) -> Vec<Op> {
         positions
             .iter()
-            .filter_map(|p| plan.subtasks.get((*p as usize).checked_sub(1)?))
-            .filter(|s| s.state == SubtaskState::Todo)
+            .filter_map(|p| plan.subtasks().get((*p as usize).checked_sub(1)?))
+            .filter(|s| s.state() == SubtaskState::Todo)
             .map(|s| Op::SetSubtaskState {
-                id: s.id,
+                id: s.id(),
                 state: SubtaskState::Skipped,
                 note: Some(cut(&format!("dropped by the planner: {reason}"), 3_900)),
                 start_next: false,
@@ -127,17 +127,17 @@ impl Driver {
             return Ok(());
         }
         let results: Vec<String> = plan
-            .subtasks
+            .subtasks()
             .iter()
-            .filter(|s| s.state.is_settled() || s.state == SubtaskState::Failed)
+            .filter(|s| s.state().is_settled() || s.state() == SubtaskState::Failed)
             .rev()
             .take(10)
             .map(|s| {
                 format!(
                     "- {} [{}]: {}",
-                    s.name,
-                    s.state.as_str(),
-                    cut(s.outcome.as_deref().unwrap_or(""), 300)
+                    s.name(),
+                    s.state().as_str(),
+                    cut(s.outcome().unwrap_or(""), 300)
                 )
             })
             .collect();
@@ -167,12 +167,12 @@ impl Driver {
         }
         let mut ops = self.drops(plan, &answer.drop, &answer.reason);
         for r in &answer.revise {
-            let Some(s) = plan.subtasks.get((r.position as usize).saturating_sub(1)) else {
+            let Some(s) = plan.subtasks().get((r.position as usize).saturating_sub(1)) else {
                 continue;
             };
-            if s.state == SubtaskState::Todo && r.position > 0 {
+            if s.state() == SubtaskState::Todo && r.position > 0 {
                 ops.push(Op::EditSubtask {
-                    id: s.id,
+                    id: s.id(),
                     patch: SubtaskPatch {
                         description: Some(r.description.clone()),
                         ..SubtaskPatch::default()
@@ -189,11 +189,11 @@ impl Driver {
         let mut plan = plan.clone();
         if self.mode() == Mode::Emergent {
             let unreachable: Vec<Op> = plan
-                .subtasks
+                .subtasks()
                 .iter()
-                .filter(|s| s.state == SubtaskState::Todo)
+                .filter(|s| s.state() == SubtaskState::Todo)
                 .map(|s| Op::SetSubtaskState {
-                    id: s.id,
+                    id: s.id(),
                     state: SubtaskState::Skipped,
                     note: Some("unreachable: a TODO it depends on did not finish".into()),
                     start_next: false,
@@ -204,7 +204,7 @@ impl Driver {
             }
         }
         let settled = plan.count(SubtaskState::Done) + plan.count(SubtaskState::Skipped);
-        if settled < plan.subtasks.len() || plan.subtasks.is_empty() {
+        if settled < plan.subtasks().len() || plan.subtasks().is_empty() {
             return Ok(false);
         }
         let answer = self.compile(&plan).await?;
@@ -227,14 +227,14 @@ impl Driver {
     pub(super) async fn compile(&mut self, plan: &Plan) -> Result<String, String> {
         let mut results = String::new();
         for s in plan
-            .subtasks
+            .subtasks()
             .iter()
-            .filter(|s| s.state == SubtaskState::Done)
+            .filter(|s| s.state() == SubtaskState::Done)
         {
             let line = format!(
                 "## {}\n{}\n\n",
-                s.name,
-                cut(s.outcome.as_deref().unwrap_or(""), COMPILE_EACH)
+                s.name(),
+                cut(s.outcome().unwrap_or(""), COMPILE_EACH)
             );
             if results.len() + line.len() > COMPILE_ALL {
                 results.push_str("(more results not shown)\n");

@@ -103,7 +103,7 @@ impl Agent {
         };
         let plan = self.host.create_plan(spec, AGENT_ACTOR).await?;
         let mut run = RunRecord::new(uuid::Uuid::new_v4(), config);
-        run.plan_id = Some(plan.id);
+        run.plan_id = Some(plan.id());
         run.started_by = who.to_string();
         self.host.save_run(&run).await?;
         self.host
@@ -218,7 +218,7 @@ impl Driver {
         self.host
             .plan(id)
             .await
-            .is_ok_and(|p| p.state == PlanState::Abandoned)
+            .is_ok_and(|p| p.state() == PlanState::Abandoned)
     }
 
     /// Whether nothing new should start (the plan is paused or the run
@@ -228,7 +228,7 @@ impl Driver {
             || self
                 .seen
                 .as_ref()
-                .is_some_and(|p| p.state == PlanState::Paused)
+                .is_some_and(|p| p.state() == PlanState::Paused)
             || self.caller.budget_reached().is_some()
     }
 
@@ -304,42 +304,41 @@ impl Driver {
         let Some(before) = self.seen.replace(plan.clone()) else {
             return;
         };
-        if before.version == plan.version {
+        if before.version() == plan.version() {
             return;
         }
         let old: HashMap<SubtaskId, &plan_engine::Subtask> =
-            before.subtasks.iter().map(|s| (s.id, s)).collect();
-        let now: HashSet<SubtaskId> = plan.subtasks.iter().map(|s| s.id).collect();
+            before.subtasks().iter().map(|s| (s.id(), s)).collect();
+        let now: HashSet<SubtaskId> = plan.subtasks().iter().map(|s| s.id()).collect();
         let mut changes = Vec::new();
-        for s in &plan.subtasks {
-            match old.get(&s.id) {
-                None => changes.push(format!("added #{} {}", s.id.0, s.name)),
-                Some(o) if o.name != s.name || o.description != s.description => {
-                    changes.push(format!(
+        for s in plan.subtasks() {
+            match old.get(&s.id()) {
+                None => changes.push(format!("added #{} {}", s.id().0, s.name())),
+                Some(o) if o.name() != s.name() || o.description() != s.description() => changes
+                    .push(format!(
                         "edited #{} {}: {}",
-                        s.id.0,
-                        s.name,
-                        cut(&s.description, 200)
-                    ))
-                }
+                        s.id().0,
+                        s.name(),
+                        cut(s.description(), 200)
+                    )),
                 _ => {}
             }
         }
-        for s in &before.subtasks {
-            if !now.contains(&s.id) {
-                changes.push(format!("deleted #{} {}", s.id.0, s.name));
+        for s in before.subtasks() {
+            if !now.contains(&s.id()) {
+                changes.push(format!("deleted #{} {}", s.id().0, s.name()));
             }
         }
         let order_before: Vec<SubtaskId> = before
-            .subtasks
+            .subtasks()
             .iter()
-            .map(|s| s.id)
+            .map(|s| s.id())
             .filter(|id| now.contains(id))
             .collect();
         let order_now: Vec<SubtaskId> = plan
-            .subtasks
+            .subtasks()
             .iter()
-            .map(|s| s.id)
+            .map(|s| s.id())
             .filter(|id| old.contains_key(id))
             .collect();
         if order_before != order_now {

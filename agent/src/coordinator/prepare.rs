@@ -52,7 +52,7 @@ impl Driver {
         let task = self.run.config.task.clone();
         let plan_id = self.plan_id()?;
         let old = self.host.plan(plan_id).await.map_err(|e| e.to_string())?;
-        let comment = match (old.approval.status, old.approval.comment.clone()) {
+        let comment = match (old.approval().status, old.approval().comment.clone()) {
             (ApprovalStatus::Rejected, Some(c)) => Some(c),
             _ if self.run.round > 0 => Some(format!("use the {} planner instead", mode.as_str())),
             _ => None,
@@ -65,15 +65,15 @@ impl Driver {
             .await
             .map_err(|e| format!("planning failed: {e}"))?;
         let mut ops: Vec<Op> = old
-            .subtasks
+            .subtasks()
             .iter()
-            .map(|s| Op::DeleteSubtask { id: s.id })
+            .map(|s| Op::DeleteSubtask { id: s.id() })
             .collect();
         ops.push(Op::UpdateInfo {
             patch: self.info(&planned),
         });
         // New subtasks get ids from the plan's counter, in order.
-        let first = old.next_subtask_id;
+        let first = old.next_subtask_id();
         for s in planned.subtasks {
             let dependencies = s
                 .dependencies
@@ -87,7 +87,7 @@ impl Driver {
                 required_by: Vec::new(),
             });
         }
-        if old.state == PlanState::Draft {
+        if old.state() == PlanState::Draft {
             ops.push(Op::Submit);
         }
         let plan = match self.apply(ops).await {
@@ -108,10 +108,10 @@ impl Driver {
             .log(RunEntry::PlanProposed {
                 plan_id,
                 round: self.run.round,
-                subtasks: plan.subtasks.len(),
+                subtasks: plan.subtasks().len(),
             })
             .await;
-        let next = if plan.state == PlanState::AwaitingApproval {
+        let next = if plan.state() == PlanState::AwaitingApproval {
             RunState::AwaitingApproval
         } else {
             RunState::Running
@@ -124,7 +124,7 @@ impl Driver {
         let plan_id = self.plan_id()?;
         let mut plan = self.host.plan(plan_id).await.map_err(|e| e.to_string())?;
         loop {
-            match plan.state {
+            match plan.state() {
                 PlanState::Approved | PlanState::Running | PlanState::Paused => {
                     self.seen = Some(plan.clone());
                     self.move_to(RunState::Running, "approved").await;
@@ -136,8 +136,8 @@ impl Driver {
                     return Ok(());
                 }
                 PlanState::Done | PlanState::Failed => {
-                    self.run.answer = plan.outcome.clone();
-                    let to = if plan.state == PlanState::Done {
+                    self.run.answer = plan.outcome().map(str::to_string);
+                    let to = if plan.state() == PlanState::Done {
                         RunState::Running
                     } else {
                         RunState::Failed
@@ -145,8 +145,8 @@ impl Driver {
                     self.move_to(to, "a person finished the plan").await;
                     return Ok(());
                 }
-                PlanState::Draft if plan.approval.status == ApprovalStatus::Rejected => {
-                    let comment = plan.approval.comment.clone().unwrap_or_default();
+                PlanState::Draft if plan.approval().status == ApprovalStatus::Rejected => {
+                    let comment = plan.approval().comment.clone().unwrap_or_default();
                     self.caller
                         .log(RunEntry::Rejected {
                             comment: comment.clone(),
@@ -164,10 +164,10 @@ impl Driver {
                     return Ok(());
                 }
                 PlanState::AwaitingApproval | PlanState::Draft
-                    if plan.mode != self.mode() && plan.mode != Mode::Manual =>
+                    if plan.mode() != self.mode() && plan.mode() != Mode::Manual =>
                 {
                     let decided = Classification {
-                        mode: plan.mode,
+                        mode: plan.mode(),
                         reason: "a person switched the mode before approving".into(),
                         confidence: 1.0,
                         by: DecidedBy::Person,
@@ -182,7 +182,7 @@ impl Driver {
             }
             plan = self
                 .host
-                .changed(plan_id, plan.version)
+                .changed(plan_id, plan.version())
                 .await
                 .map_err(|e| e.to_string())?;
         }

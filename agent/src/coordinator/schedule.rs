@@ -43,7 +43,7 @@ impl Driver {
             let gone: Vec<SubtaskId> = inflight
                 .keys()
                 .copied()
-                .filter(|id| plan.subtask(*id).map(|s| s.state) != Some(SubtaskState::InProgress))
+                .filter(|id| plan.subtask(*id).map(|s| s.state()) != Some(SubtaskState::InProgress))
                 .collect();
             for id in gone {
                 if let Some(handle) = inflight.remove(&id) {
@@ -51,20 +51,19 @@ impl Driver {
                 }
                 let now = plan
                     .subtask(id)
-                    .map_or("deleted".to_string(), |s| s.state.as_str().to_string());
+                    .map_or("deleted".to_string(), |s| s.state().as_str().to_string());
                 self.caller
                     .log(RunEntry::Overridden { subtask: id, now })
                     .await;
             }
             self.tick(&mut last);
-            match plan.state {
+            match plan.state() {
                 PlanState::Abandoned => {
                     set.abort_all();
                     self.move_to(
                         RunState::Cancelled,
-                        plan.outcome
-                            .clone()
-                            .unwrap_or_else(|| "the plan was abandoned".into()),
+                        plan.outcome()
+                            .unwrap_or("the plan was abandoned"),
                     )
                     .await;
                     return Ok(());
@@ -72,7 +71,7 @@ impl Driver {
                 PlanState::Done => {
                     set.abort_all();
                     if self.run.answer.is_none() {
-                        self.run.answer = plan.outcome.clone();
+                        self.run.answer = plan.outcome().map(str::to_string);
                     }
                     self.move_to(RunState::Done, "the plan is done").await;
                     return Ok(());
@@ -81,9 +80,8 @@ impl Driver {
                     set.abort_all();
                     self.move_to(
                         RunState::Failed,
-                        plan.outcome
-                            .clone()
-                            .unwrap_or_else(|| "the plan failed".into()),
+                        plan.outcome()
+                            .unwrap_or("the plan failed"),
                     )
                     .await;
                     return Ok(());
@@ -121,7 +119,7 @@ impl Driver {
                         slot.insert(self.spawn(&mut set, &plan, id));
                     }
                 }
-                let limit = plan.max_parallel.unwrap_or(1).max(1) as usize;
+                let limit = plan.max_parallel().unwrap_or(1).max(1) as usize;
                 let barrier = self.mode() == Mode::Complex;
                 if inflight.len() < limit
                     && (!barrier || inflight.is_empty())
@@ -167,7 +165,7 @@ impl Driver {
                         }
                     }
                 }
-                changed = self.host.changed(plan_id, plan.version) => {
+                changed = self.host.changed(plan_id, plan.version()) => {
                     changed.map_err(|e| e.to_string())?;
                 }
                 _ = tokio::time::sleep(wall), if running => {}
@@ -247,7 +245,7 @@ impl Driver {
                     .plan(self.plan_id()?)
                     .await
                     .ok()
-                    .and_then(|p| p.subtask(id).map(|s| s.state.as_str().to_string()))
+                    .and_then(|p| p.subtask(id).map(|s| s.state().as_str().to_string()))
                     .unwrap_or_else(|| "deleted".into());
                 self.caller
                     .log(RunEntry::Overridden { subtask: id, now })
@@ -276,16 +274,16 @@ impl Driver {
 
 fn stuck_reason(plan: &Plan) -> String {
     let failed: Vec<String> = plan
-        .subtasks
+        .subtasks()
         .iter()
-        .filter(|s| s.state == SubtaskState::Failed)
+        .filter(|s| s.state() == SubtaskState::Failed)
         .take(3)
         .map(|s| {
             format!(
                 "#{} {} failed ({})",
-                s.id.0,
-                s.name,
-                cut(s.outcome.as_deref().unwrap_or(""), 120)
+                s.id().0,
+                s.name(),
+                cut(s.outcome().unwrap_or(""), 120)
             )
         })
         .collect();

@@ -32,14 +32,18 @@ async fn auto_sends_a_clear_linear_task_to_the_simple_planner_and_answers() {
     let c = run.classification.unwrap();
     assert_eq!((c.mode, c.by), (Mode::Simple, DecidedBy::Model));
     let plan = world.plan();
-    assert_eq!(plan.mode, Mode::Simple);
-    assert_eq!(plan.state, PlanState::Done);
-    assert!(plan.subtasks.iter().all(|s| s.state == SubtaskState::Done));
-    assert_eq!(plan.subtasks[1].dependencies, vec![SubtaskId(1)], "a chain");
+    assert_eq!(plan.mode(), Mode::Simple);
+    assert_eq!(plan.state(), PlanState::Done);
+    assert!(plan
+        .subtasks()
+        .iter()
+        .all(|s| s.state() == SubtaskState::Done));
     assert_eq!(
-        plan.subtasks[0].outcome.as_deref(),
-        Some("result of look up")
+        plan.subtasks()[1].dependencies(),
+        vec![SubtaskId(1)],
+        "a chain"
     );
+    assert_eq!(plan.subtasks()[0].outcome(), Some("result of look up"));
 }
 
 #[tokio::test]
@@ -84,10 +88,10 @@ async fn an_emergent_run_adds_todos_as_work_reveals_them() {
     let run = world.run(c).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
-    let names: Vec<&str> = plan.subtasks.iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<&str> = plan.subtasks().iter().map(|s| s.name()).collect();
     assert_eq!(names, ["survey", "area one", "area two"]);
-    assert_eq!(plan.subtasks[2].dependencies, vec![SubtaskId(2)]);
-    assert_eq!(plan.max_subtasks, Some(20));
+    assert_eq!(plan.subtasks()[2].dependencies(), vec![SubtaskId(2)]);
+    assert_eq!(plan.max_subtasks(), Some(20));
     assert!(world
         .entries()
         .iter()
@@ -105,11 +109,11 @@ async fn a_rejected_plan_is_revised_with_the_comment_then_approved_and_done() {
     c.approval_required = true;
     let driving = world.start(c).await;
     let plan = world
-        .wait_plan(|p| p.state == PlanState::AwaitingApproval)
+        .wait_plan(|p| p.state() == PlanState::AwaitingApproval)
         .await;
     world
         .person(
-            plan.id,
+            plan.id(),
             vec![Op::Reject {
                 comment: "never deploy on a friday".into(),
             }],
@@ -117,17 +121,17 @@ async fn a_rejected_plan_is_revised_with_the_comment_then_approved_and_done() {
         .await;
     let plan = world
         .wait_plan(|p| {
-            p.state == PlanState::AwaitingApproval
-                && p.subtasks.iter().any(|s| s.name.contains("monday"))
+            p.state() == PlanState::AwaitingApproval
+                && p.subtasks().iter().any(|s| s.name().contains("monday"))
         })
         .await;
-    assert_eq!(plan.subtasks.len(), 1, "the old subtasks are gone");
+    assert_eq!(plan.subtasks().len(), 1, "the old subtasks are gone");
     let revision = &world.llm.requests()[1];
     assert!(revision.messages[1]
         .content
         .contains("never deploy on a friday"));
     world
-        .person(plan.id, vec![Op::Approve { comment: None }])
+        .person(plan.id(), vec![Op::Approve { comment: None }])
         .await;
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
@@ -152,11 +156,11 @@ async fn a_person_switching_the_mode_before_approval_replans_with_that_planner()
     c.approval_required = true;
     let driving = world.start(c).await;
     let plan = world
-        .wait_plan(|p| p.state == PlanState::AwaitingApproval)
+        .wait_plan(|p| p.state() == PlanState::AwaitingApproval)
         .await;
     world
         .person(
-            plan.id,
+            plan.id(),
             vec![Op::UpdateInfo {
                 patch: plan_engine::InfoPatch {
                     mode: Some(Mode::Complex),
@@ -166,14 +170,14 @@ async fn a_person_switching_the_mode_before_approval_replans_with_that_planner()
         )
         .await;
     let plan = world
-        .wait_plan(|p| p.subtasks.len() == 3 && p.state == PlanState::AwaitingApproval)
+        .wait_plan(|p| p.subtasks().len() == 3 && p.state() == PlanState::AwaitingApproval)
         .await;
-    assert_eq!(plan.max_parallel, Some(4));
+    assert_eq!(plan.max_parallel(), Some(4));
     assert!(world.llm.requests()[1].messages[0]
         .content
         .contains("dependency graph"));
     world
-        .person(plan.id, vec![Op::Approve { comment: None }])
+        .person(plan.id(), vec![Op::Approve { comment: None }])
         .await;
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
@@ -193,12 +197,12 @@ async fn todo_subtasks_people_add_edit_and_delete_mid_run_are_followed() {
     let plan = world
         .wait_plan(|p| {
             p.subtask(SubtaskId(1))
-                .is_some_and(|s| s.state == SubtaskState::InProgress)
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
         })
         .await;
     world
         .person(
-            plan.id,
+            plan.id(),
             vec![
                 Op::EditSubtask {
                     id: SubtaskId(2),
@@ -220,9 +224,12 @@ async fn todo_subtasks_people_add_edit_and_delete_mid_run_are_followed() {
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
-    let names: Vec<&str> = plan.subtasks.iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<&str> = plan.subtasks().iter().map(|s| s.name()).collect();
     assert_eq!(names, ["first", "second, edited", "added by ada"]);
-    assert!(plan.subtasks.iter().all(|s| s.state == SubtaskState::Done));
+    assert!(plan
+        .subtasks()
+        .iter()
+        .all(|s| s.state() == SubtaskState::Done));
     assert!(world
         .executor_prompt("added by ada")
         .contains("People changed the plan while it ran"));
@@ -241,12 +248,12 @@ async fn a_person_skipping_the_running_subtask_overrides_the_agent() {
     let plan = world
         .wait_plan(|p| {
             p.subtask(SubtaskId(1))
-                .is_some_and(|s| s.state == SubtaskState::InProgress)
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
         })
         .await;
     world
         .person(
-            plan.id,
+            plan.id(),
             vec![Op::SetSubtaskState {
                 id: SubtaskId(1),
                 state: SubtaskState::Skipped,
@@ -258,8 +265,8 @@ async fn a_person_skipping_the_running_subtask_overrides_the_agent() {
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
-    assert_eq!(plan.subtasks[0].state, SubtaskState::Skipped);
-    assert_eq!(plan.subtasks[0].outcome.as_deref(), Some("not needed"));
+    assert_eq!(plan.subtasks()[0].state(), SubtaskState::Skipped);
+    assert_eq!(plan.subtasks()[0].outcome(), Some("not needed"));
     assert!(world.entries().iter().any(|e| matches!(
         e,
         RunEntry::Overridden {
@@ -283,15 +290,18 @@ async fn a_question_blocks_the_subtask_until_a_person_answers() {
     let driving = world.start(c).await;
     let plan = world
         .wait_plan(|p| {
-            p.subtasks
+            p.subtasks()
                 .first()
-                .is_some_and(|s| s.state == SubtaskState::Blocked)
+                .is_some_and(|s| s.state() == SubtaskState::Blocked)
         })
         .await;
-    assert!(plan.comments.iter().any(|c| c.body.contains("Which city?")));
+    assert!(plan
+        .comments()
+        .iter()
+        .any(|c| c.body.contains("Which city?")));
     world
         .person(
-            plan.id,
+            plan.id(),
             vec![
                 Op::Comment {
                     subtask: Some(SubtaskId(1)),
@@ -322,28 +332,28 @@ async fn pause_lets_work_in_flight_finish_and_starts_nothing_until_resumed() {
     let driving = world.start(c).await;
     let plan = world
         .wait_plan(|p| {
-            p.subtasks
+            p.subtasks()
                 .first()
-                .is_some_and(|s| s.state == SubtaskState::InProgress)
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
         })
         .await;
-    world.person(plan.id, vec![Op::Pause]).await;
+    world.person(plan.id(), vec![Op::Pause]).await;
     let plan = world
         .wait_plan(|p| {
-            p.subtasks
+            p.subtasks()
                 .first()
-                .is_some_and(|s| s.state == SubtaskState::Done)
+                .is_some_and(|s| s.state() == SubtaskState::Done)
         })
         .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let paused = world.plan();
     assert_eq!(
-        paused.subtasks[1].state,
+        paused.subtasks()[1].state(),
         SubtaskState::Todo,
         "nothing new starts"
     );
     assert_eq!(world.run_state(), RunState::Paused);
-    world.person(plan.id, vec![Op::Resume]).await;
+    world.person(plan.id(), vec![Op::Resume]).await;
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }
@@ -359,14 +369,14 @@ async fn abandoning_the_plan_cancels_the_run_and_drops_the_work_in_flight() {
     let driving = world.start(c).await;
     let plan = world
         .wait_plan(|p| {
-            p.subtasks
+            p.subtasks()
                 .first()
-                .is_some_and(|s| s.state == SubtaskState::InProgress)
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
         })
         .await;
     world
         .person(
-            plan.id,
+            plan.id(),
             vec![Op::Finish {
                 state: PlanState::Abandoned,
                 outcome: "cancelled by ada".into(),
@@ -380,7 +390,7 @@ async fn abandoning_the_plan_cancels_the_run_and_drops_the_work_in_flight() {
     assert_eq!(run.state, RunState::Cancelled);
     assert_eq!(run.reason.as_deref(), Some("cancelled by ada"));
     assert_eq!(
-        world.plan().subtasks[0].state,
+        world.plan().subtasks()[0].state(),
         SubtaskState::Todo,
         "released"
     );
@@ -397,7 +407,7 @@ async fn reaching_a_budget_pauses_the_run_and_raising_it_lets_it_finish() {
     c.mode = ModeChoice::Simple;
     c.budget.max_llm_calls = 3;
     let driving = world.start(c).await;
-    world.wait_plan(|p| p.state == PlanState::Paused).await;
+    world.wait_plan(|p| p.state() == PlanState::Paused).await;
     let run = world.wait_run(|r| r.state == RunState::Paused).await;
     assert!(run.reason.unwrap().contains("3 LLM calls"));
     assert!(world
@@ -405,7 +415,7 @@ async fn reaching_a_budget_pauses_the_run_and_raising_it_lets_it_finish() {
         .iter()
         .any(|e| matches!(e, RunEntry::BudgetReached { .. })));
     assert!(world.agent.raise_budget(run.id, agent::Budget::default()));
-    world.person(world.plan().id, vec![Op::Resume]).await;
+    world.person(world.plan().id(), vec![Op::Resume]).await;
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }
@@ -447,7 +457,7 @@ async fn a_429_is_retried_after_the_servers_delay_and_a_401_fails_the_subtask_at
         [7000],
         "one retry, after Retry-After; none for the 401"
     );
-    assert_eq!(world.plan().subtasks[1].state, SubtaskState::Failed);
+    assert_eq!(world.plan().subtasks()[1].state(), SubtaskState::Failed);
     driving.abort();
 }
 
@@ -471,8 +481,8 @@ async fn an_unreadable_answer_gets_one_repair_round_then_fails_the_subtask() {
     let driving = world.start(c).await;
     let run = world.wait_run(|r| r.state == RunState::Paused).await;
     let plan = world.plan();
-    assert_eq!(plan.subtasks[0].outcome.as_deref(), Some("fixed"));
-    assert_eq!(plan.subtasks[1].state, SubtaskState::Failed);
+    assert_eq!(plan.subtasks()[0].outcome(), Some("fixed"));
+    assert_eq!(plan.subtasks()[1].state(), SubtaskState::Failed);
     assert!(run.reason.unwrap().contains("could not be read"));
     let repair = &world.llm.requests()[2];
     assert!(repair
@@ -502,8 +512,8 @@ async fn an_emergent_list_stops_growing_at_its_cap_and_is_compacted_near_it() {
     let run = world.run(c).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
-    assert!(plan.subtasks.len() <= 20, "{}", plan.subtasks.len());
-    assert!(plan.subtasks.len() >= 16);
+    assert!(plan.subtasks().len() <= 20, "{}", plan.subtasks().len());
+    assert!(plan.subtasks().len() >= 16);
     let compacting = world
         .llm
         .requests()
@@ -525,9 +535,9 @@ async fn a_run_picked_up_again_after_a_crash_never_redoes_a_finished_subtask() {
     let driving = world.start(c).await;
     world
         .wait_plan(|p| {
-            p.subtasks.len() == 3
-                && p.subtasks[0].state == SubtaskState::Done
-                && p.subtasks[1].state == SubtaskState::InProgress
+            p.subtasks().len() == 3
+                && p.subtasks()[0].state() == SubtaskState::Done
+                && p.subtasks()[1].state() == SubtaskState::InProgress
         })
         .await;
     driving.abort();
@@ -608,10 +618,10 @@ async fn abandoning_the_plan_while_the_planner_thinks_cancels_the_run() {
     let mut c = config("Plan slowly");
     c.mode = ModeChoice::Simple;
     let driving = world.start(c).await;
-    let plan = world.wait_plan(|p| p.state == PlanState::Draft).await;
+    let plan = world.wait_plan(|p| p.state() == PlanState::Draft).await;
     world
         .person(
-            plan.id,
+            plan.id(),
             vec![Op::Finish {
                 state: PlanState::Abandoned,
                 outcome: "never mind".into(),
@@ -621,7 +631,7 @@ async fn abandoning_the_plan_while_the_planner_thinks_cancels_the_run() {
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Cancelled, "{:?}", run.reason);
     assert!(
-        world.plan().subtasks.is_empty(),
+        world.plan().subtasks().is_empty(),
         "nothing was added to the abandoned plan"
     );
 }

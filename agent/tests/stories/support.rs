@@ -174,7 +174,7 @@ impl World {
             };
             loop {
                 seen.fetch_max(plan.count(SubtaskState::InProgress), Ordering::SeqCst);
-                match host.changed(plan.id, plan.version).await {
+                match host.changed(plan.id(), plan.version()).await {
                     Ok(next) => plan = next,
                     Err(_) => return,
                 }

@@ -14,7 +14,7 @@ pub fn Comments(board: Board) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let list = move || {
         board.plan.with(|p| {
-            p.comments
+            p.comments()
                 .iter()
                 .rev()
                 .map(|c| {
@@ -36,9 +36,9 @@ pub fn Comments(board: Board) -> impl IntoView {
     };
     let subtask_options = move || {
         board.plan.with(|p| {
-            p.subtasks
+            p.subtasks()
                 .iter()
-                .map(|s| view! { <option value=s.id.0.to_string()>"#"{s.id.0}" "{s.name.clone()}</option> })
+                .map(|s| view! { <option value=s.id().0.to_string()>"#"{s.id().0}" "{s.name().to_string()}</option> })
                 .collect_view()
         })
     };

@@ -39,12 +39,12 @@ pub fn Dag(board: Board) -> impl IntoView {
     let hundred = ZOOMS.iter().position(|z| *z == 100).unwrap_or(0);
     let opening = board
         .plan
-        .with_untracked(|p| (p.subtasks.len() > FIT_UP_TO).then_some(hundred));
+        .with_untracked(|p| (p.subtasks().len() > FIT_UP_TO).then_some(hundred));
     let zoom = RwSignal::new(opening);
     let drawing = move || {
         board.plan.with(|plan| {
             let drawn = layout(plan);
-            let runnable = matches!(plan.state, PlanState::Approved | PlanState::Running);
+            let runnable = matches!(plan.state(), PlanState::Approved | PlanState::Running);
             let ready = if runnable { plan.ready() } else { Vec::new() };
             let critical = plan_engine::dag::critical_path(plan);
             let at = |id: SubtaskId| {
@@ -63,31 +63,31 @@ pub fn Dag(board: Board) -> impl IntoView {
                     .any(|w| w[0] == a && w[1] == b)
             };
             let mut edges = Vec::new();
-            for s in &plan.subtasks {
-                for d in &s.dependencies {
-                    if let (Some((x1, y1)), Some((x2, y2))) = (at(*d), at(s.id)) {
+            for s in plan.subtasks() {
+                for d in s.dependencies() {
+                    if let (Some((x1, y1)), Some((x2, y2))) = (at(*d), at(s.id())) {
                         let (sx, sy) = (x1 + NODE_W, y1 + NODE_H / 2);
                         let (ex, ey) = (x2, y2 + NODE_H / 2);
                         let mid = (sx + ex) / 2;
                         let path = format!("M{sx},{sy} C{mid},{sy} {mid},{ey} {ex},{ey}");
-                        let class = if on_path(*d, s.id) { "edge critical" } else { "edge" };
+                        let class = if on_path(*d, s.id()) { "edge critical" } else { "edge" };
                         edges.push(view! { <path d=path class=class marker-end="url(#arrow)"></path> });
                     }
                 }
             }
             let nodes = plan
-                .subtasks
+                .subtasks()
                 .iter()
                 .filter_map(|s| {
-                    let (x, y) = at(s.id)?;
-                    let id = s.id;
+                    let (x, y) = at(s.id())?;
+                    let id = s.id();
                     let class = format!(
                         "node state-{}{}{}",
-                        s.state.as_str(),
+                        s.state().as_str(),
                         if ready.contains(&id) { " ready" } else { "" },
                         if critical.contains(&id) { " critical" } else { "" }
                     );
-                    let title = format!("#{} {} ({})", id.0, s.name, s.state.label(lang));
+                    let title = format!("#{} {} ({})", id.0, s.name(), s.state().label(lang));
                     let label = title.clone();
                     Some(view! {
                         <g
@@ -106,8 +106,8 @@ pub fn Dag(board: Board) -> impl IntoView {
                         >
                             <title>{title}</title>
                             <rect width=NODE_W height=NODE_H rx="6"></rect>
-                            <text x="10" y="18" class="node-id">"#"{id.0}" · "{s.state.label(lang)}</text>
-                            <text x="10" y="35" class="node-name">{short(&s.name)}</text>
+                            <text x="10" y="18" class="node-id">"#"{id.0}" · "{s.state().label(lang)}</text>
+                            <text x="10" y="35" class="node-name">{short(s.name())}</text>
                         </g>
                     })
                 })
@@ -124,8 +124,8 @@ pub fn Dag(board: Board) -> impl IntoView {
                     style=scaled.is_none().then(|| format!("max-width: {width}px"))
                     role="img"
                     aria-label=lang.pick(
-                        format!("Dependency graph: {} subtasks in {} layers", plan.subtasks.len(), drawn.layers),
-                        format!("依赖图：{} 个子任务，{} 层", plan.subtasks.len(), drawn.layers),
+                        format!("Dependency graph: {} subtasks in {} layers", plan.subtasks().len(), drawn.layers),
+                        format!("依赖图：{} 个子任务，{} 层", plan.subtasks().len(), drawn.layers),
                     )
                     data-testid="dag"
                 >

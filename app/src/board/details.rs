@@ -61,14 +61,14 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
     };
     // The version the person started from: a save refused because the plan
     // moved on since then tells them so and keeps their text.
-    let seen = StoredValue::new(board.plan.with_untracked(|p| p.version));
+    let seen = StoredValue::new(board.plan.with_untracked(|p| p.version()));
     let live = move || board.plan.with(|p| p.subtask(id).cloned());
-    let editable = move || board.can_edit() && live().is_some_and(|s| s.state.is_unstarted());
-    let name = RwSignal::new(subtask.name.clone());
-    let description = RwSignal::new(subtask.description.clone());
-    let outcome = RwSignal::new(subtask.expected_outcome.clone());
-    let assignee = RwSignal::new(subtask.assignee.clone().unwrap_or_default());
-    let deps = RwSignal::new(ids_text(&subtask.dependencies));
+    let editable = move || board.can_edit() && live().is_some_and(|s| s.state().is_unstarted());
+    let name = RwSignal::new(subtask.name().to_string());
+    let description = RwSignal::new(subtask.description().to_string());
+    let outcome = RwSignal::new(subtask.expected_outcome().to_string());
+    let assignee = RwSignal::new(subtask.assignee().map(str::to_string).unwrap_or_default());
+    let deps = RwSignal::new(ids_text(subtask.dependencies()));
     let error = RwSignal::new(None::<String>);
     let saved = RwSignal::new(false);
     let save = move |ev: leptos::ev::SubmitEvent| {
@@ -86,16 +86,16 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
         };
         let typed_assignee = assignee.get_untracked();
         let patch = SubtaskPatch {
-            name: Some(name.get_untracked()).filter(|n| *n != before.name),
-            description: Some(description.get_untracked()).filter(|d| *d != before.description),
+            name: Some(name.get_untracked()).filter(|n| *n != before.name()),
+            description: Some(description.get_untracked()).filter(|d| *d != before.description()),
             expected_outcome: Some(outcome.get_untracked())
-                .filter(|o| *o != before.expected_outcome),
+                .filter(|o| *o != before.expected_outcome()),
             reasoning: None,
-            assignee: (typed_assignee != before.assignee.clone().unwrap_or_default())
+            assignee: (typed_assignee != before.assignee().map(str::to_string).unwrap_or_default())
                 .then_some(typed_assignee),
         };
         let changed_fields = patch != SubtaskPatch::default();
-        let changed_deps = dependencies != before.dependencies;
+        let changed_deps = dependencies != before.dependencies();
         leptos::task::spawn_local(async move {
             let mut version = Some(seen.get_value());
             let mut result = Ok(());
@@ -143,7 +143,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
     let shift = move |by: isize| {
         let to = board.plan.with_untracked(|p| {
             p.position(id)
-                .map(|i| (i as isize + by).clamp(0, p.subtasks.len() as isize - 1) as usize)
+                .map(|i| (i as isize + by).clamp(0, p.subtasks().len() as isize - 1) as usize)
         });
         if let Some(to_index) = to {
             board.act(Op::MoveSubtask { id, to_index }, false, error);
@@ -162,14 +162,14 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
             </label>
         }
     };
-    let state = move || live().map(|s| s.state);
+    let state = move || live().map(|s| s.state());
     let state_class = move || state().map_or("deleted", |s| s.as_str());
     let state_label = move || state().map_or(lang.pick("deleted", "已删除"), |s| s.label(lang));
     view! {
-        <h2>"#"{id.0}" "{move || live().map(|s| s.name).unwrap_or_default()}</h2>
+        <h2>"#"{id.0}" "{move || live().map(|s| s.name().to_string()).unwrap_or_default()}</h2>
         <p class=move || format!("badge state-{}", state_class())>{state_label}</p>
-        {move || live().and_then(|s| s.outcome).map(|o| view! { <p class="result">{lang.pick("Result: ", "结果：")}{o}</p> })}
-        {move || live().map(|s| s.notes).filter(|n| !n.is_empty()).map(|n| view! { <p class="notes">{n}</p> })}
+        {move || live().and_then(|s| s.outcome().map(str::to_string)).map(|o| view! { <p class="result">{lang.pick("Result: ", "结果：")}{o}</p> })}
+        {move || live().map(|s| s.notes().to_string()).filter(|n| !n.is_empty()).map(|n| view! { <p class="notes">{n}</p> })}
         <form class="edit" on:submit=save>
             {field(lang.pick("Name", "名称"), name, "name")}
             <label class="field">

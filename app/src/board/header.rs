@@ -36,15 +36,15 @@ pub(super) fn Header(board: Board) -> impl IntoView {
     view! {
         <header class="plan-header">
             <div class="plan-title-row">
-                <h1 data-testid="plan-title">{move || plan.with(|p| p.title.clone())}</h1>
-                <span class=move || plan.with(|p| format!("badge plan-state state-{}", p.state.as_str())) data-testid="plan-state">
-                    {move || plan.with(|p| p.state.label(lang))}
+                <h1 data-testid="plan-title">{move || plan.with(|p| p.title().to_string())}</h1>
+                <span class=move || plan.with(|p| format!("badge plan-state state-{}", p.state().as_str())) data-testid="plan-state">
+                    {move || plan.with(|p| p.state().label(lang))}
                 </span>
-                <span class="badge mode">{move || plan.with(|p| p.mode.label(lang))}</span>
-                <span class="version" data-testid="plan-version">"v"{move || plan.with(|p| p.version)}</span>
+                <span class="badge mode">{move || plan.with(|p| p.mode().label(lang))}</span>
+                <span class="version" data-testid="plan-version">"v"{move || plan.with(|p| p.version())}</span>
                 <span class="exports">{export("json", "JSON")}{export("markdown", "Markdown")}{export("mermaid", "Mermaid")}</span>
             </div>
-            <p class="goal">{move || plan.with(|p| p.goal.clone())}</p>
+            <p class="goal">{move || plan.with(|p| p.goal().to_string())}</p>
             <div class="progress" role="progressbar" aria-label=lang.pick("Plan progress", "计划进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=percent>
                 <div class="progress-bar" style=move || format!("width: {}%", percent())></div>
             </div>
@@ -57,7 +57,11 @@ pub(super) fn Header(board: Board) -> impl IntoView {
 #[component]
 pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
     let lang = board.lang;
-    let awaiting = move || board.plan.with(|p| p.state == PlanState::AwaitingApproval);
+    let awaiting = move || {
+        board
+            .plan
+            .with(|p| p.state() == PlanState::AwaitingApproval)
+    };
     let comment = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
     let editing = RwSignal::new(false);
@@ -82,9 +86,9 @@ pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
     };
     let rejected = move || {
         board.plan.with(|p| {
-            (p.approval.status == plan_engine::ApprovalStatus::Rejected).then(|| {
-                let by = p.approval.by.clone().unwrap_or_default();
-                let comment = p.approval.comment.clone().unwrap_or_default();
+            (p.approval().status == plan_engine::ApprovalStatus::Rejected).then(|| {
+                let by = p.approval().by.clone().unwrap_or_default();
+                let comment = p.approval().comment.clone().unwrap_or_default();
                 lang.pick(
                     format!("Rejected by {by}: “{comment}”"),
                     format!("{by} 驳回了计划：“{comment}”"),

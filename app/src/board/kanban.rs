@@ -21,9 +21,9 @@ const COLUMNS: [(&str, &str, &str); 7] = [
 
 fn column_of(plan: &Plan, s: &Subtask, ready: &[SubtaskId]) -> &'static str {
     // A plan that cannot run yet has no ready subtasks, only waiting ones.
-    let runnable = matches!(plan.state, PlanState::Approved | PlanState::Running);
-    match s.state {
-        SubtaskState::Todo if runnable && ready.contains(&s.id) => "ready",
+    let runnable = matches!(plan.state(), PlanState::Approved | PlanState::Running);
+    match s.state() {
+        SubtaskState::Todo if runnable && ready.contains(&s.id()) => "ready",
         SubtaskState::Todo => "waiting",
         other => other.as_str(),
     }
@@ -31,10 +31,10 @@ fn column_of(plan: &Plan, s: &Subtask, ready: &[SubtaskId]) -> &'static str {
 
 /// Why a todo card cannot start now, if it cannot.
 fn why_waiting(plan: &Plan, s: &Subtask, lang: Lang) -> Option<String> {
-    if s.state != SubtaskState::Todo {
+    if s.state() != SubtaskState::Todo {
         return None;
     }
-    match plan.state {
+    match plan.state() {
         PlanState::AwaitingApproval | PlanState::Draft => {
             return Some(
                 lang.pick("waits for the plan's approval", "等待计划获批")
@@ -45,9 +45,9 @@ fn why_waiting(plan: &Plan, s: &Subtask, lang: Lang) -> Option<String> {
         _ => {}
     }
     let open: Vec<String> = s
-        .dependencies
+        .dependencies()
         .iter()
-        .filter(|d| plan.subtask(**d).is_some_and(|x| !x.state.is_settled()))
+        .filter(|d| plan.subtask(**d).is_some_and(|x| !x.state().is_settled()))
         .map(|d| format!("#{}", d.0))
         .collect();
     (!open.is_empty()).then(|| {
@@ -67,7 +67,7 @@ pub fn Kanban(board: Board) -> impl IntoView {
                 .map(|(key, en, zh)| {
                     let label = lang.pick(*en, *zh);
                     let cards: Vec<Subtask> = plan
-                        .subtasks
+                        .subtasks()
                         .iter()
                         .filter(|s| column_of(plan, s, &ready) == *key)
                         .cloned()
@@ -96,20 +96,20 @@ pub fn Kanban(board: Board) -> impl IntoView {
 #[component]
 fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
     let lang = board.lang;
-    let id = subtask.id;
-    let state = subtask.state;
+    let id = subtask.id();
+    let state = subtask.state();
     let error = RwSignal::new(None::<String>);
     let targets: Vec<SubtaskState> = SubtaskState::ALL
         .into_iter()
         .filter(|to| subtask_transition(state, *to).is_ok())
         .collect();
     let target = RwSignal::new(targets.first().copied());
-    let deps = if subtask.dependencies.is_empty() {
+    let deps = if subtask.dependencies().is_empty() {
         None
     } else {
         Some(
             subtask
-                .dependencies
+                .dependencies()
                 .iter()
                 .map(|d| format!("#{}", d.0))
                 .collect::<Vec<_>>()
@@ -142,13 +142,13 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
             <header>
                 <span class="card-id">"#"{id.0}</span>
                 <button class="link card-name" on:click=move |_| board.selected.set(Some(id)) data-testid=format!("open-{}", id.0)>
-                    {subtask.name.clone()}
+                    {subtask.name().to_string()}
                 </button>
             </header>
             {deps.map(|d| view! { <p class="meta">{lang.pick("after ", "依赖 ")}{d}</p> })}
-            {subtask.assignee.clone().map(|a| view! { <p class="meta">{lang.pick("assignee: ", "负责人：")}{a}</p> })}
-            {(subtask.attempts > 1).then(|| view! { <p class="meta">{lang.pick("attempts: ", "尝试次数：")}{subtask.attempts}</p> })}
-            {subtask.outcome.clone().map(|o| view! { <p class="result">{o}</p> })}
+            {subtask.assignee().map(str::to_string).map(|a| view! { <p class="meta">{lang.pick("assignee: ", "负责人：")}{a}</p> })}
+            {(subtask.attempts() > 1).then(|| view! { <p class="meta">{lang.pick("attempts: ", "尝试次数：")}{subtask.attempts()}</p> })}
+            {subtask.outcome().map(str::to_string).map(|o| view! { <p class="result">{o}</p> })}
             {why.map(|w| view! { <p class="why">{w}</p> })}
             {(board.can_edit() && !targets.is_empty()).then(|| view! {
                 <div class="move">

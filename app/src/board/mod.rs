@@ -91,7 +91,7 @@ impl Board {
             self.stale.set(true);
             return;
         };
-        let version = self.plan.with_untracked(|p| p.version);
+        let version = self.plan.with_untracked(|p| p.version());
         if event.version != version && event.version != version + 1 {
             self.stale.set(true);
             return;
@@ -109,7 +109,7 @@ impl Board {
     /// moved on since the person saw it (for edits of text they typed).
     /// Returns the plan's version after it.
     pub async fn send(self, op: Op, guarded: bool) -> Result<u64, BoardError> {
-        let version = guarded.then(|| self.plan.with_untracked(|p| p.version));
+        let version = guarded.then(|| self.plan.with_untracked(|p| p.version()));
         self.send_at(op, version).await
     }
 

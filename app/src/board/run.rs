@@ -44,7 +44,7 @@ fn RunBody(board: Board) -> impl IntoView {
     let id = board.id;
     // Loaded again on every plan change and every run entry heard.
     let run = LocalResource::new(move || {
-        board.plan.with(|p| p.version);
+        board.plan.with(|p| p.version());
         board.run_tick.get();
         load_run(id)
     });

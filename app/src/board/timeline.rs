@@ -95,19 +95,19 @@ pub fn Timeline(board: Board) -> impl IntoView {
 fn Snapshot(plan: Plan) -> impl IntoView {
     let lang: Lang = use_lang();
     let rows = plan
-        .subtasks
+        .subtasks()
         .iter()
         .map(|s| {
             view! {
-                <li class=format!("snap state-{}", s.state.as_str())>
-                    "#"{s.id.0}" "{s.name.clone()}" — "{s.state.label(lang)}
+                <li class=format!("snap state-{}", s.state().as_str())>
+                    "#"{s.id().0}" "{s.name().to_string()}" — "{s.state().label(lang)}
                 </li>
             }
         })
         .collect_view();
     view! {
         <p class="snap-head">
-            "v"{plan.version}{lang.pick(" · plan ", " · 计划：")}{plan.state.label(lang)}" · "{plan.percent()}
+            "v"{plan.version()}{lang.pick(" · plan ", " · 计划：")}{plan.state().label(lang)}" · "{plan.percent()}
             {lang.pick("% done", "% 完成")}
         </p>
         <ul class="snapshot">{rows}</ul>

@@ -127,7 +127,7 @@ fn agentscope_walks_a_plan_through_its_ten_tools() {
         "revise_current_plan",
         json!({"subtask_idx": 2, "action": "add", "subtask": {"name": "Fact check"}}),
     );
-    assert_eq!(a.plan().subtasks[2].name, "Fact check");
+    assert_eq!(a.plan().subtasks()[2].name(), "Fact check");
     let count = a.ok("get_subtask_count", json!({}));
     assert!(
         count.starts_with("The current plan has 4 subtasks: 1 done, 1 in_progress, 2 todo"),
@@ -157,7 +157,7 @@ fn agentscope_walks_a_plan_through_its_ten_tools() {
         json!({"subtask_idx": 3, "subtask_outcome": "final.md"}),
     );
     a.ok("update_plan_info", json!({"name": "Write the report"}));
-    let old_id = a.plan().id;
+    let old_id = a.plan().id();
     a.ok(
         "finish_plan",
         json!({"state": "done", "outcome": "final.md"}),
@@ -172,7 +172,7 @@ fn agentscope_walks_a_plan_through_its_ten_tools() {
         "recover_historical_plan",
         json!({"plan_id": old_id.to_string()}),
     );
-    assert_eq!(a.plan().state, PlanState::Running);
+    assert_eq!(a.plan().state(), PlanState::Running);
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn agentscope_create_plan_archives_the_plan_it_replaces() {
         "create_plan",
         json!({"name": "First", "subtasks": [{"name": "x"}]}),
     );
-    let first = a.plan().id;
+    let first = a.plan().id();
     let text = a.ok(
         "create_plan",
         json!({"name": "Second", "subtasks": [{"name": "y"}]}),
@@ -192,7 +192,7 @@ fn agentscope_create_plan_archives_the_plan_it_replaces() {
         "{text}"
     );
     let archived = plan_engine::PlanBook::plan(&a.ws, first).unwrap();
-    assert_eq!(archived.state, PlanState::Abandoned);
+    assert_eq!(archived.state(), PlanState::Abandoned);
     assert_eq!(
         a.ws.events(first).len(),
         2,
@@ -208,8 +208,8 @@ fn a_bad_create_leaves_the_current_plan_alone() {
         json!({"name": "Keep me", "subtasks": [{"name": "x"}]}),
     );
     a.err("create_plan", json!({"name": "   ", "subtasks": []}));
-    assert_eq!(a.plan().title, "Keep me");
-    assert_eq!(a.plan().state, PlanState::Approved);
+    assert_eq!(a.plan().title(), "Keep me");
+    assert_eq!(a.plan().state(), PlanState::Approved);
 }
 
 #[test]
@@ -283,12 +283,12 @@ fn canonical_tools_cover_the_whole_life_of_a_plan() {
         "finish_plan",
         json!({"state": "done", "outcome": "v2 shipped"}),
     );
-    assert_eq!(a.plan().state, PlanState::Done);
+    assert_eq!(a.plan().state(), PlanState::Done);
     assert_eq!(
         a.plan()
             .subtask(plan_engine::SubtaskId(3))
             .unwrap()
-            .attempts,
+            .attempts(),
         2
     );
 }
@@ -380,7 +380,7 @@ fn an_agent_cannot_start_work_on_a_plan_awaiting_approval() {
     );
     let refused = a.err("start_next", json!({}));
     assert!(refused.contains("a person must approve it"), "{refused}");
-    assert_eq!(a.plan().subtasks[0].state, SubtaskState::Todo);
+    assert_eq!(a.plan().subtasks()[0].state(), SubtaskState::Todo);
 }
 
 #[test]
@@ -438,11 +438,11 @@ fn a_state_change_to_the_state_a_subtask_already_has_succeeds_in_every_dialect_a
         if dialect == Dialect::PlanManager {
             a.ok("skipTask", json!({"task_id": 1, "reason": "not needed"}));
         }
-        let before = a.plan().version;
+        let before = a.plan().version();
         let r = a.call(tool, args.clone());
         assert!(r.ok, "{dialect}: {tool}({args}) was refused: {}", r.text);
         assert!(r.text.contains(says), "{dialect}: {}", r.text);
-        assert_eq!(a.plan().version, before, "{dialect}: the plan changed");
+        assert_eq!(a.plan().version(), before, "{dialect}: the plan changed");
     }
 }
 

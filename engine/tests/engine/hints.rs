@@ -273,7 +273,7 @@ fn an_unchanged_plan_gets_a_one_line_hint_and_a_changed_one_the_full_window() {
     let mut plan = chain(8, false);
     walk(&mut plan, 2);
     set(&mut plan, 3, SubtaskState::InProgress);
-    let seen = plan.version;
+    let seen = plan.version();
     let mut o = opts(Lang::En, Dialect::AgentScope);
     o.since_version = Some(seen);
     let short = hint(Some(&plan), &o);
@@ -285,7 +285,7 @@ fn an_unchanged_plan_gets_a_one_line_hint_and_a_changed_one_the_full_window() {
     let fresh = hint(Some(&plan), &o);
     assert!(fresh.starts_with("# Market research"), "{fresh}");
     o.lang = Lang::Zh;
-    o.since_version = Some(plan.version);
+    o.since_version = Some(plan.version());
     assert!(hint(Some(&plan), &o).starts_with("自上次提示以来计划没有变化"));
 }
 

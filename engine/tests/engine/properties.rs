@@ -90,7 +90,7 @@ fn initial() -> impl Strategy<Value = NewPlan> {
 /// Points generated ids at subtasks that exist (id 11 stays unknown on
 /// purpose), so most commands are meaningful instead of "not found".
 fn aim(op: Op, plan: &Plan) -> Op {
-    let ids: Vec<SubtaskId> = plan.subtasks.iter().map(|s| s.id).collect();
+    let ids: Vec<SubtaskId> = plan.subtasks().iter().map(|s| s.id()).collect();
     let map = |id: SubtaskId| match (id.0, ids.len()) {
         (11, _) | (_, 0) => SubtaskId(999),
         (k, n) => ids[k as usize % n],
@@ -145,24 +145,24 @@ fn aim(op: Op, plan: &Plan) -> Op {
 }
 
 fn check_invariants(plan: &Plan) -> Result<(), TestCaseError> {
-    let ids: HashSet<SubtaskId> = plan.subtasks.iter().map(|s| s.id).collect();
-    prop_assert_eq!(ids.len(), plan.subtasks.len(), "ids are unique");
-    for s in &plan.subtasks {
-        prop_assert!(s.id.0 >= 1 && s.id.0 < plan.next_subtask_id);
-        prop_assert!(!s.dependencies.contains(&s.id), "no self edge");
-        for d in &s.dependencies {
-            prop_assert!(ids.contains(d), "dependency {} of {} exists", d, s.id);
+    let ids: HashSet<SubtaskId> = plan.subtasks().iter().map(|s| s.id()).collect();
+    prop_assert_eq!(ids.len(), plan.subtasks().len(), "ids are unique");
+    for s in plan.subtasks() {
+        prop_assert!(s.id().0 >= 1 && s.id().0 < plan.next_subtask_id());
+        prop_assert!(!s.dependencies().contains(&s.id()), "no self edge");
+        for d in s.dependencies() {
+            prop_assert!(ids.contains(d), "dependency {} of {} exists", d, s.id());
         }
-        if matches!(s.state, SubtaskState::InProgress | SubtaskState::Done) {
-            for d in &s.dependencies {
+        if matches!(s.state(), SubtaskState::InProgress | SubtaskState::Done) {
+            for d in s.dependencies() {
                 let dep = plan.subtask(*d).unwrap();
                 prop_assert!(
-                    dep.state.is_settled(),
+                    dep.state().is_settled(),
                     "{} is {} but its dependency {} is {}",
-                    s.id,
-                    s.state,
+                    s.id(),
+                    s.state(),
                     d,
-                    dep.state
+                    dep.state()
                 );
             }
         }
@@ -172,17 +172,17 @@ fn check_invariants(plan: &Plan) -> Result<(), TestCaseError> {
         import_json(&export_json(plan)).is_ok(),
         "the graph stays a DAG"
     );
-    if !plan.state.is_finished()
-        && plan.state != PlanState::Approved
-        && plan.state != PlanState::Running
+    if !plan.state().is_finished()
+        && plan.state() != PlanState::Approved
+        && plan.state() != PlanState::Running
     {
         prop_assert!(
             plan.next_batch(10).is_empty(),
             "nothing is startable while {}",
-            plan.state
+            plan.state()
         );
     }
-    if let Some(max) = plan.max_parallel {
+    if let Some(max) = plan.max_parallel() {
         prop_assert!(
             plan.next_batch(10).len() <= (max as usize).saturating_sub(plan.in_progress().len())
         );
@@ -194,7 +194,7 @@ fn check_invariants(plan: &Plan) -> Result<(), TestCaseError> {
     let path = critical_path(plan);
     prop_assert!(path
         .iter()
-        .all(|id| !plan.subtask(*id).unwrap().state.is_settled()));
+        .all(|id| !plan.subtask(*id).unwrap().state().is_settled()));
     check_layout(plan)
 }
 
@@ -202,15 +202,15 @@ fn check_invariants(plan: &Plan) -> Result<(), TestCaseError> {
 /// one subtask per (layer, slot), slots packed from 0.
 fn check_layout(plan: &Plan) -> Result<(), TestCaseError> {
     let drawn = plan_engine::layout::layout(plan);
-    prop_assert_eq!(drawn.nodes.len(), plan.subtasks.len());
+    prop_assert_eq!(drawn.nodes.len(), plan.subtasks().len());
     let at = |id: SubtaskId| drawn.nodes.iter().find(|n| n.id == id).unwrap();
-    for s in &plan.subtasks {
-        for d in &s.dependencies {
+    for s in plan.subtasks() {
+        for d in s.dependencies() {
             prop_assert!(
-                at(*d).layer < at(s.id).layer,
+                at(*d).layer < at(s.id()).layer,
                 "{} → {} points back",
                 d,
-                s.id
+                s.id()
             );
         }
     }
@@ -234,25 +234,25 @@ proptest! {
     #[test]
     fn random_command_sequences_never_break_the_invariants(spec in initial(), ops in prop::collection::vec(op(), 1..40)) {
         let Ok((mut plan, mut log)) = Plan::create(&spec, "p", at(0)) else { return Ok(()) };
-        let mut ever_seen: HashSet<SubtaskId> = plan.subtasks.iter().map(|s| s.id).collect();
+        let mut ever_seen: HashSet<SubtaskId> = plan.subtasks().iter().map(|s| s.id()).collect();
         for (i, op) in ops.into_iter().enumerate() {
-            let before_version = plan.version;
+            let before_version = plan.version();
             let before = plan.clone();
-            let existing: HashSet<SubtaskId> = plan.subtasks.iter().map(|s| s.id).collect();
+            let existing: HashSet<SubtaskId> = plan.subtasks().iter().map(|s| s.id()).collect();
             let op = aim(op, &plan);
             match plan.execute(&Command::from(op), "p", at(i as u32 + 1)) {
                 Ok(events) => {
-                    prop_assert_eq!(plan.version, before_version + 1, "one version per accepted command");
+                    prop_assert_eq!(plan.version(), before_version + 1, "one version per accepted command");
                     for e in &events {
-                        prop_assert_eq!(e.version, plan.version);
+                        prop_assert_eq!(e.version, plan.version());
                         if let EventKind::SubtaskStateChanged { from, to, .. } = &e.kind {
                             prop_assert!(subtask_transition(*from, *to).is_ok(), "{} -> {} is in the table", from, to);
                         }
                     }
-                    for s in &plan.subtasks {
-                        if !existing.contains(&s.id) {
-                            prop_assert!(!ever_seen.contains(&s.id), "id {} was reused", s.id);
-                            ever_seen.insert(s.id);
+                    for s in plan.subtasks() {
+                        if !existing.contains(&s.id()) {
+                            prop_assert!(!ever_seen.contains(&s.id()), "id {} was reused", s.id());
+                            ever_seen.insert(s.id());
                         }
                     }
                     log.extend(events);
@@ -277,10 +277,10 @@ proptest! {
         for op in ops {
             let op = aim(op, &plan);
             let _ = plan.execute(&Command::from(op), "p", at(1));
-            let scanned: Vec<SubtaskId> = plan.subtasks.iter()
-                .filter(|s| s.state == SubtaskState::Todo)
-                .filter(|s| s.dependencies.iter().all(|d| plan.subtask(*d).unwrap().state.is_settled()))
-                .map(|s| s.id)
+            let scanned: Vec<SubtaskId> = plan.subtasks().iter()
+                .filter(|s| s.state() == SubtaskState::Todo)
+                .filter(|s| s.dependencies().iter().all(|d| plan.subtask(*d).unwrap().state().is_settled()))
+                .map(|s| s.id())
                 .collect();
             prop_assert_eq!(plan.ready(), scanned);
         }

@@ -49,10 +49,10 @@ fn seed_000_a_popup_task_is_inserted_after_task_2_and_task_3_is_rewired_onto_it(
     assert_eq!(added["newTask"]["id"], 6);
     assert_eq!(added["newTask"]["status"], "pending");
     let plan = a.plan();
-    let order: Vec<u32> = plan.subtasks.iter().map(|s| s.id.0).collect();
+    let order: Vec<u32> = plan.subtasks().iter().map(|s| s.id().0).collect();
     assert_eq!(order, [1, 2, 6, 3, 4, 5]);
     assert_eq!(
-        plan.subtask(SubtaskId(3)).unwrap().dependencies,
+        plan.subtask(SubtaskId(3)).unwrap().dependencies(),
         vec![SubtaskId(6)]
     );
 
@@ -123,8 +123,8 @@ fn seed_001_update_keeps_status_and_notes_of_steps_whose_text_is_unchanged() {
         json!({"command": "update", "plan_id": "p", "steps": ["new", "a", "b", "c"]}),
     );
     let plan = a.plan();
-    let a_step = plan.subtasks.iter().find(|s| s.name == "a").unwrap();
-    assert_eq!(a_step.state, SubtaskState::Done);
-    assert_eq!(a_step.notes, "did a");
-    assert_eq!(plan.subtasks[0].state, SubtaskState::Todo);
+    let a_step = plan.subtasks().iter().find(|s| s.name() == "a").unwrap();
+    assert_eq!(a_step.state(), SubtaskState::Done);
+    assert_eq!(a_step.notes(), "did a");
+    assert_eq!(plan.subtasks()[0].state(), SubtaskState::Todo);
 }

@@ -102,7 +102,12 @@ impl Book {
             return;
         }
         match stored {
-            Some(plan) if self.shelf.get(id).is_none_or(|p| p.version < plan.version) => {
+            Some(plan)
+                if self
+                    .shelf
+                    .get(id)
+                    .is_none_or(|p| p.version() < plan.version()) =>
+            {
                 self.put(plan)
             }
             Some(_) => {}
@@ -264,7 +269,7 @@ impl Book {
         for call in &mut self.calls {
             for (id, before) in &call.before {
                 if touched.iter().all(|(p, _, _)| p != id) {
-                    touched.push((*id, before.as_ref().map(|p| p.version), Vec::new()));
+                    touched.push((*id, before.as_ref().map(|p| p.version()), Vec::new()));
                 }
             }
             for (id, events) in std::mem::take(&mut call.events) {
@@ -350,8 +355,8 @@ impl PlanBook for Book {
     fn insert(&mut self, plan: Plan, events: Vec<Event>) -> Result<(), PlanError> {
         check_new_plan(self, &plan)?;
         let call = self.call();
-        call.before.push((plan.id, None));
-        call.events.push((plan.id, events));
+        call.before.push((plan.id(), None));
+        call.events.push((plan.id(), events));
         self.put(plan);
         Ok(())
     }

@@ -15,7 +15,7 @@ fn book_with_plan() -> (Book, PlanId) {
         ..NewPlan::default()
     };
     let (plan, _) = Plan::create(&spec, "t", now()).unwrap();
-    let id = plan.id;
+    let id = plan.id();
     (Book::new(vec![plan]), id)
 }
 
@@ -41,7 +41,7 @@ fn a_failed_commit_undoes_every_queued_call_and_tells_each_why() {
     let first = book.end().unwrap();
     let (batch, calls) = book.take_group();
     assert_eq!((batch.plans.len(), calls), (1, 1));
-    assert_eq!(batch.plans[0].base_version, Some(before.version));
+    assert_eq!(batch.plans[0].base_version, Some(before.version()));
     // A second call queues while the first one's commit is in flight.
     book.begin("second");
     book.set_active("s", Some(id));
@@ -77,17 +77,17 @@ fn a_group_commits_each_plan_once_from_its_first_version_with_all_events() {
     assert_eq!(batch.plans.len(), 1);
     let write = &batch.plans[0];
     assert_eq!(write.base_version, Some(1));
-    assert_eq!(write.plan.version, 3);
+    assert_eq!(write.plan.version(), 3);
     assert_eq!(write.events, expected);
     assert_eq!(
-        book.committed(id).unwrap().version,
+        book.committed(id).unwrap().version(),
         1,
         "readers see the database"
     );
     book.settle(calls);
     assert!(matches!(outcome(&first), Some(Ok(()))));
     assert!(matches!(outcome(&second), Some(Ok(()))));
-    assert_eq!(book.committed(id).unwrap().version, 3);
+    assert_eq!(book.committed(id).unwrap().version(), 3);
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn a_refused_op_in_a_call_changes_nothing_and_waits_for_what_it_was_judged_on() 
     assert!(book
         .execute(id, vec![start(1), start(2)], "a", now())
         .is_err());
-    assert_eq!(book.get(id).unwrap().version, 1);
+    assert_eq!(book.get(id).unwrap().version(), 1);
     assert!(book.end().is_none(), "nothing queued: the refusal is final");
     book.begin("b");
     book.execute(id, vec![start(1)], "b", now()).unwrap();
@@ -112,17 +112,33 @@ fn a_refused_op_in_a_call_changes_nothing_and_waits_for_what_it_was_judged_on() 
 fn a_stored_plan_does_not_replace_one_with_queued_calls() {
     let (mut book, id) = book_with_plan();
     let stored = book.get(id).unwrap().clone();
+    // Another process committed eight calls to the plan.
     let mut newer = stored.clone();
-    newer.version = 9;
+    for n in 0..8 {
+        let note = Op::Comment {
+            subtask: None,
+            body: format!("elsewhere {n}"),
+        };
+        newer.execute_all(vec![note], "other", now()).unwrap();
+    }
+    assert_eq!(newer.version(), 9);
     book.begin("a");
     book.execute(id, vec![start(1)], "a", now()).unwrap();
     book.end();
     book.absorb(id, Some(newer.clone()));
-    assert_eq!(book.get(id).unwrap().version, 2, "the queued call is kept");
+    assert_eq!(
+        book.get(id).unwrap().version(),
+        2,
+        "the queued call is kept"
+    );
     let (_, calls) = book.take_group();
     book.settle(calls);
     book.absorb(id, Some(newer));
-    assert_eq!(book.get(id).unwrap().version, 9);
+    assert_eq!(book.get(id).unwrap().version(), 9);
     book.absorb(id, Some(stored));
-    assert_eq!(book.get(id).unwrap().version, 9, "an older copy is ignored");
+    assert_eq!(
+        book.get(id).unwrap().version(),
+        9,
+        "an older copy is ignored"
+    );
 }

@@ -52,7 +52,7 @@ impl Host for ServerHost {
         // Subscribe first, then look: a change in between is caught either way.
         let mut live = self.plans.hub().subscribe();
         loop {
-            match self.plans.read(plan, |p| p.version).await {
+            match self.plans.read(plan, |p| p.version()).await {
                 None => return Err(HostError::NotFound(plan)),
                 Some(v) if v > version => return self.plan(plan).await,
                 Some(_) => {}

@@ -236,7 +236,7 @@ impl Runs {
             Some(id) => {
                 let parallel = record.config.max_parallel;
                 self.plans
-                    .read(id, |p| (Some(p.state), RunProgress::of(p, parallel)))
+                    .read(id, |p| (Some(p.state()), RunProgress::of(p, parallel)))
                     .await
                     .unwrap_or_default()
             }
@@ -354,7 +354,7 @@ impl Runs {
             .ok_or_else(|| RunError::Invalid("the run has no plan yet".into()))?;
         let blocked = self
             .plans
-            .read(plan, |p| p.subtask(subtask).map(|s| s.state))
+            .read(plan, |p| p.subtask(subtask).map(|s| s.state()))
             .await
             .flatten();
         match blocked {

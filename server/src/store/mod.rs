@@ -112,16 +112,16 @@ pub struct StoredEvent {
 impl PlanSummary {
     pub fn of(plan: &Plan) -> PlanSummary {
         PlanSummary {
-            id: plan.id,
-            key: plan.key.clone(),
-            title: plan.title.clone(),
-            state: plan.state.as_str().to_string(),
-            mode: plan.mode.as_str().to_string(),
-            approval: sql::name_of(&plan.approval.status),
-            version: plan.version,
-            created_at: plan.created_at,
-            updated_at: plan.updated_at,
-            finished_at: plan.finished_at,
+            id: plan.id(),
+            key: plan.key().map(str::to_string),
+            title: plan.title().to_string(),
+            state: plan.state().as_str().to_string(),
+            mode: plan.mode().as_str().to_string(),
+            approval: sql::name_of(&plan.approval().status),
+            version: plan.version(),
+            created_at: plan.created_at(),
+            updated_at: plan.updated_at(),
+            finished_at: plan.finished_at(),
         }
     }
 }

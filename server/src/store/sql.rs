@@ -216,7 +216,7 @@ impl PlanStore for SqlStore {
         for write in &batch.plans {
             let plan = &write.plan;
             let snapshot = serde_json::to_string(plan).map_err(corrupt)?;
-            let id = plan.id.to_string();
+            let id = plan.id().to_string();
             let changed = match write.base_version {
                 None => sqlx::query(
                     "INSERT INTO plans (id, plan_key, title, state, mode, approval, version, \
@@ -224,15 +224,15 @@ impl PlanStore for SqlStore {
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 )
                 .bind(&id)
-                .bind(plan.key.clone())
-                .bind(&plan.title)
-                .bind(name_of(&plan.state))
-                .bind(name_of(&plan.mode))
-                .bind(name_of(&plan.approval.status))
-                .bind(version_i64(plan.version))
-                .bind(ts(plan.created_at))
-                .bind(ts(plan.updated_at))
-                .bind(plan.finished_at.map(ts))
+                .bind(plan.key().map(str::to_string))
+                .bind(plan.title())
+                .bind(name_of(&plan.state()))
+                .bind(name_of(&plan.mode()))
+                .bind(name_of(&plan.approval().status))
+                .bind(version_i64(plan.version()))
+                .bind(ts(plan.created_at()))
+                .bind(ts(plan.updated_at()))
+                .bind(plan.finished_at().map(ts))
                 .bind(snapshot)
                 .execute(&mut *tx)
                 .await?
@@ -242,14 +242,14 @@ impl PlanStore for SqlStore {
                      approval = $5, version = $6, updated_at = $7, finished_at = $8, \
                      snapshot = $9 WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
                 )
-                .bind(plan.key.clone())
-                .bind(&plan.title)
-                .bind(name_of(&plan.state))
-                .bind(name_of(&plan.mode))
-                .bind(name_of(&plan.approval.status))
-                .bind(version_i64(plan.version))
-                .bind(ts(plan.updated_at))
-                .bind(plan.finished_at.map(ts))
+                .bind(plan.key().map(str::to_string))
+                .bind(plan.title())
+                .bind(name_of(&plan.state()))
+                .bind(name_of(&plan.mode()))
+                .bind(name_of(&plan.approval().status))
+                .bind(version_i64(plan.version()))
+                .bind(ts(plan.updated_at()))
+                .bind(plan.finished_at().map(ts))
                 .bind(snapshot)
                 .bind(&id)
                 .bind(version_i64(base))
@@ -264,7 +264,7 @@ impl PlanStore for SqlStore {
                         .fetch_optional(&mut *tx)
                         .await?;
                 return Err(StoreError::Conflict {
-                    plan_id: plan.id,
+                    plan_id: plan.id(),
                     current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
                 });
             }
@@ -419,7 +419,7 @@ impl PlanStore for SqlStore {
                         .and_then(|s| u32::try_from(s).ok()),
                     author: row.try_get("author")?,
                     body: row.try_get("body")?,
-                    at: read_ts(&row, "at")?,
+                    at: read_ts(row, "at")?,
                 })
             })
             .collect()
