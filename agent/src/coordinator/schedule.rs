@@ -62,8 +62,7 @@ impl Driver {
                     set.abort_all();
                     self.move_to(
                         RunState::Cancelled,
-                        plan.outcome()
-                            .unwrap_or("the plan was abandoned"),
+                        plan.outcome().unwrap_or("the plan was abandoned"),
                     )
                     .await;
                     return Ok(());
@@ -80,8 +79,7 @@ impl Driver {
                     set.abort_all();
                     self.move_to(
                         RunState::Failed,
-                        plan.outcome()
-                            .unwrap_or("the plan failed"),
+                        plan.outcome().unwrap_or("the plan failed"),
                     )
                     .await;
                     return Ok(());

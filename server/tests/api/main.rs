@@ -11,6 +11,7 @@ mod crash;
 mod fake_openai;
 mod live;
 mod mcp;
+mod openai_quirks;
 mod openapi;
 mod plans;
 mod postgres;

@@ -7,13 +7,22 @@
 //! queue in the working set, and whoever waits first after that commit
 //! writes all of them in one transaction (group commit); every caller
 //! returns once its own call is durable. If a commit fails, every call not
-//! yet committed is undone (see `book.rs`) and run again, or reported.
+//! yet committed is undone (see `crate::book`) and run again, or reported.
 //!
 //! Writers in other processes (PostgreSQL replicas) are caught by the
 //! version guard: the calls are undone, the plan reloaded and the calls run
 //! again on the fresh plan, so nobody's update is lost. A caller that sent
 //! `expected_version` gets a conflict instead, because it asked not to
 //! overwrite what it has not seen.
+//!
+//! # Layout
+//! - `mod.rs`: the write path (decide, group commit, undo on failure);
+//! - `read.rs`: reads of the committed working set and the stored log;
+//! - `upkeep.rs`: releasing stale subtasks, and the log reader that
+//!   publishes new rows and absorbs other processes' writes.
+
+mod read;
+mod upkeep;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,7 +94,7 @@ impl PlanService {
             hints_shown: std::sync::Mutex::new(HintsShown::new()),
             metrics: Metrics::new(),
         });
-        tokio::spawn(read_log(Arc::downgrade(&service), remote));
+        tokio::spawn(upkeep::read_log(Arc::downgrade(&service), remote));
         Ok(service)
     }
 
@@ -313,208 +322,5 @@ impl PlanService {
             Ok(result)
         })
         .await
-    }
-
-    /// The plan as committed.
-    pub async fn get(&self, id: PlanId) -> Option<Plan> {
-        self.book.lock().await.committed(id).cloned()
-    }
-
-    /// Runs `read` on a plan as committed, under the lock, without copying it.
-    pub async fn read<T>(&self, id: PlanId, read: impl FnOnce(&Plan) -> T) -> Option<T> {
-        self.book.lock().await.committed(id).map(read)
-    }
-
-    /// Maps every committed plan, keeping the `Some`s.
-    pub async fn scan<T>(&self, mut keep: impl FnMut(&Plan) -> Option<T>) -> Vec<T> {
-        let book = self.book.lock().await;
-        let ids: Vec<PlanId> = book.all().map(|p| p.id()).collect();
-        ids.into_iter()
-            .filter_map(|id| book.committed(id))
-            .filter_map(&mut keep)
-            .collect()
-    }
-
-    /// One page of the plans `query` admits, latest activity first, each
-    /// mapped by `row`, and whether more follow: the one list path of the
-    /// API, the board and history.
-    pub async fn list<T>(
-        &self,
-        query: &PlanQuery,
-        offset: usize,
-        limit: usize,
-        row: impl Fn(&Plan) -> T,
-    ) -> (Vec<T>, bool) {
-        let book = self.book.lock().await;
-        let ids: Vec<PlanId> = book.all().map(|p| p.id()).collect();
-        let mut hits: Vec<&Plan> = ids
-            .into_iter()
-            .filter_map(|id| book.committed(id))
-            .filter(|plan| query.matches(plan))
-            .collect();
-        hits.sort_by(|a, b| {
-            b.updated_at()
-                .cmp(&a.updated_at())
-                .then(a.id().cmp(&b.id()))
-        });
-        let more = hits.len() > offset.saturating_add(limit);
-        let rows = hits.into_iter().skip(offset).take(limit).map(row).collect();
-        (rows, more)
-    }
-
-    /// The hint for a session's next step, and the version of the plan it
-    /// describes. Reads only: `opts.since_version` (the caller's) decides
-    /// whether an unchanged plan gets the one-line hint.
-    pub async fn session_hint(&self, session: &str, opts: &HintOptions) -> (String, Option<u64>) {
-        let book = self.book.lock().await;
-        let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
-        (plan_engine::hint(plan, opts), plan.map(|p| p.version()))
-    }
-
-    /// [`PlanService::session_hint`] for an agent that wants the server to
-    /// remember what it was shown: unless `fresh`, a plan still at the
-    /// version of this session's previous hint gets the one-line hint.
-    pub async fn session_hint_remembered(
-        &self,
-        session: &str,
-        opts: &HintOptions,
-        fresh: bool,
-    ) -> (String, Option<u64>) {
-        let book = self.book.lock().await;
-        let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
-        let mut shown = self.hints_shown.lock().unwrap_or_else(|e| e.into_inner());
-        let mut opts = opts.clone();
-        if let (Some(plan), false) = (plan, fresh) {
-            opts.since_version = shown.version_shown(session, plan.id());
-        }
-        shown.record(session, plan.map(|p| (p.id(), p.version())));
-        (plan_engine::hint(plan, &opts), plan.map(|p| p.version()))
-    }
-
-    pub async fn events(
-        &self,
-        id: PlanId,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredEvent>, ServiceError> {
-        Ok(self.store.events(Some(id), after, limit).await?)
-    }
-
-    /// Whether the plan exists or existed (a deleted plan's log is kept).
-    pub async fn ever_existed(&self, id: PlanId) -> Result<bool, ServiceError> {
-        if self.read(id, |_| ()).await.is_some() {
-            return Ok(true);
-        }
-        Ok(!self.store.events(Some(id), 0, 1).await?.is_empty())
-    }
-
-    pub async fn comments(&self, id: PlanId) -> Result<Vec<StoredComment>, ServiceError> {
-        Ok(self.store.comments(id).await?)
-    }
-
-    /// Puts subtasks back to todo whose plan has seen no activity for
-    /// `lease`: the agent that started them is presumed gone (its process
-    /// died, or it gave up). Each release is an event saying why.
-    pub async fn reconcile(&self, lease: Duration) -> Result<usize, ServiceError> {
-        self.reconcile_except(lease, &[]).await
-    }
-
-    /// [`PlanService::reconcile`], leaving alone the plans in `held` (their
-    /// run's driver holds a live lease: quiet is not gone).
-    pub async fn reconcile_except(
-        &self,
-        lease: Duration,
-        held: &[PlanId],
-    ) -> Result<usize, ServiceError> {
-        let now = chrono::Utc::now();
-        let cutoff = now - chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
-        let minutes = lease.as_secs() / 60;
-        let stale: Vec<(PlanId, Vec<plan_engine::SubtaskId>)> = {
-            let book = self.book.lock().await;
-            book.all()
-                .filter(|p| p.updated_at() < cutoff && p.count(SubtaskState::InProgress) > 0)
-                .filter(|p| !held.contains(&p.id()))
-                .map(|p| (p.id(), p.in_progress()))
-                .collect()
-        };
-        let mut released = 0;
-        for (plan_id, ids) in stale {
-            let ops: Vec<Op> = ids
-                .iter()
-                .map(|id| Op::SetSubtaskState {
-                    id: *id,
-                    state: SubtaskState::Todo,
-                    note: Some(format!(
-                        "lease expired: no activity on this plan for {minutes} min; released so it can be started again"
-                    )),
-                    start_next: false,
-                })
-                .collect();
-            let count = ops.len();
-            let result = self
-                .write(SYSTEM_ACTOR, |book| {
-                    // Someone may have touched the plan since the scan.
-                    match book.get(plan_id) {
-                        Some(p) if p.updated_at() < cutoff => {
-                            Ok(book.execute(plan_id, ops.clone(), SYSTEM_ACTOR, now)?)
-                        }
-                        _ => Ok(Vec::new()),
-                    }
-                })
-                .await;
-            match result {
-                Ok(events) if !events.is_empty() => released += count,
-                Ok(_) => {}
-                Err(e) => tracing::warn!("could not release subtasks of plan {plan_id}: {e}"),
-            }
-        }
-        Ok(released)
-    }
-
-    /// Brings the working set up to date with rows other processes wrote.
-    async fn absorb(&self, rows: &[StoredEvent]) {
-        let mut stale: Vec<PlanId> = Vec::new();
-        {
-            let book = self.book.lock().await;
-            for row in rows {
-                let behind = match book.get(row.plan_id) {
-                    Some(plan) => plan.version() < row.version || row.kind == "plan_deleted",
-                    None => row.kind != "plan_deleted",
-                };
-                if behind && !stale.contains(&row.plan_id) {
-                    stale.push(row.plan_id);
-                }
-            }
-        }
-        for id in stale {
-            match self.store.load(id).await {
-                Ok(fresh) => self.book.lock().await.absorb(id, fresh),
-                Err(e) => tracing::error!("reloading plan {id} failed: {e}"),
-            }
-        }
-    }
-}
-
-/// The log reader: publishes new rows and absorbs other processes' writes.
-/// Holds the service weakly so it ends when the service is dropped.
-async fn read_log(
-    service: std::sync::Weak<PlanService>,
-    mut remote: Option<tokio::sync::mpsc::Receiver<()>>,
-) {
-    loop {
-        let Some(hub) = service.upgrade().map(|s| s.hub()) else {
-            return;
-        };
-        hub.wait(remote.as_mut()).await;
-        let Some(service) = service.upgrade() else {
-            return;
-        };
-        let rows = service.hub.read_new(service.store.as_ref()).await;
-        // Absorb first: whoever sees a row on a stream and then writes to
-        // this process finds the working set already at that row.
-        if service.shared && !rows.is_empty() {
-            service.absorb(&rows).await;
-        }
-        service.hub.publish(&rows);
     }
 }

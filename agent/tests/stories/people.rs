@@ -1,0 +1,333 @@
+//! People steering a run: rejection, a mode switch, edits, a skip, a
+//! question, pause, abandoning, budgets.
+
+use std::time::Duration;
+
+use crate::support::*;
+use agent::llm::CallRole;
+use agent::run::DecidedBy;
+use agent::{ModeChoice, RunEntry, RunState};
+use plan_engine::{Mode, Op, PlanState, SubtaskId, SubtaskState};
+use serde_json::json;
+
+#[tokio::test]
+async fn a_rejected_plan_is_revised_with_the_comment_then_approved_and_done() {
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("deploy on friday", &[])]))
+        .push_json(CallRole::Planner, plan_json(&[("deploy on monday", &[])]));
+    let world = World::new(llm);
+    let mut c = config("Deploy the release");
+    c.mode = ModeChoice::Simple;
+    c.approval_required = true;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| p.state() == PlanState::AwaitingApproval)
+        .await;
+    world
+        .person(
+            plan.id(),
+            vec![Op::Reject {
+                comment: "never deploy on a friday".into(),
+            }],
+        )
+        .await;
+    let plan = world
+        .wait_plan(|p| {
+            p.state() == PlanState::AwaitingApproval
+                && p.subtasks().iter().any(|s| s.name().contains("monday"))
+        })
+        .await;
+    assert_eq!(plan.subtasks().len(), 1, "the old subtasks are gone");
+    let revision = &world.llm.requests()[1];
+    assert!(revision.messages[1]
+        .content
+        .contains("never deploy on a friday"));
+    world
+        .person(plan.id(), vec![Op::Approve { comment: None }])
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(run.round, 2);
+    assert!(world
+        .entries()
+        .iter()
+        .any(|e| matches!(e, RunEntry::Rejected { .. })));
+}
+
+#[tokio::test]
+async fn a_person_switching_the_mode_before_approval_replans_with_that_planner() {
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("one", &[])]))
+        .push_json(
+            CallRole::Planner,
+            plan_json(&[("x", &[]), ("y", &[]), ("z", &[1, 2])]),
+        );
+    let world = World::new(llm);
+    let mut c = config("Do it");
+    c.mode = ModeChoice::Simple;
+    c.approval_required = true;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| p.state() == PlanState::AwaitingApproval)
+        .await;
+    world
+        .person(
+            plan.id(),
+            vec![Op::UpdateInfo {
+                patch: plan_engine::InfoPatch {
+                    mode: Some(Mode::Complex),
+                    ..Default::default()
+                },
+            }],
+        )
+        .await;
+    let plan = world
+        .wait_plan(|p| p.subtasks().len() == 3 && p.state() == PlanState::AwaitingApproval)
+        .await;
+    assert_eq!(plan.max_parallel(), Some(4));
+    assert!(world.llm.requests()[1].messages[0]
+        .content
+        .contains("dependency graph"));
+    world
+        .person(plan.id(), vec![Op::Approve { comment: None }])
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(run.classification.unwrap().by, DecidedBy::Person);
+}
+
+#[tokio::test]
+async fn todo_subtasks_people_add_edit_and_delete_mid_run_are_followed() {
+    let llm = worker().with_latency(Duration::from_millis(30)).push_json(
+        CallRole::Planner,
+        plan_json(&[("first", &[]), ("second", &[]), ("third", &[])]),
+    );
+    let world = World::new(llm);
+    let mut c = config("Three steps");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtask(SubtaskId(1))
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
+        })
+        .await;
+    world
+        .person(
+            plan.id(),
+            vec![
+                Op::EditSubtask {
+                    id: SubtaskId(2),
+                    patch: plan_engine::SubtaskPatch {
+                        name: Some("second, edited".into()),
+                        ..Default::default()
+                    },
+                },
+                Op::DeleteSubtask { id: SubtaskId(3) },
+                Op::AddSubtask {
+                    subtask: plan_engine::NewSubtask::named("added by ada"),
+                    position: Default::default(),
+                    rewire_after: None,
+                    required_by: vec![],
+                },
+            ],
+        )
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    let names: Vec<&str> = plan.subtasks().iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["first", "second, edited", "added by ada"]);
+    assert!(plan
+        .subtasks()
+        .iter()
+        .all(|s| s.state() == SubtaskState::Done));
+    assert!(world
+        .executor_prompt("added by ada")
+        .contains("People changed the plan while it ran"));
+}
+
+#[tokio::test]
+async fn a_person_skipping_the_running_subtask_overrides_the_agent() {
+    let llm = worker().with_latency(Duration::from_millis(200)).push_json(
+        CallRole::Planner,
+        plan_json(&[("slow", &[]), ("next", &[])]),
+    );
+    let world = World::new(llm);
+    let mut c = config("Two steps");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtask(SubtaskId(1))
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
+        })
+        .await;
+    world
+        .person(
+            plan.id(),
+            vec![Op::SetSubtaskState {
+                id: SubtaskId(1),
+                state: SubtaskState::Skipped,
+                note: Some("not needed".into()),
+                start_next: false,
+            }],
+        )
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    assert_eq!(plan.subtasks()[0].state(), SubtaskState::Skipped);
+    assert_eq!(plan.subtasks()[0].outcome(), Some("not needed"));
+    assert!(world.entries().iter().any(|e| matches!(
+        e,
+        RunEntry::Overridden {
+            subtask: SubtaskId(1),
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn a_question_blocks_the_subtask_until_a_person_answers() {
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("book", &[])]))
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "ask", "question": "Which city?"}),
+        );
+    let world = World::new(llm);
+    let mut c = config("Book a hotel");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtasks()
+                .first()
+                .is_some_and(|s| s.state() == SubtaskState::Blocked)
+        })
+        .await;
+    assert!(plan
+        .comments()
+        .iter()
+        .any(|c| c.body.contains("Which city?")));
+    world
+        .person(
+            plan.id(),
+            vec![
+                Op::Comment {
+                    subtask: Some(SubtaskId(1)),
+                    body: "Hangzhou".into(),
+                },
+                Op::SetSubtaskState {
+                    id: SubtaskId(1),
+                    state: SubtaskState::Todo,
+                    note: None,
+                    start_next: false,
+                },
+            ],
+        )
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(world.executor_prompt("book").contains("ada: Hangzhou"));
+}
+
+#[tokio::test]
+async fn pause_lets_work_in_flight_finish_and_starts_nothing_until_resumed() {
+    let llm = worker()
+        .with_latency(Duration::from_millis(100))
+        .push_json(CallRole::Planner, plan_json(&[("one", &[]), ("two", &[])]));
+    let world = World::new(llm);
+    let mut c = config("Two steps");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtasks()
+                .first()
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
+        })
+        .await;
+    world.person(plan.id(), vec![Op::Pause]).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtasks()
+                .first()
+                .is_some_and(|s| s.state() == SubtaskState::Done)
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let paused = world.plan();
+    assert_eq!(
+        paused.subtasks()[1].state(),
+        SubtaskState::Todo,
+        "nothing new starts"
+    );
+    assert_eq!(world.run_state(), RunState::Paused);
+    world.person(plan.id(), vec![Op::Resume]).await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+}
+
+#[tokio::test]
+async fn abandoning_the_plan_cancels_the_run_and_drops_the_work_in_flight() {
+    let llm = worker()
+        .slow(CallRole::Executor, Duration::from_secs(30))
+        .push_json(CallRole::Planner, plan_json(&[("forever", &[])]));
+    let world = World::new(llm);
+    let mut c = config("Long");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtasks()
+                .first()
+                .is_some_and(|s| s.state() == SubtaskState::InProgress)
+        })
+        .await;
+    world
+        .person(
+            plan.id(),
+            vec![Op::Finish {
+                state: PlanState::Abandoned,
+                outcome: "cancelled by ada".into(),
+            }],
+        )
+        .await;
+    let run = tokio::time::timeout(Duration::from_secs(5), driving)
+        .await
+        .expect("cancelling does not wait for the model")
+        .unwrap();
+    assert_eq!(run.state, RunState::Cancelled);
+    assert_eq!(run.reason.as_deref(), Some("cancelled by ada"));
+    assert_eq!(
+        world.plan().subtasks()[0].state(),
+        SubtaskState::Todo,
+        "released"
+    );
+}
+
+#[tokio::test]
+async fn reaching_a_budget_pauses_the_run_and_raising_it_lets_it_finish() {
+    let llm = worker().push_json(
+        CallRole::Planner,
+        plan_json(&[("one", &[]), ("two", &[]), ("three", &[])]),
+    );
+    let world = World::new(llm);
+    let mut c = config("Three");
+    c.mode = ModeChoice::Simple;
+    c.budget.max_llm_calls = 3;
+    let driving = world.start(c).await;
+    world.wait_plan(|p| p.state() == PlanState::Paused).await;
+    let run = world.wait_run(|r| r.state == RunState::Paused).await;
+    assert!(run.reason.unwrap().contains("3 LLM calls"));
+    assert!(world
+        .entries()
+        .iter()
+        .any(|e| matches!(e, RunEntry::BudgetReached { .. })));
+    assert!(world.agent.raise_budget(run.id, agent::Budget::default()));
+    world.person(world.plan().id(), vec![Op::Resume]).await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+}

@@ -1,0 +1,226 @@
+//! What goes wrong: rate limits and refusals, unreadable answers, a list
+//! growing to its cap, a crash, a growing plan, a plan abandoned early.
+
+use std::time::Duration;
+
+use crate::support::*;
+use agent::llm::{CallRole, ErrorClass, LlmError, Reply};
+use agent::{ModeChoice, RunEntry, RunState};
+use plan_engine::{Mode, Op, PlanState, SubtaskId, SubtaskState};
+use serde_json::json;
+
+#[tokio::test(start_paused = true)]
+async fn a_429_is_retried_after_the_servers_delay_and_a_401_fails_the_subtask_at_once() {
+    let mut limited = LlmError::new(ErrorClass::RateLimited, "slow down");
+    limited.retry_after = Some(Duration::from_secs(7));
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("one", &[]), ("two", &[])]))
+        .push(CallRole::Executor, Reply::Error(limited))
+        .push(
+            CallRole::Executor,
+            Reply::Json(json!({"action": "complete", "result": "ok"})),
+        )
+        .push(
+            CallRole::Executor,
+            Reply::Error(LlmError::new(ErrorClass::Auth, "bad key")),
+        );
+    let world = World::new(llm);
+    let mut c = config("Two");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let run = world.wait_run(|r| r.state == RunState::Paused).await;
+    assert!(
+        run.reason.unwrap().contains("bad key"),
+        "stuck on the failed subtask"
+    );
+    let entries = world.entries();
+    let retries: Vec<u64> = entries
+        .iter()
+        .filter_map(|e| match e {
+            RunEntry::RetryScheduled { delay_ms, .. } => Some(*delay_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        retries,
+        [7000],
+        "one retry, after Retry-After; none for the 401"
+    );
+    assert_eq!(world.plan().subtasks()[1].state(), SubtaskState::Failed);
+    driving.abort();
+}
+
+#[tokio::test]
+async fn an_unreadable_answer_gets_one_repair_round_then_fails_the_subtask() {
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("one", &[]), ("two", &[])]))
+        .push(CallRole::Executor, Reply::Text("I did it!".into()))
+        .push(
+            CallRole::Executor,
+            Reply::Json(json!({"action": "complete", "result": "fixed"})),
+        )
+        .push(
+            CallRole::Executor,
+            Reply::Text("{\"action\": \"dance\"}".into()),
+        )
+        .push(CallRole::Executor, Reply::Text("still no".into()));
+    let world = World::new(llm);
+    let mut c = config("Two");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let run = world.wait_run(|r| r.state == RunState::Paused).await;
+    let plan = world.plan();
+    assert_eq!(plan.subtasks()[0].outcome(), Some("fixed"));
+    assert_eq!(plan.subtasks()[1].state(), SubtaskState::Failed);
+    assert!(run.reason.unwrap().contains("could not be read"));
+    let repair = &world.llm.requests()[2];
+    assert!(repair
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("could not be used"));
+    driving.abort();
+}
+
+#[tokio::test]
+async fn an_emergent_list_stops_growing_at_its_cap_and_is_compacted_near_it() {
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("start", &[])]))
+        .responder(|request| match request.role {
+            CallRole::Adapter => Reply::Json(json!({
+                "drop": [], "needs_update": true, "reason": "more",
+                "new_todos": [{"name": "more a", "description": ""}, {"name": "more b", "description": ""}, {"name": "more c", "description": ""}]
+            })),
+            _ => answer(request),
+        });
+    let world = World::new(llm);
+    let mut c = config("Explore");
+    c.mode = ModeChoice::Emergent;
+    c.budget.max_llm_calls = 1000;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    assert!(plan.subtasks().len() <= 20, "{}", plan.subtasks().len());
+    assert!(plan.subtasks().len() >= 16);
+    let compacting = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Adapter && r.messages[0].content.contains("nearly full"))
+        .count();
+    assert!(compacting > 0, "the model was asked to compact");
+}
+
+#[tokio::test]
+async fn a_run_picked_up_again_after_a_crash_never_redoes_a_finished_subtask() {
+    let llm = worker().with_latency(Duration::from_millis(40)).push_json(
+        CallRole::Planner,
+        plan_json(&[("one", &[]), ("two", &[]), ("three", &[])]),
+    );
+    let world = World::new(llm);
+    let mut c = config("Three");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    world
+        .wait_plan(|p| {
+            p.subtasks().len() == 3
+                && p.subtasks()[0].state() == SubtaskState::Done
+                && p.subtasks()[1].state() == SubtaskState::InProgress
+        })
+        .await;
+    driving.abort();
+    let _ = driving.await;
+    let stored = world.stored_run();
+    assert_eq!(stored.state, RunState::Running);
+    let run = world.agent.drive(stored).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let executor_calls: Vec<String> = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .map(|r| subtask_name(r).unwrap_or_default())
+        .collect();
+    assert_eq!(executor_calls.iter().filter(|n| *n == "one").count(), 1);
+    assert_eq!(
+        executor_calls.iter().filter(|n| *n == "two").count(),
+        2,
+        "the call in flight is redone"
+    );
+    let completions = world
+        .host
+        .applied()
+        .iter()
+        .filter(|(_, _, op)| {
+            matches!(
+                op,
+                Op::SetSubtaskState {
+                    state: SubtaskState::Done,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(completions, 3, "each subtask completed once");
+}
+
+#[tokio::test]
+async fn executor_prompts_stay_flat_as_the_plan_grows() {
+    let mut sizes = Vec::new();
+    for n in [10usize, 100, 1000] {
+        let names: Vec<String> = (1..=n).map(|i| format!("step {i}")).collect();
+        let subtasks: Vec<(&str, &[u32])> = names.iter().map(|s| (s.as_str(), &[][..])).collect();
+        let spec = plan_engine::NewPlan {
+            title: "big".into(),
+            mode: Mode::Complex,
+            subtasks: subtasks
+                .iter()
+                .map(|(name, _)| plan_engine::NewSubtask::named(*name))
+                .collect(),
+            ..Default::default()
+        };
+        let (mut plan, _) = plan_engine::Plan::create(&spec, "t", chrono::Utc::now()).unwrap();
+        plan.execute(&Op::StartNext { count: 1 }.into(), "t", chrono::Utc::now())
+            .unwrap();
+        let job = agent::executor::Job {
+            task: "a big task".into(),
+            plan,
+            subtask: SubtaskId(1),
+            may_add: true,
+            max_turns: 8,
+            people_changes: vec![],
+        };
+        sizes.push(agent::executor::brief(&job).len());
+    }
+    let ratio = sizes[2] as f64 / sizes[0] as f64;
+    assert!(
+        ratio <= 1.2,
+        "prompt sizes {sizes:?} grew {ratio:.2}x from 10 to 1000 subtasks"
+    );
+}
+
+#[tokio::test]
+async fn abandoning_the_plan_while_the_planner_thinks_cancels_the_run() {
+    let llm = worker().slow(CallRole::Planner, Duration::from_millis(300));
+    let world = World::new(llm);
+    let mut c = config("Plan slowly");
+    c.mode = ModeChoice::Simple;
+    let driving = world.start(c).await;
+    let plan = world.wait_plan(|p| p.state() == PlanState::Draft).await;
+    world
+        .person(
+            plan.id(),
+            vec![Op::Finish {
+                state: PlanState::Abandoned,
+                outcome: "never mind".into(),
+            }],
+        )
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Cancelled, "{:?}", run.reason);
+    assert!(
+        world.plan().subtasks().is_empty(),
+        "nothing was added to the abandoned plan"
+    );
+}
