@@ -23,8 +23,10 @@ fn to_board_error(e: ServiceError) -> BoardError {
             message: format!("the plan changed meanwhile; it is now at version {actual}"),
             current_version: actual,
         },
+        ServiceError::Plan(e @ PlanError::UnknownPlan { .. }) => {
+            BoardError::NotFound(e.to_string())
+        }
         ServiceError::Plan(e) => BoardError::Refused(e.to_string()),
-        ServiceError::NotFound(id) => BoardError::NotFound(format!("no plan has id {id}")),
         ServiceError::Store(StoreError::Conflict { current, .. }) => BoardError::Stale {
             message: format!("the plan kept changing; it is now at version {current}"),
             current_version: current,
@@ -67,7 +69,9 @@ impl BoardBackend for Board {
 
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError> {
         if self.0.read(id, |_| ()).await.is_none() {
-            return Err(BoardError::NotFound(format!("no plan has id {id}")));
+            return Err(BoardError::NotFound(
+                PlanError::UnknownPlan { id }.to_string(),
+            ));
         }
         let mut log = Vec::new();
         let mut after = 0;

@@ -134,7 +134,6 @@ impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         match e {
             ServiceError::Plan(e) => e.into(),
-            ServiceError::NotFound(id) => ApiError::NotFound(format!("no plan has id {id}")),
             ServiceError::Store(StoreError::Conflict { plan_id, current }) => {
                 kept_changing(plan_id, current)
             }

@@ -90,7 +90,7 @@ fn body_fault(e: ApiError) -> ApiError {
 }
 
 pub(super) fn no_plan(id: PlanId) -> ApiError {
-    ApiError::NotFound(format!("no plan has id {id}"))
+    PlanError::UnknownPlan { id }.into()
 }
 
 #[derive(Deserialize, IntoParams)]

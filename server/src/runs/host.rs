@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use agent::host::{Host, HostError};
 use agent::run::{RunEntry, RunId, RunRecord};
-use plan_engine::{NewPlan, Op, Plan, PlanId};
+use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::broadcast;
 
 use crate::service::{PlanService, ServiceError};
@@ -23,8 +23,8 @@ pub struct ServerHost {
 
 fn host_error(e: ServiceError) -> HostError {
     match e {
+        ServiceError::Plan(PlanError::UnknownPlan { id }) => HostError::NotFound(id),
         ServiceError::Plan(e) => HostError::Refused(e),
-        ServiceError::NotFound(id) => HostError::NotFound(id),
         other => HostError::Unavailable(other.to_string()),
     }
 }

@@ -50,8 +50,6 @@ const CONFLICT_RETRIES: usize = 5;
 pub enum ServiceError {
     #[error(transparent)]
     Plan(#[from] PlanError),
-    #[error("no plan has id {0}")]
-    NotFound(PlanId),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The commit of a group of calls failed.
@@ -195,7 +193,9 @@ impl PlanService {
             let (plan, events) = Plan::create(&spec, actor, now)?;
             let id = plan.id();
             book.insert(plan, events)?;
-            book.get(id).cloned().ok_or(ServiceError::NotFound(id))
+            book.get(id)
+                .cloned()
+                .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))
         })
         .await
     }
@@ -238,10 +238,13 @@ impl PlanService {
         let now = chrono::Utc::now();
         self.write(actor, |book| {
             if book.get(id).is_none() {
-                return Err(ServiceError::NotFound(id));
+                return Err(ServiceError::from(PlanError::UnknownPlan { id }));
             }
             let events = book.command(id, command, actor, now)?;
-            let plan = book.get(id).cloned().ok_or(ServiceError::NotFound(id))?;
+            let plan = book
+                .get(id)
+                .cloned()
+                .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))?;
             Ok((plan, events))
         })
         .await
@@ -259,10 +262,12 @@ impl PlanService {
         let now = chrono::Utc::now();
         self.write(actor, |book| {
             if book.get(id).is_none() {
-                return Err(ServiceError::NotFound(id));
+                return Err(ServiceError::from(PlanError::UnknownPlan { id }));
             }
             book.execute(id, ops.clone(), actor, now)?;
-            book.get(id).cloned().ok_or(ServiceError::NotFound(id))
+            book.get(id)
+                .cloned()
+                .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))
         })
         .await
     }
@@ -271,7 +276,7 @@ impl PlanService {
         self.refresh(id).await?;
         self.write(actor, |book| {
             if book.get(id).is_none() {
-                return Err(ServiceError::NotFound(id));
+                return Err(ServiceError::from(PlanError::UnknownPlan { id }));
             }
             book.remove(id)?;
             Ok(())
