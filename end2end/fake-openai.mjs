@@ -55,10 +55,26 @@ http
         choices: [{ index: 0, message: { role: "assistant", content: typeof content === "string" ? content : JSON.stringify(content) }, finish_reason: "stop" }],
         usage: { prompt_tokens: 120, completion_tokens: 30 },
       };
+      const wait = slow ? delay * 4 : delay;
+      if (!request.stream) {
+        setTimeout(() => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify(reply));
+        }, wait);
+        return;
+      }
+      // Streamed: the text in four pieces spread over the same delay, so
+      // the board shows a reply being written.
+      const text = reply.choices[0].message.content;
+      const chunk = (delta, finish, usage) =>
+        `data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 0, model: "fake", choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) })}\n\n`;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const pieces = [0, 1, 2, 3].map((i) => text.slice((text.length * i) >> 2, (text.length * (i + 1)) >> 2));
+      pieces.forEach((piece, i) => setTimeout(() => res.write(chunk({ content: piece }, null)), (wait * i) / 4));
       setTimeout(() => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify(reply));
-      }, slow ? delay * 4 : delay);
+        res.write(chunk({}, "stop", reply.usage));
+        res.end("data: [DONE]\n\n");
+      }, wait);
     });
   })
   .listen(port, "127.0.0.1", function () {

@@ -15,7 +15,7 @@ use crate::host::Host;
 use crate::llm::{CallRole, ChatReply, ChatRequest, Llm, LlmError, Message, Protocol, Shape};
 use crate::protocol::{self, Action, ToolSpec};
 use crate::retry::RetryPolicy;
-use crate::run::{Budget, LlmCallRecord, RunEntry, RunId, Spent, MESSAGE_CAP};
+use crate::run::{Budget, LlmCallRecord, ReplyDelta, RunEntry, RunId, Spent, MESSAGE_CAP};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum CallError {
@@ -127,7 +127,19 @@ impl Caller {
                     .acquire()
                     .await
                     .expect("the limit is never closed");
-                self.llm.chat(request).await
+                let (host, run, role) = (self.host.clone(), self.run, request.role);
+                let delta = move |text: &str| {
+                    host.delta(
+                        run,
+                        ReplyDelta {
+                            role: role.as_str().into(),
+                            subtask,
+                            attempt,
+                            text: text.into(),
+                        },
+                    )
+                };
+                self.llm.chat_streaming(request, &delta).await
             };
             let latency_ms = started.elapsed().as_millis() as u64;
             let (usage, finish_reason, error, reply_text, model) = match &result {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::watch;
 
-use crate::run::{RunEntry, RunId, RunRecord};
+use crate::run::{ReplyDelta, RunEntry, RunId, RunRecord};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum HostError {
@@ -41,6 +41,10 @@ pub trait Host: Send + Sync {
 
     /// Stores the run's row (state, mode, plan, budget use, answer).
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError>;
+
+    /// Passes on a piece of a reply being written, to whoever watches the
+    /// run live. Best effort and never stored: it must not wait.
+    fn delta(&self, _run: RunId, _delta: ReplyDelta) {}
 }
 
 /// Plans and run logs in memory, with change notification.
@@ -50,6 +54,7 @@ pub struct MemoryHost {
     versions: Mutex<HashMap<PlanId, watch::Sender<u64>>>,
     logs: Mutex<HashMap<RunId, Vec<RunEntry>>>,
     runs: Mutex<HashMap<RunId, RunRecord>>,
+    deltas: Mutex<HashMap<RunId, Vec<ReplyDelta>>>,
     /// Every (plan, actor, op) applied, in order.
     applied: Mutex<Vec<(PlanId, String, Op)>>,
 }
@@ -57,6 +62,16 @@ pub struct MemoryHost {
 impl MemoryHost {
     pub fn new() -> Arc<MemoryHost> {
         Arc::new(MemoryHost::default())
+    }
+
+    /// The pieces of replies passed on live for a run, in order.
+    pub fn deltas(&self, run: RunId) -> Vec<ReplyDelta> {
+        self.deltas
+            .lock()
+            .expect("delta lock")
+            .get(&run)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub fn entries(&self, run: RunId) -> Vec<RunEntry> {
@@ -165,5 +180,14 @@ impl Host for MemoryHost {
             .expect("runs lock")
             .insert(run.id, run.clone());
         Ok(())
+    }
+
+    fn delta(&self, run: RunId, delta: ReplyDelta) {
+        self.deltas
+            .lock()
+            .expect("delta lock")
+            .entry(run)
+            .or_default()
+            .push(delta);
     }
 }

@@ -353,6 +353,17 @@ pub struct LlmCallRecord {
     pub transcript: String,
 }
 
+/// A piece of a reply as the model writes it, for people watching. Not
+/// on the run log: the whole reply is, in the call's [`LlmCallRecord`]. A
+/// retried call starts its text over; `attempt` says which one this is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplyDelta {
+    pub role: String,
+    pub subtask: Option<SubtaskId>,
+    pub attempt: u32,
+    pub text: String,
+}
+
 /// What the run log keeps of one call's messages.
 pub const MESSAGE_CAP: usize = 16 * 1024;
 

@@ -25,6 +25,7 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
         timeout: Duration::from_secs(300),
         concurrency: 2,
         protocol: Protocol::Auto,
+        stream: true,
     };
     let workspace = tempfile::tempdir().unwrap();
     let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(workspace.path()).unwrap());

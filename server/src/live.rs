@@ -18,6 +18,7 @@ use plan_engine::PlanId;
 use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_stream::wrappers::ReceiverStream;
 
+use crate::runs::RunNews;
 use crate::store::{PlanStore, StoredEvent};
 
 /// How many rows a slow subscriber may fall behind before it gets `resync`.
@@ -25,17 +26,14 @@ const BACKLOG: usize = 4096;
 /// Rows read from the log per query when catching up.
 pub(crate) const PAGE: u32 = 500;
 
-/// The next run entry of `plan`'s run; pending forever without runs.
-async fn next_run_entry(
-    runs: &mut Option<RunEntries>,
-    plan: Option<PlanId>,
-) -> Arc<crate::store::StoredRunEntry> {
+/// The next news of `plan`'s run; pending forever without runs.
+async fn next_run_news(runs: &mut Option<RunEntries>, plan: Option<PlanId>) -> RunNews {
     loop {
         let Some(receiver) = runs.as_mut() else {
             return std::future::pending().await;
         };
         match receiver.recv().await {
-            Ok(entry) if plan.is_some() && entry.plan_id == plan => return entry,
+            Ok(news) if plan.is_some() && news.plan_id() == plan => return news,
             Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
             Err(broadcast::error::RecvError::Closed) => *runs = None,
         }
@@ -174,7 +172,7 @@ pub(crate) fn row_event(seq: i64, json: String) -> SseEvent {
 }
 
 /// The run log's broadcast, for a plan's stream to carry its run's entries.
-pub type RunEntries = broadcast::Receiver<Arc<crate::store::StoredRunEntry>>;
+pub type RunEntries = broadcast::Receiver<RunNews>;
 
 async fn pump(
     hub: Arc<Hub>,
@@ -249,14 +247,14 @@ async fn follow(
     loop {
         // A client that went away on a quiet plan would otherwise keep this
         // task and its broadcast receiver until the plan's next event.
-        // The plan's run entries go out as `run` events without an id:
-        // the id stays the plan log's, for Last-Event-ID; a client catches
-        // up on a run from /api/runs/{id}/events.
+        // The plan's run entries go out as `run` events, the pieces of a
+        // reply being written as `delta` events, both without an id: the
+        // id stays the plan log's, for Last-Event-ID; a client catches up
+        // on a run from /api/runs/{id}/events.
         let received = tokio::select! {
             received = live.recv() => received,
-            entry = next_run_entry(&mut runs, plan) => {
-                let json = serde_json::to_string(&*entry).unwrap_or_default();
-                if tx.send(SseEvent::default().event("run").data(json)).await.is_err() {
+            news = next_run_news(&mut runs, plan) => {
+                if tx.send(news.plan_event()).await.is_err() {
                     return;
                 }
                 continue;

@@ -17,6 +17,9 @@ use serde_json::Value;
 pub use openai::{LlmConfig, OpenAiLlm};
 pub use scripted::{Reply, ScriptedLlm};
 
+/// Where the pieces of a reply go as the model writes them.
+pub type OnDelta = dyn for<'t> Fn(&'t str) + Send + Sync;
+
 /// What a call is for: recorded on the run log and used to pick the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -221,6 +224,21 @@ impl LlmError {
 #[async_trait::async_trait]
 pub trait Llm: Send + Sync {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError>;
+
+    /// [`Llm::chat`], handing the reply's text to `delta` piece by piece as
+    /// the model writes it (for people watching; nothing relies on it). A
+    /// provider that cannot stream hands the text over whole.
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        delta: &OnDelta,
+    ) -> Result<ChatReply, LlmError> {
+        let reply = self.chat(request).await?;
+        if !reply.content.is_empty() {
+            delta(&reply.content);
+        }
+        Ok(reply)
+    }
 
     /// The model's name, for the run log.
     fn model(&self, role: CallRole) -> String;

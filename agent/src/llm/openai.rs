@@ -3,7 +3,9 @@
 //!
 //! Requests and replies go through async-openai's `byot` methods as raw
 //! JSON, because local servers deviate from the typed schema (`finish_reason:
-//! ""`, no `usage`, `content: null` next to tool calls). The HTTP transport
+//! ""`, no `usage`, `content: null` next to tool calls). Replies stream
+//! (`stream: true`, unless `PLANBOARD_LLM_STREAM=false`) and each piece goes
+//! to the caller's delta sink as it arrives. The HTTP transport
 //! is our own tower service: it has no retry layer (retries live in
 //! [`crate::retry`] only) and it turns an error status into an error that
 //! keeps the status and `Retry-After`, which async-openai would drop.
@@ -17,9 +19,11 @@ use async_openai::middleware::HttpRequestFactory;
 use async_openai::Client;
 use serde_json::{json, Value};
 
+use futures_util::StreamExt;
+
 use super::{
-    CallRole, ChatReply, ChatRequest, ErrorClass, FunctionCall, Llm, LlmError, Protocol, Shape,
-    Usage,
+    CallRole, ChatReply, ChatRequest, ErrorClass, FunctionCall, Llm, LlmError, OnDelta, Protocol,
+    Shape, Usage,
 };
 
 /// Where the model is and how to talk to it. Read from the environment by
@@ -36,6 +40,9 @@ pub struct LlmConfig {
     /// Most LLM calls in flight at once, across all runs.
     pub concurrency: usize,
     pub protocol: Protocol,
+    /// Ask for the reply as a stream of pieces (`stream: true`), so people
+    /// see it being written; off for servers that cannot stream.
+    pub stream: bool,
 }
 
 impl fmt::Debug for LlmConfig {
@@ -51,6 +58,7 @@ impl fmt::Debug for LlmConfig {
             .field("timeout", &self.timeout)
             .field("concurrency", &self.concurrency)
             .field("protocol", &self.protocol)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -89,6 +97,15 @@ impl LlmConfig {
                 ))
             }
         };
+        let stream = match var("PLANBOARD_LLM_STREAM").as_deref().map(str::trim) {
+            None | Some("" | "true" | "1" | "on") => true,
+            Some("false" | "0" | "off") => false,
+            Some(other) => {
+                return Err(format!(
+                    "PLANBOARD_LLM_STREAM must be true or false, not {other:?}"
+                ))
+            }
+        };
         let base_url = get(&["PLANBOARD_LLM_BASE_URL", "OPENAI_BASE_URL"])
             .unwrap_or_else(|| OPENAI.to_string())
             .trim_end_matches('/')
@@ -101,6 +118,7 @@ impl LlmConfig {
             timeout: Duration::from_secs(number("PLANBOARD_LLM_TIMEOUT_SECS", 120)?),
             concurrency: number("PLANBOARD_LLM_CONCURRENCY", 4)? as usize,
             protocol,
+            stream,
         }))
     }
 }
@@ -233,15 +251,7 @@ pub(crate) fn parse_completion(value: &Value, fallback_model: &str) -> Result<Ch
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_string);
-    let usage = value.get("usage").and_then(|u| {
-        Some(Usage {
-            prompt_tokens: u.get("prompt_tokens")?.as_u64()? as u32,
-            completion_tokens: u
-                .get("completion_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0) as u32,
-        })
-    });
+    let usage = value.get("usage").and_then(read_usage);
     let model = value
         .get("model")
         .and_then(Value::as_str)
@@ -253,6 +263,103 @@ pub(crate) fn parse_completion(value: &Value, fallback_model: &str) -> Result<Ch
         finish_reason,
         usage,
         model,
+    })
+}
+
+/// A streamed reply put together chunk by chunk, as leniently as
+/// [`parse_completion`] reads a whole one.
+#[derive(Default)]
+struct Streamed {
+    content: String,
+    /// By the index the server gives each call.
+    calls: Vec<(u64, FunctionCall)>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    model: Option<String>,
+    choices: bool,
+}
+
+impl Streamed {
+    fn add(&mut self, chunk: &Value, delta: &OnDelta) {
+        if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+            self.model.get_or_insert_with(|| model.to_string());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = read_usage(usage);
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return;
+        };
+        self.choices = true;
+        let piece = &choice["delta"];
+        if let Some(text) = piece.get("content").and_then(Value::as_str) {
+            if !text.is_empty() {
+                self.content.push_str(text);
+                delta(text);
+            }
+        }
+        for call in piece
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let at = match self.calls.iter().position(|(i, _)| *i == index) {
+                Some(at) => at,
+                None => {
+                    self.calls.push((
+                        index,
+                        FunctionCall {
+                            name: String::new(),
+                            arguments: String::new(),
+                        },
+                    ));
+                    self.calls.len() - 1
+                }
+            };
+            let f = &call["function"];
+            if let Some(name) = f.get("name").and_then(Value::as_str) {
+                self.calls[at].1.name.push_str(name);
+            }
+            if let Some(arguments) = f.get("arguments").and_then(Value::as_str) {
+                self.calls[at].1.arguments.push_str(arguments);
+                delta(arguments);
+            }
+        }
+        if let Some(reason) = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            self.finish_reason = Some(reason.to_string());
+        }
+    }
+
+    fn finish(self, fallback_model: &str) -> Result<ChatReply, LlmError> {
+        if !self.choices {
+            return Err(LlmError::new(
+                ErrorClass::Dropped,
+                "the model server's stream ended before any reply",
+            ));
+        }
+        Ok(ChatReply {
+            content: self.content,
+            calls: self.calls.into_iter().map(|(_, c)| c).collect(),
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+            model: self.model.unwrap_or_else(|| fallback_model.to_string()),
+        })
+    }
+}
+
+fn read_usage(u: &Value) -> Option<Usage> {
+    Some(Usage {
+        prompt_tokens: u.get("prompt_tokens")?.as_u64()? as u32,
+        completion_tokens: u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32,
     })
 }
 
@@ -291,6 +398,34 @@ fn classify(error: OpenAIError) -> LlmError {
 
 #[async_trait::async_trait]
 impl Llm for OpenAiLlm {
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        delta: &OnDelta,
+    ) -> Result<ChatReply, LlmError> {
+        if !self.config.stream {
+            let reply = self.chat(request).await?;
+            if !reply.content.is_empty() {
+                delta(&reply.content);
+            }
+            return Ok(reply);
+        }
+        let mut body = self.body(request);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let mut chunks = self
+            .client
+            .chat()
+            .create_stream_byot::<_, Value>(&body)
+            .await
+            .map_err(classify)?;
+        let mut reply = Streamed::default();
+        while let Some(chunk) = chunks.next().await {
+            reply.add(&chunk.map_err(classify)?, delta);
+        }
+        reply.finish(&self.model(request.role))
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         let body = self.body(request);
         let value: Value = self
@@ -342,6 +477,54 @@ mod tests {
         };
         let e = LlmConfig::from_vars(vars).unwrap_err();
         assert!(e.contains("PLANBOARD_LLM_TIMEOUT_SECS"), "{e}");
+    }
+
+    #[test]
+    fn a_streamed_tool_call_is_put_together_from_its_pieces() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let into = seen.clone();
+        let delta = move |t: &str| into.lock().unwrap().push_str(t);
+        let mut reply = Streamed::default();
+        for chunk in [
+            json!({"model": "qwen", "choices": [{"index": 0, "delta": {"role": "assistant", "content": null,
+                "tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                "function": {"name": "complete", "arguments": "{\"res"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+                "function": {"arguments": "ult\":\"x\"}"}}]}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}),
+        ] {
+            reply.add(&chunk, &delta);
+        }
+        let reply = reply.finish("m").unwrap();
+        assert_eq!(reply.calls.len(), 1);
+        assert_eq!(reply.calls[0].name, "complete");
+        assert_eq!(reply.calls[0].arguments, r#"{"result":"x"}"#);
+        assert_eq!(*seen.lock().unwrap(), r#"{"result":"x"}"#);
+        assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(reply.usage.unwrap().completion_tokens, 3);
+        assert_eq!(reply.model, "qwen");
+        let empty = Streamed::default().finish("m").unwrap_err();
+        assert_eq!(
+            empty.class,
+            ErrorClass::Dropped,
+            "a stream with no reply is retried"
+        );
+    }
+
+    #[test]
+    fn streaming_is_on_unless_switched_off() {
+        let with = |value: Option<&'static str>| {
+            LlmConfig::from_vars(move |n: &str| match n {
+                "PLANBOARD_LLM_MODEL" => Some("m".to_string()),
+                "PLANBOARD_LLM_STREAM" => value.map(str::to_string),
+                _ => None,
+            })
+        };
+        assert!(with(None).unwrap().unwrap().stream);
+        assert!(!with(Some("false")).unwrap().unwrap().stream);
+        assert!(with(Some("sometimes"))
+            .unwrap_err()
+            .contains("PLANBOARD_LLM_STREAM"));
     }
 
     #[test]

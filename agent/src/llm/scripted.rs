@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{CallRole, ChatReply, ChatRequest, FunctionCall, Llm, LlmError, Usage};
+use super::{CallRole, ChatReply, ChatRequest, FunctionCall, Llm, LlmError, OnDelta, Usage};
 
 /// One scripted answer.
 #[derive(Clone, Debug)]
@@ -124,6 +124,28 @@ impl ScriptedLlm {
 
 #[async_trait::async_trait]
 impl Llm for ScriptedLlm {
+    /// Streams like a server would: the text in three pieces.
+    async fn chat_streaming(
+        &self,
+        request: &ChatRequest,
+        delta: &OnDelta,
+    ) -> Result<ChatReply, LlmError> {
+        let reply = self.chat(request).await?;
+        let text = reply.content.as_str();
+        let mut from = 0;
+        for part in 1..=3 {
+            let mut to = text.len() * part / 3;
+            while !text.is_char_boundary(to) {
+                to += 1;
+            }
+            if to > from {
+                delta(&text[from..to]);
+            }
+            from = to;
+        }
+        Ok(reply)
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatReply, LlmError> {
         self.seen.lock().expect("script lock").push(request.clone());
         let reply = self.next(request);

@@ -46,6 +46,23 @@ async fn auto_sends_a_clear_linear_task_to_the_simple_planner_and_answers() {
         "a chain"
     );
     assert_eq!(plan.subtasks()[0].outcome(), Some("result of look up"));
+    // Every reply was passed on live in pieces as it was written; the
+    // compiler's pieces make up the answer.
+    let deltas = world.host.deltas(run.id);
+    let roles: std::collections::BTreeSet<&str> = deltas.iter().map(|d| d.role.as_str()).collect();
+    assert_eq!(
+        roles.into_iter().collect::<Vec<_>>(),
+        ["classifier", "compiler", "executor", "planner"]
+    );
+    let answer: String = deltas
+        .iter()
+        .filter(|d| d.role == "compiler")
+        .map(|d| d.text.as_str())
+        .collect();
+    assert_eq!(answer, "the final answer");
+    assert!(deltas
+        .iter()
+        .any(|d| d.role == "executor" && d.subtask == Some(SubtaskId(2))));
 }
 
 #[tokio::test]

@@ -6,17 +6,18 @@
 use std::sync::Arc;
 
 use agent::host::{Host, HostError};
-use agent::run::{RunEntry, RunId, RunRecord};
+use agent::run::{ReplyDelta, RunEntry, RunId, RunRecord};
 use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::broadcast;
 
+use super::stream::{LiveDelta, RunNews};
 use crate::service::{PlanService, ServiceError};
-use crate::store::{RunStore, StoredRunEntry};
+use crate::store::RunStore;
 
 pub struct ServerHost {
     pub plans: Arc<PlanService>,
     pub store: Arc<dyn RunStore>,
-    pub entries: broadcast::Sender<Arc<StoredRunEntry>>,
+    pub entries: broadcast::Sender<RunNews>,
     /// Each run's plan, learnt when the run is saved.
     pub plan_of: std::sync::Mutex<std::collections::HashMap<RunId, PlanId>>,
 }
@@ -88,8 +89,25 @@ impl Host for ServerHost {
             .append_run_log(run, plan, &kind, &json)
             .await
             .map_err(|e| HostError::Unavailable(e.to_string()))?;
-        let _ = self.entries.send(Arc::new(stored));
+        let _ = self.entries.send(RunNews::Entry(Arc::new(stored)));
         Ok(())
+    }
+
+    fn delta(&self, run: RunId, delta: ReplyDelta) {
+        if self.entries.receiver_count() == 0 {
+            return;
+        }
+        let plan_id = self
+            .plan_of
+            .lock()
+            .expect("plan_of lock")
+            .get(&run)
+            .copied();
+        let _ = self.entries.send(RunNews::Delta(Arc::new(LiveDelta {
+            run_id: run,
+            plan_id,
+            delta,
+        })));
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

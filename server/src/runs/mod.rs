@@ -33,7 +33,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 pub use host::ServerHost;
-pub use stream::run_stream;
+pub use stream::{run_stream, LiveDelta, RunNews};
 
 use crate::config::Config;
 use crate::service::{PlanService, ServiceError};
@@ -71,7 +71,7 @@ pub struct Runs {
     plans: Arc<PlanService>,
     store: Arc<dyn RunStore>,
     agent: Option<Arc<Agent>>,
-    entries: broadcast::Sender<Arc<StoredRunEntry>>,
+    entries: broadcast::Sender<RunNews>,
     owner: String,
     lease: Duration,
     workspaces: PathBuf,
@@ -149,7 +149,7 @@ impl Runs {
             .map(|a| a.llm.model(agent::llm::CallRole::Executor))
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoredRunEntry>> {
+    pub fn subscribe(&self) -> broadcast::Receiver<RunNews> {
         self.entries.subscribe()
     }
 

@@ -10,6 +10,51 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::live::{row_event, Hub, PAGE};
+use crate::store::StoredRunEntry;
+
+/// What a run's followers hear live.
+#[derive(Clone, Debug)]
+pub enum RunNews {
+    /// A run-log entry, just stored.
+    Entry(Arc<StoredRunEntry>),
+    /// A piece of a reply being written (never stored).
+    Delta(Arc<LiveDelta>),
+}
+
+impl RunNews {
+    pub fn plan_id(&self) -> Option<plan_engine::PlanId> {
+        match self {
+            RunNews::Entry(e) => e.plan_id,
+            RunNews::Delta(d) => d.plan_id,
+        }
+    }
+
+    /// The SSE event for a plan's stream: `run` or `delta`, without an id
+    /// (the id stays the plan log's, for Last-Event-ID).
+    pub fn plan_event(&self) -> SseEvent {
+        match self {
+            RunNews::Entry(e) => SseEvent::default()
+                .event("run")
+                .data(serde_json::to_string(&**e).unwrap_or_default()),
+            RunNews::Delta(d) => delta_event(d),
+        }
+    }
+}
+
+/// A piece of a reply as the streams send it: `event: delta`, no id.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LiveDelta {
+    pub run_id: agent::RunId,
+    pub plan_id: Option<plan_engine::PlanId>,
+    #[serde(flatten)]
+    pub delta: agent::run::ReplyDelta,
+}
+
+fn delta_event(delta: &LiveDelta) -> SseEvent {
+    SseEvent::default()
+        .event("delta")
+        .data(serde_json::to_string(delta).unwrap_or_default())
+}
 
 /// A run's log as SSE: the entries after `after` from the store, then live
 /// ones, each with its seq as the SSE id. A subscriber that falls behind
@@ -72,7 +117,12 @@ async fn follow_run(
             () = tx.closed() => return,
         };
         match received {
-            Ok(row) => {
+            Ok(RunNews::Delta(delta)) => {
+                if delta.run_id == run && tx.send(delta_event(&delta)).await.is_err() {
+                    return;
+                }
+            }
+            Ok(RunNews::Entry(row)) => {
                 if row.run_id != run || row.seq <= last {
                     continue;
                 }

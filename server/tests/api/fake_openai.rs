@@ -1,6 +1,7 @@
 //! A fake OpenAI-compatible server (axum on port 0) for the agent's tests:
 //! scripted replies first, then answers that do the work, with the quirks
 //! of real local servers by default (`finish_reason: ""`, no `usage`).
+//! A request with `stream: true` gets its reply as server-sent chunks.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,8 @@ pub enum Fake {
     },
     /// A 200 whose body is this text (say, malformed JSON).
     Raw(&'static str),
+    /// A stream that breaks after the first piece of this text.
+    Dropped(&'static str),
     /// The same, after a delay.
     Slow(Duration, Box<Fake>),
 }
@@ -86,6 +89,59 @@ fn completion(content: &str) -> Value {
     })
 }
 
+/// The chunks of a streamed reply: the text in three pieces, then the
+/// quirky `finish_reason: ""`, no usage, then `[DONE]`.
+fn chunks(content: &str) -> Vec<String> {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string()
+    };
+    let mut out = Vec::new();
+    let mut from = 0;
+    for part in 1..=3 {
+        let mut to = content.len() * part / 3;
+        while !content.is_char_boundary(to) {
+            to += 1;
+        }
+        out.push(chunk(json!({"content": &content[from..to]}), Value::Null));
+        from = to;
+    }
+    out.push(chunk(json!({}), json!("")));
+    out.push("[DONE]".to_string());
+    out
+}
+
+fn sse(events: Vec<String>, then_break: bool) -> Response {
+    use futures_util::StreamExt;
+    let parts: Vec<Result<axum::body::Bytes, std::io::Error>> = events
+        .into_iter()
+        .map(|e| Ok(axum::body::Bytes::from(format!("data: {e}\n\n"))))
+        .collect();
+    // The break comes a moment later, so what was sent reaches the client.
+    let broken = futures_util::stream::once(async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Err(std::io::Error::other("the connection broke"))
+    })
+    .take(usize::from(then_break));
+    let body = axum::body::Body::from_stream(futures_util::stream::iter(parts).chain(broken));
+    (
+        StatusCode::OK,
+        [("content-type", "text/event-stream")],
+        body,
+    )
+        .into_response()
+}
+
+fn respond_streaming(fake: Fake) -> Response {
+    match fake {
+        Fake::Content(content) => sse(chunks(&content), false),
+        Fake::Raw(body) => sse(vec![body.to_string()], false),
+        Fake::Dropped(text) => sse(chunks(text).into_iter().take(1).collect(), true),
+        other => respond(other),
+    }
+}
+
 fn respond(fake: Fake) -> Response {
     match fake {
         Fake::Content(content) => Json(completion(&content)).into_response(),
@@ -104,6 +160,12 @@ fn respond(fake: Fake) -> Response {
         Fake::Raw(body) => {
             (StatusCode::OK, [("content-type", "application/json")], body).into_response()
         }
+        Fake::Dropped(_) => (
+            StatusCode::OK,
+            [("content-type", "application/json")],
+            "{\"choi",
+        )
+            .into_response(),
         Fake::Slow(..) => unreachable!("delays are taken before responding"),
     }
 }
@@ -125,7 +187,11 @@ async fn chat(State(script): State<Script>, Json(request): Json<Value>) -> Respo
         tokio::time::sleep(delay).await;
         next = *inner;
     }
-    respond(next)
+    if request["stream"] == json!(true) {
+        respond_streaming(next)
+    } else {
+        respond(next)
+    }
 }
 
 impl FakeOpenAi {
@@ -177,6 +243,7 @@ impl FakeOpenAi {
             timeout,
             concurrency: 8,
             protocol: agent::llm::Protocol::Auto,
+            stream: true,
         }
     }
 }

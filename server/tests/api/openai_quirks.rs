@@ -79,6 +79,37 @@ async fn the_openai_path_reads_quirky_replies_and_retries_only_what_can_be_retri
     let last = calls.last().unwrap();
     assert_eq!(last.finish_reason, None, "finish_reason \"\" reads as none");
     assert_eq!(last.prompt_tokens, 0, "no usage reads as zero");
+    // A stream that breaks mid-reply is redone. Watchers got the first
+    // attempt's piece, then the second attempt's text in pieces.
+    fake.push(Fake::Dropped("half of a reply"));
+    let seen_before = host.deltas(uuid::Uuid::nil()).len();
+    let text = caller
+        .text(CallRole::Compiler, ask(), 50, None)
+        .await
+        .unwrap();
+    assert_eq!(text, "the final answer");
+    let deltas = host.deltas(uuid::Uuid::nil())[seen_before..].to_vec();
+    let attempt = |n: u32| -> Vec<String> {
+        deltas
+            .iter()
+            .filter(|d| d.attempt == n)
+            .map(|d| d.text.clone())
+            .collect()
+    };
+    assert_eq!(attempt(1), ["half "]);
+    assert_eq!(attempt(2).len(), 3, "the reply came in pieces");
+    assert_eq!(attempt(2).concat(), "the final answer");
+    assert!(deltas.iter().all(|d| d.role == "compiler"));
+    let dropped = host
+        .entries(uuid::Uuid::nil())
+        .into_iter()
+        .filter(|e| matches!(e, RunEntry::RetryScheduled { class, .. } if class == "dropped"))
+        .count();
+    assert_eq!(dropped, 1, "the broken stream was retried as dropped");
+    assert!(
+        fake.requests().iter().all(|r| r["stream"] == true),
+        "every request asked for a stream"
+    );
     fake.push(Fake::Status {
         code: 401,
         retry_after: None,

@@ -236,8 +236,18 @@ async fn the_run_stream_replays_the_log_and_follows_it_to_the_answer() {
     let mut events = eventsource_stream::Eventsource::eventsource(response.bytes_stream());
     let mut kinds = Vec::new();
     let mut last_id = 0i64;
+    let mut answer_pieces = String::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while let Ok(Some(Ok(event))) = tokio::time::timeout_at(deadline, events.next()).await {
+        if event.event == "delta" {
+            // A piece of a reply being written: not on the log, no id of its own.
+            let delta: Value = serde_json::from_str(&event.data).unwrap();
+            assert_eq!(delta["run_id"], run.as_str());
+            if delta["role"] == "compiler" {
+                answer_pieces.push_str(delta["text"].as_str().unwrap());
+            }
+            continue;
+        }
         let id: i64 = event.id.parse().unwrap();
         assert!(id > last_id, "ids increase");
         last_id = id;
@@ -257,6 +267,10 @@ async fn the_run_stream_replays_the_log_and_follows_it_to_the_answer() {
         kinds.last().map(String::as_str),
         Some("answer"),
         "{kinds:?}"
+    );
+    assert_eq!(
+        answer_pieces, "the final answer",
+        "the answer streamed live as it was written"
     );
 }
 
@@ -395,7 +409,7 @@ async fn the_plans_stream_carries_its_runs_entries_as_run_events() {
     server
         .post(&format!("/api/plans/{plan}/approve"), json!({}))
         .await;
-    let (mut plan_events, mut run_kinds) = (0, Vec::new());
+    let (mut plan_events, mut run_kinds, mut deltas) = (0, Vec::new(), 0);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while let Ok(Some(Ok(event))) = tokio::time::timeout_at(deadline, events.next()).await {
         let data: Value = serde_json::from_str(&event.data).unwrap();
@@ -406,11 +420,15 @@ async fn the_plans_stream_carries_its_runs_entries_as_run_events() {
             if data["kind"] == "answer" {
                 break;
             }
+        } else if event.event == "delta" {
+            assert_eq!(data["plan_id"], plan.as_str());
+            deltas += 1;
         } else {
             plan_events += 1;
         }
     }
     assert!(plan_events > 0, "the plan's own events are there too");
+    assert!(deltas >= 3, "replies stream as delta events: {deltas}");
     assert!(run_kinds.contains(&"llm_call".to_string()), "{run_kinds:?}");
     assert_eq!(run_kinds.last().map(String::as_str), Some("answer"));
 }
