@@ -7,7 +7,7 @@ use leptos_use_event_source::{
     use_event_source_with_options, ConnectionReadyState, ReconnectLimit, UseEventSourceOptions,
     UseEventSourceReturn,
 };
-use plan_engine::{Event, PlanId};
+use plan_engine::{Event, PlanId, SubtaskId};
 use serde::Deserialize;
 
 /// One log row as the stream sends it.
@@ -19,6 +19,37 @@ pub struct StreamRow {
     pub event: Option<Event>,
 }
 
+/// A piece of a reply the agent's model is writing (`delta` events).
+#[derive(Clone, Debug, Deserialize)]
+pub struct Piece {
+    pub role: String,
+    pub subtask: Option<SubtaskId>,
+    pub attempt: u32,
+    pub text: String,
+}
+
+/// Which call a run entry ended (an `llm_call` entry), if any.
+#[derive(Clone, Debug, Deserialize)]
+pub struct RunNote {
+    entry: RunNoteEntry,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+struct RunNoteEntry {
+    kind: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    subtask: Option<SubtaskId>,
+}
+
+impl RunNote {
+    /// The (role, subtask) of the call this entry records as finished.
+    pub fn finished_call(&self) -> Option<(&str, Option<SubtaskId>)> {
+        (self.entry.kind == "llm_call").then_some((self.entry.role.as_str(), self.entry.subtask))
+    }
+}
+
 /// What a stream said last.
 #[derive(Clone, Debug)]
 pub enum Heard {
@@ -27,7 +58,9 @@ pub enum Heard {
     /// behind): whatever the page shows must be loaded again.
     Reload,
     /// The plan's run wrote to its log (the agent did something).
-    Run,
+    Run(Option<Box<RunNote>>),
+    /// The agent's model wrote a piece of a reply.
+    Delta(Box<Piece>),
 }
 
 pub struct Live {
@@ -44,7 +77,7 @@ pub fn use_live(url: String) -> Live {
     } = use_event_source_with_options::<String, FromToStringCodec>(
         url.as_str(),
         UseEventSourceOptions::default()
-            .named_events(["ready".to_string(), "resync".to_string(), "run".to_string()])
+            .named_events(["ready", "resync", "run", "delta"].map(String::from))
             .reconnect_limit(ReconnectLimit::Infinite)
             .reconnect_interval(1000),
     );
@@ -52,7 +85,10 @@ pub fn use_live(url: String) -> Live {
         message.with(|m| {
             m.as_ref().and_then(|m| match m.event_type.as_str() {
                 "ready" | "resync" => Some(Heard::Reload),
-                "run" => Some(Heard::Run),
+                "run" => Some(Heard::Run(crate::codec::read(&m.data).ok().map(Box::new))),
+                "delta" => crate::codec::read::<Piece>(&m.data)
+                    .ok()
+                    .map(|p| Heard::Delta(Box::new(p))),
                 _ => crate::codec::read::<StreamRow>(&m.data)
                     .ok()
                     .map(|row| Heard::Row(Box::new(row))),

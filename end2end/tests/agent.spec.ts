@@ -16,15 +16,20 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   await expect(page.getByTestId("run-mode")).toContainText("model");
   await expect(page.getByTestId("run-why")).toContainText("parallel");
   await expect(page.getByTestId("plan-title")).toHaveText("Compare and combine");
+  // The classifier's and planner's replies streamed, then were recorded.
+  await expect(page.getByTestId("run-live")).toHaveCount(0);
   await shot(page, "agent-2-awaiting-approval");
   await page.getByTestId("approve").click();
   await expect(page.getByTestId("run-state")).toHaveText("running", { timeout: 10_000 });
+  // The executors' replies appear as the model writes them.
+  await expect(page.getByTestId("run-live").first()).toContainText("executor #", { timeout: 10_000 });
   await shot(page, "agent-3-running");
   await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
   const answer = page.getByTestId("run-answer");
   await expect(answer).toContainText("The final answer <b>not bold</b><script>");
   expect(await page.evaluate(() => (window as unknown as { pwned?: boolean }).pwned)).toBeUndefined();
   await expect(page.getByTestId("plan-state")).toHaveText(/done/i);
+  await expect(page.getByTestId("run-live")).toHaveCount(0);
   await shot(page, "agent-4-done");
 });
 

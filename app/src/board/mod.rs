@@ -31,7 +31,7 @@ use plan_engine::{Command, Op, Plan, PlanId, SubtaskId};
 
 use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
 use crate::i18n::{use_lang, Lang};
-use crate::live::{use_live, Heard};
+use crate::live::{use_live, Heard, Piece};
 use crate::pages::plans::connection_text;
 use header::{ApprovalBanner, Header};
 
@@ -49,6 +49,8 @@ pub struct Board {
     pub stale: RwSignal<bool>,
     /// Counts the run entries heard, so the run's header loads again.
     pub run_tick: RwSignal<u64>,
+    /// Replies the agent's model is writing now, as heard so far.
+    pub writing: RwSignal<Vec<Piece>>,
 }
 
 /// The plan a log folds to.
@@ -70,6 +72,7 @@ impl Board {
             lang,
             stale: RwSignal::new(false),
             run_tick: RwSignal::new(0),
+            writing: RwSignal::new(Vec::new()),
         })
     }
 
@@ -296,7 +299,26 @@ fn LiveBoard(
     Effect::new(move |_| match live.heard.get() {
         Some(Heard::Row(row)) if row.plan_id == board.id => board.take(row.seq, row.event),
         Some(Heard::Reload) => board.stale.set(true),
-        Some(Heard::Run) => board.run_tick.update(|n| *n += 1),
+        Some(Heard::Run(note)) => {
+            // A recorded call is no longer being written.
+            if let Some((role, subtask)) = note.as_ref().and_then(|n| n.finished_call()) {
+                board
+                    .writing
+                    .update(|w| w.retain(|p| p.role != role || p.subtask != subtask));
+            }
+            board.run_tick.update(|n| *n += 1);
+        }
+        Some(Heard::Delta(piece)) => board.writing.update(|w| {
+            match w
+                .iter_mut()
+                .find(|p| p.role == piece.role && p.subtask == piece.subtask)
+            {
+                // A retried call starts its text over.
+                Some(p) if p.attempt == piece.attempt => p.text.push_str(&piece.text),
+                Some(p) => *p = *piece,
+                None => w.push(*piece),
+            }
+        }),
         _ => {}
     });
     // After a drop the stream reconnects with the same `after`: rows are

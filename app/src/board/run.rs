@@ -103,8 +103,28 @@ fn RunBody(board: Board) -> impl IntoView {
             last.set(fresh);
         }
     });
+    // What the model is writing now, as text (a reply is never markup).
+    let writing = move || {
+        board.writing.with(|w| {
+            w.iter()
+                .map(|p| {
+                    let who = match p.subtask {
+                        Some(s) => format!("{} #{}", p.role, s.0),
+                        None => p.role.clone(),
+                    };
+                    view! {
+                        <p class="run-live" data-testid="run-live">
+                            <span class="run-live-who">{lang.pick("writing · ", "正在生成 · ")}{who}</span>
+                            <span class="run-live-text">{p.text.clone()}</span>
+                        </p>
+                    }
+                })
+                .collect_view()
+        })
+    };
     view! {
         {move || last.get().map(panel)}
+        {writing}
         <Show when=move || error.get().is_some()>
             <p class="error" role="alert">{move || error.get()}</p>
         </Show>
