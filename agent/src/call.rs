@@ -127,19 +127,19 @@ impl Caller {
                     .acquire()
                     .await
                     .expect("the limit is never closed");
-                let (host, run, role) = (self.host.clone(), self.run, request.role);
-                let delta = move |text: &str| {
-                    host.delta(
-                        run,
-                        ReplyDelta {
-                            role: role.as_str().into(),
-                            subtask,
-                            attempt,
-                            text: text.into(),
-                        },
-                    )
+                let role = request.role;
+                let piece = move |text: &str, done: bool| ReplyDelta {
+                    role: role.as_str().into(),
+                    subtask,
+                    attempt,
+                    text: text.into(),
+                    done,
                 };
-                self.llm.chat_streaming(request, &delta).await
+                let (host, run) = (self.host.clone(), self.run);
+                let delta = move |text: &str| host.delta(run, piece(text, false));
+                let result = self.llm.chat_streaming(request, &delta).await;
+                self.host.delta(self.run, piece("", true));
+                result
             };
             let latency_ms = started.elapsed().as_millis() as u64;
             let (usage, finish_reason, error, reply_text, model) = match &result {

@@ -362,6 +362,10 @@ pub struct ReplyDelta {
     pub subtask: Option<SubtaskId>,
     pub attempt: u32,
     pub text: String,
+    /// The call is over (answered or failed): `text` is empty, and whoever
+    /// shows the reply being written can let it go.
+    #[serde(default)]
+    pub done: bool,
 }
 
 /// What the run log keeps of one call's messages.

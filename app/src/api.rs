@@ -275,18 +275,6 @@ pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
     )
 }
 
-/// Hands a task to planboard's own agent; returns the run's plan.
-#[server(prefix = "/_board", input = Json)]
-pub async fn start_task(spec: TaskSpec) -> Result<PlanId, BoardError> {
-    answered(
-        async {
-            let who = editor().await?;
-            backend()?.start_task(spec, &who.name).await
-        }
-        .await,
-    )
-}
-
 #[server(prefix = "/_board", input = Json)]
 pub async fn load_run(plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
     answered(

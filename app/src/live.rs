@@ -26,28 +26,9 @@ pub struct Piece {
     pub subtask: Option<SubtaskId>,
     pub attempt: u32,
     pub text: String,
-}
-
-/// Which call a run entry ended (an `llm_call` entry), if any.
-#[derive(Clone, Debug, Deserialize)]
-pub struct RunNote {
-    entry: RunNoteEntry,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-struct RunNoteEntry {
-    kind: String,
+    /// The call is over.
     #[serde(default)]
-    role: String,
-    #[serde(default)]
-    subtask: Option<SubtaskId>,
-}
-
-impl RunNote {
-    /// The (role, subtask) of the call this entry records as finished.
-    pub fn finished_call(&self) -> Option<(&str, Option<SubtaskId>)> {
-        (self.entry.kind == "llm_call").then_some((self.entry.role.as_str(), self.entry.subtask))
-    }
+    pub done: bool,
 }
 
 /// What a stream said last.
@@ -58,7 +39,7 @@ pub enum Heard {
     /// behind): whatever the page shows must be loaded again.
     Reload,
     /// The plan's run wrote to its log (the agent did something).
-    Run(Option<Box<RunNote>>),
+    Run,
     /// The agent's model wrote a piece of a reply.
     Delta(Box<Piece>),
 }
@@ -85,7 +66,7 @@ pub fn use_live(url: String) -> Live {
         message.with(|m| {
             m.as_ref().and_then(|m| match m.event_type.as_str() {
                 "ready" | "resync" => Some(Heard::Reload),
-                "run" => Some(Heard::Run(crate::codec::read(&m.data).ok().map(Box::new))),
+                "run" => Some(Heard::Run),
                 "delta" => crate::codec::read::<Piece>(&m.data)
                     .ok()
                     .map(|p| Heard::Delta(Box::new(p))),

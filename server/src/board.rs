@@ -176,3 +176,66 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
         }
     }
 }
+
+/// The task box's form as posted (every field as text, so a bad one is a
+/// refusal with a sentence rather than a bare 422).
+#[derive(serde::Deserialize)]
+pub struct TaskForm {
+    #[serde(default)]
+    task: String,
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    max_parallel: String,
+    /// A checkbox: present when ticked.
+    approval: Option<String>,
+}
+
+/// `POST /plans/new/task`: starts a run from the task box and opens its
+/// plan's board. A refusal goes back to the form with the reason in the
+/// person's language and the task as they typed it.
+pub async fn start_task_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<TaskForm>,
+) -> axum::response::Redirect {
+    let lang = app::i18n::from_headers(&headers);
+    let parallel = form.max_parallel.trim();
+    let result = if !viewer.can_edit {
+        Err(BoardError::Forbidden(lang.pick(
+            format!(
+                "{} may look but not change plans (viewer role)",
+                viewer.name
+            ),
+            format!("{} 只能查看，不能修改计划（只读角色）", viewer.name),
+        )))
+    } else {
+        match parallel.parse::<u32>() {
+            Ok(max_parallel) if (1..=agent::run::MAX_PARALLEL).contains(&max_parallel) => {
+                let spec = TaskSpec {
+                    task: form.task.clone(),
+                    mode: form.mode,
+                    approval_required: form.approval.is_some(),
+                    max_parallel,
+                };
+                board.start_task(spec, &viewer.name).await
+            }
+            _ => Err(BoardError::Refused(format!(
+                "'At once' must be a whole number from 1 to {}, not '{parallel}'",
+                agent::run::MAX_PARALLEL
+            ))),
+        }
+    };
+    match result {
+        Ok(plan) => axum::response::Redirect::to(&format!("/plans/{plan}")),
+        Err(e) => {
+            let query = serde_urlencoded::to_string([
+                ("task_error", app::board::explain(&e, lang)),
+                ("task", form.task),
+            ])
+            .unwrap_or_default();
+            axum::response::Redirect::to(&format!("/plans/new?{query}"))
+        }
+    }
+}

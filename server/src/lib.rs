@@ -164,9 +164,13 @@ pub fn router_with_pages(
             services.access.clone(),
             auth::identify,
         ));
-    let backend: Arc<dyn app::api::BoardBackend> =
-        Arc::new(board::Board(services.plans.clone(), services.runs.clone()));
+    let board = Arc::new(board::Board(services.plans.clone(), services.runs.clone()));
+    let backend: Arc<dyn app::api::BoardBackend> = board.clone();
     let site = Router::new()
+        .route(
+            app::pages::task::TASK_ROUTE,
+            axum::routing::post(board::start_task_form).with_state(board),
+        )
         .leptos_routes_with_context(
             &options,
             routes,

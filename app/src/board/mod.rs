@@ -299,15 +299,10 @@ fn LiveBoard(
     Effect::new(move |_| match live.heard.get() {
         Some(Heard::Row(row)) if row.plan_id == board.id => board.take(row.seq, row.event),
         Some(Heard::Reload) => board.stale.set(true),
-        Some(Heard::Run(note)) => {
-            // A recorded call is no longer being written.
-            if let Some((role, subtask)) = note.as_ref().and_then(|n| n.finished_call()) {
-                board
-                    .writing
-                    .update(|w| w.retain(|p| p.role != role || p.subtask != subtask));
-            }
-            board.run_tick.update(|n| *n += 1);
-        }
+        Some(Heard::Run) => board.run_tick.update(|n| *n += 1),
+        Some(Heard::Delta(piece)) if piece.done => board
+            .writing
+            .update(|w| w.retain(|p| p.role != piece.role || p.subtask != piece.subtask)),
         Some(Heard::Delta(piece)) => board.writing.update(|w| {
             match w
                 .iter_mut()

@@ -207,8 +207,15 @@ pub fn connection_text(lang: Lang, connected: bool) -> &'static str {
 
 /// "2026-11-22 18:01", in UTC like every time the board shows.
 pub fn short_time(at: &Timestamp) -> String {
-    let text = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    text.get(..16).unwrap_or(&text).replace('T', " ")
+    use chrono::{Datelike, Timelike};
+    format!(
+        "{}-{:02}-{:02} {:02}:{:02}",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute()
+    )
 }
 
 /// The plans table's columns: English, Chinese.

@@ -1,42 +1,25 @@
-//! The task box on `/plans/new`: a task for planboard's own agent. It
-//! opens the run's plan, whose board shows the run from its first moment.
+//! The task box on `/plans/new`: a task for planboard's own agent. A plain
+//! form, rendered on the server and posted to `/plans/new/task`, which
+//! starts the run and opens its plan's board (the run shows there from its
+//! first moment). Nothing of it goes to the wasm; it works without it.
+//! A refusal comes back as `?task_error=` with the task kept in `?task=`.
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
-use crate::api::{start_task, TaskSpec};
 use crate::i18n::use_lang;
 
-/// `model` is read on the server while rendering (no call from the page).
-#[island]
+/// Where the form posts.
+pub const TASK_ROUTE: &str = "/plans/new/task";
+
+/// `model` is read on the server while rendering.
+#[component]
 pub fn TaskBox(model: Option<String>) -> impl IntoView {
     let lang = use_lang();
     let no_model = model.is_none();
-    let task = RwSignal::new(String::new());
-    let mode = RwSignal::new("auto".to_string());
-    let approval = RwSignal::new(true);
-    let parallel = RwSignal::new(4u32);
-    let error = RwSignal::new(None::<String>);
-    let busy = RwSignal::new(false);
-    let ready = RwSignal::new(false);
-    Effect::new(move |_| ready.set(true));
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let spec = TaskSpec {
-            task: task.get_untracked(),
-            mode: mode.get_untracked(),
-            approval_required: approval.get_untracked(),
-            max_parallel: parallel.get_untracked(),
-        };
-        busy.set(true);
-        leptos::task::spawn_local(async move {
-            let result = start_task(spec).await;
-            busy.set(false);
-            match result {
-                Ok(id) => super::new_plan::open_board(&format!("/plans/{id}")),
-                Err(e) => error.set(Some(crate::board::explain(&e, lang))),
-            }
-        });
-    };
+    let query = use_query_map().read_untracked();
+    let error = query.get("task_error");
+    let typed = query.get("task").unwrap_or_default();
     view! {
         <section class="task-box" data-testid="task-box">
             <h2>{lang.pick("Give planboard's agent a task", "把任务交给 planboard 的智能体")}</h2>
@@ -52,18 +35,17 @@ pub fn TaskBox(model: Option<String>) -> impl IntoView {
             {model.map(|m| view! {
                 <p class="hint" data-testid="agent-model">{lang.pick("Model: ", "模型：")}<code>{m}</code></p>
             })}
-            <form on:submit=submit>
-                <fieldset class="plain" disabled=move || !ready.get() || no_model>
+            <form method="post" action=TASK_ROUTE>
+                <fieldset class="plain" disabled=no_model>
                     <label class="field">
                         {lang.pick("Task", "任务")}
-                        <textarea required maxlength="8000" prop:value=move || task.get()
-                            on:input=move |ev| task.set(event_target_value(&ev)) data-testid="task-input"
-                            placeholder=lang.pick("What should be done? In any language.", "要做什么？任何语言都可以。")></textarea>
+                        <textarea name="task" required maxlength="8000" data-testid="task-input"
+                            placeholder=lang.pick("What should be done? In any language.", "要做什么？任何语言都可以。")>{typed}</textarea>
                     </label>
                     <div class="task-options">
                         <label class="field">
                             {lang.pick("Mode", "模式")}
-                            <select on:change=move |ev| mode.set(event_target_value(&ev)) data-testid="task-mode">
+                            <select name="mode" data-testid="task-mode">
                                 <option value="auto" selected>{lang.pick("Auto (the classifier decides)", "自动（由分类器决定）")}</option>
                                 <option value="simple">{lang.pick("Simple", "简单")}</option>
                                 <option value="complex">{lang.pick("Complex", "复杂")}</option>
@@ -72,19 +54,15 @@ pub fn TaskBox(model: Option<String>) -> impl IntoView {
                         </label>
                         <label class="field narrow">
                             {lang.pick("At once", "并行数")}
-                            <input type="number" min="1" max="32" prop:value=move || parallel.get().to_string()
-                                on:input=move |ev| parallel.set(event_target_value(&ev).parse().unwrap_or(4))/>
+                            <input name="max_parallel" type="number" min="1" max="32" value="4"/>
                         </label>
                         <label class="check">
-                            <input type="checkbox" checked prop:checked=move || approval.get()
-                                on:change=move |ev| approval.set(event_target_checked(&ev)) data-testid="task-approval"/>
+                            <input name="approval" type="checkbox" value="on" checked data-testid="task-approval"/>
                             {lang.pick(" I approve the plan before it runs", " 计划运行前由我批准")}
                         </label>
                     </div>
-                    <Show when=move || error.get().is_some()>
-                        <p class="error" role="alert" data-testid="task-error">{move || error.get()}</p>
-                    </Show>
-                    <button type="submit" class="primary" disabled=move || busy.get() data-testid="start-task">
+                    {error.map(|e| view! { <p class="error" role="alert" data-testid="task-error">{e}</p> })}
+                    <button type="submit" class="primary" data-testid="start-task">
                         {lang.pick("Start", "开始")}
                     </button>
                 </fieldset>

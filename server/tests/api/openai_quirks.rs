@@ -92,7 +92,7 @@ async fn the_openai_path_reads_quirky_replies_and_retries_only_what_can_be_retri
     let attempt = |n: u32| -> Vec<String> {
         deltas
             .iter()
-            .filter(|d| d.attempt == n)
+            .filter(|d| d.attempt == n && !d.done)
             .map(|d| d.text.clone())
             .collect()
     };
@@ -100,6 +100,12 @@ async fn the_openai_path_reads_quirky_replies_and_retries_only_what_can_be_retri
     assert_eq!(attempt(2).len(), 3, "the reply came in pieces");
     assert_eq!(attempt(2).concat(), "the final answer");
     assert!(deltas.iter().all(|d| d.role == "compiler"));
+    let ends: Vec<u32> = deltas
+        .iter()
+        .filter(|d| d.done)
+        .map(|d| d.attempt)
+        .collect();
+    assert_eq!(ends, [1, 2], "each attempt says when it is over");
     let dropped = host
         .entries(uuid::Uuid::nil())
         .into_iter()

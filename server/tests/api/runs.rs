@@ -432,3 +432,76 @@ async fn the_plans_stream_carries_its_runs_entries_as_run_events() {
     assert!(run_kinds.contains(&"llm_call".to_string()), "{run_kinds:?}");
     assert_eq!(run_kinds.last().map(String::as_str), Some("answer"));
 }
+
+#[tokio::test]
+async fn the_task_box_form_starts_a_run_and_opens_its_board_or_says_why_not() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let post = |form: Vec<(&'static str, &'static str)>| {
+        client
+            .post(server.url("/plans/new/task"))
+            .form(&form)
+            .send()
+    };
+    let location = |r: &reqwest::Response| {
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+        r.headers()["location"].to_str().unwrap().to_string()
+    };
+    // A plain form post (no script): the run starts, the board opens.
+    let answer = post(vec![
+        ("task", "Say hello"),
+        ("mode", "simple"),
+        ("max_parallel", "2"),
+    ])
+    .await
+    .unwrap();
+    let to = location(&answer);
+    let plan = to.strip_prefix("/plans/").expect("the plan's board");
+    let (_, runs) = server.get(&format!("/api/runs?plan={plan}")).await;
+    let run = runs[0]["id"].as_str().expect("a run on that plan");
+    // Approval unticked: the run goes on without waiting for a person.
+    let view = wait_for(&server, run, "done").await;
+    assert_eq!(view["config"]["mode"], "simple", "{view}");
+    assert_eq!(view["config"]["max_parallel"], 2, "{view}");
+    assert_eq!(view["config"]["approval_required"], false, "{view}");
+    // A refusal goes back to the form with the reason and the task as typed.
+    for (form, says) in [
+        (
+            vec![
+                ("task", "Say it twice"),
+                ("mode", "auto"),
+                ("max_parallel", "many"),
+            ],
+            "At once",
+        ),
+        (
+            vec![
+                ("task", "Say it twice"),
+                ("mode", "sideways"),
+                ("max_parallel", "1"),
+                ("approval", "on"),
+            ],
+            "sideways",
+        ),
+    ] {
+        let to = location(&post(form).await.unwrap());
+        let query = to.strip_prefix("/plans/new?").expect("back to the form");
+        let fields: std::collections::HashMap<String, String> =
+            serde_urlencoded::from_str(query).unwrap();
+        assert!(fields["task_error"].contains(says), "{fields:?}");
+        assert_eq!(fields["task"], "Say it twice");
+        let page = client
+            .get(server.url(&to))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains(says) && page.contains(">Say it twice</textarea>"));
+    }
+}
