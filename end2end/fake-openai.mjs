@@ -24,6 +24,14 @@ function answer(request) {
         ],
       };
     case "action":
+      // Tasks marked [ask] or [fail] make the first subtask ask a person
+      // (until someone answered) or fail.
+      if (subtask === "look at the first" && brief.includes("[ask]") && !brief.includes("What people said")) {
+        return { action: "ask", question: "Which of the two libraries do you mean first?" };
+      }
+      if (subtask === "look at the first" && brief.includes("[fail]")) {
+        return { action: "fail", reason: "the first library's documentation cannot be read" };
+      }
       return { action: "complete", result: `done: ${subtask}` };
     case "adapt":
       return { drop: [], needs_change: false, reason: "fine", revise: [] };

@@ -46,3 +46,37 @@ test("a person pauses and cancels the agent from the board", async ({ page, requ
   await page.getByTestId("run-cancel").click();
   await expect(page.getByTestId("run-state")).toHaveText("cancelled", { timeout: 10_000 });
 });
+
+test("the agent's question shows on its card and in the banner, and the answer lets it go on", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[ask] Compare two libraries"), mode: "complex", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  const question = page.getByTestId("question-1");
+  await expect(question).toContainText("Which of the two libraries do you mean first?", { timeout: 15_000 });
+  await expect(page.getByTestId("card-1")).toContainText("Which of the two libraries");
+  await shot(page, "agent-5-question");
+  await question.getByTestId("answer-input").fill("The <i>first</i> one, please");
+  await question.getByTestId("answer-send").click();
+  await expect(page.getByTestId("question-1")).toHaveCount(0, { timeout: 10_000 });
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
+  const comments = await (await request.get(`/api/plans/${run.plan_id}/comments`)).json();
+  expect(JSON.stringify(comments)).toContain("The <i>first</i> one, please");
+});
+
+test("a failed subtask offers Retry and Skip; skipping it lets the stuck run finish", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[fail] Compare two libraries"), mode: "complex", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await expect(page.getByTestId("retry-1")).toBeVisible({ timeout: 15_000 });
+  await expect(page.getByTestId("skip-1")).toBeVisible();
+  await expect(page.getByTestId("card-1")).toContainText("documentation cannot be read");
+  await expect(page.getByTestId("run-reason")).toBeVisible({ timeout: 15_000 });
+  await shot(page, "agent-6-stuck");
+  await page.getByTestId("skip-1").click();
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
+  await expect(page.getByTestId("card-1")).toContainText("skipped on the board");
+});

@@ -411,6 +411,20 @@ impl Plan {
 /// Seed 002's default batch size.
 pub const DEFAULT_BATCH: usize = 5;
 
+/// How a subtask blocked on a question to a person begins its note (the
+/// question follows), so a board can offer an answer box for it.
+pub const QUESTION_NOTE: &str = "waiting for an answer: ";
+
+impl Subtask {
+    /// The question this subtask waits on a person to answer, if any.
+    pub fn question(&self) -> Option<&str> {
+        if self.state != SubtaskState::Blocked {
+            return None;
+        }
+        self.outcome.as_deref()?.strip_prefix(QUESTION_NOTE)
+    }
+}
+
 /// Input limits: large enough for real plans, small enough that a runaway
 /// model cannot fill memory. Every violation is a [`crate::PlanError::TooLong`].
 pub mod limits {

@@ -211,7 +211,10 @@ impl Driver {
                         Op::SetSubtaskState {
                             id,
                             state: SubtaskState::Blocked,
-                            note: Some(cut(&format!("waiting for an answer: {question}"), 3_900)),
+                            note: Some(cut(
+                                &format!("{}{question}", plan_engine::model::QUESTION_NOTE),
+                                3_900,
+                            )),
                             start_next: false,
                         },
                         Op::Comment {

@@ -131,6 +131,21 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
             board.act(op, false, error);
         }
     };
+    // A failed subtask, or one blocked on something other than a question
+    // (questions are answered in the run's banner), offers the two usual
+    // ways on: try again, or skip it.
+    let stuck = board.can_edit()
+        && (state == SubtaskState::Failed
+            || (state == SubtaskState::Blocked && subtask.question().is_none()));
+    let set = move |to: SubtaskState, en: &'static str, zh: &'static str| {
+        let op = Op::SetSubtaskState {
+            id,
+            state: to,
+            note: Some(lang.pick(en, zh).into()),
+            start_next: false,
+        };
+        board.act(op, false, error);
+    };
     let selected = move || board.selected.get() == Some(id);
     let label = lang.pick(format!("Move #{} to", id.0), format!("把 #{} 移到", id.0));
     view! {
@@ -150,6 +165,12 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
             {(subtask.attempts() > 1).then(|| view! { <p class="meta">{lang.pick("attempts: ", "尝试次数：")}{subtask.attempts()}</p> })}
             {subtask.outcome().map(str::to_string).map(|o| view! { <p class="result">{o}</p> })}
             {why.map(|w| view! { <p class="why">{w}</p> })}
+            {stuck.then(|| view! {
+                <div class="card-actions">
+                    <button on:click=move |_| set(SubtaskState::Todo, "retry asked on the board", "在看板上要求重试") data-testid=format!("retry-{}", id.0)>{lang.pick("Retry", "重试")}</button>
+                    <button on:click=move |_| set(SubtaskState::Skipped, "skipped on the board", "在看板上跳过") data-testid=format!("skip-{}", id.0)>{lang.pick("Skip", "跳过")}</button>
+                </div>
+            })}
             {(board.can_edit() && !targets.is_empty()).then(|| view! {
                 <div class="move">
                     <select

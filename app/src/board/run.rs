@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::Board;
-use plan_engine::{Op, PlanState};
+use plan_engine::{Op, PlanState, SubtaskId, SubtaskState};
 
 use crate::api::{load_run, RunPanel};
 
@@ -51,6 +51,39 @@ fn RunBody(board: Board) -> impl IntoView {
     // The run is steered through its plan, like everything on the board.
     let error = RwSignal::new(None::<String>);
     let act = move |op: fn() -> Op| board.act(op(), false, error);
+    // The agent's open questions, each with its answer box: the answer is a
+    // comment on the subtask, which then goes back to todo for the agent.
+    let questions = move || {
+        let asked: Vec<(SubtaskId, String)> = board.plan.with(|p| {
+            p.subtasks()
+                .iter()
+                .filter_map(|s| Some((s.id(), s.question()?.to_string())))
+                .collect()
+        });
+        asked
+            .into_iter()
+            .map(|(id, question)| view! { <Question board id question/> })
+            .collect_view()
+    };
+    // What the model is writing now, as text (a reply is never markup).
+    let writing = move || {
+        board.writing.with(|w| {
+            w.iter()
+                .map(|p| {
+                    let who = match p.subtask {
+                        Some(s) => format!("{} #{}", p.role, s.0),
+                        None => p.role.clone(),
+                    };
+                    view! {
+                        <p class="run-live" data-testid="run-live">
+                            <span class="run-live-who">{lang.pick("writing · ", "正在生成 · ")}{who}</span>
+                            <span class="run-live-text">{p.text.clone()}</span>
+                        </p>
+                    }
+                })
+                .collect_view()
+        })
+    };
     let panel = move |r: RunPanel| {
         let state = r.state.clone();
         let live = !matches!(state.as_str(), "done" | "failed" | "cancelled");
@@ -87,6 +120,8 @@ fn RunBody(board: Board) -> impl IntoView {
                 </div>
                 {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
                 {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
+                {questions}
+                {writing}
                 {r.answer.map(|answer| view! {
                     <div class="run-answer" data-testid="run-answer">
                         <h2>{lang.pick("Answer", "答案")}</h2>
@@ -103,30 +138,58 @@ fn RunBody(board: Board) -> impl IntoView {
             last.set(fresh);
         }
     });
-    // What the model is writing now, as text (a reply is never markup).
-    let writing = move || {
-        board.writing.with(|w| {
-            w.iter()
-                .map(|p| {
-                    let who = match p.subtask {
-                        Some(s) => format!("{} #{}", p.role, s.0),
-                        None => p.role.clone(),
-                    };
-                    view! {
-                        <p class="run-live" data-testid="run-live">
-                            <span class="run-live-who">{lang.pick("writing · ", "正在生成 · ")}{who}</span>
-                            <span class="run-live-text">{p.text.clone()}</span>
-                        </p>
-                    }
-                })
-                .collect_view()
-        })
-    };
     view! {
         {move || last.get().map(panel)}
-        {writing}
         <Show when=move || error.get().is_some()>
             <p class="error" role="alert">{move || error.get()}</p>
         </Show>
+    }
+}
+
+/// A question from the agent on subtask `id`, with a box to answer it.
+#[component]
+fn Question(board: Board, id: SubtaskId, question: String) -> impl IntoView {
+    let lang = board.lang;
+    let answer = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let send = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = answer.get_untracked();
+        if body.trim().is_empty() {
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            let resume = Op::SetSubtaskState {
+                id,
+                state: SubtaskState::Todo,
+                note: Some(lang.pick("answered on the board", "已在看板上回答").into()),
+                start_next: false,
+            };
+            let comment = Op::Comment {
+                subtask: Some(id),
+                body,
+            };
+            let result = match board.send(comment, false).await {
+                Ok(_) => board.send(resume, false).await,
+                Err(e) => Err(e),
+            };
+            error.set(result.err().map(|e| super::explain(&e, lang)));
+        });
+    };
+    view! {
+        <form class="run-question" on:submit=send data-testid=format!("question-{}", id.0)>
+            <p>
+                <strong>{lang.pick("The agent asks", "智能体提问")}" (#"{id.0}"): "</strong>
+                <span data-testid="question-text">{question}</span>
+            </p>
+            {board.can_edit().then(|| view! {
+                <textarea required maxlength="4000" prop:value=move || answer.get()
+                    on:input=move |ev| answer.set(event_target_value(&ev)) data-testid="answer-input"></textarea>
+                <button type="submit" class="primary" data-testid="answer-send">{lang.pick("Answer", "回答")}</button>
+            })}
+            <Show when=move || error.get().is_some()>
+                <p class="error" role="alert">{move || error.get()}</p>
+            </Show>
+        </form>
     }
 }

@@ -118,6 +118,20 @@ async fn a_run_waits_for_approval_on_the_plans_route_then_runs_to_its_answer() {
     );
     let (status, artifacts) = server.get(&format!("/api/runs/{run}/artifacts")).await;
     assert_eq!((status, artifacts), (StatusCode::OK, json!([])));
+    // The answer is the finished plan's outcome, so its Markdown export has it.
+    let markdown = server
+        .client
+        .get(server.url(&format!("/api/plans/{plan}/export?format=markdown")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        markdown.contains("**Outcome**: the final answer"),
+        "{markdown}"
+    );
 }
 
 #[tokio::test]
