@@ -31,6 +31,24 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   await expect(page.getByTestId("plan-state")).toHaveText(/done/i);
   await expect(page.getByTestId("run-live")).toHaveCount(0);
   await shot(page, "agent-4-done");
+  // The Gantt view: the two independent subtasks ran at the same time.
+  await page.getByTestId("tab-gantt").click();
+  const gantt = page.getByTestId("gantt");
+  await expect(gantt).toBeVisible();
+  await expect.poll(() => gantt.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBeGreaterThan(0);
+  const svg = await (await page.request.get(page.url().split("?")[0] + "/gantt.svg")).text();
+  const bar = (id: number) => {
+    const m = svg.match(new RegExp(`data-subtask="${id}" data-start="(\\d+)" data-end="(\\d+)"`));
+    expect(m, svg).not.toBeNull();
+    return [Number(m![1]), Number(m![2])];
+  };
+  const [a1, a2] = bar(1);
+  const [b1, b2] = bar(2);
+  const [c1] = bar(3);
+  expect(Math.max(a1, b1)).toBeLessThan(Math.min(a2, b2));
+  expect(c1).toBeGreaterThanOrEqual(Math.max(a2, b2));
+  expect(svg).toContain("data-tokens=");
+  await shot(page, "agent-7-gantt");
 });
 
 test("a person pauses and cancels the agent from the board", async ({ page, request }) => {

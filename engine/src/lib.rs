@@ -23,7 +23,8 @@
 //! - [`dag`]: cycle checks with the offending path, topological order, critical path.
 //! - `index`: derived lookups (positions, ready set, counts) that keep per-step
 //!   queries off the O(n) path.
-//! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON.
+//! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON;
+//!   [`gantt`]: the plan's timing as an SVG Gantt chart.
 //! - [`layout`]: the layered drawing of the dependency graph for the board.
 //! - [`describe`](mod@describe): one readable line per event, for timelines;
 //!   `words`: state and mode labels in English and Chinese.
@@ -39,6 +40,7 @@ pub mod describe;
 pub mod dialect;
 pub mod error;
 pub mod event;
+pub mod gantt;
 pub mod hint;
 mod index;
 pub mod layout;

@@ -239,3 +239,71 @@ pub async fn start_task_form(
         }
     }
 }
+
+/// `GET /plans/{id}/gantt.svg`: the plan's Gantt chart, with the tokens its
+/// run's model calls spent per subtask; the board shows it as an image.
+pub async fn gantt(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(&headers);
+    let Some(plan) = id.parse::<PlanId>().ok() else {
+        return (axum::http::StatusCode::NOT_FOUND, "no such plan").into_response();
+    };
+    let Some(found) = board.0.get(plan).await else {
+        return (axum::http::StatusCode::NOT_FOUND, "no such plan").into_response();
+    };
+    let tokens = board.tokens_by_subtask(plan).await;
+    let svg = plan_engine::gantt::gantt_svg(&found, chrono::Utc::now(), &tokens, lang);
+    (
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "image/svg+xml; charset=utf-8",
+            ),
+            (axum::http::header::CACHE_CONTROL, "no-store"),
+        ],
+        svg,
+    )
+        .into_response()
+}
+
+impl Board {
+    /// Tokens the plan's run spent per subtask, from its `llm_call` entries.
+    async fn tokens_by_subtask(&self, plan: PlanId) -> Vec<(plan_engine::SubtaskId, u64)> {
+        let Ok(runs) = self.1.list(None, Some(plan), 0, 1).await else {
+            return Vec::new();
+        };
+        let Some(run) = runs.first().map(|r| r.record.id) else {
+            return Vec::new();
+        };
+        let mut spent: Vec<(plan_engine::SubtaskId, u64)> = Vec::new();
+        let mut after = 0;
+        while let Ok(page) = self.1.events(run, after, 500).await {
+            for row in &page {
+                after = row.seq;
+                let e = &row.entry;
+                let Some(subtask) = e["subtask"].as_u64().and_then(|s| u32::try_from(s).ok())
+                else {
+                    continue;
+                };
+                if e["kind"] != "llm_call" {
+                    continue;
+                }
+                let used = e["prompt_tokens"].as_u64().unwrap_or(0)
+                    + e["completion_tokens"].as_u64().unwrap_or(0);
+                let id = plan_engine::SubtaskId(subtask);
+                match spent.iter_mut().find(|(s, _)| *s == id) {
+                    Some((_, total)) => *total += used,
+                    None => spent.push((id, used)),
+                }
+            }
+            if page.len() < 500 {
+                break;
+            }
+        }
+        spent
+    }
+}

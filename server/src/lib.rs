@@ -169,8 +169,9 @@ pub fn router_with_pages(
     let site = Router::new()
         .route(
             app::pages::task::TASK_ROUTE,
-            axum::routing::post(board::start_task_form).with_state(board),
+            axum::routing::post(board::start_task_form).with_state(board.clone()),
         )
+        .route("/plans/{id}/gantt.svg", get(board::gantt).with_state(board))
         .leptos_routes_with_context(
             &options,
             routes,

@@ -181,12 +181,13 @@ pub fn stamp(at: &plan_engine::Timestamp, seconds: bool) -> String {
     }
 }
 
-/// The board's three views; `?view=` in the address.
+/// The board's four views; `?view=` in the address.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub enum View {
     Kanban,
     Dag,
     Timeline,
+    Gantt,
 }
 
 impl View {
@@ -196,6 +197,7 @@ impl View {
         match value {
             Some("dag") => View::Dag,
             Some("timeline") => View::Timeline,
+            Some("gantt") => View::Gantt,
             _ => View::Kanban,
         }
     }
@@ -205,6 +207,7 @@ impl View {
             View::Kanban => "kanban",
             View::Dag => "dag",
             View::Timeline => "timeline",
+            View::Gantt => "gantt",
         }
     }
 }
@@ -378,6 +381,7 @@ fn LiveBoard(
                 {tab(View::Kanban, lang.pick("Kanban", "看板"))}
                 {tab(View::Dag, lang.pick("DAG", "依赖图"))}
                 {tab(View::Timeline, lang.pick("Timeline", "时间线"))}
+                {tab(View::Gantt, lang.pick("Gantt", "甘特图"))}
                 <button
                     type="button"
                     class="toggle-side"
@@ -399,6 +403,14 @@ fn LiveBoard(
                         View::Kanban => view! { <kanban::Kanban board/> }.into_any(),
                         View::Dag => view! { <dag::Dag board/> }.into_any(),
                         View::Timeline => view! { <timeline::Timeline board/> }.into_any(),
+                        // Drawn by the server (`/plans/{id}/gantt.svg`), so
+                        // it costs the wasm nothing; loaded again with
+                        // every version of the plan.
+                        View::Gantt => view! {
+                            <img class="gantt" data-testid="gantt"
+                                alt=lang.pick("Gantt chart: one bar per subtask from its start to its finish", "甘特图：每个子任务从开始到结束一条")
+                                src=move || format!("/plans/{}/gantt.svg?v={}", board.id, board.plan.with(|p| p.version()))/>
+                        }.into_any(),
                     }}
                 </section>
                 <aside class="side" id="board-side">
@@ -419,6 +431,7 @@ mod tests {
     fn the_view_comes_from_the_query_and_defaults_to_kanban() {
         assert_eq!(View::parse(Some("dag")), View::Dag);
         assert_eq!(View::parse(Some("timeline")), View::Timeline);
+        assert_eq!(View::parse(Some("gantt")), View::Gantt);
         assert_eq!(View::parse(Some("kanban")), View::Kanban);
         assert_eq!(View::parse(Some("nonsense")), View::Kanban);
         assert_eq!(View::parse(None), View::Kanban);
