@@ -89,6 +89,29 @@ pub struct TaskSpec {
     pub max_parallel: u32,
 }
 
+/// One line of a run's activity, as its page shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    pub at: Timestamp,
+    /// The run-log entry's kind (`llm_call`, `tool_call`, `retry_scheduled`, …).
+    pub kind: String,
+    pub subtask: Option<u32>,
+    /// One line: who, what, how long, how many tokens, ok or not.
+    pub summary: String,
+    /// The messages and the reply, or a tool's arguments and result.
+    pub detail: Option<String>,
+    pub ok: bool,
+}
+
+/// A plan's run as a list of what the agent did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivityLog {
+    pub plan_title: String,
+    /// `None`: no run has worked on this plan.
+    pub run_id: Option<String>,
+    pub rows: Vec<Activity>,
+}
+
 /// The agent's run on a plan, as the board shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunPanel {
@@ -160,6 +183,9 @@ pub trait BoardBackend: Send + Sync {
     /// Starts a run; returns its plan.
     async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError>;
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError>;
+    /// What the plan's run did, oldest first; only about `subtask` if given.
+    async fn activity(&self, plan: PlanId, subtask: Option<u32>)
+        -> Result<ActivityLog, BoardError>;
 }
 
 #[cfg(feature = "ssr")]
@@ -270,6 +296,17 @@ pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
         async {
             let who = editor().await?;
             backend()?.create(spec, &who.name).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_activity(plan: PlanId, subtask: Option<u32>) -> Result<ActivityLog, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.activity(plan, subtask).await
         }
         .await,
     )

@@ -40,7 +40,7 @@ use leptos_router::path;
 
 use board::BoardPage;
 use i18n::{use_lang, Lang};
-use pages::{history::HistoryPage, new_plan::NewPage, plans::PlansPage};
+use pages::{activity::ActivityPage, history::HistoryPage, new_plan::NewPage, plans::PlansPage};
 
 /// The HTML document around the app; the server renders it for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -80,6 +80,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/history") view=HistoryPage/>
                     <Route path=path!("/plans/new") view=NewPage/>
                     <Route path=path!("/plans/:id") view=BoardPage/>
+                    <Route path=path!("/plans/:id/activity") view=ActivityPage/>
                 </Routes>
             </main>
         </Router>

@@ -49,6 +49,20 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   expect(c1).toBeGreaterThanOrEqual(Math.max(a2, b2));
   expect(svg).toContain("data-tokens=");
   await shot(page, "agent-7-gantt");
+  // The activity page: every model call, its messages folded out on demand.
+  await page.getByTestId("run-activity").click();
+  await page.waitForURL(/\/activity$/);
+  const rows = page.getByTestId("activity-row");
+  await expect(rows.filter({ hasText: "executor" }).first()).toBeVisible();
+  await expect(rows.filter({ hasText: "compiler" }).first()).toContainText("tokens");
+  await rows.filter({ hasText: "compiler" }).first().locator("summary").click();
+  await expect(rows.filter({ hasText: "compiler" }).first().locator("pre")).toContainText("[reply]");
+  await shot(page, "agent-8-activity");
+  await page.getByTestId("activity-who").getByText("#2", { exact: true }).first().click();
+  await page.waitForURL(/activity\?subtask=2$/);
+  const who = await page.getByTestId("activity-who").allTextContents();
+  expect(who.length).toBeGreaterThan(0);
+  expect(new Set(who)).toEqual(new Set(["#2"]));
 });
 
 test("a person pauses and cancels the agent from the board", async ({ page, request }) => {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use app::api::{
-    AgentInfo, BoardBackend, BoardError, ListFilter, LogEntry, PlanList, PlanRow, RunPanel,
-    TaskSpec, PAGE_SIZE,
+    Activity, ActivityLog, AgentInfo, BoardBackend, BoardError, ListFilter, LogEntry, PlanList,
+    PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
 };
 use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId};
 
@@ -133,6 +133,54 @@ impl BoardBackend for Board {
         view.record
             .plan_id
             .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+
+    async fn activity(
+        &self,
+        plan: PlanId,
+        subtask: Option<u32>,
+    ) -> Result<ActivityLog, BoardError> {
+        let plan_title = self
+            .0
+            .read(plan, |p| p.title().to_string())
+            .await
+            .ok_or_else(|| BoardError::NotFound(PlanError::UnknownPlan { id: plan }.to_string()))?;
+        let runs = self
+            .1
+            .list(None, Some(plan), 0, 1)
+            .await
+            .map_err(run_error)?;
+        let Some(run) = runs.first().map(|r| r.record.id) else {
+            return Ok(ActivityLog {
+                plan_title,
+                run_id: None,
+                rows: Vec::new(),
+            });
+        };
+        let mut rows = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.1.events(run, after, 500).await.map_err(run_error)?;
+            for stored in &page {
+                after = stored.seq;
+                let Ok(entry) = serde_json::from_value::<agent::RunEntry>(stored.entry.clone())
+                else {
+                    continue;
+                };
+                let line = activity_of(stored.at, &stored.kind, entry);
+                if subtask.is_none() || line.subtask == subtask {
+                    rows.push(line);
+                }
+            }
+            if page.len() < 500 {
+                break;
+            }
+        }
+        Ok(ActivityLog {
+            plan_title,
+            run_id: Some(run.to_string()),
+            rows,
+        })
     }
 
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
@@ -305,5 +353,106 @@ impl Board {
             }
         }
         spent
+    }
+}
+
+/// One run-log entry as a line of the activity page.
+fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -> Activity {
+    use agent::RunEntry as E;
+    let line = |subtask: Option<u32>, summary: String, detail: Option<String>, ok: bool| Activity {
+        at,
+        kind: kind.to_string(),
+        subtask,
+        summary,
+        detail,
+        ok,
+    };
+    match entry {
+        E::LlmCall(c) => {
+            let mut summary = format!(
+                "{} · {} · attempt {} · {} → {} tokens · {} ms",
+                c.role, c.model, c.attempt, c.prompt_tokens, c.completion_tokens, c.latency_ms
+            );
+            if let Some(finish) = &c.finish_reason {
+                summary.push_str(&format!(" · {finish}"));
+            }
+            if let Some(error) = &c.error {
+                summary.push_str(&format!(" · {error}"));
+            }
+            let ok = c.error.is_none();
+            line(c.subtask.map(|s| s.0), summary, Some(c.transcript), ok)
+        }
+        E::ToolCall {
+            subtask,
+            name,
+            arguments,
+            result,
+            ok,
+            duration_ms,
+        } => line(
+            Some(subtask.0),
+            format!(
+                "{name} · {} · {duration_ms} ms",
+                if ok { "ok" } else { "error" }
+            ),
+            Some(format!("arguments: {arguments}\n\nresult:\n{result}")),
+            ok,
+        ),
+        E::RetryScheduled {
+            role,
+            attempt,
+            delay_ms,
+            class,
+            error,
+        } => line(
+            None,
+            format!("{role} attempt {attempt} failed ({class}: {error}); again in {delay_ms} ms"),
+            None,
+            false,
+        ),
+        E::SubtaskResult {
+            subtask,
+            ok,
+            text,
+            duration_ms,
+        } => line(
+            Some(subtask.0),
+            format!("{text} · {duration_ms} ms"),
+            None,
+            ok,
+        ),
+        E::Overridden { subtask, now } => line(
+            Some(subtask.0),
+            format!("a person moved it to {now}; the agent's late result was dropped"),
+            None,
+            true,
+        ),
+        E::Asked { subtask, question } => line(Some(subtask.0), question, None, true),
+        E::StateChanged { to, reason, .. } => {
+            line(None, format!("{} · {reason}", to.as_str()), None, true)
+        }
+        E::Classified(c) => line(
+            None,
+            format!("{} · {}", c.mode.as_str(), c.reason),
+            None,
+            true,
+        ),
+        E::PlanProposed {
+            round, subtasks, ..
+        } => line(
+            None,
+            format!("round {round}: {subtasks} subtasks"),
+            None,
+            true,
+        ),
+        E::Rejected { comment, round } => {
+            line(None, format!("round {round}: {comment}"), None, true)
+        }
+        E::PlanAdjusted { reason, changes } => {
+            line(None, format!("{changes} changes: {reason}"), None, true)
+        }
+        E::BudgetReached { what } => line(None, what, None, false),
+        E::PeopleChanged { summary } => line(None, summary, None, true),
+        E::Answer { text } => line(None, text, None, true),
     }
 }

@@ -112,6 +112,7 @@ fn RunBody(board: Board) -> impl IntoView {
                     <span class="run-spent" data-testid="run-spent">
                         {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick("calls", "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
                     </span>
+                    <a class="run-activity" href=format!("/plans/{id}/activity") data-testid="run-activity">{lang.pick("Activity", "活动")}</a>
                     <span class="run-actions">
                         {running.then(|| view! { <button on:click=move |_| act(|| Op::Pause) data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
                         {(live && paused).then(|| view! { <button on:click=move |_| act(|| Op::Resume) data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}

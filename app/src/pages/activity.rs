@@ -1,0 +1,87 @@
+//! A run's activity (`/plans/{id}/activity`, `?subtask=n` for one subtask):
+//! every model call with its tokens, latency and attempt, every tool call
+//! with its arguments and result, retries, overrides, questions, results
+//! and the answer; the messages and replies fold out. Rendered on the
+//! server (it costs the wasm nothing); the board links here.
+
+use leptos::prelude::*;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use crate::api::{load_activity, Activity};
+use crate::i18n::use_lang;
+
+/// "16:53:02.123" (UTC, like every time the board shows): calls are
+/// milliseconds apart, so the page shows them.
+fn clock(at: &plan_engine::Timestamp) -> String {
+    use chrono::Timelike;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.timestamp_subsec_millis()
+    )
+}
+
+#[component]
+pub fn ActivityPage() -> impl IntoView {
+    let lang = use_lang();
+    let plan = use_params_map()
+        .read_untracked()
+        .get("id")
+        .and_then(|s| uuid::Uuid::parse_str(&s).ok());
+    let subtask = use_query_map()
+        .read_untracked()
+        .get("subtask")
+        .and_then(|s| s.parse::<u32>().ok());
+    let Some(plan) = plan else {
+        return view! { <p class="error" role="alert">{lang.pick("No plan has this id.", "没有这个 id 的计划。")}</p> }.into_any();
+    };
+    let log = crate::codec::load(move || (plan, subtask), |(p, s)| load_activity(p, s));
+    let row = move |a: Activity| {
+        // A subtask's tag opens its activity alone.
+        let who = a.subtask.map(|s| {
+            view! { <a href=format!("/plans/{plan}/activity?subtask={s}")>{format!("#{s}")}</a> }
+        });
+        view! {
+            <li class=format!("activity-row kind-{}", a.kind) class:failed=!a.ok data-testid="activity-row">
+                <span class="activity-at"><time>{clock(&a.at)}</time></span>
+                <span class="activity-who" data-testid="activity-who">{who}</span>
+                <span class="activity-kind">{a.kind.replace('_', " ")}</span>
+                <span class="activity-summary">{a.summary}</span>
+                {a.detail.map(|d| view! {
+                    <details class="activity-detail">
+                        <summary>{lang.pick("messages and reply", "消息与回复")}</summary>
+                        <pre>{d}</pre>
+                    </details>
+                })}
+            </li>
+        }
+    };
+    view! {
+        <section class="activity-page">
+            <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
+                {move || log.get().map(|r| match r {
+                    Ok(log) => {
+                        let heading = match subtask {
+                            Some(s) => lang.pick(format!("Agent activity on #{s}"), format!("智能体在 #{s} 上的活动")),
+                            None => lang.pick("Agent activity".to_string(), "智能体活动".to_string()),
+                        };
+                        let empty = log.rows.is_empty();
+                        let rows = log.rows.into_iter().map(row).collect_view();
+                        view! {
+                            <h1>{heading}</h1>
+                            <p class="hint">
+                                <a href=format!("/plans/{plan}")>{log.plan_title}</a>
+                                {subtask.map(|_| view! { " · " <a href=format!("/plans/{plan}/activity")>{lang.pick("the whole run", "整个运行")}</a> })}
+                            </p>
+                            {empty.then(|| view! { <p class="empty">{lang.pick("Nothing yet.", "还没有活动。")}</p> })}
+                            <ol class="activity">{rows}</ol>
+                        }.into_any()
+                    }
+                    Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }.into_any()
+}
