@@ -29,6 +29,11 @@ function answer(request) {
       if (subtask === "look at the first" && brief.includes("[ask]") && !brief.includes("What people said")) {
         return { action: "ask", question: "Which of the two libraries do you mean first?" };
       }
+      // [file]: the first subtask writes a file in the run's workspace, then
+      // completes once it has seen the tool's result.
+      if (subtask === "look at the first" && brief.includes("[file]") && (request.messages?.length ?? 0) <= 2) {
+        return { action: "write_file", arguments: { path: "notes/first.md", content: "# The first library\n\nIts notes." } };
+      }
       if (subtask === "look at the first" && brief.includes("[fail]")) {
         return { action: "fail", reason: "the first library's documentation cannot be read" };
       }

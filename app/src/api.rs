@@ -110,6 +110,8 @@ pub struct ActivityLog {
     /// `None`: no run has worked on this plan.
     pub run_id: Option<String>,
     pub rows: Vec<Activity>,
+    /// The files the run wrote in its workspace: path and size in bytes.
+    pub artifacts: Vec<(String, u64)>,
 }
 
 /// The agent's run on a plan, as the board shows it.

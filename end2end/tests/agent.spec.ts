@@ -112,3 +112,35 @@ test("a failed subtask offers Retry and Skip; skipping it lets the stuck run fin
   await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
   await expect(page.getByTestId("card-1")).toContainText("skipped on the board");
 });
+
+test("the Chinese UI shows the run, its live parts and its Gantt view", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[file] 比较两个库并总结"), mode: "complex" } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await page.getByTestId("lang-switch").click();
+  await expect(page.locator("html")).toHaveAttribute("lang", "zh");
+  await expect(page.getByTestId("connection")).toHaveText("实时");
+  await expect(page.getByTestId("run-state")).toHaveText("等待批准", { timeout: 15_000 });
+  await expect(page.getByTestId("run-mode")).toContainText("智能体 · 模式");
+  await expect(page.getByTestId("run-mode")).toContainText("人工选择");
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("run-live").first()).toContainText("正在生成", { timeout: 10_000 });
+  await expect(page.getByTestId("run-state")).toHaveText("已完成", { timeout: 20_000 });
+  await expect(page.getByTestId("run-answer")).toContainText("答案");
+  await page.getByTestId("tab-gantt").click();
+  await expect(page.getByTestId("gantt")).toBeVisible();
+  const svg = await (await page.request.get(`/plans/${run.plan_id}/gantt.svg`)).text();
+  expect(svg).toContain("#3 combine");
+  await shot(page, "agent-9-zh");
+  await page.getByTestId("run-activity").click();
+  await expect(page.getByRole("heading", { name: "智能体活动" })).toBeVisible();
+  // The file the agent wrote is listed with a download link.
+  const file = page.getByTestId("artifact");
+  await expect(file).toHaveText("notes/first.md");
+  const download = await page.request.get((await file.getAttribute("href"))!);
+  expect(download.status()).toBe(200);
+  expect(await download.text()).toContain("# The first library");
+  await expect(page.getByTestId("activity-row").filter({ hasText: "write_file" }).first()).toContainText("ok");
+  await shot(page, "agent-10-activity-zh");
+});

@@ -155,6 +155,7 @@ impl BoardBackend for Board {
                 plan_title,
                 run_id: None,
                 rows: Vec::new(),
+                artifacts: Vec::new(),
             });
         };
         let mut rows = Vec::new();
@@ -176,10 +177,19 @@ impl BoardBackend for Board {
                 break;
             }
         }
+        let artifacts = self
+            .1
+            .artifacts(run)
+            .await
+            .map_err(run_error)?
+            .into_iter()
+            .map(|a| (a.path, a.bytes))
+            .collect();
         Ok(ActivityLog {
             plan_title,
             run_id: Some(run.to_string()),
             rows,
+            artifacts,
         })
     }
 

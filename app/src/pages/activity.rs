@@ -68,6 +68,16 @@ pub fn ActivityPage() -> impl IntoView {
                             None => lang.pick("Agent activity".to_string(), "智能体活动".to_string()),
                         };
                         let empty = log.rows.is_empty();
+                        // The files the agent wrote, each a download.
+                        let files = log.run_id.clone().filter(|_| !log.artifacts.is_empty()).map(|run| {
+                            let links = log.artifacts.iter().map(|(path, bytes)| view! {
+                                <li><a href=format!("/api/runs/{run}/artifacts/{path}") download data-testid="artifact">{path.clone()}</a>" "<span class="hint">{format!("{bytes} B")}</span></li>
+                            }).collect_view();
+                            view! {
+                                <h2>{lang.pick("Files the agent wrote", "智能体写出的文件")}</h2>
+                                <ul class="artifacts">{links}</ul>
+                            }
+                        });
                         let rows = log.rows.into_iter().map(row).collect_view();
                         view! {
                             <h1>{heading}</h1>
@@ -75,6 +85,7 @@ pub fn ActivityPage() -> impl IntoView {
                                 <a href=format!("/plans/{plan}")>{log.plan_title}</a>
                                 {subtask.map(|_| view! { " · " <a href=format!("/plans/{plan}/activity")>{lang.pick("the whole run", "整个运行")}</a> })}
                             </p>
+                            {files}
                             {empty.then(|| view! { <p class="empty">{lang.pick("Nothing yet.", "还没有活动。")}</p> })}
                             <ol class="activity">{rows}</ol>
                         }.into_any()
