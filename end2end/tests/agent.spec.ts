@@ -144,3 +144,22 @@ test("the Chinese UI shows the run, its live parts and its Gantt view", async ({
   await expect(page.getByTestId("activity-row").filter({ hasText: "write_file" }).first()).toContainText("ok");
   await shot(page, "agent-10-activity-zh");
 });
+
+test("before approving, a person has the task re-planned in another mode", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[slow] Compare two libraries"), mode: "complex" } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 20_000 });
+  await page.getByTestId("replan-mode").selectOption("simple");
+  await page.getByTestId("replan").click();
+  await expect(page.getByTestId("run-state")).toHaveText("planning", { timeout: 10_000 });
+  await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 20_000 });
+  await expect(page.getByTestId("run-mode")).toContainText("mode simple");
+  await expect(page.getByTestId("run-mode")).toContainText("chosen by a person");
+  await expect(page.getByTestId("plan-state")).toHaveText(/awaiting approval/i);
+  await shot(page, "agent-11-replanned");
+  await page.getByTestId("run-cancel").click();
+  await expect(page.getByTestId("run-state")).toHaveText("cancelled", { timeout: 10_000 });
+});

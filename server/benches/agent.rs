@@ -33,7 +33,8 @@ struct Fake {
     default_plan: Value,
 }
 
-async fn chat(State(fake): State<Fake>, Json(request): Json<Value>) -> Json<Value> {
+async fn chat(State(fake): State<Fake>, Json(request): Json<Value>) -> axum::response::Response {
+    use axum::response::IntoResponse;
     if !fake.latency.is_zero() {
         tokio::time::sleep(fake.latency).await;
     }
@@ -58,11 +59,29 @@ async fn chat(State(fake): State<Fake>, Json(request): Json<Value>) -> Json<Valu
         }
         _ => "the answer".to_string(),
     };
-    Json(
-        json!({"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
-    )
+    if request["stream"] != json!(true) {
+        return Json(
+            json!({"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+        )
+        .into_response();
+    }
+    // Streamed, as planboard asks by default: the text, the end with usage, [DONE].
+    let chunk = |delta: Value, finish: Value, usage: Value| {
+        json!({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": usage})
+    };
+    let body = format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        chunk(json!({"content": content}), Value::Null, Value::Null),
+        chunk(
+            json!({}),
+            json!("stop"),
+            json!({"prompt_tokens": 100, "completion_tokens": 10})
+        )
+    );
+    ([("content-type", "text/event-stream")], body).into_response()
 }
 
 fn plan_of(n: usize, chain: bool) -> Value {

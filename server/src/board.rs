@@ -466,3 +466,127 @@ fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -
         E::Answer { text } => line(None, text, None, true),
     }
 }
+
+/// The run header's re-plan form, as posted.
+#[derive(serde::Deserialize)]
+pub struct ReplanForm {
+    #[serde(default)]
+    mode: String,
+}
+
+/// `POST /plans/{id}/replan`: before approval, switches the plan's mode;
+/// the agent sees it and plans the task again with that planner. Back to
+/// the board, or a page that says why not.
+pub async fn replan_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ReplanForm>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(&headers);
+    let refused = |status: axum::http::StatusCode, e: BoardError| {
+        (status, app::board::explain(&e, lang)).into_response()
+    };
+    let Ok(plan) = id.parse::<PlanId>() else {
+        let e = BoardError::NotFound(format!("'{id}' is not a plan id"));
+        return refused(axum::http::StatusCode::NOT_FOUND, e);
+    };
+    if !viewer.can_edit {
+        let e = BoardError::Forbidden(format!(
+            "{} may not change plans (viewer role)",
+            viewer.name
+        ));
+        return refused(axum::http::StatusCode::FORBIDDEN, e);
+    }
+    let Some(mode) =
+        plan_engine::Mode::parse(&form.mode).filter(|m| *m != plan_engine::Mode::Manual)
+    else {
+        let e = BoardError::Refused(format!("no planner is called '{}'", form.mode));
+        return refused(axum::http::StatusCode::UNPROCESSABLE_ENTITY, e);
+    };
+    let patch = plan_engine::InfoPatch {
+        mode: Some(mode),
+        ..plan_engine::InfoPatch::default()
+    };
+    match board
+        .0
+        .execute(
+            plan,
+            vec![plan_engine::Op::UpdateInfo { patch }],
+            &viewer.name,
+        )
+        .await
+    {
+        Ok(_) => axum::response::Redirect::to(&format!("/plans/{plan}")).into_response(),
+        Err(e) => refused(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            to_board_error(e),
+        ),
+    }
+}
+
+/// The run header's answer box, as posted.
+#[derive(serde::Deserialize)]
+pub struct AnswerForm {
+    #[serde(default)]
+    subtask: String,
+    #[serde(default)]
+    answer: String,
+}
+
+/// `POST /plans/{id}/answer`: a person's answer to the agent's question
+/// on a subtask: a comment on it, and the subtask back to todo, in one
+/// change. Back to the board, or a page that says why not.
+pub async fn answer_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<AnswerForm>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(&headers);
+    let refused = |status: axum::http::StatusCode, e: BoardError| {
+        (status, app::board::explain(&e, lang)).into_response()
+    };
+    let Ok(plan) = id.parse::<PlanId>() else {
+        let e = BoardError::NotFound(format!("'{id}' is not a plan id"));
+        return refused(axum::http::StatusCode::NOT_FOUND, e);
+    };
+    if !viewer.can_edit {
+        let e = BoardError::Forbidden(format!(
+            "{} may not change plans (viewer role)",
+            viewer.name
+        ));
+        return refused(axum::http::StatusCode::FORBIDDEN, e);
+    }
+    let (Ok(subtask), false) = (
+        form.subtask.trim().parse::<u32>(),
+        form.answer.trim().is_empty(),
+    ) else {
+        let e = BoardError::Refused("an answer needs a subtask number and some text".into());
+        return refused(axum::http::StatusCode::UNPROCESSABLE_ENTITY, e);
+    };
+    let id = plan_engine::SubtaskId(subtask);
+    let ops = vec![
+        plan_engine::Op::Comment {
+            subtask: Some(id),
+            body: form.answer,
+        },
+        plan_engine::Op::SetSubtaskState {
+            id,
+            state: plan_engine::SubtaskState::Todo,
+            note: Some(lang.pick("answered on the board", "已在看板上回答").into()),
+            start_next: false,
+        },
+    ];
+    match board.0.execute(plan, ops, &viewer.name).await {
+        Ok(_) => axum::response::Redirect::to(&format!("/plans/{plan}")).into_response(),
+        Err(e) => refused(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            to_board_error(e),
+        ),
+    }
+}

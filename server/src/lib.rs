@@ -171,7 +171,18 @@ pub fn router_with_pages(
             app::pages::task::TASK_ROUTE,
             axum::routing::post(board::start_task_form).with_state(board.clone()),
         )
-        .route("/plans/{id}/gantt.svg", get(board::gantt).with_state(board))
+        .route(
+            "/plans/{id}/gantt.svg",
+            get(board::gantt).with_state(board.clone()),
+        )
+        .route(
+            "/plans/{id}/replan",
+            axum::routing::post(board::replan_form).with_state(board.clone()),
+        )
+        .route(
+            "/plans/{id}/answer",
+            axum::routing::post(board::answer_form).with_state(board),
+        )
         .leptos_routes_with_context(
             &options,
             routes,

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::Board;
-use plan_engine::{Op, PlanState, SubtaskId, SubtaskState};
+use plan_engine::{Op, PlanState, SubtaskId};
 
 use crate::api::{load_run, RunPanel};
 
@@ -101,6 +101,19 @@ fn RunBody(board: Board) -> impl IntoView {
         };
         // Only a running plan can be paused (the engine refuses otherwise).
         let running = state == "running";
+        // Before approval a person may have the task planned in another
+        // mode: a plain form (the server changes the plan's mode and the
+        // agent re-plans), so the wasm carries no code for it.
+        let replan = (state == "awaiting_approval" && board.can_edit()).then(|| view! {
+            <form class="run-replan" method="post" action=format!("/plans/{id}/replan")>
+                <select name="mode" aria-label=lang.pick("Planner", "规划方式") data-testid="replan-mode">
+                    <option value="simple">{lang.pick("simple", "简单")}</option>
+                    <option value="complex">{lang.pick("complex", "复杂")}</option>
+                    <option value="emergent">{lang.pick("emergent", "涌现")}</option>
+                </select>
+                <button type="submit" data-testid="replan">{lang.pick("Re-plan", "重新规划")}</button>
+            </form>
+        });
         view! {
             <section class="run-header" data-testid="run-header">
                 <div class="run-row">
@@ -114,6 +127,7 @@ fn RunBody(board: Board) -> impl IntoView {
                     </span>
                     <a class="run-activity" href=format!("/plans/{id}/activity") data-testid="run-activity">{lang.pick("Activity", "活动")}</a>
                     <span class="run-actions">
+                        {replan}
                         {running.then(|| view! { <button on:click=move |_| act(|| Op::Pause) data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
                         {(live && paused).then(|| view! { <button on:click=move |_| act(|| Op::Resume) data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
                         {live.then(|| view! { <button class="danger" on:click=move |_| act(|| Op::Finish { state: PlanState::Abandoned, outcome: "run cancelled on the board".into() }) data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
@@ -147,50 +161,23 @@ fn RunBody(board: Board) -> impl IntoView {
     }
 }
 
-/// A question from the agent on subtask `id`, with a box to answer it.
+/// A question from the agent on subtask `id`, with a box to answer it: a
+/// plain form (`/plans/{plan}/answer`), whose answer becomes a comment on
+/// the subtask, which goes back to todo for the agent, in one change.
 #[component]
 fn Question(board: Board, id: SubtaskId, question: String) -> impl IntoView {
     let lang = board.lang;
-    let answer = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let send = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let body = answer.get_untracked();
-        if body.trim().is_empty() {
-            return;
-        }
-        leptos::task::spawn_local(async move {
-            let resume = Op::SetSubtaskState {
-                id,
-                state: SubtaskState::Todo,
-                note: Some(lang.pick("answered on the board", "已在看板上回答").into()),
-                start_next: false,
-            };
-            let comment = Op::Comment {
-                subtask: Some(id),
-                body,
-            };
-            let result = match board.send(comment, false).await {
-                Ok(_) => board.send(resume, false).await,
-                Err(e) => Err(e),
-            };
-            error.set(result.err().map(|e| super::explain(&e, lang)));
-        });
-    };
     view! {
-        <form class="run-question" on:submit=send data-testid=format!("question-{}", id.0)>
+        <form class="run-question" method="post" action=format!("/plans/{}/answer", board.id) data-testid=format!("question-{}", id.0)>
             <p>
                 <strong>{lang.pick("The agent asks", "智能体提问")}" (#"{id.0}"): "</strong>
                 <span data-testid="question-text">{question}</span>
             </p>
             {board.can_edit().then(|| view! {
-                <textarea required maxlength="4000" prop:value=move || answer.get()
-                    on:input=move |ev| answer.set(event_target_value(&ev)) data-testid="answer-input"></textarea>
+                <input type="hidden" name="subtask" value=id.0/>
+                <textarea name="answer" required maxlength="4000" data-testid="answer-input"></textarea>
                 <button type="submit" class="primary" data-testid="answer-send">{lang.pick("Answer", "回答")}</button>
             })}
-            <Show when=move || error.get().is_some()>
-                <p class="error" role="alert">{move || error.get()}</p>
-            </Show>
         </form>
     }
 }

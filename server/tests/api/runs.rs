@@ -519,3 +519,56 @@ async fn the_task_box_form_starts_a_run_and_opens_its_board_or_says_why_not() {
         assert!(page.contains(says) && page.contains(">Say it twice</textarea>"));
     }
 }
+
+#[tokio::test]
+async fn the_boards_answer_and_replan_forms_change_the_plan_or_say_why_not() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let (run, plan) = start(&server, json!({"task": "Say hello", "mode": "complex"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let post = |path: String, form: Vec<(&'static str, &'static str)>| {
+        client.post(server.url(&path)).form(&form).send()
+    };
+    // A planner that does not exist is refused with a sentence.
+    let refused = post(format!("/plans/{plan}/replan"), vec![("mode", "sideways")])
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().await.unwrap().contains("sideways"));
+    // Re-plan as simple: back to the board, and the agent plans again.
+    let moved = post(format!("/plans/{plan}/replan"), vec![("mode", "simple")])
+        .await
+        .unwrap();
+    assert_eq!(moved.status(), StatusCode::SEE_OTHER);
+    assert_eq!(server.plan(&plan).await["mode"], "simple");
+    let mut view = json!(null);
+    for _ in 0..400 {
+        view = server.get(&format!("/api/runs/{run}")).await.1;
+        if view["round"] == 2 && view["state"] == "awaiting_approval" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(view["round"], 2, "planned again: {view}");
+    assert_eq!(view["classification"]["mode"], "simple", "{view}");
+    assert_eq!(view["classification"]["by"], "person", "{view}");
+    // An answer for a subtask that is not waiting on one is the engine's refusal.
+    let refused = post(
+        format!("/plans/{plan}/answer"),
+        vec![("subtask", "1"), ("answer", "the first")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let empty = post(
+        format!("/plans/{plan}/answer"),
+        vec![("subtask", "1"), ("answer", " ")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(empty.status(), StatusCode::UNPROCESSABLE_ENTITY);
+}
