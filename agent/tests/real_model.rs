@@ -87,4 +87,21 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
         std::fs::read_to_string(workspace.path().join("sum.txt")).ok()
     );
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    // The replies streamed: more pieces than calls, and the answer's pieces
+    // make up the answer.
+    let deltas = host.deltas(id);
+    let calls = host
+        .entries(id)
+        .iter()
+        .filter(|e| matches!(e, RunEntry::LlmCall(_)))
+        .count();
+    let pieces = deltas.iter().filter(|d| !d.done).count();
+    println!("streamed: {pieces} pieces over {calls} calls");
+    assert!(pieces > calls, "{pieces} pieces, {calls} calls");
+    let answer: String = deltas
+        .iter()
+        .filter(|d| d.role == "compiler")
+        .map(|d| d.text.as_str())
+        .collect();
+    assert_eq!(Some(answer), run.answer);
 }
