@@ -137,9 +137,13 @@ impl Caller {
                 };
                 let (host, run) = (self.host.clone(), self.run);
                 let delta = move |text: &str| host.delta(run, piece(text, false));
-                let result = self.llm.chat_streaming(request, &delta).await;
-                self.host.delta(self.run, piece("", true));
-                result
+                if self.host.watched(self.run) {
+                    let result = self.llm.chat_streaming(request, &delta).await;
+                    self.host.delta(self.run, piece("", true));
+                    result
+                } else {
+                    self.llm.chat(request).await
+                }
             };
             let latency_ms = started.elapsed().as_millis() as u64;
             let (usage, finish_reason, error, reply_text, model) = match &result {

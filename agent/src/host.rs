@@ -45,6 +45,12 @@ pub trait Host: Send + Sync {
     /// Passes on a piece of a reply being written, to whoever watches the
     /// run live. Best effort and never stored: it must not wait.
     fn delta(&self, _run: RunId, _delta: ReplyDelta) {}
+
+    /// Whether anyone could see the run's replies being written now; when
+    /// nobody can, calls are made without streaming, which costs less.
+    fn watched(&self, _run: RunId) -> bool {
+        true
+    }
 }
 
 /// Plans and run logs in memory, with change notification.

@@ -475,8 +475,7 @@ pub struct ReplanForm {
 }
 
 /// `POST /plans/{id}/replan`: before approval, switches the plan's mode;
-/// the agent sees it and plans the task again with that planner. Back to
-/// the board, or a page that says why not.
+/// the agent sees it and plans the task again with that planner.
 pub async fn replan_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
     axum::extract::Path(id): axum::extract::Path<String>,
@@ -484,47 +483,20 @@ pub async fn replan_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<ReplanForm>,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let lang = app::i18n::from_headers(&headers);
-    let refused = |status: axum::http::StatusCode, e: BoardError| {
-        (status, app::board::explain(&e, lang)).into_response()
+    let ops = match plan_engine::Mode::parse(&form.mode) {
+        Some(mode) if mode != plan_engine::Mode::Manual => {
+            let patch = plan_engine::InfoPatch {
+                mode: Some(mode),
+                ..plan_engine::InfoPatch::default()
+            };
+            Ok(vec![plan_engine::Op::UpdateInfo { patch }])
+        }
+        _ => Err(BoardError::Refused(format!(
+            "no planner is called '{}'",
+            form.mode
+        ))),
     };
-    let Ok(plan) = id.parse::<PlanId>() else {
-        let e = BoardError::NotFound(format!("'{id}' is not a plan id"));
-        return refused(axum::http::StatusCode::NOT_FOUND, e);
-    };
-    if !viewer.can_edit {
-        let e = BoardError::Forbidden(format!(
-            "{} may not change plans (viewer role)",
-            viewer.name
-        ));
-        return refused(axum::http::StatusCode::FORBIDDEN, e);
-    }
-    let Some(mode) =
-        plan_engine::Mode::parse(&form.mode).filter(|m| *m != plan_engine::Mode::Manual)
-    else {
-        let e = BoardError::Refused(format!("no planner is called '{}'", form.mode));
-        return refused(axum::http::StatusCode::UNPROCESSABLE_ENTITY, e);
-    };
-    let patch = plan_engine::InfoPatch {
-        mode: Some(mode),
-        ..plan_engine::InfoPatch::default()
-    };
-    match board
-        .0
-        .execute(
-            plan,
-            vec![plan_engine::Op::UpdateInfo { patch }],
-            &viewer.name,
-        )
-        .await
-    {
-        Ok(_) => axum::response::Redirect::to(&format!("/plans/{plan}")).into_response(),
-        Err(e) => refused(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            to_board_error(e),
-        ),
-    }
+    change_from_form(&board, &id, &viewer, &headers, ops).await
 }
 
 /// The run header's answer box, as posted.
@@ -538,7 +510,7 @@ pub struct AnswerForm {
 
 /// `POST /plans/{id}/answer`: a person's answer to the agent's question
 /// on a subtask: a comment on it, and the subtask back to todo, in one
-/// change. Back to the board, or a page that says why not.
+/// change.
 pub async fn answer_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
     axum::extract::Path(id): axum::extract::Path<String>,
@@ -546,47 +518,68 @@ pub async fn answer_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<AnswerForm>,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     let lang = app::i18n::from_headers(&headers);
-    let refused = |status: axum::http::StatusCode, e: BoardError| {
-        (status, app::board::explain(&e, lang)).into_response()
-    };
-    let Ok(plan) = id.parse::<PlanId>() else {
-        let e = BoardError::NotFound(format!("'{id}' is not a plan id"));
-        return refused(axum::http::StatusCode::NOT_FOUND, e);
-    };
-    if !viewer.can_edit {
-        let e = BoardError::Forbidden(format!(
-            "{} may not change plans (viewer role)",
-            viewer.name
-        ));
-        return refused(axum::http::StatusCode::FORBIDDEN, e);
-    }
-    let (Ok(subtask), false) = (
+    let ops = match (
         form.subtask.trim().parse::<u32>(),
         form.answer.trim().is_empty(),
-    ) else {
-        let e = BoardError::Refused("an answer needs a subtask number and some text".into());
-        return refused(axum::http::StatusCode::UNPROCESSABLE_ENTITY, e);
+    ) {
+        (Ok(n), false) => {
+            let id = plan_engine::SubtaskId(n);
+            Ok(vec![
+                plan_engine::Op::Comment {
+                    subtask: Some(id),
+                    body: form.answer,
+                },
+                plan_engine::Op::SetSubtaskState {
+                    id,
+                    state: plan_engine::SubtaskState::Todo,
+                    note: Some(lang.pick("answered on the board", "已在看板上回答").into()),
+                    start_next: false,
+                },
+            ])
+        }
+        _ => Err(BoardError::Refused(
+            "an answer needs a subtask number and some text".into(),
+        )),
     };
-    let id = plan_engine::SubtaskId(subtask);
-    let ops = vec![
-        plan_engine::Op::Comment {
-            subtask: Some(id),
-            body: form.answer,
+    change_from_form(&board, &id, &viewer, &headers, ops).await
+}
+
+/// What the board's plain forms on a plan share: the plan from the path,
+/// the person's right to change it, one change through the service, then
+/// back to the board, or a page in the person's language saying why not.
+async fn change_from_form(
+    board: &Board,
+    id: &str,
+    viewer: &app::api::Viewer,
+    headers: &axum::http::HeaderMap,
+    ops: Result<Vec<plan_engine::Op>, BoardError>,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(headers);
+    let result = match (id.parse::<PlanId>(), ops) {
+        (Err(_), _) => Err(BoardError::NotFound(format!("'{id}' is not a plan id"))),
+        _ if !viewer.can_edit => Err(BoardError::Forbidden(format!(
+            "{} may not change plans (viewer role)",
+            viewer.name
+        ))),
+        (_, Err(e)) => Err(e),
+        (Ok(plan), Ok(ops)) => match board.0.execute(plan, ops, &viewer.name).await {
+            Ok(_) => Ok(plan),
+            Err(e) => Err(to_board_error(e)),
         },
-        plan_engine::Op::SetSubtaskState {
-            id,
-            state: plan_engine::SubtaskState::Todo,
-            note: Some(lang.pick("answered on the board", "已在看板上回答").into()),
-            start_next: false,
-        },
-    ];
-    match board.0.execute(plan, ops, &viewer.name).await {
-        Ok(_) => axum::response::Redirect::to(&format!("/plans/{plan}")).into_response(),
-        Err(e) => refused(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            to_board_error(e),
-        ),
+    };
+    match result {
+        Ok(plan) => axum::response::Redirect::to(&format!("/plans/{plan}")).into_response(),
+        Err(e) => {
+            let status = match e {
+                BoardError::NotFound(_) => StatusCode::NOT_FOUND,
+                BoardError::Forbidden(_) => StatusCode::FORBIDDEN,
+                BoardError::Stale { .. } => StatusCode::CONFLICT,
+                _ => StatusCode::UNPROCESSABLE_ENTITY,
+            };
+            (status, app::board::explain(&e, lang)).into_response()
+        }
     }
 }

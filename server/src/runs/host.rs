@@ -93,6 +93,11 @@ impl Host for ServerHost {
         Ok(())
     }
 
+    /// Someone follows a run or plan stream (they share one broadcast).
+    fn watched(&self, _run: RunId) -> bool {
+        self.entries.receiver_count() > 0
+    }
+
     fn delta(&self, run: RunId, delta: ReplyDelta) {
         if self.entries.receiver_count() == 0 {
             return;

@@ -482,6 +482,9 @@ async fn the_task_box_form_starts_a_run_and_opens_its_board_or_says_why_not() {
     assert_eq!(view["config"]["mode"], "simple", "{view}");
     assert_eq!(view["config"]["max_parallel"], 2, "{view}");
     assert_eq!(view["config"]["approval_required"], false, "{view}");
+    // Nobody followed a stream, so no reply was streamed (it costs more).
+    assert!(!fake.requests().is_empty());
+    assert!(fake.requests().iter().all(|r| r["stream"] == false));
     // A refusal goes back to the form with the reason and the task as typed.
     for (form, says) in [
         (
