@@ -261,6 +261,9 @@ impl Driver {
             RunState::Paused | RunState::Failed | RunState::Cancelled
         )
         .then(|| reason.clone());
+        // Saved before it is logged: whoever hears the entry and reads the
+        // run then finds the new state.
+        self.save().await;
         self.caller
             .log(RunEntry::StateChanged {
                 from: Some(from),
@@ -268,7 +271,6 @@ impl Driver {
                 reason,
             })
             .await;
-        self.save().await;
     }
 
     fn plan_id(&self) -> Result<plan_engine::PlanId, String> {
