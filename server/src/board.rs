@@ -145,12 +145,7 @@ impl BoardBackend for Board {
             .read(plan, |p| p.title().to_string())
             .await
             .ok_or_else(|| BoardError::NotFound(PlanError::UnknownPlan { id: plan }.to_string()))?;
-        let runs = self
-            .1
-            .list(None, Some(plan), 0, 1)
-            .await
-            .map_err(run_error)?;
-        let Some(run) = runs.first().map(|r| r.record.id) else {
+        let Some(run) = self.run_on(plan).await?.map(|r| r.record.id) else {
             return Ok(ActivityLog {
                 plan_title,
                 run_id: None,
@@ -158,25 +153,13 @@ impl BoardBackend for Board {
                 artifacts: Vec::new(),
             });
         };
-        let mut rows = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.1.events(run, after, 500).await.map_err(run_error)?;
-            for stored in &page {
-                after = stored.seq;
-                let Ok(entry) = serde_json::from_value::<agent::RunEntry>(stored.entry.clone())
-                else {
-                    continue;
-                };
-                let line = activity_of(stored.at, &stored.kind, entry);
-                if subtask.is_none() || line.subtask == subtask {
-                    rows.push(line);
-                }
-            }
-            if page.len() < 500 {
-                break;
-            }
-        }
+        let rows = self
+            .whole_log(run)
+            .await?
+            .into_iter()
+            .map(|(stored, entry)| activity_of(stored.at, &stored.kind, entry))
+            .filter(|line| subtask.is_none() || line.subtask == subtask)
+            .collect();
         let artifacts = self
             .1
             .artifacts(run)
@@ -194,12 +177,7 @@ impl BoardBackend for Board {
     }
 
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
-        let runs = self
-            .1
-            .list(None, Some(plan), 0, 1)
-            .await
-            .map_err(run_error)?;
-        Ok(runs.into_iter().next().map(|view| {
+        Ok(self.run_on(plan).await?.map(|view| {
             let r = view.record;
             RunPanel {
                 run_id: r.id.to_string(),
@@ -329,40 +307,65 @@ pub async fn gantt(
 }
 
 impl Board {
-    /// Tokens the plan's run spent per subtask, from its `llm_call` entries.
+    /// Tokens the plan's run spent per subtask, from its `llm_call` entries
+    /// (none when it has no run or its log cannot be read: the chart then
+    /// shows the bars alone).
     async fn tokens_by_subtask(&self, plan: PlanId) -> Vec<(plan_engine::SubtaskId, u64)> {
-        let Ok(runs) = self.1.list(None, Some(plan), 0, 1).await else {
+        let Ok(Some(run)) = self.run_on(plan).await else {
             return Vec::new();
         };
-        let Some(run) = runs.first().map(|r| r.record.id) else {
+        let Ok(log) = self.whole_log(run.record.id).await else {
             return Vec::new();
         };
         let mut spent: Vec<(plan_engine::SubtaskId, u64)> = Vec::new();
-        let mut after = 0;
-        while let Ok(page) = self.1.events(run, after, 500).await {
-            for row in &page {
-                after = row.seq;
-                let e = &row.entry;
-                let Some(subtask) = e["subtask"].as_u64().and_then(|s| u32::try_from(s).ok())
-                else {
-                    continue;
-                };
-                if e["kind"] != "llm_call" {
-                    continue;
-                }
-                let used = e["prompt_tokens"].as_u64().unwrap_or(0)
-                    + e["completion_tokens"].as_u64().unwrap_or(0);
-                let id = plan_engine::SubtaskId(subtask);
-                match spent.iter_mut().find(|(s, _)| *s == id) {
-                    Some((_, total)) => *total += used,
-                    None => spent.push((id, used)),
-                }
-            }
-            if page.len() < 500 {
-                break;
+        for (_, entry) in log {
+            let agent::RunEntry::LlmCall(call) = entry else {
+                continue;
+            };
+            let Some(id) = call.subtask else {
+                continue;
+            };
+            let used = u64::from(call.prompt_tokens) + u64::from(call.completion_tokens);
+            match spent.iter_mut().find(|(s, _)| *s == id) {
+                Some((_, total)) => *total += used,
+                None => spent.push((id, used)),
             }
         }
         spent
+    }
+
+    /// The run working on `plan` (the newest, if there were several).
+    async fn run_on(&self, plan: PlanId) -> Result<Option<crate::runs::RunView>, BoardError> {
+        let runs = self
+            .1
+            .list(None, Some(plan), 0, 1)
+            .await
+            .map_err(run_error)?;
+        Ok(runs.into_iter().next())
+    }
+
+    /// A run's whole log, oldest first, each entry read as the agent wrote
+    /// it (an entry this build cannot read is left out).
+    async fn whole_log(
+        &self,
+        run: agent::RunId,
+    ) -> Result<Vec<(crate::store::StoredRunEntry, agent::RunEntry)>, BoardError> {
+        const PAGE: u32 = 500;
+        let mut log = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.1.events(run, after, PAGE).await.map_err(run_error)?;
+            let full = page.len() == PAGE as usize;
+            for stored in page {
+                after = stored.seq;
+                if let Ok(entry) = serde_json::from_value(stored.entry.clone()) {
+                    log.push((stored, entry));
+                }
+            }
+            if !full {
+                return Ok(log);
+            }
+        }
     }
 }
 

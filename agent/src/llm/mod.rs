@@ -20,6 +20,14 @@ pub use scripted::{Reply, ScriptedLlm};
 /// Where the pieces of a reply go as the model writes them.
 pub type OnDelta = dyn for<'t> Fn(&'t str) + Send + Sync;
 
+/// Hands a reply that arrived whole to `delta` as one piece.
+pub(crate) fn in_one_piece(reply: ChatReply, delta: &OnDelta) -> ChatReply {
+    if !reply.content.is_empty() {
+        delta(&reply.content);
+    }
+    reply
+}
+
 /// What a call is for: recorded on the run log and used to pick the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -233,11 +241,7 @@ pub trait Llm: Send + Sync {
         request: &ChatRequest,
         delta: &OnDelta,
     ) -> Result<ChatReply, LlmError> {
-        let reply = self.chat(request).await?;
-        if !reply.content.is_empty() {
-            delta(&reply.content);
-        }
-        Ok(reply)
+        Ok(in_one_piece(self.chat(request).await?, delta))
     }
 
     /// The model's name, for the run log.

@@ -404,11 +404,7 @@ impl Llm for OpenAiLlm {
         delta: &OnDelta,
     ) -> Result<ChatReply, LlmError> {
         if !self.config.stream {
-            let reply = self.chat(request).await?;
-            if !reply.content.is_empty() {
-                delta(&reply.content);
-            }
-            return Ok(reply);
+            return Ok(super::in_one_piece(self.chat(request).await?, delta));
         }
         let mut body = self.body(request);
         body["stream"] = json!(true);
