@@ -10,10 +10,12 @@
 //!   (prompt building, database writes, events), p50/p99;
 //! - scale: 200 concurrent runs of 10 subtasks at 100 ms per call; 1,000
 //!   runs waiting for approval: resident memory and CPU while idle;
+//! - steering: a person's Pause and Skip reaching the agent;
 //! - prompt size: the executor's first message for plans of 10, 100 and
 //!   1,000 subtasks.
 //!
-//! Run: `cargo bench -p server --bench agent` (release build).
+//! Run: `cargo bench -p server --bench agent` (release build); name a
+//! part (`prompt_size`, `parallel_dag`, `overhead`, `steering`, `scale`) to run only it.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -33,6 +35,60 @@ struct Fake {
     default_plan: Value,
 }
 
+impl Fake {
+    /// The answer to a request for this schema name (`text` for none).
+    fn answer(&self, shape: &str) -> String {
+        match shape {
+            "mode" => json!({"confidence": 1.0, "mode": "complex", "reason": "bench"}).to_string(),
+            "plan" => self
+                .plan
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| self.default_plan.clone())
+                .to_string(),
+            "action" => json!({"action": "complete", "result": "done"}).to_string(),
+            "adapt" => {
+                json!({"drop": [], "needs_change": false, "reason": "ok", "revise": []}).to_string()
+            }
+            "todo_update" => {
+                json!({"drop": [], "needs_update": false, "reason": "ok", "new_todos": []})
+                    .to_string()
+            }
+            _ => "the answer".to_string(),
+        }
+    }
+}
+
+/// The same fake without HTTP: answers inside the server's process, so
+/// what is timed is planboard's own work.
+#[async_trait::async_trait]
+impl agent::Llm for Fake {
+    async fn chat(
+        &self,
+        request: &agent::llm::ChatRequest,
+    ) -> Result<agent::llm::ChatReply, agent::llm::LlmError> {
+        let shape = match &request.shape {
+            agent::llm::Shape::Json { name, .. } => name,
+            _ => "text",
+        };
+        Ok(agent::llm::ChatReply {
+            content: self.answer(shape),
+            calls: vec![],
+            finish_reason: Some("stop".into()),
+            usage: Some(agent::llm::Usage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+            }),
+            model: "fake".into(),
+        })
+    }
+
+    fn model(&self, _role: agent::llm::CallRole) -> String {
+        "fake".into()
+    }
+}
+
 async fn chat(State(fake): State<Fake>, Json(request): Json<Value>) -> axum::response::Response {
     use axum::response::IntoResponse;
     if !fake.latency.is_zero() {
@@ -41,24 +97,7 @@ async fn chat(State(fake): State<Fake>, Json(request): Json<Value>) -> axum::res
     let shape = request["response_format"]["json_schema"]["name"]
         .as_str()
         .unwrap_or("text");
-    let content = match shape {
-        "mode" => json!({"confidence": 1.0, "mode": "complex", "reason": "bench"}).to_string(),
-        "plan" => fake
-            .plan
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| fake.default_plan.clone())
-            .to_string(),
-        "action" => json!({"action": "complete", "result": "done"}).to_string(),
-        "adapt" => {
-            json!({"drop": [], "needs_change": false, "reason": "ok", "revise": []}).to_string()
-        }
-        "todo_update" => {
-            json!({"drop": [], "needs_update": false, "reason": "ok", "new_todos": []}).to_string()
-        }
-        _ => "the answer".to_string(),
-    };
+    let content = fake.answer(shape);
     if request["stream"] != json!(true) {
         return Json(
             json!({"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
@@ -112,6 +151,14 @@ struct Bench {
 }
 
 async fn start(model_url: &str, concurrency: usize) -> Bench {
+    start_with(model_url, concurrency, None).await
+}
+
+async fn start_with(
+    model_url: &str,
+    concurrency: usize,
+    model: Option<Arc<dyn agent::Llm>>,
+) -> Bench {
     let dir = tempfile::tempdir().unwrap();
     let mut llm = agent::LlmConfig::from_vars(|n| match n {
         "PLANBOARD_LLM_MODEL" => Some("fake".into()),
@@ -132,7 +179,7 @@ async fn start(model_url: &str, concurrency: usize) -> Bench {
             },
         )
     };
-    let services = server::start(&config).await.unwrap();
+    let services = server::start_with_model(&config, model).await.unwrap();
     Bench {
         services,
         _dir: dir,
@@ -229,17 +276,26 @@ async fn parallel_dag() {
 }
 
 async fn overhead() {
-    let url = fake_model(Duration::ZERO, plan_of(10, true)).await;
     for n in [10usize, 100] {
+        let url = fake_model(Duration::ZERO, plan_of(n, true)).await;
         let b = start(&url, 8).await;
-        // The planner's next answer: a chain of n.
-        let fake_plan = plan_of(n, true);
-        let _ = fake_plan;
-        let url_n = fake_model(Duration::ZERO, plan_of(n, true)).await;
-        let b = {
-            drop(b);
-            start(&url_n, 8).await
+        report_gaps(&b, n, "zero-latency model over HTTP").await;
+        let model = Fake {
+            latency: Duration::ZERO,
+            plan: Arc::default(),
+            default_plan: plan_of(n, true),
         };
+        let b = start_with("http://127.0.0.1:9/v1", 8, Some(Arc::new(model))).await;
+        report_gaps(&b, n, "zero-latency model in process").await;
+    }
+}
+
+/// Runs chains of `n` one after another (about 1,000 subtasks in all, so
+/// the percentiles rest on many gaps) and prints the time between one
+/// subtask's completion and the next one's.
+async fn report_gaps(b: &Bench, n: usize, model: &str) {
+    let mut gaps: Vec<f64> = Vec::new();
+    for _ in 0..(1000 / n).max(1) {
         let view = b
             .services
             .runs
@@ -248,7 +304,7 @@ async fn overhead() {
             .unwrap();
         let run = view.record.id;
         let plan = view.record.plan_id.unwrap();
-        wait_state(&b, run, agent::RunState::Done).await;
+        wait_state(b, run, agent::RunState::Done).await;
         let finished: Vec<chrono::DateTime<chrono::Utc>> = b
             .services
             .plans
@@ -260,18 +316,130 @@ async fn overhead() {
             })
             .await
             .unwrap();
-        let mut gaps: Vec<f64> = finished
-            .windows(2)
-            .map(|w| (w[1] - w[0]).num_microseconds().unwrap_or(0) as f64 / 1000.0)
-            .collect();
-        gaps.sort_by(f64::total_cmp);
-        println!(
-            "orchestration per subtask, chain of {n} (zero-latency model over HTTP, SQLite): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            percentile(&gaps, 0.5),
-            percentile(&gaps, 0.99),
-            gaps.last().copied().unwrap_or(0.0)
+        gaps.extend(
+            finished
+                .windows(2)
+                .map(|w| (w[1] - w[0]).num_microseconds().unwrap_or(0) as f64 / 1000.0),
         );
     }
+    gaps.sort_by(f64::total_cmp);
+    println!(
+        "orchestration per subtask, chains of {n} ({model}, SQLite, {} gaps): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        gaps.len(),
+        percentile(&gaps, 0.5),
+        percentile(&gaps, 0.99),
+        gaps.last().copied().unwrap_or(0.0)
+    );
+}
+
+/// Waits for the run's next log entry of `kind` (and, for
+/// `state_changed`, into `to`); returns when it was heard.
+async fn heard(
+    news: &mut tokio::sync::broadcast::Receiver<server::runs::RunNews>,
+    run: agent::RunId,
+    kind: &str,
+    to: Option<&str>,
+) -> Instant {
+    loop {
+        if let Ok(server::runs::RunNews::Entry(e)) = news.recv().await {
+            let to_matches = to.is_none_or(|to| e.entry["to"] == to);
+            if e.run_id == run && e.kind == kind && to_matches {
+                return Instant::now();
+            }
+        }
+    }
+}
+
+/// A person's click reaching the agent: Pause (the run says paused, and
+/// the subtask in flight finishes but no other starts) and Skip of the
+/// running subtask (its work is dropped: the run logs it overridden).
+/// 300 ms per call, chains of 8; the median of 5 of each.
+async fn steering() {
+    let url = fake_model(Duration::from_millis(300), plan_of(8, true)).await;
+    let b = start(&url, 8).await;
+    let mut pause_ms = Vec::new();
+    let mut skip_ms = Vec::new();
+    let mut started_while_paused = 0;
+    for i in 0..5 {
+        let mut news = b.services.runs.subscribe();
+        let view = b
+            .services
+            .runs
+            .start(run_config(&format!("steer {i}"), false, 1), "bench")
+            .await
+            .unwrap();
+        let (run, plan) = (view.record.id, view.record.plan_id.unwrap());
+        let in_progress = |b: &Bench| {
+            let plans = b.services.plans.clone();
+            async move {
+                plans
+                    .read(plan, |p| p.in_progress().first().copied())
+                    .await
+                    .flatten()
+            }
+        };
+        // Pause while subtask 2 is being worked on.
+        while in_progress(&b).await != Some(plan_engine::SubtaskId(2)) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let clicked = Instant::now();
+        b.services.runs.pause(run, "bench").await.unwrap();
+        let at = heard(&mut news, run, "state_changed", Some("paused")).await;
+        pause_ms.push((at - clicked).as_secs_f64() * 1000.0);
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let started = b
+            .services
+            .plans
+            .read(plan, |p| {
+                p.subtasks()
+                    .iter()
+                    .filter(|s| s.id().0 > 2 && s.started_at().is_some())
+                    .count()
+            })
+            .await
+            .unwrap();
+        started_while_paused += started;
+        b.services.runs.resume(run, None, "bench").await.unwrap();
+        // Skip the subtask being worked on.
+        let Some(running) = ({
+            let mut found = None;
+            for _ in 0..2000 {
+                found = in_progress(&b).await;
+                if found.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            found
+        }) else {
+            panic!("nothing started after resume");
+        };
+        let clicked = Instant::now();
+        b.services
+            .plans
+            .command(
+                plan,
+                &plan_engine::Op::SetSubtaskState {
+                    id: running,
+                    state: plan_engine::SubtaskState::Skipped,
+                    note: Some("bench".into()),
+                    start_next: false,
+                }
+                .into(),
+                "bench",
+            )
+            .await
+            .unwrap();
+        let at = heard(&mut news, run, "overridden", None).await;
+        skip_ms.push((at - clicked).as_secs_f64() * 1000.0);
+        b.services.runs.cancel(run, "bench").await.unwrap();
+    }
+    pause_ms.sort_by(f64::total_cmp);
+    skip_ms.sort_by(f64::total_cmp);
+    println!(
+        "a click reaching the agent (300 ms per call): Pause → run paused {:.2} ms (median of 5, max {:.2}), {} subtask(s) started while paused; Skip of the running subtask → its work dropped {:.2} ms (median of 5, max {:.2})",
+        pause_ms[2], pause_ms[4], started_while_paused, skip_ms[2], skip_ms[4]
+    );
 }
 
 fn rss_kib() -> u64 {
@@ -457,8 +625,25 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    prompt_size();
-    runtime.block_on(parallel_dag());
-    runtime.block_on(overhead());
-    runtime.block_on(scale());
+    // `cargo bench -p server --bench agent -- overhead` runs one part.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wanted = |part: &str| only.is_empty() || only.iter().any(|o| part.contains(o.as_str()));
+    if wanted("prompt_size") {
+        prompt_size();
+    }
+    if wanted("parallel_dag") {
+        runtime.block_on(parallel_dag());
+    }
+    if wanted("overhead") {
+        runtime.block_on(overhead());
+    }
+    if wanted("steering") {
+        runtime.block_on(steering());
+    }
+    if wanted("scale") {
+        runtime.block_on(scale());
+    }
 }

@@ -73,11 +73,22 @@ impl Services {
 /// Opens the store, loads the plans, releases stale leases and starts the
 /// periodic lease check.
 pub async fn start(config: &Config) -> Result<Services, StoreError> {
+    start_with_model(config, None).await
+}
+
+/// [`start`], with `model` answering in place of the configured
+/// endpoint (which must still be configured: it names the model and sets
+/// the concurrency). The agent benchmark uses it to time the orchestration
+/// without an HTTP round trip per call.
+pub async fn start_with_model(
+    config: &Config,
+    model: Option<Arc<dyn agent::Llm>>,
+) -> Result<Services, StoreError> {
     let store = Arc::new(SqlStore::connect(&config.database_url).await?);
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
     let tool_servers = runs::connect_tool_servers(config).await;
-    let runs = runs::Runs::new(config, plans.clone(), store.clone(), tool_servers)
+    let runs = runs::Runs::new(config, plans.clone(), store.clone(), tool_servers, model)
         .map_err(StoreError::Config)?;
     runs.spawn_keeper();
     let held = |store: Arc<SqlStore>| async move {

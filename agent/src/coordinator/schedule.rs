@@ -159,7 +159,8 @@ impl Driver {
                 Some(joined) = set.join_next(), if !set.is_empty() => {
                     if let Ok((id, outcome, took)) = joined {
                         if inflight.remove(&id).is_some() {
-                            self.settle(id, outcome, took).await?;
+                            let step_over = inflight.is_empty();
+                            self.settle(id, outcome, took, step_over).await?;
                         }
                     }
                 }
@@ -171,21 +172,31 @@ impl Driver {
         }
     }
 
-    /// Records a subtask's outcome on the plan.
-    pub(super) async fn settle(&mut self, id: SubtaskId, outcome: Outcome, took: Duration) -> Flow {
+    /// Records a subtask's outcome on the plan. `step_over`: nothing else
+    /// is in flight, so in complex mode this ends the super-step.
+    pub(super) async fn settle(
+        &mut self,
+        id: SubtaskId,
+        outcome: Outcome,
+        took: Duration,
+        step_over: bool,
+    ) -> Flow {
         let (ops, ok, text) = match &outcome {
-            Outcome::Done(result) => (
-                vec![Op::SetSubtaskState {
+            Outcome::Done(result) => {
+                let done = Op::SetSubtaskState {
                     id,
                     state: SubtaskState::Done,
                     note: Some(cut(result, 7_900)),
                     // One at a time: the same commit starts the next ready
                     // subtask, which the loop then takes up.
                     start_next: self.mode() != Mode::Complex && !self.pausing(),
-                }],
-                true,
-                result.clone(),
-            ),
+                };
+                let mut ops = vec![done];
+                if let Some(next) = self.next_step_with(id, step_over) {
+                    ops.push(next);
+                }
+                (ops, true, result.clone())
+            }
             Outcome::Failed(reason) => {
                 self.step_failed = true;
                 (
@@ -238,7 +249,13 @@ impl Driver {
                 return self.pause_for_budget(why.clone()).await;
             }
         };
-        match self.apply(ops).await {
+        let mut applied = self.apply(ops.clone()).await;
+        if ops.len() > 1 && matches!(applied, Err(HostError::Refused(_))) {
+            // The next step's start was judged on a plan people have
+            // changed since: settle alone; the loop starts what is ready.
+            applied = self.apply(ops[..1].to_vec()).await;
+        }
+        match applied {
             Ok(_) => {}
             Err(HostError::Refused(_)) | Err(HostError::NotFound(_)) => {
                 let now = self
@@ -270,6 +287,28 @@ impl Driver {
             self.update_todos(&text).await?;
         }
         Ok(())
+    }
+}
+
+impl Driver {
+    /// In complex mode, the start of the next super-step, to commit with
+    /// the subtask that ends this one (one write instead of two): only when
+    /// the loop would start it anyway (nothing failed this step, so no
+    /// adaptation is due; not pausing) and something is ready after `id`
+    /// on the plan as last seen (a refusal falls back to `id` alone).
+    fn next_step_with(&self, id: SubtaskId, step_over: bool) -> Option<Op> {
+        if self.mode() != Mode::Complex || !step_over || self.step_failed || self.pausing() {
+            return None;
+        }
+        let seen = self.seen.as_ref()?;
+        if seen.subtask(id).map(|s| s.state()) != Some(SubtaskState::InProgress)
+            || seen.in_progress().len() != 1
+        {
+            return None;
+        }
+        seen.next_ready_after(id)?;
+        let count = seen.max_parallel().unwrap_or(1).max(1) as usize;
+        Some(Op::StartNext { count })
     }
 }
 

@@ -81,6 +81,15 @@ pub(super) fn set_state(
     Ok(events)
 }
 
+impl Plan {
+    /// The first subtask in display order that will be ready once
+    /// `settling` is done or skipped, if any: what a `start_next` right
+    /// after it would start, asked without changing the plan.
+    pub fn next_ready_after(&self, settling: SubtaskId) -> Option<SubtaskId> {
+        first_ready_after_settling(self, settling)
+    }
+}
+
 /// The first subtask in display order that is ready once `settling` is done:
 /// today's ready set plus dependents whose only unmet dependency it is.
 fn first_ready_after_settling(plan: &Plan, settling: SubtaskId) -> Option<SubtaskId> {

@@ -397,6 +397,24 @@ fn finishing_with_start_next_starts_only_a_ready_subtask() {
 }
 
 #[test]
+fn next_ready_after_names_what_start_next_would_start_without_changing_the_plan() {
+    let mut p = plan(&[("a", &[]), ("c", &[3]), ("b", &[1])]);
+    run(&mut p, set(1, SubtaskState::InProgress)).unwrap();
+    let version = p.version();
+    assert_eq!(p.next_ready_after(SubtaskId(1)), Some(SubtaskId(3)));
+    assert_eq!(p.version(), version);
+    run(&mut p, set(1, SubtaskState::Done)).unwrap();
+    run(&mut p, set(3, SubtaskState::InProgress)).unwrap();
+    run(&mut p, set(3, SubtaskState::Done)).unwrap();
+    run(&mut p, set(2, SubtaskState::InProgress)).unwrap();
+    assert_eq!(
+        p.next_ready_after(SubtaskId(2)),
+        None,
+        "nothing is left after the last"
+    );
+}
+
+#[test]
 fn a_paused_plan_starts_nothing_until_resumed() {
     let mut p = plan(&[("a", &[])]);
     run(&mut p, Op::Pause).unwrap();

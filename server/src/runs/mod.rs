@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use agent::run::{Budget, RunConfig, RunProgress, RunRecord, RunState};
 use agent::tools::{FileTools, ToolBox, Toolset};
-use agent::{Agent, OpenAiLlm, RunId};
+use agent::{Agent, Llm, OpenAiLlm, RunId};
 use plan_engine::{Command, Op, PlanState, SubtaskId, SubtaskState};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -101,6 +101,7 @@ impl Runs {
         plans: Arc<PlanService>,
         store: Arc<dyn RunStore>,
         shared_tools: Vec<Arc<dyn ToolBox>>,
+        model: Option<Arc<dyn Llm>>,
     ) -> Result<Arc<Runs>, String> {
         let (entries, _) = broadcast::channel(4096);
         let host = Arc::new(ServerHost {
@@ -115,7 +116,10 @@ impl Runs {
             Some(llm) => {
                 let concurrency = llm.concurrency;
                 let protocol = llm.protocol;
-                let model = Arc::new(OpenAiLlm::new(llm.clone())?);
+                let model = match model {
+                    Some(model) => model,
+                    None => Arc::new(OpenAiLlm::new(llm.clone())?) as Arc<dyn Llm>,
+                };
                 let root = workspaces.clone();
                 let mut agent = Agent::new(host, model, concurrency).with_tools(move |run| {
                     let mut sources = Vec::new();
