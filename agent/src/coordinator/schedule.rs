@@ -288,9 +288,7 @@ impl Driver {
         }
         Ok(())
     }
-}
 
-impl Driver {
     /// In complex mode, the start of the next super-step, to commit with
     /// the subtask that ends this one (one write instead of two): only when
     /// the loop would start it anyway (nothing failed this step, so no

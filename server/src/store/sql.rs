@@ -92,8 +92,8 @@ impl SqlStore {
             )));
         };
         let mut options = AnyPoolOptions::new();
+        let memory = url.contains(":memory:") || url.contains("mode=memory");
         if backend == Backend::Sqlite {
-            let memory = url.contains(":memory:") || url.contains("mode=memory");
             if !memory {
                 ensure_sqlite_folder(url);
             }
@@ -129,8 +129,7 @@ impl SqlStore {
             Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
         }
         let alive = std::sync::Arc::new(());
-        let file = !url.contains(":memory:") && !url.contains("mode=memory");
-        if backend == Backend::Sqlite && file {
+        if backend == Backend::Sqlite && !memory {
             spawn_checkpointer(pool.clone(), std::sync::Arc::downgrade(&alive));
         }
         Ok(SqlStore {
@@ -322,28 +321,12 @@ impl PlanStore for SqlStore {
                 .execute(&mut *tx)
                 .await?
                 .rows_affected(),
-                Some(base) if !snapshot_due(base, plan.version()) => sqlx::query(
-                    "UPDATE plans SET plan_key = $1, title = $2, state = $3, mode = $4, \
-                     approval = $5, version = $6, updated_at = $7, finished_at = $8 \
-                     WHERE id = $9 AND version = $10 AND deleted_at IS NULL",
-                )
-                .bind(plan.key().map(str::to_string))
-                .bind(plan.title())
-                .bind(name_of(&plan.state()))
-                .bind(name_of(&plan.mode()))
-                .bind(name_of(&plan.approval().status))
-                .bind(version_i64(plan.version()))
-                .bind(ts(plan.updated_at()))
-                .bind(plan.finished_at().map(ts))
-                .bind(&id)
-                .bind(version_i64(base))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
+                // The snapshot only when due; NULL keeps the stored one.
                 Some(base) => sqlx::query(
                     "UPDATE plans SET plan_key = $1, title = $2, state = $3, mode = $4, \
                      approval = $5, version = $6, updated_at = $7, finished_at = $8, \
-                     snapshot = $9 WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
+                     snapshot = COALESCE($9, snapshot) \
+                     WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
                 )
                 .bind(plan.key().map(str::to_string))
                 .bind(plan.title())
@@ -353,7 +336,12 @@ impl PlanStore for SqlStore {
                 .bind(version_i64(plan.version()))
                 .bind(ts(plan.updated_at()))
                 .bind(plan.finished_at().map(ts))
-                .bind(serde_json::to_string(plan).map_err(corrupt)?)
+                .bind(
+                    snapshot_due(base, plan.version())
+                        .then(|| serde_json::to_string(plan))
+                        .transpose()
+                        .map_err(corrupt)?,
+                )
                 .bind(&id)
                 .bind(version_i64(base))
                 .execute(&mut *tx)
