@@ -48,6 +48,8 @@ function answer(request) {
   }
 }
 
+const limited = new Set();
+
 http
   .createServer((req, res) => {
     let body = "";
@@ -57,6 +59,18 @@ http
       try {
         request = JSON.parse(body);
       } catch {}
+      // Tasks marked [retry]: the first subtask's first call is rate
+      // limited with Retry-After: 8, so the board's countdown can be seen.
+      const key = request?.messages?.[1]?.content ?? "";
+      const first = key.split("\n").some((l) => l.startsWith("Your subtask #") && l.endsWith(": look at the first"));
+      if (key.includes("[retry]") && request?.response_format?.json_schema?.name === "action" && first) {
+        if (!limited.has(key)) {
+          limited.add(key);
+          res.writeHead(429, { "content-type": "application/json", "retry-after": "8" });
+          res.end(JSON.stringify({ error: { message: "rate limited (fake)", type: "rate_limit_exceeded" } }));
+          return;
+        }
+      }
       const content = answer(request);
       // Tasks marked [slow] give a person time to act mid-run.
       const slow = JSON.stringify(request.messages ?? []).includes("[slow]");

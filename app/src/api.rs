@@ -41,15 +41,87 @@ pub struct PlanRow {
     pub updated_at: Timestamp,
     pub finished_at: Option<Timestamp>,
     pub outcome: Option<String>,
+    /// The state of the run of planboard's agent on this plan (`running`,
+    /// `paused`, `done`, …); `None` when no agent run made it.
+    pub run: Option<String>,
+    /// The subtasks in progress now, by name, comma-separated.
+    pub working_on: Option<String>,
 }
 
 /// Which plans the list shows (the engine's filter, the same as the API's),
 /// and which page of them.
+///
+/// The live list does not send this: it sends its address's query string
+/// (`show=active&by=agent&page=2`), which the server reads with
+/// [`ListFilter::from_address`]. A string costs the wasm nothing to encode.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListFilter {
     pub query: PlanQuery,
+    /// `Some(true)`: only the plans planboard's agent made; `Some(false)`:
+    /// only the others (API, MCP, by hand).
+    pub agent: Option<bool>,
     /// 0-based; a page holds [`PAGE_SIZE`] plans.
     pub page: u32,
+}
+
+impl ListFilter {
+    /// The filter of a list address's query string (`show=`, `mode=`,
+    /// `q=`, `by=agent|manual`, `page=` counting from 1); what is not
+    /// understood is left out.
+    pub fn from_address(search: &str) -> ListFilter {
+        let mut filter = ListFilter::default();
+        for (key, value) in search_pairs(search) {
+            match key.as_str() {
+                "show" => filter.query.state = plan_engine::StateFilter::parse(&value),
+                "mode" => filter.query.mode = Mode::parse(&value),
+                "q" => filter.query.text = value,
+                "by" => {
+                    filter.agent = match value.as_str() {
+                        "agent" => Some(true),
+                        "manual" => Some(false),
+                        _ => None,
+                    }
+                }
+                "page" => {
+                    filter.page = value.parse::<u32>().map_or(0, |p| p.saturating_sub(1));
+                }
+                _ => {}
+            }
+        }
+        filter
+    }
+}
+
+/// A query string's `key=value` pairs, decoded (`+` is a space).
+pub fn search_pairs(search: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    use leptos_router::location::Url;
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (
+                Url::unescape(&key.replace('+', " ")),
+                Url::unescape(&value.replace('+', " ")),
+            )
+        })
+}
+
+/// One line of history: the plan's row and what its agent run spent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub plan: PlanRow,
+    /// Tokens the agent's run used (prompt + completion); `None` when no
+    /// agent run made the plan.
+    pub tokens: Option<u64>,
+}
+
+/// One page of history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryList {
+    pub rows: Vec<HistoryRow>,
+    pub more: bool,
 }
 
 /// Plans per page of the list.
@@ -101,6 +173,9 @@ pub struct Activity {
     /// The messages and the reply, or a tool's arguments and result.
     pub detail: Option<String>,
     pub ok: bool,
+    /// A scheduled retry still to come: seconds left when this was read
+    /// (the page counts down from it).
+    pub retry_in_secs: Option<u64>,
 }
 
 /// A plan's run as a list of what the agent did.
@@ -177,6 +252,7 @@ impl FromServerFnError for BoardError {
 #[async_trait::async_trait]
 pub trait BoardBackend: Send + Sync {
     async fn list(&self, filter: &ListFilter) -> Result<PlanList, BoardError>;
+    async fn history(&self, filter: &ListFilter) -> Result<HistoryList, BoardError>;
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError>;
     async fn command(&self, id: PlanId, command: Command, actor: &str) -> Result<u64, BoardError>;
     async fn create(&self, spec: NewPlan, actor: &str) -> Result<PlanId, BoardError>;
@@ -256,12 +332,33 @@ pub async fn whoami() -> Result<Viewer, BoardError> {
     answered(viewer().await)
 }
 
+/// The plans list at `address`, its query string (see [`ListFilter`]),
+/// drawn as HTML for the live list's island.
 #[server(prefix = "/_board", input = Json)]
-pub async fn list_plans(filter: ListFilter) -> Result<PlanList, BoardError> {
+pub async fn plans_html(address: String) -> Result<String, BoardError> {
     answered(
         async {
             viewer().await?;
-            backend()?.list(&filter).await
+            let filter = ListFilter::from_address(&address);
+            let list = backend()?.list(&filter).await?;
+            Ok(crate::pages::plans::list_html(
+                list,
+                &address,
+                filter.page,
+                crate::i18n::detect(),
+            ))
+        }
+        .await,
+    )
+}
+
+/// History (rendered on the server only, so its rows never reach the wasm).
+#[server(prefix = "/_board", input = Json)]
+pub async fn list_history(filter: ListFilter) -> Result<HistoryList, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.history(&filter).await
         }
         .await,
     )
@@ -314,6 +411,29 @@ pub async fn load_activity(plan: PlanId, subtask: Option<u32>) -> Result<Activit
     )
 }
 
+/// Lines the board's live activity panel shows; the page has them all.
+pub const PANEL_LINES: usize = 40;
+
+/// The board's live activity panel (the whole run, or one subtask's), as
+/// HTML drawn on the server: the board sets it as it comes, so the wasm
+/// decodes a string instead of every kind of activity.
+#[server(prefix = "/_board", input = Json)]
+pub async fn activity_html(plan: PlanId, subtask: Option<u32>) -> Result<String, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            let log = backend()?.activity(plan, subtask).await?;
+            Ok(crate::pages::activity::panel_html(
+                plan,
+                log.rows,
+                PANEL_LINES,
+                crate::i18n::detect(),
+            ))
+        }
+        .await,
+    )
+}
+
 #[server(prefix = "/_board", input = Json)]
 pub async fn load_run(plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
     answered(
@@ -323,4 +443,23 @@ pub async fn load_run(plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
         }
         .await,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ListFilter;
+    use plan_engine::{Mode, StateFilter};
+
+    #[test]
+    fn a_list_address_reads_as_its_filter_and_garbage_is_left_out() {
+        let f = ListFilter::from_address("show=active&mode=complex&q=ship+it%21&by=agent&page=3");
+        assert_eq!(f.query.state, Some(StateFilter::Active));
+        assert_eq!(f.query.mode, Some(Mode::Complex));
+        assert_eq!(f.query.text, "ship it!");
+        assert_eq!(f.agent, Some(true));
+        assert_eq!(f.page, 2);
+        let junk = ListFilter::from_address("?show=nope&by=robots&page=-1&&=&x");
+        assert_eq!(junk, ListFilter::default());
+        assert_eq!(ListFilter::from_address("by=manual").agent, Some(false));
+    }
 }

@@ -1,5 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { shot, unique } from "./helpers";
+import { createPlan, shot, unique } from "./helpers";
 
 // scripts/test starts end2end/fake-openai.mjs and points the server at it.
 
@@ -162,4 +162,62 @@ test("before approving, a person has the task re-planned in another mode", async
   await shot(page, "agent-11-replanned");
   await page.getByTestId("run-cancel").click();
   await expect(page.getByTestId("run-state")).toHaveText("cancelled", { timeout: 10_000 });
+});
+
+test("the plans list and history tell the agent's plans from the others, with the run's state", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[slow] List me"), mode: "simple", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  const manual = await createPlan(request, unique("Made by hand"), [{ name: "only step" }]);
+  await expect.poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 15_000 }).toBe("running");
+  const row = (id: string) => page.locator(`tr:has(a[href^="/plans/${id}"])`);
+  await page.goto("/?by=agent");
+  await expect(page.getByTestId("by")).toHaveValue("agent");
+  await expect(row(run.plan_id)).toHaveCount(1);
+  await expect(row(manual)).toHaveCount(0);
+  await expect(row(run.plan_id).getByTestId("plan-run")).toHaveText("agent: running");
+  // The list follows the stream: the subtask the agent works on shows up.
+  await expect(row(run.plan_id).getByTestId("working-on")).toContainText("working on ");
+  await shot(page, "agent-12-plans-list");
+  await page.goto("/?by=manual");
+  await expect(row(manual)).toHaveCount(1);
+  await expect(row(run.plan_id)).toHaveCount(0);
+  const cancel = await request.post(`/api/runs/${run.id}/cancel`);
+  expect(cancel.ok(), await cancel.text()).toBeTruthy();
+  await page.goto("/history?by=agent&mode=simple");
+  await expect(page.getByTestId("history-mode")).toHaveValue("simple");
+  await expect(row(run.plan_id).getByTestId("history-run")).toHaveText("cancelled");
+  await expect(row(run.plan_id).getByTestId("history-tokens")).toHaveText(/^[1-9][0-9]*$/);
+  await expect(row(manual)).toHaveCount(0);
+  await shot(page, "agent-13-history");
+});
+
+test("the board's activity panel follows the run live and counts down to a retry", async ({ page, request }) => {
+  // [retry]: the fake model rate-limits the first subtask's first call
+  // with Retry-After: 8.
+  const res = await request.post("/api/runs", { data: { task: unique("[retry] Watch me"), mode: "complex", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await page.getByTestId("live-activity-toggle").click();
+  const panel = page.getByTestId("live-activity");
+  await expect(panel).toContainText("whole run");
+  const countdown = panel.getByTestId("retry-countdown");
+  await expect(countdown).toBeVisible({ timeout: 15_000 });
+  await expect(panel.getByTestId("activity-row").filter({ hasText: "retry scheduled" }).first()).toBeVisible();
+  // The count runs in CSS: the animated property goes down by itself.
+  const left = () => countdown.evaluate((el) => Number(getComputedStyle(el).getPropertyValue("--left")));
+  const before = await left();
+  expect(before).toBeGreaterThan(0);
+  await expect.poll(left, { timeout: 5_000 }).toBeLessThan(before);
+  await shot(page, "agent-14-live-activity-retry");
+  // Without a reload, the panel shows the subtasks' results as they come.
+  await expect(panel.getByTestId("activity-row").filter({ hasText: "done: look at the first" }).first()).toBeVisible({ timeout: 30_000 });
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 30_000 });
+  // A selected subtask narrows the panel to its own lines.
+  await page.getByTestId("open-2").click();
+  await expect(panel).toContainText("#2");
+  await expect.poll(async () => new Set(await panel.getByTestId("activity-who").allTextContents())).toEqual(new Set(["#2"]));
+  await shot(page, "agent-15-live-activity-subtask");
 });

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use std::collections::{HashMap, HashSet};
+
 use app::api::{
-    Activity, ActivityLog, AgentInfo, BoardBackend, BoardError, ListFilter, LogEntry, PlanList,
-    PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
+    Activity, ActivityLog, AgentInfo, BoardBackend, BoardError, HistoryList, HistoryRow,
+    ListFilter, LogEntry, PlanList, PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
 };
-use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId};
+use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId, SubtaskState};
 
 use crate::service::{PlanService, ServiceError};
 use crate::store::StoreError;
@@ -56,15 +58,80 @@ fn row(plan: &Plan) -> PlanRow {
         updated_at: plan.updated_at(),
         finished_at: plan.finished_at(),
         outcome: plan.outcome().map(str::to_string),
+        run: None,
+        working_on: {
+            let names: Vec<&str> = plan
+                .subtasks()
+                .iter()
+                .filter(|s| s.state() == SubtaskState::InProgress)
+                .map(|s| s.name())
+                .collect();
+            (!names.is_empty()).then(|| names.join(", "))
+        },
+    }
+}
+
+impl Board {
+    /// A page of the plans `filter` admits, each with its agent run, newest
+    /// run first when a plan had several.
+    async fn rows(
+        &self,
+        filter: &ListFilter,
+    ) -> Result<(Vec<(PlanRow, Option<agent::RunRecord>)>, bool), BoardError> {
+        let store = self.1.store();
+        let store_error = |e| run_error(crate::runs::RunError::Store(e));
+        let made_by_agent: HashSet<PlanId> = match filter.agent {
+            Some(_) => store.agent_plans().await.map_err(store_error)?,
+            None => HashSet::new(),
+        };
+        let keep = |plan: &Plan| {
+            filter
+                .agent
+                .is_none_or(|agent| made_by_agent.contains(&plan.id()) == agent)
+        };
+        let offset = filter.page as usize * PAGE_SIZE;
+        let (rows, more) = self
+            .0
+            .list_where(&filter.query, keep, offset, PAGE_SIZE, row)
+            .await;
+        let ids: Vec<PlanId> = rows.iter().map(|r| r.id).collect();
+        let mut runs: HashMap<PlanId, agent::RunRecord> = store
+            .runs_on(&ids)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .filter_map(|r| Some((r.plan_id?, r)))
+            .collect();
+        let rows = rows
+            .into_iter()
+            .map(|mut r| {
+                let run = runs.remove(&r.id);
+                r.run = run.as_ref().map(|run| run.state.as_str().to_string());
+                (r, run)
+            })
+            .collect();
+        Ok((rows, more))
     }
 }
 
 #[async_trait::async_trait]
 impl BoardBackend for Board {
     async fn list(&self, filter: &ListFilter) -> Result<PlanList, BoardError> {
-        let offset = filter.page as usize * PAGE_SIZE;
-        let (rows, more) = self.0.list(&filter.query, offset, PAGE_SIZE, row).await;
+        let (rows, more) = self.rows(filter).await?;
+        let rows = rows.into_iter().map(|(row, _)| row).collect();
         Ok(PlanList { rows, more })
+    }
+
+    async fn history(&self, filter: &ListFilter) -> Result<HistoryList, BoardError> {
+        let (rows, more) = self.rows(filter).await?;
+        let rows = rows
+            .into_iter()
+            .map(|(plan, run)| HistoryRow {
+                plan,
+                tokens: run.map(|run| run.spent.tokens()),
+            })
+            .collect();
+        Ok(HistoryList { rows, more })
     }
 
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError> {
@@ -379,6 +446,7 @@ fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -
         summary,
         detail,
         ok,
+        retry_in_secs: None,
     };
     match entry {
         E::LlmCall(c) => {
@@ -417,12 +485,21 @@ fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -
             delay_ms,
             class,
             error,
-        } => line(
-            None,
-            format!("{role} attempt {attempt} failed ({class}: {error}); again in {delay_ms} ms"),
-            None,
-            false,
-        ),
+        } => Activity {
+            // Whole seconds still to wait, rounded up, from now.
+            retry_in_secs: {
+                let waited = (chrono::Utc::now() - at).num_milliseconds().max(0) as u64;
+                Some(delay_ms.saturating_sub(waited).div_ceil(1000))
+            },
+            ..line(
+                None,
+                format!(
+                    "{role} attempt {attempt} failed ({class}: {error}); again in {delay_ms} ms"
+                ),
+                None,
+                false,
+            )
+        },
         E::SubtaskResult {
             subtask,
             ok,

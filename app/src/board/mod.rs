@@ -22,6 +22,7 @@ pub(crate) mod details;
 mod header;
 mod kanban;
 mod run;
+pub(crate) use run::state_label as run_state_label;
 mod timeline;
 
 use leptos::prelude::*;

@@ -7,9 +7,10 @@ use leptos::prelude::*;
 use super::Board;
 use plan_engine::{Op, PlanState, SubtaskId};
 
-use crate::api::{load_run, RunPanel};
+use crate::api::{activity_html, load_run, RunPanel};
 
-fn state_label(state: &str, lang: crate::i18n::Lang) -> String {
+/// A run state's words (also the plans list's agent badge).
+pub(crate) fn state_label(state: &str, lang: crate::i18n::Lang) -> String {
     let (en, zh) = match state {
         "classifying" => ("classifying the task", "正在分类任务"),
         "planning" => ("planning", "正在规划"),
@@ -158,6 +159,55 @@ fn RunBody(board: Board) -> impl IntoView {
         <Show when=move || error.get().is_some()>
             <p class="error" role="alert">{move || error.get()}</p>
         </Show>
+        <Show when=move || last.with(Option::is_some)>
+            <LiveActivity board/>
+        </Show>
+    }
+}
+
+/// What the agent did, newest first, for the selected subtask or else the
+/// whole run: loaded while the panel is open, again on every run entry
+/// heard and every plan change. The server draws the lines (the activity
+/// page's own), so the wasm only sets HTML it was given.
+#[component]
+fn LiveActivity(board: Board) -> impl IntoView {
+    let lang = board.lang;
+    let id = board.id;
+    let open = RwSignal::new(false);
+    let html = LocalResource::new(move || {
+        let subtask = board.selected.get().map(|s| s.0);
+        let wanted = open.get();
+        board.run_tick.track();
+        board.plan.with(|p| p.version());
+        async move {
+            match wanted {
+                true => activity_html(id, subtask).await.ok(),
+                false => None,
+            }
+        }
+    });
+    // The last lines stay on screen while the next ones load.
+    let shown = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Some(Some(fresh)) = html.get() {
+            shown.set(fresh);
+        }
+    });
+    let title = move || match board.selected.get() {
+        Some(s) => lang.pick(
+            format!("Agent activity on #{} · live", s.0),
+            format!("智能体在 #{} 上的活动 · 实时", s.0),
+        ),
+        None => lang.pick(
+            "Agent activity, whole run · live".to_string(),
+            "智能体活动（整个运行）· 实时".to_string(),
+        ),
+    };
+    view! {
+        <details class="run-live-activity" data-testid="live-activity">
+            <summary on:click=move |_| open.update(|o| *o = !*o) data-testid="live-activity-toggle">{title}</summary>
+            <div class="live-activity-lines" inner_html=move || shown.get()></div>
+        </details>
     }
 }
 

@@ -23,6 +23,65 @@ fn clock(at: &plan_engine::Timestamp) -> String {
     )
 }
 
+/// One line of activity. A subtask's tag opens its activity alone; a
+/// scheduled retry counts down to its time (in CSS: no script, no wasm).
+fn activity_row(plan: plan_engine::PlanId, a: Activity, lang: crate::i18n::Lang) -> impl IntoView {
+    let who = a.subtask.map(|s| {
+        view! { <a href=format!("/plans/{plan}/activity?subtask={s}")>{format!("#{s}")}</a> }
+    });
+    let countdown = a.retry_in_secs.filter(|left| *left > 0).map(|left| {
+        view! {
+            <span class="countdown" style=format!("--from: {left}; animation-duration: {left}s") data-testid="retry-countdown">
+                {lang.pick("retry in ", "重试倒计时 ")}
+            </span>
+        }
+    });
+    view! {
+        <li class=format!("activity-row kind-{}", a.kind) class:failed=!a.ok data-testid="activity-row">
+            <span class="activity-at"><time>{clock(&a.at)}</time></span>
+            <span class="activity-who" data-testid="activity-who">{who}</span>
+            <span class="activity-kind">{a.kind.replace('_', " ")}</span>
+            <span class="activity-summary">{a.summary}{countdown}</span>
+            {a.detail.map(|d| view! {
+                <details class="activity-detail">
+                    <summary>{lang.pick("messages and reply", "消息与回复")}</summary>
+                    <pre>{d}</pre>
+                </details>
+            })}
+        </li>
+    }
+}
+
+/// The newest `limit` lines of `rows`, newest first, as HTML for the
+/// board's live activity panel: drawn here with the page's own rows, so
+/// the wasm carries none of it, and model text is escaped like anywhere
+/// on a server-rendered page.
+#[cfg(feature = "ssr")]
+pub fn panel_html(
+    plan: plan_engine::PlanId,
+    rows: Vec<Activity>,
+    limit: usize,
+    lang: crate::i18n::Lang,
+) -> String {
+    let total = rows.len();
+    let lines = rows
+        .into_iter()
+        .rev()
+        .take(limit)
+        .map(|a| activity_row(plan, a, lang))
+        .collect_view();
+    let more = (total > limit).then(|| {
+        view! {
+            <p class="hint">
+                <a href=format!("/plans/{plan}/activity")>{lang.pick(format!("all {total} lines"), format!("全部 {total} 条"))}</a>
+            </p>
+        }
+    });
+    let empty = (total == 0)
+        .then(|| view! { <p class="empty">{lang.pick("Nothing yet.", "还没有活动。")}</p> });
+    view! { {empty}<ol class="activity">{lines}</ol>{more} }.to_html()
+}
+
 #[component]
 pub fn ActivityPage() -> impl IntoView {
     let lang = use_lang();
@@ -38,26 +97,7 @@ pub fn ActivityPage() -> impl IntoView {
         return view! { <p class="error" role="alert">{lang.pick("No plan has this id.", "没有这个 id 的计划。")}</p> }.into_any();
     };
     let log = crate::codec::load(move || (plan, subtask), |(p, s)| load_activity(p, s));
-    let row = move |a: Activity| {
-        // A subtask's tag opens its activity alone.
-        let who = a.subtask.map(|s| {
-            view! { <a href=format!("/plans/{plan}/activity?subtask={s}")>{format!("#{s}")}</a> }
-        });
-        view! {
-            <li class=format!("activity-row kind-{}", a.kind) class:failed=!a.ok data-testid="activity-row">
-                <span class="activity-at"><time>{clock(&a.at)}</time></span>
-                <span class="activity-who" data-testid="activity-who">{who}</span>
-                <span class="activity-kind">{a.kind.replace('_', " ")}</span>
-                <span class="activity-summary">{a.summary}</span>
-                {a.detail.map(|d| view! {
-                    <details class="activity-detail">
-                        <summary>{lang.pick("messages and reply", "消息与回复")}</summary>
-                        <pre>{d}</pre>
-                    </details>
-                })}
-            </li>
-        }
-    };
+    let row = move |a: Activity| activity_row(plan, a, lang);
     view! {
         <section class="activity-page">
             <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>

@@ -4,19 +4,21 @@
 
 use leptos::prelude::*;
 
-use leptos_router::hooks::use_query_map;
-use plan_engine::{PlanQuery, StateFilter};
+use plan_engine::{Mode, StateFilter};
 
-use super::plans::{page_href, page_param, short_time, table_head, Pager};
-use crate::api::{list_plans, ListFilter, PlanRow};
+use super::plans::{address, by_select, page_href, short_time, table_head, Pager};
+use crate::api::{list_history, ListFilter, PlanRow};
 use crate::i18n::{use_lang, Lang};
 
 /// The history table's columns: English, Chinese.
-const COLUMNS: [(&str, &str); 7] = [
+const COLUMNS: [(&str, &str); 10] = [
     ("Plan", "计划"),
+    ("Mode", "模式"),
     ("State", "状态"),
+    ("Agent run", "智能体运行"),
     ("Outcome", "结果"),
     ("Took", "耗时"),
+    ("Tokens", "令牌"),
     ("Approved by", "批准人"),
     ("Comments", "评论"),
     ("Finished", "结束于"),
@@ -53,15 +55,25 @@ fn tenths(seconds: i64, unit: i64) -> String {
 #[component]
 pub fn HistoryPage() -> impl IntoView {
     let lang = use_lang();
-    let page = page_param(&use_query_map().read_untracked());
-    let filter = ListFilter {
-        query: PlanQuery {
-            state: Some(StateFilter::Finished),
-            ..PlanQuery::default()
-        },
-        page,
+    // History is the finished plans; its filters are mode and who made them.
+    let mut filter = ListFilter::from_address(&address());
+    filter.query.state = Some(StateFilter::Finished);
+    filter.query.text.clear();
+    let (page, mode, agent) = (filter.page, filter.query.mode, filter.agent);
+    let modes = Mode::ALL
+        .into_iter()
+        .map(|m| view! { <option value=m.as_str() selected=mode == Some(m)>{m.label(lang)}</option> })
+        .collect_view();
+    let by = match agent {
+        Some(true) => "agent",
+        Some(false) => "manual",
+        None => "",
     };
-    let plans = crate::codec::load(move || filter.clone(), list_plans);
+    let params = [
+        ("mode", mode.map(Mode::as_str).unwrap_or_default()),
+        ("by", by),
+    ];
+    let plans = crate::codec::load(move || filter.clone(), list_history);
     view! {
         <section class="history-page">
             <h1>{lang.pick("History", "历史")}</h1>
@@ -69,19 +81,34 @@ pub fn HistoryPage() -> impl IntoView {
                 "Finished, failed and abandoned plans, newest first. Open one to read its timeline.",
                 "已完成、失败和已放弃的计划，最新的在前。打开一个即可阅读它的时间线。",
             )}</p>
+            <form class="filters" method="get" action="/history" role="search">
+                <label>
+                    {lang.pick("Mode ", "模式 ")}
+                    <select name="mode" data-testid="history-mode">
+                        <option value="" selected=mode.is_none()>{lang.pick("any", "任意")}</option>
+                        {modes}
+                    </select>
+                </label>
+                {by_select(lang, agent)}
+                <button type="submit">{lang.pick("Filter", "筛选")}</button>
+            </form>
             <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
                 {move || plans.get().map(|r| match r {
                     Ok(list) if list.rows.is_empty() && page == 0 => view! { <p class="empty">{lang.pick("No finished plans yet.", "还没有结束的计划。")}</p> }.into_any(),
                     Ok(list) => {
                         let more = list.more;
-                        let lines = list.rows.into_iter().map(|r| {
+                        let lines = list.rows.into_iter().map(|h| {
+                            let r = h.plan;
                             let took = duration(&r, lang);
                             view! {
                                 <tr data-testid="history-row">
                                     <td class="title"><a href=format!("/plans/{}?view=timeline", r.id)>{r.title.clone()}</a></td>
+                                    <td><span class="badge mode">{r.mode.label(lang)}</span></td>
                                     <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
+                                    <td data-testid="history-run">{r.run.as_deref().map_or_else(|| "—".into(), |state| crate::board::run_state_label(state, lang))}</td>
                                     <td class="outcome">{r.outcome.clone().unwrap_or_default()}</td>
                                     <td>{took}</td>
+                                    <td class="number" data-testid="history-tokens">{h.tokens.map_or_else(|| "—".into(), |t| t.to_string())}</td>
                                     <td>{r.approved_by.clone().unwrap_or_else(|| "—".into())}</td>
                                     <td>{r.comments}</td>
                                     <td><time>{r.finished_at.as_ref().map(short_time).unwrap_or_default()}</time></td>
@@ -93,7 +120,7 @@ pub fn HistoryPage() -> impl IntoView {
                                 {table_head(lang, &COLUMNS)}
                                 <tbody>{lines}</tbody>
                             </table>
-                            <Pager lang page more href=|p| page_href("/history", &[], p)/>
+                            <Pager lang page more href=move |p| page_href("/history", &params, p)/>
                         }.into_any()
                     }
                                         Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),

@@ -2,10 +2,9 @@
 //! last activity; filters and text search; live from `/api/stream`.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
-use plan_engine::{ApprovalStatus, Lang, Mode, PlanQuery, StateFilter, Timestamp};
+use plan_engine::{Lang, Mode, StateFilter, Timestamp};
 
-use crate::api::{list_plans, ListFilter, PlanRow};
+use crate::api::{plans_html, ListFilter};
 use crate::i18n::use_lang;
 use crate::live::use_live;
 
@@ -21,24 +20,32 @@ const SHOWS: [(Option<StateFilter>, &str, &str); 4] = [
     (Some(StateFilter::Finished), "Finished", "已结束"),
 ];
 
-/// The list's filter and page from the address (`?show=&mode=&q=&page=`,
-/// `page` counting from 1); what is not understood is left out.
-fn list_filter(q: &leptos_router::params::ParamsMap) -> ListFilter {
-    ListFilter {
-        query: PlanQuery {
-            state: q.get("show").as_deref().and_then(StateFilter::parse),
-            mode: q.get("mode").as_deref().and_then(Mode::parse),
-            text: q.get("q").unwrap_or_default(),
-        },
-        page: page_param(q),
+/// `?by=agent` → plans planboard's agent made; `?by=manual` → the others.
+fn by_name(agent: Option<bool>) -> &'static str {
+    match agent {
+        Some(true) => "agent",
+        Some(false) => "manual",
+        None => "",
     }
 }
 
-/// `?page=2` → 1 (0-based); anything else → 0.
-pub fn page_param(q: &leptos_router::params::ParamsMap) -> u32 {
-    q.get("page")
-        .and_then(|p| p.parse::<u32>().ok())
-        .map_or(0, |p| p.saturating_sub(1))
+/// The "made by" select of the lists' filter forms.
+pub fn by_select(lang: Lang, agent: Option<bool>) -> impl IntoView {
+    view! {
+        <label>
+            {lang.pick("Made by ", "来源 ")}
+            <select name="by" data-testid="by">
+                <option value="" selected=agent.is_none()>{lang.pick("anyone", "全部")}</option>
+                <option value="agent" selected=agent == Some(true)>{lang.pick("planboard's agent", "planboard 智能体")}</option>
+                <option value="manual" selected=agent == Some(false)>{lang.pick("others (API, MCP, by hand)", "其他（API、MCP、手动）")}</option>
+            </select>
+        </label>
+    }
+}
+
+/// The address's query string, as the server saw it.
+pub fn address() -> String {
+    leptos_router::hooks::use_location().search.get_untracked()
 }
 
 /// The page, rendered on the server: heading and filters are plain HTML
@@ -47,12 +54,13 @@ pub fn page_param(q: &leptos_router::params::ParamsMap) -> u32 {
 #[component]
 pub fn PlansPage() -> impl IntoView {
     let lang = use_lang();
-    let filter = list_filter(&use_query_map().read_untracked());
+    let address = address();
+    let filter = ListFilter::from_address(&address);
     let chips = SHOWS
         .iter()
         .map(|(state, en, zh)| {
-            let mut q = filter.query.clone();
-            q.state = *state;
+            let mut q = filter.clone();
+            q.query.state = *state;
             let active = filter.query.state == *state;
             let key = state.map_or("all", StateFilter::as_str);
             view! {
@@ -91,21 +99,22 @@ pub fn PlansPage() -> impl IntoView {
                     <span class="sr-only">{lang.pick("Search titles", "搜索标题")}</span>
                     <input type="search" name="q" placeholder=lang.pick("Search titles", "搜索标题") value=filter.query.text.clone() data-testid="search"/>
                 </label>
+                {by_select(lang, filter.agent)}
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
-            <PlansLive filter/>
+            <PlansLive address/>
         </section>
     }
 }
 
-/// The plans that pass `filter`, loaded again whenever the stream reports
-/// a change anywhere.
+/// The plans the list's address (its query string) asks for, loaded again
+/// whenever the stream reports a change anywhere. The server reads the
+/// address and draws the table ([`list_html`]): the wasm neither encodes a
+/// filter nor decodes a row, it sets the HTML it is given.
 #[island]
-pub fn PlansLive(filter: ListFilter) -> impl IntoView {
+pub fn PlansLive(address: String) -> impl IntoView {
     let lang = use_lang();
-    let page = filter.page;
-    let query = filter.query.clone();
-    let plans = crate::codec::load(move || filter.clone(), list_plans);
+    let plans = crate::codec::load(move || address.clone(), plans_html);
     let live = use_live("/api/stream".into());
     Effect::new(move |first: Option<()>| {
         // Any change anywhere may change a line or the filter's result.
@@ -120,30 +129,63 @@ pub fn PlansLive(filter: ListFilter) -> impl IntoView {
         </p>
         <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading plans…", "正在加载计划…")}</p> }>
             {move || plans.get().map(|r| match r {
-                Ok(list) if list.rows.is_empty() && page == 0 => view! {
-                    <p class="empty">
-                        {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
-                        <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
-                        {lang.pick(".", "。")}
-                    </p>
-                }.into_any(),
-                Ok(list) => {
-                    let query = query.clone();
-                    view! {
-                        <PlanTable rows=list.rows/>
-                        <Pager lang page more=list.more href=move |p| href(&query, p)/>
-                    }.into_any()
-                }
-                                Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                Ok(html) => view! { <div class="plans-list" inner_html=html></div> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
             })}
         </Transition>
     }
 }
 
-fn href(q: &PlanQuery, page: u32) -> String {
+/// The list's table, pager or empty note, as HTML ([`PlansLive`] sets it).
+#[cfg(feature = "ssr")]
+pub fn list_html(list: crate::api::PlanList, address: &str, page: u32, lang: Lang) -> String {
+    if list.rows.is_empty() && page == 0 {
+        return view! {
+            <p class="empty">
+                {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
+                <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
+                {lang.pick(".", "。")}
+            </p>
+        }
+        .to_html();
+    }
+    let address = address.to_string();
+    view! {
+        {plan_table(list.rows, lang)}
+        <Pager lang page more=list.more href=move |p| at_page(&address, p)/>
+    }
+    .to_html()
+}
+
+/// The list's address (a query string, encoded as it came) at `page`.
+#[cfg(feature = "ssr")]
+fn at_page(address: &str, page: u32) -> String {
+    let number = format!("page={}", page + 1);
+    let mut pairs: Vec<&str> = address
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.starts_with("page="))
+        .collect();
+    if page > 0 {
+        pairs.push(&number);
+    }
+    if pairs.is_empty() {
+        "/".into()
+    } else {
+        format!("/?{}", pairs.join("&"))
+    }
+}
+
+/// A filter's address, for the server-rendered chips.
+fn href(f: &ListFilter, page: u32) -> String {
+    let q = &f.query;
     let show = q.state.map(StateFilter::as_str).unwrap_or_default();
     let mode = q.mode.map(Mode::as_str).unwrap_or_default();
-    page_href("/", &[("show", show), ("mode", mode), ("q", &q.text)], page)
+    let by = by_name(f.agent);
+    page_href(
+        "/",
+        &[("show", show), ("mode", mode), ("q", &q.text), ("by", by)],
+        page,
+    )
 }
 
 /// `path?k=v&…&page=n` with the empty parameters left out (`page` counts
@@ -219,6 +261,7 @@ pub fn short_time(at: &Timestamp) -> String {
 }
 
 /// The plans table's columns: English, Chinese.
+#[cfg(feature = "ssr")]
 const COLUMNS: [(&str, &str); 6] = [
     ("Plan", "计划"),
     ("Mode", "模式"),
@@ -237,9 +280,9 @@ pub fn table_head(lang: Lang, columns: &[(&'static str, &'static str)]) -> impl 
     view! { <thead><tr>{cells}</tr></thead> }
 }
 
-#[component]
-fn PlanTable(rows: Vec<PlanRow>) -> impl IntoView {
-    let lang = use_lang();
+#[cfg(feature = "ssr")]
+fn plan_table(rows: Vec<crate::api::PlanRow>, lang: Lang) -> impl IntoView {
+    use plan_engine::ApprovalStatus;
     let lines = rows
         .into_iter()
         .map(|r| {
@@ -255,7 +298,15 @@ fn PlanTable(rows: Vec<PlanRow>) -> impl IntoView {
             };
             view! {
                 <tr data-testid="plan-row">
-                    <td class="title"><a href=format!("/plans/{}", r.id)>{r.title.clone()}</a></td>
+                    <td class="title">
+                        <a href=format!("/plans/{}", r.id)>{r.title.clone()}</a>
+                        {r.run.as_deref().map(|state| view! {
+                            <span class="badge agent" data-testid="plan-run">{lang.pick("agent: ", "智能体：")}{crate::board::run_state_label(state, lang)}</span>
+                        })}
+                        {r.working_on.map(|names| view! {
+                            <span class="working-on" data-testid="working-on">{lang.pick("working on ", "正在进行：")}{names}</span>
+                        })}
+                    </td>
                     <td><span class="badge mode">{r.mode.label(lang)}</span></td>
                     <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
                     <td>
@@ -275,5 +326,20 @@ fn PlanTable(rows: Vec<PlanRow>) -> impl IntoView {
             {table_head(lang, &COLUMNS)}
             <tbody>{lines}</tbody>
         </table>
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::at_page;
+
+    #[test]
+    fn a_page_link_keeps_the_address_and_replaces_only_its_page() {
+        assert_eq!(
+            at_page("show=active&page=2&q=a%26b", 2),
+            "/?show=active&q=a%26b&page=3"
+        );
+        assert_eq!(at_page("page=4", 0), "/");
+        assert_eq!(at_page("", 1), "/?page=2");
     }
 }

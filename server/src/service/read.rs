@@ -33,12 +33,24 @@ impl PlanService {
         limit: usize,
         row: impl Fn(&Plan) -> T,
     ) -> (Vec<T>, bool) {
+        self.list_where(query, |_| true, offset, limit, row).await
+    }
+
+    /// [`PlanService::list`] of the plans `query` and `keep` both admit.
+    pub async fn list_where<T>(
+        &self,
+        query: &PlanQuery,
+        keep: impl Fn(&Plan) -> bool,
+        offset: usize,
+        limit: usize,
+        row: impl Fn(&Plan) -> T,
+    ) -> (Vec<T>, bool) {
         let book = self.book.lock().await;
         let ids: Vec<PlanId> = book.all().map(|p| p.id()).collect();
         let mut hits: Vec<&Plan> = ids
             .into_iter()
             .filter_map(|id| book.committed(id))
-            .filter(|plan| query.matches(plan))
+            .filter(|plan| query.matches(plan) && keep(plan))
             .collect();
         hits.sort_by(|a, b| {
             b.updated_at()

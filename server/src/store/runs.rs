@@ -39,6 +39,10 @@ pub trait RunStore: Send + Sync {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<RunRecord>, StoreError>;
+    /// Every plan an agent's run made (the lists' "agent" filter).
+    async fn agent_plans(&self) -> Result<std::collections::HashSet<PlanId>, StoreError>;
+    /// The runs on these plans, oldest first (so the newest wins in a map).
+    async fn runs_on(&self, plans: &[PlanId]) -> Result<Vec<RunRecord>, StoreError>;
     async fn append_run_log(
         &self,
         run: RunId,
@@ -140,6 +144,33 @@ impl RunStore for SqlStore {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(record_of).collect()
+    }
+
+    async fn agent_plans(&self) -> Result<std::collections::HashSet<PlanId>, StoreError> {
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT DISTINCT plan_id FROM runs WHERE plan_id IS NOT NULL")
+                .fetch_all(&self.pool)
+                .await?;
+        ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
+    }
+
+    async fn runs_on(&self, plans: &[PlanId]) -> Result<Vec<RunRecord>, StoreError> {
+        let mut records = Vec::new();
+        for chunk in plans.chunks(500) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT record FROM runs WHERE plan_id IN ({}) ORDER BY created_at, id",
+                marks.join(", ")
+            );
+            let mut query = sqlx::query(&sql);
+            for id in chunk {
+                query = query.bind(id.to_string());
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                records.push(record_of(&row)?);
+            }
+        }
+        Ok(records)
     }
 
     async fn append_run_log(

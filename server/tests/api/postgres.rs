@@ -165,6 +165,13 @@ pub async fn run_store_story(url: &str) {
         .await
         .unwrap()
         .is_empty());
+    assert!(store.agent_plans().await.unwrap().contains(&plan));
+    let on = store.runs_on(&[plan, uuid::Uuid::new_v4()]).await.unwrap();
+    assert_eq!(
+        on.iter().map(|r| (r.id, r.state)).collect::<Vec<_>>(),
+        [(run.id, RunState::Running)],
+        "the runs on the plans asked about, and only those"
+    );
     let first = store
         .append_run_log(run.id, Some(plan), "note", r#"{"kind":"note"}"#)
         .await
