@@ -15,6 +15,19 @@ function answer(request) {
     case "mode":
       return { confidence: 0.9, mode: "complex", reason: "two parts can run in parallel, then one combines them" };
     case "plan":
+      // A revision after a rejection: one subtask changed, one added, one
+      // replaced, so the board's revision marks can be seen.
+      if (JSON.stringify(request.messages ?? []).includes("The person's comment:")) {
+        return {
+          title: "Compare, check licences and write up",
+          subtasks: [
+            { name: "look at the first", description: "read it", expected_outcome: "notes", depends_on: [] },
+            { name: "look at the second", description: "read it and its changelog", expected_outcome: "notes", depends_on: [] },
+            { name: "check their licences", description: "read both licences", expected_outcome: "a licence note", depends_on: [] },
+            { name: "write the comparison", description: "compare the notes", expected_outcome: "a comparison", depends_on: [1, 2, 3] },
+          ],
+        };
+      }
       return {
         title: "Compare and combine",
         subtasks: [

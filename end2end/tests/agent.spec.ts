@@ -221,3 +221,31 @@ test("the board's activity panel follows the run live and counts down to a retry
   await expect.poll(async () => new Set(await panel.getByTestId("activity-who").allTextContents())).toEqual(new Set(["#2"]));
   await shot(page, "agent-15-live-activity-subtask");
 });
+
+test("a person rejects the agent's plan with a comment and sees the revision marked, then approves it", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("Compare two libraries"), mode: "complex", approval_required: true } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 15_000 });
+  await expect(page.getByTestId("revision")).toHaveCount(0);
+  await page.getByTestId("approval-comment").fill("Check their licences too");
+  await page.getByTestId("reject").click();
+  // The planner answers the comment; the revised plan replaces the old one
+  // in place, its differences marked.
+  await expect(page.getByTestId("plan-title")).toHaveText("Compare, check licences and write up", { timeout: 15_000 });
+  const revision = page.getByTestId("revision");
+  await expect(revision).toContainText("+ check their licences");
+  await expect(revision).toContainText("+ write the comparison");
+  await expect(revision).toContainText("~ look at the second");
+  await expect(revision).toContainText("− combine");
+  await expect(revision).not.toContainText("look at the first");
+  await expect(page.locator('[data-revised="added"]')).toHaveCount(2);
+  await expect(page.locator('[data-revised="changed"]')).toHaveCount(1);
+  await shot(page, "agent-16-revised-plan");
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("revision")).toHaveCount(0);
+  await expect(page.locator("[data-revised]")).toHaveCount(0);
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 30_000 });
+});

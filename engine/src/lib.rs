@@ -25,6 +25,8 @@
 //!   queries off the O(n) path.
 //! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON;
 //!   [`gantt`]: the plan's timing as an SVG Gantt chart.
+//! - [`revision`]: what a revised plan added, changed and dropped since a
+//!   person rejected it.
 //! - [`layout`]: the layered drawing of the dependency graph for the board.
 //! - [`describe`](mod@describe): one readable line per event, for timelines;
 //!   `words`: state and mode labels in English and Chinese.
@@ -48,6 +50,7 @@ pub mod model;
 pub mod progress;
 pub mod query;
 pub mod render;
+pub mod revision;
 pub mod tools;
 pub mod transitions;
 mod words;

@@ -106,6 +106,7 @@ pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
                     <strong>{lang.pick("This plan awaits approval.", "这个计划等待审批。")}</strong>
                     {lang.pick(" Nothing in it can start until someone approves it.", "在有人批准之前，其中任何子任务都不能开始。")}
                 </p>
+                {move || revised(board)}
                 <Show when=move || board.can_edit() fallback=move || view! { <p>{lang.pick("You can look, but only operators can decide.", "你可以查看，但只有操作员能做决定。")}</p> }>
                     <label class="field">
                         {lang.pick("Comment (required to reject)", "评论（驳回时必填）")}
@@ -135,4 +136,45 @@ pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
             </section>
         </Show>
     }
+}
+
+/// The banner's line on a revised plan: what the revision added (+),
+/// changed (~) and dropped (−) since the rejection; the cards carry the
+/// same marks.
+fn revised(board: Board) -> Option<impl IntoView> {
+    let lang = board.lang;
+    let revision = board.revision.get();
+    if revision.is_empty() {
+        return None;
+    }
+    let name = |id| {
+        board
+            .plan
+            .with(|p| p.subtask(id).map(|s| s.name().to_string()))
+            .unwrap_or_default()
+    };
+    let marks = revision
+        .added
+        .iter()
+        .map(|id| ("rev-added", format!("+ {}", name(*id))))
+        .chain(
+            revision
+                .changed
+                .iter()
+                .map(|id| ("rev-changed", format!("~ {}", name(*id)))),
+        )
+        .chain(
+            revision
+                .removed
+                .iter()
+                .map(|n| ("rev-removed", format!("− {n}"))),
+        )
+        .map(|(class, text)| view! { <span class=class>{text}</span> })
+        .collect_view();
+    Some(view! {
+        <p class="revision" data-testid="revision">
+            <strong>{lang.pick("Revised after the rejection: ", "按驳回意见修改：")}</strong>
+            {marks}
+        </p>
+    })
 }

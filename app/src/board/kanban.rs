@@ -3,6 +3,7 @@
 //! refusal (approval, dependencies, the state table) shows on the card.
 
 use leptos::prelude::*;
+use plan_engine::revision::RevisionMark;
 use plan_engine::transitions::subtask_transition;
 use plan_engine::{Lang, Op, Plan, PlanState, Subtask, SubtaskId, SubtaskState};
 
@@ -152,6 +153,10 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
         <article
             class=format!("card state-{}", state.as_str())
             class:selected=selected
+            data-revised=move || board.revision.with(|r| r.mark(id)).map(|m| match m {
+                RevisionMark::Added => "added",
+                RevisionMark::Changed => "changed",
+            })
             data-testid=format!("card-{}", id.0)
         >
             <header>

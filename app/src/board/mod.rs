@@ -28,7 +28,7 @@ mod timeline;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::{use_params_map, use_query_map};
-use plan_engine::{Command, Op, Plan, PlanId, SubtaskId};
+use plan_engine::{Command, Op, Plan, PlanId, PlanState, SubtaskId};
 
 use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
 use crate::i18n::{use_lang, Lang};
@@ -52,6 +52,9 @@ pub struct Board {
     pub run_tick: RwSignal<u64>,
     /// Replies the agent's model is writing now, as heard so far.
     pub writing: RwSignal<Vec<Piece>>,
+    /// While a revised plan awaits approval: what changed since a person
+    /// rejected it (empty otherwise).
+    pub revision: Memo<plan_engine::revision::Revision>,
 }
 
 /// The plan a log folds to.
@@ -63,11 +66,21 @@ pub fn replay(log: &[LogEntry]) -> Option<Plan> {
 
 impl Board {
     fn new(id: PlanId, data: BoardData, lang: Lang) -> Option<Board> {
-        let plan = replay(&data.log)?;
+        let plan = RwSignal::new(replay(&data.log)?);
+        let log = RwSignal::new(data.log);
+        let revision = Memo::new(move |_| {
+            if !plan.with(|p| p.state() == PlanState::AwaitingApproval) {
+                return Default::default();
+            }
+            log.with(|log| Plan::last_rejected(log.iter().filter_map(|e| e.event.as_ref())))
+                .map(|rejected| plan.with(|p| p.revision_of(&rejected)))
+                .unwrap_or_default()
+        });
         Some(Board {
             id,
-            plan: RwSignal::new(plan),
-            log: RwSignal::new(data.log),
+            plan,
+            log,
+            revision,
             viewer: StoredValue::new(data.viewer),
             selected: RwSignal::new(None),
             lang,
