@@ -159,6 +159,9 @@ pub struct TaskSpec {
     pub mode: String,
     pub approval_required: bool,
     pub max_parallel: u32,
+    /// The run's budget: tokens, and seconds of wall time while running.
+    pub max_tokens: u64,
+    pub max_wall_secs: u64,
 }
 
 /// One line of a run's activity, as its page shows it.
@@ -204,6 +207,13 @@ pub struct RunPanel {
     pub tokens: u64,
     pub max_tokens: u64,
     pub answer: Option<String>,
+    /// Subtasks settled (done or skipped), in percent.
+    pub percent: u8,
+    /// Seconds the run has been running (pauses not counted), and its limit.
+    pub wall_secs: u64,
+    pub max_wall_secs: u64,
+    /// Seed 002's estimate: mean subtask time × subtasks left ÷ parallelism.
+    pub eta_secs: Option<u64>,
 }
 
 /// Whether the agent can run, and on which model.

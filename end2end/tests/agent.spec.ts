@@ -8,6 +8,7 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   await expect(page.getByTestId("agent-model")).toContainText("fake");
   const task = unique("Compare two libraries and combine the findings");
   await page.getByTestId("task-input").fill(task);
+  await page.getByTestId("task-tokens").fill("50000");
   await shot(page, "agent-1-task-box");
   await page.getByTestId("start-task").click();
   await page.waitForURL(/\/plans\/[0-9a-f-]{36}/);
@@ -25,6 +26,11 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   await expect(page.getByTestId("run-live").first()).toContainText("executor #", { timeout: 10_000 });
   await shot(page, "agent-3-running");
   await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
+  // The budget typed in the task box, the time it ran against its limit,
+  // and a full progress bar.
+  await expect(page.getByTestId("run-spent")).toContainText("/ 50000 tokens");
+  await expect(page.getByTestId("run-time")).toContainText(" / 30:00");
+  await expect(page.getByTestId("run-progress")).toHaveAttribute("aria-valuenow", "100");
   const answer = page.getByTestId("run-answer");
   await expect(answer).toContainText("The final answer <b>not bold</b><script>");
   expect(await page.evaluate(() => (window as unknown as { pwned?: boolean }).pwned)).toBeUndefined();
@@ -65,7 +71,7 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   expect(new Set(who)).toEqual(new Set(["#2"]));
 });
 
-test("a person pauses and cancels the agent from the board", async ({ page, request }) => {
+test("a person pauses, resumes and cancels the agent from the board", async ({ page, request }) => {
   const res = await request.post("/api/runs", { data: { task: unique("[slow] Pause me"), mode: "simple", approval_required: false } });
   expect(res.status(), await res.text()).toBe(201);
   const run = await res.json();
@@ -75,6 +81,10 @@ test("a person pauses and cancels the agent from the board", async ({ page, requ
   await page.getByTestId("run-pause").click();
   await expect(page.getByTestId("run-state")).toHaveText("paused", { timeout: 10_000 });
   await expect(page.getByTestId("plan-state")).toHaveText(/paused/i);
+  await shot(page, "agent-5b-paused");
+  await page.getByTestId("run-resume").click();
+  await expect(page.getByTestId("run-state")).toHaveText("running", { timeout: 10_000 });
+  await expect(page.getByTestId("plan-state")).toHaveText(/running/i);
   await page.getByTestId("run-cancel").click();
   await expect(page.getByTestId("run-state")).toHaveText("cancelled", { timeout: 10_000 });
 });

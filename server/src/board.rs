@@ -194,7 +194,11 @@ impl BoardBackend for Board {
             mode,
             approval_required: spec.approval_required,
             max_parallel: spec.max_parallel.clamp(1, agent::run::MAX_PARALLEL),
-            budget: agent::Budget::default(),
+            budget: agent::Budget {
+                max_tokens: spec.max_tokens,
+                max_wall_secs: spec.max_wall_secs,
+                ..agent::Budget::default()
+            },
         };
         let view = self.1.start(config, actor).await.map_err(run_error)?;
         view.record
@@ -246,7 +250,15 @@ impl BoardBackend for Board {
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
         Ok(self.run_on(plan).await?.map(|view| {
             let r = view.record;
+            let progress = view.progress;
+            let settled = progress.done + progress.skipped;
             RunPanel {
+                percent: (settled * 100)
+                    .checked_div(progress.total)
+                    .map_or(0, |p| p.min(100) as u8),
+                wall_secs: r.spent.wall_ms / 1000,
+                max_wall_secs: r.config.budget.max_wall_secs,
+                eta_secs: progress.eta_ms.map(|ms| ms.div_ceil(1000)),
                 run_id: r.id.to_string(),
                 state: r.state.as_str().to_string(),
                 reason: r.reason,
@@ -290,8 +302,43 @@ pub struct TaskForm {
     mode: String,
     #[serde(default)]
     max_parallel: String,
+    /// Empty: the default budget.
+    #[serde(default)]
+    max_tokens: String,
+    #[serde(default)]
+    max_minutes: String,
     /// A checkbox: present when ticked.
     approval: Option<String>,
+}
+
+/// A number field of the task box: empty gives `default`; anything else
+/// must be a whole number in `range`, or the refusal names the field.
+fn form_number(
+    text: &str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+    field: &str,
+    lang: plan_engine::Lang,
+) -> Result<u64, BoardError> {
+    let text = text.trim().replace([',', '_', ' '], "");
+    if text.is_empty() {
+        return Ok(default);
+    }
+    match text.parse::<u64>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(BoardError::Refused(lang.pick(
+            format!(
+                "'{field}' must be a whole number from {} to {}, not '{text}'",
+                range.start(),
+                range.end()
+            ),
+            format!(
+                "“{field}”必须是 {} 到 {} 之间的整数，而不是“{text}”",
+                range.start(),
+                range.end()
+            ),
+        ))),
+    }
 }
 
 /// `POST /plans/new/task`: starts a run from the task box and opens its
@@ -304,7 +351,6 @@ pub async fn start_task_form(
     axum::Form(form): axum::Form<TaskForm>,
 ) -> axum::response::Redirect {
     let lang = app::i18n::from_headers(&headers);
-    let parallel = form.max_parallel.trim();
     let result = if !viewer.can_edit {
         Err(BoardError::Forbidden(lang.pick(
             format!(
@@ -314,20 +360,44 @@ pub async fn start_task_form(
             format!("{} 只能查看，不能修改计划（只读角色）", viewer.name),
         )))
     } else {
-        match parallel.parse::<u32>() {
-            Ok(max_parallel) if (1..=agent::run::MAX_PARALLEL).contains(&max_parallel) => {
+        let budget = agent::Budget::default();
+        let parsed = (|| {
+            let max_parallel = form_number(
+                &form.max_parallel,
+                4,
+                1..=u64::from(agent::run::MAX_PARALLEL),
+                lang.pick("At once", "并行数"),
+                lang,
+            )?;
+            let max_tokens = form_number(
+                &form.max_tokens,
+                budget.max_tokens,
+                1_000..=1_000_000_000,
+                lang.pick("Token budget", "令牌预算"),
+                lang,
+            )?;
+            let max_minutes = form_number(
+                &form.max_minutes,
+                budget.max_wall_secs / 60,
+                1..=24 * 60,
+                lang.pick("Time budget (minutes)", "时间预算（分钟）"),
+                lang,
+            )?;
+            Ok::<_, BoardError>((max_parallel as u32, max_tokens, max_minutes))
+        })();
+        match parsed {
+            Ok((max_parallel, max_tokens, max_minutes)) => {
                 let spec = TaskSpec {
                     task: form.task.clone(),
                     mode: form.mode,
                     approval_required: form.approval.is_some(),
                     max_parallel,
+                    max_tokens,
+                    max_wall_secs: max_minutes * 60,
                 };
                 board.start_task(spec, &viewer.name).await
             }
-            _ => Err(BoardError::Refused(format!(
-                "'At once' must be a whole number from 1 to {}, not '{parallel}'",
-                agent::run::MAX_PARALLEL
-            ))),
+            Err(e) => Err(e),
         }
     };
     match result {

@@ -9,6 +9,16 @@ use plan_engine::{Op, PlanState, SubtaskId};
 
 use crate::api::{activity_html, load_run, RunPanel};
 
+/// "m:ss" (or "h:mm:ss").
+fn clock(secs: u64) -> String {
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
 /// A run state's words (also the plans list's agent badge).
 pub(crate) fn state_label(state: &str, lang: crate::i18n::Lang) -> String {
     let (en, zh) = match state {
@@ -87,6 +97,18 @@ fn RunBody(board: Board) -> impl IntoView {
     };
     let panel = move |r: RunPanel| {
         let state = r.state.clone();
+        // "0:35 of 30:00 · about 1:10 left": running time against its
+        // budget, and seed 002's estimate while there is one.
+        let time = {
+            let mut text = format!("{} / {}", clock(r.wall_secs), clock(r.max_wall_secs));
+            if let Some(eta) = r.eta_secs.filter(|_| state == "running") {
+                text.push_str(&lang.pick(
+                    format!(" · about {} left", clock(eta)),
+                    format!(" · 约剩 {}", clock(eta)),
+                ));
+            }
+            text
+        };
         let live = !matches!(state.as_str(), "done" | "failed" | "cancelled");
         let paused = state == "paused";
         let mode = r
@@ -126,6 +148,7 @@ fn RunBody(board: Board) -> impl IntoView {
                     <span class="run-spent" data-testid="run-spent">
                         {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick("calls", "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
                     </span>
+                    <span class="run-time" data-testid="run-time">{time}</span>
                     <a class="run-activity" href=format!("/plans/{id}/activity") data-testid="run-activity">{lang.pick("Activity", "活动")}</a>
                     <span class="run-actions">
                         {replan}
@@ -133,6 +156,9 @@ fn RunBody(board: Board) -> impl IntoView {
                         {(live && paused).then(|| view! { <button on:click=move |_| act(|| Op::Resume) data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
                         {live.then(|| view! { <button class="danger" on:click=move |_| act(|| Op::Finish { state: PlanState::Abandoned, outcome: "run cancelled on the board".into() }) data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
                     </span>
+                </div>
+                <div class="progress small" role="progressbar" aria-label=lang.pick("Run progress", "运行进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=r.percent data-testid="run-progress">
+                    <div class="progress-bar" style=format!("width: {}%", r.percent)></div>
                 </div>
                 {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
                 {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
@@ -229,5 +255,18 @@ fn Question(board: Board, id: SubtaskId, question: String) -> impl IntoView {
                 <button type="submit" class="primary" data-testid="answer-send">{lang.pick("Answer", "回答")}</button>
             })}
         </form>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clock;
+
+    #[test]
+    fn run_times_read_as_minutes_and_seconds_or_hours() {
+        assert_eq!(clock(0), "0:00");
+        assert_eq!(clock(65), "1:05");
+        assert_eq!(clock(1800), "30:00");
+        assert_eq!(clock(3725), "1:02:05");
     }
 }

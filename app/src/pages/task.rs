@@ -56,6 +56,15 @@ pub fn TaskBox(model: Option<String>) -> impl IntoView {
                             {lang.pick("At once", "并行数")}
                             <input name="max_parallel" type="number" min="1" max="32" value="4"/>
                         </label>
+                        <label class="field">
+                            {lang.pick("Token budget", "令牌预算")}
+                            <input name="max_tokens" type="number" min="1000" max="1000000000" step="1000" value="1000000" data-testid="task-tokens"/>
+                        </label>
+                        <label class="field narrow">
+                            {lang.pick("Minutes", "分钟")}
+                            <input name="max_minutes" type="number" min="1" max="1440" value="30" data-testid="task-minutes"
+                                title=lang.pick("Time budget: minutes of running, pauses not counted", "时间预算：运行的分钟数，不含暂停")/>
+                        </label>
                         <label class="check">
                             <input name="approval" type="checkbox" value="on" checked data-testid="task-approval"/>
                             {lang.pick(" I approve the plan before it runs", " 计划运行前由我批准")}

@@ -470,6 +470,8 @@ async fn the_task_box_form_starts_a_run_and_opens_its_board_or_says_why_not() {
         ("task", "Say hello"),
         ("mode", "simple"),
         ("max_parallel", "2"),
+        ("max_tokens", "50,000"),
+        ("max_minutes", "5"),
     ])
     .await
     .unwrap();
@@ -482,6 +484,8 @@ async fn the_task_box_form_starts_a_run_and_opens_its_board_or_says_why_not() {
     assert_eq!(view["config"]["mode"], "simple", "{view}");
     assert_eq!(view["config"]["max_parallel"], 2, "{view}");
     assert_eq!(view["config"]["approval_required"], false, "{view}");
+    assert_eq!(view["config"]["budget"]["max_tokens"], 50_000, "{view}");
+    assert_eq!(view["config"]["budget"]["max_wall_secs"], 300, "{view}");
     // Nobody followed a stream, so no reply was streamed (it costs more).
     assert!(!fake.requests().is_empty());
     assert!(fake.requests().iter().all(|r| r["stream"] == false));
@@ -503,6 +507,24 @@ async fn the_task_box_form_starts_a_run_and_opens_its_board_or_says_why_not() {
                 ("approval", "on"),
             ],
             "sideways",
+        ),
+        (
+            vec![
+                ("task", "Say it twice"),
+                ("mode", "auto"),
+                ("max_parallel", "1"),
+                ("max_tokens", "12"),
+            ],
+            "Token budget",
+        ),
+        (
+            vec![
+                ("task", "Say it twice"),
+                ("mode", "auto"),
+                ("max_parallel", "1"),
+                ("max_minutes", "-3"),
+            ],
+            "Time budget",
         ),
     ] {
         let to = location(&post(form).await.unwrap());
