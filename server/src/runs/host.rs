@@ -10,16 +10,35 @@ use agent::run::{ReplyDelta, RunEntry, RunId, RunRecord};
 use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::broadcast;
 
+use super::log_writer::LogQueue;
 use super::stream::{LiveDelta, RunNews};
 use crate::service::{PlanService, ServiceError};
-use crate::store::RunStore;
+use crate::store::{NewRunEntry, RunStore};
 
 pub struct ServerHost {
-    pub plans: Arc<PlanService>,
-    pub store: Arc<dyn RunStore>,
-    pub entries: broadcast::Sender<RunNews>,
+    plans: Arc<PlanService>,
+    store: Arc<dyn RunStore>,
+    entries: broadcast::Sender<RunNews>,
+    log: LogQueue,
     /// Each run's plan, learnt when the run is saved.
-    pub plan_of: std::sync::Mutex<std::collections::HashMap<RunId, PlanId>>,
+    plan_of: std::sync::Mutex<std::collections::HashMap<RunId, PlanId>>,
+}
+
+impl ServerHost {
+    /// Also starts the run log's writer, so call it on the runtime.
+    pub fn new(
+        plans: Arc<PlanService>,
+        store: Arc<dyn RunStore>,
+        entries: broadcast::Sender<RunNews>,
+    ) -> ServerHost {
+        ServerHost {
+            log: LogQueue::spawn(store.clone(), entries.clone()),
+            plans,
+            store,
+            entries,
+            plan_of: Default::default(),
+        }
+    }
 }
 
 fn host_error(e: ServiceError) -> HostError {
@@ -71,25 +90,30 @@ impl Host for ServerHost {
         }
     }
 
+    /// Queued for the run log's writer: the agent does not wait for it.
     async fn log(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
-        let json =
-            serde_json::to_string(&entry).map_err(|e| HostError::Unavailable(e.to_string()))?;
-        let kind = serde_json::to_value(&entry)
-            .ok()
-            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
-            .unwrap_or_default();
+        let entry =
+            serde_json::to_value(&entry).map_err(|e| HostError::Unavailable(e.to_string()))?;
+        let kind = entry
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or_default()
+            .to_string();
         let plan = self
             .plan_of
             .lock()
             .expect("plan_of lock")
             .get(&run)
             .copied();
-        let stored = self
-            .store
-            .append_run_log(run, plan, &kind, &json)
-            .await
-            .map_err(|e| HostError::Unavailable(e.to_string()))?;
-        let _ = self.entries.send(RunNews::Entry(Arc::new(stored)));
+        self.log
+            .append(NewRunEntry {
+                run,
+                plan,
+                kind,
+                at: chrono::Utc::now(),
+                entry,
+            })
+            .await;
         Ok(())
     }
 
@@ -122,6 +146,8 @@ impl Host for ServerHost {
                 .expect("plan_of lock")
                 .insert(run.id, plan);
         }
+        // A run read back in a new state has the log that led there.
+        self.log.flush().await;
         self.store
             .save_run(run)
             .await

@@ -14,9 +14,12 @@
 //! # Layout
 //! - this file: [`Runs`], the service the API calls;
 //! - `host.rs`: the agent's `Host` over [`PlanService`] and the run store;
+//! - `log_writer.rs`: the run log's writer, which batches what the agents
+//!   log so that no step waits for it;
 //! - `stream.rs`: a run's log as server-sent events.
 
 mod host;
+mod log_writer;
 mod stream;
 
 use std::collections::HashSet;
@@ -104,12 +107,11 @@ impl Runs {
         model: Option<Arc<dyn Llm>>,
     ) -> Result<Arc<Runs>, String> {
         let (entries, _) = broadcast::channel(4096);
-        let host = Arc::new(ServerHost {
-            plans: plans.clone(),
-            store: store.clone(),
-            entries: entries.clone(),
-            plan_of: Default::default(),
-        });
+        let host = Arc::new(ServerHost::new(
+            plans.clone(),
+            store.clone(),
+            entries.clone(),
+        ));
         let workspaces = config.workspaces.clone();
         let agent = match &config.llm {
             None => None,

@@ -19,7 +19,7 @@ use plan_engine::{Event, Plan, PlanId, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub use runs::{RunStore, StoredRunEntry};
+pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
 pub use sql::SqlStore;
 
 #[derive(Debug, thiserror::Error)]

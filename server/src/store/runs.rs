@@ -9,8 +9,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use sqlx::Row;
 
-use super::sql::ts;
+use super::sql::{ts, values_sql};
 use super::{SqlStore, StoreError};
+
+/// A run-log entry to append; `at` is when the agent logged it.
+#[derive(Clone, Debug)]
+pub struct NewRunEntry {
+    pub run: RunId,
+    pub plan: Option<PlanId>,
+    pub kind: String,
+    pub at: Timestamp,
+    pub entry: serde_json::Value,
+}
 
 /// One line of a run's log as stored and streamed.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -43,13 +53,11 @@ pub trait RunStore: Send + Sync {
     async fn agent_plans(&self) -> Result<std::collections::HashSet<PlanId>, StoreError>;
     /// The runs on these plans, oldest first (so the newest wins in a map).
     async fn runs_on(&self, plans: &[PlanId]) -> Result<Vec<RunRecord>, StoreError>;
+    /// Appends entries in one statement, in order; returns them stored.
     async fn append_run_log(
         &self,
-        run: RunId,
-        plan: Option<PlanId>,
-        kind: &str,
-        entry: &str,
-    ) -> Result<StoredRunEntry, StoreError>;
+        entries: &[NewRunEntry],
+    ) -> Result<Vec<StoredRunEntry>, StoreError>;
     async fn run_log(
         &self,
         run: RunId,
@@ -175,32 +183,48 @@ impl RunStore for SqlStore {
 
     async fn append_run_log(
         &self,
-        run: RunId,
-        plan: Option<PlanId>,
-        kind: &str,
-        entry: &str,
-    ) -> Result<StoredRunEntry, StoreError> {
-        // Stored with microseconds: the entry streamed now equals the one read back.
-        let at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6);
-        let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ($1, $2, $3, $4, $5) \
-             RETURNING seq",
-        )
-        .bind(run.to_string())
-        .bind(plan.map(|p| p.to_string()))
-        .bind(kind)
-        .bind(entry)
-        .bind(ts(at))
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(StoredRunEntry {
-            seq,
-            run_id: run,
-            plan_id: plan,
-            kind: kind.to_string(),
-            at,
-            entry: serde_json::from_str(entry).map_err(corrupt)?,
-        })
+        entries: &[NewRunEntry],
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let mut stored = Vec::with_capacity(entries.len());
+        for chunk in entries.chunks(500) {
+            let sql = values_sql(
+                "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ",
+                5,
+                chunk.len(),
+            ) + " RETURNING seq";
+            let mut query = sqlx::query_scalar::<_, i64>(&sql);
+            for e in chunk {
+                // Stored with microseconds: the entry streamed now equals
+                // the one read back.
+                let at = chrono::SubsecRound::trunc_subsecs(e.at, 6);
+                query = query
+                    .bind(e.run.to_string())
+                    .bind(e.plan.map(|p| p.to_string()))
+                    .bind(&e.kind)
+                    .bind(e.entry.to_string())
+                    .bind(ts(at));
+            }
+            let mut seqs = query.fetch_all(&self.pool).await?;
+            // One INSERT's rows take their seqs in VALUES order, but the
+            // order RETURNING lists them in is not specified.
+            seqs.sort_unstable();
+            if seqs.len() != chunk.len() {
+                return Err(corrupt(format!(
+                    "{} run-log rows written, {} seqs returned",
+                    chunk.len(),
+                    seqs.len()
+                )));
+            }
+            stored.extend(chunk.iter().zip(seqs).map(|(e, seq)| StoredRunEntry {
+                seq,
+                run_id: e.run,
+                plan_id: e.plan,
+                kind: e.kind.clone(),
+                at: chrono::SubsecRound::trunc_subsecs(e.at, 6),
+                entry: e.entry.clone(),
+            }));
+        }
+        Ok(stored)
     }
 
     async fn run_log(

@@ -551,7 +551,7 @@ impl PlanStore for SqlStore {
 
 /// `head` followed by `rows` groups of `columns` numbered placeholders:
 /// `($1, $2), ($3, $4)`.
-fn values_sql(head: &str, columns: usize, rows: usize) -> String {
+pub(super) fn values_sql(head: &str, columns: usize, rows: usize) -> String {
     let mut sql = String::from(head);
     for row in 0..rows {
         sql.push_str(if row == 0 { "(" } else { ", (" });

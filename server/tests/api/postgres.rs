@@ -172,16 +172,27 @@ pub async fn run_store_story(url: &str) {
         [(run.id, RunState::Running)],
         "the runs on the plans asked about, and only those"
     );
-    let first = store
-        .append_run_log(run.id, Some(plan), "note", r#"{"kind":"note"}"#)
+    let note = |n: u32| server::store::NewRunEntry {
+        run: run.id,
+        plan: Some(plan),
+        kind: "note".into(),
+        at: chrono::Utc::now(),
+        entry: serde_json::json!({"kind": "note", "n": n}),
+    };
+    let stored = store
+        .append_run_log(&[note(1), note(2), note(3)])
         .await
         .unwrap();
-    store
-        .append_run_log(run.id, Some(plan), "note", r#"{"kind":"note"}"#)
-        .await
-        .unwrap();
+    let seqs: Vec<i64> = stored.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let first = &stored[0];
     let log = store.run_log(run.id, first.seq, 10).await.unwrap();
-    assert_eq!(log.len(), 1, "entries after a seq");
+    assert_eq!(log.len(), 2, "entries after a seq");
+    assert_eq!(
+        log.iter().map(|e| e.entry["n"].clone()).collect::<Vec<_>>(),
+        [serde_json::json!(2), serde_json::json!(3)],
+        "in the order they were appended"
+    );
     let owner = format!("owner-{}", uuid::Uuid::new_v4());
     let now = chrono::Utc::now().timestamp_millis();
     let claimed = store.claim_runs(&owner, now, now + 60_000).await.unwrap();
