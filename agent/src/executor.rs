@@ -35,7 +35,8 @@ pub enum Outcome {
 
 pub struct Job {
     pub task: String,
-    pub plan: Plan,
+    /// Shared with the coordinator (a copy would cost as much as the plan).
+    pub plan: std::sync::Arc<Plan>,
     pub subtask: SubtaskId,
     pub may_add: bool,
     pub max_turns: u32,

@@ -605,7 +605,7 @@ fn prompt_size() {
         .unwrap();
         let job = agent::executor::Job {
             task: "a task".into(),
-            plan,
+            plan: plan.into(),
             subtask: next,
             may_add: true,
             max_turns: 8,

@@ -185,7 +185,7 @@ impl Driver {
 
     /// Compiles the answer and finishes the plan when everything is done
     /// or skipped. Emergent TODOs that can never start are skipped first.
-    pub(super) async fn finish_if_settled(&mut self, plan: &Plan) -> Result<bool, String> {
+    pub(super) async fn finish_if_settled(&mut self, plan: &Arc<Plan>) -> Result<bool, String> {
         let mut plan = plan.clone();
         if self.mode() == Mode::Emergent {
             let unreachable: Vec<Op> = plan

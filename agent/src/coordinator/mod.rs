@@ -176,7 +176,7 @@ struct Driver {
     caller: Caller,
     run: RunRecord,
     /// The plan as last seen, to tell what people changed.
-    seen: Option<Plan>,
+    seen: Option<Arc<Plan>>,
     people: Vec<String>,
     /// Nothing can proceed until a person acts.
     stuck: bool,
@@ -281,15 +281,17 @@ impl Driver {
 
     /// Runs ops as the agent; remembers the plan so our own change is not
     /// taken for a person's.
-    async fn apply(&mut self, ops: Vec<Op>) -> Result<Plan, HostError> {
-        let plan = self
-            .host
-            .execute(
-                self.plan_id().map_err(HostError::Unavailable)?,
-                ops,
-                AGENT_ACTOR,
-            )
-            .await?;
+    /// (Shared, not copied: a copy of a plan costs as much as the plan.)
+    async fn apply(&mut self, ops: Vec<Op>) -> Result<Arc<Plan>, HostError> {
+        let plan = Arc::new(
+            self.host
+                .execute(
+                    self.plan_id().map_err(HostError::Unavailable)?,
+                    ops,
+                    AGENT_ACTOR,
+                )
+                .await?,
+        );
         self.seen = Some(plan.clone());
         Ok(plan)
     }
@@ -302,7 +304,7 @@ impl Driver {
     }
 
     /// Tells the run log (and later prompts) what others changed.
-    async fn notice_people(&mut self, plan: &Plan) {
+    async fn notice_people(&mut self, plan: &Arc<Plan>) {
         let Some(before) = self.seen.replace(plan.clone()) else {
             return;
         };

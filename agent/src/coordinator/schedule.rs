@@ -4,7 +4,7 @@
 use super::*;
 
 impl Driver {
-    pub(super) fn job(&self, plan: &Plan, id: SubtaskId) -> Job {
+    pub(super) fn job(&self, plan: &Arc<Plan>, id: SubtaskId) -> Job {
         Job {
             task: self.run.config.task.clone(),
             plan: plan.clone(),
@@ -18,7 +18,7 @@ impl Driver {
     pub(super) fn spawn(
         &self,
         set: &mut JoinSet<(SubtaskId, Outcome, Duration)>,
-        plan: &Plan,
+        plan: &Arc<Plan>,
         id: SubtaskId,
     ) -> AbortHandle {
         let job = self.job(plan, id);
@@ -38,7 +38,7 @@ impl Driver {
         let mut inflight: HashMap<SubtaskId, AbortHandle> = HashMap::new();
         let mut last = Instant::now();
         loop {
-            let plan = self.host.plan(plan_id).await.map_err(|e| e.to_string())?;
+            let plan = Arc::new(self.host.plan(plan_id).await.map_err(|e| e.to_string())?);
             self.notice_people(&plan).await;
             let gone: Vec<SubtaskId> = inflight
                 .keys()

@@ -185,7 +185,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             .unwrap();
         let job = agent::executor::Job {
             task: "a big task".into(),
-            plan,
+            plan: plan.into(),
             subtask: SubtaskId(1),
             may_add: true,
             max_turns: 8,

@@ -292,11 +292,7 @@ impl Book {
                     .find_map(|c| c.deleted.iter().find(|(p, _)| *p == id).map(|(_, p)| p))
             };
             if let Some(plan) = self.shelf.get(id).or_else(deleted) {
-                batch.plans.push(PlanWrite {
-                    plan: plan.clone(),
-                    base_version,
-                    events,
-                });
+                batch.plans.push(PlanWrite::of(plan, base_version, events));
             }
         }
         (batch, self.calls.len())

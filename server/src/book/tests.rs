@@ -77,7 +77,7 @@ fn a_group_commits_each_plan_once_from_its_first_version_with_all_events() {
     assert_eq!(batch.plans.len(), 1);
     let write = &batch.plans[0];
     assert_eq!(write.base_version, Some(1));
-    assert_eq!(write.plan.version(), 3);
+    assert_eq!(write.row.version, 3);
     assert_eq!(write.events, expected);
     assert_eq!(
         book.committed(id).unwrap().version(),

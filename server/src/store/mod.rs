@@ -20,7 +20,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
-pub use sql::SqlStore;
+pub use sql::{SqlStore, SNAPSHOT_EVERY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -69,12 +69,59 @@ impl From<sqlx::Error> for StoreError {
 
 /// One plan's part of a commit.
 pub struct PlanWrite {
-    /// The plan after the batch (as it was deleted, for a plan the batch
-    /// deletes, so the events before the deletion are kept).
-    pub plan: Plan,
+    /// The plan's columns after the batch (as it was deleted, for a plan
+    /// the batch deletes, so the events before the deletion are kept).
+    pub row: PlanColumns,
+    /// The whole plan, only when its snapshot is written: a new plan, or
+    /// every [`SNAPSHOT_EVERY`] versions. Copying a plan costs as much as
+    /// the plan, so a step does not copy it for nothing.
+    pub snapshot: Option<Plan>,
     /// The version the writer started from; `None` for a new plan.
     pub base_version: Option<u64>,
     pub events: Vec<Event>,
+}
+
+impl PlanWrite {
+    pub fn of(plan: &Plan, base_version: Option<u64>, events: Vec<Event>) -> PlanWrite {
+        let due = base_version.is_none_or(|base| sql::snapshot_due(base, plan.version()));
+        PlanWrite {
+            row: PlanColumns::of(plan),
+            snapshot: due.then(|| plan.clone()),
+            base_version,
+            events,
+        }
+    }
+}
+
+/// The columns of a plan's row.
+pub struct PlanColumns {
+    pub id: PlanId,
+    pub key: Option<String>,
+    pub title: String,
+    pub state: plan_engine::PlanState,
+    pub mode: plan_engine::Mode,
+    pub approval: plan_engine::ApprovalStatus,
+    pub version: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+}
+
+impl PlanColumns {
+    pub fn of(plan: &Plan) -> PlanColumns {
+        PlanColumns {
+            id: plan.id(),
+            key: plan.key().map(str::to_string),
+            title: plan.title().to_string(),
+            state: plan.state(),
+            mode: plan.mode(),
+            approval: plan.approval().status,
+            version: plan.version(),
+            created_at: plan.created_at(),
+            updated_at: plan.updated_at(),
+            finished_at: plan.finished_at(),
+        }
+    }
 }
 
 /// Everything a group of service calls changed, committed all or nothing.

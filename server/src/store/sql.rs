@@ -199,9 +199,9 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
 /// multiple of this; otherwise only the indexed columns and the events are
 /// written, so a step's write does not grow with the plan. A load folds at
 /// most about this many events onto the snapshot.
-const SNAPSHOT_EVERY: u64 = 32;
+pub const SNAPSHOT_EVERY: u64 = 32;
 
-fn snapshot_due(base: u64, version: u64) -> bool {
+pub(super) fn snapshot_due(base: u64, version: u64) -> bool {
     base / SNAPSHOT_EVERY != version / SNAPSHOT_EVERY
 }
 
@@ -299,8 +299,15 @@ impl PlanStore for SqlStore {
                 .await?;
         }
         for write in &batch.plans {
-            let plan = &write.plan;
-            let id = plan.id().to_string();
+            let row = &write.row;
+            let id = row.id.to_string();
+            // PlanWrite carries the plan only when its snapshot is due.
+            let snapshot = write
+                .snapshot
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(corrupt)?;
             let changed = match write.base_version {
                 None => sqlx::query(
                     "INSERT INTO plans (id, plan_key, title, state, mode, approval, version, \
@@ -308,16 +315,19 @@ impl PlanStore for SqlStore {
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 )
                 .bind(&id)
-                .bind(plan.key().map(str::to_string))
-                .bind(plan.title())
-                .bind(name_of(&plan.state()))
-                .bind(name_of(&plan.mode()))
-                .bind(name_of(&plan.approval().status))
-                .bind(version_i64(plan.version()))
-                .bind(ts(plan.created_at()))
-                .bind(ts(plan.updated_at()))
-                .bind(plan.finished_at().map(ts))
-                .bind(serde_json::to_string(plan).map_err(corrupt)?)
+                .bind(&row.key)
+                .bind(&row.title)
+                .bind(name_of(&row.state))
+                .bind(name_of(&row.mode))
+                .bind(name_of(&row.approval))
+                .bind(version_i64(row.version))
+                .bind(ts(row.created_at))
+                .bind(ts(row.updated_at))
+                .bind(row.finished_at.map(ts))
+                .bind(
+                    snapshot
+                        .ok_or_else(|| corrupt("a new plan is written without its snapshot"))?,
+                )
                 .execute(&mut *tx)
                 .await?
                 .rows_affected(),
@@ -328,20 +338,15 @@ impl PlanStore for SqlStore {
                      snapshot = COALESCE($9, snapshot) \
                      WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
                 )
-                .bind(plan.key().map(str::to_string))
-                .bind(plan.title())
-                .bind(name_of(&plan.state()))
-                .bind(name_of(&plan.mode()))
-                .bind(name_of(&plan.approval().status))
-                .bind(version_i64(plan.version()))
-                .bind(ts(plan.updated_at()))
-                .bind(plan.finished_at().map(ts))
-                .bind(
-                    snapshot_due(base, plan.version())
-                        .then(|| serde_json::to_string(plan))
-                        .transpose()
-                        .map_err(corrupt)?,
-                )
+                .bind(&row.key)
+                .bind(&row.title)
+                .bind(name_of(&row.state))
+                .bind(name_of(&row.mode))
+                .bind(name_of(&row.approval))
+                .bind(version_i64(row.version))
+                .bind(ts(row.updated_at))
+                .bind(row.finished_at.map(ts))
+                .bind(snapshot)
                 .bind(&id)
                 .bind(version_i64(base))
                 .execute(&mut *tx)
@@ -355,7 +360,7 @@ impl PlanStore for SqlStore {
                         .fetch_optional(&mut *tx)
                         .await?;
                 return Err(StoreError::Conflict {
-                    plan_id: plan.id(),
+                    plan_id: row.id,
                     current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
                 });
             }
