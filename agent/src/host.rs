@@ -32,6 +32,12 @@ pub trait Host: Send + Sync {
 
     async fn plan(&self, plan: PlanId) -> Result<Plan, HostError>;
 
+    /// The plan's version: lets the agent keep the copy it has when the
+    /// plan has not moved (a copy costs as much as the plan).
+    async fn version(&self, plan: PlanId) -> Result<u64, HostError> {
+        Ok(self.plan(plan).await?.version())
+    }
+
     /// Resolves with the plan once its version is past `version`. Waiting
     /// costs a subscription, not a poll.
     async fn changed(&self, plan: PlanId, version: u64) -> Result<Plan, HostError>;

@@ -38,7 +38,12 @@ impl Driver {
         let mut inflight: HashMap<SubtaskId, AbortHandle> = HashMap::new();
         let mut last = Instant::now();
         loop {
-            let plan = Arc::new(self.host.plan(plan_id).await.map_err(|e| e.to_string())?);
+            // The plan as last seen, unless it has moved on since.
+            let current = self.host.version(plan_id).await.ok();
+            let plan = match &self.seen {
+                Some(seen) if current == Some(seen.version()) => seen.clone(),
+                _ => Arc::new(self.host.plan(plan_id).await.map_err(|e| e.to_string())?),
+            };
             self.notice_people(&plan).await;
             let gone: Vec<SubtaskId> = inflight
                 .keys()

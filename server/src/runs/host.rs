@@ -68,6 +68,13 @@ impl Host for ServerHost {
         self.plans.get(plan).await.ok_or(HostError::NotFound(plan))
     }
 
+    async fn version(&self, plan: PlanId) -> Result<u64, HostError> {
+        self.plans
+            .read(plan, |p| p.version())
+            .await
+            .ok_or(HostError::NotFound(plan))
+    }
+
     async fn changed(&self, plan: PlanId, version: u64) -> Result<Plan, HostError> {
         // Subscribe first, then look: a change in between is caught either way.
         let mut live = self.plans.hub().subscribe();
