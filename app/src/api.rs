@@ -93,7 +93,7 @@ impl ListFilter {
 }
 
 /// A query string's `key=value` pairs, decoded (`+` is a space).
-pub fn search_pairs(search: &str) -> impl Iterator<Item = (String, String)> + '_ {
+fn search_pairs(search: &str) -> impl Iterator<Item = (String, String)> + '_ {
     use leptos_router::location::Url;
     search
         .trim_start_matches('?')
@@ -353,8 +353,7 @@ pub async fn plans_html(address: String) -> Result<String, BoardError> {
             let list = backend()?.list(&filter).await?;
             Ok(crate::pages::plans::list_html(
                 list,
-                &address,
-                filter.page,
+                &filter,
                 crate::i18n::detect(),
             ))
         }

@@ -72,8 +72,8 @@ fn row(plan: &Plan) -> PlanRow {
 }
 
 impl Board {
-    /// A page of the plans `filter` admits, each with its agent run, newest
-    /// run first when a plan had several.
+    /// A page of the plans `filter` admits, each with its agent run (the
+    /// newest, when a plan had several).
     async fn rows(
         &self,
         filter: &ListFilter,
@@ -341,6 +341,41 @@ fn form_number(
     }
 }
 
+/// The task box's form as a task, its empty numbers the run's defaults.
+fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, BoardError> {
+    let defaults = agent::RunConfig::default();
+    let max_parallel = form_number(
+        &form.max_parallel,
+        u64::from(defaults.max_parallel),
+        1..=u64::from(agent::run::MAX_PARALLEL),
+        lang.pick("At once", "并行数"),
+        lang,
+    )?;
+    let max_tokens = form_number(
+        &form.max_tokens,
+        defaults.budget.max_tokens,
+        1_000..=1_000_000_000,
+        lang.pick("Token budget", "令牌预算"),
+        lang,
+    )?;
+    let max_minutes = form_number(
+        &form.max_minutes,
+        defaults.budget.max_wall_secs / 60,
+        1..=24 * 60,
+        lang.pick("Time budget (minutes)", "时间预算（分钟）"),
+        lang,
+    )?;
+    Ok(TaskSpec {
+        task: form.task.clone(),
+        mode: form.mode.clone(),
+        approval_required: form.approval.is_some(),
+        // Within MAX_PARALLEL, a u32, by the range above.
+        max_parallel: max_parallel as u32,
+        max_tokens,
+        max_wall_secs: max_minutes * 60,
+    })
+}
+
 /// `POST /plans/new/task`: starts a run from the task box and opens its
 /// plan's board. A refusal goes back to the form with the reason in the
 /// person's language and the task as they typed it.
@@ -360,43 +395,8 @@ pub async fn start_task_form(
             format!("{} 只能查看，不能修改计划（只读角色）", viewer.name),
         )))
     } else {
-        let budget = agent::Budget::default();
-        let parsed = (|| {
-            let max_parallel = form_number(
-                &form.max_parallel,
-                4,
-                1..=u64::from(agent::run::MAX_PARALLEL),
-                lang.pick("At once", "并行数"),
-                lang,
-            )?;
-            let max_tokens = form_number(
-                &form.max_tokens,
-                budget.max_tokens,
-                1_000..=1_000_000_000,
-                lang.pick("Token budget", "令牌预算"),
-                lang,
-            )?;
-            let max_minutes = form_number(
-                &form.max_minutes,
-                budget.max_wall_secs / 60,
-                1..=24 * 60,
-                lang.pick("Time budget (minutes)", "时间预算（分钟）"),
-                lang,
-            )?;
-            Ok::<_, BoardError>((max_parallel as u32, max_tokens, max_minutes))
-        })();
-        match parsed {
-            Ok((max_parallel, max_tokens, max_minutes)) => {
-                let spec = TaskSpec {
-                    task: form.task.clone(),
-                    mode: form.mode,
-                    approval_required: form.approval.is_some(),
-                    max_parallel,
-                    max_tokens,
-                    max_wall_secs: max_minutes * 60,
-                };
-                board.start_task(spec, &viewer.name).await
-            }
+        match task_spec(&form, lang) {
+            Ok(spec) => board.start_task(spec, &viewer.name).await,
             Err(e) => Err(e),
         }
     };

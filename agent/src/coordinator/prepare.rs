@@ -126,7 +126,7 @@ impl Driver {
         loop {
             match plan.state() {
                 PlanState::Approved | PlanState::Running | PlanState::Paused => {
-                    self.seen = Some(Arc::new(plan.clone()));
+                    self.seen = Some(Arc::new(plan));
                     self.move_to(RunState::Running, "approved").await;
                     return Ok(());
                 }

@@ -6,7 +6,9 @@ use leptos::prelude::*;
 
 use plan_engine::{Mode, StateFilter};
 
-use super::plans::{address, by_select, page_href, short_time, table_head, Pager};
+use super::plans::{
+    address, by_name, by_select, mode_select, page_href, short_time, table_head, Pager,
+};
 use crate::api::{list_history, ListFilter, PlanRow};
 use crate::i18n::{use_lang, Lang};
 
@@ -60,18 +62,9 @@ pub fn HistoryPage() -> impl IntoView {
     filter.query.state = Some(StateFilter::Finished);
     filter.query.text.clear();
     let (page, mode, agent) = (filter.page, filter.query.mode, filter.agent);
-    let modes = Mode::ALL
-        .into_iter()
-        .map(|m| view! { <option value=m.as_str() selected=mode == Some(m)>{m.label(lang)}</option> })
-        .collect_view();
-    let by = match agent {
-        Some(true) => "agent",
-        Some(false) => "manual",
-        None => "",
-    };
     let params = [
         ("mode", mode.map(Mode::as_str).unwrap_or_default()),
-        ("by", by),
+        ("by", by_name(agent)),
     ];
     let plans = crate::codec::load(move || filter.clone(), list_history);
     view! {
@@ -82,13 +75,7 @@ pub fn HistoryPage() -> impl IntoView {
                 "已完成、失败和已放弃的计划，最新的在前。打开一个即可阅读它的时间线。",
             )}</p>
             <form class="filters" method="get" action="/history" role="search">
-                <label>
-                    {lang.pick("Mode ", "模式 ")}
-                    <select name="mode" data-testid="history-mode">
-                        <option value="" selected=mode.is_none()>{lang.pick("any", "任意")}</option>
-                        {modes}
-                    </select>
-                </label>
+                {mode_select(lang, mode, "history-mode")}
                 {by_select(lang, agent)}
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>

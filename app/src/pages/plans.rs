@@ -21,11 +21,28 @@ const SHOWS: [(Option<StateFilter>, &str, &str); 4] = [
 ];
 
 /// `?by=agent` → plans planboard's agent made; `?by=manual` → the others.
-fn by_name(agent: Option<bool>) -> &'static str {
+pub fn by_name(agent: Option<bool>) -> &'static str {
     match agent {
         Some(true) => "agent",
         Some(false) => "manual",
         None => "",
+    }
+}
+
+/// The mode select of the lists' filter forms.
+pub fn mode_select(lang: Lang, mode: Option<Mode>, testid: &'static str) -> impl IntoView {
+    let modes = Mode::ALL
+        .into_iter()
+        .map(|m| view! { <option value=m.as_str() selected=mode == Some(m)>{m.label(lang)}</option> })
+        .collect_view();
+    view! {
+        <label>
+            {lang.pick("Mode ", "模式 ")}
+            <select name="mode" data-testid=testid>
+                <option value="" selected=mode.is_none()>{lang.pick("any", "任意")}</option>
+                {modes}
+            </select>
+        </label>
     }
 }
 
@@ -70,10 +87,6 @@ pub fn PlansPage() -> impl IntoView {
             }
         })
         .collect_view();
-    let modes = Mode::ALL
-        .into_iter()
-        .map(|m| view! { <option value=m.as_str() selected=filter.query.mode == Some(m)>{m.label(lang)}</option> })
-        .collect_view();
     let show = filter
         .query
         .state
@@ -88,13 +101,7 @@ pub fn PlansPage() -> impl IntoView {
             <form class="filters" method="get" action="/" role="search">
                 <nav class="chips" aria-label=lang.pick("Show", "显示")>{chips}</nav>
                 <input type="hidden" name="show" value=show/>
-                <label>
-                    {lang.pick("Mode ", "模式 ")}
-                    <select name="mode">
-                        <option value="" selected=filter.query.mode.is_none()>{lang.pick("any", "任意")}</option>
-                        {modes}
-                    </select>
-                </label>
+                {mode_select(lang, filter.query.mode, "mode")}
                 <label>
                     <span class="sr-only">{lang.pick("Search titles", "搜索标题")}</span>
                     <input type="search" name="q" placeholder=lang.pick("Search titles", "搜索标题") value=filter.query.text.clone() data-testid="search"/>
@@ -138,7 +145,8 @@ pub fn PlansLive(address: String) -> impl IntoView {
 
 /// The list's table, pager or empty note, as HTML ([`PlansLive`] sets it).
 #[cfg(feature = "ssr")]
-pub fn list_html(list: crate::api::PlanList, address: &str, page: u32, lang: Lang) -> String {
+pub fn list_html(list: crate::api::PlanList, filter: &ListFilter, lang: Lang) -> String {
+    let page = filter.page;
     if list.rows.is_empty() && page == 0 {
         return view! {
             <p class="empty">
@@ -149,33 +157,15 @@ pub fn list_html(list: crate::api::PlanList, address: &str, page: u32, lang: Lan
         }
         .to_html();
     }
-    let address = address.to_string();
+    let filter = filter.clone();
     view! {
         {plan_table(list.rows, lang)}
-        <Pager lang page more=list.more href=move |p| at_page(&address, p)/>
+        <Pager lang page more=list.more href=move |p| href(&filter, p)/>
     }
     .to_html()
 }
 
-/// The list's address (a query string, encoded as it came) at `page`.
-#[cfg(feature = "ssr")]
-fn at_page(address: &str, page: u32) -> String {
-    let number = format!("page={}", page + 1);
-    let mut pairs: Vec<&str> = address
-        .split('&')
-        .filter(|pair| !pair.is_empty() && !pair.starts_with("page="))
-        .collect();
-    if page > 0 {
-        pairs.push(&number);
-    }
-    if pairs.is_empty() {
-        "/".into()
-    } else {
-        format!("/?{}", pairs.join("&"))
-    }
-}
-
-/// A filter's address, for the server-rendered chips.
+/// A filter's address at `page`: the chips' links and the pager's.
 fn href(f: &ListFilter, page: u32) -> String {
     let q = &f.query;
     let show = q.state.map(StateFilter::as_str).unwrap_or_default();
@@ -326,20 +316,5 @@ fn plan_table(rows: Vec<crate::api::PlanRow>, lang: Lang) -> impl IntoView {
             {table_head(lang, &COLUMNS)}
             <tbody>{lines}</tbody>
         </table>
-    }
-}
-
-#[cfg(all(test, feature = "ssr"))]
-mod tests {
-    use super::at_page;
-
-    #[test]
-    fn a_page_link_keeps_the_address_and_replaces_only_its_page() {
-        assert_eq!(
-            at_page("show=active&page=2&q=a%26b", 2),
-            "/?show=active&q=a%26b&page=3"
-        );
-        assert_eq!(at_page("page=4", 0), "/");
-        assert_eq!(at_page("", 1), "/?page=2");
     }
 }

@@ -309,44 +309,34 @@ impl PlanStore for SqlStore {
                 .transpose()
                 .map_err(corrupt)?;
             let changed = match write.base_version {
-                None => sqlx::query(
-                    "INSERT INTO plans (id, plan_key, title, state, mode, approval, version, \
-                     created_at, updated_at, finished_at, snapshot) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                None => bind_row(
+                    sqlx::query(
+                        "INSERT INTO plans (plan_key, title, state, mode, approval, version, \
+                         updated_at, finished_at, snapshot, id, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                    ),
+                    row,
+                    Some(
+                        snapshot
+                            .ok_or_else(|| corrupt("a new plan is written without its snapshot"))?,
+                    ),
                 )
                 .bind(&id)
-                .bind(&row.key)
-                .bind(&row.title)
-                .bind(name_of(&row.state))
-                .bind(name_of(&row.mode))
-                .bind(name_of(&row.approval))
-                .bind(version_i64(row.version))
                 .bind(ts(row.created_at))
-                .bind(ts(row.updated_at))
-                .bind(row.finished_at.map(ts))
-                .bind(
-                    snapshot
-                        .ok_or_else(|| corrupt("a new plan is written without its snapshot"))?,
-                )
                 .execute(&mut *tx)
                 .await?
                 .rows_affected(),
                 // The snapshot only when due; NULL keeps the stored one.
-                Some(base) => sqlx::query(
-                    "UPDATE plans SET plan_key = $1, title = $2, state = $3, mode = $4, \
-                     approval = $5, version = $6, updated_at = $7, finished_at = $8, \
-                     snapshot = COALESCE($9, snapshot) \
-                     WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
+                Some(base) => bind_row(
+                    sqlx::query(
+                        "UPDATE plans SET plan_key = $1, title = $2, state = $3, mode = $4, \
+                         approval = $5, version = $6, updated_at = $7, finished_at = $8, \
+                         snapshot = COALESCE($9, snapshot) \
+                         WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
+                    ),
+                    row,
+                    snapshot,
                 )
-                .bind(&row.key)
-                .bind(&row.title)
-                .bind(name_of(&row.state))
-                .bind(name_of(&row.mode))
-                .bind(name_of(&row.approval))
-                .bind(version_i64(row.version))
-                .bind(ts(row.updated_at))
-                .bind(row.finished_at.map(ts))
-                .bind(snapshot)
                 .bind(&id)
                 .bind(version_i64(base))
                 .execute(&mut *tx)
@@ -552,6 +542,26 @@ impl PlanStore for SqlStore {
         });
         Ok(Some(rx))
     }
+}
+
+/// Binds a plan row's columns as `$1`–`$8` (key, title, state, mode,
+/// approval, version, updated_at, finished_at) and its snapshot as `$9`:
+/// the INSERT of a new plan and the UPDATE of a changed one share them.
+fn bind_row<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    row: &'q super::PlanColumns,
+    snapshot: Option<String>,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(&row.key)
+        .bind(&row.title)
+        .bind(name_of(&row.state))
+        .bind(name_of(&row.mode))
+        .bind(name_of(&row.approval))
+        .bind(version_i64(row.version))
+        .bind(ts(row.updated_at))
+        .bind(row.finished_at.map(ts))
+        .bind(snapshot)
 }
 
 /// `head` followed by `rows` groups of `columns` numbered placeholders:
