@@ -192,7 +192,9 @@ impl Plan {
                 }
                 self.subtasks
                     .insert((*index).min(self.subtasks.len()), subtask.as_ref().clone());
-                self.next_subtask_id = self.next_subtask_id.max(new_id.0 + 1);
+                // Saturating: a log never makes the fold panic (apply
+                // refuses to hand out the last id).
+                self.next_subtask_id = self.next_subtask_id.max(new_id.0.saturating_add(1));
                 self.index_invalidate();
             }
             EventKind::SubtaskEdited { id, fields } => {
@@ -264,7 +266,7 @@ impl Plan {
                 self.approval.at = Some(event.at);
             }
             EventKind::CommentAdded { comment } => {
-                self.next_comment_id = self.next_comment_id.max(comment.id + 1);
+                self.next_comment_id = self.next_comment_id.max(comment.id.saturating_add(1));
                 self.comments.push(comment.as_ref().clone());
             }
         }

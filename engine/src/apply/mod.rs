@@ -307,7 +307,7 @@ fn decide(plan: &Plan, op: &Op, actor: &str, now: Timestamp) -> Result<Vec<Event
             }
             Ok(vec![EventKind::CommentAdded {
                 comment: Box::new(Comment {
-                    id: plan.next_comment_id,
+                    id: fresh_id(plan.next_comment_id, "comments")?,
                     subtask: *subtask,
                     author: actor.to_string(),
                     body: body.clone(),
@@ -386,6 +386,20 @@ fn finish(plan: &Plan, to: PlanState, outcome: &str) -> Result<Vec<EventKind>, P
         .collect();
     events.push(plan_move(plan, to, Some(outcome.to_string()))?);
     Ok(events)
+}
+
+/// `next`, the id a plan's counter hands out now, unless the counter has
+/// none left: only an imported plan can start that high, and the id after
+/// it could not be counted.
+pub(super) fn fresh_id(next: u32, what: &str) -> Result<u32, PlanError> {
+    if next == u32::MAX {
+        return Err(PlanError::invalid(
+            what,
+            "this plan has used up its ids (an imported plan set its counter to the maximum); \
+             import it again with lower ids",
+        ));
+    }
+    Ok(next)
 }
 
 pub(super) fn running_if_approved(plan: &Plan) -> Option<EventKind> {

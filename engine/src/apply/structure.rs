@@ -18,7 +18,7 @@ pub(super) fn add_subtask(
     now: Timestamp,
 ) -> Result<Vec<EventKind>, PlanError> {
     check_capacity(plan.max_subtasks, plan.subtasks.len(), 1)?;
-    let id = SubtaskId(plan.next_subtask_id);
+    let id = SubtaskId(super::fresh_id(plan.next_subtask_id, "subtasks")?);
     let subtask = new_subtask(new, id, now)?;
     let len = plan.subtasks.len();
     let index = match position {
@@ -182,8 +182,9 @@ pub(super) fn replace_subtasks(
         let mut s = match kept {
             Some(old) => old.clone(),
             None => {
+                let id = SubtaskId(super::fresh_id(next_id, "subtasks")?);
                 next_id += 1;
-                new_subtask(new, SubtaskId(next_id - 1), now)?
+                new_subtask(new, id, now)?
             }
         };
         let previous = subtasks.last();

@@ -489,3 +489,56 @@ fn a_retry_after_failure_counts_another_attempt() {
     let s = p.subtask(SubtaskId(1)).unwrap();
     assert_eq!((s.attempts, s.outcome.as_deref()), (2, None));
 }
+
+#[test]
+fn a_plan_whose_id_counters_are_used_up_refuses_new_ids_instead_of_overflowing() {
+    // Only an imported plan can start there (check_import accepts any
+    // counter above the ids in use); the API fuzzer found the panic.
+    let mut p = plan(&[("a", &[])]);
+    p.next_subtask_id = u32::MAX;
+    p.next_comment_id = u32::MAX;
+    let version = p.version();
+    let comment = run(
+        &mut p,
+        Op::Comment {
+            subtask: None,
+            body: "hello".into(),
+        },
+    );
+    assert!(
+        matches!(&comment, Err(PlanError::Invalid { field, .. }) if field == "comments"),
+        "{comment:?}"
+    );
+    let add = run(
+        &mut p,
+        Op::AddSubtask {
+            subtask: NewSubtask::named("b"),
+            position: Position::End,
+            rewire_after: None,
+            required_by: vec![],
+        },
+    );
+    assert!(
+        matches!(&add, Err(PlanError::Invalid { field, .. }) if field == "subtasks"),
+        "{add:?}"
+    );
+    let replace = run(
+        &mut p,
+        Op::ReplaceSubtasks {
+            subtasks: vec![NewSubtask::named("a"), NewSubtask::named("new")],
+        },
+    );
+    assert!(replace.is_err(), "{replace:?}");
+    assert_eq!(p.version(), version, "nothing changed");
+    // One id below the end is still handed out.
+    p.next_comment_id = u32::MAX - 1;
+    run(
+        &mut p,
+        Op::Comment {
+            subtask: None,
+            body: "the last one".into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(p.next_comment_id(), u32::MAX);
+}
