@@ -10,6 +10,7 @@
 //! in O(n + e) and its parent links give the cycle's path.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::error::{summarize_ids, PlanError};
 use crate::model::{Plan, Subtask, SubtaskId};
@@ -89,7 +90,7 @@ fn search(
 
 /// Validates a whole subtask list (create, import): unique ids below
 /// `next_id`, known dependencies, no self-edges, no cycles.
-pub(crate) fn validate_graph(subtasks: &[Subtask], next_id: u32) -> Result<(), PlanError> {
+pub(crate) fn validate_graph(subtasks: &[Arc<Subtask>], next_id: u32) -> Result<(), PlanError> {
     let mut seen = HashSet::with_capacity(subtasks.len());
     for s in subtasks {
         if !seen.insert(s.id) {
@@ -129,7 +130,7 @@ pub(crate) fn validate_graph(subtasks: &[Subtask], next_id: u32) -> Result<(), P
 
 /// Dependencies before dependents (Kahn), ties broken by display order.
 /// On a cycle, returns one cycle's path instead.
-pub(crate) fn topological_order(subtasks: &[Subtask]) -> Result<Vec<usize>, Vec<SubtaskId>> {
+pub(crate) fn topological_order(subtasks: &[Arc<Subtask>]) -> Result<Vec<usize>, Vec<SubtaskId>> {
     let pos: HashMap<SubtaskId, usize> = subtasks
         .iter()
         .enumerate()

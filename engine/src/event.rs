@@ -7,6 +7,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use crate::error::PlanError;
 use crate::model::{
@@ -182,16 +183,25 @@ impl Plan {
                 required_by,
             } => {
                 let new_id = subtask.id;
-                for s in self.subtasks.iter_mut() {
-                    if let (Some(from), true) = (rewired_from, rewired.contains(&s.id)) {
-                        replace_dependency(&mut s.dependencies, *from, &[new_id]);
+                for shared in self.subtasks.iter_mut() {
+                    let rewire = (*rewired_from).filter(|_| rewired.contains(&shared.id));
+                    let require =
+                        required_by.contains(&shared.id) && !shared.dependencies.contains(&new_id);
+                    if rewire.is_none() && !require {
+                        continue;
                     }
-                    if required_by.contains(&s.id) && !s.dependencies.contains(&new_id) {
+                    let s = Arc::make_mut(shared);
+                    if let Some(from) = rewire {
+                        replace_dependency(&mut s.dependencies, from, &[new_id]);
+                    }
+                    if require {
                         s.dependencies.push(new_id);
                     }
                 }
-                self.subtasks
-                    .insert((*index).min(self.subtasks.len()), subtask.as_ref().clone());
+                self.subtasks.insert(
+                    (*index).min(self.subtasks.len()),
+                    Arc::new(subtask.as_ref().clone()),
+                );
                 // Saturating: a log never makes the fold panic (apply
                 // refuses to hand out the last id).
                 self.next_subtask_id = self.next_subtask_id.max(new_id.0.saturating_add(1));
@@ -215,7 +225,11 @@ impl Plan {
             EventKind::SubtaskDeleted { id, inherited_by } => {
                 if let Some(p) = self.position(*id) {
                     let removed = self.subtasks.remove(p);
-                    for s in self.subtasks.iter_mut() {
+                    for shared in self.subtasks.iter_mut() {
+                        if !shared.dependencies.contains(id) {
+                            continue;
+                        }
+                        let s = Arc::make_mut(shared);
                         if inherited_by.contains(&s.id) {
                             replace_dependency(&mut s.dependencies, *id, &removed.dependencies);
                         } else {
@@ -245,7 +259,7 @@ impl Plan {
                 subtasks,
                 next_subtask_id,
             } => {
-                self.subtasks.clone_from(subtasks);
+                self.subtasks = subtasks.iter().cloned().map(Arc::new).collect();
                 self.next_subtask_id = *next_subtask_id;
                 self.index_invalidate();
             }
@@ -303,7 +317,7 @@ impl Plan {
 
     pub(crate) fn subtask_mut(&mut self, id: SubtaskId) -> Option<&mut Subtask> {
         let p = self.position(id)?;
-        self.subtasks.get_mut(p)
+        self.subtasks.get_mut(p).map(Arc::make_mut)
     }
 }
 

@@ -15,7 +15,7 @@
 //! compare by their data alone.
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::model::{Plan, Subtask, SubtaskId, SubtaskState};
 
@@ -50,7 +50,9 @@ impl std::fmt::Debug for DerivedIndex {
 pub(crate) struct Index {
     /// `positions[id]` is the display position, or `NONE` for deleted ids.
     positions: Vec<usize>,
-    dependents: Vec<Vec<SubtaskId>>,
+    /// Changes only with the plan's structure, when the index is rebuilt,
+    /// so copies of a plan share it.
+    dependents: Arc<Vec<Vec<SubtaskId>>>,
     /// Dependencies not yet done or skipped, per subtask.
     unmet: Vec<usize>,
     /// Positions of todo subtasks with no unmet dependency.
@@ -62,7 +64,7 @@ pub(crate) struct Index {
 const NONE: usize = usize::MAX;
 
 impl Index {
-    pub(crate) fn build(subtasks: &[Subtask]) -> Index {
+    pub(crate) fn build(subtasks: &[Arc<Subtask>]) -> Index {
         let slots = subtasks
             .iter()
             .map(|s| s.id.0 as usize + 1)
@@ -70,7 +72,6 @@ impl Index {
             .unwrap_or(0);
         let mut index = Index {
             positions: vec![NONE; slots],
-            dependents: vec![Vec::new(); slots],
             unmet: vec![0; slots],
             ..Index::default()
         };
@@ -81,10 +82,11 @@ impl Index {
                 index.in_progress.insert(p);
             }
         }
+        let mut dependents = vec![Vec::new(); slots];
         for (p, s) in subtasks.iter().enumerate() {
             let mut unmet = 0;
             for dep in &s.dependencies {
-                if let Some(list) = index.dependents.get_mut(dep.0 as usize) {
+                if let Some(list) = dependents.get_mut(dep.0 as usize) {
                     list.push(s.id);
                 }
                 let settled = index
@@ -99,6 +101,7 @@ impl Index {
                 index.ready.insert(p);
             }
         }
+        index.dependents = Arc::new(dependents);
         index
     }
 
@@ -135,7 +138,7 @@ impl Index {
     /// `id` moved from `from` to `to` (its new state already written).
     fn state_changed(
         &mut self,
-        subtasks: &[Subtask],
+        subtasks: &[Arc<Subtask>],
         id: SubtaskId,
         from: SubtaskState,
         to: SubtaskState,

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::index::DerivedIndex;
@@ -247,7 +248,9 @@ pub struct Plan {
     /// The plan's outcome when done, or the reason when failed or abandoned.
     pub(crate) outcome: Option<String>,
     /// In display order; the order breaks ties between ready subtasks.
-    pub(crate) subtasks: Vec<Subtask>,
+    /// Shared, so copying a plan (an undo copy, a reader's copy) costs a
+    /// pointer per subtask; the fold copies only the subtasks it changes.
+    pub(crate) subtasks: Vec<Arc<Subtask>>,
     pub(crate) next_subtask_id: u32,
     pub(crate) comments: Vec<Comment>,
     pub(crate) next_comment_id: u32,
@@ -346,7 +349,7 @@ impl Plan {
 
     /// The subtask with this id, in O(1).
     pub fn subtask(&self, id: SubtaskId) -> Option<&Subtask> {
-        self.position(id).map(|p| &self.subtasks[p])
+        self.position(id).map(|p| &*self.subtasks[p])
     }
 
     /// The display position of a subtask, in O(1).
@@ -516,7 +519,7 @@ impl Plan {
         self.outcome.as_deref()
     }
 
-    pub fn subtasks(&self) -> &[Subtask] {
+    pub fn subtasks(&self) -> &[Arc<Subtask>] {
         &self.subtasks
     }
 

@@ -32,7 +32,9 @@ use server::config::{Access, Config};
 struct Fake {
     latency: Duration,
     plan: Arc<Mutex<VecDeque<Value>>>,
-    default_plan: Value,
+    /// Shared: axum clones the state for every request, and a deep copy
+    /// of a 100-subtask plan per call was the fake's cost, not planboard's.
+    default_plan: Arc<Value>,
 }
 
 impl Fake {
@@ -45,7 +47,7 @@ impl Fake {
                 .lock()
                 .unwrap()
                 .pop_front()
-                .unwrap_or_else(|| self.default_plan.clone())
+                .unwrap_or_else(|| (*self.default_plan).clone())
                 .to_string(),
             "action" => json!({"action": "complete", "result": "done"}).to_string(),
             "adapt" => {
@@ -134,7 +136,7 @@ async fn fake_model(latency: Duration, default_plan: Value) -> String {
     let fake = Fake {
         latency,
         plan: Arc::default(),
-        default_plan,
+        default_plan: Arc::new(default_plan),
     };
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
@@ -283,7 +285,7 @@ async fn overhead() {
         let model = Fake {
             latency: Duration::ZERO,
             plan: Arc::default(),
-            default_plan: plan_of(n, true),
+            default_plan: Arc::new(plan_of(n, true)),
         };
         let b = start_with("http://127.0.0.1:9/v1", 8, Some(Arc::new(model))).await;
         report_gaps(&b, n, "zero-latency model in process").await;

@@ -312,7 +312,7 @@ impl Driver {
             return;
         }
         let old: HashMap<SubtaskId, &plan_engine::Subtask> =
-            before.subtasks().iter().map(|s| (s.id(), s)).collect();
+            before.subtasks().iter().map(|s| (s.id(), &**s)).collect();
         let now: HashSet<SubtaskId> = plan.subtasks().iter().map(|s| s.id()).collect();
         let mut changes = Vec::new();
         for s in plan.subtasks() {

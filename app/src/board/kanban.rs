@@ -71,7 +71,7 @@ pub fn Kanban(board: Board) -> impl IntoView {
                         .subtasks()
                         .iter()
                         .filter(|s| column_of(plan, s, &ready) == *key)
-                        .cloned()
+                        .map(|s| Subtask::clone(s))
                         .collect();
                     let n = cards.len();
                     let cards = cards

@@ -20,6 +20,8 @@ use structure::{
 };
 use validate::{check_actor, check_capacity, check_limit_setting, required_text, text};
 
+use std::sync::Arc;
+
 use crate::command::{Command, InfoPatch, Op};
 use crate::dag::{require_known, validate_graph};
 use crate::error::PlanError;
@@ -95,7 +97,7 @@ pub fn create(spec: &NewPlan, actor: &str, now: Timestamp) -> Result<Vec<Event>,
     check_capacity(spec.max_subtasks, 0, spec.subtasks.len())?;
     let mut subtasks = Vec::with_capacity(spec.subtasks.len());
     for (i, new) in spec.subtasks.iter().enumerate() {
-        subtasks.push(new_subtask(new, SubtaskId(i as u32 + 1), now)?);
+        subtasks.push(Arc::new(new_subtask(new, SubtaskId(i as u32 + 1), now)?));
     }
     let next_subtask_id = subtasks.len() as u32 + 1;
     validate_graph(&subtasks, next_subtask_id)?;

@@ -79,7 +79,7 @@ pub(super) fn edit_subtask(
             what: "edited",
         });
     }
-    let mut edited = s.clone();
+    let mut edited = Subtask::clone(s);
     if let Some(name) = &patch.name {
         required_text("name", name, limits::NAME)?;
         edited.name = name.trim().to_string();

@@ -51,6 +51,22 @@ fn state_of(plan: &Plan, id: u32) -> SubtaskState {
 }
 
 #[test]
+fn a_copy_shares_untouched_subtasks_and_a_change_never_reaches_the_other_copy() {
+    let original = plan(&[("a", &[]), ("b", &[1]), ("c", &[2])]);
+    let mut copy = original.clone();
+    run(&mut copy, set(1, SubtaskState::InProgress)).unwrap();
+    run(&mut copy, Op::DeleteSubtask { id: SubtaskId(3) }).unwrap();
+    assert_eq!(state_of(&original, 1), SubtaskState::Todo);
+    assert_eq!(original.subtasks().len(), 3);
+    assert_eq!(state_of(&copy, 1), SubtaskState::InProgress);
+    let shared = |i: usize| std::sync::Arc::ptr_eq(&original.subtasks()[i], &copy.subtasks()[i]);
+    assert!(!shared(0), "the changed subtask was copied");
+    assert!(shared(1), "an untouched subtask is shared, not copied");
+    assert_eq!(original.ready(), [SubtaskId(1)]);
+    assert!(copy.ready().is_empty());
+}
+
+#[test]
 fn a_subtask_cannot_start_before_its_dependencies_are_done() {
     let mut p = plan(&[("a", &[]), ("b", &[1])]);
     let err = run(&mut p, set(2, SubtaskState::InProgress)).unwrap_err();

@@ -395,6 +395,6 @@ fn plan_json(plan: &Plan) -> Value {
         "title": plan.title,
         "state": plan.state,
         "currentTaskID": current,
-        "tasks": plan.subtasks.iter().map(task_json).collect::<Vec<_>>(),
+        "tasks": plan.subtasks.iter().map(|s| task_json(s)).collect::<Vec<_>>(),
     })
 }
