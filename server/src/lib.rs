@@ -48,7 +48,7 @@ use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 
 use crate::config::{Access, Config};
 use crate::service::PlanService;
-use crate::store::{SqlStore, StoreError};
+use crate::store::{RunStore, SqlStore, StoreError};
 
 /// What the router needs besides the Leptos options.
 #[derive(Clone)]
@@ -88,8 +88,26 @@ pub async fn start_with_model(
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
     let tool_servers = runs::connect_tool_servers(config).await;
-    let runs = runs::Runs::new(config, plans.clone(), store.clone(), tool_servers, model)
-        .map_err(StoreError::Config)?;
+    let shared_log = match (
+        store.listen_run_log().await?,
+        store.listen_run_deltas().await?,
+    ) {
+        (Some(remote), Some(deltas)) => Some(runs::SharedLog {
+            remote,
+            after: store.last_run_log_seq().await?,
+            deltas,
+        }),
+        _ => None,
+    };
+    let runs = runs::Runs::new(
+        config,
+        plans.clone(),
+        store.clone(),
+        tool_servers,
+        model,
+        shared_log,
+    )
+    .map_err(StoreError::Config)?;
     runs.spawn_keeper();
     let held = |store: Arc<SqlStore>| async move {
         use crate::store::RunStore;

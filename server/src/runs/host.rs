@@ -10,7 +10,8 @@ use agent::run::{ReplyDelta, RunEntry, RunId, RunRecord};
 use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::broadcast;
 
-use super::log_writer::LogQueue;
+use super::delta_relay::DeltaRelay;
+use super::log_writer::{LogQueue, Streaming};
 use super::stream::{LiveDelta, RunNews};
 use crate::service::{PlanService, ServiceError};
 use crate::store::{NewRunEntry, RunStore};
@@ -20,6 +21,8 @@ pub struct ServerHost {
     store: Arc<dyn RunStore>,
     entries: broadcast::Sender<RunNews>,
     log: LogQueue,
+    /// Sends reply deltas to the other replicas (PostgreSQL).
+    relay: Option<DeltaRelay>,
     /// Each run's plan, learnt when the run is saved.
     plan_of: std::sync::Mutex<std::collections::HashMap<RunId, PlanId>>,
 }
@@ -30,9 +33,12 @@ impl ServerHost {
         plans: Arc<PlanService>,
         store: Arc<dyn RunStore>,
         entries: broadcast::Sender<RunNews>,
+        streaming: Streaming,
+        relay: Option<DeltaRelay>,
     ) -> ServerHost {
         ServerHost {
-            log: LogQueue::spawn(store.clone(), entries.clone()),
+            log: LogQueue::spawn(store.clone(), entries.clone(), streaming),
+            relay,
             plans,
             store,
             entries,
@@ -124,13 +130,14 @@ impl Host for ServerHost {
         Ok(())
     }
 
-    /// Someone follows a run or plan stream (they share one broadcast).
+    /// Someone follows a run or plan stream (they share one broadcast), or
+    /// may, through another replica.
     fn watched(&self, _run: RunId) -> bool {
-        self.entries.receiver_count() > 0
+        self.relay.is_some() || self.entries.receiver_count() > 0
     }
 
     fn delta(&self, run: RunId, delta: ReplyDelta) {
-        if self.entries.receiver_count() == 0 {
+        if self.relay.is_none() && self.entries.receiver_count() == 0 {
             return;
         }
         let plan_id = self
@@ -139,11 +146,15 @@ impl Host for ServerHost {
             .expect("plan_of lock")
             .get(&run)
             .copied();
-        let _ = self.entries.send(RunNews::Delta(Arc::new(LiveDelta {
+        let delta = LiveDelta {
             run_id: run,
             plan_id,
             delta,
-        })));
+        };
+        if let Some(relay) = &self.relay {
+            relay.send(delta.clone());
+        }
+        let _ = self.entries.send(RunNews::Delta(Arc::new(delta)));
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

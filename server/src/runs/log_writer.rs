@@ -8,10 +8,18 @@
 //! plan event (those commit before the agent goes on). Saving a run's row
 //! first waits for the entries queued before it ([`LogQueue::flush`]), so
 //! a run read as done has its whole log.
+//!
+//! Who streams an entry depends on who else may write the log. On SQLite
+//! one process owns the file, so the writer streams what it stored. On
+//! PostgreSQL other replicas drive other runs, so no entry is streamed
+//! from the write path: every process reads the log after the last entry
+//! it streamed ([`read_shared_log`], woken by NOTIFY or by its own writer)
+//! and streams what it finds, whoever wrote it, in log order.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
 use super::stream::RunNews;
 use crate::store::{NewRunEntry, RunStore};
@@ -27,15 +35,27 @@ enum Job {
     Flush(oneshot::Sender<()>),
 }
 
+/// How the entries a writer stored reach the streams.
+pub enum Streaming {
+    /// The writer streams them itself (the store has one process).
+    Direct,
+    /// The writer only wakes this process's reader of the shared log.
+    Shared(Arc<Notify>),
+}
+
 /// The sending side; the writer ends when every queue is dropped.
 #[derive(Clone)]
 pub struct LogQueue(mpsc::Sender<Job>);
 
 impl LogQueue {
     /// Starts the writer (on the current tokio runtime).
-    pub fn spawn(store: Arc<dyn RunStore>, news: broadcast::Sender<RunNews>) -> LogQueue {
+    pub fn spawn(
+        store: Arc<dyn RunStore>,
+        news: broadcast::Sender<RunNews>,
+        streaming: Streaming,
+    ) -> LogQueue {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(write(rx, store, news));
+        tokio::spawn(write(rx, store, news, streaming));
         LogQueue(tx)
     }
 
@@ -59,6 +79,7 @@ async fn write(
     mut jobs: mpsc::Receiver<Job>,
     store: Arc<dyn RunStore>,
     news: broadcast::Sender<RunNews>,
+    streaming: Streaming,
 ) {
     while let Some(first) = jobs.recv().await {
         let mut rows = Vec::new();
@@ -76,17 +97,62 @@ async fn write(
             };
         }
         if !rows.is_empty() {
-            match store.append_run_log(&rows).await {
-                Ok(stored) => {
+            match (store.append_run_log(&rows).await, &streaming) {
+                (Ok(stored), Streaming::Direct) => {
                     for entry in stored {
                         let _ = news.send(RunNews::Entry(Arc::new(entry)));
                     }
                 }
-                Err(e) => tracing::warn!("could not write {} run-log entries: {e}", rows.len()),
+                (Ok(_), Streaming::Shared(reader)) => reader.notify_one(),
+                (Err(e), _) => {
+                    tracing::warn!("could not write {} run-log entries: {e}", rows.len())
+                }
             }
         }
         for done in waiting {
             let _ = done.send(());
+        }
+    }
+}
+
+/// Streams the shared log's new entries, whoever wrote them: woken by this
+/// process's writer, another process's NOTIFY or, as a safety net for a
+/// dropped notification, a second. `after` is the newest entry when the
+/// process started. Ends when the run streams' channel is gone.
+pub async fn read_shared_log(
+    store: Arc<dyn RunStore>,
+    news: broadcast::WeakSender<RunNews>,
+    local: Arc<Notify>,
+    mut remote: mpsc::Receiver<()>,
+    mut after: i64,
+) {
+    let mut listening = true;
+    loop {
+        if news.upgrade().is_none() {
+            return;
+        }
+        tokio::select! {
+            () = local.notified() => {}
+            woken = remote.recv(), if listening => listening = woken.is_some(),
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        loop {
+            let rows = match store.run_log_since(after, BATCH as u32).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::error!("reading the run log failed: {e}");
+                    break;
+                }
+            };
+            let Some(news) = news.upgrade() else { return };
+            let full = rows.len() == BATCH;
+            for entry in rows {
+                after = entry.seq;
+                let _ = news.send(RunNews::Entry(Arc::new(entry)));
+            }
+            if !full {
+                break;
+            }
         }
     }
 }

@@ -18,6 +18,7 @@
 //!   log so that no step waits for it;
 //! - `stream.rs`: a run's log as server-sent events.
 
+mod delta_relay;
 mod host;
 mod log_writer;
 mod stream;
@@ -35,7 +36,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+pub use delta_relay::DeltaRelay;
 pub use host::ServerHost;
+use log_writer::Streaming;
 pub use stream::{run_stream, LiveDelta, RunNews};
 
 use crate::config::Config;
@@ -97,6 +100,17 @@ fn owner_name(config: &Config) -> String {
         .unwrap_or_else(|| "planboard".into())
 }
 
+/// A run log that other processes write too (PostgreSQL): the entries
+/// reach this process's streams through a reader of the log.
+pub struct SharedLog {
+    /// Woken by the other processes' appends.
+    pub remote: tokio::sync::mpsc::Receiver<()>,
+    /// The newest entry when this process started.
+    pub after: i64,
+    /// The reply deltas the other processes send.
+    pub deltas: tokio::sync::mpsc::Receiver<String>,
+}
+
 impl Runs {
     /// Builds the service; with a model configured, also the agent.
     pub fn new(
@@ -105,12 +119,30 @@ impl Runs {
         store: Arc<dyn RunStore>,
         shared_tools: Vec<Arc<dyn ToolBox>>,
         model: Option<Arc<dyn Llm>>,
+        shared_log: Option<SharedLog>,
     ) -> Result<Arc<Runs>, String> {
         let (entries, _) = broadcast::channel(4096);
+        let (streaming, relay) = match shared_log {
+            None => (Streaming::Direct, None),
+            Some(log) => {
+                let local = Arc::new(tokio::sync::Notify::new());
+                tokio::spawn(log_writer::read_shared_log(
+                    store.clone(),
+                    entries.downgrade(),
+                    local.clone(),
+                    log.remote,
+                    log.after,
+                ));
+                let relay = DeltaRelay::spawn(store.clone(), entries.downgrade(), log.deltas);
+                (Streaming::Shared(local), Some(relay))
+            }
+        };
         let host = Arc::new(ServerHost::new(
             plans.clone(),
             store.clone(),
             entries.clone(),
+            streaming,
+            relay,
         ));
         let workspaces = config.workspaces.clone();
         let agent = match &config.llm {

@@ -42,7 +42,7 @@ impl RunNews {
 }
 
 /// A piece of a reply as the streams send it: `event: delta`, no id.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LiveDelta {
     pub run_id: agent::RunId,
     pub plan_id: Option<plan_engine::PlanId>,

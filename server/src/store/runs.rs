@@ -64,6 +64,26 @@ pub trait RunStore: Send + Sync {
         after: i64,
         limit: u32,
     ) -> Result<Vec<StoredRunEntry>, StoreError>;
+    /// Every run's entries after `after`, in log order: what a process
+    /// reads to stream the entries other processes wrote.
+    async fn run_log_since(
+        &self,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError>;
+    /// The seq of the newest entry (0 for none).
+    async fn last_run_log_seq(&self) -> Result<i64, StoreError>;
+    /// Wakes after another process may have appended entries (PostgreSQL
+    /// LISTEN/NOTIFY); `None` when one process owns the store (SQLite).
+    async fn listen_run_log(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
+    /// Sends reply deltas (never stored) to the other processes; nothing
+    /// to do when one process owns the store.
+    async fn send_run_deltas(&self, payload: &str) -> Result<(), StoreError>;
+    /// What other processes sent with [`RunStore::send_run_deltas`];
+    /// `None` when one process owns the store.
+    async fn listen_run_deltas(
+        &self,
+    ) -> Result<Option<tokio::sync::mpsc::Receiver<String>>, StoreError>;
     /// Takes every unfinished run whose lease has expired, or that `owner`
     /// held before (a restart of the same instance), until `until_ms`.
     async fn claim_runs(
@@ -102,6 +122,11 @@ fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
         entry: serde_json::from_str(&entry).map_err(corrupt)?,
     })
 }
+
+/// Wakes other processes' run-log readers after an append (PostgreSQL only).
+const RUN_LOG_CHANNEL: &str = "planboard_run_log";
+/// Carries reply deltas between processes (PostgreSQL only).
+const DELTA_CHANNEL: &str = "planboard_run_delta";
 
 const UNFINISHED: &str = "state NOT IN ('done', 'failed', 'cancelled')";
 
@@ -186,6 +211,15 @@ impl RunStore for SqlStore {
         entries: &[NewRunEntry],
     ) -> Result<Vec<StoredRunEntry>, StoreError> {
         let mut stored = Vec::with_capacity(entries.len());
+        let mut tx = self.pool.begin().await?;
+        if self.is_postgres() {
+            // Writers take turns, so seqs are handed out in commit order and
+            // a reader that follows the log by seq never skips a row that
+            // commits late (the plan log does the same).
+            sqlx::query("LOCK TABLE run_log IN EXCLUSIVE MODE")
+                .execute(&mut *tx)
+                .await?;
+        }
         for chunk in entries.chunks(500) {
             let sql = values_sql(
                 "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ",
@@ -204,7 +238,7 @@ impl RunStore for SqlStore {
                     .bind(e.entry.to_string())
                     .bind(ts(at));
             }
-            let mut seqs = query.fetch_all(&self.pool).await?;
+            let mut seqs = query.fetch_all(&mut *tx).await?;
             // One INSERT's rows take their seqs in VALUES order, but the
             // order RETURNING lists them in is not specified.
             seqs.sort_unstable();
@@ -224,7 +258,60 @@ impl RunStore for SqlStore {
                 entry: e.entry.clone(),
             }));
         }
+        if self.is_postgres() {
+            // Delivered when (and only if) the transaction commits.
+            sqlx::query(&format!("NOTIFY {RUN_LOG_CHANNEL}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
         Ok(stored)
+    }
+
+    async fn run_log_since(
+        &self,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log WHERE seq > $1 \
+             ORDER BY seq LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(entry_of).collect()
+    }
+
+    async fn last_run_log_seq(&self) -> Result<i64, StoreError> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM run_log")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+
+    async fn listen_run_log(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
+        self.listen_on(RUN_LOG_CHANNEL).await
+    }
+
+    async fn send_run_deltas(&self, payload: &str) -> Result<(), StoreError> {
+        if self.is_postgres() {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(DELTA_CHANNEL)
+                .bind(payload)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn listen_run_deltas(
+        &self,
+    ) -> Result<Option<tokio::sync::mpsc::Receiver<String>>, StoreError> {
+        // Deltas are a live view only: a burst beyond the queue is dropped.
+        self.listen_with(DELTA_CHANNEL, 1024, |n| n.map(|n| n.payload().to_string()))
+            .await
     }
 
     async fn run_log(

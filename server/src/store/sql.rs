@@ -519,22 +519,47 @@ impl PlanStore for SqlStore {
     }
 
     async fn listen(&self) -> Result<Option<mpsc::Receiver<()>>, StoreError> {
+        self.listen_on(CHANNEL).await
+    }
+}
+
+impl SqlStore {
+    /// A wake-up after every NOTIFY on `channel` (PostgreSQL); `None` on
+    /// SQLite, where one process owns the file.
+    pub(super) async fn listen_on(
+        &self,
+        channel: &str,
+    ) -> Result<Option<mpsc::Receiver<()>>, StoreError> {
+        // A dropped connection wakes the reader too: it reads the log from
+        // its last seq, so a missed notification loses nothing.
+        self.listen_with(channel, 1, |_| Some(())).await
+    }
+
+    /// Every notification on `channel` that `keep` maps to a message, with
+    /// at most `capacity` waiting (more are dropped); `keep` gets `None`
+    /// when the connection dropped (PgListener reconnects on the next
+    /// receive). `None` on SQLite, where one process owns the file.
+    pub(super) async fn listen_with<T: Send + 'static>(
+        &self,
+        channel: &str,
+        capacity: usize,
+        keep: fn(Option<&sqlx::postgres::PgNotification>) -> Option<T>,
+    ) -> Result<Option<mpsc::Receiver<T>>, StoreError> {
         if self.backend != Backend::Postgres {
             return Ok(None);
         }
         let mut listener = sqlx::postgres::PgListener::connect(&self.url).await?;
-        listener.listen(CHANNEL).await?;
-        let (tx, rx) = mpsc::channel(1);
+        listener.listen(channel).await?;
+        let (tx, rx) = mpsc::channel(capacity);
         tokio::spawn(async move {
             loop {
-                // An error means the connection dropped; PgListener reconnects
-                // on the next recv. Wake the reader either way: it reads the log
-                // from its last seq, so a missed notification loses nothing.
                 let result = listener.recv().await;
                 if tx.is_closed() {
                     break;
                 }
-                let _ = tx.try_send(());
+                if let Some(message) = keep(result.as_ref().ok()) {
+                    let _ = tx.try_send(message);
+                }
                 if result.is_err() {
                     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
                 }

@@ -140,6 +140,155 @@ async fn a_commit_notifies_another_stores_listener_by_itself() {
     println!("NOTIFY after {:?}", started.elapsed());
 }
 
+#[tokio::test]
+async fn run_log_entries_written_by_one_process_stream_from_another() {
+    // A replica drives a run and writes its log; a person's browser may
+    // follow the run through any other replica.
+    use server::runs::RunNews;
+    use server::store::{NewRunEntry, RunStore};
+    let Some(url) = database() else { return };
+    let other = TestServer::on(&url, local()).await;
+    let mut heard = other.services.runs.subscribe();
+    let writer = server::store::SqlStore::connect(&url).await.unwrap();
+    let mut woken = writer
+        .listen_run_log()
+        .await
+        .unwrap()
+        .expect("PostgreSQL listens");
+    while woken.try_recv().is_ok() {}
+    let run = uuid::Uuid::new_v4();
+    let note = |n: u32| NewRunEntry {
+        run,
+        plan: None,
+        kind: "note".into(),
+        at: chrono::Utc::now(),
+        entry: json!({"kind": "note", "n": n}),
+    };
+    let started = std::time::Instant::now();
+    let stored = writer.append_run_log(&[note(1), note(2)]).await.unwrap();
+    let more = writer.append_run_log(&[note(3)]).await.unwrap();
+    // The NOTIFY path on its own: the reader also polls every second.
+    tokio::time::timeout(Duration::from_millis(900), woken.recv())
+        .await
+        .expect("NOTIFY arrives well within the 1 s polling interval")
+        .expect("the listener is open");
+    let mut seqs = Vec::new();
+    while seqs.len() < 3 {
+        let news = tokio::time::timeout(Duration::from_secs(5), heard.recv())
+            .await
+            .expect("the other process streams the entries")
+            .expect("the channel is open");
+        if let RunNews::Entry(e) = news {
+            if e.run_id == run {
+                seqs.push(e.seq);
+            }
+        }
+    }
+    let written: Vec<i64> = stored.iter().chain(&more).map(|e| e.seq).collect();
+    assert_eq!(seqs, written, "each entry once, in log order");
+    println!(
+        "another process streamed 3 entries after {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_run_driven_by_one_process_streams_live_from_another() {
+    // The whole path: the driver's writer, the shared log's reader and the
+    // delta relay on the viewer, which has no model and drives nothing.
+    let Some(url) = database() else { return };
+    let fake = crate::fake_openai::FakeOpenAi::start().await;
+    fake.latency(Duration::from_millis(50));
+    let driver = crate::runs::server_on(&fake, Some(&url)).await;
+    let viewer = TestServer::on(&url, local()).await;
+    let (run, _) = crate::runs::start(
+        &driver,
+        json!({"task": "Say hello", "approval_required": false}),
+    )
+    .await;
+    crate::runs::follow_to_the_answer(&viewer, &run).await;
+}
+
+#[tokio::test]
+async fn reply_deltas_reach_another_process_joined_and_never_echo() {
+    use server::runs::{DeltaRelay, LiveDelta, RunNews};
+    use server::store::RunStore;
+    let Some(url) = database() else { return };
+    let relay = |store: std::sync::Arc<server::store::SqlStore>| async move {
+        let (news, heard) = tokio::sync::broadcast::channel::<RunNews>(64);
+        let incoming = store
+            .listen_run_deltas()
+            .await
+            .unwrap()
+            .expect("PostgreSQL listens");
+        let relay = DeltaRelay::spawn(store, news.downgrade(), incoming);
+        (relay, news, heard)
+    };
+    let store =
+        || async { std::sync::Arc::new(server::store::SqlStore::connect(&url).await.unwrap()) };
+    let (a, _a_news, mut a_heard) = relay(store().await).await;
+    let (_b, _b_news, mut b_heard) = relay(store().await).await;
+    let run = uuid::Uuid::new_v4();
+    let piece = |text: &str, done: bool| LiveDelta {
+        run_id: run,
+        plan_id: None,
+        delta: agent::run::ReplyDelta {
+            role: "executor".into(),
+            subtask: None,
+            attempt: 1,
+            text: text.into(),
+            done,
+        },
+    };
+    let started = std::time::Instant::now();
+    for (text, done) in [
+        ("The ", false),
+        ("answer ", false),
+        ("is 42.", false),
+        ("", true),
+    ] {
+        a.send(piece(text, done));
+    }
+    let mut text = String::new();
+    let mut deltas = 0;
+    loop {
+        let news = tokio::time::timeout(Duration::from_secs(5), b_heard.recv())
+            .await
+            .expect("the other process hears the reply")
+            .expect("open");
+        let RunNews::Delta(d) = news else { continue };
+        if d.run_id != run {
+            continue;
+        }
+        deltas += 1;
+        text.push_str(&d.delta.text);
+        if d.delta.done {
+            break;
+        }
+    }
+    assert_eq!(text, "The answer is 42.");
+    assert!(
+        deltas < 4,
+        "pieces sent together are joined ({deltas} deltas)"
+    );
+    println!(
+        "another process heard the reply after {:?} in {deltas} delta(s)",
+        started.elapsed()
+    );
+    // Other tests' processes may send deltas of their own runs meanwhile.
+    let echo = tokio::time::timeout(Duration::from_millis(300), async {
+        loop {
+            if let Ok(RunNews::Delta(d)) = a_heard.recv().await {
+                if d.run_id == run {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    assert!(echo.is_err(), "a process does not hear its own deltas back");
+}
+
 /// The run store's queries on either database.
 pub async fn run_store_story(url: &str) {
     use agent::run::{RunConfig, RunRecord, RunState};
@@ -193,6 +342,18 @@ pub async fn run_store_story(url: &str) {
         [serde_json::json!(2), serde_json::json!(3)],
         "in the order they were appended"
     );
+    let since = store.run_log_since(first.seq, 1_000).await.unwrap();
+    assert_eq!(
+        since
+            .iter()
+            .filter(|e| e.run_id == run.id)
+            .map(|e| e.seq)
+            .collect::<Vec<_>>(),
+        seqs[1..],
+        "every run's log after a seq holds this run's later entries, in order"
+    );
+    assert!(since.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert!(store.last_run_log_seq().await.unwrap() >= seqs[2]);
     let owner = format!("owner-{}", uuid::Uuid::new_v4());
     let now = chrono::Utc::now().timestamp_millis();
     let claimed = store.claim_runs(&owner, now, now + 60_000).await.unwrap();
@@ -242,6 +403,8 @@ pub async fn snapshot_story(url: &str) {
         .await
         .unwrap();
     let spec = NewPlan {
+        // A fresh id: the PostgreSQL database outlives one test run.
+        id: uuid::Uuid::new_v4(),
         title: format!("snapshots {}", uuid::Uuid::new_v4()),
         subtasks: (1..=30)
             .map(|i| NewSubtask::named(format!("step {i}")))

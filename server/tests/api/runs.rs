@@ -11,16 +11,23 @@ use crate::fake_openai::FakeOpenAi;
 use crate::support::{local, TestServer};
 
 async fn server_with(fake: &FakeOpenAi) -> TestServer {
+    server_on(fake, None).await
+}
+
+/// A server driving runs with the fake model, on a temporary SQLite file
+/// or on `database`.
+pub async fn server_on(fake: &FakeOpenAi, database: Option<&str>) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
+    let database = database.map_or_else(
+        || format!("sqlite://{}", dir.path().join("runs.db").display()),
+        str::to_string,
+    );
     let config = Config {
         lease: Duration::from_secs(3600),
         llm: Some(fake.config(Duration::from_secs(10))),
         workspaces: dir.path().join("workspaces"),
         run_lease: Duration::from_secs(3),
-        ..Config::defaults(
-            format!("sqlite://{}", dir.path().join("runs.db").display()),
-            local(),
-        )
+        ..Config::defaults(database, local())
     };
     let mut server = TestServer::with_config(&config, |_| {}).await;
     server._dir = Some(dir);
@@ -45,7 +52,7 @@ async fn wait_for(server: &TestServer, run: &str, state: &str) -> Value {
     panic!("run {run} never became {state}");
 }
 
-async fn start(server: &TestServer, body: Value) -> (String, String) {
+pub async fn start(server: &TestServer, body: Value) -> (String, String) {
     let (status, view) = server.post("/api/runs", body).await;
     assert_eq!(status, StatusCode::CREATED, "{view}");
     (
@@ -231,7 +238,6 @@ async fn a_run_is_paused_resumed_and_cancelled_over_http() {
 
 #[tokio::test]
 async fn the_run_stream_replays_the_log_and_follows_it_to_the_answer() {
-    use futures_util::StreamExt;
     let fake = FakeOpenAi::start().await;
     fake.latency(Duration::from_millis(50));
     let server = server_with(&fake).await;
@@ -240,6 +246,13 @@ async fn the_run_stream_replays_the_log_and_follows_it_to_the_answer() {
         json!({"task": "Say hello", "approval_required": false}),
     )
     .await;
+    follow_to_the_answer(&server, &run).await;
+}
+
+/// Follows a run's stream on `server` from its start to its answer: the
+/// entries in order with increasing ids, and the answer's deltas.
+pub async fn follow_to_the_answer(server: &TestServer, run: &str) {
+    use futures_util::StreamExt;
     let response = server
         .client
         .get(server.url(&format!("/api/runs/{run}/stream")))
@@ -251,24 +264,30 @@ async fn the_run_stream_replays_the_log_and_follows_it_to_the_answer() {
     let mut kinds = Vec::new();
     let mut last_id = 0i64;
     let mut answer_pieces = String::new();
+    // Through another replica the deltas take their own path, so the
+    // answer's last piece may come after the answer's entry.
+    let (mut answered, mut written) = (false, false);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while let Ok(Some(Ok(event))) = tokio::time::timeout_at(deadline, events.next()).await {
         if event.event == "delta" {
             // A piece of a reply being written: not on the log, no id of its own.
             let delta: Value = serde_json::from_str(&event.data).unwrap();
-            assert_eq!(delta["run_id"], run.as_str());
+            assert_eq!(delta["run_id"], run);
             if delta["role"] == "compiler" {
                 answer_pieces.push_str(delta["text"].as_str().unwrap());
+                written |= delta["done"] == true;
             }
-            continue;
+        } else {
+            let id: i64 = event.id.parse().unwrap();
+            assert!(id > last_id, "ids increase");
+            last_id = id;
+            let entry: Value = serde_json::from_str(&event.data).unwrap();
+            if !answered {
+                kinds.push(entry["kind"].as_str().unwrap().to_string());
+            }
+            answered |= entry["kind"] == "answer";
         }
-        let id: i64 = event.id.parse().unwrap();
-        assert!(id > last_id, "ids increase");
-        last_id = id;
-        let entry: Value = serde_json::from_str(&event.data).unwrap();
-        let kind = entry["kind"].as_str().unwrap().to_string();
-        kinds.push(kind.clone());
-        if kind == "answer" {
+        if answered && written {
             break;
         }
     }
