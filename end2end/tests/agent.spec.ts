@@ -221,6 +221,22 @@ test("the board's activity panel follows the run live and counts down to a retry
   const before = await left();
   expect(before).toBeGreaterThan(0);
   await expect.poll(left, { timeout: 5_000 }).toBeLessThan(before);
+  // The run's clock ticks by the second while it waits, in CSS too: m:ss
+  // counters drawn from the animated seconds.
+  const clock = page.getByTestId("run-clock");
+  const elapsed = () => clock.evaluate((el) => Number(getComputedStyle(el).getPropertyValue("--elapsed")));
+  const from = await elapsed();
+  await expect.poll(elapsed, { timeout: 5_000 }).toBeGreaterThan(from);
+  // Minutes and seconds add up at any time: from 2:05 on, say.
+  const parts = () => clock.evaluate((el) => {
+    el.style.setProperty("--from", "125");
+    const css = getComputedStyle(el);
+    return ["--elapsed", "--clock-m", "--clock-s"].map((p) => Number(css.getPropertyValue(p)));
+  });
+  const [t, m, sec] = await parts();
+  expect(t).toBeGreaterThanOrEqual(125);
+  expect(m).toBe(Math.floor(t / 60));
+  expect(sec).toBe(t - 60 * m);
   await shot(page, "agent-14-live-activity-retry");
   // Without a reload, the panel shows the subtasks' results as they come.
   await expect(panel.getByTestId("activity-row").filter({ hasText: "done: look at the first" }).first()).toBeVisible({ timeout: 30_000 });

@@ -99,8 +99,14 @@ fn RunBody(board: Board) -> impl IntoView {
         let state = r.state.clone();
         // "0:35 of 30:00 · about 1:10 left": running time against its
         // budget, and seed 002's estimate while there is one.
+        // While running (and under an hour) the elapsed part ticks by the
+        // second in CSS alone (`.run-clock`), from the time the server
+        // last recorded; it comes right at the next reload.
+        let ticking = state == "running" && r.wall_secs < 3600;
+        let elapsed = (!ticking).then(|| clock(r.wall_secs));
+        let clock_style = format!("--from: {}", r.wall_secs);
         let time = {
-            let mut text = format!("{} / {}", clock(r.wall_secs), clock(r.max_wall_secs));
+            let mut text = format!(" / {}", clock(r.max_wall_secs));
             if let Some(eta) = r.eta_secs.filter(|_| state == "running") {
                 text.push_str(&lang.pick(
                     format!(" · about {} left", clock(eta)),
@@ -146,9 +152,12 @@ fn RunBody(board: Board) -> impl IntoView {
                         {by}
                     </span>
                     <span class="run-spent" data-testid="run-spent">
-                        {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick("calls", "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
+                        {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick(if r.llm_calls == 1 { "call" } else { "calls" }, "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
                     </span>
-                    <span class="run-time" data-testid="run-time">{time}</span>
+                    <span class="run-time" data-testid="run-time">
+                        <span class="run-clock" class:ticking=ticking style=clock_style data-testid="run-clock">{elapsed}</span>
+                        {time}
+                    </span>
                     <a class="run-activity" href=format!("/plans/{id}/activity") data-testid="run-activity">{lang.pick("Activity", "活动")}</a>
                     <span class="run-actions">
                         {replan}
