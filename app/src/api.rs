@@ -192,6 +192,17 @@ pub struct ActivityLog {
     pub artifacts: Vec<(String, u64)>,
 }
 
+/// The newest lines of a run's activity (the board's live panel).
+#[cfg(feature = "ssr")]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ActivityTail {
+    /// Oldest first.
+    pub rows: Vec<Activity>,
+    /// How many lines there are in all; `None` when finding out would
+    /// mean reading the whole log (a subtask's lines in a long run).
+    pub total: Option<usize>,
+}
+
 /// The agent's run on a plan, as the board shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunPanel {
@@ -274,6 +285,14 @@ pub trait BoardBackend: Send + Sync {
     /// What the plan's run did, oldest first; only about `subtask` if given.
     async fn activity(&self, plan: PlanId, subtask: Option<u32>)
         -> Result<ActivityLog, BoardError>;
+    /// The newest `limit` lines of [`BoardBackend::activity`], read from
+    /// the end of the log, oldest first.
+    async fn activity_tail(
+        &self,
+        plan: PlanId,
+        subtask: Option<u32>,
+        limit: usize,
+    ) -> Result<ActivityTail, BoardError>;
 }
 
 #[cfg(feature = "ssr")]
@@ -431,11 +450,10 @@ pub async fn activity_html(plan: PlanId, subtask: Option<u32>) -> Result<String,
     answered(
         async {
             viewer().await?;
-            let log = backend()?.activity(plan, subtask).await?;
+            let tail = backend()?.activity_tail(plan, subtask, PANEL_LINES).await?;
             Ok(crate::pages::activity::panel_html(
                 plan,
-                log.rows,
-                PANEL_LINES,
+                tail,
                 crate::i18n::detect(),
             ))
         }

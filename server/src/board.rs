@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::collections::{HashMap, HashSet};
 
 use app::api::{
-    Activity, ActivityLog, AgentInfo, BoardBackend, BoardError, HistoryList, HistoryRow,
-    ListFilter, LogEntry, PlanList, PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
+    Activity, ActivityLog, ActivityTail, AgentInfo, BoardBackend, BoardError, HistoryList,
+    HistoryRow, ListFilter, LogEntry, PlanList, PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
 };
 use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId, SubtaskState};
 
@@ -245,6 +245,23 @@ impl BoardBackend for Board {
             rows,
             artifacts,
         })
+    }
+
+    async fn activity_tail(
+        &self,
+        plan: PlanId,
+        subtask: Option<u32>,
+        limit: usize,
+    ) -> Result<ActivityTail, BoardError> {
+        let Some(run) = self.run_on(plan).await?.map(|r| r.record.id) else {
+            return Ok(ActivityTail {
+                rows: Vec::new(),
+                total: Some(0),
+            });
+        };
+        read_tail(&*self.1.store(), run, subtask, limit, 200)
+            .await
+            .map_err(|e| run_error(e.into()))
     }
 
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
@@ -506,6 +523,51 @@ impl Board {
     }
 }
 
+/// The newest `limit` activity lines of `run` (about `subtask` if given),
+/// read back from the log's end `page` entries at a time, so a panel on a
+/// long run reads what it shows, not the whole log.
+async fn read_tail(
+    store: &dyn crate::store::RunStore,
+    run: agent::RunId,
+    subtask: Option<u32>,
+    limit: usize,
+    page: u32,
+) -> Result<ActivityTail, StoreError> {
+    let mut rows = Vec::new();
+    let mut before = i64::MAX;
+    let mut read_all = false;
+    'pages: while rows.len() < limit {
+        let entries = store.run_log_before(run, before, page).await?;
+        let last = entries.len() < page as usize;
+        let mut entries = entries.into_iter().peekable();
+        while let Some(stored) = entries.next() {
+            before = stored.seq;
+            let Ok(entry) = serde_json::from_value(stored.entry) else {
+                continue;
+            };
+            let line = activity_of(stored.at, &stored.kind, entry);
+            if subtask.is_none() || line.subtask == subtask {
+                rows.push(line);
+                if rows.len() == limit {
+                    read_all = last && entries.peek().is_none();
+                    break 'pages;
+                }
+            }
+        }
+        if last {
+            read_all = true;
+            break;
+        }
+    }
+    rows.reverse();
+    let total = match (read_all, subtask) {
+        (true, _) => Some(rows.len()),
+        (false, None) => Some(store.run_log_len(run).await? as usize),
+        (false, Some(_)) => None,
+    };
+    Ok(ActivityTail { rows, total })
+}
+
 /// One run-log entry as a line of the activity page.
 fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -> Activity {
     use agent::RunEntry as E;
@@ -731,5 +793,77 @@ async fn change_from_form(
             };
             (status, app::board::explain(&e, lang)).into_response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewRunEntry, RunStore, SqlStore};
+
+    #[tokio::test]
+    async fn the_panels_tail_is_the_newest_lines_read_back_page_by_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("tail.db").display());
+        let store = SqlStore::connect(&url).await.unwrap();
+        let run = uuid::Uuid::new_v4();
+        // Seven lines: on subtask 1 at 0, 2, 4, 6; about the plan between.
+        let entries: Vec<NewRunEntry> = (0..7u32)
+            .map(|i| {
+                let entry = if i % 2 == 0 {
+                    agent::RunEntry::Overridden {
+                        subtask: plan_engine::SubtaskId(1),
+                        now: format!("todo {i}"),
+                    }
+                } else {
+                    agent::RunEntry::PeopleChanged {
+                        summary: format!("change {i}"),
+                    }
+                };
+                let entry = serde_json::to_value(&entry).unwrap();
+                NewRunEntry {
+                    run,
+                    plan: None,
+                    kind: entry["kind"].as_str().unwrap().to_string(),
+                    at: chrono::Utc::now(),
+                    entry,
+                }
+            })
+            .collect();
+        store.append_run_log(&entries).await.unwrap();
+        let said = |tail: &ActivityTail| -> Vec<String> {
+            tail.rows.iter().map(|a| a.summary.clone()).collect()
+        };
+        let newest = read_tail(&store, run, None, 3, 2).await.unwrap();
+        assert!(said(&newest)[0].contains("todo 4"), "{:?}", said(&newest));
+        assert_eq!(
+            said(&newest)[1..],
+            [
+                "change 5",
+                "a person moved it to todo 6; the agent's late result was dropped"
+            ]
+        );
+        assert_eq!(newest.total, Some(7), "counted, not read");
+        let on_one = read_tail(&store, run, Some(1), 2, 2).await.unwrap();
+        assert_eq!(on_one.rows.len(), 2);
+        assert!(said(&on_one)[0].contains("todo 4") && said(&on_one)[1].contains("todo 6"));
+        assert_eq!(
+            on_one.total, None,
+            "a subtask's count would need the whole log"
+        );
+        let all_of_one = read_tail(&store, run, Some(1), 10, 2).await.unwrap();
+        assert_eq!(all_of_one.rows.len(), 4);
+        assert!(said(&all_of_one)[0].contains("todo 0"));
+        assert_eq!(all_of_one.total, Some(4), "read to the start");
+        let exact = read_tail(&store, run, None, 7, 7).await.unwrap();
+        assert_eq!(exact.total, Some(7));
+        assert_eq!(
+            read_tail(&store, run, None, 40, 200)
+                .await
+                .unwrap()
+                .rows
+                .len(),
+            7
+        );
     }
 }

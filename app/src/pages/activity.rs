@@ -52,32 +52,38 @@ fn activity_row(plan: plan_engine::PlanId, a: Activity, lang: crate::i18n::Lang)
     }
 }
 
-/// The newest `limit` lines of `rows`, newest first, as HTML for the
+/// The newest lines of a run's activity, newest first, as HTML for the
 /// board's live activity panel: drawn here with the page's own rows, so
 /// the wasm carries none of it, and model text is escaped like anywhere
 /// on a server-rendered page.
 #[cfg(feature = "ssr")]
 pub fn panel_html(
     plan: plan_engine::PlanId,
-    rows: Vec<Activity>,
-    limit: usize,
+    tail: crate::api::ActivityTail,
     lang: crate::i18n::Lang,
 ) -> String {
-    let total = rows.len();
-    let lines = rows
+    let shown = tail.rows.len();
+    let lines = tail
+        .rows
         .into_iter()
         .rev()
-        .take(limit)
         .map(|a| activity_row(plan, a, lang))
         .collect_view();
-    let more = (total > limit).then(|| {
+    let link = match tail.total {
+        Some(total) if total > shown => {
+            Some(lang.pick(format!("all {total} lines"), format!("全部 {total} 条")))
+        }
+        Some(_) => None,
+        None => Some(lang.pick("all lines".to_string(), "全部记录".to_string())),
+    };
+    let more = link.map(|text| {
         view! {
             <p class="hint">
-                <a href=format!("/plans/{plan}/activity")>{lang.pick(format!("all {total} lines"), format!("全部 {total} 条"))}</a>
+                <a href=format!("/plans/{plan}/activity")>{text}</a>
             </p>
         }
     });
-    let empty = (total == 0)
+    let empty = (shown == 0)
         .then(|| view! { <p class="empty">{lang.pick("Nothing yet.", "还没有活动。")}</p> });
     view! { {empty}<ol class="activity">{lines}</ol>{more} }.to_html()
 }

@@ -64,6 +64,16 @@ pub trait RunStore: Send + Sync {
         after: i64,
         limit: u32,
     ) -> Result<Vec<StoredRunEntry>, StoreError>;
+    /// The run's entries before `before`, newest first: the tail of a
+    /// long log without reading all of it.
+    async fn run_log_before(
+        &self,
+        run: RunId,
+        before: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError>;
+    /// How many entries the run's log holds.
+    async fn run_log_len(&self, run: RunId) -> Result<u64, StoreError>;
     /// Every run's entries after `after`, in log order: what a process
     /// reads to stream the entries other processes wrote.
     async fn run_log_since(
@@ -266,6 +276,32 @@ impl RunStore for SqlStore {
         }
         tx.commit().await?;
         Ok(stored)
+    }
+
+    async fn run_log_before(
+        &self,
+        run: RunId,
+        before: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log WHERE run_id = $1 AND seq < $2 \
+             ORDER BY seq DESC LIMIT $3",
+        )
+        .bind(run.to_string())
+        .bind(before)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(entry_of).collect()
+    }
+
+    async fn run_log_len(&self, run: RunId) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM run_log WHERE run_id = $1")
+            .bind(run.to_string())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n.max(0) as u64)
     }
 
     async fn run_log_since(

@@ -354,6 +354,15 @@ pub async fn run_store_story(url: &str) {
     );
     assert!(since.windows(2).all(|w| w[0].seq < w[1].seq));
     assert!(store.last_run_log_seq().await.unwrap() >= seqs[2]);
+    let tail = store.run_log_before(run.id, i64::MAX, 2).await.unwrap();
+    assert_eq!(
+        tail.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [seqs[2], seqs[1]],
+        "the newest entries first"
+    );
+    let older = store.run_log_before(run.id, seqs[1], 10).await.unwrap();
+    assert_eq!(older.iter().map(|e| e.seq).collect::<Vec<_>>(), [seqs[0]]);
+    assert_eq!(store.run_log_len(run.id).await.unwrap(), 3);
     let owner = format!("owner-{}", uuid::Uuid::new_v4());
     let now = chrono::Utc::now().timestamp_millis();
     let claimed = store.claim_runs(&owner, now, now + 60_000).await.unwrap();
