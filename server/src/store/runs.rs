@@ -133,6 +133,38 @@ fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
     })
 }
 
+/// Where a page of one run's log starts.
+enum Page {
+    /// The entries after this seq, oldest first.
+    After(i64),
+    /// The entries before this seq, newest first.
+    Before(i64),
+}
+
+impl SqlStore {
+    async fn run_log_page(
+        &self,
+        run: RunId,
+        page: Page,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let (condition, order, seq) = match page {
+            Page::After(seq) => ("seq > $2", "seq", seq),
+            Page::Before(seq) => ("seq < $2", "seq DESC", seq),
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log \
+             WHERE run_id = $1 AND {condition} ORDER BY {order} LIMIT $3"
+        ))
+        .bind(run.to_string())
+        .bind(seq)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(entry_of).collect()
+    }
+}
+
 /// Wakes other processes' run-log readers after an append (PostgreSQL only).
 const RUN_LOG_CHANNEL: &str = "planboard_run_log";
 /// Carries reply deltas between processes (PostgreSQL only).
@@ -284,16 +316,7 @@ impl RunStore for SqlStore {
         before: i64,
         limit: u32,
     ) -> Result<Vec<StoredRunEntry>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log WHERE run_id = $1 AND seq < $2 \
-             ORDER BY seq DESC LIMIT $3",
-        )
-        .bind(run.to_string())
-        .bind(before)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(entry_of).collect()
+        self.run_log_page(run, Page::Before(before), limit).await
     }
 
     async fn run_log_len(&self, run: RunId) -> Result<u64, StoreError> {
@@ -321,10 +344,7 @@ impl RunStore for SqlStore {
     }
 
     async fn last_run_log_seq(&self) -> Result<i64, StoreError> {
-        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM run_log")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(seq.unwrap_or(0))
+        self.max_seq("run_log").await
     }
 
     async fn listen_run_log(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
@@ -356,16 +376,7 @@ impl RunStore for SqlStore {
         after: i64,
         limit: u32,
     ) -> Result<Vec<StoredRunEntry>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log WHERE run_id = $1 AND seq > $2 \
-             ORDER BY seq LIMIT $3",
-        )
-        .bind(run.to_string())
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(entry_of).collect()
+        self.run_log_page(run, Page::After(after), limit).await
     }
 
     async fn claim_runs(

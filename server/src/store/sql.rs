@@ -481,10 +481,7 @@ impl PlanStore for SqlStore {
     }
 
     async fn last_seq(&self) -> Result<i64, StoreError> {
-        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM plan_events")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(seq.unwrap_or(0))
+        self.max_seq("plan_events").await
     }
 
     async fn active(&self, session: &str) -> Result<Option<PlanId>, StoreError> {
@@ -524,6 +521,14 @@ impl PlanStore for SqlStore {
 }
 
 impl SqlStore {
+    /// The newest seq of a log table (`plan_events`, `run_log`); 0 when empty.
+    pub(super) async fn max_seq(&self, table: &str) -> Result<i64, StoreError> {
+        let seq: Option<i64> = sqlx::query_scalar(&format!("SELECT MAX(seq) FROM {table}"))
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+
     /// A wake-up after every NOTIFY on `channel` (PostgreSQL); `None` on
     /// SQLite, where one process owns the file.
     pub(super) async fn listen_on(
