@@ -5,9 +5,10 @@
 //! re-decides anything, so replaying a log always gives the same plan, and
 //! folding a plan's events from empty gives that plan exactly.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 use crate::error::PlanError;
 use crate::model::{
@@ -185,16 +186,17 @@ impl Plan {
                 let new_id = subtask.id;
                 for shared in self.subtasks.iter_mut() {
                     let rewire = (*rewired_from).filter(|_| rewired.contains(&shared.id));
-                    let require =
-                        required_by.contains(&shared.id) && !shared.dependencies.contains(&new_id);
-                    if rewire.is_none() && !require {
+                    let required = required_by.contains(&shared.id);
+                    let adds = required && !shared.dependencies.contains(&new_id);
+                    if rewire.is_none() && !adds {
                         continue;
                     }
                     let s = Arc::make_mut(shared);
                     if let Some(from) = rewire {
                         replace_dependency(&mut s.dependencies, from, &[new_id]);
                     }
-                    if require {
+                    // After the rewiring, which may have added it already.
+                    if required && !s.dependencies.contains(&new_id) {
                         s.dependencies.push(new_id);
                     }
                 }

@@ -67,6 +67,28 @@ fn a_copy_shares_untouched_subtasks_and_a_change_never_reaches_the_other_copy() 
 }
 
 #[test]
+fn a_subtask_both_rewired_onto_and_requiring_a_new_one_depends_on_it_once() {
+    let mut p = plan(&[("a", &[]), ("b", &[1])]);
+    run(
+        &mut p,
+        Op::AddSubtask {
+            subtask: NewSubtask::named("c"),
+            position: Position::End,
+            rewire_after: Some(SubtaskId(1)),
+            required_by: vec![SubtaskId(2)],
+        },
+    )
+    .unwrap();
+    let b = p.subtask(SubtaskId(2)).unwrap();
+    assert_eq!(b.dependencies, [SubtaskId(3)]);
+    // So deleting the new subtask leaves no dangling dependency behind:
+    // b inherits the new subtask's own dependencies instead.
+    let inherited = p.subtask(SubtaskId(3)).unwrap().dependencies.clone();
+    run(&mut p, Op::DeleteSubtask { id: SubtaskId(3) }).unwrap();
+    assert_eq!(p.subtask(SubtaskId(2)).unwrap().dependencies, inherited);
+}
+
+#[test]
 fn a_subtask_cannot_start_before_its_dependencies_are_done() {
     let mut p = plan(&[("a", &[]), ("b", &[1])]);
     let err = run(&mut p, set(2, SubtaskState::InProgress)).unwrap_err();
