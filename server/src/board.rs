@@ -224,13 +224,12 @@ impl BoardBackend for Board {
                 artifacts: Vec::new(),
             });
         };
-        let rows = self
-            .whole_log(run)
-            .await?
-            .into_iter()
-            .map(|(stored, entry)| activity_of(stored.at, &stored.kind, entry))
-            .filter(|line| subtask.is_none() || line.subtask == subtask)
-            .collect();
+        // The panel's reader with no limit: one place turns entries into
+        // lines and picks a subtask's.
+        let rows = read_tail(&*self.1.store(), run, subtask, usize::MAX, 500)
+            .await
+            .map_err(|e| run_error(e.into()))?
+            .rows;
         let artifacts = self
             .1
             .artifacts(run)

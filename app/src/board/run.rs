@@ -97,11 +97,11 @@ fn RunBody(board: Board) -> impl IntoView {
     };
     let panel = move |r: RunPanel| {
         let state = r.state.clone();
-        // "0:35 of 30:00 · about 1:10 left": running time against its
-        // budget, and seed 002's estimate while there is one.
-        // While running (and under an hour) the elapsed part ticks by the
-        // second in CSS alone (`.run-clock`), from the time the server
-        // last recorded; it comes right at the next reload.
+        // "0:35 / 30:00 · about 1:10 left": running time against its
+        // budget, and seed 002's estimate while there is one. While running
+        // (and under an hour) the elapsed part ticks by the second in CSS
+        // alone (`.run-clock`), from the time the server last recorded; it
+        // comes right at the next reload.
         let ticking = state == "running" && r.wall_secs < 3600;
         let elapsed = (!ticking).then(|| clock(r.wall_secs));
         let clock_style = format!("--from: {}", r.wall_secs);

@@ -14,13 +14,13 @@ mod advance;
 mod structure;
 mod validate;
 
+use std::sync::Arc;
+
 use advance::{set_state, start_next};
 use structure::{
     add_subtask, delete_subtask, edit_subtask, new_subtask, replace_subtasks, set_dependencies,
 };
 use validate::{check_actor, check_capacity, check_limit_setting, required_text, text};
-
-use std::sync::Arc;
 
 use crate::command::{Command, InfoPatch, Op};
 use crate::dag::{require_known, validate_graph};
