@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 
 use crate::host::Host;
 use crate::llm::{CallRole, ChatReply, ChatRequest, Llm, LlmError, Message, Protocol, Shape};
-use crate::protocol::{self, Action, ToolSpec};
+use crate::protocol::{self, Action, ToolSpec, Unreadable};
 use crate::retry::RetryPolicy;
 use crate::run::{Budget, LlmCallRecord, ReplyDelta, RunEntry, RunId, Spent, MESSAGE_CAP};
 
@@ -24,7 +24,12 @@ pub enum CallError {
     Llm(LlmError),
     /// The answer could not be read, even after the repair round.
     #[error("the model's answer could not be read: {0}")]
-    Malformed(String),
+    Malformed(Unreadable),
+    /// A plan the engine or the mode's shape refused, repairs included.
+    #[error(
+        "the model's answer could not be read: the plan was refused {tries} times; last: {last}"
+    )]
+    Refused { tries: usize, last: Unreadable },
     /// A budget is used up; the run pauses.
     #[error("{0}")]
     Budget(String),
@@ -55,7 +60,11 @@ fn said(reply: &ChatReply) -> String {
 fn transcript(messages: &[Message], reply: &str) -> String {
     let mut out = String::new();
     for m in messages {
-        out.push_str(&format!("[{}]\n{}\n", m.role, m.content));
+        out.push_str(&format!(
+            "[{}]\n{}\n",
+            run_model::wire_name(&m.role),
+            m.content
+        ));
     }
     out.push_str(&format!("[reply]\n{reply}"));
     if out.len() > MESSAGE_CAP {
@@ -129,7 +138,7 @@ impl Caller {
                     .expect("the limit is never closed");
                 let role = request.role;
                 let piece = move |text: &str, done: bool| ReplyDelta {
-                    role: role.as_str().into(),
+                    role,
                     subtask,
                     attempt,
                     text: text.into(),
@@ -169,7 +178,7 @@ impl Caller {
                 spent.completion_tokens += u64::from(usage.completion_tokens);
             }
             self.log(RunEntry::LlmCall(LlmCallRecord {
-                role: request.role.as_str().into(),
+                role: request.role,
                 model,
                 subtask,
                 attempt,
@@ -189,10 +198,10 @@ impl Caller {
                 return Err(CallError::Llm(error));
             };
             self.log(RunEntry::RetryScheduled {
-                role: request.role.as_str().into(),
+                role: request.role,
                 attempt,
                 delay_ms: delay.as_millis() as u64,
-                class: error.class.as_str().into(),
+                class: error.class,
                 error: error.message.clone(),
             })
             .await;
@@ -207,7 +216,7 @@ impl Caller {
         &self,
         mut request: ChatRequest,
         subtask: Option<SubtaskId>,
-        read: impl Fn(&ChatReply) -> Result<T, String>,
+        read: impl Fn(&ChatReply) -> Result<T, Unreadable>,
     ) -> Result<T, CallError> {
         let reply = self.raw(&request, subtask).await?;
         let problem = match read(&reply) {

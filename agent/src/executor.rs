@@ -14,7 +14,7 @@ use crate::llm::Message;
 use crate::prompts;
 use crate::protocol::{Action, ToolSpec};
 use crate::run::RunEntry;
-use crate::tools::Toolset;
+use crate::tools::{ToolError, Toolset};
 
 /// The agent's name on the plans it changes.
 pub const AGENT_ACTOR: &str = "planboard-agent";
@@ -179,9 +179,10 @@ impl ToolRouter {
 async fn run_tool(
     caller: &Caller,
     tools: &Toolset,
+    subtask: SubtaskId,
     name: &str,
     arguments: &serde_json::Value,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let mut attempt = 1;
     loop {
         match tools.call(name, arguments).await {
@@ -189,18 +190,18 @@ async fn run_tool(
             Err(e) if e.retryable && attempt < caller.retry.attempts => {
                 let delay = caller.retry.base.saturating_mul(1 << (attempt - 1));
                 caller
-                    .log(RunEntry::RetryScheduled {
-                        role: format!("tool {name}"),
+                    .log(RunEntry::ToolRetryScheduled {
+                        subtask,
+                        name: name.to_string(),
                         attempt,
                         delay_ms: delay.as_millis() as u64,
-                        class: "tool".into(),
                         error: e.message.clone(),
                     })
                     .await;
                 tokio::time::sleep(delay).await;
                 attempt += 1;
             }
-            Err(e) => return Err(e.message),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -248,11 +249,11 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             }
             Action::Tool { name, arguments } => {
                 let started = Instant::now();
-                let result = run_tool(caller, tools, name, arguments).await;
-                router.record(name, result.as_ref().err().map(String::as_str));
+                let result = run_tool(caller, tools, job.subtask, name, arguments).await;
+                router.record(name, result.as_ref().err().map(|e| e.message.as_str()));
                 let (ok, text) = match result {
                     Ok(out) => (true, out),
-                    Err(e) => (false, e),
+                    Err(e) => (false, e.message),
                 };
                 caller
                     .log(RunEntry::ToolCall {

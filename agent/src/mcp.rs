@@ -47,18 +47,48 @@ struct McpFile {
     servers: BTreeMap<String, McpServer>,
 }
 
+/// Why MCP servers could not be read or reached; names the file or server.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("cannot read the MCP servers file {}: {error}", path.display())]
+    ReadFile {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    #[error("the MCP servers file {} is not valid: {error}", path.display())]
+    BadFile {
+        path: std::path::PathBuf,
+        error: serde_json::Error,
+    },
+    #[error("MCP server {name:?} in {} needs either url or command", path.display())]
+    UrlOrCommand {
+        name: String,
+        path: std::path::PathBuf,
+    },
+    #[error("MCP server {name:?} needs either url or command")]
+    Neither { name: String },
+    #[error("connecting to MCP server {name}: {error}")]
+    Connect { name: String, error: String },
+    #[error("listing the tools of MCP server {name}: {error}")]
+    ListTools { name: String, error: String },
+}
+
 /// Reads an `mcpServers` file; the error names the file and the problem.
-pub fn read_servers(path: &Path) -> Result<BTreeMap<String, McpServer>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the MCP servers file {}: {e}", path.display()))?;
-    let file: McpFile = serde_json::from_str(&text)
-        .map_err(|e| format!("the MCP servers file {} is not valid: {e}", path.display()))?;
+pub fn read_servers(path: &Path) -> Result<BTreeMap<String, McpServer>, McpError> {
+    let text = std::fs::read_to_string(path).map_err(|error| McpError::ReadFile {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let file: McpFile = serde_json::from_str(&text).map_err(|error| McpError::BadFile {
+        path: path.to_path_buf(),
+        error,
+    })?;
     for (name, server) in &file.servers {
         if server.url.is_some() == server.command.is_some() {
-            return Err(format!(
-                "MCP server {name:?} in {} needs either url or command",
-                path.display()
-            ));
+            return Err(McpError::UrlOrCommand {
+                name: name.clone(),
+                path: path.to_path_buf(),
+            });
         }
     }
     Ok(file.servers)
@@ -72,7 +102,11 @@ pub struct McpTools {
 }
 
 impl McpTools {
-    pub async fn connect(name: &str, server: &McpServer) -> Result<Arc<McpTools>, String> {
+    pub async fn connect(name: &str, server: &McpServer) -> Result<Arc<McpTools>, McpError> {
+        let failed = |error: String| McpError::Connect {
+            name: name.to_string(),
+            error,
+        };
         let client = match (&server.url, &server.command) {
             (Some(url), _) => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -81,20 +115,31 @@ impl McpTools {
                 }
                 let transport =
                     StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-                ().serve(transport).await.map_err(|e| e.to_string())?
+                ().serve(transport)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?
             }
             (None, Some(command)) => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(&server.args).envs(&server.env);
-                let transport = TokioChildProcess::new(cmd).map_err(|e| e.to_string())?;
-                ().serve(transport).await.map_err(|e| e.to_string())?
+                let transport = TokioChildProcess::new(cmd).map_err(|e| failed(e.to_string()))?;
+                ().serve(transport)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?
             }
-            (None, None) => return Err("neither url nor command".into()),
+            (None, None) => {
+                return Err(McpError::Neither {
+                    name: name.to_string(),
+                })
+            }
         };
         let tools = client
             .list_all_tools()
             .await
-            .map_err(|e| format!("listing the tools of MCP server {name}: {e}"))?;
+            .map_err(|e| McpError::ListTools {
+                name: name.to_string(),
+                error: e.to_string(),
+            })?;
         let specs = tools
             .into_iter()
             .map(|t| ToolSpec {
@@ -165,8 +210,12 @@ mod tests {
         std::fs::write(&path, r#"{"mcpServers": {"a": {}}}"#).unwrap();
         assert!(read_servers(&path)
             .unwrap_err()
+            .to_string()
             .contains("either url or command"));
         std::fs::write(&path, r#"{"servers": {}}"#).unwrap();
-        assert!(read_servers(&path).unwrap_err().contains("not valid"));
+        assert!(read_servers(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not valid"));
     }
 }

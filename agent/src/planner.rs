@@ -7,7 +7,7 @@ use plan_engine::{Mode, NewPlan, NewSubtask, Plan, SubtaskId};
 use crate::call::{CallError, Caller};
 use crate::llm::{CallRole, Message};
 use crate::prompts;
-use crate::protocol::{PlanAnswer, Proposed};
+use crate::protocol::{PlanAnswer, Proposed, Unreadable};
 
 /// Emergent plans hold at most this many TODOs (seed 004 `MAX_TODO_ITEMS`).
 pub const EMERGENT_CAP: u32 = 20;
@@ -51,7 +51,7 @@ pub fn subtask_of(p: &Proposed, dependencies: Vec<SubtaskId>) -> NewSubtask {
 
 /// Turns an answer into subtasks for `mode`, or says what is wrong with it
 /// in words for the model.
-pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, String> {
+pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
     let n = answer.subtasks.len();
     let (min, max) = match mode {
         Mode::Complex => (1, COMPLEX_MAX),
@@ -59,10 +59,12 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, String> {
         Mode::Simple | Mode::Manual => (1, SIMPLE_MAX),
     };
     if n < min || n > max {
-        return Err(format!(
-            "the plan has {n} subtasks; a {} plan has {min} to {max}",
-            mode.as_str()
-        ));
+        return Err(Unreadable::PlanSize {
+            given: n,
+            mode: mode.as_str(),
+            min,
+            max,
+        });
     }
     let subtasks = answer
         .subtasks
@@ -92,7 +94,7 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, String> {
 }
 
 /// The engine's verdict on a planned plan, without creating it.
-pub fn check(planned: &Planned, mode: Mode) -> Result<(), String> {
+pub fn check(planned: &Planned, mode: Mode) -> Result<(), Unreadable> {
     let spec = NewPlan {
         title: planned.title.clone(),
         mode,
@@ -101,7 +103,7 @@ pub fn check(planned: &Planned, mode: Mode) -> Result<(), String> {
     };
     Plan::create(&spec, "planner", chrono::Utc::now())
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(Unreadable::PlanRefused)
 }
 
 fn summary(plan: &Plan) -> String {
@@ -157,10 +159,10 @@ pub async fn plan(
             Err(problem) => problem,
         };
         if repairs == REPAIRS {
-            return Err(CallError::Malformed(format!(
-                "the plan was refused {} times; last: {problem}",
-                REPAIRS + 1
-            )));
+            return Err(CallError::Refused {
+                tries: REPAIRS + 1,
+                last: problem,
+            });
         }
         repairs += 1;
         messages.push(Message::assistant(
@@ -207,7 +209,7 @@ mod tests {
             subtasks: vec![proposed("a", &[2]), proposed("b", &[1])],
         };
         let planned = shape(Mode::Complex, &answer).unwrap();
-        let e = check(&planned, Mode::Complex).unwrap_err();
+        let e = check(&planned, Mode::Complex).unwrap_err().to_string();
         assert!(e.contains("cycle"), "{e}");
     }
 
@@ -217,7 +219,7 @@ mod tests {
             title: "t".into(),
             subtasks: (0..4).map(|i| proposed(&format!("s{i}"), &[])).collect(),
         };
-        let e = shape(Mode::Emergent, &answer).unwrap_err();
+        let e = shape(Mode::Emergent, &answer).unwrap_err().to_string();
         assert!(e.contains("1 to 3"), "{e}");
     }
 }

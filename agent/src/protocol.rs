@@ -234,30 +234,65 @@ pub fn action_functions(tools: &[ToolSpec], may_add: bool) -> Vec<Value> {
     out
 }
 
+/// Why a model's answer cannot be used, in words for the model (the
+/// repair round shows it the message).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unreadable {
+    #[error("the answer was empty; answer with one JSON object")]
+    Empty,
+    #[error("the answer holds no JSON object; answer with one JSON object only")]
+    NoJson,
+    #[error("the JSON could not be read: {0}")]
+    BadJson(String),
+    #[error("the JSON does not match the schema: {0}")]
+    Schema(String),
+    #[error("the arguments of {tool} are not JSON: {error}")]
+    ArgumentsNotJson { tool: String, error: String },
+    #[error("the arguments of {0} must be a JSON object")]
+    ArgumentsNotObject(String),
+    #[error("the answer has no \"action\" field")]
+    NoAction,
+    #[error("\"{name}\" could not be read as an action ({error}); the actions are: {known}")]
+    UnknownAction {
+        name: String,
+        error: String,
+        known: String,
+    },
+    #[error("the plan has {given} subtasks; a {mode} plan has {min} to {max}")]
+    PlanSize {
+        given: usize,
+        mode: &'static str,
+        min: usize,
+        max: usize,
+    },
+    /// The engine refused the plan (a cycle, an unknown dependency, …).
+    #[error("{0}")]
+    PlanRefused(plan_engine::PlanError),
+}
+
 /// Finds the JSON object in a reply: models wrap it in code fences or
 /// prose even when told not to.
-fn json_in(text: &str) -> Result<Value, String> {
+fn json_in(text: &str) -> Result<Value, Unreadable> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err("the answer was empty; answer with one JSON object".into());
+        return Err(Unreadable::Empty);
     }
     if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
         return Ok(v);
     }
     let (Some(start), Some(end)) = (trimmed.find('{'), trimmed.rfind('}')) else {
-        return Err("the answer holds no JSON object; answer with one JSON object only".into());
+        return Err(Unreadable::NoJson);
     };
     if end < start {
-        return Err("the answer holds no JSON object; answer with one JSON object only".into());
+        return Err(Unreadable::NoJson);
     }
-    serde_json::from_str(&trimmed[start..=end])
-        .map_err(|e| format!("the JSON could not be read: {e}"))
+    serde_json::from_str(&trimmed[start..=end]).map_err(|e| Unreadable::BadJson(e.to_string()))
 }
 
 /// Parses a typed answer; the error is written for the model.
-pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, Unreadable> {
     let value = json_in(text)?;
-    serde_json::from_value(value).map_err(|e| format!("the JSON does not match the schema: {e}"))
+    serde_json::from_value(value).map_err(|e| Unreadable::Schema(e.to_string()))
 }
 
 /// Reads the executor's action from a json-schema reply or a tool call.
@@ -265,14 +300,16 @@ pub fn parse_action(
     content: &str,
     calls: &[FunctionCall],
     tools: &[ToolSpec],
-) -> Result<Action, String> {
+) -> Result<Action, Unreadable> {
     let value = match calls.first() {
         Some(call) => {
             let arguments: Value = if call.arguments.trim().is_empty() {
                 json!({})
             } else {
-                serde_json::from_str(&call.arguments)
-                    .map_err(|e| format!("the arguments of {} are not JSON: {e}", call.name))?
+                serde_json::from_str(&call.arguments).map_err(|e| Unreadable::ArgumentsNotJson {
+                    tool: call.name.clone(),
+                    error: e.to_string(),
+                })?
             };
             if tools.iter().any(|t| t.name == call.name) {
                 json!({"action": call.name, "arguments": arguments})
@@ -289,25 +326,23 @@ pub fn parse_action(
     let name = value
         .get("action")
         .and_then(Value::as_str)
-        .ok_or("the answer has no \"action\" field")?
+        .ok_or(Unreadable::NoAction)?
         .to_string();
     if let Some(tool) = tools.iter().find(|t| t.name == name) {
         let arguments = value.get("arguments").cloned().unwrap_or_else(|| json!({}));
         if !arguments.is_object() {
-            return Err(format!(
-                "the arguments of {} must be a JSON object",
-                tool.name
-            ));
+            return Err(Unreadable::ArgumentsNotObject(tool.name.clone()));
         }
         return Ok(Action::Tool { name, arguments });
     }
     let fixed: FixedAction = serde_json::from_value(value).map_err(|e| {
         let mut known = vec!["complete", "fail", "ask", "add_subtask"];
         known.extend(tools.iter().map(|t| t.name.as_str()));
-        format!(
-            "\"{name}\" could not be read as an action ({e}); the actions are: {}",
-            known.join(", ")
-        )
+        Unreadable::UnknownAction {
+            name: name.clone(),
+            error: e.to_string(),
+            known: known.join(", "),
+        }
     })?;
     Ok(match fixed {
         FixedAction::Complete { result } => Action::Complete { result },
@@ -338,9 +373,13 @@ mod tests {
 
     #[test]
     fn a_wrong_answer_gets_an_error_the_model_can_act_on() {
-        let e = parse::<ModeAnswer>("{\"mode\": \"hard\"}").unwrap_err();
+        let e = parse::<ModeAnswer>("{\"mode\": \"hard\"}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("does not match the schema"), "{e}");
         let e = parse::<ModeAnswer>("I think it is simple").unwrap_err();
+        assert_eq!(e, Unreadable::NoJson);
+        let e = e.to_string();
         assert!(e.contains("no JSON object"), "{e}");
     }
 
@@ -392,7 +431,9 @@ mod tests {
                 question: "which city?".into()
             }
         );
-        let e = parse_action(r#"{"action":"fly"}"#, &[], &tools).unwrap_err();
+        let e = parse_action(r#"{"action":"fly"}"#, &[], &tools)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("read_file"), "the error lists the actions: {e}");
     }
 

@@ -100,7 +100,7 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
     assert!(pieces > calls, "{pieces} pieces, {calls} calls");
     let answer: String = deltas
         .iter()
-        .filter(|d| d.role == "compiler")
+        .filter(|d| d.role == agent::run::CallRole::Compiler)
         .map(|d| d.text.as_str())
         .collect();
     assert_eq!(Some(answer), run.answer);

@@ -11,6 +11,7 @@ use leptos::server_fn::codec::Json;
 use plan_engine::{
     ApprovalStatus, Command, Event, Mode, NewPlan, PlanId, PlanQuery, PlanState, Timestamp,
 };
+use run_model::{DecidedBy, EntryKind, ModeChoice, RunId, RunState};
 use serde::{Deserialize, Serialize};
 
 /// Who is looking at the board.
@@ -41,9 +42,9 @@ pub struct PlanRow {
     pub updated_at: Timestamp,
     pub finished_at: Option<Timestamp>,
     pub outcome: Option<String>,
-    /// The state of the run of planboard's agent on this plan (`running`,
-    /// `paused`, `done`, …); `None` when no agent run made it.
-    pub run: Option<String>,
+    /// The state of the run of planboard's agent on this plan; `None` when
+    /// no agent run made it.
+    pub run: Option<RunState>,
     /// The subtasks in progress now, by name, comma-separated.
     pub working_on: Option<String>,
 }
@@ -155,8 +156,7 @@ pub struct BoardData {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSpec {
     pub task: String,
-    /// `auto`, `simple`, `complex` or `emergent`.
-    pub mode: String,
+    pub mode: ModeChoice,
     pub approval_required: bool,
     pub max_parallel: u32,
     /// The run's budget: tokens, and seconds of wall time while running.
@@ -168,8 +168,8 @@ pub struct TaskSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Activity {
     pub at: Timestamp,
-    /// The run-log entry's kind (`llm_call`, `tool_call`, `retry_scheduled`, …).
-    pub kind: String,
+    /// The run-log entry's kind.
+    pub kind: EntryKind,
     pub subtask: Option<u32>,
     /// One line: who, what, how long, how many tokens, ok or not.
     pub summary: String,
@@ -186,7 +186,7 @@ pub struct Activity {
 pub struct ActivityLog {
     pub plan_title: String,
     /// `None`: no run has worked on this plan.
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub rows: Vec<Activity>,
     /// The files the run wrote in its workspace: path and size in bytes.
     pub artifacts: Vec<(String, u64)>,
@@ -206,14 +206,12 @@ pub struct ActivityTail {
 /// The agent's run on a plan, as the board shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunPanel {
-    pub run_id: String,
-    /// `classifying`, `planning`, `awaiting_approval`, `running`, `paused`, `done`, `failed`, `cancelled`.
-    pub state: String,
+    pub run_id: RunId,
+    pub state: RunState,
     pub reason: Option<String>,
     pub mode: Option<Mode>,
     pub mode_reason: Option<String>,
-    /// `person`, `rules` or `model`.
-    pub decided_by: Option<String>,
+    pub decided_by: Option<DecidedBy>,
     pub llm_calls: u32,
     pub tokens: u64,
     pub max_tokens: u64,

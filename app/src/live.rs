@@ -7,7 +7,8 @@ use leptos_use_event_source::{
     use_event_source_with_options, ConnectionReadyState, ReconnectLimit, UseEventSourceOptions,
     UseEventSourceReturn,
 };
-use plan_engine::{Event, PlanId, SubtaskId};
+use plan_engine::{Event, PlanId};
+use run_model::{ReplyDelta, StreamEvent};
 use serde::Deserialize;
 
 /// One log row as the stream sends it.
@@ -17,18 +18,6 @@ pub struct StreamRow {
     pub plan_id: PlanId,
     /// `null` for the deletion marker.
     pub event: Option<Event>,
-}
-
-/// A piece of a reply the agent's model is writing (`delta` events).
-#[derive(Clone, Debug, Deserialize)]
-pub struct Piece {
-    pub role: String,
-    pub subtask: Option<SubtaskId>,
-    pub attempt: u32,
-    pub text: String,
-    /// The call is over.
-    #[serde(default)]
-    pub done: bool,
 }
 
 /// What a stream said last.
@@ -41,7 +30,7 @@ pub enum Heard {
     /// The plan's run wrote to its log (the agent did something).
     Run,
     /// The agent's model wrote a piece of a reply.
-    Delta(Box<Piece>),
+    Delta(Box<ReplyDelta>),
 }
 
 pub struct Live {
@@ -58,22 +47,33 @@ pub fn use_live(url: String) -> Live {
     } = use_event_source_with_options::<String, FromToStringCodec>(
         url.as_str(),
         UseEventSourceOptions::default()
-            .named_events(["ready", "resync", "run", "delta"].map(String::from))
+            .named_events(
+                [
+                    StreamEvent::Ready,
+                    StreamEvent::Resync,
+                    StreamEvent::Run,
+                    StreamEvent::Delta,
+                ]
+                .map(|e| e.name().to_string()),
+            )
             .reconnect_limit(ReconnectLimit::Infinite)
             .reconnect_interval(1000),
     );
     let heard = Signal::derive(move || {
         message.with(|m| {
-            m.as_ref().and_then(|m| match m.event_type.as_str() {
-                "ready" | "resync" => Some(Heard::Reload),
-                "run" => Some(Heard::Run),
-                "delta" => crate::codec::read::<Piece>(&m.data)
-                    .ok()
-                    .map(|p| Heard::Delta(Box::new(p))),
-                _ => crate::codec::read::<StreamRow>(&m.data)
-                    .ok()
-                    .map(|row| Heard::Row(Box::new(row))),
-            })
+            m.as_ref()
+                .and_then(|m| match m.event_type.parse::<StreamEvent>() {
+                    Ok(StreamEvent::Ready | StreamEvent::Resync) => Some(Heard::Reload),
+                    Ok(StreamEvent::Run) => Some(Heard::Run),
+                    Ok(StreamEvent::Delta) => crate::codec::read::<ReplyDelta>(&m.data)
+                        .ok()
+                        .map(|p| Heard::Delta(Box::new(p))),
+                    Ok(StreamEvent::Shutdown) => None,
+                    // A plan-log row (`message`).
+                    Err(_) => crate::codec::read::<StreamRow>(&m.data)
+                        .ok()
+                        .map(|row| Heard::Row(Box::new(row))),
+                })
         })
     });
     let connected = Signal::derive(move || ready_state.get() == ConnectionReadyState::Open);

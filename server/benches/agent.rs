@@ -345,7 +345,7 @@ async fn heard(
     loop {
         if let Ok(server::runs::RunNews::Entry(e)) = news.recv().await {
             let to_matches = to.is_none_or(|to| e.entry["to"] == to);
-            if e.run_id == run && e.kind == kind && to_matches {
+            if e.run_id == run && e.kind.to_string() == kind && to_matches {
                 return Instant::now();
             }
         }

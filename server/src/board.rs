@@ -106,7 +106,7 @@ impl Board {
             .into_iter()
             .map(|mut r| {
                 let run = runs.remove(&r.id);
-                r.run = run.as_ref().map(|run| run.state.as_str().to_string());
+                r.run = run.as_ref().map(|run| run.state);
                 (r, run)
             })
             .collect();
@@ -186,8 +186,7 @@ impl BoardBackend for Board {
     }
 
     async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError> {
-        let mode = serde_json::from_value(serde_json::Value::String(spec.mode.clone()))
-            .map_err(|_| BoardError::Refused(format!("no mode is called {}", spec.mode)))?;
+        let mode = spec.mode;
         // The task itself is checked where every run starts (`Runs::start`).
         let config = agent::RunConfig {
             task: spec.task,
@@ -240,7 +239,7 @@ impl BoardBackend for Board {
             .collect();
         Ok(ActivityLog {
             plan_title,
-            run_id: Some(run.to_string()),
+            run_id: Some(run),
             rows,
             artifacts,
         })
@@ -275,16 +274,12 @@ impl BoardBackend for Board {
                 wall_secs: r.spent.wall_ms / 1000,
                 max_wall_secs: r.config.budget.max_wall_secs,
                 eta_secs: progress.eta_ms.map(|ms| ms.div_ceil(1000)),
-                run_id: r.id.to_string(),
-                state: r.state.as_str().to_string(),
+                run_id: r.id,
+                state: r.state,
                 reason: r.reason,
                 mode: r.classification.as_ref().map(|c| c.mode),
                 mode_reason: r.classification.as_ref().map(|c| c.reason.clone()),
-                decided_by: r.classification.as_ref().and_then(|c| {
-                    serde_json::to_value(c.by)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                }),
+                decided_by: r.classification.as_ref().map(|c| c.by),
                 llm_calls: r.spent.llm_calls,
                 tokens: r.spent.tokens(),
                 max_tokens: r.config.budget.max_tokens,
@@ -381,9 +376,15 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
         lang.pick("Time budget (minutes)", "时间预算（分钟）"),
         lang,
     )?;
+    let mode = form.mode.parse::<agent::ModeChoice>().map_err(|_| {
+        BoardError::Refused(lang.pick(
+            format!("no mode is called {}", form.mode),
+            format!("没有名为 {} 的模式", form.mode),
+        ))
+    })?;
     Ok(TaskSpec {
         task: form.task.clone(),
-        mode: form.mode.clone(),
+        mode,
         approval_required: form.approval.is_some(),
         // Within MAX_PARALLEL, a u32, by the range above.
         max_parallel: max_parallel as u32,
@@ -544,7 +545,7 @@ async fn read_tail(
             let Ok(entry) = serde_json::from_value(stored.entry) else {
                 continue;
             };
-            let line = activity_of(stored.at, &stored.kind, entry);
+            let line = activity_of(stored.at, entry);
             if subtask.is_none() || line.subtask == subtask {
                 rows.push(line);
                 if rows.len() == limit {
@@ -568,11 +569,12 @@ async fn read_tail(
 }
 
 /// One run-log entry as a line of the activity page.
-fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -> Activity {
+fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
     use agent::RunEntry as E;
+    let kind = entry.kind();
     let line = |subtask: Option<u32>, summary: String, detail: Option<String>, ok: bool| Activity {
         at,
-        kind: kind.to_string(),
+        kind,
         subtask,
         summary,
         detail,
@@ -631,6 +633,24 @@ fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -
                 false,
             )
         },
+        E::ToolRetryScheduled {
+            subtask,
+            name,
+            attempt,
+            delay_ms,
+            error,
+        } => Activity {
+            retry_in_secs: {
+                let waited = (chrono::Utc::now() - at).num_milliseconds().max(0) as u64;
+                Some(delay_ms.saturating_sub(waited).div_ceil(1000))
+            },
+            ..line(
+                Some(subtask.0),
+                format!("{name} attempt {attempt} failed ({error}); again in {delay_ms} ms"),
+                None,
+                false,
+            )
+        },
         E::SubtaskResult {
             subtask,
             ok,
@@ -644,14 +664,15 @@ fn activity_of(at: plan_engine::Timestamp, kind: &str, entry: agent::RunEntry) -
         ),
         E::Overridden { subtask, now } => line(
             Some(subtask.0),
-            format!("a person moved it to {now}; the agent's late result was dropped"),
+            format!(
+                "a person moved it to {}; the agent's late result was dropped",
+                now.map_or("deleted".to_string(), |s| s.to_string())
+            ),
             None,
             true,
         ),
         E::Asked { subtask, question } => line(Some(subtask.0), question, None, true),
-        E::StateChanged { to, reason, .. } => {
-            line(None, format!("{} · {reason}", to.as_str()), None, true)
-        }
+        E::StateChanged { to, reason, .. } => line(None, format!("{to} · {reason}"), None, true),
         E::Classified(c) => line(
             None,
             format!("{} · {}", c.mode.as_str(), c.reason),
@@ -810,20 +831,21 @@ mod tests {
         let entries: Vec<NewRunEntry> = (0..7u32)
             .map(|i| {
                 let entry = if i % 2 == 0 {
-                    agent::RunEntry::Overridden {
+                    agent::RunEntry::Asked {
                         subtask: plan_engine::SubtaskId(1),
-                        now: format!("todo {i}"),
+                        question: format!("todo {i}"),
                     }
                 } else {
                     agent::RunEntry::PeopleChanged {
                         summary: format!("change {i}"),
                     }
                 };
+                let kind = entry.kind();
                 let entry = serde_json::to_value(&entry).unwrap();
                 NewRunEntry {
                     run,
                     plan: None,
-                    kind: entry["kind"].as_str().unwrap().to_string(),
+                    kind,
                     at: chrono::Utc::now(),
                     entry,
                 }
@@ -835,13 +857,7 @@ mod tests {
         };
         let newest = read_tail(&store, run, None, 3, 2).await.unwrap();
         assert!(said(&newest)[0].contains("todo 4"), "{:?}", said(&newest));
-        assert_eq!(
-            said(&newest)[1..],
-            [
-                "change 5",
-                "a person moved it to todo 6; the agent's late result was dropped"
-            ]
-        );
+        assert_eq!(said(&newest)[1..], ["change 5", "todo 6"]);
         assert_eq!(newest.total, Some(7), "counted, not read");
         let on_one = read_tail(&store, run, Some(1), 2, 2).await.unwrap();
         assert_eq!(on_one.rows.len(), 2);

@@ -166,7 +166,8 @@ impl Config {
                 ))
             })?),
         };
-        let llm = agent::LlmConfig::from_vars(var).map_err(ConfigError::Invalid)?;
+        let llm =
+            agent::LlmConfig::from_vars(var).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let run_lease = match var("PLANBOARD_RUN_LEASE_SECS") {
             None => Duration::from_secs(30),
             Some(v) => match v.trim().parse::<u64>() {
@@ -190,7 +191,7 @@ impl Config {
             run_lease,
             mcp_servers: match var("PLANBOARD_MCP_SERVERS") {
                 Some(path) => agent::mcp::read_servers(std::path::Path::new(&path))
-                    .map_err(ConfigError::Invalid)?,
+                    .map_err(|e| ConfigError::Invalid(e.to_string()))?,
                 None => Default::default(),
             },
         })

@@ -107,7 +107,7 @@ pub async fn start_with_model(
         model,
         shared_log,
     )
-    .map_err(StoreError::Config)?;
+    .map_err(|e| StoreError::Config(e.to_string()))?;
     runs.spawn_keeper();
     let held = |store: Arc<SqlStore>| async move {
         use crate::store::RunStore;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use plan_engine::PlanId;
+use run_model::StreamEvent;
 use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -190,7 +191,7 @@ async fn pump(
         () = follow(&hub, store, plan, after, &tx, runs) => {}
         () = closed => {
             let bye = SseEvent::default()
-                .event("shutdown")
+                .event(StreamEvent::Shutdown.name())
                 .data(r#"{"reason":"the server is shutting down; reconnect to resume"}"#);
             let _ = tx.send(bye).await;
         }
@@ -212,7 +213,7 @@ async fn follow(
         None => {
             let seq = hub.last_seq();
             let ready = SseEvent::default()
-                .event("ready")
+                .event(StreamEvent::Ready.name())
                 .id(seq.to_string())
                 .data(format!("{{\"seq\":{seq}}}"));
             if tx.send(ready).await.is_err() {
@@ -277,7 +278,7 @@ async fn follow(
                 let seq = hub.last_seq();
                 last = seq;
                 let resync = SseEvent::default()
-                    .event("resync")
+                    .event(StreamEvent::Resync.name())
                     .id(seq.to_string())
                     .data(format!("{{\"seq\":{seq},\"missed\":{missed}}}"));
                 if tx.send(resync).await.is_err() {

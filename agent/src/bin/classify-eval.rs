@@ -52,7 +52,7 @@ fn report(title: &str, matrix: &[[u32; 3]; 3]) {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), String> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/classify.jsonl").into());

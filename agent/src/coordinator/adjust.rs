@@ -15,11 +15,7 @@ impl Driver {
 
     /// Seed 004's `_update_todo_list`, with compaction near the cap.
     pub(super) async fn update_todos(&mut self, last_result: &str) -> Flow {
-        let plan = self
-            .host
-            .plan(self.plan_id()?)
-            .await
-            .map_err(|e| e.to_string())?;
+        let plan = self.host.plan(self.plan_id()?).await?;
         let compact = plan.subtasks().len() >= COMPACT_AT;
         let mut system = prompts::UPDATE.to_string();
         if compact {
@@ -185,7 +181,7 @@ impl Driver {
 
     /// Compiles the answer and finishes the plan when everything is done
     /// or skipped. Emergent TODOs that can never start are skipped first.
-    pub(super) async fn finish_if_settled(&mut self, plan: &Arc<Plan>) -> Result<bool, String> {
+    pub(super) async fn finish_if_settled(&mut self, plan: &Arc<Plan>) -> Result<bool, RunFailure> {
         let mut plan = plan.clone();
         if self.mode() == Mode::Emergent {
             let unreachable: Vec<Op> = plan
@@ -200,20 +196,20 @@ impl Driver {
                 })
                 .collect();
             if !unreachable.is_empty() && plan.count(SubtaskState::Failed) == 0 {
-                plan = self.apply(unreachable).await.map_err(|e| e.to_string())?;
+                plan = self.apply(unreachable).await?;
             }
         }
         let settled = plan.count(SubtaskState::Done) + plan.count(SubtaskState::Skipped);
         if settled < plan.subtasks().len() || plan.subtasks().is_empty() {
             return Ok(false);
         }
-        let answer = self.compile(&plan).await?;
+        let answer = self.compile(&plan).await;
         self.apply(vec![Op::Finish {
             state: PlanState::Done,
             outcome: cut(&answer, 7_900),
         }])
         .await
-        .map_err(|e| format!("finishing the plan failed: {e}"))?;
+        .map_err(RunFailure::Finishing)?;
         self.caller
             .log(RunEntry::Answer {
                 text: answer.clone(),
@@ -224,7 +220,9 @@ impl Driver {
         Ok(true)
     }
 
-    pub(super) async fn compile(&mut self, plan: &Plan) -> Result<String, String> {
+    /// The answer, written by the model from the results; the results
+    /// themselves when the model cannot write one.
+    pub(super) async fn compile(&mut self, plan: &Plan) -> String {
         let mut results = String::new();
         for s in plan
             .subtasks()
@@ -255,9 +253,8 @@ impl Driver {
             .text(CallRole::Compiler, messages, 900, None)
             .await
         {
-            Ok(answer) if !answer.is_empty() => Ok(answer),
-            // The results are the answer when the model cannot write one.
-            Ok(_) | Err(_) => Ok(results.trim().to_string()),
+            Ok(answer) if !answer.is_empty() => answer,
+            Ok(_) | Err(_) => results.trim().to_string(),
         }
     }
 }

@@ -160,7 +160,7 @@ impl Agent {
             saved: Instant::now(),
         };
         if let Err(why) = driver.go().await {
-            driver.move_to(RunState::Failed, why).await;
+            driver.move_to(RunState::Failed, why.to_string()).await;
         }
         self.budgets
             .lock()
@@ -186,7 +186,28 @@ struct Driver {
     saved: Instant,
 }
 
-type Flow = Result<(), String>;
+/// Why a run failed, recorded as its reason.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    #[error("{0}")]
+    Host(#[from] HostError),
+    #[error("the run has no plan")]
+    NoPlan,
+    #[error("classifying failed: {0}")]
+    Classifying(CallError),
+    #[error("planning failed: {0}")]
+    Planning(CallError),
+    #[error("the plan was refused: {0}")]
+    PlanRefused(HostError),
+    #[error("the plan was rejected {rounds} times; last comment: {comment}")]
+    Rejected { rounds: u32, comment: String },
+    #[error("starting subtasks failed: {0}")]
+    Starting(HostError),
+    #[error("finishing the plan failed: {0}")]
+    Finishing(HostError),
+}
+
+type Flow = Result<(), RunFailure>;
 
 impl Driver {
     async fn go(&mut self) -> Flow {
@@ -273,10 +294,8 @@ impl Driver {
             .await;
     }
 
-    fn plan_id(&self) -> Result<plan_engine::PlanId, String> {
-        self.run
-            .plan_id
-            .ok_or_else(|| "the run has no plan".to_string())
+    fn plan_id(&self) -> Result<plan_engine::PlanId, RunFailure> {
+        self.run.plan_id.ok_or(RunFailure::NoPlan)
     }
 
     /// Runs ops as the agent; remembers the plan so our own change is not
@@ -286,7 +305,9 @@ impl Driver {
         let plan = Arc::new(
             self.host
                 .execute(
-                    self.plan_id().map_err(HostError::Unavailable)?,
+                    self.run
+                        .plan_id
+                        .ok_or_else(|| HostError::Unavailable(RunFailure::NoPlan.to_string()))?,
                     ops,
                     AGENT_ACTOR,
                 )

@@ -15,7 +15,7 @@ impl Driver {
             },
             None => classify::classify(&self.caller, &task)
                 .await
-                .map_err(|e| format!("classifying failed: {e}"))?,
+                .map_err(RunFailure::Classifying)?,
         };
         self.caller.log(RunEntry::Classified(decided.clone())).await;
         self.run.classification = Some(decided);
@@ -51,7 +51,7 @@ impl Driver {
         let mode = self.mode();
         let task = self.run.config.task.clone();
         let plan_id = self.plan_id()?;
-        let old = self.host.plan(plan_id).await.map_err(|e| e.to_string())?;
+        let old = self.host.plan(plan_id).await?;
         let comment = match (old.approval().status, old.approval().comment.clone()) {
             (ApprovalStatus::Rejected, Some(c)) => Some(c),
             _ if self.run.round > 0 => Some(format!("use the {} planner instead", mode.as_str())),
@@ -63,7 +63,7 @@ impl Driver {
         });
         let planned = planner::plan(&self.caller, mode, &task, revision)
             .await
-            .map_err(|e| format!("planning failed: {e}"))?;
+            .map_err(RunFailure::Planning)?;
         let mut ops: Vec<Op> = old
             .subtasks()
             .iter()
@@ -101,7 +101,7 @@ impl Driver {
                 .await;
                 return Ok(());
             }
-            Err(e) => return Err(format!("the plan was refused: {e}")),
+            Err(e) => return Err(RunFailure::PlanRefused(e)),
         };
         self.run.round += 1;
         self.caller
@@ -122,7 +122,7 @@ impl Driver {
 
     pub(super) async fn await_approval(&mut self) -> Flow {
         let plan_id = self.plan_id()?;
-        let mut plan = self.host.plan(plan_id).await.map_err(|e| e.to_string())?;
+        let mut plan = self.host.plan(plan_id).await?;
         loop {
             match plan.state() {
                 PlanState::Approved | PlanState::Running | PlanState::Paused => {
@@ -154,10 +154,10 @@ impl Driver {
                         })
                         .await;
                     if self.run.round > MAX_REVISIONS {
-                        return Err(format!(
-                            "the plan was rejected {} times; last comment: {comment}",
-                            self.run.round
-                        ));
+                        return Err(RunFailure::Rejected {
+                            rounds: self.run.round,
+                            comment: comment.clone(),
+                        });
                     }
                     self.move_to(RunState::Planning, "rejected: re-planning with the comment")
                         .await;
@@ -180,11 +180,7 @@ impl Driver {
                 }
                 _ => {}
             }
-            plan = self
-                .host
-                .changed(plan_id, plan.version())
-                .await
-                .map_err(|e| e.to_string())?;
+            plan = self.host.changed(plan_id, plan.version()).await?;
         }
     }
 }

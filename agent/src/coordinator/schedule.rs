@@ -42,7 +42,7 @@ impl Driver {
             let current = self.host.version(plan_id).await.ok();
             let plan = match &self.seen {
                 Some(seen) if current == Some(seen.version()) => seen.clone(),
-                _ => Arc::new(self.host.plan(plan_id).await.map_err(|e| e.to_string())?),
+                _ => Arc::new(self.host.plan(plan_id).await?),
             };
             self.notice_people(&plan).await;
             let gone: Vec<SubtaskId> = inflight
@@ -54,9 +54,7 @@ impl Driver {
                 if let Some(handle) = inflight.remove(&id) {
                     handle.abort();
                 }
-                let now = plan
-                    .subtask(id)
-                    .map_or("deleted".to_string(), |s| s.state().as_str().to_string());
+                let now = plan.subtask(id).map(|s| s.state());
                 self.caller
                     .log(RunEntry::Overridden { subtask: id, now })
                     .await;
@@ -138,7 +136,7 @@ impl Driver {
                             count: limit - inflight.len(),
                         }])
                         .await
-                        .map_err(|e| format!("starting subtasks failed: {e}"))?;
+                        .map_err(RunFailure::Starting)?;
                     for id in after.in_progress() {
                         if let std::collections::hash_map::Entry::Vacant(slot) = inflight.entry(id)
                         {
@@ -170,7 +168,7 @@ impl Driver {
                     }
                 }
                 changed = self.host.changed(plan_id, plan.version()) => {
-                    changed.map_err(|e| e.to_string())?;
+                    changed?;
                 }
                 _ = tokio::time::sleep(wall), if running => {}
             }
@@ -268,14 +266,13 @@ impl Driver {
                     .plan(self.plan_id()?)
                     .await
                     .ok()
-                    .and_then(|p| p.subtask(id).map(|s| s.state().as_str().to_string()))
-                    .unwrap_or_else(|| "deleted".into());
+                    .and_then(|p| p.subtask(id).map(|s| s.state()));
                 self.caller
                     .log(RunEntry::Overridden { subtask: id, now })
                     .await;
                 return Ok(());
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
         if !text.is_empty() || ok {
             self.caller

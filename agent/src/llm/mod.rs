@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use openai::{LlmConfig, OpenAiLlm};
+pub use openai::{BadVar, ClientError, LlmConfig, OpenAiLlm};
 pub use scripted::{Reply, ScriptedLlm};
 
 /// Where the pieces of a reply go as the model writes them.
@@ -28,51 +28,39 @@ pub(crate) fn in_one_piece(reply: ChatReply, delta: &OnDelta) -> ChatReply {
     reply
 }
 
-/// What a call is for: recorded on the run log and used to pick the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallRole {
-    Classifier,
-    Planner,
-    Executor,
-    Adapter,
-    Compiler,
-}
+pub use run_model::{CallRole, ErrorClass};
 
-impl CallRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallRole::Classifier => "classifier",
-            CallRole::Planner => "planner",
-            CallRole::Executor => "executor",
-            CallRole::Adapter => "adapter",
-            CallRole::Compiler => "compiler",
-        }
-    }
+/// Who says a message in a chat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageRole {
+    System,
+    User,
+    Assistant,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
-    pub role: String,
+    pub role: MessageRole,
     pub content: String,
 }
 
 impl Message {
     pub fn system(content: impl Into<String>) -> Message {
         Message {
-            role: "system".into(),
+            role: MessageRole::System,
             content: content.into(),
         }
     }
     pub fn user(content: impl Into<String>) -> Message {
         Message {
-            role: "user".into(),
+            role: MessageRole::User,
             content: content.into(),
         }
     }
     pub fn assistant(content: impl Into<String>) -> Message {
         Message {
-            role: "assistant".into(),
+            role: MessageRole::Assistant,
             content: content.into(),
         }
     }
@@ -132,53 +120,6 @@ pub struct ChatReply {
     /// Absent when the server does not report it.
     pub usage: Option<Usage>,
     pub model: String,
-}
-
-/// Why a call failed, sorted by what to do about it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    /// 429: wait (as long as the server asked, if it said) and try again.
-    RateLimited,
-    /// 5xx: try again.
-    Server,
-    /// No answer in time.
-    Timeout,
-    /// The connection broke or the body could not be read.
-    Dropped,
-    /// 400 and other refusals of the request itself.
-    BadRequest,
-    /// 401/403: the key is wrong.
-    Auth,
-    /// The prompt does not fit the model.
-    ContextTooLong,
-    /// The account is out of money or quota.
-    Quota,
-}
-
-impl ErrorClass {
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            ErrorClass::RateLimited
-                | ErrorClass::Server
-                | ErrorClass::Timeout
-                | ErrorClass::Dropped
-        )
-    }
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ErrorClass::RateLimited => "rate_limited",
-            ErrorClass::Server => "server",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Dropped => "dropped",
-            ErrorClass::BadRequest => "bad_request",
-            ErrorClass::Auth => "auth",
-            ErrorClass::ContextTooLong => "context_too_long",
-            ErrorClass::Quota => "quota",
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

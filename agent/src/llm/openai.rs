@@ -65,9 +65,23 @@ impl fmt::Debug for LlmConfig {
 
 const OPENAI: &str = "https://api.openai.com/v1";
 
+/// A configuration variable with a value that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{name} must be {expected}, not {given:?}")]
+pub struct BadVar {
+    pub name: &'static str,
+    pub expected: &'static str,
+    pub given: String,
+}
+
+/// Why the model client could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+pub struct ClientError(#[from] reqwest::Error);
+
 impl LlmConfig {
     /// `Ok(None)` when no model is configured: everything but runs works.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<LlmConfig>, String> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<LlmConfig>, BadVar> {
         let get = |names: &[&str]| {
             names
                 .iter()
@@ -76,7 +90,7 @@ impl LlmConfig {
         let Some(model) = get(&["PLANBOARD_LLM_MODEL"]) else {
             return Ok(None);
         };
-        let number = |name: &str, default: u64| -> Result<u64, String> {
+        let number = |name: &'static str, default: u64| -> Result<u64, BadVar> {
             match var(name) {
                 None => Ok(default),
                 Some(v) => v
@@ -84,7 +98,11 @@ impl LlmConfig {
                     .parse::<u64>()
                     .ok()
                     .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("{name} must be a positive whole number, not {v:?}")),
+                    .ok_or(BadVar {
+                        name,
+                        expected: "a positive whole number",
+                        given: v,
+                    }),
             }
         };
         let protocol = match var("PLANBOARD_LLM_PROTOCOL").as_deref().map(str::trim) {
@@ -92,18 +110,22 @@ impl LlmConfig {
             Some("json_schema") => Protocol::JsonSchema,
             Some("tool_calls") => Protocol::ToolCalls,
             Some(other) => {
-                return Err(format!(
-                    "PLANBOARD_LLM_PROTOCOL must be auto, json_schema or tool_calls, not {other:?}"
-                ))
+                return Err(BadVar {
+                    name: "PLANBOARD_LLM_PROTOCOL",
+                    expected: "auto, json_schema or tool_calls",
+                    given: other.to_string(),
+                })
             }
         };
         let stream = match var("PLANBOARD_LLM_STREAM").as_deref().map(str::trim) {
             None | Some("" | "true" | "1" | "on") => true,
             Some("false" | "0" | "off") => false,
             Some(other) => {
-                return Err(format!(
-                    "PLANBOARD_LLM_STREAM must be true or false, not {other:?}"
-                ))
+                return Err(BadVar {
+                    name: "PLANBOARD_LLM_STREAM",
+                    expected: "true or false",
+                    given: other.to_string(),
+                })
             }
         };
         let base_url = get(&["PLANBOARD_LLM_BASE_URL", "OPENAI_BASE_URL"])
@@ -145,12 +167,11 @@ pub struct OpenAiLlm {
 }
 
 impl OpenAiLlm {
-    pub fn new(config: LlmConfig) -> Result<OpenAiLlm, String> {
+    pub fn new(config: LlmConfig) -> Result<OpenAiLlm, ClientError> {
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .build()?;
         let transport = http.clone();
         let service = tower::service_fn(move |factory: HttpRequestFactory| {
             let http = transport.clone();
@@ -472,7 +493,8 @@ mod tests {
             _ => None,
         };
         let e = LlmConfig::from_vars(vars).unwrap_err();
-        assert!(e.contains("PLANBOARD_LLM_TIMEOUT_SECS"), "{e}");
+        assert_eq!(e.name, "PLANBOARD_LLM_TIMEOUT_SECS");
+        assert!(e.to_string().contains("positive whole number"), "{e}");
     }
 
     #[test]
@@ -518,9 +540,10 @@ mod tests {
         };
         assert!(with(None).unwrap().unwrap().stream);
         assert!(!with(Some("false")).unwrap().unwrap().stream);
-        assert!(with(Some("sometimes"))
-            .unwrap_err()
-            .contains("PLANBOARD_LLM_STREAM"));
+        assert_eq!(
+            with(Some("sometimes")).unwrap_err().name,
+            "PLANBOARD_LLM_STREAM"
+        );
     }
 
     #[test]

@@ -113,10 +113,7 @@ impl ScriptedLlm {
             (None, Some(f)) => f(request),
             (None, None) => Reply::Error(LlmError::new(
                 super::ErrorClass::BadRequest,
-                format!(
-                    "the script has no reply left for a {} call",
-                    request.role.as_str()
-                ),
+                format!("the script has no reply left for a {} call", request.role),
             )),
         }
     }

@@ -49,20 +49,21 @@ async fn auto_sends_a_clear_linear_task_to_the_simple_planner_and_answers() {
     // Every reply was passed on live in pieces as it was written; the
     // compiler's pieces make up the answer.
     let deltas = world.host.deltas(run.id);
-    let roles: std::collections::BTreeSet<&str> = deltas.iter().map(|d| d.role.as_str()).collect();
+    let roles: std::collections::BTreeSet<String> =
+        deltas.iter().map(|d| d.role.to_string()).collect();
     assert_eq!(
         roles.into_iter().collect::<Vec<_>>(),
         ["classifier", "compiler", "executor", "planner"]
     );
     let answer: String = deltas
         .iter()
-        .filter(|d| d.role == "compiler")
+        .filter(|d| d.role == agent::run::CallRole::Compiler)
         .map(|d| d.text.as_str())
         .collect();
     assert_eq!(answer, "the final answer");
     assert!(deltas
         .iter()
-        .any(|d| d.role == "executor" && d.subtask == Some(SubtaskId(2))));
+        .any(|d| d.role == agent::run::CallRole::Executor && d.subtask == Some(SubtaskId(2))));
 }
 
 #[tokio::test]

@@ -32,9 +32,10 @@ use plan_engine::{Command, Op, Plan, PlanId, PlanState, SubtaskId};
 
 use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
 use crate::i18n::{use_lang, Lang};
-use crate::live::{use_live, Heard, Piece};
+use crate::live::{use_live, Heard};
 use crate::pages::plans::connection_text;
 use header::{ApprovalBanner, Header};
+use run_model::ReplyDelta;
 
 /// The board's live state, shared by its views.
 #[derive(Clone, Copy)]
@@ -51,7 +52,7 @@ pub struct Board {
     /// Counts the run entries heard, so the run's header loads again.
     pub run_tick: RwSignal<u64>,
     /// Replies the agent's model is writing now, as heard so far.
-    pub writing: RwSignal<Vec<Piece>>,
+    pub writing: RwSignal<Vec<ReplyDelta>>,
     /// While a revised plan awaits approval: what changed since a person
     /// rejected it (empty otherwise).
     pub revision: Memo<plan_engine::revision::Revision>,

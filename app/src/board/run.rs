@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 use super::Board;
 use plan_engine::{Op, PlanState, SubtaskId};
+use run_model::{DecidedBy, RunState};
 
 use crate::api::{activity_html, load_run, RunPanel};
 
@@ -20,19 +21,18 @@ fn clock(secs: u64) -> String {
 }
 
 /// A run state's words (also the plans list's agent badge).
-pub(crate) fn state_label(state: &str, lang: crate::i18n::Lang) -> String {
+pub(crate) fn state_label(state: RunState, lang: crate::i18n::Lang) -> &'static str {
     let (en, zh) = match state {
-        "classifying" => ("classifying the task", "正在分类任务"),
-        "planning" => ("planning", "正在规划"),
-        "awaiting_approval" => ("waiting for approval", "等待批准"),
-        "running" => ("running", "运行中"),
-        "paused" => ("paused", "已暂停"),
-        "done" => ("done", "已完成"),
-        "failed" => ("failed", "失败"),
-        "cancelled" => ("cancelled", "已取消"),
-        other => (other, other),
+        RunState::Classifying => ("classifying the task", "正在分类任务"),
+        RunState::Planning => ("planning", "正在规划"),
+        RunState::AwaitingApproval => ("waiting for approval", "等待批准"),
+        RunState::Running => ("running", "运行中"),
+        RunState::Paused => ("paused", "已暂停"),
+        RunState::Done => ("done", "已完成"),
+        RunState::Failed => ("failed", "失败"),
+        RunState::Cancelled => ("cancelled", "已取消"),
     };
-    lang.pick(en.to_string(), zh.to_string())
+    lang.pick(en, zh)
 }
 
 /// Rendered in the browser only: the run changes between the server's
@@ -83,7 +83,7 @@ fn RunBody(board: Board) -> impl IntoView {
                 .map(|p| {
                     let who = match p.subtask {
                         Some(s) => format!("{} #{}", p.role, s.0),
-                        None => p.role.clone(),
+                        None => p.role.to_string(),
                     };
                     view! {
                         <p class="run-live" data-testid="run-live">
@@ -96,18 +96,18 @@ fn RunBody(board: Board) -> impl IntoView {
         })
     };
     let panel = move |r: RunPanel| {
-        let state = r.state.clone();
+        let state = r.state;
         // "0:35 / 30:00 · about 1:10 left": running time against its
         // budget, and seed 002's estimate while there is one. While running
         // (and under an hour) the elapsed part ticks by the second in CSS
         // alone (`.run-clock`), from the time the server last recorded; it
         // comes right at the next reload.
-        let ticking = state == "running" && r.wall_secs < 3600;
+        let ticking = state == RunState::Running && r.wall_secs < 3600;
         let elapsed = (!ticking).then(|| clock(r.wall_secs));
         let clock_style = format!("--from: {}", r.wall_secs);
         let time = {
             let mut text = format!(" / {}", clock(r.max_wall_secs));
-            if let Some(eta) = r.eta_secs.filter(|_| state == "running") {
+            if let Some(eta) = r.eta_secs.filter(|_| state == RunState::Running) {
                 text.push_str(&lang.pick(
                     format!(" · about {} left", clock(eta)),
                     format!(" · 约剩 {}", clock(eta)),
@@ -115,25 +115,25 @@ fn RunBody(board: Board) -> impl IntoView {
             }
             text
         };
-        let live = !matches!(state.as_str(), "done" | "failed" | "cancelled");
-        let paused = state == "paused";
+        let live = !state.is_finished();
+        let paused = state == RunState::Paused;
         let mode = r
             .mode
             .map(|m| m.label(lang).to_string())
             .unwrap_or_else(|| "…".into());
         // Who chose the mode, in the board's language.
-        let by = match r.decided_by.as_deref() {
-            Some("person") => lang.pick(" (chosen by a person)", "（人工选择）"),
-            Some("rules") => lang.pick(" (by rule)", "（按规则）"),
-            Some("model") => lang.pick(" (by the model)", "（由模型判断）"),
-            _ => "",
+        let by = match r.decided_by {
+            Some(DecidedBy::Person) => lang.pick(" (chosen by a person)", "（人工选择）"),
+            Some(DecidedBy::Rules) => lang.pick(" (by rule)", "（按规则）"),
+            Some(DecidedBy::Model) => lang.pick(" (by the model)", "（由模型判断）"),
+            None => "",
         };
         // Only a running plan can be paused (the engine refuses otherwise).
-        let running = state == "running";
+        let running = state == RunState::Running;
         // Before approval a person may have the task planned in another
         // mode: a plain form (the server changes the plan's mode and the
         // agent re-plans), so the wasm carries no code for it.
-        let replan = (state == "awaiting_approval" && board.can_edit()).then(|| view! {
+        let replan = (state == RunState::AwaitingApproval && board.can_edit()).then(|| view! {
             <form class="run-replan" method="post" action=format!("/plans/{id}/replan")>
                 <select name="mode" aria-label=lang.pick("Planner", "规划方式") data-testid="replan-mode">
                     <option value="simple">{lang.pick("simple", "简单")}</option>
@@ -146,7 +146,7 @@ fn RunBody(board: Board) -> impl IntoView {
         view! {
             <section class="run-header" data-testid="run-header">
                 <div class="run-row">
-                    <span class=format!("badge run-state run-{state}") data-testid="run-state">{state_label(&state, lang)}</span>
+                    <span class=format!("badge run-state run-{state}") data-testid="run-state">{state_label(state, lang)}</span>
                     <span class="run-mode" data-testid="run-mode">
                         {lang.pick("Agent · mode ", "智能体 · 模式 ")}<strong>{mode}</strong>
                         {by}

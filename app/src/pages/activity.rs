@@ -7,6 +7,8 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
+use run_model::EntryKind;
+
 use crate::api::{load_activity, Activity};
 use crate::i18n::use_lang;
 
@@ -21,6 +23,28 @@ fn clock(at: &plan_engine::Timestamp) -> String {
         at.second(),
         at.timestamp_subsec_millis()
     )
+}
+
+/// An entry kind's words.
+fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
+    let (en, zh) = match kind {
+        EntryKind::StateChanged => ("state", "状态"),
+        EntryKind::Classified => ("classified", "分类"),
+        EntryKind::PlanProposed => ("plan proposed", "提出计划"),
+        EntryKind::Rejected => ("rejected", "被驳回"),
+        EntryKind::LlmCall => ("model call", "模型调用"),
+        EntryKind::ToolCall => ("tool call", "工具调用"),
+        EntryKind::RetryScheduled => ("retry scheduled", "计划重试"),
+        EntryKind::ToolRetryScheduled => ("tool retry scheduled", "计划重试工具"),
+        EntryKind::Overridden => ("overridden", "被人工改动"),
+        EntryKind::Asked => ("question", "提问"),
+        EntryKind::SubtaskResult => ("result", "结果"),
+        EntryKind::PlanAdjusted => ("plan adjusted", "计划调整"),
+        EntryKind::BudgetReached => ("budget reached", "预算用尽"),
+        EntryKind::PeopleChanged => ("people changed", "人工修改"),
+        EntryKind::Answer => ("answer", "答案"),
+    };
+    lang.pick(en, zh)
 }
 
 /// One line of activity. A subtask's tag opens its activity alone; a
@@ -40,7 +64,7 @@ fn activity_row(plan: plan_engine::PlanId, a: Activity, lang: crate::i18n::Lang)
         <li class=format!("activity-row kind-{}", a.kind) class:failed=!a.ok data-testid="activity-row">
             <span class="activity-at"><time>{clock(&a.at)}</time></span>
             <span class="activity-who" data-testid="activity-who">{who}</span>
-            <span class="activity-kind">{a.kind.replace('_', " ")}</span>
+            <span class="activity-kind">{kind_label(a.kind, lang)}</span>
             <span class="activity-summary">{a.summary}{countdown}</span>
             {a.detail.map(|d| view! {
                 <details class="activity-detail">
@@ -115,7 +139,7 @@ pub fn ActivityPage() -> impl IntoView {
                         };
                         let empty = log.rows.is_empty();
                         // The files the agent wrote, each a download.
-                        let files = log.run_id.clone().filter(|_| !log.artifacts.is_empty()).map(|run| {
+                        let files = log.run_id.filter(|_| !log.artifacts.is_empty()).map(|run| {
                             let links = log.artifacts.iter().map(|(path, bytes)| view! {
                                 <li><a href=format!("/api/runs/{run}/artifacts/{path}") download data-testid="artifact">{path.clone()}</a>" "<span class="hint">{format!("{bytes} B")}</span></li>
                             }).collect_view();

@@ -92,7 +92,7 @@ pub fn HistoryPage() -> impl IntoView {
                                     <td class="title"><a href=format!("/plans/{}?view=timeline", r.id)>{r.title.clone()}</a></td>
                                     <td><span class="badge mode">{r.mode.label(lang)}</span></td>
                                     <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
-                                    <td data-testid="history-run">{r.run.as_deref().map_or_else(|| "—".into(), |state| crate::board::run_state_label(state, lang))}</td>
+                                    <td data-testid="history-run">{r.run.map_or("—", |state| crate::board::run_state_label(state, lang))}</td>
                                     <td class="outcome">{r.outcome.clone().unwrap_or_default()}</td>
                                     <td>{took}</td>
                                     <td class="number" data-testid="history-tokens">{h.tokens.map_or_else(|| "—".into(), |t| t.to_string())}</td>

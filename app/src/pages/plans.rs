@@ -290,7 +290,7 @@ fn plan_table(rows: Vec<crate::api::PlanRow>, lang: Lang) -> impl IntoView {
                 <tr data-testid="plan-row">
                     <td class="title">
                         <a href=format!("/plans/{}", r.id)>{r.title.clone()}</a>
-                        {r.run.as_deref().map(|state| view! {
+                        {r.run.map(|state| view! {
                             <span class="badge agent" data-testid="plan-run">{lang.pick("agent: ", "智能体：")}{crate::board::run_state_label(state, lang)}</span>
                         })}
                         {r.working_on.map(|names| view! {

@@ -168,7 +168,7 @@ pub struct AnswerRun {
 pub struct RunsQuery {
     /// Only runs in this state.
     #[param(inline, value_type = Option<String>, pattern = "^(classifying|planning|awaiting_approval|running|paused|done|failed|cancelled)$")]
-    state: Option<String>,
+    state: Option<RunState>,
     /// Only the run of this plan.
     plan: Option<uuid::Uuid>,
     #[param(minimum = 0, maximum = 100000)]
@@ -212,14 +212,7 @@ pub async fn list_runs(
     State(state): State<ApiState>,
     Params(q): Params<RunsQuery>,
 ) -> Result<Json<Vec<RunView>>, ApiError> {
-    let run_state = match q.state.as_deref() {
-        None => None,
-        Some(s) => Some(RunState::parse(s).ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "state must be one of classifying, planning, awaiting_approval, running, paused, done, failed, cancelled; not '{s}'"
-            ))
-        })?),
-    };
+    let run_state = q.state;
     let limit = q.limit.unwrap_or(50);
     let offset = q.offset.unwrap_or(0);
     if !(1..=200).contains(&limit) || offset > 100_000 {

@@ -171,7 +171,7 @@ mod tests {
             run_id: uuid::Uuid::from_u128(run),
             plan_id: None,
             delta: agent::run::ReplyDelta {
-                role: "executor".into(),
+                role: agent::run::CallRole::Executor,
                 subtask: None,
                 attempt,
                 text: text.into(),

@@ -105,13 +105,9 @@ impl Host for ServerHost {
 
     /// Queued for the run log's writer: the agent does not wait for it.
     async fn log(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
+        let kind = entry.kind();
         let entry =
             serde_json::to_value(&entry).map_err(|e| HostError::Unavailable(e.to_string()))?;
-        let kind = entry
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or_default()
-            .to_string();
         let plan = self
             .plan_of
             .lock()

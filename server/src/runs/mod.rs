@@ -120,7 +120,7 @@ impl Runs {
         shared_tools: Vec<Arc<dyn ToolBox>>,
         model: Option<Arc<dyn Llm>>,
         shared_log: Option<SharedLog>,
-    ) -> Result<Arc<Runs>, String> {
+    ) -> Result<Arc<Runs>, agent::llm::ClientError> {
         let (entries, _) = broadcast::channel(4096);
         let (streaming, relay) = match shared_log {
             None => (Streaming::Direct, None),
@@ -243,7 +243,7 @@ impl Runs {
         tokio::spawn(async move {
             let id = run.id;
             let finished = agent.drive(run).await;
-            tracing::info!("run {id} ended as {}", finished.state.as_str());
+            tracing::info!("run {id} ended as {}", finished.state);
             if let Err(e) = me.store.release_run(id).await {
                 tracing::warn!("run {id}: releasing its lease failed: {e}");
             }
@@ -256,7 +256,9 @@ impl Runs {
         config: RunConfig,
         who: &str,
     ) -> Result<RunView, RunError> {
-        let config = config.checked().map_err(RunError::Invalid)?;
+        let config = config
+            .checked()
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
         let agent = self
             .agent
             .clone()

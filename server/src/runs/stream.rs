@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
+use run_model::StreamEvent;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -34,7 +35,7 @@ impl RunNews {
     pub fn plan_event(&self) -> SseEvent {
         match self {
             RunNews::Entry(e) => SseEvent::default()
-                .event("run")
+                .event(StreamEvent::Run.name())
                 .data(serde_json::to_string(&**e).unwrap_or_default()),
             RunNews::Delta(d) => delta_event(d),
         }
@@ -52,7 +53,7 @@ pub struct LiveDelta {
 
 fn delta_event(delta: &LiveDelta) -> SseEvent {
     SseEvent::default()
-        .event("delta")
+        .event(StreamEvent::Delta.name())
         .data(serde_json::to_string(delta).unwrap_or_default())
 }
 
@@ -73,7 +74,7 @@ pub fn run_stream(
             () = follow_run(&runs, run, after, &tx) => {}
             () = hub.closing() => {
                 let bye = SseEvent::default()
-                    .event("shutdown")
+                    .event(StreamEvent::Shutdown.name())
                     .data(r#"{"reason":"the server is shutting down; reconnect to resume"}"#);
                 let _ = tx.send(bye).await;
             }

@@ -1,7 +1,7 @@
 //! Durable runs of planboard's own agent: [`RunStore`] and its SQL
 //! implementation on the same database as the plans.
 
-use agent::run::{RunRecord, RunState};
+use agent::run::{EntryKind, RunRecord, RunState};
 use agent::RunId;
 use async_trait::async_trait;
 use plan_engine::{PlanId, Timestamp};
@@ -17,7 +17,7 @@ use super::{SqlStore, StoreError};
 pub struct NewRunEntry {
     pub run: RunId,
     pub plan: Option<PlanId>,
-    pub kind: String,
+    pub kind: EntryKind,
     pub at: Timestamp,
     pub entry: serde_json::Value,
 }
@@ -30,9 +30,12 @@ pub struct StoredRunEntry {
     pub run_id: RunId,
     /// The run's plan, so the plan's stream can carry the entry too.
     pub plan_id: Option<PlanId>,
-    pub kind: String,
+    pub kind: EntryKind,
     pub at: Timestamp,
-    /// The entry itself (`kind` repeated inside).
+    /// The entry itself (`kind` repeated inside). Kept as the JSON the
+    /// database holds, so a line written by an older version is served as
+    /// it was written rather than lost.
+    #[schemars(with = "agent::RunEntry")]
     pub entry: serde_json::Value,
 }
 
@@ -127,7 +130,7 @@ fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
         seq: row.try_get("seq")?,
         run_id: run_id.parse().map_err(corrupt)?,
         plan_id: plan_id.map(|p| p.parse()).transpose().map_err(corrupt)?,
-        kind: row.try_get("kind")?,
+        kind: row.try_get::<String, _>("kind")?.parse().map_err(corrupt)?,
         at: super::sql::read_ts(row, "at")?,
         entry: serde_json::from_str(&entry).map_err(corrupt)?,
     })
@@ -184,7 +187,7 @@ impl RunStore for SqlStore {
         )
         .bind(run.id.to_string())
         .bind(run.plan_id.map(|p| p.to_string()))
-        .bind(run.state.as_str())
+        .bind(run.state.to_string())
         .bind(record)
         .bind(&now)
         .bind(&now)
@@ -212,7 +215,7 @@ impl RunStore for SqlStore {
             "SELECT record FROM runs WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR plan_id = $2) \
              ORDER BY created_at DESC, id LIMIT $3 OFFSET $4",
         )
-        .bind(state.map(RunState::as_str))
+        .bind(state.map(|s| s.to_string()))
         .bind(plan.map(|p| p.to_string()))
         .bind(i64::from(limit))
         .bind(i64::from(offset))
@@ -276,7 +279,7 @@ impl RunStore for SqlStore {
                 query = query
                     .bind(e.run.to_string())
                     .bind(e.plan.map(|p| p.to_string()))
-                    .bind(&e.kind)
+                    .bind(e.kind.to_string())
                     .bind(e.entry.to_string())
                     .bind(ts(at));
             }
@@ -295,7 +298,7 @@ impl RunStore for SqlStore {
                 seq,
                 run_id: e.run,
                 plan_id: e.plan,
-                kind: e.kind.clone(),
+                kind: e.kind,
                 at: chrono::SubsecRound::trunc_subsecs(e.at, 6),
                 entry: e.entry.clone(),
             }));

@@ -61,7 +61,7 @@ async fn the_openai_path_reads_quirky_replies_and_retries_only_what_can_be_retri
         .filter_map(|e| match e {
             RunEntry::RetryScheduled {
                 class, delay_ms, ..
-            } => Some((class.clone(), *delay_ms)),
+            } => Some((class.to_string(), *delay_ms)),
             _ => None,
         })
         .collect();
@@ -99,7 +99,9 @@ async fn the_openai_path_reads_quirky_replies_and_retries_only_what_can_be_retri
     assert_eq!(attempt(1), ["half "]);
     assert_eq!(attempt(2).len(), 3, "the reply came in pieces");
     assert_eq!(attempt(2).concat(), "the final answer");
-    assert!(deltas.iter().all(|d| d.role == "compiler"));
+    assert!(deltas
+        .iter()
+        .all(|d| d.role == agent::run::CallRole::Compiler));
     let ends: Vec<u32> = deltas
         .iter()
         .filter(|d| d.done)
@@ -109,7 +111,7 @@ async fn the_openai_path_reads_quirky_replies_and_retries_only_what_can_be_retri
     let dropped = host
         .entries(uuid::Uuid::nil())
         .into_iter()
-        .filter(|e| matches!(e, RunEntry::RetryScheduled { class, .. } if class == "dropped"))
+        .filter(|e| matches!(e, RunEntry::RetryScheduled { class, .. } if *class == agent::run::ErrorClass::Dropped))
         .count();
     assert_eq!(dropped, 1, "the broken stream was retried as dropped");
     assert!(

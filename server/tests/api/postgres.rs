@@ -160,9 +160,9 @@ async fn run_log_entries_written_by_one_process_stream_from_another() {
     let note = |n: u32| NewRunEntry {
         run,
         plan: None,
-        kind: "note".into(),
+        kind: agent::run::EntryKind::PeopleChanged,
         at: chrono::Utc::now(),
-        entry: json!({"kind": "note", "n": n}),
+        entry: json!({"kind": "people_changed", "summary": "a note", "n": n}),
     };
     let started = std::time::Instant::now();
     let stored = writer.append_run_log(&[note(1), note(2)]).await.unwrap();
@@ -233,7 +233,7 @@ async fn reply_deltas_reach_another_process_joined_and_never_echo() {
         run_id: run,
         plan_id: None,
         delta: agent::run::ReplyDelta {
-            role: "executor".into(),
+            role: agent::run::CallRole::Executor,
             subtask: None,
             attempt: 1,
             text: text.into(),
@@ -324,9 +324,9 @@ pub async fn run_store_story(url: &str) {
     let note = |n: u32| server::store::NewRunEntry {
         run: run.id,
         plan: Some(plan),
-        kind: "note".into(),
+        kind: agent::run::EntryKind::PeopleChanged,
         at: chrono::Utc::now(),
-        entry: serde_json::json!({"kind": "note", "n": n}),
+        entry: serde_json::json!({"kind": "people_changed", "summary": "a note", "n": n}),
     };
     let stored = store
         .append_run_log(&[note(1), note(2), note(3)])

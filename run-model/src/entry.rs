@@ -1,0 +1,298 @@
+//! The run log: one [`RunEntry`] per thing the agent did, the model calls
+//! in it, and the pieces of a reply streamed while it is written.
+//!
+//! Run log entries are not plan events: they never bump the plan's
+//! version. The plan holds the work (subtasks, states, results, approval,
+//! pause); the run log holds how the agent got there.
+
+use plan_engine::{PlanId, SubtaskId, SubtaskState};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::state::{Classification, RunState};
+
+/// What a model call is for: recorded on the run log and used to pick the
+/// model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallRole {
+    Classifier,
+    Planner,
+    Executor,
+    Adapter,
+    Compiler,
+}
+
+/// Why a model call failed, sorted by what to do about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// 429: wait (as long as the server asked, if it said) and try again.
+    RateLimited,
+    /// 5xx: try again.
+    Server,
+    /// No answer in time.
+    Timeout,
+    /// The connection broke or the body could not be read.
+    Dropped,
+    /// 400 and other refusals of the request itself.
+    BadRequest,
+    /// 401/403: the key is wrong.
+    Auth,
+    /// The prompt does not fit the model.
+    ContextTooLong,
+    /// The account is out of money or quota.
+    Quota,
+}
+
+impl ErrorClass {
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::RateLimited
+                | ErrorClass::Server
+                | ErrorClass::Timeout
+                | ErrorClass::Dropped
+        )
+    }
+}
+
+/// One line of the run log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunEntry {
+    StateChanged {
+        from: Option<RunState>,
+        to: RunState,
+        reason: String,
+    },
+    Classified(Classification),
+    PlanProposed {
+        plan_id: PlanId,
+        round: u32,
+        subtasks: usize,
+    },
+    Rejected {
+        comment: String,
+        round: u32,
+    },
+    LlmCall(LlmCallRecord),
+    ToolCall {
+        subtask: SubtaskId,
+        name: String,
+        arguments: serde_json::Value,
+        result: String,
+        ok: bool,
+        duration_ms: u64,
+    },
+    RetryScheduled {
+        role: CallRole,
+        attempt: u32,
+        delay_ms: u64,
+        class: ErrorClass,
+        error: String,
+    },
+    /// A work tool failed for a moment (its server was down); the executor
+    /// calls it again after `delay_ms`.
+    ToolRetryScheduled {
+        subtask: SubtaskId,
+        name: String,
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// A person moved a subtask the agent was working on; its late result
+    /// was dropped.
+    Overridden {
+        subtask: SubtaskId,
+        /// The subtask's state now; `deleted` (`None`) when it is gone.
+        #[serde(with = "state_or_deleted")]
+        #[schemars(with = "String")]
+        now: Option<SubtaskState>,
+    },
+    Asked {
+        subtask: SubtaskId,
+        question: String,
+    },
+    SubtaskResult {
+        subtask: SubtaskId,
+        ok: bool,
+        text: String,
+        duration_ms: u64,
+    },
+    PlanAdjusted {
+        reason: String,
+        changes: usize,
+    },
+    BudgetReached {
+        what: String,
+    },
+    /// Someone else changed the plan while the agent ran it.
+    PeopleChanged {
+        summary: String,
+    },
+    Answer {
+        text: String,
+    },
+}
+
+/// The `kind` of a [`RunEntry`], without its fields: how the store, the
+/// streams and the board tell entries apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    StateChanged,
+    Classified,
+    PlanProposed,
+    Rejected,
+    LlmCall,
+    ToolCall,
+    RetryScheduled,
+    ToolRetryScheduled,
+    Overridden,
+    Asked,
+    SubtaskResult,
+    PlanAdjusted,
+    BudgetReached,
+    PeopleChanged,
+    Answer,
+}
+
+impl RunEntry {
+    pub fn kind(&self) -> EntryKind {
+        match self {
+            RunEntry::StateChanged { .. } => EntryKind::StateChanged,
+            RunEntry::Classified(_) => EntryKind::Classified,
+            RunEntry::PlanProposed { .. } => EntryKind::PlanProposed,
+            RunEntry::Rejected { .. } => EntryKind::Rejected,
+            RunEntry::LlmCall(_) => EntryKind::LlmCall,
+            RunEntry::ToolCall { .. } => EntryKind::ToolCall,
+            RunEntry::RetryScheduled { .. } => EntryKind::RetryScheduled,
+            RunEntry::ToolRetryScheduled { .. } => EntryKind::ToolRetryScheduled,
+            RunEntry::Overridden { .. } => EntryKind::Overridden,
+            RunEntry::Asked { .. } => EntryKind::Asked,
+            RunEntry::SubtaskResult { .. } => EntryKind::SubtaskResult,
+            RunEntry::PlanAdjusted { .. } => EntryKind::PlanAdjusted,
+            RunEntry::BudgetReached { .. } => EntryKind::BudgetReached,
+            RunEntry::PeopleChanged { .. } => EntryKind::PeopleChanged,
+            RunEntry::Answer { .. } => EntryKind::Answer,
+        }
+    }
+
+    /// The subtask the entry is about, if any.
+    pub fn subtask(&self) -> Option<SubtaskId> {
+        match self {
+            RunEntry::LlmCall(call) => call.subtask,
+            RunEntry::ToolCall { subtask, .. }
+            | RunEntry::ToolRetryScheduled { subtask, .. }
+            | RunEntry::Overridden { subtask, .. }
+            | RunEntry::Asked { subtask, .. }
+            | RunEntry::SubtaskResult { subtask, .. } => Some(*subtask),
+            _ => None,
+        }
+    }
+}
+
+/// `Overridden.now` on the wire: the state's name, or `deleted`.
+mod state_or_deleted {
+    use plan_engine::SubtaskState;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        now: &Option<SubtaskState>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match now {
+            Some(state) => state.serialize(serializer),
+            None => serializer.serialize_str("deleted"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<SubtaskState>, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name == "deleted" {
+            return Ok(None);
+        }
+        crate::from_wire_name(&name)
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{name}` is not a subtask state")))
+    }
+}
+
+/// One model call as the run log keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LlmCallRecord {
+    pub role: CallRole,
+    pub model: String,
+    pub subtask: Option<SubtaskId>,
+    pub attempt: u32,
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub latency_ms: u64,
+    pub finish_reason: Option<String>,
+    pub error: Option<String>,
+    /// The messages and the reply, cut to [`MESSAGE_CAP`] characters in all.
+    pub transcript: String,
+}
+
+/// What the run log keeps of one call's messages.
+pub const MESSAGE_CAP: usize = 16 * 1024;
+
+/// A piece of a reply as the model writes it, for people watching. Not
+/// on the run log: the whole reply is, in the call's [`LlmCallRecord`]. A
+/// retried call starts its text over; `attempt` says which one this is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplyDelta {
+    pub role: CallRole,
+    pub subtask: Option<SubtaskId>,
+    pub attempt: u32,
+    pub text: String,
+    /// The call is over (answered or failed): `text` is empty, and whoever
+    /// shows the reply being written can let it go.
+    #[serde(default)]
+    pub done: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_kind_is_the_tag_serde_writes() {
+        let entry = RunEntry::Overridden {
+            subtask: SubtaskId(3),
+            now: None,
+        };
+        let json = serde_json::to_value(&entry).unwrap();
+        assert_eq!(json["kind"], entry.kind().to_string());
+        assert_eq!(json["now"], "deleted");
+        assert_eq!(serde_json::from_value::<RunEntry>(json).unwrap(), entry);
+        let moved = RunEntry::Overridden {
+            subtask: SubtaskId(3),
+            now: Some(SubtaskState::Skipped),
+        };
+        let json = serde_json::to_value(&moved).unwrap();
+        assert_eq!(json["now"], "skipped");
+        assert_eq!(serde_json::from_value::<RunEntry>(json).unwrap(), moved);
+        let retry = RunEntry::RetryScheduled {
+            role: CallRole::Planner,
+            attempt: 2,
+            delay_ms: 10,
+            class: ErrorClass::RateLimited,
+            error: "slow down".into(),
+        };
+        let json = serde_json::to_value(&retry).unwrap();
+        assert_eq!(json["kind"], "retry_scheduled");
+        assert_eq!(json["class"], "rate_limited");
+        assert_eq!(json["role"], "planner");
+    }
+
+    #[test]
+    fn only_transient_errors_are_retried() {
+        assert!(ErrorClass::Server.is_retryable());
+        assert!(!ErrorClass::ContextTooLong.is_retryable());
+        assert!(!ErrorClass::Quota.is_retryable());
+    }
+}

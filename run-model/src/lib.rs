@@ -1,0 +1,112 @@
+//! The types of a run of planboard's agent that cross a crate or the wire:
+//! what a run is started with, its states, what it spent, the lines of its
+//! log, the pieces of a reply as the model writes it, and the names of the
+//! live streams' events.
+//!
+//! The agent writes these, the server stores and streams them, and the
+//! board (compiled to wasm) reads them: one type on every side, so a state
+//! or a role never travels as a bare string. Like the engine, the crate is
+//! pure (serde, schemars, uuid, chrono, thiserror and the engine).
+//!
+//! Names on the wire are serde's (`snake_case`); [`wire_name`] and the
+//! `Display` / `FromStr` impls read them from serde instead of repeating
+//! them in hand-written tables.
+//!
+//! # Layout
+//! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`] and the typed
+//!   [`ConfigError`] a refused config gives.
+//! - [`state`]: [`RunState`] and its table, [`Classification`] and
+//!   [`DecidedBy`].
+//! - [`entry`]: [`RunEntry`] (one line of the run log) and its
+//!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
+//!   [`ErrorClass`].
+//! - [`record`]: [`RunRecord`] (a stored run), [`Spent`], [`RunProgress`].
+//! - [`stream`]: [`StreamEvent`], the SSE event names.
+
+pub mod config;
+pub mod entry;
+pub mod record;
+pub mod state;
+pub mod stream;
+
+pub use config::{Budget, ConfigError, ModeChoice, RunConfig, RunId, MAX_PARALLEL, MAX_TASK_CHARS};
+pub use entry::{
+    CallRole, EntryKind, ErrorClass, LlmCallRecord, ReplyDelta, RunEntry, MESSAGE_CAP,
+};
+pub use record::{RunProgress, RunRecord, Spent};
+pub use state::{Classification, DecidedBy, RunState};
+pub use stream::StreamEvent;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// The name serde gives a unit variant (`RunState::AwaitingApproval` →
+/// `awaiting_approval`); empty for anything that is not a string.
+pub fn wire_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
+
+/// The unit variant serde calls `name`, if any.
+pub fn from_wire_name<T: DeserializeOwned>(name: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
+}
+
+/// A name that is not one of a type's wire names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{given}` is not a {what}")]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub given: String,
+}
+
+/// `Display` and `FromStr` through serde's names, for the enums here.
+macro_rules! wire_names {
+    ($($ty:ty => $what:literal),* $(,)?) => {$(
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&$crate::wire_name(self))
+            }
+        }
+        impl std::str::FromStr for $ty {
+            type Err = $crate::UnknownName;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $crate::from_wire_name(s).ok_or_else(|| $crate::UnknownName {
+                    what: $what,
+                    given: s.to_string(),
+                })
+            }
+        }
+    )*};
+}
+
+wire_names! {
+    RunState => "run state",
+    ModeChoice => "mode (auto, simple, complex or emergent)",
+    DecidedBy => "decider",
+    CallRole => "call role",
+    ErrorClass => "error class",
+    EntryKind => "run-log entry kind",
+    StreamEvent => "stream event",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_serde_and_read_back() {
+        assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
+        for s in RunState::ALL {
+            assert_eq!(s.to_string().parse::<RunState>(), Ok(s));
+        }
+        assert_eq!(
+            "sleeping".parse::<RunState>().unwrap_err().to_string(),
+            "`sleeping` is not a run state"
+        );
+        assert_eq!(ErrorClass::ContextTooLong.to_string(), "context_too_long");
+        assert_eq!(CallRole::Executor.to_string(), "executor");
+    }
+}

@@ -1,0 +1,145 @@
+//! A run as it is stored, what it spent, and seed 002's progress.
+
+use std::time::Duration;
+
+use plan_engine::PlanId;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Budget, RunConfig, RunId};
+use crate::state::{Classification, RunState};
+
+/// A run as it is stored: enough to pick it up again after a restart,
+/// together with its plan (the plan holds the work itself).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunRecord {
+    pub id: RunId,
+    pub config: RunConfig,
+    /// Who started it.
+    pub started_by: String,
+    pub state: RunState,
+    /// Why the run is paused, failed or cancelled.
+    pub reason: Option<String>,
+    pub classification: Option<Classification>,
+    pub plan_id: Option<PlanId>,
+    /// Planning rounds so far (1 + rejections answered).
+    pub round: u32,
+    pub spent: Spent,
+    pub answer: Option<String>,
+}
+
+impl RunRecord {
+    pub fn new(id: RunId, config: RunConfig) -> RunRecord {
+        RunRecord {
+            id,
+            config,
+            started_by: String::new(),
+            state: RunState::Classifying,
+            reason: None,
+            classification: None,
+            plan_id: None,
+            round: 0,
+            spent: Spent::default(),
+            answer: None,
+        }
+    }
+}
+
+/// Seed 002's progress: counts, success rate, mean subtask time, ETA.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunProgress {
+    pub done: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub total: usize,
+    /// Done out of done + failed; `None` before anything settled.
+    pub success_rate: Option<f32>,
+    pub mean_subtask_ms: Option<u64>,
+    /// Mean time × subtasks left ÷ parallelism.
+    pub eta_ms: Option<u64>,
+}
+
+impl RunProgress {
+    pub fn of(plan: &plan_engine::Plan, parallel: u32) -> RunProgress {
+        use plan_engine::SubtaskState as S;
+        let count = |s| plan.count(s);
+        let (done, failed, skipped) = (count(S::Done), count(S::Failed), count(S::Skipped));
+        let total = plan.subtasks().len();
+        let times: Vec<i64> = plan
+            .subtasks()
+            .iter()
+            .filter(|s| s.state() == S::Done)
+            .filter_map(|s| Some((s.finished_at()? - s.started_at()?).num_milliseconds()))
+            .filter(|ms| *ms >= 0)
+            .collect();
+        let mean =
+            (!times.is_empty()).then(|| (times.iter().sum::<i64>() / times.len() as i64) as u64);
+        let left = total.saturating_sub(done + skipped) as u64;
+        RunProgress {
+            done,
+            failed,
+            skipped,
+            total,
+            success_rate: (done + failed > 0).then(|| done as f32 / (done + failed) as f32),
+            mean_subtask_ms: mean,
+            eta_ms: mean.map(|m| m * left / u64::from(parallel.max(1))),
+        }
+    }
+}
+
+/// Usage counted against the budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Spent {
+    pub llm_calls: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub wall_ms: u64,
+}
+
+impl Spent {
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    /// The first budget this usage has reached, in words.
+    pub fn reached(&self, budget: &Budget) -> Option<String> {
+        if self.llm_calls >= budget.max_llm_calls {
+            return Some(format!(
+                "the run made {} LLM calls (budget {})",
+                self.llm_calls, budget.max_llm_calls
+            ));
+        }
+        if self.tokens() >= budget.max_tokens {
+            return Some(format!(
+                "the run used {} tokens (budget {})",
+                self.tokens(),
+                budget.max_tokens
+            ));
+        }
+        if Duration::from_millis(self.wall_ms) >= Duration::from_secs(budget.max_wall_secs) {
+            return Some(format!(
+                "the run ran for {} s (budget {} s)",
+                self.wall_ms / 1000,
+                budget.max_wall_secs
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_budget_reached_is_named() {
+        let budget = Budget {
+            max_llm_calls: 2,
+            ..Budget::default()
+        };
+        let mut spent = Spent::default();
+        assert_eq!(spent.reached(&budget), None);
+        spent.llm_calls = 2;
+        assert!(spent.reached(&budget).unwrap().contains("2 LLM calls"));
+    }
+}

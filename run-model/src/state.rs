@@ -1,0 +1,90 @@
+//! The run's state machine, and who decided its mode.
+
+use plan_engine::Mode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The run's state machine; see [`RunState::can_become`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Classifying,
+    Planning,
+    AwaitingApproval,
+    Running,
+    Paused,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 8] = [
+        RunState::Classifying,
+        RunState::Planning,
+        RunState::AwaitingApproval,
+        RunState::Running,
+        RunState::Paused,
+        RunState::Done,
+        RunState::Failed,
+        RunState::Cancelled,
+    ];
+
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            RunState::Done | RunState::Failed | RunState::Cancelled
+        )
+    }
+
+    /// The run state table. Planning follows classifying, or a rejection,
+    /// or a mode override; a finished run stays finished.
+    pub fn can_become(self, to: RunState) -> bool {
+        use RunState::*;
+        match self {
+            Classifying => matches!(to, Planning | Failed | Cancelled),
+            Planning => matches!(to, AwaitingApproval | Running | Failed | Cancelled),
+            AwaitingApproval => matches!(to, Planning | Running | Failed | Cancelled),
+            Running => matches!(to, Paused | Done | Failed | Cancelled),
+            Paused => matches!(to, Running | Failed | Cancelled | Done),
+            Done | Failed | Cancelled => false,
+        }
+    }
+}
+
+/// Who decided the mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// The person who started the run forced it.
+    Person,
+    /// A rule was certain.
+    Rules,
+    Model,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Classification {
+    pub mode: Mode,
+    pub reason: String,
+    pub confidence: f32,
+    pub by: DecidedBy,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finished_runs_never_move() {
+        for from in [RunState::Done, RunState::Failed, RunState::Cancelled] {
+            assert!(from.is_finished());
+            assert!(RunState::ALL.iter().all(|to| !from.can_become(*to)));
+        }
+        assert!(
+            RunState::AwaitingApproval.can_become(RunState::Planning),
+            "reject → re-plan"
+        );
+        assert!(!RunState::Classifying.can_become(RunState::Running));
+    }
+}
