@@ -24,6 +24,11 @@
 //! - [`host`]: the [`host::Host`] trait and an in-memory host.
 //! - [`tools`]: work tools; the file tools confined to a run's workspace.
 //! - [`mcp`]: MCP servers (streamable HTTP or stdio) as work tools.
+//! - [`sandbox`]: `run_python` and `run_shell` under bubblewrap: no
+//!   network, the workspace the only writable place, limits on CPU,
+//!   memory, processes, file size, wall time and output.
+//! - [`web`]: `fetch_url` (private addresses refused, redirects checked
+//!   again) and `web_search` through a configured endpoint.
 
 pub mod call;
 pub mod classify;
@@ -37,7 +42,9 @@ pub mod prompts;
 pub mod protocol;
 pub mod retry;
 pub mod run;
+pub mod sandbox;
 pub mod tools;
+pub mod web;
 
 pub use coordinator::Agent;
 pub use host::{Host, HostError, MemoryHost};
