@@ -104,6 +104,20 @@ ensure_postgres() {
   echo "postgres://postgres:postgres@127.0.0.1:5432/planboard_test"
 }
 
+# The agent's code runner (run_python, run_shell) runs code under
+# bubblewrap, with util-linux's setpriv and prlimit; without them the tools
+# are not offered. python3 is what run_python runs.
+ensure_sandbox() {
+  local missing=()
+  command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+  [ -x /usr/bin/setpriv ] && [ -x /usr/bin/prlimit ] || missing+=(util-linux)
+  [ -x /usr/bin/python3 ] || missing+=(python3)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    step "installing the code runner's sandbox: ${missing[*]}"
+    apt_install "${missing[@]}"
+  fi
+}
+
 ensure_build_tools() {
   ensure_wasm_target
   ensure_cargo_leptos

@@ -36,11 +36,26 @@ pub trait ToolBox: Send + Sync {
 #[derive(Clone, Default)]
 pub struct Toolset {
     sources: Vec<Arc<dyn ToolBox>>,
+    /// The names a run may use; `None`: all.
+    allowed: Option<Arc<std::collections::HashSet<String>>>,
 }
 
 impl Toolset {
     pub fn new(sources: Vec<Arc<dyn ToolBox>>) -> Toolset {
-        Toolset { sources }
+        Toolset {
+            sources,
+            allowed: None,
+        }
+    }
+
+    /// Only the tools named (a run's choice); `None` keeps them all.
+    pub fn only(mut self, names: Option<&[String]>) -> Toolset {
+        self.allowed = names.map(|n| Arc::new(n.iter().cloned().collect()));
+        self
+    }
+
+    fn allows(&self, name: &str) -> bool {
+        self.allowed.as_ref().is_none_or(|a| a.contains(name))
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -48,11 +63,17 @@ impl Toolset {
         self.sources
             .iter()
             .flat_map(|s| s.specs())
+            .filter(|spec| self.allows(&spec.name))
             .filter(|spec| seen.insert(spec.name.clone()))
             .collect()
     }
 
     pub async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        if !self.allows(name) {
+            return Err(ToolError::refused(format!(
+                "{name} is not among the tools this run may use"
+            )));
+        }
         for source in &self.sources {
             if source.specs().iter().any(|s| s.name == name) {
                 return source.call(name, arguments).await;
@@ -243,6 +264,23 @@ impl ToolBox for FileTools {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_run_sees_and_calls_only_the_tools_it_chose() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(dir.path()).unwrap());
+        let all = Toolset::new(vec![files.clone()]);
+        assert_eq!(all.specs().len(), 3);
+        let some = Toolset::new(vec![files]).only(Some(&["read_file".to_string()]));
+        let names: Vec<String> = some.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["read_file"]);
+        let e = some
+            .call("write_file", &json!({"path": "a", "content": "b"}))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("not among the tools"), "{e}");
+        assert!(!dir.path().join("a").exists());
+    }
 
     #[tokio::test]
     async fn files_are_written_read_and_listed_inside_the_workspace() {

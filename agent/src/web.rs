@@ -20,7 +20,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use reqwest::Url;
+pub use reqwest::Url;
 use serde_json::{json, Value};
 
 use crate::protocol::ToolSpec;

@@ -162,6 +162,8 @@ pub struct TaskSpec {
     /// The run's budget: tokens, and seconds of wall time while running.
     pub max_tokens: u64,
     pub max_wall_secs: u64,
+    /// The work tools the run may use; `None`: all of them.
+    pub tools: Option<Vec<String>>,
 }
 
 /// One line of a run's activity, as its page shows it.
@@ -188,8 +190,17 @@ pub struct ActivityLog {
     /// `None`: no run has worked on this plan.
     pub run_id: Option<RunId>,
     pub rows: Vec<Activity>,
-    /// The files the run wrote in its workspace: path and size in bytes.
-    pub artifacts: Vec<(String, u64)>,
+    /// The files of the run's workspace (those it started with and those
+    /// it wrote): path, size in bytes, and the start of a text file.
+    pub artifacts: Vec<FileRow>,
+}
+
+/// One file of a run's workspace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileRow {
+    pub path: String,
+    pub bytes: u64,
+    pub preview: Option<String>,
 }
 
 /// The newest lines of a run's activity (the board's live panel).
@@ -225,10 +236,14 @@ pub struct RunPanel {
     pub eta_secs: Option<u64>,
 }
 
-/// Whether the agent can run, and on which model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Whether the agent can run, on which model, and with which tools.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentInfo {
     pub model: Option<String>,
+    /// Every work tool a run can be given: name and description.
+    pub tools: Vec<(String, String)>,
+    /// Why `run_python` and `run_shell` are not offered, when they are not.
+    pub code_runner_off: Option<String>,
 }
 
 /// Why a request was not done, in words for the person who made it.
@@ -277,8 +292,6 @@ pub trait BoardBackend: Send + Sync {
     async fn create(&self, spec: NewPlan, actor: &str) -> Result<PlanId, BoardError>;
     /// Which model the agent runs on (read while rendering, no call).
     fn agent(&self) -> AgentInfo;
-    /// Starts a run; returns its plan.
-    async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError>;
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError>;
     /// What the plan's run did, oldest first; only about `subtask` if given.
     async fn activity(&self, plan: PlanId, subtask: Option<u32>)
@@ -322,8 +335,7 @@ fn answered<T>(result: Result<T, BoardError>) -> Result<T, BoardError> {
 /// The agent's model, for pages rendered on the server.
 #[cfg(feature = "ssr")]
 pub fn agent_info() -> AgentInfo {
-    use_context::<std::sync::Arc<dyn BoardBackend>>()
-        .map_or(AgentInfo { model: None }, |b| b.agent())
+    use_context::<std::sync::Arc<dyn BoardBackend>>().map_or(AgentInfo::default(), |b| b.agent())
 }
 
 #[cfg(feature = "ssr")]

@@ -275,3 +275,37 @@ test("a person rejects the agent's plan with a comment and sees the revision mar
   await expect(page.locator("[data-revised]")).toHaveCount(0);
   await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 30_000 });
 });
+
+test("a person gives the agent a file and a choice of tools; the workspace shows the file with a preview and downloads as a zip", async ({ page, request }) => {
+  await page.goto("/plans/new");
+  const task = unique("Total the sales per region");
+  await page.getByTestId("task-input").fill(task);
+  await page.getByTestId("task-files").setInputFiles({
+    name: "sales.csv",
+    mimeType: "text/csv",
+    buffer: Buffer.from("region,amount\nnorth,3\nsouth,4\n"),
+  });
+  // Every tool is ticked; the person leaves the web out of this run.
+  await expect(page.getByTestId("task-tool-read_file")).toBeChecked();
+  await page.getByTestId("task-tool-fetch_url").uncheck();
+  await shot(page, "agent-12-task-files");
+  await page.getByTestId("start-task").click();
+  await page.waitForURL(/\/plans\/[0-9a-f-]{36}/);
+  const plan = page.url().split("/plans/")[1].split(/[?#]/)[0];
+  await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 15_000 });
+  const runs = await (await request.get(`/api/runs?plan=${plan}`)).json();
+  expect(runs[0].config.inputs[0]).toMatchObject({ path: "sales.csv", bytes: 29 });
+  expect(runs[0].config.tools).toContain("read_file");
+  expect(runs[0].config.tools).not.toContain("fetch_url");
+  await page.getByTestId("run-activity").click();
+  await page.waitForURL(/\/activity$/);
+  const file = page.getByTestId("artifact");
+  await expect(file).toHaveText("sales.csv");
+  await page.locator(".file-preview summary").first().click();
+  await expect(page.getByTestId("file-preview").first()).toContainText("north,3");
+  const zip = await page.request.get((await page.getByTestId("workspace-zip").getAttribute("href"))!);
+  expect(zip.status()).toBe(200);
+  expect(zip.headers()["content-type"]).toBe("application/zip");
+  expect((await zip.body()).subarray(0, 2).toString()).toBe("PK");
+  await shot(page, "agent-13-workspace");
+});

@@ -69,6 +69,69 @@ pub struct RunConfig {
     /// Subtasks in progress at once (complex mode; simple and emergent run one at a time).
     pub max_parallel: u32,
     pub budget: Budget,
+    /// The work tools the run may use, by name; `None`: every tool offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// The files the run started with, already in its workspace: what the
+    /// planner and the executor are told about them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<InputFile>,
+}
+
+/// A file the person gave the run, as the model is told about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InputFile {
+    /// Relative to the workspace.
+    pub path: String,
+    pub bytes: u64,
+    /// The start of the file when it is text (at most [`PREVIEW_CHARS`]
+    /// characters); `None` for a binary file.
+    pub preview: Option<String>,
+}
+
+/// Most bytes of one uploaded file, and of all of a run's uploads together.
+pub const MAX_FILE_BYTES: usize = 20 * 1024 * 1024;
+pub const MAX_FILES_BYTES: usize = 50 * 1024 * 1024;
+/// Most files one run's uploads hold.
+pub const MAX_FILES: usize = 50;
+
+/// Characters of each input file shown to the model.
+pub const PREVIEW_CHARS: usize = 400;
+/// Input files listed to the model by name; the rest are counted.
+pub const INPUTS_LISTED: usize = 30;
+
+impl RunConfig {
+    /// The task as the planner and the executor read it: with the files
+    /// the run started from, when there are any (bounded: at most
+    /// [`INPUTS_LISTED`] files, [`PREVIEW_CHARS`] characters of each).
+    pub fn task_for_model(&self) -> String {
+        if self.inputs.is_empty() {
+            return self.task.clone();
+        }
+        let mut out = format!(
+            "{}\n\nFiles in the workspace (given by the person; read them with read_file, \
+             or open them in run_python by their path):",
+            self.task
+        );
+        for file in self.inputs.iter().take(INPUTS_LISTED) {
+            out.push_str(&format!("\n- {} ({} bytes)", file.path, file.bytes));
+            match &file.preview {
+                Some(preview) => {
+                    let shown: String = preview.chars().take(PREVIEW_CHARS).collect();
+                    out.push_str(":\n  ");
+                    out.push_str(&shown.replace('\n', "\n  "));
+                }
+                None => out.push_str(" (binary)"),
+            }
+        }
+        if self.inputs.len() > INPUTS_LISTED {
+            out.push_str(&format!(
+                "\n- … and {} more files",
+                self.inputs.len() - INPUTS_LISTED
+            ));
+        }
+        out
+    }
 }
 
 impl Default for RunConfig {
@@ -79,6 +142,8 @@ impl Default for RunConfig {
             approval_required: true,
             max_parallel: 4,
             budget: Budget::default(),
+            tools: None,
+            inputs: Vec::new(),
         }
     }
 }
@@ -87,6 +152,8 @@ impl Default for RunConfig {
 pub const MAX_TASK_CHARS: usize = 8000;
 /// The most subtasks a run may have in progress at once.
 pub const MAX_PARALLEL: u32 = 32;
+/// The most tool names a run's `tools` may list.
+pub const MAX_TOOLS: usize = 100;
 
 /// Why a config cannot start a run, in words for whoever sent it (the
 /// API, the board, MCP).
@@ -96,6 +163,8 @@ pub enum ConfigError {
     TaskLength { chars: usize },
     #[error("max_parallel must be 1 to {MAX_PARALLEL}, not {given}")]
     MaxParallel { given: u32 },
+    #[error("tools lists at most {MAX_TOOLS} names of 1 to 64 characters")]
+    Tools,
 }
 
 impl ConfigError {
@@ -104,6 +173,7 @@ impl ConfigError {
         match self {
             ConfigError::TaskLength { .. } => "task",
             ConfigError::MaxParallel { .. } => "max_parallel",
+            ConfigError::Tools => "tools",
         }
     }
 }
@@ -120,6 +190,16 @@ impl RunConfig {
             return Err(ConfigError::MaxParallel {
                 given: self.max_parallel,
             });
+        }
+        if let Some(tools) = &mut self.tools {
+            for name in tools.iter_mut() {
+                *name = name.trim().to_string();
+            }
+            if tools.len() > MAX_TOOLS || tools.iter().any(|n| n.is_empty() || n.len() > 64) {
+                return Err(ConfigError::Tools);
+            }
+            tools.sort();
+            tools.dedup();
         }
         Ok(self)
     }
@@ -145,6 +225,30 @@ mod tests {
         assert_eq!(e.field(), "max_parallel");
         assert!(e.to_string().contains("max_parallel"));
         assert!(config("do it", 33).checked().is_err());
+    }
+
+    #[test]
+    fn the_model_reads_the_task_with_a_bounded_list_of_its_files() {
+        let mut config = RunConfig {
+            task: "Sum the sales".into(),
+            ..RunConfig::default()
+        };
+        assert_eq!(config.task_for_model(), "Sum the sales");
+        config.inputs = (0..40)
+            .map(|i| InputFile {
+                path: format!("f{i}.csv"),
+                bytes: 10,
+                preview: (i % 2 == 0).then(|| "a,b\n1,2\n".repeat(200)),
+            })
+            .collect();
+        let text = config.task_for_model();
+        assert!(text.starts_with("Sum the sales\n\nFiles in the workspace"));
+        assert!(text.contains("- f0.csv (10 bytes):\n  a,b\n  1,2"));
+        assert!(text.contains("- f1.csv (10 bytes) (binary)"));
+        assert!(text.contains("… and 10 more files"));
+        assert!(!text.contains("f30.csv"));
+        // 30 previews of at most 400 characters, plus the lines around them.
+        assert!(text.chars().count() < 30 * (PREVIEW_CHARS + 100) + 200);
     }
 
     #[test]

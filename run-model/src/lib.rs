@@ -29,7 +29,10 @@ pub mod record;
 pub mod state;
 pub mod stream;
 
-pub use config::{Budget, ConfigError, ModeChoice, RunConfig, RunId, MAX_PARALLEL, MAX_TASK_CHARS};
+pub use config::{
+    Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, MAX_FILES, MAX_FILES_BYTES,
+    MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
+};
 pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, ReplyDelta, RunEntry, MESSAGE_CAP,
 };

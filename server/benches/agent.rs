@@ -198,6 +198,7 @@ fn run_config(task: &str, approval: bool, parallel: u32) -> agent::RunConfig {
             max_llm_calls: 100_000,
             ..agent::Budget::default()
         },
+        ..agent::RunConfig::default()
     }
 }
 

@@ -182,27 +182,14 @@ impl BoardBackend for Board {
     fn agent(&self) -> AgentInfo {
         AgentInfo {
             model: self.1.model_name(),
+            tools: self
+                .1
+                .tools()
+                .iter()
+                .map(|t| (t.name.clone(), t.description.clone()))
+                .collect(),
+            code_runner_off: self.1.sandbox_unavailable().map(|e| e.reason().to_string()),
         }
-    }
-
-    async fn start_task(&self, spec: TaskSpec, actor: &str) -> Result<PlanId, BoardError> {
-        let mode = spec.mode;
-        // The task itself is checked where every run starts (`Runs::start`).
-        let config = agent::RunConfig {
-            task: spec.task,
-            mode,
-            approval_required: spec.approval_required,
-            max_parallel: spec.max_parallel.clamp(1, agent::run::MAX_PARALLEL),
-            budget: agent::Budget {
-                max_tokens: spec.max_tokens,
-                max_wall_secs: spec.max_wall_secs,
-                ..agent::Budget::default()
-            },
-        };
-        let view = self.1.start(config, actor).await.map_err(run_error)?;
-        view.record
-            .plan_id
-            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
     }
 
     async fn activity(
@@ -235,7 +222,11 @@ impl BoardBackend for Board {
             .await
             .map_err(run_error)?
             .into_iter()
-            .map(|a| (a.path, a.bytes))
+            .map(|a| app::api::FileRow {
+                path: a.path,
+                bytes: a.bytes,
+                preview: a.preview,
+            })
             .collect();
         Ok(ActivityLog {
             plan_title,
@@ -289,6 +280,40 @@ impl BoardBackend for Board {
     }
 }
 
+impl Board {
+    /// Starts a run from the task box, with the files staged for it;
+    /// returns its plan.
+    async fn start_task(
+        &self,
+        spec: TaskSpec,
+        files: Option<crate::runs::inputs::Staged>,
+        actor: &str,
+    ) -> Result<PlanId, BoardError> {
+        // The task itself is checked where every run starts (`Runs::start_with`).
+        let config = agent::RunConfig {
+            task: spec.task,
+            mode: spec.mode,
+            approval_required: spec.approval_required,
+            max_parallel: spec.max_parallel.clamp(1, agent::run::MAX_PARALLEL),
+            budget: agent::Budget {
+                max_tokens: spec.max_tokens,
+                max_wall_secs: spec.max_wall_secs,
+                ..agent::Budget::default()
+            },
+            tools: spec.tools,
+            inputs: Vec::new(),
+        };
+        let view = self
+            .1
+            .start_with(config, files, actor)
+            .await
+            .map_err(run_error)?;
+        view.record
+            .plan_id
+            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+}
+
 fn run_error(e: crate::runs::RunError) -> BoardError {
     use crate::runs::RunError;
     match e {
@@ -300,26 +325,79 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
             tracing::error!("run store failure: {e}");
             BoardError::Unavailable("the run store failed; nothing was changed".into())
         }
+        RunError::Input(e) if e.is_client_error() => BoardError::Refused(e.to_string()),
+        RunError::Input(e) => {
+            tracing::error!("writing a run's files failed: {e}");
+            BoardError::Unavailable(
+                "the run's files could not be written; nothing was started".into(),
+            )
+        }
     }
 }
 
 /// The task box's form as posted (every field as text, so a bad one is a
 /// refusal with a sentence rather than a bare 422).
-#[derive(serde::Deserialize)]
+#[derive(Debug, Default)]
 pub struct TaskForm {
-    #[serde(default)]
     task: String,
-    #[serde(default)]
     mode: String,
-    #[serde(default)]
     max_parallel: String,
     /// Empty: the default budget.
-    #[serde(default)]
     max_tokens: String,
-    #[serde(default)]
     max_minutes: String,
     /// A checkbox: present when ticked.
     approval: Option<String>,
+    /// The tools ticked; `tools_chosen` says the form had the choice (so
+    /// none ticked means none, not all).
+    tools: Vec<String>,
+    tools_chosen: bool,
+    /// An allowed folder to start from (when the operator set roots).
+    source: String,
+    files: Vec<crate::runs::inputs::Upload>,
+}
+
+/// Most bytes of a text field of the task box.
+const FORM_FIELD_BYTES: usize = 64 * 1024;
+
+impl TaskForm {
+    /// Reads the multipart form, field by field; files (empty ones are
+    /// what a browser sends for an unused file input) are kept whole,
+    /// bounded by the route's body limit.
+    pub async fn read(
+        mut multipart: axum::extract::Multipart,
+    ) -> Result<TaskForm, axum::extract::multipart::MultipartError> {
+        let mut form = TaskForm::default();
+        while let Some(field) = multipart.next_field().await? {
+            let name = field.name().unwrap_or_default().to_string();
+            if name == "files" {
+                let file_name = field.file_name().unwrap_or_default().to_string();
+                let bytes = field.bytes().await?;
+                if !(file_name.is_empty() && bytes.is_empty()) {
+                    form.files.push(crate::runs::inputs::Upload {
+                        name: file_name,
+                        bytes: bytes.to_vec(),
+                    });
+                }
+                continue;
+            }
+            let bytes = field.bytes().await?;
+            let text: String =
+                String::from_utf8_lossy(&bytes[..bytes.len().min(FORM_FIELD_BYTES)]).into_owned();
+            match name.as_str() {
+                "task" => form.task = text,
+                "mode" => form.mode = text,
+                "max_parallel" => form.max_parallel = text,
+                "max_tokens" => form.max_tokens = text,
+                "max_minutes" => form.max_minutes = text,
+                "approval" => form.approval = Some(text),
+                "tool" => form.tools.push(text),
+                "tools_chosen" => form.tools_chosen = true,
+                "source" => form.source = text,
+                _ => {}
+            }
+        }
+        Ok(form)
+    }
 }
 
 /// A number field of the task box: empty gives `default`; anything else
@@ -390,6 +468,7 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
         max_parallel: max_parallel as u32,
         max_tokens,
         max_wall_secs: max_minutes * 60,
+        tools: form.tools_chosen.then(|| form.tools.clone()),
     })
 }
 
@@ -400,9 +479,33 @@ pub async fn start_task_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
     axum::Extension(viewer): axum::Extension<app::api::Viewer>,
     headers: axum::http::HeaderMap,
-    axum::Form(form): axum::Form<TaskForm>,
+    multipart: axum::extract::Multipart,
 ) -> axum::response::Redirect {
     let lang = app::i18n::from_headers(&headers);
+    let back = |e: &BoardError, task: &str| {
+        let query = serde_urlencoded::to_string([
+            ("task_error", app::board::explain(e, lang)),
+            ("task", task.to_string()),
+        ])
+        .unwrap_or_default();
+        axum::response::Redirect::to(&format!("/plans/new?{query}"))
+    };
+    let mut form = match TaskForm::read(multipart).await {
+        Ok(form) => form,
+        Err(e) => {
+            let e = BoardError::Refused(lang.pick(
+                format!(
+                    "the form could not be read ({e}); files may have at most {} MB in all",
+                    run_model::MAX_FILES_BYTES / (1024 * 1024)
+                ),
+                format!(
+                    "无法读取表单（{e}）；文件总共最多 {} MB",
+                    run_model::MAX_FILES_BYTES / (1024 * 1024)
+                ),
+            ));
+            return back(&e, "");
+        }
+    };
     let result = if !viewer.can_edit {
         Err(BoardError::Forbidden(lang.pick(
             format!(
@@ -413,19 +516,44 @@ pub async fn start_task_form(
         )))
     } else {
         match task_spec(&form, lang) {
-            Ok(spec) => board.start_task(spec, &viewer.name).await,
+            Ok(spec) => match board.stage(&mut form).await {
+                Ok(files) => board.start_task(spec, files, &viewer.name).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         }
     };
     match result {
         Ok(plan) => axum::response::Redirect::to(&format!("/plans/{plan}")),
-        Err(e) => {
-            let query = serde_urlencoded::to_string([
-                ("task_error", app::board::explain(&e, lang)),
-                ("task", form.task),
-            ])
-            .unwrap_or_default();
-            axum::response::Redirect::to(&format!("/plans/new?{query}"))
+        Err(e) => back(&e, &form.task),
+    }
+}
+
+impl Board {
+    /// The task box's files and folder, staged for the run.
+    async fn stage(
+        &self,
+        form: &mut TaskForm,
+    ) -> Result<Option<crate::runs::inputs::Staged>, BoardError> {
+        let files = std::mem::take(&mut form.files);
+        let source = form.source.trim();
+        match (files.is_empty(), source.is_empty()) {
+            (true, true) => Ok(None),
+            (false, true) => self
+                .1
+                .stage_uploads(files)
+                .await
+                .map(Some)
+                .map_err(run_error),
+            (true, false) => self
+                .1
+                .stage_folder(source)
+                .await
+                .map(Some)
+                .map_err(run_error),
+            (false, false) => Err(BoardError::Refused(
+                "give files or a folder to start from, not both".into(),
+            )),
         }
     }
 }

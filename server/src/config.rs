@@ -18,6 +18,11 @@
 //! | `PLANBOARD_WORKSPACES` | `data/workspaces` | one folder per run for the file tools |
 //! | `PLANBOARD_RUN_LEASE_SECS` | `30` | how long a run's lease lasts without a heartbeat |
 //! | `PLANBOARD_MCP_SERVERS` | — | a JSON file of MCP servers (`mcpServers`) whose tools the agent may use |
+//! | `PLANBOARD_WORKSPACE_ROOTS` | — | folders (separated by `:`) a run may start from: a folder or git repository inside one is copied into the run's workspace |
+//! | `PLANBOARD_SANDBOX` | `on` | `off`: no `run_python` / `run_shell` even where bubblewrap works |
+//! | `PLANBOARD_FETCH_ALLOW_PRIVATE` | `false` | `fetch_url` may read loopback, private and link-local addresses |
+//! | `PLANBOARD_FETCH_ALLOW` | — | private addresses `fetch_url` may read, as `host:port` entries separated by `,` |
+//! | `PLANBOARD_SEARCH_URL` | — | a SearXNG-compatible search endpoint (`…/search`); unset: no `web_search` |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
 use std::collections::HashMap;
@@ -41,6 +46,14 @@ pub struct Config {
     pub run_lease: Duration,
     /// MCP servers whose tools the agent offers the model.
     pub mcp_servers: std::collections::BTreeMap<String, agent::mcp::McpServer>,
+    /// Folders a run may start from (copied, never written in place).
+    pub workspace_roots: Vec<std::path::PathBuf>,
+    /// Whether `run_python` and `run_shell` are offered where the sandbox works.
+    pub sandbox: bool,
+    /// What `fetch_url` may reach.
+    pub fetch: agent::web::WebPolicy,
+    /// The search endpoint of `web_search`.
+    pub search_url: Option<agent::web::Url>,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -56,6 +69,13 @@ impl std::fmt::Debug for Config {
             .field("workspaces", &self.workspaces)
             .field("run_lease", &self.run_lease)
             .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
+            .field("workspace_roots", &self.workspace_roots)
+            .field("sandbox", &self.sandbox)
+            .field("fetch", &self.fetch)
+            .field(
+                "search_url",
+                &self.search_url.as_ref().map(|u| redact_url(u.as_str())),
+            )
             .finish()
     }
 }
@@ -117,6 +137,10 @@ impl Config {
             workspaces: "data/workspaces".into(),
             run_lease: Duration::from_secs(30),
             mcp_servers: Default::default(),
+            workspace_roots: Vec::new(),
+            sandbox: true,
+            fetch: agent::web::WebPolicy::default(),
+            search_url: None,
         }
     }
 
@@ -194,6 +218,47 @@ impl Config {
                     .map_err(|e| ConfigError::Invalid(e.to_string()))?,
                 None => Default::default(),
             },
+            workspace_roots: var("PLANBOARD_WORKSPACE_ROOTS")
+                .map(|roots| {
+                    std::env::split_paths(&roots)
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            sandbox: switch(&var, "PLANBOARD_SANDBOX", true)?,
+            fetch: agent::web::WebPolicy {
+                allow_private: switch(&var, "PLANBOARD_FETCH_ALLOW_PRIVATE", false)?,
+                allowed: match var("PLANBOARD_FETCH_ALLOW") {
+                    None => Vec::new(),
+                    Some(list) => list
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|e| !e.is_empty())
+                        .map(|entry| {
+                            entry.parse::<SocketAddr>().map_err(|_| {
+                                ConfigError::Invalid(format!(
+                                    "PLANBOARD_FETCH_ALLOW takes address:port entries \
+                                     (127.0.0.1:8080, [::1]:80), not '{entry}'"
+                                ))
+                            })
+                        })
+                        .collect::<Result<_, _>>()?,
+                },
+                ..agent::web::WebPolicy::default()
+            },
+            search_url: match var("PLANBOARD_SEARCH_URL") {
+                None => None,
+                Some(url) => Some(
+                    agent::web::Url::parse(url.trim())
+                        .ok()
+                        .filter(|u| matches!(u.scheme(), "http" | "https"))
+                        .ok_or_else(|| {
+                            ConfigError::Invalid(format!(
+                                "PLANBOARD_SEARCH_URL must be an http(s) URL, not '{url}'"
+                            ))
+                        })?,
+                ),
+            },
         })
     }
 
@@ -212,6 +277,22 @@ impl Config {
 
 /// The two kinds of database planboard speaks; anything else is a typo
 /// worth naming before a connection is tried.
+/// An on/off variable: `on`/`true`/`1` or `off`/`false`/`0`.
+fn switch(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    default: bool,
+) -> Result<bool, ConfigError> {
+    match var(name).as_deref().map(str::trim) {
+        None => Ok(default),
+        Some("on" | "true" | "1") => Ok(true),
+        Some("off" | "false" | "0") => Ok(false),
+        Some(other) => Err(ConfigError::Invalid(format!(
+            "{name} must be on or off, not '{other}'"
+        ))),
+    }
+}
+
 fn check_database_url(url: &str) -> Result<(), ConfigError> {
     if crate::store::SqlStore::supports(url) {
         return Ok(());

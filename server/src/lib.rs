@@ -62,6 +62,10 @@ pub struct Services {
     pub keep_alive: Duration,
 }
 
+/// The body of a request that carries a run's files: the files' limit
+/// and room for the form's other fields.
+pub const UPLOAD_BODY_LIMIT: usize = run_model::MAX_FILES_BYTES + 1024 * 1024;
+
 impl Services {
     /// Begins a graceful shutdown: every live stream ends with a
     /// `shutdown` event so its client reconnects elsewhere.
@@ -198,7 +202,9 @@ pub fn router_with_pages(
     let site = Router::new()
         .route(
             app::pages::task::TASK_ROUTE,
-            axum::routing::post(board::start_task_form).with_state(board.clone()),
+            axum::routing::post(board::start_task_form)
+                .layer(axum::extract::DefaultBodyLimit::max(UPLOAD_BODY_LIMIT))
+                .with_state(board.clone()),
         )
         .route(
             "/plans/{id}/gantt.svg",

@@ -46,6 +46,47 @@ struct GetRun {
     run_id: uuid::Uuid,
 }
 
+/// A file for `start_run`: its name and its content, as text or base64.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct McpFile {
+    #[schemars(length(min = 1, max = 200))]
+    name: String,
+    /// The content as UTF-8 text.
+    #[serde(default)]
+    text: Option<String>,
+    /// The content as base64 (for binary files).
+    #[serde(default)]
+    base64: Option<String>,
+}
+
+impl McpFile {
+    fn upload(self) -> Result<crate::runs::inputs::Upload, String> {
+        use base64::Engine;
+        let bytes = match (self.text, self.base64) {
+            (Some(text), None) => text.into_bytes(),
+            (None, Some(encoded)) => base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .map_err(|e| format!("{}: the base64 content is invalid: {e}", self.name))?,
+            _ => return Err(format!("{}: give either text or base64", self.name)),
+        };
+        Ok(crate::runs::inputs::Upload {
+            name: self.name,
+            bytes,
+        })
+    }
+}
+
+/// `start_run`'s arguments: the API's `StartRun` and `files`.
+fn start_run_schema() -> Value {
+    let mut schema = agent::protocol::schema_of::<StartRun>();
+    let files = agent::protocol::schema_of::<Vec<McpFile>>();
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.insert("files".into(), files);
+    }
+    schema
+}
+
 /// The revisions this server speaks, oldest first.
 const REVISIONS: [ProtocolVersion; 3] = [
     ProtocolVersion::V_2024_11_05,
@@ -122,9 +163,10 @@ fn run_tools() -> Vec<Tool> {
         Tool::new(
             "start_run",
             "Hands a whole task to planboard's own agent: it classifies and plans the task, waits for a \
-             person to approve the plan (unless approval_required is false), then does the work. Answers \
-             with run_id and plan_id; follow it with get_run.",
-            object(agent::protocol::schema_of::<StartRun>()),
+             person to approve the plan (unless approval_required is false), then does the work. Files \
+             given in `files` are put in the run's workspace before planning. Answers with run_id and \
+             plan_id; follow it with get_run.",
+            object(start_run_schema()),
         ),
         Tool::new(
             "get_run",
@@ -138,9 +180,40 @@ impl PlanMcp {
     async fn run_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, String> {
         let view = match name {
             "start_run" => {
+                let mut args = args;
+                let files: Vec<McpFile> = match args.as_object_mut().and_then(|a| a.remove("files"))
+                {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(files) => {
+                        serde_json::from_value(files).map_err(|e| format!("files: {e}"))?
+                    }
+                };
                 let body: StartRun = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                let source = body.source.clone();
                 let config = body.into_config().map_err(|e| e.message())?;
-                self.runs.start(config, actor).await
+                let uploads = files
+                    .into_iter()
+                    .map(McpFile::upload)
+                    .collect::<Result<Vec<_>, _>>()?;
+                let staged = match (uploads.is_empty(), source) {
+                    (true, None) => None,
+                    (false, None) => Some(
+                        self.runs
+                            .stage_uploads(uploads)
+                            .await
+                            .map_err(|e| e.to_string())?,
+                    ),
+                    (true, Some(source)) => Some(
+                        self.runs
+                            .stage_folder(&source)
+                            .await
+                            .map_err(|e| e.to_string())?,
+                    ),
+                    (false, Some(_)) => {
+                        return Err("give files or a source folder, not both".into())
+                    }
+                };
+                self.runs.start_with(config, staged, actor).await
             }
             _ => {
                 let body: GetRun = serde_json::from_value(args).map_err(|e| e.to_string())?;

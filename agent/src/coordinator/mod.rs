@@ -92,6 +92,17 @@ impl Agent {
     /// board shows it from the first moment) and its row, stored;
     /// [`Agent::drive`] then runs it.
     pub async fn start(&self, config: RunConfig, who: &str) -> Result<RunRecord, HostError> {
+        self.start_as(uuid::Uuid::new_v4(), config, who).await
+    }
+
+    /// [`Agent::start`] with the run's id chosen by the caller, who has put
+    /// the run's files in its workspace already.
+    pub async fn start_as(
+        &self,
+        id: RunId,
+        config: RunConfig,
+        who: &str,
+    ) -> Result<RunRecord, HostError> {
         let title = config.task.lines().next().unwrap_or_default();
         let spec = NewPlan {
             title: cut(title.trim(), 80),
@@ -102,7 +113,7 @@ impl Agent {
             ..NewPlan::default()
         };
         let plan = self.host.create_plan(spec, AGENT_ACTOR).await?;
-        let mut run = RunRecord::new(uuid::Uuid::new_v4(), config);
+        let mut run = RunRecord::new(id, config);
         run.plan_id = Some(plan.id());
         run.started_by = who.to_string();
         self.host.save_run(&run).await?;
@@ -150,7 +161,7 @@ impl Agent {
         };
         let mut driver = Driver {
             host: self.host.clone(),
-            tools: (self.tools)(run.id),
+            tools: (self.tools)(run.id).only(run.config.tools.as_deref()),
             caller,
             run,
             seen: None,

@@ -49,7 +49,7 @@ impl Driver {
     /// and submits it.
     pub(super) async fn plan(&mut self) -> Flow {
         let mode = self.mode();
-        let task = self.run.config.task.clone();
+        let task = self.run.config.task_for_model();
         let plan_id = self.plan_id()?;
         let old = self.host.plan(plan_id).await?;
         let comment = match (old.approval().status, old.approval().comment.clone()) {

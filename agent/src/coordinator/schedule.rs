@@ -6,7 +6,7 @@ use super::*;
 impl Driver {
     pub(super) fn job(&self, plan: &Arc<Plan>, id: SubtaskId) -> Job {
         Job {
-            task: self.run.config.task.clone(),
+            task: self.run.config.task_for_model(),
             plan: plan.clone(),
             subtask: id,
             may_add: self.mode() != Mode::Simple,

@@ -138,13 +138,27 @@ pub fn ActivityPage() -> impl IntoView {
                             None => lang.pick("Agent activity".to_string(), "智能体活动".to_string()),
                         };
                         let empty = log.rows.is_empty();
-                        // The files the agent wrote, each a download.
+                        // The workspace's files, each a download with its
+                        // start shown, and the whole workspace as a zip.
                         let files = log.run_id.filter(|_| !log.artifacts.is_empty()).map(|run| {
-                            let links = log.artifacts.iter().map(|(path, bytes)| view! {
-                                <li><a href=format!("/api/runs/{run}/artifacts/{path}") download data-testid="artifact">{path.clone()}</a>" "<span class="hint">{format!("{bytes} B")}</span></li>
+                            let links = log.artifacts.iter().map(|f| {
+                                let preview = f.preview.clone().map(|text| view! {
+                                    <details class="file-preview">
+                                        <summary>{lang.pick("preview", "预览")}</summary>
+                                        <pre data-testid="file-preview">{text}</pre>
+                                    </details>
+                                });
+                                view! {
+                                    <li>
+                                        <a href=format!("/api/runs/{run}/artifacts/{}", f.path) download data-testid="artifact">{f.path.clone()}</a>
+                                        " "<span class="hint">{format!("{} B", f.bytes)}</span>
+                                        {preview}
+                                    </li>
+                                }
                             }).collect_view();
                             view! {
-                                <h2>{lang.pick("Files the agent wrote", "智能体写出的文件")}</h2>
+                                <h2>{lang.pick("Files in the workspace", "工作区中的文件")}</h2>
+                                <p><a href=format!("/api/runs/{run}/workspace.zip") download data-testid="workspace-zip">{lang.pick("Download the whole workspace (zip)", "下载整个工作区（zip）")}</a></p>
                                 <ul class="artifacts">{links}</ul>
                             }
                         });

@@ -22,13 +22,13 @@ struct Row {
 pub fn NewPage() -> impl IntoView {
     let lang = use_lang();
     #[cfg(feature = "ssr")]
-    let model = crate::api::agent_info().model;
+    let agent = crate::api::agent_info();
     #[cfg(not(feature = "ssr"))]
-    let model = None;
+    let agent = crate::api::AgentInfo::default();
     view! {
         <div class="new-page">
             <h1>{lang.pick("New plan", "新建计划")}</h1>
-            <super::task::TaskBox model/>
+            <super::task::TaskBox agent/>
             <NewPlanPage/>
         </div>
     }

@@ -3,6 +3,8 @@
 //! starts the run and opens its plan's board (the run shows there from its
 //! first moment). Nothing of it goes to the wasm; it works without it.
 //! A refusal comes back as `?task_error=` with the task kept in `?task=`.
+//! It is posted as `multipart/form-data`: files chosen in it land in the
+//! run's workspace before planning.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -12,11 +14,33 @@ use crate::i18n::use_lang;
 /// Where the form posts.
 pub const TASK_ROUTE: &str = "/plans/new/task";
 
-/// `model` is read on the server while rendering.
+use run_model::{MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES};
+
+/// `agent` is read on the server while rendering.
 #[component]
-pub fn TaskBox(model: Option<String>) -> impl IntoView {
+pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
     let lang = use_lang();
+    let model = agent.model;
     let no_model = model.is_none();
+    let tools = agent
+        .tools
+        .into_iter()
+        .map(|(name, description)| {
+            view! {
+                <label class="check tool-choice" title=description>
+                    <input name="tool" type="checkbox" value=name.clone() checked data-testid=format!("task-tool-{name}")/>
+                    " "<code>{name}</code>
+                </label>
+            }
+        })
+        .collect_view();
+    let code_off = agent.code_runner_off.map(|why| {
+        view! {
+            <p class="hint" data-testid="code-runner-off">
+                {lang.pick("No code runner: ", "没有代码运行器：")}{why}
+            </p>
+        }
+    });
     let query = use_query_map().read_untracked();
     let error = query.get("task_error");
     let typed = query.get("task").unwrap_or_default();
@@ -35,7 +59,7 @@ pub fn TaskBox(model: Option<String>) -> impl IntoView {
             {model.map(|m| view! {
                 <p class="hint" data-testid="agent-model">{lang.pick("Model: ", "模型：")}<code>{m}</code></p>
             })}
-            <form method="post" action=TASK_ROUTE>
+            <form method="post" action=TASK_ROUTE enctype="multipart/form-data">
                 <fieldset class="plain" disabled=no_model>
                     <label class="field">
                         {lang.pick("Task", "任务")}
@@ -70,6 +94,20 @@ pub fn TaskBox(model: Option<String>) -> impl IntoView {
                             {lang.pick(" I approve the plan before it runs", " 计划运行前由我批准")}
                         </label>
                     </div>
+                    <label class="field">
+                        {lang.pick("Files for the agent (optional)", "给智能体的文件（可选）")}
+                        <input name="files" type="file" multiple data-testid="task-files"/>
+                        <span class="hint">{lang.pick(
+                            format!("Up to {MAX_FILES} files, {} MB each, {} MB in all; they are copied into the run's workspace.", MAX_FILE_BYTES / (1024 * 1024), MAX_FILES_BYTES / (1024 * 1024)),
+                            format!("最多 {MAX_FILES} 个文件，每个 {} MB，共 {} MB；会复制到本次运行的工作区。", MAX_FILE_BYTES / (1024 * 1024), MAX_FILES_BYTES / (1024 * 1024)),
+                        )}</span>
+                    </label>
+                    <input type="hidden" name="tools_chosen" value="1"/>
+                    <fieldset class="tools" data-testid="task-tools">
+                        <legend>{lang.pick("Tools the agent may use", "智能体可用的工具")}</legend>
+                        {tools}
+                        {code_off}
+                    </fieldset>
                     {error.map(|e| view! { <p class="error" role="alert" data-testid="task-error">{e}</p> })}
                     <button type="submit" class="primary" data-testid="start-task">
                         {lang.pick("Start", "开始")}

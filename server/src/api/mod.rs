@@ -62,7 +62,7 @@ pub struct ApiState {
         stream::plan_stream, stream::all_stream,
         runs::start_run, runs::list_runs, runs::get_run, runs::run_events, runs::pause_run,
         runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
-        runs::get_artifact, stream::run_stream,
+        runs::get_artifact, runs::workspace_zip, runs::agent_tools, stream::run_stream,
     ),
     tags(
         (name = "plans"), (name = "subtasks"), (name = "comments"),
@@ -116,7 +116,12 @@ pub fn routes(state: ApiState) -> Router {
             get(tools::session_hint).post(tools::session_hint_remembered),
         )
         .route("/tools/{dialect}/{tool}", post(tools::call_tool))
-        .route("/runs", get(runs::list_runs).post(runs::start_run))
+        .route(
+            "/runs",
+            get(runs::list_runs)
+                .post(runs::start_run)
+                .layer(DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT)),
+        )
         .route("/runs/{id}", get(runs::get_run))
         .route("/runs/{id}/events", get(runs::run_events))
         .route("/runs/{id}/pause", post(runs::pause_run))
@@ -124,6 +129,8 @@ pub fn routes(state: ApiState) -> Router {
         .route("/runs/{id}/cancel", post(runs::cancel_run))
         .route("/runs/{id}/answer", post(runs::answer_run))
         .route("/runs/{id}/artifacts", get(runs::list_artifacts))
+        .route("/runs/{id}/workspace.zip", get(runs::workspace_zip))
+        .route("/agent/tools", get(runs::agent_tools))
         .route("/runs/{id}/artifacts/{*path}", get(runs::get_artifact));
     // Streams live for hours: the timeout (which only waits for their head)
     // and gzip (which never compresses them) would only hold memory for

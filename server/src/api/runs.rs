@@ -19,6 +19,7 @@ use super::error::{ApiError, Body};
 use super::extract::{path_param, OptionalBody, Params};
 use super::ApiState;
 use crate::auth::Identity;
+use crate::runs::inputs::{InputError, Upload};
 use crate::runs::{Artifact, RunError, RunView};
 use crate::store::StoredRunEntry;
 
@@ -39,6 +40,17 @@ impl From<RunError> for ApiError {
                 tracing::error!("run store failure: {e}");
                 ApiError::Internal
             }
+            RunError::Input(e) => match e {
+                InputError::TooMany { .. }
+                | InputError::FileTooLarge { .. }
+                | InputError::TooLarge { .. }
+                | InputError::SourceTooLarge { .. } => ApiError::TooLarge(e.to_string()),
+                InputError::Io(_) => {
+                    tracing::error!("writing a run's files failed: {e}");
+                    ApiError::Internal
+                }
+                _ => ApiError::BadRequest(e.to_string()),
+            },
         }
     }
 }
@@ -129,7 +141,129 @@ pub struct StartRun {
     pub max_parallel: Option<u32>,
     #[serde(default)]
     pub budget: Option<BudgetBody>,
+    /// The work tools the run may use, by name (`GET /api/agent/tools` lists
+    /// them); absent: every tool.
+    #[serde(default)]
+    #[schemars(length(max = 100))]
+    pub tools: Option<Vec<ToolName>>,
+    /// A folder (or a git repository's working tree) inside one of the
+    /// operator's `PLANBOARD_WORKSPACE_ROOTS`, copied into the run's
+    /// workspace before planning; never written in place.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 1000))]
+    pub source: Option<String>,
 }
+
+/// `POST /api/runs` as `multipart/form-data`: the run and its files.
+#[derive(Clone, Debug, JsonSchema)]
+pub struct StartRunUpload {
+    /// The run: a `StartRun` as JSON text.
+    pub run: String,
+    /// Files for the run's workspace, each a part named `files` with its
+    /// file name ([`run_model::MAX_FILES`] files, 20 MiB each, 50 MiB in
+    /// all).
+    #[schemars(with = "Option<Vec<BinaryFile>>")]
+    pub files: (),
+}
+
+/// A file's bytes in a multipart body.
+#[derive(JsonSchema)]
+#[schemars(transform = binary_file)]
+pub struct BinaryFile;
+
+fn binary_file(schema: &mut schemars::Schema) {
+    *schema = schemars::json_schema!({"type": "string", "format": "binary"});
+}
+
+/// A run to start, as JSON or as multipart with its files.
+pub struct StartRequest {
+    pub run: StartRun,
+    pub files: Vec<Upload>,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for StartRequest {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let multipart = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("multipart/form-data"));
+        if !multipart {
+            // The route allows uploads' size; a JSON body keeps the API's.
+            let (parts, body) = req.into_parts();
+            let bytes = axum::body::to_bytes(body, super::BODY_LIMIT)
+                .await
+                .map_err(|_| {
+                    ApiError::TooLarge(format!(
+                        "the request body is larger than the limit of {} bytes",
+                        super::BODY_LIMIT
+                    ))
+                })?;
+            let req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+            let Body(run) = Body::<StartRun>::from_request(req, state).await?;
+            return Ok(StartRequest {
+                run,
+                files: Vec::new(),
+            });
+        }
+        let mut form = axum::extract::Multipart::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        let too_large = |e: axum::extract::multipart::MultipartError| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::TooLarge(format!(
+                    "the files are larger than the limit of {} bytes in all",
+                    run_model::MAX_FILES_BYTES
+                ))
+            } else {
+                ApiError::BadRequest(format!("the multipart body could not be read: {e}"))
+            }
+        };
+        let mut run = None;
+        let mut files = Vec::new();
+        while let Some(field) = form.next_field().await.map_err(too_large)? {
+            match field.name().unwrap_or_default() {
+                "run" => {
+                    let text = field.bytes().await.map_err(too_large)?;
+                    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
+                        ApiError::BadRequest(format!("the part `run` is not valid JSON: {e}"))
+                    })?;
+                    run = Some(super::error::typed_body::<StartRun>(value)?);
+                }
+                "files" => {
+                    let name = field.file_name().unwrap_or_default().to_string();
+                    let bytes = field.bytes().await.map_err(too_large)?;
+                    if files.len() == run_model::MAX_FILES {
+                        return Err(ApiError::TooLarge(format!(
+                            "a run starts with at most {} files",
+                            run_model::MAX_FILES
+                        )));
+                    }
+                    files.push(Upload {
+                        name,
+                        bytes: bytes.to_vec(),
+                    });
+                }
+                other => {
+                    return Err(ApiError::BadRequest(format!(
+                        "unknown part `{other}`; the parts are `run` and `files`"
+                    )))
+                }
+            }
+        }
+        let run = run.ok_or_else(|| {
+            ApiError::BadRequest("the part `run` (the run as JSON) is missing".into())
+        })?;
+        Ok(StartRequest { run, files })
+    }
+}
+
+/// A work tool's name.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct ToolName(#[schemars(length(min = 1, max = 64))] pub String);
 
 impl StartRun {
     /// The task and parallelism are checked where every run starts
@@ -141,6 +275,10 @@ impl StartRun {
             approval_required: self.approval_required.unwrap_or(true),
             max_parallel: self.max_parallel.unwrap_or(4),
             budget: self.budget.unwrap_or_default().onto(Budget::default())?,
+            tools: self
+                .tools
+                .map(|names| names.into_iter().map(|n| n.0).collect()),
+            inputs: Vec::new(),
         })
     }
 }
@@ -189,15 +327,29 @@ pub struct RunEventsQuery {
 
 #[utoipa::path(post, path = "/api/runs", tag = "runs",
     description = "starts a run: the classifier picks the mode (unless forced), the planner fills the run's plan, which then waits for approval (unless approval_required is false); 409 `no_model` when no model is configured",
-    request_body(content = StartRun),
+    request_body(content(
+        (StartRun = "application/json"),
+        (StartRunUpload = "multipart/form-data"),
+    )),
     responses((status = 201, body = RunView), RunStartErrors))]
 pub async fn start_run(
     State(state): State<ApiState>,
     Extension(who): Extension<Identity>,
-    Body(body): Body<StartRun>,
+    StartRequest { run, files }: StartRequest,
 ) -> Result<impl IntoResponse, ApiError> {
-    let config = body.into_config()?;
-    let view = state.runs.start(config, &who.actor()).await?;
+    let source = run.source.clone();
+    let config = run.into_config()?;
+    let staged = match (files.is_empty(), source) {
+        (true, None) => None,
+        (false, None) => Some(state.runs.stage_uploads(files).await?),
+        (true, Some(source)) => Some(state.runs.stage_folder(&source).await?),
+        (false, Some(_)) => {
+            return Err(ApiError::BadRequest(
+                "give files or a source folder, not both".into(),
+            ))
+        }
+    };
+    let view = state.runs.start_with(config, staged, &who.actor()).await?;
     let location = format!("/api/runs/{}", view.record.id);
     Ok((
         StatusCode::CREATED,
@@ -331,6 +483,64 @@ pub async fn list_artifacts(
     RunRef(id): RunRef,
 ) -> Result<Json<Vec<Artifact>>, ApiError> {
     Ok(Json(state.runs.artifacts(id).await?))
+}
+
+/// The work tools planboard's agent can give a run.
+#[derive(Clone, Debug, serde::Serialize, JsonSchema)]
+pub struct AgentTools {
+    pub tools: Vec<AgentTool>,
+    /// Why `run_python` and `run_shell` are not among them, when they are not.
+    pub code_runner_off: Option<String>,
+}
+
+#[derive(Clone, Debug, serde::Serialize, JsonSchema)]
+pub struct AgentTool {
+    pub name: String,
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+#[utoipa::path(get, path = "/api/agent/tools", tag = "runs",
+    description = "the work tools a run can be given (`StartRun.tools` names them): the files, the code runner when its sandbox works, the web, and the configured MCP servers' tools",
+    responses((status = 200, body = AgentTools), ListErrors))]
+pub async fn agent_tools(State(state): State<ApiState>) -> Json<AgentTools> {
+    Json(AgentTools {
+        tools: state
+            .runs
+            .tools()
+            .iter()
+            .map(|t| AgentTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            })
+            .collect(),
+        code_runner_off: state
+            .runs
+            .sandbox_unavailable()
+            .map(|e| e.reason().to_string()),
+    })
+}
+
+#[utoipa::path(get, path = "/api/runs/{id}/workspace.zip", tag = "runs",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    responses((status = 200, content_type = "application/zip", description = "every file of the run's workspace (the files it started with and the files it wrote), deflated"), ReadErrors))]
+pub async fn workspace_zip(
+    State(state): State<ApiState>,
+    RunRef(id): RunRef,
+) -> Result<impl IntoResponse, ApiError> {
+    let bytes = state.runs.workspace_zip(id).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/zip".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"run-{id}.zip\""),
+            ),
+        ],
+        bytes,
+    ))
 }
 
 #[utoipa::path(get, path = "/api/runs/{id}/artifacts/{path}", tag = "runs",

@@ -144,6 +144,8 @@ schemars_bridge! {
         super::bodies::NoFields,
         super::bodies::NewComment,
         super::runs::StartRun,
+        super::runs::StartRunUpload,
+        super::runs::AgentTools,
         super::runs::ResumeRun,
         super::runs::AnswerRun,
         crate::runs::RunView,

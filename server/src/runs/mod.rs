@@ -20,6 +20,7 @@
 
 mod delta_relay;
 mod host;
+pub mod inputs;
 mod log_writer;
 mod stream;
 
@@ -28,9 +29,13 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use agent::protocol::ToolSpec;
 use agent::run::{Budget, RunConfig, RunProgress, RunRecord, RunState};
+use agent::sandbox::{CodeTools, Sandbox, SandboxLimits, SandboxUnavailable};
 use agent::tools::{FileTools, ToolBox, Toolset};
+use agent::web::WebTools;
 use agent::{Agent, Llm, OpenAiLlm, RunId};
+use inputs::{InputError, Staged, Upload};
 use plan_engine::{Command, Op, PlanState, SubtaskId, SubtaskState};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -57,6 +62,9 @@ pub enum RunError {
     Plan(#[from] ServiceError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The run's files were refused (or could not be written).
+    #[error(transparent)]
+    Input(#[from] InputError),
 }
 
 /// A run as the API shows it.
@@ -82,6 +90,33 @@ pub struct Runs {
     lease: Duration,
     workspaces: PathBuf,
     driving: Mutex<HashSet<RunId>>,
+    /// Folders runs may start from (`PLANBOARD_WORKSPACE_ROOTS`).
+    workspace_roots: Vec<PathBuf>,
+    /// The code runner, or why it is not offered.
+    sandbox: Result<Arc<Sandbox>, SandboxUnavailable>,
+    /// Every work tool a run can be given, for the task box and for
+    /// checking a run's choice.
+    tool_names: Vec<ToolSpec>,
+}
+
+/// The code runner as configured: probed once at start-up.
+fn sandbox_of(config: &Config) -> Result<Arc<Sandbox>, SandboxUnavailable> {
+    if !config.sandbox {
+        return Err(SandboxUnavailable {
+            reason: "PLANBOARD_SANDBOX is off".into(),
+        });
+    }
+    let sandbox = Sandbox::detect(SandboxLimits::default()).map(Arc::new);
+    match &sandbox {
+        Ok(s) => tracing::info!(
+            "code runner: bubblewrap at {} (python: {})",
+            s.bwrap().display(),
+            s.python()
+                .map_or("none".into(), |p| p.display().to_string())
+        ),
+        Err(e) => tracing::warn!("code runner off: {e}"),
+    }
+    sandbox
 }
 
 fn now_ms() -> i64 {
@@ -145,6 +180,35 @@ impl Runs {
             relay,
         ));
         let workspaces = config.workspaces.clone();
+        let sandbox = sandbox_of(config);
+        let web = Arc::new(WebTools::new(
+            config.fetch.clone(),
+            config.search_url.clone(),
+        )) as Arc<dyn ToolBox>;
+        // The tools every run gets, built for one workspace.
+        let toolset = {
+            let (root, sandbox, web) = (workspaces.clone(), sandbox.clone(), web.clone());
+            move |run: RunId| {
+                let dir = root.join(run.to_string());
+                let mut sources = Vec::new();
+                match FileTools::new(&dir) {
+                    Ok(files) => sources.push(Arc::new(files) as Arc<dyn ToolBox>),
+                    Err(e) => tracing::error!("run {run}: no workspace folder: {e}"),
+                }
+                if let Ok(sandbox) = &sandbox {
+                    match CodeTools::new(sandbox.clone(), &dir) {
+                        Ok(code) => sources.push(Arc::new(code) as Arc<dyn ToolBox>),
+                        Err(e) => tracing::error!("run {run}: no code runner: {e}"),
+                    }
+                }
+                sources.push(web.clone());
+                sources.extend(shared_tools.iter().cloned());
+                Toolset::new(sources)
+            }
+        };
+        // Asked of a toolset for no run, whose empty folder then goes again.
+        let tool_names = toolset(RunId::nil()).specs();
+        let _ = std::fs::remove_dir(workspaces.join(RunId::nil().to_string()));
         let agent = match &config.llm {
             None => None,
             Some(llm) => {
@@ -154,16 +218,7 @@ impl Runs {
                     Some(model) => model,
                     None => Arc::new(OpenAiLlm::new(llm.clone())?) as Arc<dyn Llm>,
                 };
-                let root = workspaces.clone();
-                let mut agent = Agent::new(host, model, concurrency).with_tools(move |run| {
-                    let mut sources = Vec::new();
-                    match FileTools::new(root.join(run.to_string())) {
-                        Ok(files) => sources.push(Arc::new(files) as Arc<dyn ToolBox>),
-                        Err(e) => tracing::error!("run {run}: no workspace folder: {e}"),
-                    }
-                    sources.extend(shared_tools.iter().cloned());
-                    Toolset::new(sources)
-                });
+                let mut agent = Agent::new(host, model, concurrency).with_tools(toolset);
                 agent.protocol = protocol;
                 Some(Arc::new(agent))
             }
@@ -177,7 +232,20 @@ impl Runs {
             lease: config.run_lease,
             workspaces,
             driving: Mutex::new(HashSet::new()),
+            workspace_roots: config.workspace_roots.clone(),
+            sandbox,
+            tool_names,
         }))
+    }
+
+    /// The work tools a run can be given.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tool_names
+    }
+
+    /// Why `run_python` and `run_shell` are not offered, if they are not.
+    pub fn sandbox_unavailable(&self) -> Option<&SandboxUnavailable> {
+        self.sandbox.as_ref().err()
     }
 
     /// The configured model's name, for the board.
@@ -256,19 +324,80 @@ impl Runs {
         config: RunConfig,
         who: &str,
     ) -> Result<RunView, RunError> {
+        self.start_with(config, None, who).await
+    }
+
+    /// Starts a run whose workspace begins with `files` (already staged):
+    /// they are in place, and listed in the run's config, before the agent
+    /// plans. A refused start keeps none of them.
+    pub async fn start_with(
+        self: &Arc<Self>,
+        config: RunConfig,
+        files: Option<Staged>,
+        who: &str,
+    ) -> Result<RunView, RunError> {
+        let checked = self.check_start(config);
+        let (mut config, agent) = match checked {
+            Ok(ok) => ok,
+            Err(e) => {
+                if let Some(files) = files {
+                    files.discard().await;
+                }
+                return Err(e);
+            }
+        };
+        let id = uuid::Uuid::new_v4();
+        let workspace = self.workspace(id);
+        if let Some(files) = files {
+            config.inputs = files.settle(&workspace).await.map_err(RunError::Input)?;
+        }
+        let record = match agent.start_as(id, config, who).await {
+            Ok(record) => record,
+            Err(e) => {
+                let _ = tokio::fs::remove_dir_all(&workspace).await;
+                return Err(RunError::Invalid(e.to_string()));
+            }
+        };
+        self.keep().await;
+        self.view(record).await
+    }
+
+    /// The config as a run may start with it, and the agent to run it.
+    fn check_start(&self, config: RunConfig) -> Result<(RunConfig, Arc<Agent>), RunError> {
         let config = config
             .checked()
             .map_err(|e| RunError::Invalid(e.to_string()))?;
+        if let Some(unknown) = config
+            .tools
+            .iter()
+            .flatten()
+            .find(|name| !self.tool_names.iter().any(|t| &t.name == *name))
+        {
+            let known: Vec<&str> = self.tool_names.iter().map(|t| t.name.as_str()).collect();
+            return Err(RunError::Invalid(format!(
+                "there is no tool named {unknown}; the tools are {}",
+                known.join(", ")
+            )));
+        }
         let agent = self
             .agent
             .clone()
             .ok_or_else(|| RunError::NoModel(NO_MODEL.into()))?;
-        let record = agent
-            .start(config, who)
+        Ok((config, agent))
+    }
+
+    /// Stages uploads for a run (see [`inputs`]).
+    pub async fn stage_uploads(&self, uploads: Vec<Upload>) -> Result<Staged, RunError> {
+        Staged::uploads(&self.workspaces, uploads)
             .await
-            .map_err(|e| RunError::Invalid(e.to_string()))?;
-        self.keep().await;
-        self.view(record).await
+            .map_err(RunError::Input)
+    }
+
+    /// Stages a copy of an allowed folder for a run (see [`inputs`]).
+    pub async fn stage_folder(&self, source: &str) -> Result<Staged, RunError> {
+        Staged::folder(&self.workspaces, source, &self.workspace_roots)
+            .await
+            .map_err(RunError::Input)
     }
 
     async fn view(&self, record: RunRecord) -> Result<RunView, RunError> {
@@ -450,12 +579,38 @@ impl Runs {
                     out.push(Artifact {
                         path: path.to_string_lossy().replace('\\', "/"),
                         bytes,
+                        preview: None,
                     });
                 }
             }
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
+        for artifact in out.iter_mut().take(PREVIEWED) {
+            if let Ok(head) = read_head(&root.join(&artifact.path)).await {
+                artifact.preview = inputs::preview(&head);
+            }
+        }
         Ok(out)
+    }
+
+    /// The whole workspace as a zip archive (regular files only; links are
+    /// not followed), or why not.
+    pub async fn workspace_zip(&self, id: RunId) -> Result<Vec<u8>, RunError> {
+        let files = self.artifacts(id).await?;
+        let total: u64 = files.iter().map(|f| f.bytes).sum();
+        if total > ZIP_MAX_BYTES {
+            return Err(RunError::Input(InputError::Source {
+                path: format!("the workspace of run {id}"),
+                error: format!(
+                    "it holds {total} bytes; a zip of it is made up to {ZIP_MAX_BYTES} bytes (download the files one by one)"
+                ),
+            }));
+        }
+        let root = self.workspace(id);
+        tokio::task::spawn_blocking(move || zip_files(&root, &files))
+            .await
+            .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?
+            .map_err(|e| RunError::Input(InputError::Io(e)))
     }
 
     /// One artifact's bytes; paths out of the workspace are refused.
@@ -492,6 +647,47 @@ impl Runs {
 pub struct Artifact {
     pub path: String,
     pub bytes: u64,
+    /// The start of the file when it is text (for the first
+    /// [`PREVIEWED`] files of the listing).
+    pub preview: Option<String>,
+}
+
+/// Files of a listing that get a preview.
+pub const PREVIEWED: usize = 100;
+/// The most bytes a workspace zip is made of.
+pub const ZIP_MAX_BYTES: u64 = 200 * 1024 * 1024;
+
+/// The first bytes of a file, enough for a preview.
+async fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    tokio::fs::File::open(path)
+        .await?
+        .take((run_model::PREVIEW_CHARS * 4) as u64)
+        .read_to_end(&mut head)
+        .await?;
+    Ok(head)
+}
+
+/// A zip of `files` (paths relative to `root`), deflated.
+fn zip_files(root: &Path, files: &[Artifact]) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(false);
+    for file in files {
+        // Listed as a regular file a moment ago; a link since is not followed.
+        let path = root.join(&file.path);
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        zip.start_file(file.path.as_str(), options)
+            .map_err(std::io::Error::other)?;
+        zip.write_all(&std::fs::read(&path)?)?;
+    }
+    let cursor = zip.finish().map_err(std::io::Error::other)?;
+    Ok(cursor.into_inner())
 }
 
 /// Connects to the configured MCP servers; one that cannot be reached is

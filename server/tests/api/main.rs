@@ -9,6 +9,7 @@ mod bad_input;
 mod concurrency;
 mod crash;
 mod fake_openai;
+mod inputs;
 mod live;
 mod mcp;
 mod openai_quirks;

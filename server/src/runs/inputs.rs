@@ -1,0 +1,402 @@
+//! The files a run starts from: uploads (the task box, `POST /api/runs`
+//! as multipart, MCP `start_run`) and folders or git repositories the
+//! operator allowed (`PLANBOARD_WORKSPACE_ROOTS`). They are staged in a
+//! folder of their own, checked against the limits, and moved into the
+//! run's workspace before the agent starts, so the planner already sees
+//! them. A refused upload leaves nothing behind.
+
+use std::path::{Component, Path, PathBuf};
+
+use run_model::{InputFile, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, PREVIEW_CHARS};
+
+/// Most files copied from an allowed folder, and their bytes.
+pub const MAX_COPY_FILES: usize = 10_000;
+pub const MAX_COPY_BYTES: u64 = 500 * 1024 * 1024;
+
+/// One uploaded file.
+#[derive(Clone, Debug)]
+pub struct Upload {
+    /// As the client named it; only its last component is kept.
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Why the files cannot start a run; nothing was kept.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("a run starts with at most {MAX_FILES} files, not {given}")]
+    TooMany { given: usize },
+    #[error("{name} has {bytes} bytes; a file may have at most {MAX_FILE_BYTES}")]
+    FileTooLarge { name: String, bytes: usize },
+    #[error("the files have {bytes} bytes in all; at most {MAX_FILES_BYTES} are taken")]
+    TooLarge { bytes: usize },
+    #[error("{0:?} is not a usable file name")]
+    BadName(String),
+    #[error(
+        "{path} is not inside a folder the operator allowed (PLANBOARD_WORKSPACE_ROOTS{})",
+        if roots.is_empty() { " is not set".to_string() } else { format!(": {}", roots.join(", ")) }
+    )]
+    NotAllowed { path: String, roots: Vec<String> },
+    #[error("{path}: {error}")]
+    Source { path: String, error: String },
+    #[error("{path} holds more than {MAX_COPY_FILES} files or {MAX_COPY_BYTES} bytes")]
+    SourceTooLarge { path: String },
+    #[error("the workspace could not be written: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl InputError {
+    /// The person's mistake (400), or the server's (500).
+    pub fn is_client_error(&self) -> bool {
+        !matches!(self, InputError::Io(_))
+    }
+}
+
+/// Files staged for a run that does not exist yet.
+pub struct Staged {
+    dir: PathBuf,
+    pub inputs: Vec<InputFile>,
+}
+
+/// The last component of a client's file name, or why it is unusable.
+fn file_name(raw: &str) -> Result<String, InputError> {
+    // Browsers on Windows send `C:\fakepath\a.csv`.
+    let last = raw.rsplit(['/', '\\']).next().unwrap_or("").trim();
+    let cleaned: String = last.chars().filter(|c| !c.is_control()).collect();
+    if cleaned.is_empty() || cleaned == "." || cleaned == ".." || cleaned.len() > 200 {
+        return Err(InputError::BadName(raw.to_string()));
+    }
+    Ok(cleaned)
+}
+
+/// What the model is told of a file: its start when it is text.
+pub fn preview(bytes: &[u8]) -> Option<String> {
+    let head = &bytes[..bytes.len().min(PREVIEW_CHARS * 4)];
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        // A character cut at the end of the head is still text.
+        Err(e) if e.valid_up_to() + 4 > head.len() && e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).ok()?
+        }
+        Err(_) => return None,
+    };
+    if text.contains('\0') {
+        return None;
+    }
+    Some(text.chars().take(PREVIEW_CHARS).collect())
+}
+
+impl Staged {
+    /// Checks the uploads against the limits and writes them to a staging
+    /// folder under `workspaces`.
+    pub async fn uploads(workspaces: &Path, uploads: Vec<Upload>) -> Result<Staged, InputError> {
+        if uploads.len() > MAX_FILES {
+            return Err(InputError::TooMany {
+                given: uploads.len(),
+            });
+        }
+        let total: usize = uploads.iter().map(|u| u.bytes.len()).sum();
+        if total > MAX_FILES_BYTES {
+            return Err(InputError::TooLarge { bytes: total });
+        }
+        let mut named = Vec::new();
+        for upload in &uploads {
+            let name = file_name(&upload.name)?;
+            if upload.bytes.len() > MAX_FILE_BYTES {
+                return Err(InputError::FileTooLarge {
+                    name,
+                    bytes: upload.bytes.len(),
+                });
+            }
+            // Two files of one name: the second becomes `name (2).ext`.
+            let mut unique = name.clone();
+            let mut n = 2;
+            while named.iter().any(|(taken, _)| *taken == unique) {
+                unique = match name.rsplit_once('.') {
+                    Some((stem, ext)) if !stem.is_empty() => format!("{stem} ({n}).{ext}"),
+                    _ => format!("{name} ({n})"),
+                };
+                n += 1;
+            }
+            named.push((unique, upload));
+        }
+        let staged = Staged::empty(workspaces).await?;
+        let mut inputs = Vec::new();
+        for (name, upload) in named {
+            if let Err(e) = tokio::fs::write(staged.dir.join(&name), &upload.bytes).await {
+                staged.discard().await;
+                return Err(e.into());
+            }
+            inputs.push(InputFile {
+                path: name,
+                bytes: upload.bytes.len() as u64,
+                preview: preview(&upload.bytes),
+            });
+        }
+        Ok(Staged { inputs, ..staged })
+    }
+
+    async fn empty(workspaces: &Path) -> Result<Staged, InputError> {
+        let dir = workspaces
+            .join(".incoming")
+            .join(uuid::Uuid::new_v4().to_string());
+        tokio::fs::create_dir_all(&dir).await?;
+        Ok(Staged {
+            dir,
+            inputs: Vec::new(),
+        })
+    }
+
+    /// Copies `source` (a folder, or a git repository's working tree; its
+    /// `.git` is left out) into the staging folder, when it lies inside one
+    /// of `roots`. Symlinks are not followed (a link inside the source could
+    /// point anywhere); they are skipped.
+    pub async fn folder(
+        workspaces: &Path,
+        source: &str,
+        roots: &[PathBuf],
+    ) -> Result<Staged, InputError> {
+        let not_allowed = || InputError::NotAllowed {
+            path: source.to_string(),
+            roots: roots.iter().map(|r| r.display().to_string()).collect(),
+        };
+        let real = tokio::fs::canonicalize(source)
+            .await
+            .map_err(|e| InputError::Source {
+                path: source.to_string(),
+                error: e.to_string(),
+            })?;
+        let mut allowed = false;
+        for root in roots {
+            if let Ok(root) = tokio::fs::canonicalize(root).await {
+                allowed |= real.starts_with(&root);
+            }
+        }
+        if !allowed {
+            return Err(not_allowed());
+        }
+        if !tokio::fs::metadata(&real).await?.is_dir() {
+            return Err(InputError::Source {
+                path: source.to_string(),
+                error: "not a folder".into(),
+            });
+        }
+        let staged = Staged::empty(workspaces).await?;
+        let (dir, real2, source2) = (staged.dir.clone(), real.clone(), source.to_string());
+        let copied = tokio::task::spawn_blocking(move || copy_tree(&real2, &dir, &source2))
+            .await
+            .map_err(|e| InputError::Io(std::io::Error::other(e.to_string())));
+        let inputs = match copied {
+            Ok(Ok(inputs)) => inputs,
+            Ok(Err(e)) | Err(e) => {
+                staged.discard().await;
+                return Err(e);
+            }
+        };
+        Ok(Staged { inputs, ..staged })
+    }
+
+    /// Moves the files into the run's workspace (which must not exist yet).
+    pub async fn settle(self, workspace: &Path) -> Result<Vec<InputFile>, InputError> {
+        if let Some(parent) = workspace.parent() {
+            tokio::fs::create_dir_all(parent).await?;
+        }
+        if let Err(e) = tokio::fs::rename(&self.dir, workspace).await {
+            self.discard().await;
+            return Err(e.into());
+        }
+        Ok(self.inputs)
+    }
+
+    /// Removes what was staged.
+    pub async fn discard(self) {
+        let _ = tokio::fs::remove_dir_all(&self.dir).await;
+    }
+}
+
+/// Copies the regular files and folders of `from` into `to`, bounded.
+fn copy_tree(from: &Path, to: &Path, shown: &str) -> Result<Vec<InputFile>, InputError> {
+    let mut inputs = Vec::new();
+    let mut bytes = 0u64;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(relative) = stack.pop() {
+        let entries = std::fs::read_dir(from.join(&relative))?;
+        let mut entries: Vec<_> = entries.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name();
+            if relative.as_os_str().is_empty() && name == ".git" {
+                continue;
+            }
+            let path = relative.join(&name);
+            debug_assert!(path.components().all(|c| matches!(c, Component::Normal(_))));
+            // Not followed: `file_type` of a symlink is the link itself.
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                std::fs::create_dir_all(to.join(&path))?;
+                stack.push(path);
+            } else if kind.is_file() {
+                let size = entry.metadata()?.len();
+                bytes += size;
+                if inputs.len() >= MAX_COPY_FILES || bytes > MAX_COPY_BYTES {
+                    return Err(InputError::SourceTooLarge {
+                        path: shown.to_string(),
+                    });
+                }
+                std::fs::copy(entry.path(), to.join(&path))?;
+                let head = read_head(&entry.path())?;
+                inputs.push(InputFile {
+                    path: path.to_string_lossy().into_owned(),
+                    bytes: size,
+                    preview: preview(&head),
+                });
+            }
+        }
+    }
+    inputs.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(inputs)
+}
+
+fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(PREVIEW_CHARS * 4);
+    std::fs::File::open(path)?
+        .take((PREVIEW_CHARS * 4) as u64)
+        .read_to_end(&mut head)?;
+    Ok(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upload(name: &str, bytes: &[u8]) -> Upload {
+        Upload {
+            name: name.into(),
+            bytes: bytes.to_vec(),
+        }
+    }
+
+    #[tokio::test]
+    async fn uploads_land_in_the_workspace_with_safe_unique_names_and_previews() {
+        let dir = tempfile::tempdir().unwrap();
+        let staged = Staged::uploads(
+            dir.path(),
+            vec![
+                upload("C:\\fakepath\\sales.csv", b"region,amount\nnorth,3\n"),
+                upload("../../etc/sales.csv", b"second"),
+                upload("logo.png", &[0x89, b'P', b'N', b'G', 0, 0]),
+            ],
+        )
+        .await
+        .unwrap();
+        let ws = dir.path().join("run");
+        let inputs = staged.settle(&ws).await.unwrap();
+        let names: Vec<&str> = inputs.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(names, ["sales.csv", "sales (2).csv", "logo.png"]);
+        assert_eq!(
+            std::fs::read_to_string(ws.join("sales (2).csv")).unwrap(),
+            "second"
+        );
+        assert_eq!(
+            inputs[0].preview.as_deref(),
+            Some("region,amount\nnorth,3\n")
+        );
+        assert_eq!(inputs[2].preview, None, "binary");
+        assert!(!dir.path().join("etc").exists());
+        let incoming: Vec<_> = std::fs::read_dir(dir.path().join(".incoming"))
+            .unwrap()
+            .collect();
+        assert!(incoming.is_empty(), "the staging folder moved");
+    }
+
+    #[tokio::test]
+    async fn uploads_over_the_limits_are_refused_and_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Staged::uploads(
+            dir.path(),
+            (0..=MAX_FILES)
+                .map(|i| upload(&format!("{i}"), b"x"))
+                .collect(),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("at most 50 files"), "{e}");
+        let big = vec![b'a'; MAX_FILE_BYTES + 1];
+        let e = Staged::uploads(dir.path(), vec![upload("big.txt", &big)])
+            .await
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("big.txt has"), "{e}");
+        let e = Staged::uploads(dir.path(), vec![upload("..", b"x")])
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(e, InputError::BadName(_)));
+        assert!(!dir.path().join(".incoming").exists());
+    }
+
+    #[tokio::test]
+    async fn a_folder_is_copied_only_from_inside_an_allowed_root_without_links_or_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("projects");
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::write(repo.join(".git/config"), "secret").unwrap();
+        std::fs::write(repo.join("src/main.py"), "print(1)\n").unwrap();
+        std::fs::write(dir.path().join("outside.txt"), "outside").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside.txt"), repo.join("link.txt")).unwrap();
+        let workspaces = dir.path().join("ws");
+        let staged = Staged::folder(
+            &workspaces,
+            repo.to_str().unwrap(),
+            std::slice::from_ref(&root),
+        )
+        .await
+        .unwrap();
+        let ws = workspaces.join("run");
+        let inputs = staged.settle(&ws).await.unwrap();
+        let names: Vec<&str> = inputs.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(names, ["src/main.py"]);
+        assert!(!ws.join(".git").exists());
+        assert!(!ws.join("link.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(repo.join("src/main.py")).unwrap(),
+            "print(1)\n",
+            "the source is untouched"
+        );
+        // Outside the roots, directly or through `..` or a link.
+        for path in [
+            dir.path().to_str().unwrap().to_string(),
+            format!("{}/../../", repo.display()),
+        ] {
+            let e = Staged::folder(&workspaces, &path, std::slice::from_ref(&root))
+                .await
+                .err()
+                .unwrap();
+            assert!(matches!(e, InputError::NotAllowed { .. }), "{path}: {e}");
+        }
+        std::os::unix::fs::symlink(dir.path(), root.join("escape")).unwrap();
+        let e = Staged::folder(&workspaces, root.join("escape").to_str().unwrap(), &[root])
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(e, InputError::NotAllowed { .. }), "{e}");
+        let e = Staged::folder(&workspaces, repo.to_str().unwrap(), &[])
+            .await
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("is not set"), "{e}");
+    }
+
+    #[test]
+    fn a_preview_is_text_only_and_bounded() {
+        assert_eq!(preview(b"hello"), Some("hello".into()));
+        assert_eq!(preview(&[0xff, 0xfe, 0]), None);
+        let long = "é".repeat(5_000);
+        let shown = preview(long.as_bytes()).unwrap();
+        assert_eq!(shown.chars().count(), PREVIEW_CHARS);
+    }
+}

@@ -1,0 +1,368 @@
+//! A run's material and tools over HTTP: files uploaded with the run
+//! (multipart) or copied from an allowed folder land in its workspace
+//! before planning and are named in the planner's prompt; the workspace
+//! downloads as a zip; a run uses only the tools it chose; the code runner
+//! computes from an uploaded file inside its sandbox.
+
+use std::time::Duration;
+
+use reqwest::multipart::{Form, Part};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use server::config::Config;
+
+use crate::fake_openai::{shape, FakeOpenAi};
+use crate::support::{local, TestServer};
+
+/// A server driving runs with the fake model; `roots` are the folders
+/// runs may start from.
+async fn server(fake: &FakeOpenAi, roots: Vec<std::path::PathBuf>) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        lease: Duration::from_secs(3600),
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.path().join("workspaces"),
+        run_lease: Duration::from_secs(3),
+        workspace_roots: roots,
+        ..Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            local(),
+        )
+    };
+    let mut server = TestServer::with_config(&config, |_| {}).await;
+    server._dir = Some(dir);
+    server
+}
+
+fn workspaces(server: &TestServer) -> std::path::PathBuf {
+    server._dir.as_ref().unwrap().path().join("workspaces")
+}
+
+async fn upload(server: &TestServer, form: Form) -> (StatusCode, Value) {
+    let response = reqwest::Client::new()
+        .post(server.url("/api/runs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn run_part(run: Value) -> Part {
+    Part::text(run.to_string())
+        .mime_str("application/json")
+        .unwrap()
+}
+
+async fn wait_until(server: &TestServer, run: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..400 {
+        let (_, view) = server.get(&format!("/api/runs/{run}")).await;
+        if done(&view) {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("run {run} never got there");
+}
+
+/// The user messages the fake model got for requests of `kind`.
+fn prompts(fake: &FakeOpenAi, kind: &str) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .filter(|r| shape(r) == kind)
+        .map(|r| r["messages"].to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn uploaded_files_reach_the_workspace_and_the_planners_prompt_before_planning() {
+    let fake = FakeOpenAi::start().await;
+    let server = server(&fake, Vec::new()).await;
+    let form = Form::new()
+        .part(
+            "run",
+            run_part(json!({"task": "Total the sales per region", "mode": "simple"})),
+        )
+        .part(
+            "files",
+            Part::bytes(b"region,amount\nnorth,3\nsouth,4\nnorth,5\n".to_vec())
+                .file_name("sales.csv"),
+        )
+        .part(
+            "files",
+            Part::bytes(vec![0x89, b'P', b'N', b'G', 0]).file_name("../logo.png"),
+        );
+    let (status, view) = upload(&server, form).await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let run = view["id"].as_str().unwrap().to_string();
+    let inputs = &view["config"]["inputs"];
+    assert_eq!(inputs[0]["path"], "sales.csv");
+    assert_eq!(inputs[0]["bytes"], 38);
+    assert_eq!(inputs[1]["path"], "logo.png", "only the name's last part");
+    assert_eq!(inputs[1]["preview"], Value::Null, "binary");
+    wait_until(&server, &run, |v| v["state"] == "awaiting_approval").await;
+    let planner = prompts(&fake, "plan");
+    assert!(
+        planner[0].contains("sales.csv (38 bytes)") && planner[0].contains("north,3"),
+        "the planner is told about the file and its start: {}",
+        planner[0]
+    );
+    let (status, files) = server.get(&format!("/api/runs/{run}/artifacts")).await;
+    assert_eq!(status, StatusCode::OK);
+    let paths: Vec<&str> = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["logo.png", "sales.csv"]);
+    assert_eq!(
+        files[1]["preview"],
+        "region,amount\nnorth,3\nsouth,4\nnorth,5\n"
+    );
+    // The whole workspace as a zip holds both files, byte for byte.
+    let response = reqwest::get(server.url(&format!("/api/runs/{run}/workspace.zip")))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "application/zip");
+    let bytes = response.bytes().await.unwrap();
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes.to_vec())).unwrap();
+    let mut sales = String::new();
+    std::io::Read::read_to_string(&mut archive.by_name("sales.csv").unwrap(), &mut sales).unwrap();
+    assert_eq!(sales, "region,amount\nnorth,3\nsouth,4\nnorth,5\n");
+    assert_eq!(archive.len(), 2);
+}
+
+#[tokio::test]
+async fn uploads_over_the_limits_are_refused_with_the_limit_and_start_nothing() {
+    let fake = FakeOpenAi::start().await;
+    let server = server(&fake, Vec::new()).await;
+    let big = vec![b'a'; run_model::MAX_FILE_BYTES + 1];
+    let form = Form::new()
+        .part("run", run_part(json!({"task": "read it"})))
+        .part("files", Part::bytes(big).file_name("big.txt"));
+    let (status, body) = upload(&server, form).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("big.txt has"),
+        "{body}"
+    );
+    // Over the whole body's limit: the multipart reader stops it.
+    let form = Form::new()
+        .part("run", run_part(json!({"task": "read it"})))
+        .part(
+            "files",
+            Part::bytes(vec![b'a'; server::UPLOAD_BODY_LIMIT + 1]).file_name("huge.txt"),
+        );
+    let (status, body) = upload(&server, form).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    // A missing or broken `run` part is a 400 that says which.
+    let (status, body) = upload(
+        &server,
+        Form::new().part("files", Part::bytes(b"x".to_vec()).file_name("a.txt")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("`run`"),
+        "{body}"
+    );
+    let (status, body) = upload(
+        &server,
+        Form::new().part("run", Part::text("{\"task\": 1}")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // Nothing started, nothing staged, nothing left behind.
+    let (_, runs) = server.get("/api/runs").await;
+    assert_eq!(runs, json!([]));
+    assert!(fake.requests().is_empty());
+    let left: Vec<_> = std::fs::read_dir(workspaces(&server).join(".incoming"))
+        .map(|d| d.collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn a_run_starts_from_a_copy_of_an_allowed_folder_and_never_from_outside() {
+    let fake = FakeOpenAi::start().await;
+    let outside = tempfile::tempdir().unwrap();
+    let root = outside.path().join("projects");
+    std::fs::create_dir_all(root.join("tool/src")).unwrap();
+    std::fs::write(root.join("tool/src/lib.py"), "def f():\n    return 1\n").unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    let server = server(&fake, vec![root.clone()]).await;
+    let (status, view) = server
+        .post(
+            "/api/runs",
+            json!({"task": "Review the code", "source": root.join("tool").display().to_string()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    assert_eq!(view["config"]["inputs"][0]["path"], "src/lib.py");
+    let run = view["id"].as_str().unwrap();
+    let copied = workspaces(&server).join(run).join("src/lib.py");
+    assert_eq!(
+        std::fs::read_to_string(copied).unwrap(),
+        "def f():\n    return 1\n"
+    );
+    for source in [
+        outside.path().display().to_string(),
+        format!("{}/../secret.txt", root.display()),
+        "/etc".to_string(),
+    ] {
+        let (status, body) = server
+            .post("/api/runs", json!({"task": "Review", "source": source}))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{source}: {body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.contains("PLANBOARD_WORKSPACE_ROOTS") || message.contains("No such file"),
+            "{source}: {message}"
+        );
+    }
+    let (_, runs) = server.get("/api/runs").await;
+    assert_eq!(
+        runs.as_array().unwrap().len(),
+        1,
+        "only the allowed one started"
+    );
+}
+
+#[tokio::test]
+async fn a_run_offers_the_model_only_the_tools_it_chose() {
+    let fake = FakeOpenAi::start().await;
+    let server = server(&fake, Vec::new()).await;
+    let (status, tools) = server.get("/api/agent/tools").await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in ["list_files", "read_file", "write_file", "fetch_url"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    assert!(
+        !names.contains(&"web_search"),
+        "no search endpoint configured"
+    );
+    let (status, body) = server
+        .post("/api/runs", json!({"task": "x", "tools": ["teleport"]}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("no tool named teleport"));
+    let (status, view) = server
+        .post(
+            "/api/runs",
+            json!({"task": "Read the notes", "mode": "simple", "approval_required": false,
+                   "tools": ["read_file"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let run = view["id"].as_str().unwrap().to_string();
+    wait_until(&server, &run, |v| v["state"] == "done").await;
+    let action = fake
+        .requests()
+        .into_iter()
+        .find(|r| shape(r) == "action")
+        .unwrap();
+    let schema = action["response_format"]["json_schema"]["schema"].to_string();
+    assert!(schema.contains("read_file"), "{schema}");
+    for other in ["write_file", "fetch_url", "run_shell"] {
+        assert!(!schema.contains(other), "{other} is not offered: {schema}");
+    }
+}
+
+/// The sandbox is there (or CI, which requires it, fails here).
+fn sandbox_works() -> bool {
+    match agent::sandbox::Sandbox::detect(agent::sandbox::SandboxLimits::default()) {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("PLANBOARD_REQUIRE_SANDBOX").is_some() => {
+            panic!("PLANBOARD_REQUIRE_SANDBOX is set but {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            false
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_executor_computes_from_an_uploaded_file_with_run_python_in_the_sandbox() {
+    if !sandbox_works() {
+        return;
+    }
+    let fake = FakeOpenAi::start().await;
+    // The replies in the order they are asked for: the plan, then the
+    // executor's two turns (the mode is forced: no classifier call).
+    fake.content(json!({"title": "sales", "subtasks": [
+        {"name": "total", "description": "total the amounts of sales.csv", "expected_outcome": "the total", "depends_on": []}
+    ]}));
+    let code = "import csv\nrows = list(csv.DictReader(open('sales.csv')))\nprint(sum(int(r['amount']) for r in rows))\nopen('total.txt', 'w').write('12')";
+    fake.content(json!({"action": "run_python", "arguments": {"code": code}}));
+    fake.content(json!({"action": "complete", "result": "the total is 12"}));
+    let server = server(&fake, Vec::new()).await;
+    let form = Form::new()
+        .part(
+            "run",
+            run_part(
+                json!({"task": "Total the sales", "mode": "simple", "approval_required": false}),
+            ),
+        )
+        .part(
+            "files",
+            Part::bytes(b"region,amount\nnorth,3\nsouth,4\nnorth,5\n".to_vec())
+                .file_name("sales.csv"),
+        );
+    let (status, view) = upload(&server, form).await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let run = view["id"].as_str().unwrap().to_string();
+    let view = wait_until(&server, &run, |v| {
+        ["done", "failed", "paused"].contains(&v["state"].as_str().unwrap_or_default())
+    })
+    .await;
+    let (_, events) = server.get(&format!("/api/runs/{run}/events")).await;
+    assert_eq!(view["state"], "done", "{view}\n{events}");
+    let call = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "tool_call")
+        .expect("a tool call on the run log")
+        .clone();
+    assert_eq!(call["entry"]["name"], "run_python");
+    assert_eq!(call["entry"]["ok"], true, "{call}");
+    assert!(call["entry"]["arguments"]["code"]
+        .as_str()
+        .unwrap()
+        .contains("csv"));
+    let result = call["entry"]["result"].as_str().unwrap();
+    assert!(result.contains("exit status 0"), "{result}");
+    assert!(result.contains("12"), "{result}");
+    // The model saw the output, and the file it wrote is an artifact.
+    let second = fake
+        .requests()
+        .into_iter()
+        .filter(|r| shape(r) == "action")
+        .nth(1)
+        .unwrap();
+    assert!(
+        second["messages"]
+            .to_string()
+            .contains("Result of run_python"),
+        "{second}"
+    );
+    let total = workspaces(&server).join(&run).join("total.txt");
+    assert_eq!(std::fs::read_to_string(total).unwrap(), "12");
+}
