@@ -14,6 +14,7 @@ use crate::llm::Message;
 use crate::prompts;
 use crate::protocol::{Action, ToolSpec};
 use crate::run::RunEntry;
+use crate::run::{ToolPolicy, Verdict};
 use crate::tools::{ToolError, Toolset};
 
 /// The agent's name on the plans it changes.
@@ -176,6 +177,59 @@ impl ToolRouter {
     }
 }
 
+/// What a person said about a guarded call.
+enum Guard {
+    /// Run it, with these arguments (the agent's, or the person's edit).
+    Run(serde_json::Value),
+    /// Not run; the model reads why.
+    Refused(String),
+}
+
+/// Asks a person about a call of an `ask` tool and waits for the answer
+/// (on the run log, so it survives nothing but is never lost either: a
+/// run that restarts expires the question and the agent may ask again).
+async fn guarded(
+    caller: &Caller,
+    host: &dyn Host,
+    subtask: SubtaskId,
+    name: &str,
+    arguments: &serde_json::Value,
+) -> Guard {
+    let call = uuid::Uuid::new_v4().to_string();
+    caller
+        .log(RunEntry::ToolApproval {
+            subtask,
+            call: call.clone(),
+            name: name.to_string(),
+            arguments: arguments.clone(),
+        })
+        .await;
+    let decided = match host.tool_verdict(caller.run, &call).await {
+        Ok(decided) => decided,
+        Err(e) => {
+            return Guard::Refused(format!(
+                "{name} was not run: the person's decision could not be read ({e})"
+            ))
+        }
+    };
+    let because = decided
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    match decided.verdict {
+        Verdict::Approved => Guard::Run(arguments.clone()),
+        Verdict::Edited => Guard::Run(decided.arguments.unwrap_or_else(|| arguments.clone())),
+        Verdict::Denied => Guard::Refused(format!(
+            "A person ({}) denied the call of {name}{because}. Do not repeat it; find another way or explain in your result why you cannot.",
+            decided.by
+        )),
+        Verdict::Expired => Guard::Refused(format!(
+            "The call of {name} was not decided before the run restarted{because}; ask again if you still need it."
+        )),
+    }
+}
+
 async fn run_tool(
     caller: &Caller,
     tools: &Toolset,
@@ -248,6 +302,26 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 }
             }
             Action::Tool { name, arguments } => {
+                let mut arguments = arguments.clone();
+                let mut edited_note = None;
+                if tools.policy(name) == ToolPolicy::Ask {
+                    match guarded(caller, host, job.subtask, name, &arguments).await {
+                        Guard::Run(decided) => {
+                            if decided != arguments {
+                                edited_note = Some(format!(
+                                    "A person edited the arguments before it ran: {decided}\n"
+                                ));
+                            }
+                            arguments = decided;
+                        }
+                        Guard::Refused(observation) => {
+                            messages.push(Message::assistant(action_text(&action)));
+                            messages.push(Message::user(observation));
+                            continue;
+                        }
+                    }
+                }
+                let arguments = &arguments;
                 let started = Instant::now();
                 let result = run_tool(caller, tools, job.subtask, name, arguments).await;
                 router.record(name, result.as_ref().err().map(|e| e.message.as_str()));
@@ -265,11 +339,12 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                         duration_ms: started.elapsed().as_millis() as u64,
                     })
                     .await;
-                if ok {
+                let said = if ok {
                     format!("Result of {name}:\n{}", cut(&text, OBSERVATION))
                 } else {
                     format!("{name} failed: {}", cut(&text, OBSERVATION))
-                }
+                };
+                format!("{}{said}", edited_note.unwrap_or_default())
             }
         };
         messages.push(Message::assistant(action_text(&action)));

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::watch;
 
-use crate::run::{ReplyDelta, RunEntry, RunId, RunRecord};
+use crate::run::{ReplyDelta, RunEntry, RunId, RunRecord, Verdict};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum HostError {
@@ -57,6 +57,58 @@ pub trait Host: Send + Sync {
     fn watched(&self, _run: RunId) -> bool {
         true
     }
+
+    /// Resolves with a person's decision on the guarded tool call `call`
+    /// once it is on the run's log (written by whoever decided, in any
+    /// process). Waiting costs a subscription, not a poll or a thread.
+    async fn tool_verdict(&self, run: RunId, call: &str) -> Result<ToolVerdict, HostError>;
+
+    /// The guarded calls on the run's log that nobody has decided.
+    async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError>;
+}
+
+/// A person's decision on a guarded tool call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolVerdict {
+    pub verdict: Verdict,
+    pub by: String,
+    pub reason: Option<String>,
+    pub arguments: Option<serde_json::Value>,
+}
+
+impl ToolVerdict {
+    /// The decision on `call` in a run log entry, if it is one.
+    pub fn of(entry: &RunEntry, call: &str) -> Option<ToolVerdict> {
+        match entry {
+            RunEntry::ToolDecision {
+                call: decided,
+                verdict,
+                by,
+                reason,
+                arguments,
+            } if decided == call => Some(ToolVerdict {
+                verdict: *verdict,
+                by: by.clone(),
+                reason: reason.clone(),
+                arguments: arguments.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The guarded calls among `entries` (one run's log, in order) that no
+/// decision answers.
+pub fn open_calls<'a>(entries: impl IntoIterator<Item = &'a RunEntry>) -> Vec<String> {
+    let mut open: Vec<String> = Vec::new();
+    for entry in entries {
+        match entry {
+            RunEntry::ToolApproval { call, .. } => open.push(call.clone()),
+            RunEntry::ToolDecision { call, .. } => open.retain(|c| c != call),
+            _ => {}
+        }
+    }
+    open
 }
 
 /// Plans and run logs in memory, with change notification.
@@ -69,6 +121,8 @@ pub struct MemoryHost {
     deltas: Mutex<HashMap<RunId, Vec<ReplyDelta>>>,
     /// Every (plan, actor, op) applied, in order.
     applied: Mutex<Vec<(PlanId, String, Op)>>,
+    /// Woken by every log entry.
+    logged: tokio::sync::Notify,
 }
 
 impl MemoryHost {
@@ -183,7 +237,29 @@ impl Host for MemoryHost {
             .entry(run)
             .or_default()
             .push(entry);
+        self.logged.notify_waiters();
         Ok(())
+    }
+
+    async fn tool_verdict(&self, run: RunId, call: &str) -> Result<ToolVerdict, HostError> {
+        loop {
+            // Registered before looking, so an entry in between wakes it.
+            let woken = self.logged.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if let Some(verdict) = self
+                .entries(run)
+                .iter()
+                .find_map(|e| ToolVerdict::of(e, call))
+            {
+                return Ok(verdict);
+            }
+            woken.await;
+        }
+    }
+
+    async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
+        Ok(open_calls(&self.entries(run)))
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

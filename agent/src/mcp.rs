@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::protocol::ToolSpec;
+use crate::run::ToolPolicy;
 use crate::tools::{ToolBox, ToolError};
 
 /// One server, by URL (streamable HTTP) or by command (stdio).
@@ -99,6 +100,9 @@ pub struct McpTools {
     name: String,
     client: RunningService<RoleClient, ()>,
     specs: Vec<ToolSpec>,
+    /// The tools the server marks read-only (`readOnlyHint`): the others
+    /// may change things outside planboard, so they ask a person first.
+    read_only: std::collections::HashSet<String>,
 }
 
 impl McpTools {
@@ -140,6 +144,16 @@ impl McpTools {
                 name: name.to_string(),
                 error: e.to_string(),
             })?;
+        let read_only = tools
+            .iter()
+            .filter(|t| {
+                t.annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false)
+            })
+            .map(|t| t.name.to_string())
+            .collect();
         let specs = tools
             .into_iter()
             .map(|t| ToolSpec {
@@ -155,6 +169,7 @@ impl McpTools {
             name: name.to_string(),
             client,
             specs,
+            read_only,
         }))
     }
 }
@@ -163,6 +178,14 @@ impl McpTools {
 impl ToolBox for McpTools {
     fn specs(&self) -> Vec<ToolSpec> {
         self.specs.clone()
+    }
+
+    fn default_policy(&self, name: &str) -> ToolPolicy {
+        if self.read_only.contains(name) {
+            ToolPolicy::Auto
+        } else {
+            ToolPolicy::Ask
+        }
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {

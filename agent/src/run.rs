@@ -6,5 +6,5 @@
 pub use run_model::{
     Budget, CallRole, Classification, ConfigError, DecidedBy, EntryKind, ErrorClass, LlmCallRecord,
     ModeChoice, ReplyDelta, RunConfig, RunEntry, RunId, RunProgress, RunRecord, RunState, Spent,
-    MAX_PARALLEL, MAX_TASK_CHARS, MESSAGE_CAP,
+    ToolPolicy, Verdict, MAX_PARALLEL, MAX_TASK_CHARS, MESSAGE_CAP,
 };

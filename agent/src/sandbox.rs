@@ -75,6 +75,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::protocol::ToolSpec;
+use crate::run::ToolPolicy;
 use crate::tools::{ToolBox, ToolError};
 
 /// The host uid (and gid) the sandboxed code runs as: `nobody`.
@@ -894,6 +895,16 @@ fn string_arg<'a>(
 
 #[async_trait::async_trait]
 impl ToolBox for CodeTools {
+    /// A shell command can do more than a script's author meant (it is
+    /// still jailed): a person approves each one unless told otherwise.
+    fn default_policy(&self, name: &str) -> ToolPolicy {
+        if name == "run_shell" {
+            ToolPolicy::Ask
+        } else {
+            ToolPolicy::Auto
+        }
+    }
+
     fn specs(&self) -> Vec<ToolSpec> {
         let limits = self.limits_sentence();
         let mut specs = Vec::new();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::protocol::ToolSpec;
+use crate::run::ToolPolicy;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -30,6 +31,13 @@ impl ToolError {
 pub trait ToolBox: Send + Sync {
     fn specs(&self) -> Vec<ToolSpec>;
     async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError>;
+
+    /// The policy a tool has unless the operator or the run says
+    /// otherwise: `ask` for what acts beyond the workspace or cannot be
+    /// undone.
+    fn default_policy(&self, _name: &str) -> ToolPolicy {
+        ToolPolicy::Auto
+    }
 }
 
 /// Several tool sources offered as one; the first that knows a name runs it.
@@ -38,14 +46,65 @@ pub struct Toolset {
     sources: Vec<Arc<dyn ToolBox>>,
     /// The names a run may use; `None`: all.
     allowed: Option<Arc<std::collections::HashSet<String>>>,
+    /// Each tool's policy where it is not `auto`.
+    policies: Arc<std::collections::HashMap<String, ToolPolicy>>,
 }
 
 impl Toolset {
+    /// The sources' tools, with their default policies.
     pub fn new(sources: Vec<Arc<dyn ToolBox>>) -> Toolset {
+        let policies = sources
+            .iter()
+            .flat_map(|source| {
+                source
+                    .specs()
+                    .into_iter()
+                    .map(|spec| {
+                        let policy = source.default_policy(&spec.name);
+                        (spec.name, policy)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .filter(|(_, policy)| *policy != ToolPolicy::Auto)
+            .collect();
         Toolset {
             sources,
             allowed: None,
+            policies: Arc::new(policies),
         }
+    }
+
+    /// The operator's policies over the defaults (`never` ones are not
+    /// offered).
+    pub fn with_policies(
+        mut self,
+        policies: impl IntoIterator<Item = (String, ToolPolicy)>,
+    ) -> Toolset {
+        let mut merged = (*self.policies).clone();
+        merged.extend(policies);
+        self.policies = Arc::new(merged);
+        self
+    }
+
+    /// A run's own policies over the operator's; the operator's `never`
+    /// stays.
+    pub fn overridden<'a>(
+        mut self,
+        run: impl IntoIterator<Item = (&'a String, &'a ToolPolicy)>,
+    ) -> Toolset {
+        let mut merged = (*self.policies).clone();
+        for (name, policy) in run {
+            if merged.get(name) != Some(&ToolPolicy::Never) {
+                merged.insert(name.clone(), *policy);
+            }
+        }
+        self.policies = Arc::new(merged);
+        self
+    }
+
+    /// What calling `name` needs.
+    pub fn policy(&self, name: &str) -> ToolPolicy {
+        self.policies.get(name).copied().unwrap_or_default()
     }
 
     /// Only the tools named (a run's choice); `None` keeps them all.
@@ -56,6 +115,7 @@ impl Toolset {
 
     fn allows(&self, name: &str) -> bool {
         self.allowed.as_ref().is_none_or(|a| a.contains(name))
+            && self.policy(name) != ToolPolicy::Never
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -275,6 +335,31 @@ mod tests {
         let names: Vec<String> = some.specs().into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["read_file"]);
         let e = some
+            .call("write_file", &json!({"path": "a", "content": "b"}))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("not among the tools"), "{e}");
+        assert!(!dir.path().join("a").exists());
+    }
+
+    #[tokio::test]
+    async fn a_never_tool_is_neither_offered_nor_run_and_a_run_cannot_lift_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(dir.path()).unwrap());
+        let set = Toolset::new(vec![files])
+            .with_policies([
+                ("write_file".to_string(), ToolPolicy::Never),
+                ("list_files".to_string(), ToolPolicy::Ask),
+            ])
+            .overridden(&std::collections::BTreeMap::from([
+                ("write_file".to_string(), ToolPolicy::Auto),
+                ("read_file".to_string(), ToolPolicy::Ask),
+            ]));
+        let names: Vec<String> = set.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["list_files", "read_file"]);
+        assert_eq!(set.policy("read_file"), ToolPolicy::Ask, "the run's own");
+        assert_eq!(set.policy("list_files"), ToolPolicy::Ask, "the operator's");
+        let e = set
             .call("write_file", &json!({"path": "a", "content": "b"}))
             .await
             .unwrap_err();

@@ -234,6 +234,20 @@ pub struct RunPanel {
     pub max_wall_secs: u64,
     /// Seed 002's estimate: mean subtask time × subtasks left ÷ parallelism.
     pub eta_secs: Option<u64>,
+    /// Guarded tool calls waiting for a person, oldest first.
+    pub pending: Vec<PendingTool>,
+}
+
+/// A guarded tool call as the run header shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingTool {
+    pub call: String,
+    pub subtask: u32,
+    pub name: String,
+    /// The arguments as pretty JSON (editable).
+    pub arguments: String,
+    /// What the call would do, for reading: the code, the command, the URL.
+    pub shown: Option<String>,
 }
 
 /// Whether the agent can run, on which model, and with which tools.

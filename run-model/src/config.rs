@@ -76,6 +76,10 @@ pub struct RunConfig {
     /// planner and the executor are told about them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<InputFile>,
+    /// Per-tool policies for this run, over the operator's (which keep
+    /// their `never`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub policies: std::collections::BTreeMap<String, crate::ToolPolicy>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -144,6 +148,7 @@ impl Default for RunConfig {
             budget: Budget::default(),
             tools: None,
             inputs: Vec::new(),
+            policies: Default::default(),
         }
     }
 }
@@ -200,6 +205,11 @@ impl RunConfig {
             }
             tools.sort();
             tools.dedup();
+        }
+        if self.policies.len() > MAX_TOOLS
+            || self.policies.keys().any(|n| n.is_empty() || n.len() > 64)
+        {
+            return Err(ConfigError::Tools);
         }
         Ok(self)
     }

@@ -57,6 +57,33 @@ impl ErrorClass {
     }
 }
 
+/// What the use of a work tool needs (Magentic-UI's action guards).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPolicy {
+    /// The agent uses it freely.
+    #[default]
+    Auto,
+    /// Each call waits for a person to approve, edit or deny it.
+    Ask,
+    /// Not offered at all.
+    Never,
+}
+
+/// A person's answer to a guarded tool call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Run it as the agent asked.
+    Approved,
+    /// Run it with the person's arguments.
+    Edited,
+    /// Do not run it; the reason goes back to the model.
+    Denied,
+    /// Nobody answered before the run restarted; the agent may ask again.
+    Expired,
+}
+
 /// One line of the run log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -100,6 +127,27 @@ pub enum RunEntry {
         attempt: u32,
         delay_ms: u64,
         error: String,
+    },
+    /// A call of a tool whose policy is `ask` waits for a person.
+    ToolApproval {
+        subtask: SubtaskId,
+        /// Names the request; the decision refers to it.
+        call: String,
+        name: String,
+        arguments: serde_json::Value,
+    },
+    /// A person's decision on a [`RunEntry::ToolApproval`].
+    ToolDecision {
+        call: String,
+        verdict: Verdict,
+        /// Who decided (the token's name or the local user; `planboard`
+        /// for an expiry).
+        by: String,
+        #[serde(default)]
+        reason: Option<String>,
+        /// The arguments the person gave instead (`edited`).
+        #[serde(default)]
+        arguments: Option<serde_json::Value>,
     },
     /// A person moved a subtask the agent was working on; its late result
     /// was dropped.
@@ -149,6 +197,8 @@ pub enum EntryKind {
     ToolCall,
     RetryScheduled,
     ToolRetryScheduled,
+    ToolApproval,
+    ToolDecision,
     Overridden,
     Asked,
     SubtaskResult,
@@ -169,6 +219,8 @@ impl RunEntry {
             RunEntry::ToolCall { .. } => EntryKind::ToolCall,
             RunEntry::RetryScheduled { .. } => EntryKind::RetryScheduled,
             RunEntry::ToolRetryScheduled { .. } => EntryKind::ToolRetryScheduled,
+            RunEntry::ToolApproval { .. } => EntryKind::ToolApproval,
+            RunEntry::ToolDecision { .. } => EntryKind::ToolDecision,
             RunEntry::Overridden { .. } => EntryKind::Overridden,
             RunEntry::Asked { .. } => EntryKind::Asked,
             RunEntry::SubtaskResult { .. } => EntryKind::SubtaskResult,
@@ -185,6 +237,7 @@ impl RunEntry {
             RunEntry::LlmCall(call) => call.subtask,
             RunEntry::ToolCall { subtask, .. }
             | RunEntry::ToolRetryScheduled { subtask, .. }
+            | RunEntry::ToolApproval { subtask, .. }
             | RunEntry::Overridden { subtask, .. }
             | RunEntry::Asked { subtask, .. }
             | RunEntry::SubtaskResult { subtask, .. } => Some(*subtask),

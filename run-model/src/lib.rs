@@ -34,7 +34,8 @@ pub use config::{
     MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
 };
 pub use entry::{
-    CallRole, EntryKind, ErrorClass, LlmCallRecord, ReplyDelta, RunEntry, MESSAGE_CAP,
+    CallRole, EntryKind, ErrorClass, LlmCallRecord, ReplyDelta, RunEntry, ToolPolicy, Verdict,
+    MESSAGE_CAP,
 };
 pub use record::{RunProgress, RunRecord, Spent};
 pub use state::{Classification, DecidedBy, RunState};
@@ -93,6 +94,8 @@ wire_names! {
     ErrorClass => "error class",
     EntryKind => "run-log entry kind",
     StreamEvent => "stream event",
+    ToolPolicy => "tool policy (auto, ask or never)",
+    Verdict => "verdict",
 }
 
 #[cfg(test)]

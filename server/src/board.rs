@@ -254,7 +254,27 @@ impl BoardBackend for Board {
     }
 
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
-        Ok(self.run_on(plan).await?.map(|view| {
+        let Some(view) = self.run_on(plan).await? else {
+            return Ok(None);
+        };
+        let pending = self
+            .1
+            .pending_calls(view.record.id)
+            .await
+            .map_err(run_error)?
+            .into_iter()
+            .map(|p| app::api::PendingTool {
+                shown: ["code", "command", "url"]
+                    .iter()
+                    .find_map(|k| p.arguments.get(*k).and_then(|v| v.as_str()))
+                    .map(str::to_string),
+                arguments: serde_json::to_string_pretty(&p.arguments).unwrap_or_default(),
+                call: p.call,
+                subtask: p.subtask.0,
+                name: p.name,
+            })
+            .collect();
+        Ok(Some(view).map(|view| {
             let r = view.record;
             let progress = view.progress;
             let settled = progress.done + progress.skipped;
@@ -275,6 +295,7 @@ impl BoardBackend for Board {
                 tokens: r.spent.tokens(),
                 max_tokens: r.config.budget.max_tokens,
                 answer: r.answer,
+                pending,
             }
         }))
     }
@@ -302,6 +323,7 @@ impl Board {
             },
             tools: spec.tools,
             inputs: Vec::new(),
+            policies: Default::default(),
         };
         let view = self
             .1
@@ -325,6 +347,8 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
             tracing::error!("run store failure: {e}");
             BoardError::Unavailable("the run store failed; nothing was changed".into())
         }
+        e @ RunError::NoCall(_) => BoardError::NotFound(e.to_string()),
+        e @ RunError::Decided(_) => BoardError::Refused(e.to_string()),
         RunError::Input(e) if e.is_client_error() => BoardError::Refused(e.to_string()),
         RunError::Input(e) => {
             tracing::error!("writing a run's files failed: {e}");
@@ -779,6 +803,32 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
                 false,
             )
         },
+        E::ToolApproval {
+            subtask,
+            name,
+            arguments,
+            ..
+        } => line(
+            Some(subtask.0),
+            format!("{name} waits for a person's approval"),
+            Some(format!("arguments: {arguments}")),
+            true,
+        ),
+        E::ToolDecision {
+            verdict,
+            by,
+            reason,
+            arguments,
+            ..
+        } => line(
+            None,
+            format!(
+                "{verdict} by {by}{}",
+                reason.map(|r| format!(": {r}")).unwrap_or_default()
+            ),
+            arguments.map(|a| format!("arguments: {a}")),
+            !matches!(verdict, agent::run::Verdict::Denied),
+        ),
         E::SubtaskResult {
             subtask,
             ok,
@@ -905,6 +955,82 @@ pub async fn answer_form(
     change_from_form(&board, &id, &viewer, &headers, ops).await
 }
 
+/// A decision on a guarded tool call, as the run header's form posts it.
+#[derive(serde::Deserialize)]
+pub struct ToolCallForm {
+    #[serde(default)]
+    call: String,
+    /// The button pressed: `approve`, `edit` or `deny`.
+    #[serde(default)]
+    verdict: String,
+    /// The arguments as JSON (the agent's, as the person left or edited them).
+    #[serde(default)]
+    arguments: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /plans/{id}/tool-call`: a person approves, edits or denies a call
+/// the plan's run waits on; the same service as the API's.
+pub async fn tool_call_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ToolCallForm>,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        let plan = id
+            .parse::<PlanId>()
+            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
+        if !viewer.can_edit {
+            return Err(BoardError::Forbidden(lang.pick(
+                format!("{} may look but not decide (viewer role)", viewer.name),
+                format!("{} 只能查看，不能决定（只读角色）", viewer.name),
+            )));
+        }
+        let run = board
+            .run_on(plan)
+            .await?
+            .ok_or_else(|| BoardError::NotFound("no agent run works on this plan".into()))?;
+        let verdict = match form.verdict.as_str() {
+            "approve" => crate::runs::DecisionKind::Approve,
+            "edit" => crate::runs::DecisionKind::Edit,
+            "deny" => crate::runs::DecisionKind::Deny,
+            other => {
+                return Err(BoardError::Refused(format!(
+                    "no decision is called '{other}'"
+                )))
+            }
+        };
+        let arguments = match verdict {
+            crate::runs::DecisionKind::Edit => {
+                Some(serde_json::from_str(&form.arguments).map_err(|e| {
+                    BoardError::Refused(lang.pick(
+                        format!("the arguments are not JSON: {e}"),
+                        format!("参数不是合法的 JSON：{e}"),
+                    ))
+                })?)
+            }
+            _ => None,
+        };
+        let decision = crate::runs::Decision {
+            verdict,
+            reason: Some(form.reason),
+            arguments,
+        };
+        board
+            .1
+            .decide(run.record.id, &form.call, decision, &viewer.name)
+            .await
+            .map_err(run_error)?;
+        Ok(plan)
+    }
+    .await;
+    back_to_board(result, &headers)
+}
+
 /// What the board's plain forms on a plan share: the plan from the path,
 /// the person's right to change it, one change through the service, then
 /// back to the board, or a page in the person's language saying why not.
@@ -915,9 +1041,6 @@ async fn change_from_form(
     headers: &axum::http::HeaderMap,
     ops: Result<Vec<plan_engine::Op>, BoardError>,
 ) -> axum::response::Response {
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
-    let lang = app::i18n::from_headers(headers);
     let result = match (id.parse::<PlanId>(), ops) {
         (Err(_), _) => Err(BoardError::NotFound(format!("'{id}' is not a plan id"))),
         _ if !viewer.can_edit => Err(BoardError::Forbidden(format!(
@@ -930,6 +1053,18 @@ async fn change_from_form(
             Err(e) => Err(to_board_error(e)),
         },
     };
+    back_to_board(result, headers)
+}
+
+/// A plain form's answer: back to the plan's board, or a page in the
+/// person's language saying why not.
+fn back_to_board(
+    result: Result<PlanId, BoardError>,
+    headers: &axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(headers);
     match result {
         Ok(plan) => axum::response::Redirect::to(&format!("/plans/{plan}")).into_response(),
         Err(e) => {

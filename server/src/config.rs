@@ -19,6 +19,7 @@
 //! | `PLANBOARD_RUN_LEASE_SECS` | `30` | how long a run's lease lasts without a heartbeat |
 //! | `PLANBOARD_MCP_SERVERS` | — | a JSON file of MCP servers (`mcpServers`) whose tools the agent may use |
 //! | `PLANBOARD_WORKSPACE_ROOTS` | — | folders (separated by `:`) a run may start from: a folder or git repository inside one is copied into the run's workspace |
+//! | `PLANBOARD_TOOL_POLICY` | — | `tool=auto\|ask\|never` entries separated by `,`, over the defaults (`run_shell` and MCP tools not marked read-only: `ask`) |
 //! | `PLANBOARD_SANDBOX` | `on` | `off`: no `run_python` / `run_shell` even where bubblewrap works |
 //! | `PLANBOARD_FETCH_ALLOW_PRIVATE` | `false` | `fetch_url` may read loopback, private and link-local addresses |
 //! | `PLANBOARD_FETCH_ALLOW` | — | private addresses `fetch_url` may read, as `host:port` entries separated by `,` |
@@ -48,6 +49,8 @@ pub struct Config {
     pub mcp_servers: std::collections::BTreeMap<String, agent::mcp::McpServer>,
     /// Folders a run may start from (copied, never written in place).
     pub workspace_roots: Vec<std::path::PathBuf>,
+    /// The operator's tool policies, over each tool's default.
+    pub tool_policies: Vec<(String, agent::run::ToolPolicy)>,
     /// Whether `run_python` and `run_shell` are offered where the sandbox works.
     pub sandbox: bool,
     /// What `fetch_url` may reach.
@@ -70,6 +73,7 @@ impl std::fmt::Debug for Config {
             .field("run_lease", &self.run_lease)
             .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
             .field("workspace_roots", &self.workspace_roots)
+            .field("tool_policies", &self.tool_policies)
             .field("sandbox", &self.sandbox)
             .field("fetch", &self.fetch)
             .field(
@@ -138,6 +142,7 @@ impl Config {
             run_lease: Duration::from_secs(30),
             mcp_servers: Default::default(),
             workspace_roots: Vec::new(),
+            tool_policies: Vec::new(),
             sandbox: true,
             fetch: agent::web::WebPolicy::default(),
             search_url: None,
@@ -225,6 +230,27 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
+            tool_policies: match var("PLANBOARD_TOOL_POLICY") {
+                None => Vec::new(),
+                Some(list) => list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .map(|entry| {
+                        entry
+                            .split_once('=')
+                            .and_then(|(name, policy)| {
+                                Some((name.trim().to_string(), policy.trim().parse().ok()?))
+                            })
+                            .filter(|(name, _)| !name.is_empty())
+                            .ok_or_else(|| {
+                                ConfigError::Invalid(format!(
+                                    "PLANBOARD_TOOL_POLICY takes tool=auto|ask|never entries, not '{entry}'"
+                                ))
+                            })
+                    })
+                    .collect::<Result<_, _>>()?,
+            },
             sandbox: switch(&var, "PLANBOARD_SANDBOX", true)?,
             fetch: agent::web::WebPolicy {
                 allow_private: switch(&var, "PLANBOARD_FETCH_ALLOW_PRIVATE", false)?,

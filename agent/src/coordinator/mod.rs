@@ -144,6 +144,25 @@ impl Agent {
     /// Runs `run` until it is done, failed or cancelled; waits (without
     /// polling) for approval, answers and resumes on the way.
     pub async fn drive(&self, run: RunRecord) -> RunRecord {
+        // A guarded call asked before a restart waits on a job that is
+        // gone: it expires, and the agent asks again if it still needs to.
+        if let Ok(open) = self.host.open_tool_calls(run.id).await {
+            for call in open {
+                let _ = self
+                    .host
+                    .log(
+                        run.id,
+                        RunEntry::ToolDecision {
+                            call,
+                            verdict: crate::run::Verdict::Expired,
+                            by: AGENT_ACTOR.to_string(),
+                            reason: Some("the run restarted before anyone decided".into()),
+                            arguments: None,
+                        },
+                    )
+                    .await;
+            }
+        }
         let budget = Arc::new(Mutex::new(run.config.budget.clone()));
         self.budgets
             .lock()
@@ -161,7 +180,9 @@ impl Agent {
         };
         let mut driver = Driver {
             host: self.host.clone(),
-            tools: (self.tools)(run.id).only(run.config.tools.as_deref()),
+            tools: (self.tools)(run.id)
+                .only(run.config.tools.as_deref())
+                .overridden(&run.config.policies),
             caller,
             run,
             seen: None,

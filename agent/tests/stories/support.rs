@@ -79,9 +79,14 @@ impl Watcher {
 
 impl World {
     pub fn new(llm: ScriptedLlm) -> World {
+        World::with_agent(llm, |agent| agent)
+    }
+
+    /// A world whose agent is set up further by `setup` (its tools).
+    pub fn with_agent(llm: ScriptedLlm, setup: impl FnOnce(Agent) -> Agent) -> World {
         let host = MemoryHost::new();
         let llm = Arc::new(llm);
-        let agent = Agent::new(host.clone(), llm.clone(), 8);
+        let agent = setup(Agent::new(host.clone(), llm.clone(), 8));
         World {
             host,
             llm,

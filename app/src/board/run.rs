@@ -35,6 +35,44 @@ pub(crate) fn state_label(state: RunState, lang: crate::i18n::Lang) -> &'static 
     lang.pick(en, zh)
 }
 
+/// A guarded tool call waiting for a person: what it would do, exactly,
+/// and a plain form to approve it, run it with edited arguments, or deny it
+/// with a reason the model reads.
+#[component]
+fn ToolGuard(board: Board, p: crate::api::PendingTool) -> impl IntoView {
+    let lang = board.lang;
+    let id = board.id;
+    let can_edit = board.can_edit();
+    let testid = format!("tool-guard-{}", p.name);
+    view! {
+        <div class="run-guard" data-testid=testid>
+            <p>
+                <strong>{lang.pick("The agent asks to run ", "智能体请求运行 ")}<code>{p.name.clone()}</code></strong>
+                {format!(" · #{}", p.subtask)}
+            </p>
+            {p.shown.map(|text| view! { <pre class="guard-shown" data-testid="tool-guard-shown">{text}</pre> })}
+            {can_edit.then(|| view! {
+                <form method="post" action=format!("/plans/{id}/tool-call")>
+                    <input type="hidden" name="call" value=p.call.clone()/>
+                    <label class="field">
+                        {lang.pick("Arguments (edit them, then “Run edited”)", "参数（可修改，然后点“按修改运行”）")}
+                        <textarea name="arguments" rows="4" data-testid="tool-guard-arguments">{p.arguments.clone()}</textarea>
+                    </label>
+                    <label class="field">
+                        {lang.pick("Reason (for a denial; the agent reads it)", "理由（拒绝时填写，智能体会读到）")}
+                        <input name="reason" maxlength="2000" data-testid="tool-guard-reason"/>
+                    </label>
+                    <button type="submit" name="verdict" value="approve" class="primary" data-testid="tool-guard-approve">{lang.pick("Approve", "批准")}</button>
+                    " "
+                    <button type="submit" name="verdict" value="edit" data-testid="tool-guard-edit">{lang.pick("Run edited", "按修改运行")}</button>
+                    " "
+                    <button type="submit" name="verdict" value="deny" class="danger" data-testid="tool-guard-deny">{lang.pick("Deny", "拒绝")}</button>
+                </form>
+            })}
+        </div>
+    }
+}
+
 /// Rendered in the browser only: the run changes between the server's
 /// render and hydration (the agent does not wait), and a header rendered
 /// twice from two states would not hydrate.
@@ -172,6 +210,7 @@ fn RunBody(board: Board) -> impl IntoView {
                 {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
                 {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
                 {questions}
+                {r.pending.into_iter().map(|p| view! { <ToolGuard board p/> }).collect_view()}
                 {writing}
                 {r.answer.map(|answer| view! {
                     <div class="run-answer" data-testid="run-answer">

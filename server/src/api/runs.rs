@@ -20,7 +20,7 @@ use super::extract::{path_param, OptionalBody, Params};
 use super::ApiState;
 use crate::auth::Identity;
 use crate::runs::inputs::{InputError, Upload};
-use crate::runs::{Artifact, RunError, RunView};
+use crate::runs::{Artifact, Decision, PendingCall, RunError, RunView};
 use crate::store::StoredRunEntry;
 
 impl From<RunError> for ApiError {
@@ -40,6 +40,11 @@ impl From<RunError> for ApiError {
                 tracing::error!("run store failure: {e}");
                 ApiError::Internal
             }
+            e @ RunError::NoCall(_) => ApiError::NotFound(e.to_string()),
+            e @ RunError::Decided(_) => ApiError::State {
+                code: "decided",
+                message: e.to_string(),
+            },
             RunError::Input(e) => match e {
                 InputError::TooMany { .. }
                 | InputError::FileTooLarge { .. }
@@ -152,6 +157,11 @@ pub struct StartRun {
     #[serde(default)]
     #[schemars(length(min = 1, max = 1000))]
     pub source: Option<String>,
+    /// Per-tool policies for this run (`auto`, `ask`: each call waits for
+    /// a person, `never`), over the operator's; the operator's `never`
+    /// stays.
+    #[serde(default)]
+    pub policies: Option<std::collections::BTreeMap<String, agent::run::ToolPolicy>>,
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -279,6 +289,7 @@ impl StartRun {
                 .tools
                 .map(|names| names.into_iter().map(|n| n.0).collect()),
             inputs: Vec::new(),
+            policies: self.policies.unwrap_or_default(),
         })
     }
 }
@@ -447,6 +458,35 @@ pub async fn resume_run(
         None => None,
     };
     Ok(Json(state.runs.resume(id, budget, &who.actor()).await?))
+}
+
+#[utoipa::path(get, path = "/api/runs/{id}/tool-calls", tag = "runs",
+    description = "the run's guarded tool calls (policy `ask`) that wait for a person, oldest first",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    responses((status = 200, body = Vec<PendingCall>), ReadErrors))]
+pub async fn pending_calls(
+    State(state): State<ApiState>,
+    RunRef(id): RunRef,
+) -> Result<Json<Vec<PendingCall>>, ApiError> {
+    Ok(Json(state.runs.pending_calls(id).await?))
+}
+
+#[utoipa::path(post, path = "/api/runs/{id}/tool-calls/{call}", tag = "runs",
+    description = "a person's decision on a guarded tool call: `approve` runs it, `edit` runs it with `arguments`, `deny` sends `reason` back to the model; 409 `decided` if it was decided (or expired) already",
+    params(("id" = uuid::Uuid, Path, description = "run UUID"),
+           ("call" = String, Path, description = "the call's id, from GET /api/runs/{id}/tool-calls")),
+    request_body(content = Decision),
+    responses((status = 200, body = RunView), WriteErrors))]
+pub async fn decide_call(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    RunRef(id): RunRef,
+    parts: axum::extract::Path<(String, String)>,
+    Body(body): Body<Decision>,
+) -> Result<Json<RunView>, ApiError> {
+    Ok(Json(
+        state.runs.decide(id, &parts.1, body, &who.actor()).await?,
+    ))
 }
 
 #[utoipa::path(post, path = "/api/runs/{id}/answer", tag = "runs",

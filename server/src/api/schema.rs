@@ -146,6 +146,8 @@ schemars_bridge! {
         super::runs::StartRun,
         super::runs::StartRunUpload,
         super::runs::AgentTools,
+        crate::runs::PendingCall,
+        crate::runs::Decision,
         super::runs::ResumeRun,
         super::runs::AnswerRun,
         crate::runs::RunView,

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use agent::host::{Host, HostError};
-use agent::run::{ReplyDelta, RunEntry, RunId, RunRecord};
+use agent::host::{Host, HostError, ToolVerdict};
+use agent::run::{EntryKind, ReplyDelta, RunEntry, RunId, RunRecord};
 use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::broadcast;
 
@@ -14,7 +14,28 @@ use super::delta_relay::DeltaRelay;
 use super::log_writer::{LogQueue, Streaming};
 use super::stream::{LiveDelta, RunNews};
 use crate::service::{PlanService, ServiceError};
-use crate::store::{NewRunEntry, RunStore};
+use crate::store::{NewRunEntry, RunStore, StoreError};
+
+/// Every entry of one run's log that reads as a [`RunEntry`], oldest
+/// first, read page by page.
+pub async fn whole_log(store: &dyn RunStore, run: RunId) -> Result<Vec<RunEntry>, StoreError> {
+    const PAGE: u32 = 500;
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.run_log(run, after, PAGE).await?;
+        let short = page.len() < PAGE as usize;
+        for stored in page {
+            after = stored.seq;
+            if let Ok(entry) = serde_json::from_value(stored.entry) {
+                out.push(entry);
+            }
+        }
+        if short {
+            return Ok(out);
+        }
+    }
+}
 
 pub struct ServerHost {
     plans: Arc<PlanService>,
@@ -52,6 +73,16 @@ fn host_error(e: ServiceError) -> HostError {
         ServiceError::Plan(PlanError::UnknownPlan { id }) => HostError::NotFound(id),
         ServiceError::Plan(e) => HostError::Refused(e),
         other => HostError::Unavailable(other.to_string()),
+    }
+}
+
+impl ServerHost {
+    /// Appends `entry` and returns once it is stored (a person's decision
+    /// must be readable by the next request).
+    pub async fn log_now(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
+        self.log(run, entry).await?;
+        self.log.flush().await;
+        Ok(())
     }
 }
 
@@ -124,6 +155,48 @@ impl Host for ServerHost {
             })
             .await;
         Ok(())
+    }
+
+    async fn tool_verdict(&self, run: RunId, call: &str) -> Result<ToolVerdict, HostError> {
+        // Subscribed before reading the log: a decision stored in between
+        // is heard either way. Decisions written by other replicas reach
+        // this broadcast through the shared log's reader. (While it
+        // waits, the broadcast has a receiver, so replies stream.)
+        let mut news = self.entries.subscribe();
+        loop {
+            let entries = whole_log(self.store.as_ref(), run)
+                .await
+                .map_err(|e| HostError::Unavailable(e.to_string()))?;
+            if let Some(verdict) = entries.iter().find_map(|e| ToolVerdict::of(e, call)) {
+                return Ok(verdict);
+            }
+            loop {
+                match news.recv().await {
+                    Ok(RunNews::Entry(e))
+                        if e.run_id == run && e.kind == EntryKind::ToolDecision =>
+                    {
+                        let verdict = serde_json::from_value::<RunEntry>(e.entry.clone())
+                            .ok()
+                            .and_then(|entry| ToolVerdict::of(&entry, call));
+                        if let Some(verdict) = verdict {
+                            return Ok(verdict);
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(broadcast::error::RecvError::Closed) => {
+                        return Err(HostError::Unavailable("the server is shutting down".into()))
+                    }
+                }
+            }
+        }
+    }
+
+    async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
+        let entries = whole_log(self.store.as_ref(), run)
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))?;
+        Ok(agent::host::open_calls(&entries))
     }
 
     /// Someone follows a run or plan stream (they share one broadcast), or

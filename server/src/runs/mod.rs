@@ -30,11 +30,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use agent::protocol::ToolSpec;
-use agent::run::{Budget, RunConfig, RunProgress, RunRecord, RunState};
+use agent::run::{Budget, RunConfig, RunEntry, RunProgress, RunRecord, RunState, Verdict};
 use agent::sandbox::{CodeTools, Sandbox, SandboxLimits, SandboxUnavailable};
 use agent::tools::{FileTools, ToolBox, Toolset};
 use agent::web::WebTools;
 use agent::{Agent, Llm, OpenAiLlm, RunId};
+use host::whole_log;
 use inputs::{InputError, Staged, Upload};
 use plan_engine::{Command, Op, PlanState, SubtaskId, SubtaskState};
 use schemars::JsonSchema;
@@ -62,6 +63,12 @@ pub enum RunError {
     Plan(#[from] ServiceError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// No guarded call of the run has this id.
+    #[error("the run has no guarded call {0}")]
+    NoCall(String),
+    /// The guarded call was decided already (or expired).
+    #[error("the call {0} was decided already")]
+    Decided(String),
     /// The run's files were refused (or could not be written).
     #[error(transparent)]
     Input(#[from] InputError),
@@ -90,6 +97,10 @@ pub struct Runs {
     lease: Duration,
     workspaces: PathBuf,
     driving: Mutex<HashSet<RunId>>,
+    /// The agent's host, for what people add to a run's log.
+    host: Arc<ServerHost>,
+    /// One decision on a guarded call at a time, so a second one is refused.
+    deciding: tokio::sync::Mutex<()>,
     /// Folders runs may start from (`PLANBOARD_WORKSPACE_ROOTS`).
     workspace_roots: Vec<PathBuf>,
     /// The code runner, or why it is not offered.
@@ -179,6 +190,7 @@ impl Runs {
             streaming,
             relay,
         ));
+        let host_for_people = host.clone();
         let workspaces = config.workspaces.clone();
         let sandbox = sandbox_of(config);
         let web = Arc::new(WebTools::new(
@@ -188,6 +200,7 @@ impl Runs {
         // The tools every run gets, built for one workspace.
         let toolset = {
             let (root, sandbox, web) = (workspaces.clone(), sandbox.clone(), web.clone());
+            let policies = config.tool_policies.clone();
             move |run: RunId| {
                 let dir = root.join(run.to_string());
                 let mut sources = Vec::new();
@@ -203,7 +216,7 @@ impl Runs {
                 }
                 sources.push(web.clone());
                 sources.extend(shared_tools.iter().cloned());
-                Toolset::new(sources)
+                Toolset::new(sources).with_policies(policies.iter().cloned())
             }
         };
         // Asked of a toolset for no run, whose empty folder then goes again.
@@ -232,6 +245,8 @@ impl Runs {
             lease: config.run_lease,
             workspaces,
             driving: Mutex::new(HashSet::new()),
+            host: host_for_people,
+            deciding: tokio::sync::Mutex::new(()),
             workspace_roots: config.workspace_roots.clone(),
             sandbox,
             tool_names,
@@ -557,6 +572,84 @@ impl Runs {
         self.on_plan(id, ops, who).await
     }
 
+    /// The run's guarded tool calls that wait for a person, oldest first.
+    pub async fn pending_calls(&self, id: RunId) -> Result<Vec<PendingCall>, RunError> {
+        self.record(id).await?;
+        let entries = whole_log(self.store.as_ref(), id).await?;
+        let open = agent::host::open_calls(&entries);
+        Ok(entries
+            .into_iter()
+            .filter_map(|e| match e {
+                RunEntry::ToolApproval {
+                    subtask,
+                    call,
+                    name,
+                    arguments,
+                } if open.contains(&call) => Some(PendingCall {
+                    call,
+                    subtask,
+                    name,
+                    arguments,
+                }),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// A person's decision on a guarded call: approved, edited (with the
+    /// arguments to use) or denied (with a reason for the model).
+    pub async fn decide(
+        &self,
+        id: RunId,
+        call: &str,
+        decision: Decision,
+        who: &str,
+    ) -> Result<RunView, RunError> {
+        let _one = self.deciding.lock().await;
+        let pending = self.pending_calls(id).await?;
+        if !pending.iter().any(|p| p.call == call) {
+            let entries = whole_log(self.store.as_ref(), id).await?;
+            let asked = entries
+                .iter()
+                .any(|e| matches!(e, RunEntry::ToolApproval { call: c, .. } if c == call));
+            return Err(if asked {
+                RunError::Decided(call.to_string())
+            } else {
+                RunError::NoCall(call.to_string())
+            });
+        }
+        let (verdict, arguments) = match decision.verdict {
+            DecisionKind::Approve => (Verdict::Approved, None),
+            DecisionKind::Deny => (Verdict::Denied, None),
+            DecisionKind::Edit => match decision.arguments {
+                Some(args @ serde_json::Value::Object(_)) => (Verdict::Edited, Some(args)),
+                _ => {
+                    return Err(RunError::Invalid(
+                        "an edit gives the call's arguments as a JSON object".into(),
+                    ))
+                }
+            },
+        };
+        let reason = decision
+            .reason
+            .map(|r| r.trim().chars().take(2000).collect::<String>())
+            .filter(|r| !r.is_empty());
+        self.host
+            .log_now(
+                id,
+                RunEntry::ToolDecision {
+                    call: call.to_string(),
+                    verdict,
+                    by: who.to_string(),
+                    reason,
+                    arguments,
+                },
+            )
+            .await
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
+        self.get(id).await
+    }
+
     /// The files the run wrote, relative to its workspace.
     pub async fn artifacts(&self, id: RunId) -> Result<Vec<Artifact>, RunError> {
         self.record(id).await?;
@@ -641,6 +734,39 @@ impl Runs {
         }
         tokio::fs::read(real).await.map_err(|_| missing())
     }
+}
+
+/// A guarded tool call that waits for a person.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct PendingCall {
+    pub call: String,
+    pub subtask: SubtaskId,
+    pub name: String,
+    /// The arguments the agent gave (the code, the URL, …).
+    pub arguments: serde_json::Value,
+}
+
+/// What a person decides about a guarded call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Approve,
+    Edit,
+    Deny,
+}
+
+/// A person's decision, as the API and the board send it.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    pub verdict: DecisionKind,
+    /// For the model: why it was denied (or edited).
+    #[serde(default)]
+    #[schemars(length(max = 2000))]
+    pub reason: Option<String>,
+    /// With `edit`: the arguments to run the call with instead.
+    #[serde(default)]
+    pub arguments: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, JsonSchema)]

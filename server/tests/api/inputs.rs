@@ -366,3 +366,106 @@ async fn the_executor_computes_from_an_uploaded_file_with_run_python_in_the_sand
     let total = workspaces(&server).join(&run).join("total.txt");
     assert_eq!(std::fs::read_to_string(total).unwrap(), "12");
 }
+
+async fn pending(server: &TestServer, run: &str) -> Value {
+    for _ in 0..400 {
+        let (status, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
+        assert_eq!(status, StatusCode::OK, "{calls}");
+        if !calls.as_array().unwrap().is_empty() {
+            return calls[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("run {run} never asked");
+}
+
+#[tokio::test]
+async fn run_shell_waits_for_a_persons_decision_over_http_and_a_denial_reaches_the_model() {
+    if !sandbox_works() {
+        return;
+    }
+    let fake = FakeOpenAi::start().await;
+    let server = server(&fake, Vec::new()).await;
+    let one = |name: &str| {
+        json!({"title": "t", "subtasks": [
+            {"name": name, "description": "use the shell", "expected_outcome": "", "depends_on": []}
+        ]})
+    };
+    let shell = |command: &str| json!({"action": "run_shell", "arguments": {"command": command}});
+    let start = json!({"task": "Use the shell", "mode": "simple", "approval_required": false});
+    // First run: approved as edited.
+    fake.content(one("write"));
+    fake.content(shell("echo hi > shell.txt"));
+    fake.content(json!({"action": "complete", "result": "written"}));
+    let (_, view) = server.post("/api/runs", start.clone()).await;
+    let run = view["id"].as_str().unwrap().to_string();
+    let call = pending(&server, &run).await;
+    assert_eq!(call["name"], "run_shell");
+    assert_eq!(call["arguments"]["command"], "echo hi > shell.txt");
+    let id = call["call"].as_str().unwrap();
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/tool-calls/nope"),
+            json!({"verdict": "approve"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/tool-calls/{id}"),
+            json!({"verdict": "edit", "arguments": {"command": "echo edited > shell.txt"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/tool-calls/{id}"),
+            json!({"verdict": "approve"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "decided once: {body}");
+    assert_eq!(body["error"], "decided");
+    let view = wait_until(&server, &run, |v| v["state"] == "done").await;
+    assert_eq!(view["state"], "done");
+    let written = workspaces(&server).join(&run).join("shell.txt");
+    assert_eq!(std::fs::read_to_string(written).unwrap(), "edited\n");
+    // Second run: denied; the command never runs and the model reads why.
+    fake.content(one("delete"));
+    fake.content(shell("rm -rf ./*"));
+    fake.content(json!({"action": "complete", "result": "not deleted"}));
+    let (_, view) = server.post("/api/runs", start).await;
+    let run = view["id"].as_str().unwrap().to_string();
+    let call = pending(&server, &run).await;
+    let id = call["call"].as_str().unwrap();
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/tool-calls/{id}"),
+            json!({"verdict": "deny", "reason": "never delete the workspace"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_until(&server, &run, |v| v["state"] == "done").await;
+    let last = fake
+        .requests()
+        .into_iter()
+        .rfind(|r| shape(r) == "action")
+        .unwrap();
+    assert!(
+        last["messages"]
+            .to_string()
+            .contains("never delete the workspace"),
+        "{last}"
+    );
+    let (_, events) = server.get(&format!("/api/runs/{run}/events")).await;
+    let kinds: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"tool_approval") && kinds.contains(&"tool_decision"));
+    assert!(
+        !kinds.contains(&"tool_call"),
+        "a denied command never ran: {kinds:?}"
+    );
+}

@@ -1,0 +1,218 @@
+//! Action guards: a tool whose policy is `ask` waits for a person, who
+//! approves, edits or denies the call; the decision is on the run log and
+//! the model reads what happened. A question nobody answered before a
+//! restart expires.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::*;
+use agent::host::Host;
+use agent::llm::CallRole;
+use agent::run::{ToolPolicy, Verdict};
+use agent::tools::{FileTools, ToolBox, Toolset};
+use agent::{ModeChoice, RunEntry, RunState};
+use serde_json::{json, Value};
+
+/// A world whose agent writes files in `dir`, `write_file` guarded.
+fn guarded_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
+    let root = dir.to_path_buf();
+    World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            Toolset::new(vec![files]).with_policies([("write_file".to_string(), ToolPolicy::Ask)])
+        })
+    })
+}
+
+fn write(content: &str) -> Value {
+    json!({"action": "write_file", "arguments": {"path": "out.txt", "content": content}})
+}
+
+fn one_step(task: &str) -> agent::RunConfig {
+    let mut c = config(task);
+    c.mode = ModeChoice::Simple;
+    c
+}
+
+/// Waits for the run's first open guarded call and returns its id.
+async fn asked(world: &World) -> (String, Value) {
+    for _ in 0..4000 {
+        if let Some((call, arguments)) = world.entries().iter().find_map(|e| match e {
+            RunEntry::ToolApproval {
+                call, arguments, ..
+            } => Some((call.clone(), arguments.clone())),
+            _ => None,
+        }) {
+            return (call, arguments);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no guarded call was asked: {:#?}", world.entries());
+}
+
+async fn decide(
+    world: &World,
+    call: &str,
+    verdict: Verdict,
+    reason: Option<&str>,
+    arguments: Option<Value>,
+) {
+    let run = world.stored_run().id;
+    world
+        .host
+        .log(
+            run,
+            RunEntry::ToolDecision {
+                call: call.to_string(),
+                verdict,
+                by: "ada".into(),
+                reason: reason.map(str::to_string),
+                arguments,
+            },
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_ask_tool_waits_for_a_person_and_runs_once_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("save", &[])]))
+        .push_json(CallRole::Executor, write("hello"));
+    let world = guarded_world(llm, dir.path());
+    let driving = world.start(one_step("Save a greeting")).await;
+    let (call, arguments) = asked(&world).await;
+    assert_eq!(
+        arguments["content"], "hello",
+        "the exact arguments are shown"
+    );
+    // Nothing ran while it waited, and the run is still running.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!dir.path().join("out.txt").exists());
+    assert_eq!(world.run_state(), RunState::Running);
+    decide(&world, &call, Verdict::Approved, None, None).await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+    let kinds: Vec<String> = world
+        .entries()
+        .iter()
+        .map(|e| e.kind().to_string())
+        .collect();
+    let at = |k: &str| kinds.iter().position(|x| x == k).unwrap();
+    assert!(at("tool_approval") < at("tool_decision") && at("tool_decision") < at("tool_call"));
+}
+
+#[tokio::test]
+async fn a_denied_call_is_not_run_and_the_model_reads_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("save", &[])]))
+        .push_json(CallRole::Executor, write("rm -rf"));
+    let world = guarded_world(llm, dir.path());
+    let driving = world.start(one_step("Save a greeting")).await;
+    let (call, _) = asked(&world).await;
+    decide(
+        &world,
+        &call,
+        Verdict::Denied,
+        Some("not in this folder"),
+        None,
+    )
+    .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(
+        !dir.path().join("out.txt").exists(),
+        "a denied call never runs"
+    );
+    let next = world
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .nth(1)
+        .expect("the executor went on");
+    let said = next.messages.last().unwrap().content.clone();
+    assert!(
+        said.contains("denied the call of write_file: not in this folder"),
+        "{said}"
+    );
+    assert!(!world
+        .entries()
+        .iter()
+        .any(|e| matches!(e, RunEntry::ToolCall { .. })));
+}
+
+#[tokio::test]
+async fn an_edited_call_runs_with_the_persons_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("save", &[])]))
+        .push_json(CallRole::Executor, write("helo"));
+    let world = guarded_world(llm, dir.path());
+    let driving = world.start(one_step("Save a greeting")).await;
+    let (call, _) = asked(&world).await;
+    let fixed = json!({"path": "out.txt", "content": "hello"});
+    decide(&world, &call, Verdict::Edited, None, Some(fixed)).await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "hello"
+    );
+    let next = world
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .nth(1)
+        .unwrap();
+    assert!(next
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("A person edited the arguments"));
+}
+
+#[tokio::test]
+async fn a_question_open_when_the_run_restarts_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("save", &[])]))
+        .push_json(CallRole::Executor, write("hello"));
+    let world = guarded_world(llm, dir.path());
+    let driving = world.start(one_step("Save a greeting")).await;
+    let (call, _) = asked(&world).await;
+    // The process dies while the question is open...
+    driving.abort();
+    let _ = driving.await;
+    assert_eq!(
+        world
+            .host
+            .open_tool_calls(world.stored_run().id)
+            .await
+            .unwrap(),
+        std::slice::from_ref(&call)
+    );
+    // ...and the run is picked up again.
+    let again = world.agent.clone();
+    let record = world.stored_run();
+    let _redriving = tokio::spawn(async move { again.drive(record).await });
+    for _ in 0..400 {
+        if world.entries().iter().any(|e| {
+            matches!(e,
+            RunEntry::ToolDecision { call: c, verdict: Verdict::Expired, .. } if *c == call)
+        }) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the open question did not expire: {:#?}", world.entries());
+}
