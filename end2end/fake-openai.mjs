@@ -47,6 +47,11 @@ function answer(request) {
       if (subtask === "look at the first" && brief.includes("[file]") && (request.messages?.length ?? 0) <= 2) {
         return { action: "write_file", arguments: { path: "notes/first.md", content: "# The first library\n\nIts notes." } };
       }
+      // [shell]: the first subtask asks to run a shell command (a guarded
+      // tool: a person decides), then completes once it has seen the result.
+      if (subtask === "look at the first" && brief.includes("[shell]") && (request.messages?.length ?? 0) <= 2) {
+        return { action: "run_shell", arguments: { command: "echo hello from the sandbox > hello.txt" } };
+      }
       if (subtask === "look at the first" && brief.includes("[fail]")) {
         return { action: "fail", reason: "the first library's documentation cannot be read" };
       }

@@ -112,6 +112,23 @@ pub fn brief(job: &Job) -> String {
             out.push('\n');
         }
     }
+    // What people said about the plan as a whole (files they added to the
+    // workspace are announced so), newest 3.
+    let about_plan: Vec<String> = plan
+        .comments()
+        .iter()
+        .filter(|c| c.subtask.is_none() && c.author != AGENT_ACTOR)
+        .rev()
+        .take(3)
+        .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
+        .collect();
+    if !about_plan.is_empty() {
+        out.push_str("\nWhat people said about the plan:\n");
+        for line in about_plan.iter().rev() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
     if !job.people_changes.is_empty() {
         out.push_str("\nPeople changed the plan while it ran:\n");
         for change in job.people_changes.iter().rev().take(5).rev() {

@@ -309,3 +309,25 @@ test("a person gives the agent a file and a choice of tools; the workspace shows
   expect((await zip.body()).subarray(0, 2).toString()).toBe("PK");
   await shot(page, "agent-13-workspace");
 });
+
+test("a guarded shell command waits on the board until a person approves it", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[shell] Say hello"), mode: "complex", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  const guard = page.getByTestId("tool-guard-run_shell");
+  await expect(guard).toBeVisible({ timeout: 15_000 });
+  await expect(guard.getByTestId("tool-guard-shown")).toHaveText("echo hello from the sandbox > hello.txt");
+  // Nothing ran yet: the workspace holds no hello.txt.
+  const before = await (await request.get(`/api/runs/${run.id}/artifacts`)).json();
+  expect(before.map((f: { path: string }) => f.path)).not.toContain("hello.txt");
+  await shot(page, "agent-14-guard");
+  await guard.getByTestId("tool-guard-approve").click();
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
+  await expect(page.getByTestId("tool-guard-run_shell")).toHaveCount(0);
+  const file = await request.get(`/api/runs/${run.id}/artifacts/hello.txt`);
+  expect(await file.text()).toBe("hello from the sandbox\n");
+  await page.getByTestId("run-activity").click();
+  await expect(page.getByTestId("activity-row").filter({ hasText: "approved by" }).first()).toBeVisible();
+  await expect(page.getByTestId("activity-row").filter({ hasText: "run_shell · ok" }).first()).toBeVisible();
+});

@@ -63,7 +63,7 @@ pub struct ApiState {
         runs::start_run, runs::list_runs, runs::get_run, runs::run_events, runs::pause_run,
         runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
-        runs::pending_calls, runs::decide_call, stream::run_stream,
+        runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
     ),
     tags(
         (name = "plans"), (name = "subtasks"), (name = "comments"),
@@ -130,6 +130,10 @@ pub fn routes(state: ApiState) -> Router {
         .route("/runs/{id}/cancel", post(runs::cancel_run))
         .route("/runs/{id}/answer", post(runs::answer_run))
         .route("/runs/{id}/tool-calls", get(runs::pending_calls))
+        .route(
+            "/runs/{id}/files",
+            post(runs::add_files).layer(DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT)),
+        )
         .route("/runs/{id}/tool-calls/{call}", post(runs::decide_call))
         .route("/runs/{id}/artifacts", get(runs::list_artifacts))
         .route("/runs/{id}/workspace.zip", get(runs::workspace_zip))

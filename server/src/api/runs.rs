@@ -221,16 +221,7 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for StartRequest {
         let mut form = axum::extract::Multipart::from_request(req, state)
             .await
             .map_err(|e| ApiError::BadRequest(e.body_text()))?;
-        let too_large = |e: axum::extract::multipart::MultipartError| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::TooLarge(format!(
-                    "the files are larger than the limit of {} bytes in all",
-                    run_model::MAX_FILES_BYTES
-                ))
-            } else {
-                ApiError::BadRequest(format!("the multipart body could not be read: {e}"))
-            }
-        };
+        let too_large = multipart_error;
         let mut run = None;
         let mut files = Vec::new();
         while let Some(field) = form.next_field().await.map_err(too_large)? {
@@ -458,6 +449,78 @@ pub async fn resume_run(
         None => None,
     };
     Ok(Json(state.runs.resume(id, budget, &who.actor()).await?))
+}
+
+/// `POST /api/runs/{id}/files`: files to add, each a part named `files`.
+#[derive(Clone, Debug, JsonSchema)]
+pub struct AddFiles {
+    #[schemars(with = "Vec<BinaryFile>")]
+    pub files: (),
+}
+
+#[utoipa::path(post, path = "/api/runs/{id}/files", tag = "runs",
+    description = "adds files to a run that goes on (multipart, parts named `files`; the upload limits of POST /api/runs): they land in its workspace next to what is there, and a comment on the plan tells the agent",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    request_body(content((AddFiles = "multipart/form-data"))),
+    responses((status = 200, body = Vec<super::schema::InputFileDoc>), WriteErrors))]
+pub async fn add_files(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    RunRef(id): RunRef,
+    request: axum::extract::Request,
+) -> Result<Json<Vec<run_model::InputFile>>, ApiError> {
+    let files = read_files(request, &state).await?;
+    if files.is_empty() {
+        return Err(ApiError::BadRequest(
+            "no files: send parts named `files`".into(),
+        ));
+    }
+    Ok(Json(state.runs.add_files(id, files, &who.actor()).await?))
+}
+
+/// The `files` parts of a multipart body.
+async fn read_files<S: Send + Sync>(
+    request: axum::extract::Request,
+    state: &S,
+) -> Result<Vec<Upload>, ApiError> {
+    use axum::extract::FromRequest;
+    let mut form = axum::extract::Multipart::from_request(request, state)
+        .await
+        .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let mut files = Vec::new();
+    while let Some(field) = form.next_field().await.map_err(multipart_error)? {
+        if field.name() != Some("files") {
+            return Err(ApiError::BadRequest(format!(
+                "unknown part `{}`; the files are parts named `files`",
+                field.name().unwrap_or_default()
+            )));
+        }
+        if files.len() == run_model::MAX_FILES {
+            return Err(ApiError::TooLarge(format!(
+                "at most {} files at once",
+                run_model::MAX_FILES
+            )));
+        }
+        let name = field.file_name().unwrap_or_default().to_string();
+        let bytes = field.bytes().await.map_err(multipart_error)?;
+        files.push(Upload {
+            name,
+            bytes: bytes.to_vec(),
+        });
+    }
+    Ok(files)
+}
+
+/// A multipart body that could not be read: too large (413) or malformed.
+fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::TooLarge(format!(
+            "the files are larger than the limit of {} bytes in all",
+            run_model::MAX_FILES_BYTES
+        ))
+    } else {
+        ApiError::BadRequest(format!("the multipart body could not be read: {e}"))
+    }
 }
 
 #[utoipa::path(get, path = "/api/runs/{id}/tool-calls", tag = "runs",

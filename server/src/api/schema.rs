@@ -118,6 +118,7 @@ schemars_bridge! {
         CommandDoc => plan_engine::Command,
         EventDoc => plan_engine::Event,
         PlanDoc => plan_engine::Plan,
+        InputFileDoc => run_model::InputFile,
     ],
     local: [
         super::docs::ErrorBody,
@@ -146,6 +147,7 @@ schemars_bridge! {
         super::runs::StartRun,
         super::runs::StartRunUpload,
         super::runs::AgentTools,
+        super::runs::AddFiles,
         crate::runs::PendingCall,
         crate::runs::Decision,
         super::runs::ResumeRun,

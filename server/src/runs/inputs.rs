@@ -208,6 +208,37 @@ impl Staged {
         Ok(self.inputs)
     }
 
+    /// Moves the files into an existing workspace next to what is there;
+    /// a name that is taken gets ` (2)` and so on. Returns where each went.
+    pub async fn add_to(self, workspace: &Path) -> Result<Vec<InputFile>, InputError> {
+        tokio::fs::create_dir_all(workspace).await?;
+        let mut placed = Vec::new();
+        for mut input in self.inputs.clone() {
+            let mut name = input.path.clone();
+            let mut n = 2;
+            while tokio::fs::symlink_metadata(workspace.join(&name))
+                .await
+                .is_ok()
+            {
+                name = match input.path.rsplit_once('.') {
+                    Some((stem, ext)) if !stem.is_empty() => format!("{stem} ({n}).{ext}"),
+                    _ => format!("{} ({n})", input.path),
+                };
+                n += 1;
+            }
+            if let Err(e) =
+                tokio::fs::rename(self.dir.join(&input.path), workspace.join(&name)).await
+            {
+                let _ = tokio::fs::remove_dir_all(&self.dir).await;
+                return Err(e.into());
+            }
+            input.path = name;
+            placed.push(input);
+        }
+        let _ = tokio::fs::remove_dir_all(&self.dir).await;
+        Ok(placed)
+    }
+
     /// Removes what was staged.
     pub async fn discard(self) {
         let _ = tokio::fs::remove_dir_all(&self.dir).await;

@@ -572,6 +572,48 @@ impl Runs {
         self.on_plan(id, ops, who).await
     }
 
+    /// Adds files to a run's workspace while it runs: they land next to
+    /// what is there, and a comment on the plan (which the agent reads
+    /// among what people changed) says which.
+    pub async fn add_files(
+        &self,
+        id: RunId,
+        uploads: Vec<Upload>,
+        who: &str,
+    ) -> Result<Vec<run_model::InputFile>, RunError> {
+        let record = self.record(id).await?;
+        if record.state.is_finished() {
+            return Err(RunError::Invalid(format!(
+                "the run is {}; files are added to a run that goes on",
+                record.state
+            )));
+        }
+        let plan = record
+            .plan_id
+            .ok_or_else(|| RunError::Invalid("the run has no plan yet".into()))?;
+        let staged = self.stage_uploads(uploads).await?;
+        let placed = staged
+            .add_to(&self.workspace(id))
+            .await
+            .map_err(RunError::Input)?;
+        let list: Vec<String> = placed
+            .iter()
+            .map(|f| format!("{} ({} bytes)", f.path, f.bytes))
+            .collect();
+        let body = format!("added files to the workspace: {}", list.join(", "));
+        self.plans
+            .execute(
+                plan,
+                vec![Op::Comment {
+                    subtask: None,
+                    body,
+                }],
+                who,
+            )
+            .await?;
+        Ok(placed)
+    }
+
     /// The run's guarded tool calls that wait for a person, oldest first.
     pub async fn pending_calls(&self, id: RunId) -> Result<Vec<PendingCall>, RunError> {
         self.record(id).await?;

@@ -469,3 +469,54 @@ async fn run_shell_waits_for_a_persons_decision_over_http_and_a_denial_reaches_t
         "a denied command never ran: {kinds:?}"
     );
 }
+
+#[tokio::test]
+async fn files_added_to_a_running_run_land_next_to_its_own_and_the_agent_is_told() {
+    let fake = FakeOpenAi::start().await;
+    let server = server(&fake, Vec::new()).await;
+    let form = Form::new()
+        .part(
+            "run",
+            run_part(json!({"task": "Check the data", "mode": "simple"})),
+        )
+        .part("files", Part::bytes(b"a\n".to_vec()).file_name("data.csv"));
+    let (status, view) = upload(&server, form).await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let run = view["id"].as_str().unwrap().to_string();
+    let plan = view["plan_id"].as_str().unwrap().to_string();
+    wait_until(&server, &run, |v| v["state"] == "awaiting_approval").await;
+    let response = reqwest::Client::new()
+        .post(server.url(&format!("/api/runs/{run}/files")))
+        .multipart(Form::new().part("files", Part::bytes(b"b\n".to_vec()).file_name("data.csv")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let placed: Value = response.json().await.unwrap();
+    assert_eq!(placed[0]["path"], "data (2).csv", "the first one stays");
+    let ws = workspaces(&server).join(&run);
+    assert_eq!(std::fs::read_to_string(ws.join("data.csv")).unwrap(), "a\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("data (2).csv")).unwrap(),
+        "b\n"
+    );
+    let (status, _) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    wait_until(&server, &run, |v| v["state"] == "done").await;
+    let executor = prompts(&fake, "action").join("\n");
+    assert!(
+        executor.contains("added files to the workspace: data (2).csv (2 bytes)"),
+        "{executor}"
+    );
+    // A finished run takes no more files.
+    let response = reqwest::Client::new()
+        .post(server.url(&format!("/api/runs/{run}/files")))
+        .multipart(Form::new().part("files", Part::bytes(b"c".to_vec()).file_name("late.csv")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(!ws.join("late.csv").exists());
+}
