@@ -384,10 +384,53 @@ pub struct TaskForm {
 const FORM_FIELD_BYTES: usize = 64 * 1024;
 
 impl TaskForm {
+    /// Reads the form as the browser sends it (`multipart/form-data`, for
+    /// its files) or as a plain urlencoded post (a client without files).
+    pub async fn from_request(request: axum::extract::Request) -> Result<TaskForm, String> {
+        use axum::extract::FromRequest;
+        let multipart = request
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("multipart/form-data"));
+        if multipart {
+            let multipart = axum::extract::Multipart::from_request(request, &())
+                .await
+                .map_err(|e| e.body_text())?;
+            return TaskForm::read(multipart).await.map_err(|e| e.to_string());
+        }
+        let bytes = axum::body::Bytes::from_request(request, &())
+            .await
+            .map_err(|e| e.body_text())?;
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded::from_bytes(&bytes).map_err(|e| e.to_string())?;
+        let mut form = TaskForm::default();
+        for (name, value) in pairs {
+            form.set(&name, value);
+        }
+        Ok(form)
+    }
+
+    /// One text field.
+    fn set(&mut self, name: &str, text: String) {
+        match name {
+            "task" => self.task = text,
+            "mode" => self.mode = text,
+            "max_parallel" => self.max_parallel = text,
+            "max_tokens" => self.max_tokens = text,
+            "max_minutes" => self.max_minutes = text,
+            "approval" => self.approval = Some(text),
+            "tool" => self.tools.push(text),
+            "tools_chosen" => self.tools_chosen = true,
+            "source" => self.source = text,
+            _ => {}
+        }
+    }
+
     /// Reads the multipart form, field by field; files (empty ones are
     /// what a browser sends for an unused file input) are kept whole,
     /// bounded by the route's body limit.
-    pub async fn read(
+    async fn read(
         mut multipart: axum::extract::Multipart,
     ) -> Result<TaskForm, axum::extract::multipart::MultipartError> {
         let mut form = TaskForm::default();
@@ -503,7 +546,7 @@ pub async fn start_task_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
     axum::Extension(viewer): axum::Extension<app::api::Viewer>,
     headers: axum::http::HeaderMap,
-    multipart: axum::extract::Multipart,
+    request: axum::extract::Request,
 ) -> axum::response::Redirect {
     let lang = app::i18n::from_headers(&headers);
     let back = |e: &BoardError, task: &str| {
@@ -514,7 +557,7 @@ pub async fn start_task_form(
         .unwrap_or_default();
         axum::response::Redirect::to(&format!("/plans/new?{query}"))
     };
-    let mut form = match TaskForm::read(multipart).await {
+    let mut form = match TaskForm::from_request(request).await {
         Ok(form) => form,
         Err(e) => {
             let e = BoardError::Refused(lang.pick(

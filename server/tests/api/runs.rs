@@ -399,6 +399,31 @@ async fn the_agent_uses_an_mcp_servers_tools_as_work_tools() {
     };
     let server = TestServer::with_config(&config, |_| {}).await;
     let (run, _) = start(&server, json!({"task": "Make a plan on the other board", "mode": "simple", "approval_required": false})).await;
+    // create_plan is not marked read-only: it waits for a person (the
+    // default policy of an MCP tool that may write).
+    let call = loop {
+        let (_, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
+        if let Some(call) = calls.as_array().and_then(|c| c.first()).cloned() {
+            break call;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(call["name"], "create_plan");
+    let (_, plans) = tool_server.get("/api/plans").await;
+    assert!(
+        !plans.to_string().contains("made by the agent"),
+        "not before the approval"
+    );
+    let (status, body) = server
+        .post(
+            &format!(
+                "/api/runs/{run}/tool-calls/{}",
+                call["call"].as_str().unwrap()
+            ),
+            json!({"verdict": "approve"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     wait_for(&server, &run, "done").await;
     let (_, plans) = tool_server.get("/api/plans").await;
     assert!(plans.to_string().contains("made by the agent"), "{plans}");
