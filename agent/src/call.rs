@@ -22,17 +22,30 @@ pub enum CallError {
     /// Final (or out of retries): the reason is readable.
     #[error("{0}")]
     Llm(LlmError),
-    /// The answer could not be read, even after the repair round.
-    #[error("the model's answer could not be read: {0}")]
-    Malformed(Unreadable),
+    /// The answer could not be read, even after the repair round;
+    /// `answer` is what the model said last (cut), for the person who
+    /// reads why the run failed.
+    #[error("the model's answer could not be read: {problem}; it answered: {answer}")]
+    Malformed { problem: Unreadable, answer: String },
     /// A plan the engine or the mode's shape refused, repairs included.
-    #[error(
-        "the model's answer could not be read: the plan was refused {tries} times; last: {last}"
-    )]
-    Refused { tries: usize, last: Unreadable },
+    #[error("the model's answer could not be read: the plan was refused {tries} times; last: {last}; it answered: {answer}")]
+    Refused {
+        tries: usize,
+        last: Unreadable,
+        answer: String,
+    },
     /// A budget is used up; the run pauses.
     #[error("{0}")]
     Budget(String),
+}
+
+/// A model's answer as a failure shows it: the first 300 characters.
+pub fn shown_answer(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(300) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
 }
 
 /// What a run's calls share.
@@ -228,7 +241,10 @@ impl Caller {
             "Your answer could not be used: {problem}\nAnswer again with one JSON object that matches the schema, and nothing else."
         )));
         let reply = self.raw(&request, subtask).await?;
-        read(&reply).map_err(CallError::Malformed)
+        read(&reply).map_err(|problem| CallError::Malformed {
+            problem,
+            answer: shown_answer(&said(&reply)),
+        })
     }
 
     /// A typed JSON answer (`response_format: json_schema`).
@@ -240,13 +256,32 @@ impl Caller {
         max_tokens: u32,
         subtask: Option<SubtaskId>,
     ) -> Result<T, CallError> {
+        self.json_with(
+            role,
+            name,
+            protocol::schema_of::<T>(),
+            messages,
+            max_tokens,
+            subtask,
+        )
+        .await
+    }
+
+    /// [`Caller::json`] with a schema of the caller's (narrower than the
+    /// type's: a planner's bounds for its mode, say).
+    pub async fn json_with<T: DeserializeOwned>(
+        &self,
+        role: CallRole,
+        name: &'static str,
+        schema: serde_json::Value,
+        messages: Vec<Message>,
+        max_tokens: u32,
+        subtask: Option<SubtaskId>,
+    ) -> Result<T, CallError> {
         let request = ChatRequest {
             role,
             messages,
-            shape: Shape::Json {
-                name,
-                schema: protocol::schema_of::<T>(),
-            },
+            shape: Shape::Json { name, schema },
             max_tokens,
         };
         self.structured(request, subtask, |r| protocol::parse::<T>(&r.content))

@@ -103,6 +103,11 @@ pub enum RunEntry {
         comment: String,
         round: u32,
     },
+    /// What was wrong with a planner's answer and mended without the model
+    /// (too many subtasks, a dependency on itself, …).
+    PlanRepaired {
+        repairs: Vec<String>,
+    },
     LlmCall(LlmCallRecord),
     ToolCall {
         subtask: SubtaskId,
@@ -193,6 +198,7 @@ pub enum EntryKind {
     Classified,
     PlanProposed,
     Rejected,
+    PlanRepaired,
     LlmCall,
     ToolCall,
     RetryScheduled,
@@ -215,6 +221,7 @@ impl RunEntry {
             RunEntry::Classified(_) => EntryKind::Classified,
             RunEntry::PlanProposed { .. } => EntryKind::PlanProposed,
             RunEntry::Rejected { .. } => EntryKind::Rejected,
+            RunEntry::PlanRepaired { .. } => EntryKind::PlanRepaired,
             RunEntry::LlmCall(_) => EntryKind::LlmCall,
             RunEntry::ToolCall { .. } => EntryKind::ToolCall,
             RunEntry::RetryScheduled { .. } => EntryKind::RetryScheduled,

@@ -908,6 +908,7 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
             None,
             true,
         ),
+        E::PlanRepaired { repairs } => line(None, repairs.join("; "), None, true),
         E::Rejected { comment, round } => {
             line(None, format!("round {round}: {comment}"), None, true)
         }

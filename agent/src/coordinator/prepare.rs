@@ -64,6 +64,13 @@ impl Driver {
         let planned = planner::plan(&self.caller, mode, &task, revision)
             .await
             .map_err(RunFailure::Planning)?;
+        if !planned.repairs.is_empty() {
+            self.caller
+                .log(RunEntry::PlanRepaired {
+                    repairs: planned.repairs.clone(),
+                })
+                .await;
+        }
         let mut ops: Vec<Op> = old
             .subtasks()
             .iter()

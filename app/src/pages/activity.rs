@@ -32,6 +32,7 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::Classified => ("classified", "分类"),
         EntryKind::PlanProposed => ("plan proposed", "提出计划"),
         EntryKind::Rejected => ("rejected", "被驳回"),
+        EntryKind::PlanRepaired => ("plan repaired", "计划已修复"),
         EntryKind::LlmCall => ("model call", "模型调用"),
         EntryKind::ToolCall => ("tool call", "工具调用"),
         EntryKind::RetryScheduled => ("retry scheduled", "计划重试"),
