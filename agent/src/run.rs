@@ -4,7 +4,7 @@
 //! names them where the agent has always found them.
 
 pub use run_model::{
-    Budget, CallRole, Classification, ConfigError, DecidedBy, EntryKind, ErrorClass, LlmCallRecord,
-    ModeChoice, ReplyDelta, RunConfig, RunEntry, RunId, RunProgress, RunRecord, RunState, Spent,
-    ToolPolicy, Verdict, MAX_PARALLEL, MAX_TASK_CHARS, MESSAGE_CAP,
+    Budget, CallRole, Classification, ConfigError, DecidedBy, EntryKind, ErrorClass, InputFile,
+    LlmCallRecord, ModeChoice, ReplyDelta, RunConfig, RunEntry, RunId, RunProgress, RunRecord,
+    RunState, Spent, ToolPolicy, Verdict, MAX_PARALLEL, MAX_TASK_CHARS, MESSAGE_CAP,
 };

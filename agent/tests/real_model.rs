@@ -105,3 +105,183 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
         .collect();
     assert_eq!(Some(answer), run.answer);
 }
+
+/// The model's config, when a real model is named (`None`: skip).
+fn real_model() -> Option<LlmConfig> {
+    let url = std::env::var("PLANBOARD_TEST_LLM_URL").ok()?;
+    Some(LlmConfig {
+        base_url: url.trim_end_matches('/').to_string(),
+        api_key: std::env::var("PLANBOARD_TEST_LLM_API_KEY").unwrap_or_default(),
+        model: std::env::var("PLANBOARD_TEST_LLM_MODEL")
+            .unwrap_or_else(|_| "qwen2.5-coder-1.5b-instruct".into()),
+        classifier_model: None,
+        timeout: Duration::from_secs(300),
+        concurrency: 2,
+        protocol: Protocol::Auto,
+        stream: true,
+    })
+}
+
+/// Everything the run did, for the note that reports it.
+fn print_run(host: &MemoryHost, id: agent::RunId, run: &agent::RunRecord) {
+    println!(
+        "run: {:?} ({:?}), mode {:?}",
+        run.state, run.reason, run.classification
+    );
+    if let Some(plan) = host.only_plan() {
+        for s in plan.subtasks() {
+            println!(
+                "  #{} {} [{}] → {:?}",
+                s.id().0,
+                s.name(),
+                s.state().as_str(),
+                s.outcome()
+            );
+        }
+    }
+    for entry in host.entries(id) {
+        match entry {
+            RunEntry::LlmCall(c) => println!(
+                "  llm {} attempt {} {} ms, {}+{} tokens, error {:?}",
+                c.role, c.attempt, c.latency_ms, c.prompt_tokens, c.completion_tokens, c.error
+            ),
+            RunEntry::ToolCall {
+                name,
+                ok,
+                arguments,
+                result,
+                ..
+            } => println!("  tool {name} ok={ok} {arguments}\n    → {result}"),
+            other => println!("  {other:?}"),
+        }
+    }
+    println!("answer: {:?}", run.answer);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_model_totals_an_uploaded_csv_with_run_python_and_writes_a_report() {
+    let Some(config) = real_model() else {
+        println!("skipped: set PLANBOARD_TEST_LLM_URL to run this story against a real model");
+        return;
+    };
+    let sandbox = match agent::sandbox::Sandbox::detect(Default::default()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            println!("skipped: {e}");
+            return;
+        }
+    };
+    let workspace = tempfile::tempdir().unwrap();
+    let csv = "region,amount\nnorth,120\nsouth,75\nnorth,30\neast,210\nsouth,25\n";
+    std::fs::write(workspace.path().join("sales.csv"), csv).unwrap();
+    let root = workspace.path().to_path_buf();
+    let host = MemoryHost::new();
+    let agent = Agent::new(host.clone(), Arc::new(OpenAiLlm::new(config).unwrap()), 2).with_tools(
+        move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            let code: Arc<dyn ToolBox> =
+                Arc::new(agent::sandbox::CodeTools::new(sandbox.clone(), &root).unwrap());
+            Toolset::new(vec![files, code])
+        },
+    );
+    let record = agent
+        .start(
+            RunConfig {
+                task: "Use run_python to compute the total amount per region in sales.csv, \
+                       then write a short report with the totals to report.md."
+                    .into(),
+                mode: ModeChoice::Simple,
+                approval_required: false,
+                inputs: vec![agent::run::InputFile {
+                    path: "sales.csv".into(),
+                    bytes: csv.len() as u64,
+                    preview: Some(csv.into()),
+                }],
+                ..RunConfig::default()
+            },
+            "test",
+        )
+        .await
+        .unwrap();
+    let id = record.id;
+    let run = tokio::time::timeout(Duration::from_secs(1200), agent.drive(record))
+        .await
+        .expect("the run finishes within 20 minutes");
+    print_run(&host, id, &run);
+    let report = std::fs::read_to_string(workspace.path().join("report.md")).ok();
+    println!("report.md: {report:?}");
+    let used_python = host
+        .entries(id)
+        .iter()
+        .any(|e| matches!(e, RunEntry::ToolCall { name, ok: true, .. } if name == "run_python"));
+    println!("run_python used: {used_python}");
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_models_emergent_plan_fits_the_emergent_shape() {
+    let Some(config) = real_model() else {
+        println!("skipped: set PLANBOARD_TEST_LLM_URL to run this story against a real model");
+        return;
+    };
+    let rounds: usize = std::env::var("PLANBOARD_TEST_LLM_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let tasks = [
+        "Explore why our nightly builds got slower this month and find the cause.",
+        "Investigate which of our three suppliers is the most reliable; we do not know yet what data we have.",
+        "Research how other teams onboard new engineers and propose what we could try.",
+    ];
+    let mut planned = 0;
+    for i in 0..rounds {
+        let host = MemoryHost::new();
+        let agent = Agent::new(
+            host.clone(),
+            Arc::new(OpenAiLlm::new(config.clone()).unwrap()),
+            2,
+        );
+        let record = agent
+            .start(
+                RunConfig {
+                    task: tasks[i % tasks.len()].into(),
+                    mode: ModeChoice::Emergent,
+                    approval_required: true,
+                    ..RunConfig::default()
+                },
+                "test",
+            )
+            .await
+            .unwrap();
+        let id = record.id;
+        let driving = tokio::spawn(async move { agent.drive(record).await });
+        // Planning is done when the plan waits for approval, or the run failed.
+        let mut state = RunState::Classifying;
+        for _ in 0..6000 {
+            state = host.run(id).map_or(state, |r| r.state);
+            if matches!(state, RunState::AwaitingApproval | RunState::Failed) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        driving.abort();
+        let repaired: Vec<String> = host
+            .entries(id)
+            .iter()
+            .filter_map(|e| match e {
+                RunEntry::PlanRepaired { repairs } => Some(repairs.join("; ")),
+                _ => None,
+            })
+            .collect();
+        let todos = host.only_plan().map_or(0, |p| p.subtasks().len());
+        println!(
+            "emergent run {i}: {state:?}, {todos} TODOs, repairs {repaired:?}, reason {:?}",
+            host.run(id).and_then(|r| r.reason)
+        );
+        if state == RunState::AwaitingApproval {
+            planned += 1;
+        }
+    }
+    println!("emergent runs that reached approval: {planned} of {rounds}");
+    assert_eq!(planned, rounds);
+}

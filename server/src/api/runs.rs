@@ -227,11 +227,19 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for StartRequest {
         while let Some(field) = form.next_field().await.map_err(too_large)? {
             match field.name().unwrap_or_default() {
                 "run" => {
+                    // The body is well-formed; a `run` part that is not a
+                    // StartRun is refused as content (422), like a bad field.
                     let text = field.bytes().await.map_err(too_large)?;
-                    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-                        ApiError::BadRequest(format!("the part `run` is not valid JSON: {e}"))
-                    })?;
-                    run = Some(super::error::typed_body::<StartRun>(value)?);
+                    let refused = |message: String| ApiError::Refused {
+                        code: "invalid",
+                        message,
+                    };
+                    let value: serde_json::Value = serde_json::from_slice(&text)
+                        .map_err(|e| refused(format!("the part `run` is not valid JSON: {e}")))?;
+                    run = Some(
+                        super::error::typed_body::<StartRun>(value)
+                            .map_err(|e| refused(format!("the part `run`: {}", e.message())))?,
+                    );
                 }
                 "files" => {
                     let name = field.file_name().unwrap_or_default().to_string();
@@ -454,7 +462,7 @@ pub async fn resume_run(
 /// `POST /api/runs/{id}/files`: files to add, each a part named `files`.
 #[derive(Clone, Debug, JsonSchema)]
 pub struct AddFiles {
-    #[schemars(with = "Vec<BinaryFile>")]
+    #[schemars(with = "Vec<BinaryFile>", length(min = 1))]
     pub files: (),
 }
 

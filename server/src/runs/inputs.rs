@@ -60,6 +60,10 @@ pub struct Staged {
 
 /// The last component of a client's file name, or why it is unusable.
 fn file_name(raw: &str) -> Result<String, InputError> {
+    // A part without a file name is a file all the same.
+    if raw.trim().is_empty() {
+        return Ok("file".into());
+    }
     // Browsers on Windows send `C:\fakepath\a.csv`.
     let last = raw.rsplit(['/', '\\']).next().unwrap_or("").trim();
     let cleaned: String = last.chars().filter(|c| !c.is_control()).collect();

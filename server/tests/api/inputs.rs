@@ -162,7 +162,8 @@ async fn uploads_over_the_limits_are_refused_with_the_limit_and_start_nothing() 
         );
     let (status, body) = upload(&server, form).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
-    // A missing or broken `run` part is a 400 that says which.
+    // A missing `run` part is a 400 that says so; one that is not a run
+    // is refused as content (422), naming the part.
     let (status, body) = upload(
         &server,
         Form::new().part("files", Part::bytes(b"x".to_vec()).file_name("a.txt")),
@@ -178,7 +179,11 @@ async fn uploads_over_the_limits_are_refused_with_the_limit_and_start_nothing() 
         Form::new().part("run", Part::text("{\"task\": 1}")),
     )
     .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("the part `run`"),
+        "{body}"
+    );
     // Nothing started, nothing staged, nothing left behind.
     let (_, runs) = server.get("/api/runs").await;
     assert_eq!(runs, json!([]));
