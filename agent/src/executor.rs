@@ -194,6 +194,18 @@ impl ToolRouter {
     }
 }
 
+/// The offered tool the subtask's own words name (its name, description
+/// or expected outcome), if any: the planner is told to name the tool a
+/// subtask needs.
+fn named_tool<'a>(job: &Job, specs: &'a [ToolSpec]) -> Option<&'a str> {
+    let s = job.plan.subtask(job.subtask)?;
+    let text = format!("{} {} {}", s.name(), s.description(), s.expected_outcome());
+    specs
+        .iter()
+        .map(|spec| spec.name.as_str())
+        .find(|name| text.contains(name))
+}
+
 /// What a person said about a guarded call.
 enum Guard {
     /// Run it, with these arguments (the agent's, or the person's edit).
@@ -286,6 +298,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         Message::user(brief(&job)),
     ];
     let mut router = ToolRouter::default();
+    // The tools this attempt called, and whether the checking turn (a
+    // subtask that names a tool but was completed without it) was had.
+    let mut called: std::collections::HashSet<String> = Default::default();
+    let mut checked = false;
     for turn in 1..=job.max_turns.max(1) {
         let action = match caller
             .action(messages.clone(), &specs, job.may_add, job.subtask)
@@ -296,7 +312,22 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             Err(e) => return Outcome::Failed(e.to_string()),
         };
         let observation = match &action {
-            Action::Complete { result } => return Outcome::Done(result.clone()),
+            Action::Complete { result } => {
+                match named_tool(&job, &specs).filter(|t| !checked && !called.contains(*t)) {
+                    // One checking turn: small models complete a subtask
+                    // from their own head instead of calling the tool its
+                    // description names (Qwen2.5-1.5B summed a CSV wrongly).
+                    Some(tool) => {
+                        checked = true;
+                        format!(
+                            "This subtask names the tool {tool}, but you completed it without calling {tool}. \
+                             Call {tool} now and complete with what it returns; only if the result truly \
+                             needs no tool, answer complete again."
+                        )
+                    }
+                    None => return Outcome::Done(result.clone()),
+                }
+            }
             Action::Fail { reason } => return Outcome::Failed(reason.clone()),
             Action::Ask { question } => return Outcome::Asked(question.clone()),
             Action::AddSubtask { name, description } => {
@@ -319,6 +350,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 }
             }
             Action::Tool { name, arguments } => {
+                called.insert(name.clone());
                 let mut arguments = arguments.clone();
                 let mut edited_note = None;
                 if tools.policy(name) == ToolPolicy::Ask {

@@ -185,6 +185,13 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
     })
 }
 
+fn cut_to(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        None => text,
+        Some((at, _)) => &text[..at],
+    }
+}
+
 /// The engine's verdict on a planned plan, without creating it.
 pub fn check(planned: &Planned, mode: Mode) -> Result<(), Unreadable> {
     let spec = NewPlan {
@@ -229,9 +236,17 @@ pub async fn plan(
     caller: &Caller,
     mode: Mode,
     task: &str,
+    tools: &[crate::protocol::ToolSpec],
     revision: Option<Revision<'_>>,
 ) -> Result<Planned, CallError> {
     let mut user = format!("Task: {task}\n{}", prompts::LANGUAGE);
+    if !tools.is_empty() {
+        user.push_str(&format!("\n\n{}\n", prompts::PLAN_TOOLS));
+        for tool in tools {
+            let first = tool.description.split(". ").next().unwrap_or_default();
+            user.push_str(&format!("- {}: {}\n", tool.name, cut_to(first, 120)));
+        }
+    }
     if let Some(r) = &revision {
         user.push_str(&format!(
             "\n\n{}\nThe rejected plan:\n{}\nThe person's comment: {}",

@@ -32,6 +32,10 @@ pub const EMERGENT_PLANNER: &str = "You start an exploratory task with 1 to 3 hi
 Each TODO: a short name, a description, the expected outcome. No depends_on.
 Answer with JSON.";
 
+/// The planner learns which tools the executor has, so it can say which a
+/// subtask needs (the executor is then held to it).
+pub const PLAN_TOOLS: &str = "The executor of each subtask can use these tools. When a subtask needs one (a computation, a file, a web page), write the tool's name in that subtask's description, e.g. \"with run_python, compute …\".";
+
 pub const UPDATE: &str = "You keep the TODO list of an exploratory task up to date after a TODO finished.
 needs_update is true only if the result revealed work not yet on the list. new_todos: at most 3, each with a short name and description; depends_on holds 1-based positions of existing TODOs.
 drop: 1-based positions of unstarted TODOs that are no longer needed. Answer with JSON.";

@@ -158,6 +158,26 @@ fn print_run(host: &MemoryHost, id: agent::RunId, run: &agent::RunRecord) {
     println!("answer: {:?}", run.answer);
 }
 
+/// Tasks whose answer needs a computation the model should not do in its
+/// head: each names the file and asks for `run_python`.
+const COMPUTE_TASKS: [(&str, &str, &str); 3] = [
+    (
+        "sales.csv",
+        "region,amount\nnorth,120\nsouth,75\nnorth,30\neast,210\nsouth,25\n",
+        "Use run_python to compute the total amount per region in sales.csv, then write a short report with the totals to report.md.",
+    ),
+    (
+        "scores.csv",
+        "student,score\nana,81\nben,67\ncai,94\ndee,72\neve,88\nfay,59\n",
+        "Compute the mean and the median score in scores.csv with run_python and write them to report.md.",
+    ),
+    (
+        "orders.csv",
+        "order,quantity,unit_price\n1,3,19.99\n2,12,4.50\n3,1,249.00\n4,7,12.25\n",
+        "Find the revenue of every order in orders.csv (quantity times unit price) and their sum, using run_python, and write them to report.md.",
+    ),
+];
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_real_model_totals_an_uploaded_csv_with_run_python_and_writes_a_report() {
     let Some(config) = real_model() else {
@@ -171,51 +191,64 @@ async fn a_real_model_totals_an_uploaded_csv_with_run_python_and_writes_a_report
             return;
         }
     };
-    let workspace = tempfile::tempdir().unwrap();
-    let csv = "region,amount\nnorth,120\nsouth,75\nnorth,30\neast,210\nsouth,25\n";
-    std::fs::write(workspace.path().join("sales.csv"), csv).unwrap();
-    let root = workspace.path().to_path_buf();
-    let host = MemoryHost::new();
-    let agent = Agent::new(host.clone(), Arc::new(OpenAiLlm::new(config).unwrap()), 2).with_tools(
-        move |_| {
+    let mut used = 0;
+    let mut done = 0;
+    for (file, content, task) in COMPUTE_TASKS {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(workspace.path().join(file), content).unwrap();
+        let root = workspace.path().to_path_buf();
+        let host = MemoryHost::new();
+        let code_sandbox = sandbox.clone();
+        let agent = Agent::new(
+            host.clone(),
+            Arc::new(OpenAiLlm::new(config.clone()).unwrap()),
+            2,
+        )
+        .with_tools(move |_| {
             let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
             let code: Arc<dyn ToolBox> =
-                Arc::new(agent::sandbox::CodeTools::new(sandbox.clone(), &root).unwrap());
+                Arc::new(agent::sandbox::CodeTools::new(code_sandbox.clone(), &root).unwrap());
             Toolset::new(vec![files, code])
-        },
+        });
+        let record = agent
+            .start(
+                RunConfig {
+                    task: task.into(),
+                    mode: ModeChoice::Simple,
+                    approval_required: false,
+                    inputs: vec![agent::run::InputFile {
+                        path: file.into(),
+                        bytes: content.len() as u64,
+                        preview: Some(content.into()),
+                    }],
+                    ..RunConfig::default()
+                },
+                "test",
+            )
+            .await
+            .unwrap();
+        let id = record.id;
+        let run = tokio::time::timeout(Duration::from_secs(1200), agent.drive(record))
+            .await
+            .expect("the run finishes within 20 minutes");
+        print_run(&host, id, &run);
+        let report = std::fs::read_to_string(workspace.path().join("report.md")).ok();
+        println!("report.md: {report:?}");
+        let used_python = host.entries(id).iter().any(
+            |e| matches!(e, RunEntry::ToolCall { name, ok: true, .. } if name == "run_python"),
+        );
+        println!(
+            "{file}: run_python used: {used_python}, state {:?}",
+            run.state
+        );
+        used += usize::from(used_python);
+        done += usize::from(run.state == RunState::Done);
+    }
+    println!(
+        "runs that used run_python: {used} of {}; done: {done}",
+        COMPUTE_TASKS.len()
     );
-    let record = agent
-        .start(
-            RunConfig {
-                task: "Use run_python to compute the total amount per region in sales.csv, \
-                       then write a short report with the totals to report.md."
-                    .into(),
-                mode: ModeChoice::Simple,
-                approval_required: false,
-                inputs: vec![agent::run::InputFile {
-                    path: "sales.csv".into(),
-                    bytes: csv.len() as u64,
-                    preview: Some(csv.into()),
-                }],
-                ..RunConfig::default()
-            },
-            "test",
-        )
-        .await
-        .unwrap();
-    let id = record.id;
-    let run = tokio::time::timeout(Duration::from_secs(1200), agent.drive(record))
-        .await
-        .expect("the run finishes within 20 minutes");
-    print_run(&host, id, &run);
-    let report = std::fs::read_to_string(workspace.path().join("report.md")).ok();
-    println!("report.md: {report:?}");
-    let used_python = host
-        .entries(id)
-        .iter()
-        .any(|e| matches!(e, RunEntry::ToolCall { name, ok: true, .. } if name == "run_python"));
-    println!("run_python used: {used_python}");
-    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(done, COMPUTE_TASKS.len());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -61,7 +61,8 @@ impl Driver {
             plan: &old,
             comment,
         });
-        let planned = planner::plan(&self.caller, mode, &task, revision)
+        let tools = self.tools.specs();
+        let planned = planner::plan(&self.caller, mode, &task, &tools, revision)
             .await
             .map_err(RunFailure::Planning)?;
         if !planned.repairs.is_empty() {

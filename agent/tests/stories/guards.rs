@@ -216,3 +216,58 @@ async fn a_question_open_when_the_run_restarts_expires() {
     }
     panic!("the open question did not expire: {:#?}", world.entries());
 }
+
+#[tokio::test]
+async fn a_subtask_that_names_a_tool_but_is_completed_without_it_gets_one_checking_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the answer is 42").unwrap();
+    let plan = json!({"title": "t", "subtasks": [
+        {"name": "look it up", "description": "with read_file, read notes.txt", "expected_outcome": "the number", "depends_on": []},
+        {"name": "say it", "description": "say the number", "expected_outcome": "", "depends_on": []}
+    ]});
+    let llm = worker()
+        .push_json(CallRole::Planner, plan)
+        // From its head first; after the check, the tool; then the result.
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "it is 7"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "notes.txt"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "42"}),
+        );
+    let root = dir.path().to_path_buf();
+    let world = World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            Toolset::new(vec![files])
+        })
+    });
+    let run = world.run(one_step("Find the number")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    assert_eq!(plan.subtasks()[0].outcome(), Some("42"));
+    let executor: Vec<_> = world
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .collect();
+    let checked = executor[1].messages.last().unwrap().content.clone();
+    assert!(checked.contains("names the tool read_file"), "{checked}");
+    // The planner was told the tools and to name them.
+    let planner = world
+        .llm
+        .requests()
+        .into_iter()
+        .find(|r| r.role == CallRole::Planner)
+        .unwrap();
+    assert!(planner.messages[1].content.contains("- read_file:"));
+    // "say it" names no tool: done at its first answer (4 executor calls
+    // in all: three for the first subtask, one for the second).
+    assert_eq!(executor.len(), 4);
+}

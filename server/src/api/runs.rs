@@ -54,7 +54,13 @@ impl From<RunError> for ApiError {
                     tracing::error!("writing a run's files failed: {e}");
                     ApiError::Internal
                 }
-                _ => ApiError::BadRequest(e.to_string()),
+                // A well-formed request whose file name or folder is refused.
+                InputError::BadName(_)
+                | InputError::NotAllowed { .. }
+                | InputError::Source { .. } => ApiError::Refused {
+                    code: "invalid",
+                    message: e.to_string(),
+                },
             },
         }
     }
@@ -166,6 +172,7 @@ pub struct StartRun {
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
 #[derive(Clone, Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct StartRunUpload {
     /// The run: a `StartRun` as JSON text.
     pub run: String,
@@ -461,6 +468,7 @@ pub async fn resume_run(
 
 /// `POST /api/runs/{id}/files`: files to add, each a part named `files`.
 #[derive(Clone, Debug, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct AddFiles {
     #[schemars(with = "Vec<BinaryFile>", length(min = 1))]
     pub files: (),

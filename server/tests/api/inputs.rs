@@ -225,7 +225,7 @@ async fn a_run_starts_from_a_copy_of_an_allowed_folder_and_never_from_outside() 
         let (status, body) = server
             .post("/api/runs", json!({"task": "Review", "source": source}))
             .await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{source}: {body}");
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{source}: {body}");
         let message = body["message"].as_str().unwrap();
         assert!(
             message.contains("PLANBOARD_WORKSPACE_ROOTS") || message.contains("No such file"),
