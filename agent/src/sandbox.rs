@@ -1392,10 +1392,17 @@ mod tests {
         };
         let (_dir, ws) = workspace();
         let outcome = shell(&sandbox, &ws, "bomb() { bomb | bomb & }; bomb; wait").await;
+        // The process limit stops it, long before the wall-time limit
+        // would (without `--nproc` it runs until that kill).
         assert!(
-            outcome.duration < Duration::from_secs(9),
+            !outcome.timed_out && outcome.duration < Duration::from_secs(4),
             "{:?}: {}",
             outcome.duration,
+            outcome.report()
+        );
+        assert!(
+            outcome.stderr.to_lowercase().contains("fork"),
+            "the shell says it cannot fork: {}",
             outcome.report()
         );
         assert!(std::process::Command::new("true")

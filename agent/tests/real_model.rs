@@ -245,7 +245,7 @@ async fn a_real_model_totals_an_uploaded_csv_with_run_python_and_writes_a_report
         done += usize::from(run.state == RunState::Done);
     }
     println!(
-        "runs that used run_python: {used} of {}; done: {done}",
+        "runs that ran code (run_python or run_shell): {used} of {}; done: {done}",
         COMPUTE_TASKS.len()
     );
     assert_eq!(done, COMPUTE_TASKS.len());
