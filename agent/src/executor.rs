@@ -429,3 +429,43 @@ fn action_text(action: &Action) -> String {
     };
     value.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn a_tool_that_failed_twice_in_a_row_is_named_with_the_alternatives() {
+        let tools = [spec("fetch_url"), spec("web_search"), spec("read_file")];
+        let mut router = ToolRouter::default();
+        router.record("fetch_url", Some("timed out"));
+        assert_eq!(router.advice(&tools), None, "once is not yet a pattern");
+        router.record("fetch_url", Some("404"));
+        let advice = router.advice(&tools).unwrap();
+        assert!(
+            advice.contains("fetch_url failed twice in a row (last: 404)"),
+            "{advice}"
+        );
+        assert!(advice.contains("web_search, read_file"), "{advice}");
+        // A success in between starts the count again.
+        router.record("fetch_url", None);
+        router.record("fetch_url", Some("404"));
+        assert_eq!(router.advice(&tools), None);
+        // With no other tool, the way out is to complete or fail.
+        let mut alone = ToolRouter::default();
+        alone.record("read_file", Some("no such file"));
+        alone.record("read_file", Some("no such file"));
+        assert!(alone
+            .advice(&[spec("read_file")])
+            .unwrap()
+            .contains("complete with what you have"));
+    }
+}
