@@ -195,8 +195,16 @@ impl SandboxUnavailable {
 pub struct Sandbox {
     bwrap: PathBuf,
     python: Option<PathBuf>,
+    /// Well-known packages python can import here, beyond the standard
+    /// library (the model is told, so it does not reach for pandas where
+    /// there is none).
+    python_packages: Vec<String>,
     limits: SandboxLimits,
 }
+
+/// The packages a model reaches for first; each one found is named in
+/// `run_python`'s description, and their absence too.
+const WELL_KNOWN: [&str; 5] = ["numpy", "pandas", "scipy", "matplotlib", "openpyxl"];
 
 impl Sandbox {
     /// Finds bubblewrap and its helpers and proves that a jail starts here
@@ -235,6 +243,7 @@ impl Sandbox {
         let mut sandbox = Sandbox {
             bwrap,
             python: None,
+            python_packages: Vec::new(),
             limits,
         };
         let id = sandbox.probe(
@@ -253,6 +262,17 @@ impl Sandbox {
             match sandbox.probe(&sandbox.jail_args(None, &program), "run python3") {
                 Ok(_) => sandbox.python = Some(PathBuf::from(PYTHON)),
                 Err(e) => tracing::warn!("run_python is off: {e}"),
+            }
+            if sandbox.python.is_some() {
+                let find = format!(
+                    "import importlib.util as u\nfor m in {WELL_KNOWN:?}:\n    print(m) if u.find_spec(m) else None"
+                );
+                let program = [PYTHON.to_string(), "-c".to_string(), find];
+                if let Ok(found) =
+                    sandbox.probe(&sandbox.jail_args(None, &program), "list packages")
+                {
+                    sandbox.python_packages = found.lines().map(str::to_string).collect();
+                }
             }
         }
         Ok(sandbox)
@@ -857,6 +877,29 @@ impl CodeTools {
         &self.sandbox
     }
 
+    /// What python can import, as `run_python`'s description says it.
+    fn packages_sentence(&self) -> String {
+        let found = &self.sandbox.python_packages;
+        let missing: Vec<&str> = WELL_KNOWN
+            .iter()
+            .copied()
+            .filter(|m| !found.iter().any(|f| f == m))
+            .collect();
+        match (found.is_empty(), missing.is_empty()) {
+            (true, _) => format!(
+                "Only the standard library is installed (csv, json, statistics, math, re, \
+                 datetime…): no {}.",
+                missing.join(", no ")
+            ),
+            (false, true) => format!("The standard library and {}.", found.join(", ")),
+            (false, false) => format!(
+                "The standard library and {}; not {}.",
+                found.join(", "),
+                missing.join(", ")
+            ),
+        }
+    }
+
     /// The limits, as the tool descriptions state them.
     fn limits_sentence(&self) -> String {
         let limits = self.sandbox.limits();
@@ -914,8 +957,9 @@ impl ToolBox for CodeTools {
                 description: format!(
                     "Runs Python 3 code (as `python3 -c`) in the run's workspace, which is the \
                      current directory: files it writes there are artifacts of the run. No \
-                     network access; the standard library and what the server has installed. \
-                     Returns the exit status, stdout and stderr. {limits}"
+                     network access. {} Returns the exit status, stdout and stderr; print \
+                     what you need to see. {limits}",
+                    self.packages_sentence()
                 ),
                 parameters: json!({
                     "type": "object",
@@ -1003,8 +1047,29 @@ mod tests {
         Sandbox {
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             python: Some(PathBuf::from(PYTHON)),
+            python_packages: vec!["numpy".into()],
             limits: SandboxLimits::default(),
         }
+    }
+
+    #[test]
+    fn run_python_says_which_well_known_packages_it_has_and_lacks() {
+        let tools = CodeTools {
+            sandbox: Arc::new(unprobed()),
+            root: PathBuf::from("/tmp"),
+        };
+        let spec = tools
+            .specs()
+            .into_iter()
+            .find(|s| s.name == "run_python")
+            .unwrap();
+        assert!(
+            spec.description.contains(
+                "The standard library and numpy; not pandas, scipy, matplotlib, openpyxl."
+            ),
+            "{}",
+            spec.description
+        );
     }
 
     fn workspace() -> (tempfile::TempDir, PathBuf) {
