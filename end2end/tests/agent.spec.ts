@@ -294,7 +294,7 @@ test("a person gives the agent a file and a choice of tools; the workspace shows
   const plan = page.url().split("/plans/")[1].split(/[?#]/)[0];
   await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 15_000 });
   const runs = await (await request.get(`/api/runs?plan=${plan}`)).json();
-  expect(runs[0].config.inputs[0]).toMatchObject({ path: "sales.csv", bytes: 29 });
+  expect(runs[0].config.inputs[0]).toMatchObject({ path: "sales.csv", bytes: 30 });
   expect(runs[0].config.tools).toContain("read_file");
   expect(runs[0].config.tools).not.toContain("fetch_url");
   await page.getByTestId("run-activity").click();
