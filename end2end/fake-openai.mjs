@@ -56,6 +56,9 @@ function answer(request) {
         return { action: "fail", reason: "the first library's documentation cannot be read" };
       }
       return { action: "complete", result: `done: ${subtask}` };
+    case "recover":
+      // [fail]: the planner sees nothing the agent could do differently.
+      return { decision: "give_up", reason: "only a person can say where the documentation is", name: "", description: "" };
     case "adapt":
       return { drop: [], needs_change: false, reason: "fine", revise: [] };
     case "todo_update":

@@ -27,8 +27,20 @@ const DEPENDENCIES_SHOWN: usize = 8;
 const OBSERVATION: usize = 4_000;
 
 pub enum Outcome {
-    Done(String),
-    Failed(String),
+    /// `short_of`: what the executor says the result lacks against the
+    /// expected outcome.
+    Done {
+        result: String,
+        short_of: Option<String>,
+    },
+    /// `again`: another attempt may succeed (the model said it failed, ran
+    /// out of turns, or answered unreadably); not when the model itself
+    /// could not be used (a wrong key, no quota, out of retries), which is
+    /// for a person.
+    Failed {
+        reason: String,
+        again: bool,
+    },
     Asked(String),
     /// A budget ran out mid-subtask: the subtask is released, the run pauses.
     Budget(String),
@@ -43,6 +55,8 @@ pub struct Job {
     pub max_turns: u32,
     /// What people changed in the plan while it ran, newest last.
     pub people_changes: Vec<String>,
+    /// Why the earlier attempts at this subtask failed, oldest first.
+    pub earlier_failures: Vec<String>,
 }
 
 pub fn cut(text: &str, max: usize) -> String {
@@ -128,6 +142,14 @@ pub fn brief(job: &Job) -> String {
             out.push_str(line);
             out.push('\n');
         }
+    }
+    if !job.earlier_failures.is_empty() {
+        out.push_str("\nEarlier attempts at this subtask failed:\n");
+        for (i, reason) in job.earlier_failures.iter().enumerate() {
+            out.push_str(&format!("- attempt {}: {}\n", i + 1, cut(reason, 500)));
+        }
+        out.push_str(prompts::TRY_AGAIN);
+        out.push('\n');
     }
     if !job.people_changes.is_empty() {
         out.push_str("\nPeople changed the plan while it ran:\n");
@@ -309,10 +331,15 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         {
             Ok(action) => action,
             Err(CallError::Budget(why)) => return Outcome::Budget(why),
-            Err(e) => return Outcome::Failed(e.to_string()),
+            Err(e) => {
+                return Outcome::Failed {
+                    again: !matches!(e, CallError::Llm(_)),
+                    reason: e.to_string(),
+                }
+            }
         };
         let observation = match &action {
-            Action::Complete { result } => {
+            Action::Complete { result, short_of } => {
                 match named_tool(&job, &specs).filter(|t| !checked && !called.contains(*t)) {
                     // One checking turn: small models complete a subtask
                     // from their own head instead of calling the tool its
@@ -325,10 +352,20 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                              needs no tool, answer complete again."
                         )
                     }
-                    None => return Outcome::Done(result.clone()),
+                    None => {
+                        return Outcome::Done {
+                            result: result.clone(),
+                            short_of: short_of.clone(),
+                        }
+                    }
                 }
             }
-            Action::Fail { reason } => return Outcome::Failed(reason.clone()),
+            Action::Fail { reason } => {
+                return Outcome::Failed {
+                    reason: reason.clone(),
+                    again: true,
+                }
+            }
             Action::Ask { question } => return Outcome::Asked(question.clone()),
             Action::AddSubtask { name, description } => {
                 let op = Op::AddSubtask {
@@ -409,15 +446,20 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         }
         messages.push(Message::user(next));
     }
-    Outcome::Failed(format!(
-        "no result after {} turns (the per-subtask limit)",
-        job.max_turns
-    ))
+    Outcome::Failed {
+        reason: format!(
+            "no result after {} turns (the per-subtask limit)",
+            job.max_turns
+        ),
+        again: true,
+    }
 }
 
 fn action_text(action: &Action) -> String {
     let value = match action {
-        Action::Complete { result } => serde_json::json!({"action": "complete", "result": result}),
+        Action::Complete { result, short_of } => {
+            serde_json::json!({"action": "complete", "result": result, "short_of": short_of.as_deref().unwrap_or("")})
+        }
         Action::Fail { reason } => serde_json::json!({"action": "fail", "reason": reason}),
         Action::Ask { question } => serde_json::json!({"action": "ask", "question": question}),
         Action::AddSubtask { name, description } => {

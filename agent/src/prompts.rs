@@ -42,11 +42,11 @@ drop: 1-based positions of unstarted TODOs that are no longer needed. Answer wit
 
 pub const COMPACT: &str = "The TODO list is nearly full. Do not add TODOs (new_todos must be empty). Instead drop unstarted TODOs that are covered by others or no longer needed, so the task can finish.";
 
-pub const ADAPT: &str = "You review a plan between steps. Earlier results may change what the unstarted subtasks should do.
-needs_change is true only if a result makes an unstarted subtask wrong or unnecessary. revise: new descriptions for unstarted subtasks (by 1-based position). drop: unstarted subtasks to skip. Answer with JSON.";
+pub const ADAPT: &str = "You review a plan between steps: a subtask failed or fell short of its expected outcome. Earlier results may change what the unstarted subtasks should do.
+needs_change is true only if a result makes the plan wrong or incomplete. revise: new descriptions for unstarted subtasks (by 1-based position). drop: unstarted subtasks to skip. add: at most 5 new subtasks the results call for, each with depends_on (1-based positions; positions past the plan's end are the new subtasks, in order). depends: new depends_on for unstarted subtasks (by position). No cycles. Answer with JSON.";
 
 pub const EXECUTOR: &str = "You carry out one subtask of a plan, one action per answer, as JSON.
-- complete: the subtask is done; result holds what it produced (the facts, numbers, text), not a promise.
+- complete: the subtask is done; result holds what it produced (the facts, numbers, text), not a promise. If it falls short of the expected outcome, short_of says what is missing.
 - fail: it cannot be done; reason says why.
 - ask: only a person can answer something you need; ask one clear question.
 - a tool name: call that tool with its arguments; you will see its result.
@@ -54,6 +54,17 @@ Do only this subtask. Use the results of earlier subtasks given below.";
 
 pub const EXECUTOR_ADD: &str =
     "- add_subtask: you found work outside this subtask that the plan needs; it is added to the plan.";
+
+/// After the reasons earlier attempts failed, in the executor's brief.
+pub const TRY_AGAIN: &str = "Do not repeat what failed: take another way (another tool, other arguments, a smaller step). If it truly cannot be done, fail with the reason.";
+
+/// Seed 002's failure analysis: what to do with a subtask that failed
+/// every attempt.
+pub const RECOVER: &str = "A subtask of a plan failed every attempt; the reasons are below. Choose one decision:
+- revise: the subtask can succeed if done differently; description is its new description (say which tool to use).
+- workaround: another subtask can produce what the later subtasks need; name and description describe it, and it replaces the failed one.
+- give_up: only a person can help (missing access, a decision, a wrong task); reason says what they must do.
+reason is one short sentence. Answer with JSON.";
 
 pub const COMPILER: &str = "You write the final answer to the task from the results of its subtasks. Be direct and complete; do not mention subtasks, plans or tools. At most 400 words.";
 

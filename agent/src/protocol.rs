@@ -90,6 +90,34 @@ pub struct AdaptAnswer {
     #[serde(default)]
     #[schemars(length(max = 10))]
     pub revise: Vec<Revision>,
+    /// New subtasks the results call for; `depends_on` holds 1-based
+    /// positions (past the plan's end: the new subtasks, in order).
+    #[serde(default)]
+    #[schemars(length(max = 5))]
+    pub add: Vec<NewStep>,
+    /// New dependencies for unstarted subtasks.
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub depends: Vec<Rewire>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NewStep {
+    #[schemars(length(min = 1, max = 80))]
+    pub name: String,
+    #[serde(default)]
+    #[schemars(length(max = 400))]
+    pub description: String,
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub depends_on: Vec<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Rewire {
+    pub position: u32,
+    #[schemars(length(max = 10))]
+    pub depends_on: Vec<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -99,14 +127,46 @@ pub struct Revision {
     pub position: u32,
 }
 
+/// Seed 002's failure analysis, for a subtask that failed every attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecoverAnswer {
+    pub decision: crate::run::RecoveryDecision,
+    #[schemars(length(max = 200))]
+    pub reason: String,
+    /// `workaround`: the new subtask's name.
+    #[serde(default)]
+    #[schemars(length(max = 80))]
+    pub name: String,
+    /// `revise`: the subtask's new description; `workaround`: the new
+    /// subtask's.
+    #[serde(default)]
+    #[schemars(length(max = 600))]
+    pub description: String,
+}
+
 /// What the executor does next.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    Complete { result: String },
-    Fail { reason: String },
-    Ask { question: String },
-    AddSubtask { name: String, description: String },
-    Tool { name: String, arguments: Value },
+    /// `short_of`: what the result lacks against the subtask's expected
+    /// outcome, when the executor says it falls short.
+    Complete {
+        result: String,
+        short_of: Option<String>,
+    },
+    Fail {
+        reason: String,
+    },
+    Ask {
+        question: String,
+    },
+    AddSubtask {
+        name: String,
+        description: String,
+    },
+    Tool {
+        name: String,
+        arguments: Value,
+    },
 }
 
 /// The fixed actions, as schemars sees them.
@@ -117,6 +177,11 @@ enum FixedAction {
     Complete {
         #[schemars(length(min = 1, max = 2000))]
         result: String,
+        /// What the result lacks against the expected outcome; absent or
+        /// empty when it meets it.
+        #[serde(default)]
+        #[schemars(length(max = 300))]
+        short_of: String,
     },
     /// The subtask cannot be done; say why.
     Fail {
@@ -345,7 +410,10 @@ pub fn parse_action(
         }
     })?;
     Ok(match fixed {
-        FixedAction::Complete { result } => Action::Complete { result },
+        FixedAction::Complete { result, short_of } => Action::Complete {
+            result,
+            short_of: Some(short_of.trim().to_string()).filter(|s| !s.is_empty()),
+        },
         FixedAction::Fail { reason } => Action::Fail { reason },
         FixedAction::Ask { question } => Action::Ask { question },
         FixedAction::AddSubtask { name, description } => Action::AddSubtask { name, description },
@@ -404,7 +472,8 @@ mod tests {
         assert_eq!(
             a,
             Action::Complete {
-                result: "42".into()
+                result: "42".into(),
+                short_of: None,
             }
         );
         let a = parse_action(

@@ -5,6 +5,7 @@
 
 pub use run_model::{
     Budget, CallRole, Classification, ConfigError, DecidedBy, EntryKind, ErrorClass, InputFile,
-    LlmCallRecord, ModeChoice, ReplyDelta, RunConfig, RunEntry, RunId, RunProgress, RunRecord,
-    RunState, Spent, ToolPolicy, Verdict, MAX_PARALLEL, MAX_TASK_CHARS, MESSAGE_CAP,
+    LlmCallRecord, ModeChoice, RecoveryDecision, ReplyDelta, RunConfig, RunEntry, RunId,
+    RunProgress, RunRecord, RunState, Spent, SubtaskAttempts, ToolPolicy, Verdict, MAX_PARALLEL,
+    MAX_TASK_CHARS, MESSAGE_CAP,
 };

@@ -107,13 +107,21 @@ test("the agent's question shows on its card and in the banner, and the answer l
   expect(JSON.stringify(comments)).toContain("The <i>first</i> one, please");
 });
 
-test("a failed subtask offers Retry and Skip; skipping it lets the stuck run finish", async ({ page, request }) => {
-  const res = await request.post("/api/runs", { data: { task: unique("[fail] Compare two libraries"), mode: "complex", approval_required: false } });
+test("a failing subtask is tried again by the agent, then offers Retry and Skip; skipping it lets the stuck run finish", async ({ page, request }) => {
+  // [fail]: the first subtask always fails; the planner gives up on it.
+  const res = await request.post("/api/runs", {
+    data: { task: unique("[fail] Compare two libraries"), mode: "complex", approval_required: false, max_attempts: 2, retry_delay_ms: 500 },
+  });
   expect(res.status(), await res.text()).toBe(201);
   const run = await res.json();
   await page.goto(`/plans/${run.plan_id}`);
   await expect(page.getByTestId("connection")).toHaveText("live");
+  await page.getByTestId("live-activity-toggle").click();
+  const panel = page.getByTestId("live-activity");
+  // The agent's own second attempt, with its countdown, before any person.
+  await expect(panel.getByTestId("activity-row").filter({ hasText: "attempt 1 of 2 failed" }).first()).toBeVisible({ timeout: 15_000 });
   await expect(page.getByTestId("retry-1")).toBeVisible({ timeout: 15_000 });
+  await expect(panel.getByTestId("activity-row").filter({ hasText: "give_up · only a person can say where the documentation is" }).first()).toBeVisible();
   await expect(page.getByTestId("skip-1")).toBeVisible();
   await expect(page.getByTestId("card-1")).toContainText("documentation cannot be read");
   await expect(page.getByTestId("run-reason")).toBeVisible({ timeout: 15_000 });

@@ -80,6 +80,12 @@ pub struct RunConfig {
     /// their `never`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub policies: std::collections::BTreeMap<String, crate::ToolPolicy>,
+    /// Attempts the agent makes at a failing subtask before the planner
+    /// decides what to do with it (seed 002 `maxRetries`, default 3).
+    pub max_attempts: u32,
+    /// The wait after a failed attempt is this, times 2 to the attempt
+    /// (seed 002 `retryDelay`, default 1000 ms: 2 s, then 4 s).
+    pub retry_delay_ms: u64,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -149,6 +155,8 @@ impl Default for RunConfig {
             tools: None,
             inputs: Vec::new(),
             policies: Default::default(),
+            max_attempts: 3,
+            retry_delay_ms: 1_000,
         }
     }
 }
@@ -157,6 +165,10 @@ impl Default for RunConfig {
 pub const MAX_TASK_CHARS: usize = 8000;
 /// The most subtasks a run may have in progress at once.
 pub const MAX_PARALLEL: u32 = 32;
+/// The most attempts at one subtask a run may allow.
+pub const MAX_ATTEMPTS: u32 = 10;
+/// The longest base wait between attempts, in milliseconds.
+pub const MAX_RETRY_DELAY_MS: u64 = 60_000;
 /// The most tool names a run's `tools` may list.
 pub const MAX_TOOLS: usize = 100;
 
@@ -170,6 +182,10 @@ pub enum ConfigError {
     MaxParallel { given: u32 },
     #[error("tools lists at most {MAX_TOOLS} names of 1 to 64 characters")]
     Tools,
+    #[error(
+        "max_attempts must be 1 to {MAX_ATTEMPTS} and retry_delay_ms at most {MAX_RETRY_DELAY_MS}"
+    )]
+    Attempts,
 }
 
 impl ConfigError {
@@ -179,6 +195,7 @@ impl ConfigError {
             ConfigError::TaskLength { .. } => "task",
             ConfigError::MaxParallel { .. } => "max_parallel",
             ConfigError::Tools => "tools",
+            ConfigError::Attempts => "max_attempts",
         }
     }
 }
@@ -210,6 +227,11 @@ impl RunConfig {
             || self.policies.keys().any(|n| n.is_empty() || n.len() > 64)
         {
             return Err(ConfigError::Tools);
+        }
+        if !(1..=MAX_ATTEMPTS).contains(&self.max_attempts)
+            || self.retry_delay_ms > MAX_RETRY_DELAY_MS
+        {
+            return Err(ConfigError::Attempts);
         }
         Ok(self)
     }

@@ -84,6 +84,20 @@ pub enum Verdict {
     Expired,
 }
 
+/// What the planner chose for a subtask that failed all its attempts
+/// (seed 002's failure analysis: recoverable or not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryDecision {
+    /// The subtask is rewritten and tried again.
+    Revise,
+    /// A new subtask takes its place (the failed one is skipped, what
+    /// depended on it depends on the new one).
+    Workaround,
+    /// Only a person can help: the run pauses on the failed subtask.
+    GiveUp,
+}
+
 /// One line of the run log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -132,6 +146,25 @@ pub enum RunEntry {
         attempt: u32,
         delay_ms: u64,
         error: String,
+    },
+    /// An attempt at a subtask failed; the agent tries it again after
+    /// `delay_ms` (seed 002's backoff), telling the next attempt why.
+    SubtaskRetry {
+        subtask: SubtaskId,
+        /// The attempt that failed (1-based) and how many the run allows.
+        attempt: u32,
+        of: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// The planner's choice for a subtask that failed every attempt.
+    Recovery {
+        subtask: SubtaskId,
+        decision: RecoveryDecision,
+        reason: String,
+        /// The subtask that took its place (`workaround`).
+        #[serde(default)]
+        replacement: Option<SubtaskId>,
     },
     /// A call of a tool whose policy is `ask` waits for a person.
     ToolApproval {
@@ -203,6 +236,8 @@ pub enum EntryKind {
     ToolCall,
     RetryScheduled,
     ToolRetryScheduled,
+    SubtaskRetry,
+    Recovery,
     ToolApproval,
     ToolDecision,
     Overridden,
@@ -226,6 +261,8 @@ impl RunEntry {
             RunEntry::ToolCall { .. } => EntryKind::ToolCall,
             RunEntry::RetryScheduled { .. } => EntryKind::RetryScheduled,
             RunEntry::ToolRetryScheduled { .. } => EntryKind::ToolRetryScheduled,
+            RunEntry::SubtaskRetry { .. } => EntryKind::SubtaskRetry,
+            RunEntry::Recovery { .. } => EntryKind::Recovery,
             RunEntry::ToolApproval { .. } => EntryKind::ToolApproval,
             RunEntry::ToolDecision { .. } => EntryKind::ToolDecision,
             RunEntry::Overridden { .. } => EntryKind::Overridden,
@@ -245,6 +282,8 @@ impl RunEntry {
             RunEntry::ToolCall { subtask, .. }
             | RunEntry::ToolRetryScheduled { subtask, .. }
             | RunEntry::ToolApproval { subtask, .. }
+            | RunEntry::SubtaskRetry { subtask, .. }
+            | RunEntry::Recovery { subtask, .. }
             | RunEntry::Overridden { subtask, .. }
             | RunEntry::Asked { subtask, .. }
             | RunEntry::SubtaskResult { subtask, .. } => Some(*subtask),

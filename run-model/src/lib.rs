@@ -34,10 +34,10 @@ pub use config::{
     MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
 };
 pub use entry::{
-    CallRole, EntryKind, ErrorClass, LlmCallRecord, ReplyDelta, RunEntry, ToolPolicy, Verdict,
-    MESSAGE_CAP,
+    CallRole, EntryKind, ErrorClass, LlmCallRecord, RecoveryDecision, ReplyDelta, RunEntry,
+    ToolPolicy, Verdict, MESSAGE_CAP,
 };
-pub use record::{RunProgress, RunRecord, Spent};
+pub use record::{RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;
 
@@ -96,6 +96,7 @@ wire_names! {
     StreamEvent => "stream event",
     ToolPolicy => "tool policy (auto, ask or never)",
     Verdict => "verdict",
+    RecoveryDecision => "recovery decision (revise, workaround or give_up)",
 }
 
 #[cfg(test)]

@@ -26,9 +26,66 @@ pub struct RunRecord {
     pub round: u32,
     pub spent: Spent,
     pub answer: Option<String>,
+    /// The subtasks that failed an attempt, so the count and the reasons
+    /// survive a restart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<SubtaskAttempts>,
+}
+
+/// How a subtask's attempts went so far.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubtaskAttempts {
+    pub subtask: plan_engine::SubtaskId,
+    /// Failed attempts since the agent last started over on it (a
+    /// revision or a person's retry starts over).
+    pub failed: u32,
+    /// Why the latest attempts failed, newest last (at most
+    /// [`SubtaskAttempts::KEPT`]): told to the next attempt.
+    pub reasons: Vec<String>,
+    /// The planner has been asked what to do with it once already.
+    pub recovered: bool,
+}
+
+impl SubtaskAttempts {
+    pub const KEPT: usize = 3;
+
+    /// Counts a failed attempt and keeps its reason.
+    pub fn failed_with(&mut self, reason: &str) {
+        self.failed += 1;
+        let reason: String = reason.chars().take(500).collect();
+        self.reasons.push(reason);
+        if self.reasons.len() > Self::KEPT {
+            self.reasons.remove(0);
+        }
+    }
 }
 
 impl RunRecord {
+    /// The attempts record of `subtask`, made when it has none.
+    pub fn attempts_of(&mut self, subtask: plan_engine::SubtaskId) -> &mut SubtaskAttempts {
+        match self.attempts.iter().position(|a| a.subtask == subtask) {
+            Some(i) => &mut self.attempts[i],
+            None => {
+                self.attempts.push(SubtaskAttempts {
+                    subtask,
+                    failed: 0,
+                    reasons: Vec::new(),
+                    recovered: false,
+                });
+                self.attempts.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    /// Why `subtask`'s earlier attempts failed, oldest first.
+    pub fn failures_of(&self, subtask: plan_engine::SubtaskId) -> Vec<String> {
+        self.attempts
+            .iter()
+            .find(|a| a.subtask == subtask)
+            .map(|a| a.reasons.clone())
+            .unwrap_or_default()
+    }
+
     pub fn new(id: RunId, config: RunConfig) -> RunRecord {
         RunRecord {
             id,
@@ -41,6 +98,7 @@ impl RunRecord {
             round: 0,
             spent: Spent::default(),
             answer: None,
+            attempts: Vec::new(),
         }
     }
 }

@@ -613,6 +613,7 @@ fn prompt_size() {
             may_add: true,
             max_turns: 8,
             people_changes: vec![],
+            earlier_failures: Vec::new(),
         };
         sizes.push(agent::executor::brief(&job).len());
     }

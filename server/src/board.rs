@@ -324,6 +324,7 @@ impl Board {
             tools: spec.tools,
             inputs: Vec::new(),
             policies: Default::default(),
+            ..agent::RunConfig::default()
         };
         let view = self
             .1
@@ -846,6 +847,38 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
                 false,
             )
         },
+        E::SubtaskRetry {
+            subtask,
+            attempt,
+            of,
+            delay_ms,
+            reason,
+        } => Activity {
+            retry_in_secs: {
+                let waited = (chrono::Utc::now() - at).num_milliseconds().max(0) as u64;
+                Some(delay_ms.saturating_sub(waited).div_ceil(1000))
+            },
+            ..line(
+                Some(subtask.0),
+                format!("attempt {attempt} of {of} failed ({reason}); again in {delay_ms} ms"),
+                None,
+                false,
+            )
+        },
+        E::Recovery {
+            subtask,
+            decision,
+            reason,
+            replacement,
+        } => line(
+            Some(subtask.0),
+            match replacement {
+                Some(new) => format!("{decision}: replaced by #{} · {reason}", new.0),
+                None => format!("{decision} · {reason}"),
+            },
+            None,
+            decision != agent::run::RecoveryDecision::GiveUp,
+        ),
         E::ToolApproval {
             subtask,
             name,

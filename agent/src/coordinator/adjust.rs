@@ -117,11 +117,11 @@ impl Driver {
         Ok(())
     }
 
-    /// Seed 004's adaptation between super-steps.
+    /// Seed 004's adaptation between super-steps: paid only when a
+    /// subtask failed or fell short. The engine checks the change as one
+    /// commit; a refusal (a cycle, a dependency on a started subtask) goes
+    /// back to the model once with the engine's reason.
     pub(super) async fn adapt(&mut self, plan: &Plan) -> Flow {
-        if plan.count(SubtaskState::Todo) == 0 {
-            return Ok(());
-        }
         let results: Vec<String> = plan
             .subtasks()
             .iter()
@@ -138,35 +138,75 @@ impl Driver {
             })
             .collect();
         let user = format!(
-            "Task: {}\nPlan:\n{}\nRecent results:\n{}",
+            "Task: {}\nPlan ({} subtasks):\n{}\nRecent results:\n{}\n{}",
             self.run.config.task,
+            plan.subtasks().len(),
             Self::listing(plan),
-            results.join("\n")
+            results.join("\n"),
+            prompts::LANGUAGE
         );
-        let answer: AdaptAnswer = match self
-            .caller
-            .json(
-                CallRole::Adapter,
-                "adapt",
-                vec![Message::system(prompts::ADAPT), Message::user(user)],
-                600,
-                None,
-            )
-            .await
-        {
-            Ok(a) => a,
-            Err(CallError::Budget(why)) => return self.pause_for_budget(why).await,
-            Err(_) => return Ok(()),
-        };
-        if !answer.needs_change {
-            return Ok(());
-        }
-        let mut ops = self.drops(plan, &answer.drop, &answer.reason);
-        for r in &answer.revise {
-            let Some(s) = plan.subtasks().get((r.position as usize).saturating_sub(1)) else {
-                continue;
+        let mut messages = vec![Message::system(prompts::ADAPT), Message::user(user)];
+        for round in 0..2 {
+            let answer: AdaptAnswer = match self
+                .caller
+                .json(CallRole::Adapter, "adapt", messages.clone(), 800, None)
+                .await
+            {
+                Ok(a) => a,
+                Err(CallError::Budget(why)) => return self.pause_for_budget(why).await,
+                Err(_) => return Ok(()),
             };
-            if s.state() == SubtaskState::Todo && r.position > 0 {
+            if !answer.needs_change {
+                return Ok(());
+            }
+            let ops = self.adapt_ops(plan, &answer);
+            if ops.is_empty() {
+                return Ok(());
+            }
+            let changes = ops.len();
+            match self.apply(ops).await {
+                Ok(_) => {
+                    self.caller
+                        .log(RunEntry::PlanAdjusted {
+                            reason: answer.reason,
+                            changes,
+                        })
+                        .await;
+                    return Ok(());
+                }
+                Err(HostError::Refused(e)) if round == 0 => {
+                    messages.push(Message::assistant(
+                        serde_json::to_string(&answer).unwrap_or_default(),
+                    ));
+                    messages.push(Message::user(format!(
+                        "The plan refused these changes: {e}. Answer again without that mistake."
+                    )));
+                }
+                Err(e) => {
+                    self.caller
+                        .log(RunEntry::PlanAdjusted {
+                            reason: format!("refused by the plan: {e}"),
+                            changes: 0,
+                        })
+                        .await;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An adapt answer as ops: drops, revisions and rewiring touch only
+    /// unstarted subtasks; new subtasks go at the end.
+    fn adapt_ops(&self, plan: &Plan, answer: &AdaptAnswer) -> Vec<Op> {
+        let mut ops = self.drops(plan, &answer.drop, &answer.reason);
+        let unstarted = |position: u32| {
+            plan.subtasks()
+                .get((position as usize).checked_sub(1)?)
+                .filter(|s| s.state() == SubtaskState::Todo)
+        };
+        for r in &answer.revise {
+            if let Some(s) = unstarted(r.position) {
                 ops.push(Op::EditSubtask {
                     id: s.id(),
                     patch: SubtaskPatch {
@@ -176,7 +216,40 @@ impl Driver {
                 });
             }
         }
-        self.adjust(ops, answer.reason).await
+        // Positions past the plan's end name the new subtasks, in order.
+        let len = plan.subtasks().len();
+        let first_new = plan.next_subtask_id();
+        let count = answer.add.len();
+        let id_at = |p: u32| -> Option<SubtaskId> {
+            let i = (p as usize).checked_sub(1)?;
+            match plan.subtasks().get(i) {
+                Some(s) => Some(s.id()),
+                None if i - len < count => Some(SubtaskId(first_new + (i - len) as u32)),
+                None => None,
+            }
+        };
+        for step in &answer.add {
+            ops.push(Op::AddSubtask {
+                subtask: NewSubtask {
+                    name: cut(step.name.trim(), 200),
+                    description: step.description.clone(),
+                    dependencies: step.depends_on.iter().filter_map(|p| id_at(*p)).collect(),
+                    ..NewSubtask::default()
+                },
+                position: Default::default(),
+                rewire_after: None,
+                required_by: Vec::new(),
+            });
+        }
+        for r in &answer.depends {
+            if let Some(s) = unstarted(r.position) {
+                ops.push(Op::SetDependencies {
+                    id: s.id(),
+                    dependencies: r.depends_on.iter().filter_map(|p| id_at(*p)).collect(),
+                });
+            }
+        }
+        ops
     }
 
     /// Compiles the answer and finishes the plan when everything is done
@@ -195,7 +268,12 @@ impl Driver {
                     start_next: false,
                 })
                 .collect();
-            if !unreachable.is_empty() && plan.count(SubtaskState::Failed) == 0 {
+            // Not while a TODO waits on a person's answer (blocked): what
+            // depends on it starts once it is answered.
+            if !unreachable.is_empty()
+                && plan.count(SubtaskState::Failed) == 0
+                && plan.count(SubtaskState::Blocked) == 0
+            {
                 plan = self.apply(unreachable).await?;
             }
         }

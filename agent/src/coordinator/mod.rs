@@ -9,9 +9,17 @@
 //! - complex: super-steps. Every ready subtask starts together (the
 //!   engine's `start_next`, up to `max_parallel`); the next super-step
 //!   starts when the current one has finished. After a super-step with a
-//!   failure, an adapt call may revise or drop unstarted subtasks.
+//!   failure or a result short of its expected outcome (the executor says
+//!   so), an adapt call may revise, drop and add subtasks and rewire
+//!   unstarted ones; the engine checks the change, and a refusal (a cycle)
+//!   goes back to the model once with the reason.
 //! - emergent: after each TODO, an update call may add TODOs (none once
 //!   the list is at 80 % of its cap, when it is asked to drop instead).
+//!
+//! # Failure
+//! A failed attempt is the agent's to handle first (`recover`): the
+//! subtask is tried again with the reasons, then the planner revises it,
+//! replaces it or gives up; only then is the run stuck for a person.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -40,6 +48,7 @@ use crate::tools::Toolset;
 
 mod adjust;
 mod prepare;
+mod recover;
 mod schedule;
 
 /// Rejections a planner answers before the run gives up (seed 003).
@@ -188,7 +197,7 @@ impl Agent {
             seen: None,
             people: Vec::new(),
             stuck: false,
-            step_failed: false,
+            adapt_due: false,
             saved: Instant::now(),
         };
         if let Err(why) = driver.go().await {
@@ -212,8 +221,9 @@ struct Driver {
     people: Vec<String>,
     /// Nothing can proceed until a person acts.
     stuck: bool,
-    /// The current super-step had a failure.
-    step_failed: bool,
+    /// The current super-step had a failure or a result short of its
+    /// expected outcome: an adapt call is due before the next one.
+    adapt_due: bool,
     /// When the row was last saved.
     saved: Instant,
 }

@@ -1,6 +1,7 @@
 //! The work: starting ready subtasks, following people's moves, settling
 //! outcomes on the plan.
 
+use super::recover::Again;
 use super::*;
 
 impl Driver {
@@ -12,6 +13,7 @@ impl Driver {
             may_add: self.mode() != Mode::Simple,
             max_turns: self.caller.budget().max_turns,
             people_changes: self.people.clone(),
+            earlier_failures: self.run.failures_of(id),
         }
     }
 
@@ -20,12 +22,18 @@ impl Driver {
         set: &mut JoinSet<(SubtaskId, Outcome, Duration)>,
         plan: &Arc<Plan>,
         id: SubtaskId,
+        wait: Duration,
     ) -> AbortHandle {
         let job = self.job(plan, id);
         let caller = self.caller.clone();
         let host = self.host.clone();
         let tools = self.tools.clone();
         set.spawn(async move {
+            // Another attempt's backoff: the subtask stays in progress
+            // meanwhile, so a person who moves it aborts the wait too.
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
             let started = Instant::now();
             let outcome = executor::execute(&caller, &*host, &tools, job).await;
             (id, outcome, started.elapsed())
@@ -117,7 +125,7 @@ impl Driver {
                 // person started it.
                 for id in plan.in_progress() {
                     if let std::collections::hash_map::Entry::Vacant(slot) = inflight.entry(id) {
-                        slot.insert(self.spawn(&mut set, &plan, id));
+                        slot.insert(self.spawn(&mut set, &plan, id, Duration::ZERO));
                     }
                 }
                 let limit = plan.max_parallel().unwrap_or(1).max(1) as usize;
@@ -126,8 +134,8 @@ impl Driver {
                     && (!barrier || inflight.is_empty())
                     && !plan.ready().is_empty()
                 {
-                    if barrier && self.step_failed {
-                        self.step_failed = false;
+                    if barrier && self.adapt_due {
+                        self.adapt_due = false;
                         self.adapt(&plan).await?;
                         continue;
                     }
@@ -140,12 +148,19 @@ impl Driver {
                     for id in after.in_progress() {
                         if let std::collections::hash_map::Entry::Vacant(slot) = inflight.entry(id)
                         {
-                            slot.insert(self.spawn(&mut set, &after, id));
+                            slot.insert(self.spawn(&mut set, &after, id, Duration::ZERO));
                         }
                     }
                     continue;
                 }
                 if inflight.is_empty() && plan.ready().is_empty() {
+                    // The last super-step fell short: adapt may add work
+                    // before the plan is called done.
+                    if barrier && self.adapt_due {
+                        self.adapt_due = false;
+                        self.adapt(&plan).await?;
+                        continue;
+                    }
                     if self.finish_if_settled(&plan).await? {
                         return Ok(());
                     }
@@ -162,8 +177,23 @@ impl Driver {
                 Some(joined) = set.join_next(), if !set.is_empty() => {
                     if let Ok((id, outcome, took)) = joined {
                         if inflight.remove(&id).is_some() {
-                            let step_over = inflight.is_empty();
-                            self.settle(id, outcome, took, step_over).await?;
+                            let again = match &outcome {
+                                Outcome::Failed { reason, again: true } => {
+                                    self.try_again(id, reason).await?
+                                }
+                                _ => Again::No,
+                            };
+                            match again {
+                                Again::After(wait) => {
+                                    let plan = Arc::new(self.host.plan(plan_id).await?);
+                                    inflight.insert(id, self.spawn(&mut set, &plan, id, wait));
+                                }
+                                Again::Handled => {}
+                                Again::No => {
+                                    let step_over = inflight.is_empty();
+                                    self.settle(id, outcome, took, step_over).await?;
+                                }
+                            }
                         }
                     }
                 }
@@ -185,11 +215,24 @@ impl Driver {
         step_over: bool,
     ) -> Flow {
         let (ops, ok, text) = match &outcome {
-            Outcome::Done(result) => {
+            Outcome::Done { result, short_of } => {
+                // Seed 004: a result short of its expected outcome is
+                // what the adapt step after the super-step is paid for.
+                let note = match short_of {
+                    Some(missing) => {
+                        self.adapt_due = true;
+                        format!(
+                            "{}\n\nShort of the expected outcome: {}",
+                            cut(result, 7_000),
+                            cut(missing, 500)
+                        )
+                    }
+                    None => cut(result, 7_900),
+                };
                 let done = Op::SetSubtaskState {
                     id,
                     state: SubtaskState::Done,
-                    note: Some(cut(result, 7_900)),
+                    note: Some(note),
                     // One at a time: the same commit starts the next ready
                     // subtask, which the loop then takes up.
                     start_next: self.mode() != Mode::Complex && !self.pausing(),
@@ -200,8 +243,13 @@ impl Driver {
                 }
                 (ops, true, result.clone())
             }
-            Outcome::Failed(reason) => {
-                self.step_failed = true;
+            Outcome::Failed { reason, .. } => {
+                self.adapt_due = true;
+                // A person decides now; their retry gives the agent its
+                // attempts again.
+                let record = self.run.attempts_of(id);
+                record.failed = 0;
+                record.recovered = false;
                 (
                     vec![Op::SetSubtaskState {
                         id,
@@ -297,7 +345,7 @@ impl Driver {
     /// adaptation is due; not pausing) and something is ready after `id`
     /// on the plan as last seen (a refusal falls back to `id` alone).
     fn next_step_with(&self, id: SubtaskId, step_over: bool) -> Option<Op> {
-        if self.mode() != Mode::Complex || !step_over || self.step_failed || self.pausing() {
+        if self.mode() != Mode::Complex || !step_over || self.adapt_due || self.pausing() {
             return None;
         }
         let seen = self.seen.as_ref()?;

@@ -3,6 +3,7 @@
 //! retries and repairs, restart. The server's own stories (over HTTP,
 //! with a fake OpenAI server) build on the same runtime.
 
+mod failure;
 mod guards;
 mod people;
 mod resilience;

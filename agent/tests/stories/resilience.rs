@@ -46,6 +46,12 @@ async fn a_429_is_retried_after_the_servers_delay_and_a_401_fails_the_subtask_at
         [7000],
         "one retry, after Retry-After; none for the 401"
     );
+    assert!(
+        !entries
+            .iter()
+            .any(|e| matches!(e, RunEntry::SubtaskRetry { .. } | RunEntry::Recovery { .. })),
+        "a model that refuses the key is not tried again by the agent: a person must fix it"
+    );
     assert_eq!(world.plan().subtasks()[1].state(), SubtaskState::Failed);
     driving.abort();
 }
@@ -67,6 +73,8 @@ async fn an_unreadable_answer_gets_one_repair_round_then_fails_the_subtask() {
     let world = World::new(llm);
     let mut c = config("Two");
     c.mode = ModeChoice::Simple;
+    // One attempt: the agent's own retries are the failure stories'.
+    c.max_attempts = 1;
     let driving = world.start(c).await;
     let run = world.wait_run(|r| r.state == RunState::Paused).await;
     let plan = world.plan();
@@ -190,6 +198,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             may_add: true,
             max_turns: 8,
             people_changes: vec![],
+            earlier_failures: Vec::new(),
         };
         sizes.push(agent::executor::brief(&job).len());
     }

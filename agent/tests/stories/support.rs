@@ -37,6 +37,11 @@ pub fn answer(request: &ChatRequest) -> Reply {
             Shape::Json { name: "adapt", .. } => Reply::Json(
                 json!({"drop": [], "needs_change": false, "reason": "fine", "revise": []}),
             ),
+            Shape::Json {
+                name: "recover", ..
+            } => Reply::Json(
+                json!({"decision": "give_up", "reason": "a person must look", "name": "", "description": ""}),
+            ),
             _ => Reply::Json(
                 json!({"drop": [], "needs_update": false, "reason": "fine", "new_todos": []}),
             ),

@@ -37,6 +37,8 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::ToolCall => ("tool call", "工具调用"),
         EntryKind::RetryScheduled => ("retry scheduled", "计划重试"),
         EntryKind::ToolRetryScheduled => ("tool retry scheduled", "计划重试工具"),
+        EntryKind::SubtaskRetry => ("subtask tried again", "子任务重试"),
+        EntryKind::Recovery => ("planner's recovery", "规划器的恢复决定"),
         EntryKind::ToolApproval => ("asks to use a tool", "请求使用工具"),
         EntryKind::ToolDecision => ("tool decision", "工具决定"),
         EntryKind::Overridden => ("overridden", "被人工改动"),

@@ -168,6 +168,15 @@ pub struct StartRun {
     /// stays.
     #[serde(default)]
     pub policies: Option<std::collections::BTreeMap<String, agent::run::ToolPolicy>>,
+    /// Attempts the agent makes at a failing subtask before the planner
+    /// revises it, replaces it or gives it to a person (default 3).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 10))]
+    pub max_attempts: Option<u32>,
+    /// The wait after failed attempt n is this times 2^n (default 1000).
+    #[serde(default)]
+    #[schemars(range(max = 60000))]
+    pub retry_delay_ms: Option<u64>,
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -296,6 +305,8 @@ impl StartRun {
                 .map(|names| names.into_iter().map(|n| n.0).collect()),
             inputs: Vec::new(),
             policies: self.policies.unwrap_or_default(),
+            max_attempts: self.max_attempts.unwrap_or(3),
+            retry_delay_ms: self.retry_delay_ms.unwrap_or(1_000),
         })
     }
 }

@@ -77,6 +77,7 @@ pub fn diligent(request: &Value) -> String {
         "action" => json!({"action": "complete", "result": format!("done: {}", subtask(request))}),
         "adapt" => json!({"drop": [], "needs_change": false, "reason": "fine", "revise": []}),
         "todo_update" => json!({"drop": [], "needs_update": false, "reason": "fine", "new_todos": []}),
+        "recover" => json!({"decision": "give_up", "reason": "a person must look", "name": "", "description": ""}),
         _ => return "the final answer".to_string(),
     }
     .to_string()
