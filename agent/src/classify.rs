@@ -70,14 +70,24 @@ fn mode_of(word: ModeWord) -> Mode {
 }
 
 /// Asks the model; the rules are not consulted (see [`classify`]).
-pub async fn by_model(caller: &Caller, task: &str) -> Result<Classification, CallError> {
+/// `memory`: what people decided on similar earlier tasks (a prompt
+/// section, maybe empty): their mode choices work as examples.
+pub async fn by_model(
+    caller: &Caller,
+    task: &str,
+    memory: &str,
+) -> Result<Classification, CallError> {
     let answer: ModeAnswer = caller
         .json(
             CallRole::Classifier,
             "mode",
             vec![
                 Message::system(prompts::CLASSIFIER),
-                Message::user(format!("Task: {task}")),
+                Message::user(if memory.is_empty() {
+                    format!("Task: {task}")
+                } else {
+                    format!("{memory}\nTask: {task}")
+                }),
             ],
             120,
             None,
@@ -94,11 +104,15 @@ pub async fn by_model(caller: &Caller, task: &str) -> Result<Classification, Cal
 /// Rules first, then the model. If the model cannot answer, the run still
 /// goes on as a complex plan (it covers linear work too) and says why; a
 /// person can switch the mode before approving.
-pub async fn classify(caller: &Caller, task: &str) -> Result<Classification, CallError> {
+pub async fn classify(
+    caller: &Caller,
+    task: &str,
+    memory: &str,
+) -> Result<Classification, CallError> {
     if let Some(sure) = by_rules(task) {
         return Ok(sure);
     }
-    match by_model(caller, task).await {
+    match by_model(caller, task, memory).await {
         Ok(decided) => Ok(decided),
         Err(CallError::Budget(why)) => Err(CallError::Budget(why)),
         Err(e) => Ok(Classification {

@@ -10,6 +10,7 @@ use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::watch;
 
 use crate::run::{ReplyDelta, RunEntry, RunId, RunRecord, Verdict};
+use run_model::{Memory, NewMemory};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum HostError {
@@ -65,6 +66,13 @@ pub trait Host: Send + Sync {
 
     /// The guarded calls on the run's log that nobody has decided.
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError>;
+
+    /// The stored memories most like `query` (by [`run_model::memory::terms`]),
+    /// best first, at most `limit`; pinned ones before the rest.
+    async fn recall(&self, query: &str, limit: usize) -> Result<Vec<Memory>, HostError>;
+
+    /// Stores what a finished run leaves behind.
+    async fn remember(&self, memories: Vec<NewMemory>) -> Result<(), HostError>;
 }
 
 /// A person's decision on a guarded tool call.
@@ -123,11 +131,25 @@ pub struct MemoryHost {
     applied: Mutex<Vec<(PlanId, String, Op)>>,
     /// Woken by every log entry.
     logged: tokio::sync::Notify,
+    memories: Mutex<Vec<Memory>>,
 }
 
 impl MemoryHost {
     pub fn new() -> Arc<MemoryHost> {
         Arc::new(MemoryHost::default())
+    }
+
+    /// Every memory stored, oldest first.
+    pub fn memories(&self) -> Vec<Memory> {
+        self.memories.lock().expect("memory lock").clone()
+    }
+
+    /// Forgets a memory (the Memory page's button, for the stories).
+    pub fn forget(&self, id: run_model::MemoryId) {
+        self.memories
+            .lock()
+            .expect("memory lock")
+            .retain(|m| m.id != id);
     }
 
     /// The pieces of replies passed on live for a run, in order.
@@ -260,6 +282,45 @@ impl Host for MemoryHost {
 
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
         Ok(open_calls(&self.entries(run)))
+    }
+
+    /// Ranks by the number of shared terms (the stores use their
+    /// full-text search over the same terms).
+    async fn recall(&self, query: &str, limit: usize) -> Result<Vec<Memory>, HostError> {
+        let wanted = run_model::memory::terms(query);
+        let memories = self.memories.lock().expect("memory lock");
+        let mut scored: Vec<(bool, usize, &Memory)> = memories
+            .iter()
+            .map(|m| {
+                let have = run_model::memory::terms(&format!("{} {}", m.task, m.text));
+                let shared = wanted.iter().filter(|t| have.contains(t)).count();
+                (m.pinned, shared, m)
+            })
+            .filter(|(_, shared, _)| *shared > 0)
+            .collect();
+        scored.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
+        Ok(scored
+            .into_iter()
+            .take(limit)
+            .map(|(_, _, m)| m.clone())
+            .collect())
+    }
+
+    async fn remember(&self, new: Vec<NewMemory>) -> Result<(), HostError> {
+        let mut memories = self.memories.lock().expect("memory lock");
+        for m in new {
+            memories.push(Memory {
+                id: uuid::Uuid::new_v4(),
+                kind: m.kind,
+                task: m.task,
+                text: m.text,
+                run_id: m.run_id,
+                plan_id: m.plan_id,
+                pinned: false,
+                created_at: chrono::Utc::now(),
+            });
+        }
+        Ok(())
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

@@ -237,9 +237,14 @@ pub async fn plan(
     mode: Mode,
     task: &str,
     tools: &[crate::protocol::ToolSpec],
+    memory: &str,
     revision: Option<Revision<'_>>,
 ) -> Result<Planned, CallError> {
     let mut user = format!("Task: {task}\n{}", prompts::LANGUAGE);
+    if !memory.is_empty() {
+        user.push_str("\n\n");
+        user.push_str(memory);
+    }
     if !tools.is_empty() {
         user.push_str(&format!("\n\n{}\n", prompts::PLAN_TOOLS));
         for tool in tools {

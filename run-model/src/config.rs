@@ -86,6 +86,9 @@ pub struct RunConfig {
     /// The wait after a failed attempt is this, times 2 to the attempt
     /// (seed 002 `retryDelay`, default 1000 ms: 2 s, then 4 s).
     pub retry_delay_ms: u64,
+    /// Recall memories of earlier runs before classifying and planning,
+    /// and remember this one when it ends (default true).
+    pub memory: bool,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -157,6 +160,7 @@ impl Default for RunConfig {
             policies: Default::default(),
             max_attempts: 3,
             retry_delay_ms: 1_000,
+            memory: true,
         }
     }
 }

@@ -98,6 +98,15 @@ pub enum RecoveryDecision {
     GiveUp,
 }
 
+/// A recalled memory as the run log names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecalledMemory {
+    pub id: crate::memory::MemoryId,
+    pub kind: crate::memory::MemoryKind,
+    /// Its first 200 characters.
+    pub excerpt: String,
+}
+
 /// One line of the run log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -165,6 +174,14 @@ pub enum RunEntry {
         /// The subtask that took its place (`workaround`).
         #[serde(default)]
         replacement: Option<SubtaskId>,
+    },
+    /// The memories recalled before classifying and planning.
+    Recalled {
+        memories: Vec<RecalledMemory>,
+    },
+    /// What the run left in memory when it ended.
+    Remembered {
+        count: usize,
     },
     /// A call of a tool whose policy is `ask` waits for a person.
     ToolApproval {
@@ -238,6 +255,8 @@ pub enum EntryKind {
     ToolRetryScheduled,
     SubtaskRetry,
     Recovery,
+    Recalled,
+    Remembered,
     ToolApproval,
     ToolDecision,
     Overridden,
@@ -263,6 +282,8 @@ impl RunEntry {
             RunEntry::ToolRetryScheduled { .. } => EntryKind::ToolRetryScheduled,
             RunEntry::SubtaskRetry { .. } => EntryKind::SubtaskRetry,
             RunEntry::Recovery { .. } => EntryKind::Recovery,
+            RunEntry::Recalled { .. } => EntryKind::Recalled,
+            RunEntry::Remembered { .. } => EntryKind::Remembered,
             RunEntry::ToolApproval { .. } => EntryKind::ToolApproval,
             RunEntry::ToolDecision { .. } => EntryKind::ToolDecision,
             RunEntry::Overridden { .. } => EntryKind::Overridden,

@@ -21,10 +21,14 @@
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
 //! - [`record`]: [`RunRecord`] (a stored run), [`Spent`], [`RunProgress`].
+//! - [`memory`]: what the agent remembers of finished runs
+//!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
+//!   and the prompt section recalled memories make.
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
 
 pub mod config;
 pub mod entry;
+pub mod memory;
 pub mod record;
 pub mod state;
 pub mod stream;
@@ -34,9 +38,10 @@ pub use config::{
     MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
 };
 pub use entry::{
-    CallRole, EntryKind, ErrorClass, LlmCallRecord, RecoveryDecision, ReplyDelta, RunEntry,
-    ToolPolicy, Verdict, MESSAGE_CAP,
+    CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
+    RunEntry, ToolPolicy, Verdict, MESSAGE_CAP,
 };
+pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
 pub use record::{RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;
@@ -97,6 +102,7 @@ wire_names! {
     ToolPolicy => "tool policy (auto, ask or never)",
     Verdict => "verdict",
     RecoveryDecision => "recovery decision (revise, workaround or give_up)",
+    MemoryKind => "memory kind (run or correction)",
 }
 
 #[cfg(test)]

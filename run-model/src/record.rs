@@ -30,6 +30,10 @@ pub struct RunRecord {
     /// survive a restart.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<SubtaskAttempts>,
+    /// What people corrected on the way (rejections, a mode switched,
+    /// changes mid-run, answers), remembered when the run ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corrections: Vec<String>,
 }
 
 /// How a subtask's attempts went so far.
@@ -99,6 +103,7 @@ impl RunRecord {
             spent: Spent::default(),
             answer: None,
             attempts: Vec::new(),
+            corrections: Vec::new(),
         }
     }
 }

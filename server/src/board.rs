@@ -348,7 +348,7 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
             tracing::error!("run store failure: {e}");
             BoardError::Unavailable("the run store failed; nothing was changed".into())
         }
-        e @ RunError::NoCall(_) => BoardError::NotFound(e.to_string()),
+        e @ (RunError::NoCall(_) | RunError::NoMemory(_)) => BoardError::NotFound(e.to_string()),
         e @ RunError::Decided(_) => BoardError::Refused(e.to_string()),
         RunError::Input(e) if e.is_client_error() => BoardError::Refused(e.to_string()),
         RunError::Input(e) => {
@@ -879,6 +879,19 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
             None,
             decision != agent::run::RecoveryDecision::GiveUp,
         ),
+        E::Recalled { memories } => line(
+            None,
+            format!("{} memories of earlier runs", memories.len()),
+            Some(
+                memories
+                    .iter()
+                    .map(|m| format!("- [{}] {}", m.kind, m.excerpt))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            true,
+        ),
+        E::Remembered { count } => line(None, format!("{count} memories kept"), None, true),
         E::ToolApproval {
             subtask,
             name,

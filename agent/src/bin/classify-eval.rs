@@ -79,7 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for case in &cases {
         let expected = Mode::parse(&case.mode).ok_or(format!("unknown mode {}", case.mode))?;
         let t = Instant::now();
-        let model = match by_model(&caller, &case.task).await {
+        let model = match by_model(&caller, &case.task, "").await {
             Ok(c) => c.mode,
             Err(e) => {
                 failures += 1;

@@ -16,6 +16,10 @@
 //! - emergent: after each TODO, an update call may add TODOs (none once
 //!   the list is at 80 % of its cap, when it is asked to drop instead).
 //!
+//! # Memory
+//! A run recalls memories like its task before classifying (`memory`),
+//! and leaves its own when it ends.
+//!
 //! # Failure
 //! A failed attempt is the agent's to handle first (`recover`): the
 //! subtask is tried again with the reasons, then the planner revises it,
@@ -47,6 +51,7 @@ use crate::run::{
 use crate::tools::Toolset;
 
 mod adjust;
+mod memory;
 mod prepare;
 mod recover;
 mod schedule;
@@ -199,10 +204,12 @@ impl Agent {
             stuck: false,
             adapt_due: false,
             saved: Instant::now(),
+            recalled: None,
         };
         if let Err(why) = driver.go().await {
             driver.move_to(RunState::Failed, why.to_string()).await;
         }
+        driver.remember().await;
         self.budgets
             .lock()
             .expect("budgets lock")
@@ -226,6 +233,8 @@ struct Driver {
     adapt_due: bool,
     /// When the row was last saved.
     saved: Instant,
+    /// The memories recalled for this run, once recalled.
+    recalled: Option<Vec<run_model::Memory>>,
 }
 
 /// Why a run failed, recorded as its reason.
@@ -416,6 +425,7 @@ impl Driver {
         }
         let summary = changes.join("; ");
         self.people.push(summary.clone());
+        self.correction(format!("a person changed the plan while it ran: {summary}"));
         self.caller.log(RunEntry::PeopleChanged { summary }).await;
     }
 

@@ -6,14 +6,18 @@ use super::*;
 impl Driver {
     pub(super) async fn classify(&mut self) -> Flow {
         let task = self.run.config.task.clone();
+        let memory = self.recalled().await;
         let decided = match self.run.config.mode.forced() {
-            Some(mode) => Classification {
-                mode,
-                reason: "chosen by the person who started the run".into(),
-                confidence: 1.0,
-                by: DecidedBy::Person,
-            },
-            None => classify::classify(&self.caller, &task)
+            Some(mode) => {
+                self.correction(format!("a person chose the {} mode", mode.as_str()));
+                Classification {
+                    mode,
+                    reason: "chosen by the person who started the run".into(),
+                    confidence: 1.0,
+                    by: DecidedBy::Person,
+                }
+            }
+            None => classify::classify(&self.caller, &task, &memory)
                 .await
                 .map_err(RunFailure::Classifying)?,
         };
@@ -62,7 +66,8 @@ impl Driver {
             comment,
         });
         let tools = self.tools.specs();
-        let planned = planner::plan(&self.caller, mode, &task, &tools, revision)
+        let memory = self.recalled().await;
+        let planned = planner::plan(&self.caller, mode, &task, &tools, &memory, revision)
             .await
             .map_err(RunFailure::Planning)?;
         if !planned.repairs.is_empty() {
@@ -155,6 +160,12 @@ impl Driver {
                 }
                 PlanState::Draft if plan.approval().status == ApprovalStatus::Rejected => {
                     let comment = plan.approval().comment.clone().unwrap_or_default();
+                    let names: Vec<&str> =
+                        plan.subtasks().iter().take(8).map(|s| s.name()).collect();
+                    self.correction(format!(
+                        "a person rejected the plan ({}) with: {comment}",
+                        names.join(" → ")
+                    ));
                     self.caller
                         .log(RunEntry::Rejected {
                             comment: comment.clone(),
@@ -174,6 +185,11 @@ impl Driver {
                 PlanState::AwaitingApproval | PlanState::Draft
                     if plan.mode() != self.mode() && plan.mode() != Mode::Manual =>
                 {
+                    self.correction(format!(
+                        "a person switched the mode from {} to {}",
+                        self.mode().as_str(),
+                        plan.mode().as_str()
+                    ));
                     let decided = Classification {
                         mode: plan.mode(),
                         reason: "a person switched the mode before approving".into(),

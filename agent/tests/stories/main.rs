@@ -5,6 +5,7 @@
 
 mod failure;
 mod guards;
+mod memory;
 mod people;
 mod resilience;
 mod support;

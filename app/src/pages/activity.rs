@@ -39,6 +39,8 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::ToolRetryScheduled => ("tool retry scheduled", "计划重试工具"),
         EntryKind::SubtaskRetry => ("subtask tried again", "子任务重试"),
         EntryKind::Recovery => ("planner's recovery", "规划器的恢复决定"),
+        EntryKind::Recalled => ("memories recalled", "调取记忆"),
+        EntryKind::Remembered => ("remembered", "已记住"),
         EntryKind::ToolApproval => ("asks to use a tool", "请求使用工具"),
         EntryKind::ToolDecision => ("tool decision", "工具决定"),
         EntryKind::Overridden => ("overridden", "被人工改动"),

@@ -9,6 +9,7 @@
 //! - `subtasks.rs`: subtask routes; `actions.rs`: approve, pause, … and comments;
 //! - `tools.rs`: the agents' door (tool schemas and calls per dialect);
 //! - `runs.rs`: planboard's own agent: start, follow and steer runs;
+//! - `memories.rs`: what the agent remembers: list, search, pin, forget;
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
@@ -17,6 +18,7 @@ pub mod bodies;
 pub mod docs;
 pub mod error;
 pub mod extract;
+pub mod memories;
 pub mod plans;
 pub mod runs;
 pub mod schema;
@@ -64,12 +66,14 @@ pub struct ApiState {
         runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
+        memories::list_memories, memories::forget_memory, memories::pin_memory,
     ),
     tags(
         (name = "plans"), (name = "subtasks"), (name = "comments"),
         (name = "tools", description = "OpenAI function-calling tools in four dialects"),
         (name = "live", description = "server-sent events"),
         (name = "runs", description = "planboard's own agent: a task in, a plan approved by a person, the work done by a model"),
+        (name = "memories", description = "what the agent remembers of finished runs and people's corrections, recalled before it plans"),
     )
 )]
 pub struct ApiDoc;
@@ -138,6 +142,12 @@ pub fn routes(state: ApiState) -> Router {
         .route("/runs/{id}/artifacts", get(runs::list_artifacts))
         .route("/runs/{id}/workspace.zip", get(runs::workspace_zip))
         .route("/agent/tools", get(runs::agent_tools))
+        .route("/memories", get(memories::list_memories))
+        .route(
+            "/memories/{id}",
+            axum::routing::delete(memories::forget_memory),
+        )
+        .route("/memories/{id}/pin", post(memories::pin_memory))
         .route("/runs/{id}/artifacts/{*path}", get(runs::get_artifact));
     // Streams live for hours: the timeout (which only waits for their head)
     // and gzip (which never compresses them) would only hold memory for

@@ -40,7 +40,7 @@ impl From<RunError> for ApiError {
                 tracing::error!("run store failure: {e}");
                 ApiError::Internal
             }
-            e @ RunError::NoCall(_) => ApiError::NotFound(e.to_string()),
+            e @ (RunError::NoCall(_) | RunError::NoMemory(_)) => ApiError::NotFound(e.to_string()),
             e @ RunError::Decided(_) => ApiError::State {
                 code: "decided",
                 message: e.to_string(),
@@ -177,6 +177,10 @@ pub struct StartRun {
     #[serde(default)]
     #[schemars(range(max = 60000))]
     pub retry_delay_ms: Option<u64>,
+    /// Recall memories of earlier runs before planning and remember this
+    /// one (default true); false: the run neither reads nor leaves any.
+    #[serde(default)]
+    pub memory: Option<bool>,
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -307,6 +311,7 @@ impl StartRun {
             policies: self.policies.unwrap_or_default(),
             max_attempts: self.max_attempts.unwrap_or(3),
             retry_delay_ms: self.retry_delay_ms.unwrap_or(1_000),
+            memory: self.memory.unwrap_or(true),
         })
     }
 }

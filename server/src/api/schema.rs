@@ -119,6 +119,7 @@ schemars_bridge! {
         EventDoc => plan_engine::Event,
         PlanDoc => plan_engine::Plan,
         InputFileDoc => run_model::InputFile,
+        MemoryDoc => run_model::Memory,
     ],
     local: [
         super::docs::ErrorBody,
@@ -155,6 +156,7 @@ schemars_bridge! {
         crate::runs::RunView,
         crate::runs::Artifact,
         crate::store::StoredRunEntry,
+        super::memories::PinMemory,
     ]
 }
 

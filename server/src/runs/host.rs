@@ -226,6 +226,21 @@ impl Host for ServerHost {
         let _ = self.entries.send(RunNews::Delta(Arc::new(delta)));
     }
 
+    async fn recall(&self, query: &str, limit: usize) -> Result<Vec<run_model::Memory>, HostError> {
+        self.store
+            .memories(Some(query), 0, limit as u32)
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))
+    }
+
+    async fn remember(&self, memories: Vec<run_model::NewMemory>) -> Result<(), HostError> {
+        self.store
+            .remember(&memories)
+            .await
+            .map(|_| ())
+            .map_err(|e| HostError::Unavailable(e.to_string()))
+    }
+
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {
         if let Some(plan) = run.plan_id {
             self.plan_of

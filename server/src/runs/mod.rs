@@ -72,6 +72,8 @@ pub enum RunError {
     /// The run's files were refused (or could not be written).
     #[error(transparent)]
     Input(#[from] InputError),
+    #[error("no memory has id {0}")]
+    NoMemory(run_model::MemoryId),
 }
 
 /// A run as the API shows it.
@@ -440,6 +442,36 @@ impl Runs {
     pub async fn get(&self, id: RunId) -> Result<RunView, RunError> {
         let record = self.record(id).await?;
         self.view(record).await
+    }
+
+    /// The agent's memories: matching `query` (pinned, then best ranked),
+    /// or newest first.
+    pub async fn memories(
+        &self,
+        query: Option<&str>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<run_model::Memory>, RunError> {
+        Ok(self.store.memories(query, offset, limit).await?)
+    }
+
+    /// Forgets a memory: no later run recalls it.
+    pub async fn forget(&self, id: run_model::MemoryId) -> Result<(), RunError> {
+        match self.store.forget(id).await? {
+            true => Ok(()),
+            false => Err(RunError::NoMemory(id)),
+        }
+    }
+
+    pub async fn pin(
+        &self,
+        id: run_model::MemoryId,
+        pinned: bool,
+    ) -> Result<run_model::Memory, RunError> {
+        self.store
+            .pin(id, pinned)
+            .await?
+            .ok_or(RunError::NoMemory(id))
     }
 
     pub async fn list(

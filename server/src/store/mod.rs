@@ -10,7 +10,10 @@
 //! - this file: the trait and the rows it speaks in;
 //! - `sql.rs`: [`SqlStore`], one implementation for SQLite and PostgreSQL;
 //! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
+//! - `memory.rs`: the agent's memories (part of [`RunStore`]), ranked by
+//!   each dialect's full-text search.
 
+mod memory;
 mod runs;
 mod sql;
 

@@ -5,6 +5,7 @@ use agent::run::{EntryKind, RunRecord, RunState};
 use agent::RunId;
 use async_trait::async_trait;
 use plan_engine::{PlanId, Timestamp};
+use run_model::memory::{Memory, MemoryId, NewMemory};
 use schemars::JsonSchema;
 use serde::Serialize;
 use sqlx::Row;
@@ -111,6 +112,19 @@ pub trait RunStore: Send + Sync {
     /// Plans whose run is driven under a live lease: their subtasks are
     /// being worked on, however quiet the plan looks.
     async fn leased_plans(&self, now_ms: i64) -> Result<Vec<PlanId>, StoreError>;
+    /// Stores a finished run's memories.
+    async fn remember(&self, memories: &[NewMemory]) -> Result<Vec<Memory>, StoreError>;
+    /// Memories matching `query`, pinned first, then best ranked; with no
+    /// query, newest first.
+    async fn memories(
+        &self,
+        query: Option<&str>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<Memory>, StoreError>;
+    /// Whether there was such a memory.
+    async fn forget(&self, id: MemoryId) -> Result<bool, StoreError>;
+    async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError>;
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
@@ -443,5 +457,29 @@ impl RunStore for SqlStore {
         .fetch_all(&self.pool)
         .await?;
         ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
+    }
+
+    async fn remember(&self, memories: &[NewMemory]) -> Result<Vec<Memory>, StoreError> {
+        self.insert_memories(memories).await
+    }
+
+    async fn memories(
+        &self,
+        query: Option<&str>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<Memory>, StoreError> {
+        match query.map(str::trim).filter(|q| !q.is_empty()) {
+            Some(q) => self.search_memories(q, offset, limit).await,
+            None => self.newest_memories(offset, limit).await,
+        }
+    }
+
+    async fn forget(&self, id: MemoryId) -> Result<bool, StoreError> {
+        self.delete_memory(id).await
+    }
+
+    async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError> {
+        self.pin_memory(id, pinned).await
     }
 }

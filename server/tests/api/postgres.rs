@@ -401,6 +401,121 @@ async fn the_run_store_works_on_sqlite() {
     .await;
 }
 
+/// The agent's memories on either database: ranked by the database's own
+/// full-text search over the same terms (Chinese included), pinned first,
+/// forgotten for good. A tag of this run's own keeps a shared database's
+/// other memories out of the way.
+pub async fn memory_store_story(url: &str) {
+    use run_model::memory::{MemoryKind, NewMemory};
+    use server::store::{RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let tag = format!("zq{}", uuid::Uuid::new_v4().simple());
+    let new = |kind, task: &str, text: &str| NewMemory {
+        kind,
+        task: format!("{task} {tag}"),
+        text: text.to_string(),
+        run_id: None,
+        plan_id: None,
+    };
+    let stored = store
+        .remember(&[
+            new(
+                MemoryKind::Correction,
+                "Deploy the billing service",
+                "always add a rollback step",
+            ),
+            new(
+                MemoryKind::Run,
+                "Deploy the billing service to staging",
+                "Outcome: done",
+            ),
+            new(MemoryKind::Run, "Write a poem", "about autumn"),
+            new(MemoryKind::Correction, "调查夜间任务为什么超时", "先看日志"),
+        ])
+        .await
+        .unwrap();
+    let ids: Vec<_> = stored.iter().map(|m| m.id).collect();
+    let ours = |found: Vec<run_model::Memory>| -> Vec<uuid::Uuid> {
+        found
+            .into_iter()
+            .filter(|m| m.task.contains(&tag))
+            .map(|m| m.id)
+            .collect()
+    };
+    let found = ours(
+        store
+            .memories(Some(&format!("deploy billing service {tag}")), 0, 200)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found.len(), 4, "each shares the tag: {found:?}");
+    let best: std::collections::HashSet<_> = found[..2].iter().copied().collect();
+    assert_eq!(
+        best,
+        [ids[0], ids[1]].into_iter().collect(),
+        "the deploys rank first"
+    );
+    let chinese = ours(
+        store
+            .memories(Some(&format!("夜间任务经常超时 {tag}")), 0, 200)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        chinese.first(),
+        Some(&ids[3]),
+        "pairs of characters find the Chinese task"
+    );
+    let pinned = store.pin(ids[2], true).await.unwrap().unwrap();
+    assert!(pinned.pinned);
+    let found = ours(
+        store
+            .memories(Some(&format!("deploy billing service {tag}")), 0, 200)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        found.first(),
+        Some(&ids[2]),
+        "a pinned memory comes first when it matches"
+    );
+    assert!(store.forget(ids[0]).await.unwrap());
+    assert!(!store.forget(ids[0]).await.unwrap(), "forgotten already");
+    let found = ours(
+        store
+            .memories(Some(&format!("rollback {tag}")), 0, 200)
+            .await
+            .unwrap(),
+    );
+    assert!(
+        !found.contains(&ids[0]),
+        "a forgotten memory is never found again"
+    );
+    assert!(store.pin(ids[0], true).await.unwrap().is_none());
+    assert!(store.memories(Some("  "), 0, 10).await.unwrap().len() <= 10);
+    let newest = store.memories(None, 0, 200).await.unwrap();
+    assert!(newest.iter().any(|m| m.id == ids[3]));
+    assert!(newest
+        .windows(2)
+        .all(|w| w[0].created_at >= w[1].created_at));
+}
+
+#[tokio::test]
+async fn the_memory_store_works_on_postgres() {
+    let Some(url) = database() else { return };
+    memory_store_story(&url).await;
+}
+
+#[tokio::test]
+async fn the_memory_store_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    memory_store_story(&format!(
+        "sqlite://{}",
+        dir.path().join("memories.db").display()
+    ))
+    .await;
+}
+
 /// A plan changed past several snapshot intervals reads back from a fresh
 /// store exactly as the writer holds it (snapshot plus folded events), by
 /// itself and in the whole list.

@@ -641,3 +641,63 @@ async fn the_boards_answer_and_replan_forms_change_the_plan_or_say_why_not() {
     .unwrap();
     assert_eq!(empty.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+#[tokio::test]
+async fn a_finished_run_is_remembered_and_its_memories_are_searched_pinned_and_forgotten_over_http()
+{
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let (run, _) = start(
+        &server,
+        json!({"task": "Look up the weather in Shanghai", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &run, "done").await;
+    // Remembered just after the run's last state change.
+    let mut found = Value::Null;
+    for _ in 0..200 {
+        let (status, body) = server.get("/api/memories?q=weather%20shanghai").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body.as_array().is_some_and(|a| !a.is_empty()) {
+            found = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let memory = found
+        .as_array()
+        .and_then(|a| a.iter().find(|m| m["run_id"] == run.as_str()))
+        .unwrap_or_else(|| panic!("the run's memory: {found}"))
+        .clone();
+    assert_eq!(memory["kind"], "run");
+    assert!(
+        memory["text"].as_str().unwrap().contains("Outcome: done"),
+        "{memory}"
+    );
+    let (_, unrelated) = server.get("/api/memories?q=poem%20autumn").await;
+    assert_eq!(unrelated, json!([]));
+    let id = memory["id"].as_str().unwrap();
+    let (status, pinned) = server
+        .post(&format!("/api/memories/{id}/pin"), json!({"pinned": true}))
+        .await;
+    assert_eq!(
+        (status, pinned["pinned"].clone()),
+        (StatusCode::OK, json!(true))
+    );
+    let forget = |id: String| {
+        let request = server
+            .client
+            .delete(server.url(&format!("/api/memories/{id}")));
+        async move { request.send().await.unwrap().status() }
+    };
+    assert_eq!(forget(id.to_string()).await, StatusCode::NO_CONTENT);
+    assert_eq!(forget(id.to_string()).await, StatusCode::NOT_FOUND);
+    assert_eq!(forget("not-a-uuid".into()).await, StatusCode::NOT_FOUND);
+    let (_, after) = server.get("/api/memories?q=weather%20shanghai").await;
+    assert!(
+        after.as_array().unwrap().iter().all(|m| m["id"] != id),
+        "forgotten: {after}"
+    );
+    let (status, _) = server.get("/api/memories?limit=0").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}

@@ -1,0 +1,141 @@
+//! Memory (seed 004: the orchestrator "gathers context (memory +
+//! knowledge)" before it classifies and plans, and "stores to long-term
+//! memory" after). Before classifying, the run recalls the memories most
+//! like its task, once, and both the classifier and the planner read them
+//! (corrections first, within a fixed budget); when it ends, it leaves a
+//! summary of itself and every correction people made on the way.
+//! A run started with `memory: false` does neither.
+
+use super::*;
+use crate::run::RunEntry;
+use run_model::entry::RecalledMemory;
+use run_model::memory::{prompt_section, MemoryKind, NewMemory, MEMORY_TEXT, RECALLED};
+
+/// Corrections one run keeps (the oldest go first).
+const CORRECTIONS_KEPT: usize = 20;
+/// People's comments on subtasks remembered from one run.
+const SAID_KEPT: usize = 5;
+
+impl Driver {
+    /// The recalled memories as a prompt section ("" when none or the run
+    /// opted out).
+    pub(super) async fn recalled(&mut self) -> String {
+        if !self.run.config.memory {
+            return String::new();
+        }
+        if self.recalled.is_none() {
+            let found = match self.host.recall(&self.run.config.task, RECALLED).await {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::warn!("run {}: memories could not be recalled: {e}", self.run.id);
+                    Vec::new()
+                }
+            };
+            if !found.is_empty() {
+                self.caller
+                    .log(RunEntry::Recalled {
+                        memories: found
+                            .iter()
+                            .map(|m| RecalledMemory {
+                                id: m.id,
+                                kind: m.kind,
+                                excerpt: cut(&m.text, 200),
+                            })
+                            .collect(),
+                    })
+                    .await;
+            }
+            self.recalled = Some(found);
+        }
+        prompt_section(self.recalled.as_deref().unwrap_or_default())
+    }
+
+    /// The task as a correction names it.
+    fn task_named(&self) -> String {
+        format!("«{}»", cut(self.run.config.task.trim(), 150))
+    }
+
+    /// Keeps a correction for the memory the run leaves.
+    pub(super) fn correction(&mut self, what: String) {
+        let text = format!("For the task {}, {what}", self.task_named());
+        self.run.corrections.push(cut(&text, 600));
+        if self.run.corrections.len() > CORRECTIONS_KEPT {
+            self.run.corrections.remove(0);
+        }
+    }
+
+    /// What the finished run leaves in memory: itself, and what people
+    /// corrected (kept on the run's row as they happened) and said about
+    /// its subtasks (read from the plan).
+    pub(super) async fn remember(&mut self) {
+        if !self.run.config.memory || !self.run.state.is_finished() {
+            return;
+        }
+        let plan = match self.run.plan_id {
+            Some(id) => self.host.plan(id).await.ok(),
+            None => None,
+        };
+        let task = cut(self.run.config.task.trim(), 1_000);
+        let memory = |kind, text: String| NewMemory {
+            kind,
+            task: task.clone(),
+            text: cut(&text, MEMORY_TEXT),
+            run_id: Some(self.run.id),
+            plan_id: self.run.plan_id,
+        };
+        let mut memories: Vec<NewMemory> = self
+            .run
+            .corrections
+            .iter()
+            .map(|c| memory(MemoryKind::Correction, c.clone()))
+            .collect();
+        let mut summary = format!("Task: {}.", cut(self.run.config.task.trim(), 300));
+        if let Some(c) = &self.run.classification {
+            summary.push_str(&format!(
+                " Mode: {} (decided by {}).",
+                c.mode.as_str(),
+                c.by
+            ));
+        }
+        if let Some(plan) = &plan {
+            let names: Vec<&str> = plan.subtasks().iter().take(12).map(|s| s.name()).collect();
+            if !names.is_empty() {
+                summary.push_str(&format!(" Plan: {}.", names.join(" → ")));
+            }
+            let said: Vec<String> = plan
+                .comments()
+                .iter()
+                .filter(|c| c.author != AGENT_ACTOR)
+                .filter_map(|c| Some((plan.subtask(c.subtask?)?, c)))
+                .rev()
+                .take(SAID_KEPT)
+                .map(|(s, c)| {
+                    format!(
+                        "For the task {}, on the subtask «{}» {} said: {}",
+                        self.task_named(),
+                        cut(s.name(), 100),
+                        c.author,
+                        cut(&c.body, 400)
+                    )
+                })
+                .collect();
+            for text in said.into_iter().rev() {
+                memories.push(memory(MemoryKind::Correction, text));
+            }
+        }
+        summary.push_str(&format!(" Outcome: {}", self.run.state));
+        if let Some(reason) = &self.run.reason {
+            summary.push_str(&format!(" ({})", cut(reason, 200)));
+        }
+        summary.push('.');
+        if let Some(answer) = &self.run.answer {
+            summary.push_str(&format!(" Answer: {}", cut(answer, 300)));
+        }
+        memories.push(memory(MemoryKind::Run, summary));
+        let count = memories.len();
+        match self.host.remember(memories).await {
+            Ok(()) => self.caller.log(RunEntry::Remembered { count }).await,
+            Err(e) => tracing::warn!("run {}: could not remember it: {e}", self.run.id),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The agent's memories over HTTP: list and search them, pin one so it is
+//! recalled first, forget one so no run recalls it again.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::Json;
+use run_model::Memory;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::docs::{ListErrors, WriteErrors};
+use super::error::{ApiError, Body};
+use super::extract::{path_param, Params};
+use super::ApiState;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MemoriesQuery {
+    /// Words to search for (ranked by the database's full-text search);
+    /// absent: newest first.
+    #[param(max_length = 500)]
+    q: Option<String>,
+    #[param(minimum = 0, maximum = 100000)]
+    offset: Option<u32>,
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+}
+
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PinMemory {
+    pub pinned: bool,
+}
+
+/// The `{id}` of a memory route: a malformed id is a 404 (no memory has
+/// it), like a plan's or a run's.
+pub struct MemoryRef(pub run_model::MemoryId);
+
+impl<S: Send + Sync> FromRequestParts<S> for MemoryRef {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let text = path_param(parts, "id").await?;
+        text.parse()
+            .map(MemoryRef)
+            .map_err(|_| ApiError::NotFound(format!("'{text}' is not a memory id (a UUID)")))
+    }
+}
+
+#[utoipa::path(get, path = "/api/memories", tag = "memories", params(MemoriesQuery),
+    description = "what the agent remembers of finished runs (run summaries and people's corrections)",
+    responses((status = 200, body = Vec<super::schema::MemoryDoc>), ListErrors))]
+pub async fn list_memories(
+    State(state): State<ApiState>,
+    Params(q): Params<MemoriesQuery>,
+) -> Result<Json<Vec<Memory>>, ApiError> {
+    let limit = q.limit.unwrap_or(50);
+    let offset = q.offset.unwrap_or(0);
+    if !(1..=200).contains(&limit) || offset > 100_000 {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be 1 to 200 and offset at most 100000 (got limit {limit}, offset {offset})"
+        )));
+    }
+    if q.q.as_ref().is_some_and(|q| q.chars().count() > 500) {
+        return Err(ApiError::BadRequest("q has at most 500 characters".into()));
+    }
+    Ok(Json(
+        state.runs.memories(q.q.as_deref(), offset, limit).await?,
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/memories/{id}", tag = "memories",
+    params(("id" = uuid::Uuid, Path, description = "memory UUID")),
+    description = "forgets a memory: no later run recalls it",
+    responses((status = 204, description = "forgotten"), WriteErrors))]
+pub async fn forget_memory(
+    State(state): State<ApiState>,
+    MemoryRef(id): MemoryRef,
+) -> Result<StatusCode, ApiError> {
+    state.runs.forget(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/memories/{id}/pin", tag = "memories",
+    params(("id" = uuid::Uuid, Path, description = "memory UUID")),
+    request_body = PinMemory,
+    description = "pins a memory (recalled before others whenever it matches) or unpins it",
+    responses((status = 200, body = super::schema::MemoryDoc), WriteErrors))]
+pub async fn pin_memory(
+    State(state): State<ApiState>,
+    MemoryRef(id): MemoryRef,
+    Body(body): Body<PinMemory>,
+) -> Result<Json<Memory>, ApiError> {
+    Ok(Json(state.runs.pin(id, body.pinned).await?))
+}
