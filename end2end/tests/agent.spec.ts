@@ -339,3 +339,30 @@ test("a guarded shell command waits on the board until a person approves it", as
   await expect(page.getByTestId("activity-row").filter({ hasText: "approved by" }).first()).toBeVisible();
   await expect(page.getByTestId("activity-row").filter({ hasText: "run_shell · ok" }).first()).toBeVisible();
 });
+
+test("a finished run is remembered; a person finds it on the Memory page, pins it and forgets it", async ({ page, request }) => {
+  const task = unique("Measure the kettle temperature");
+  const res = await request.post("/api/runs", { data: { task, mode: "simple", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await expect.poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 30_000 }).toBe("done");
+  // Remembered just after the run's last state change.
+  const search = `/api/memories?q=${encodeURIComponent(task)}`;
+  await expect.poll(async () => JSON.stringify(await (await request.get(search)).json()), { timeout: 10_000 }).toContain("Outcome: done");
+  await page.goto("/memories");
+  await page.getByTestId("memory-search").fill(task);
+  await page.getByTestId("memory-search").press("Enter");
+  await page.waitForURL(/\/memories\?q=/);
+  const row = page.getByTestId("memory-row").filter({ hasText: "Outcome: done" }).filter({ hasText: task });
+  await expect(row).toHaveCount(1);
+  await expect(row).toHaveAttribute("data-pinned", "false");
+  await row.getByTestId("memory-pin").click();
+  await page.waitForURL(/\/memories\?q=/);
+  await expect(row).toHaveAttribute("data-pinned", "true");
+  await expect(row.getByTestId("memory-pinned")).toBeVisible();
+  await shot(page, "agent-16-memory");
+  await row.getByTestId("memory-forget").click();
+  await page.waitForURL(/\/memories\?q=/);
+  await expect(row).toHaveCount(0);
+  expect(JSON.stringify(await (await request.get(search)).json())).not.toContain("Outcome: done");
+});

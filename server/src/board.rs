@@ -189,6 +189,7 @@ impl BoardBackend for Board {
                 .map(|t| (t.name.clone(), t.description.clone()))
                 .collect(),
             code_runner_off: self.1.sandbox_unavailable().map(|e| e.reason().to_string()),
+            model_waiting: self.1.model_name().is_some() && !self.1.model_answers(),
         }
     }
 
@@ -234,6 +235,24 @@ impl BoardBackend for Board {
             rows,
             artifacts,
         })
+    }
+
+    async fn memories(&self, query: &str, page: u32) -> Result<app::api::MemoryList, BoardError> {
+        let per = app::api::MEMORIES_PER_PAGE;
+        let query = query.trim();
+        // One more than a page: whether there is a next one.
+        let mut rows = self
+            .1
+            .memories(
+                (!query.is_empty()).then_some(query),
+                page.saturating_mul(per),
+                per + 1,
+            )
+            .await
+            .map_err(run_error)?;
+        let more = rows.len() > per as usize;
+        rows.truncate(per as usize);
+        Ok(app::api::MemoryList { rows, more })
     }
 
     async fn activity_tail(
@@ -1119,6 +1138,71 @@ pub async fn tool_call_form(
     }
     .await;
     back_to_board(result, &headers)
+}
+
+/// The Memory page's buttons, as posted.
+#[derive(serde::Deserialize)]
+pub struct MemoryForm {
+    /// `true` or `false` (the pin button).
+    #[serde(default)]
+    pinned: String,
+    /// The page to go back to (the Memory page with its search).
+    #[serde(default)]
+    back: String,
+}
+
+/// `POST /memories/{id}/pin` and `/memories/{id}/forget`: the Memory page's
+/// buttons, through the same service as the API's; back to the page, or
+/// a page in the person's language saying why not.
+pub async fn memory_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path((id, action)): axum::extract::Path<(String, String)>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<MemoryForm>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        if !viewer.can_edit {
+            return Err(BoardError::Forbidden(lang.pick(
+                format!(
+                    "{} may look but not change memories (viewer role)",
+                    viewer.name
+                ),
+                format!("{} 只能查看，不能修改记忆（只读角色）", viewer.name),
+            )));
+        }
+        let id: run_model::MemoryId = id
+            .parse()
+            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a memory id")))?;
+        match action.as_str() {
+            "pin" => board
+                .1
+                .pin(id, form.pinned == "true")
+                .await
+                .map(|_| ())
+                .map_err(run_error),
+            "forget" => board.1.forget(id).await.map_err(run_error),
+            other => Err(BoardError::NotFound(format!("no memory action '{other}'"))),
+        }
+    }
+    .await;
+    match result {
+        // Back only to the Memory page: the field is the client's.
+        Ok(()) if form.back.starts_with("/memories") && !form.back.contains("//") => {
+            axum::response::Redirect::to(&form.back).into_response()
+        }
+        Ok(()) => axum::response::Redirect::to("/memories").into_response(),
+        Err(e) => {
+            let status = match e {
+                BoardError::NotFound(_) => axum::http::StatusCode::NOT_FOUND,
+                BoardError::Forbidden(_) => axum::http::StatusCode::FORBIDDEN,
+                _ => axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            };
+            (status, app::board::explain(&e, lang)).into_response()
+        }
+    }
 }
 
 /// What the board's plain forms on a plan share: the plan from the path,

@@ -220,7 +220,11 @@ pub fn router_with_pages(
         )
         .route(
             "/plans/{id}/tool-call",
-            axum::routing::post(board::tool_call_form).with_state(board),
+            axum::routing::post(board::tool_call_form).with_state(board.clone()),
+        )
+        .route(
+            "/memories/{id}/{action}",
+            axum::routing::post(board::memory_form).with_state(board),
         )
         .leptos_routes_with_context(
             &options,

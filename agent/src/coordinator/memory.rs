@@ -133,9 +133,21 @@ impl Driver {
         }
         memories.push(memory(MemoryKind::Run, summary));
         let count = memories.len();
-        match self.host.remember(memories).await {
-            Ok(()) => self.caller.log(RunEntry::Remembered { count }).await,
-            Err(e) => tracing::warn!("run {}: could not remember it: {e}", self.run.id),
+        // A store busy for a moment is tried again; the run is over, so
+        // the wait costs nobody.
+        for attempt in 1..=3u32 {
+            match self.host.remember(memories.clone()).await {
+                Ok(()) => {
+                    self.caller.log(RunEntry::Remembered { count }).await;
+                    return;
+                }
+                Err(e) if attempt < 3 => {
+                    tracing::info!("run {}: remembering it failed ({e}); again", self.run.id);
+                    tokio::time::sleep(std::time::Duration::from_millis(250 * u64::from(attempt)))
+                        .await;
+                }
+                Err(e) => tracing::warn!("run {}: could not remember it: {e}", self.run.id),
+            }
         }
     }
 }

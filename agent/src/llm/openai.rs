@@ -166,6 +166,25 @@ pub struct OpenAiLlm {
     config: LlmConfig,
 }
 
+impl LlmConfig {
+    /// Whether the endpoint answers at all (any HTTP status counts: a
+    /// provider that wants a key for `/models` is up); a local model
+    /// server that is still starting refuses the connection.
+    pub async fn answers(&self) -> bool {
+        let Ok(http) = reqwest::Client::builder()
+            .timeout(Duration::from_secs(3))
+            .build()
+        else {
+            return false;
+        };
+        let mut request = http.get(format!("{}/models", self.base_url.trim_end_matches('/')));
+        if !self.api_key.is_empty() {
+            request = request.bearer_auth(&self.api_key);
+        }
+        request.send().await.is_ok()
+    }
+}
+
 impl OpenAiLlm {
     pub fn new(config: LlmConfig) -> Result<OpenAiLlm, ClientError> {
         let http = reqwest::Client::builder()

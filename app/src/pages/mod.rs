@@ -1,8 +1,10 @@
 //! The pages besides the board: the plans list, the history for team
-//! review, the agent's task box and the form that creates a plan by hand.
+//! review, the agent's memory, the agent's task box and the form that
+//! creates a plan by hand.
 
 pub mod activity;
 pub mod history;
+pub mod memories;
 pub mod new_plan;
 pub mod plans;
 pub mod task;

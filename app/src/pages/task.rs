@@ -22,6 +22,7 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
     let lang = use_lang();
     let model = agent.model;
     let no_model = model.is_none();
+    let waiting = agent.model_waiting;
     let tools = agent
         .tools
         .into_iter()
@@ -56,6 +57,14 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
                         <pre>"PLANBOARD_LLM_BASE_URL=http://127.0.0.1:8080/v1\nPLANBOARD_LLM_MODEL=qwen2.5-coder-1.5b-instruct"</pre>
                     </div>
                 })}
+            {waiting.then(|| view! {
+                <div class="note" data-testid="model-waiting">
+                    <p>{lang.pick(
+                        "The model does not answer yet. A local model may still be starting: its first start builds it (15–30 minutes; scripts/run writes data/local-model.log). Reload this page to see when it is up; a task started before then fails with the reason.",
+                        "模型还没有响应。本地模型可能仍在启动：第一次启动需要构建（15–30 分钟；scripts/run 会写 data/local-model.log）。重新加载本页即可看到它是否就绪；在此之前开始的任务会失败并说明原因。",
+                    )}</p>
+                </div>
+            })}
             {model.map(|m| view! {
                 <p class="hint" data-testid="agent-model">{lang.pick("Model: ", "模型：")}<code>{m}</code></p>
             })}

@@ -110,6 +110,29 @@ pub struct Runs {
     /// Every work tool a run can be given, for the task box and for
     /// checking a run's choice.
     tool_names: Vec<ToolSpec>,
+    model_answers: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Asks the model endpoint every 3 s until it answers once.
+fn watch_model(llm: agent::LlmConfig, answers: Arc<std::sync::atomic::AtomicBool>) {
+    answers.store(false, std::sync::atomic::Ordering::Relaxed);
+    tokio::spawn(async move {
+        let mut waited = false;
+        loop {
+            if llm.answers().await {
+                answers.store(true, std::sync::atomic::Ordering::Relaxed);
+                if waited {
+                    tracing::info!("the model endpoint answers now");
+                }
+                return;
+            }
+            if !waited {
+                tracing::info!("the model endpoint does not answer yet; asking every 3 s");
+                waited = true;
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+    });
 }
 
 /// The code runner as configured: probed once at start-up.
@@ -224,6 +247,7 @@ impl Runs {
         // Asked of a toolset for no run, whose empty folder then goes again.
         let tool_names = toolset(RunId::nil()).specs();
         let _ = std::fs::remove_dir(workspaces.join(RunId::nil().to_string()));
+        let model_answers = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let agent = match &config.llm {
             None => None,
             Some(llm) => {
@@ -231,7 +255,10 @@ impl Runs {
                 let protocol = llm.protocol;
                 let model = match model {
                     Some(model) => model,
-                    None => Arc::new(OpenAiLlm::new(llm.clone())?) as Arc<dyn Llm>,
+                    None => {
+                        watch_model(llm.clone(), model_answers.clone());
+                        Arc::new(OpenAiLlm::new(llm.clone())?) as Arc<dyn Llm>
+                    }
                 };
                 let mut agent = Agent::new(host, model, concurrency).with_tools(toolset);
                 agent.protocol = protocol;
@@ -252,7 +279,16 @@ impl Runs {
             workspace_roots: config.workspace_roots.clone(),
             sandbox,
             tool_names,
+            model_answers,
         }))
+    }
+
+    /// Whether the configured model endpoint has answered since start-up
+    /// (an in-process model always has): a local model started beside
+    /// planboard may take minutes, and the task box says so meanwhile.
+    pub fn model_answers(&self) -> bool {
+        self.model_answers
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The work tools a run can be given.

@@ -9,7 +9,7 @@ use run_model::memory::{terms, Memory, MemoryId, MemoryKind, NewMemory};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::sql::{read_ts, ts};
+use super::sql::{read_ts, ts, values_sql};
 use super::{SqlStore, StoreError};
 
 const COLUMNS: &str = "m.id, m.kind, m.task, m.body, m.run_id, m.plan_id, m.pinned, m.created_at";
@@ -43,14 +43,19 @@ fn memory_of(row: &AnyRow) -> Result<Memory, StoreError> {
 }
 
 impl SqlStore {
+    /// One statement per 100 memories (a run leaves at most 26), no
+    /// explicit transaction: each all or none, and on SQLite
+    /// the write lock is asked for (and waited for) before anything is
+    /// read, so a busy database makes it wait rather than fail (a `BEGIN`
+    /// that reads first cannot wait for a writer: SQLITE_BUSY at once, as
+    /// the Playwright story's run met at the end of a busy run).
     pub(super) async fn insert_memories(
         &self,
         memories: &[NewMemory],
     ) -> Result<Vec<Memory>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let mut stored = Vec::with_capacity(memories.len());
-        for m in memories {
-            let memory = Memory {
+        let stored: Vec<Memory> = memories
+            .iter()
+            .map(|m| Memory {
                 id: uuid::Uuid::new_v4(),
                 kind: m.kind,
                 task: m.task.clone(),
@@ -59,27 +64,32 @@ impl SqlStore {
                 plan_id: m.plan_id,
                 pinned: false,
                 created_at: chrono::Utc::now(),
-            };
-            // The task is searched with the text: a memory is found by
-            // what was asked as much as by what happened.
-            let searched = terms(&format!("{} {}", memory.task, memory.text)).join(" ");
-            sqlx::query(
-                "INSERT INTO memories (id, kind, task, body, terms, run_id, plan_id, pinned, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8)",
-            )
-            .bind(memory.id.to_string())
-            .bind(memory.kind.to_string())
-            .bind(&memory.task)
-            .bind(&memory.text)
-            .bind(searched)
-            .bind(memory.run_id.map(|r| r.to_string()))
-            .bind(memory.plan_id.map(|p| p.to_string()))
-            .bind(ts(memory.created_at))
-            .execute(&mut *tx)
-            .await?;
-            stored.push(memory);
+            })
+            .collect();
+        for chunk in stored.chunks(100) {
+            let sql = values_sql(
+                "INSERT INTO memories (id, kind, task, body, terms, run_id, plan_id, pinned, created_at) VALUES ",
+                9,
+                chunk.len(),
+            );
+            let mut query = sqlx::query(&sql);
+            for memory in chunk {
+                // The task is searched with the text: a memory is found by
+                // what was asked as much as by what happened.
+                let searched = terms(&format!("{} {}", memory.task, memory.text)).join(" ");
+                query = query
+                    .bind(memory.id.to_string())
+                    .bind(memory.kind.to_string())
+                    .bind(memory.task.clone())
+                    .bind(memory.text.clone())
+                    .bind(searched)
+                    .bind(memory.run_id.map(|r| r.to_string()))
+                    .bind(memory.plan_id.map(|p| p.to_string()))
+                    .bind(0i64)
+                    .bind(ts(memory.created_at));
+            }
+            query.execute(&self.pool).await?;
         }
-        tx.commit().await?;
         Ok(stored)
     }
 

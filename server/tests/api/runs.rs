@@ -701,3 +701,41 @@ async fn a_finished_run_is_remembered_and_its_memories_are_searched_pinned_and_f
     let (status, _) = server.get("/api/memories?limit=0").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn the_task_box_says_while_the_model_does_not_answer_and_not_once_it_does() {
+    let page = |server: &TestServer| {
+        let request = server.client.get(server.url("/plans/new"));
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    // A model configured on a port nothing listens on: a local model
+    // server still starting.
+    let fake = FakeOpenAi::start().await;
+    let mut away = fake.config(Duration::from_secs(2));
+    away.base_url = format!("http://127.0.0.1:{}/v1", crate::support::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        llm: Some(away),
+        workspaces: dir.path().join("workspaces"),
+        ..Config::defaults(
+            format!("sqlite://{}", dir.path().join("waiting.db").display()),
+            local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(page(&server)
+        .await
+        .contains("data-testid=\"model-waiting\""));
+    // The fake answers: once asked, the note goes.
+    let up = server_with(&fake).await;
+    let mut gone = false;
+    for _ in 0..100 {
+        if !page(&up).await.contains("data-testid=\"model-waiting\"") {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "the note stays while the model answers");
+}

@@ -1,0 +1,105 @@
+//! Memory (`/memories`): what the agent remembers of finished runs, in
+//! people's hands. Search it, pin what must always count, forget what is
+//! wrong; every run recalls from this list before it classifies and plans.
+//! Rendered on the server only; the buttons are plain forms.
+
+use leptos::prelude::*;
+use run_model::{Memory, MemoryKind};
+
+use super::plans::{address, page_href, short_time, table_head, Pager};
+use crate::api::{list_memories, memory_query};
+use crate::i18n::{use_lang, Lang};
+
+const COLUMNS: [(&str, &str); 5] = [
+    ("Kind", "类型"),
+    ("What is remembered", "记住的内容"),
+    ("From the task", "来自任务"),
+    ("Kept", "记录于"),
+    ("", ""),
+];
+
+fn kind_label(kind: MemoryKind, lang: Lang) -> &'static str {
+    match kind {
+        MemoryKind::Run => lang.pick("run", "运行"),
+        MemoryKind::Correction => lang.pick("correction", "纠正"),
+    }
+}
+
+fn row(m: Memory, lang: Lang, back: String) -> impl IntoView {
+    let id = m.id;
+    let pin_label = if m.pinned {
+        lang.pick("Unpin", "取消置顶")
+    } else {
+        lang.pick("Pin", "置顶")
+    };
+    view! {
+        <tr data-testid="memory-row" data-pinned=m.pinned.to_string()>
+            <td><span class=format!("badge memory-{}", m.kind)>{kind_label(m.kind, lang)}</span>
+                {m.pinned.then(|| view! { <span class="badge pinned" data-testid="memory-pinned">{lang.pick("pinned", "已置顶")}</span> })}
+            </td>
+            <td class="memory-text" data-testid="memory-text">{m.text.clone()}</td>
+            <td class="memory-task">{m.task.clone()}</td>
+            <td><time>{short_time(&m.created_at)}</time></td>
+            <td class="actions">
+                <form method="post" action=format!("/memories/{id}/pin")>
+                    <input type="hidden" name="pinned" value=(!m.pinned).to_string()/>
+                    <input type="hidden" name="back" value=back.clone()/>
+                    <button type="submit" data-testid="memory-pin">{pin_label}</button>
+                </form>
+                <form method="post" action=format!("/memories/{id}/forget")>
+                    <input type="hidden" name="back" value=back/>
+                    <button type="submit" class="danger" data-testid="memory-forget">{lang.pick("Forget", "忘记")}</button>
+                </form>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn MemoriesPage() -> impl IntoView {
+    let lang = use_lang();
+    let search = address();
+    let (query, page) = memory_query(&search);
+    let back = if search.is_empty() {
+        "/memories".to_string()
+    } else {
+        format!("/memories{search}")
+    };
+    let params_query = query.clone();
+    let loaded = crate::codec::load(move || (query.clone(), page), |(q, p)| list_memories(q, p));
+    view! {
+        <section class="memories-page">
+            <h1>{lang.pick("Memory", "记忆")}</h1>
+            <p class="hint">{lang.pick(
+                "What the agent remembers of finished runs and of people's corrections. Before it classifies and plans a task, it recalls the most similar ones (pinned first). Forget what is wrong; pin what must always count.",
+                "智能体记住的已结束运行和人们的纠正。它在分类和规划任务之前会调取最相似的记忆（置顶的优先）。忘记错误的，置顶必须始终考虑的。",
+            )}</p>
+            <form class="filters" method="get" action="/memories" role="search">
+                <input type="search" name="q" value=params_query.clone() maxlength="500"
+                    placeholder=lang.pick("Search memories", "搜索记忆") data-testid="memory-search"/>
+                <button type="submit">{lang.pick("Search", "搜索")}</button>
+            </form>
+            <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
+                {move || loaded.get().map(|r| match r {
+                    Ok(list) if list.rows.is_empty() && page == 0 => view! {
+                        <p class="empty" data-testid="memory-empty">{lang.pick("Nothing remembered here yet.", "这里还没有记忆。")}</p>
+                    }.into_any(),
+                    Ok(list) => {
+                        let more = list.more;
+                        let q = params_query.clone();
+                        let back = back.clone();
+                        let lines = list.rows.into_iter().map(|m| row(m, lang, back.clone())).collect_view();
+                        view! {
+                            <table class="plans memories">
+                                {table_head(lang, &COLUMNS)}
+                                <tbody>{lines}</tbody>
+                            </table>
+                            <Pager lang page more href=move |p| page_href("/memories", &[("q", q.as_str())], p)/>
+                        }.into_any()
+                    }
+                    Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
