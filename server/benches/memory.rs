@@ -57,7 +57,7 @@ fn memory(i: usize) -> NewMemory {
         WHERE[(i / 96) % WHERE.len()]
     );
     NewMemory {
-        kind: if i % 3 == 0 { MemoryKind::Correction } else { MemoryKind::Run },
+        kind: if i.is_multiple_of(3) { MemoryKind::Correction } else { MemoryKind::Run },
         text: format!(
             "For the task «{task}», a person rejected the plan with: always check the {} first and add a rollback step",
             THINGS[(i / 5) % THINGS.len()]

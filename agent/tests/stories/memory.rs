@@ -205,9 +205,9 @@ async fn a_forgotten_memory_is_not_recalled_and_a_run_may_opt_out() {
 #[tokio::test]
 async fn the_prompt_keeps_its_budget_with_ten_thousand_memories() {
     let world = World::new(worker());
-    let memories: Vec<NewMemory> = (0..10_000)
+    let memories: Vec<NewMemory> = (0..10_000usize)
         .map(|i| NewMemory {
-            kind: if i % 3 == 0 {
+            kind: if i.is_multiple_of(3) {
                 MemoryKind::Correction
             } else {
                 MemoryKind::Run
