@@ -1190,7 +1190,10 @@ pub async fn memory_form(
     .await;
     match result {
         // Back only to the Memory page: the field is the client's.
-        Ok(()) if form.back.starts_with("/memories") && !form.back.contains("//") => {
+        Ok(())
+            if (form.back == "/memories" || form.back.starts_with("/memories?"))
+                && !form.back.contains("//") =>
+        {
             axum::response::Redirect::to(&form.back).into_response()
         }
         Ok(()) => axum::response::Redirect::to("/memories").into_response(),

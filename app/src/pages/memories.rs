@@ -60,10 +60,10 @@ pub fn MemoriesPage() -> impl IntoView {
     let lang = use_lang();
     let search = address();
     let (query, page) = memory_query(&search);
-    let back = if search.is_empty() {
-        "/memories".to_string()
-    } else {
-        format!("/memories{search}")
+    // The router's search comes without its `?`.
+    let back = match search.trim_start_matches('?') {
+        "" => "/memories".to_string(),
+        query => format!("/memories?{query}"),
     };
     let params_query = query.clone();
     let loaded = crate::codec::load(move || (query.clone(), page), |(q, p)| list_memories(q, p));
