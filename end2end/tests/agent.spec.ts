@@ -202,6 +202,9 @@ test("the plans list and history tell the agent's plans from the others, with th
   await expect(row(run.plan_id)).toHaveCount(0);
   const cancel = await request.post(`/api/runs/${run.id}/cancel`);
   expect(cancel.ok(), await cancel.text()).toBeTruthy();
+  // The agent ends the run as it hears the plan abandoned; History is a
+  // page rendered once, so it is opened after that.
+  await expect.poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 10_000 }).toBe("cancelled");
   await page.goto("/history?by=agent&mode=simple");
   await expect(page.getByTestId("history-mode")).toHaveValue("simple");
   await expect(row(run.plan_id).getByTestId("history-run")).toHaveText("cancelled");

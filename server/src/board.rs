@@ -796,6 +796,11 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
         ok,
         retry_in_secs: None,
     };
+    // Whole seconds still to wait for a retry, rounded up, from now.
+    let countdown = |delay_ms: u64| {
+        let waited = (chrono::Utc::now() - at).num_milliseconds().max(0) as u64;
+        delay_ms.saturating_sub(waited).div_ceil(1000)
+    };
     match entry {
         E::LlmCall(c) => {
             let mut summary = format!(
@@ -834,11 +839,7 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
             class,
             error,
         } => Activity {
-            // Whole seconds still to wait, rounded up, from now.
-            retry_in_secs: {
-                let waited = (chrono::Utc::now() - at).num_milliseconds().max(0) as u64;
-                Some(delay_ms.saturating_sub(waited).div_ceil(1000))
-            },
+            retry_in_secs: Some(countdown(delay_ms)),
             ..line(
                 None,
                 format!(
@@ -855,10 +856,7 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
             delay_ms,
             error,
         } => Activity {
-            retry_in_secs: {
-                let waited = (chrono::Utc::now() - at).num_milliseconds().max(0) as u64;
-                Some(delay_ms.saturating_sub(waited).div_ceil(1000))
-            },
+            retry_in_secs: Some(countdown(delay_ms)),
             ..line(
                 Some(subtask.0),
                 format!("{name} attempt {attempt} failed ({error}); again in {delay_ms} ms"),
@@ -873,10 +871,7 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
             delay_ms,
             reason,
         } => Activity {
-            retry_in_secs: {
-                let waited = (chrono::Utc::now() - at).num_milliseconds().max(0) as u64;
-                Some(delay_ms.saturating_sub(waited).div_ceil(1000))
-            },
+            retry_in_secs: Some(countdown(delay_ms)),
             ..line(
                 Some(subtask.0),
                 format!("attempt {attempt} of {of} failed ({reason}); again in {delay_ms} ms"),

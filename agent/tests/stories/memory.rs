@@ -8,27 +8,20 @@ use agent::{Host, ModeChoice, RunConfig, RunEntry, RunState};
 use plan_engine::{Op, PlanState};
 use run_model::memory::{MemoryKind, NewMemory, RECALL_BUDGET};
 
-/// The user message of the planner call made for `task`.
-fn planner_prompt(world: &World, task: &str) -> String {
+/// The user message of the last `role` call made for `task`.
+fn prompt_of(world: &World, role: CallRole, task: &str) -> String {
     world
         .llm
         .requests()
         .iter()
-        .filter(|r| r.role == CallRole::Planner)
+        .filter(|r| r.role == role)
         .map(|r| r.messages[1].content.clone())
         .rfind(|m| m.contains(&format!("Task: {task}")))
-        .unwrap_or_else(|| panic!("no planner call for {task}"))
+        .unwrap_or_else(|| panic!("no {role} call for {task}"))
 }
 
-fn classifier_prompt(world: &World, task: &str) -> String {
-    world
-        .llm
-        .requests()
-        .iter()
-        .filter(|r| r.role == CallRole::Classifier)
-        .map(|r| r.messages[1].content.clone())
-        .rfind(|m| m.contains(&format!("Task: {task}")))
-        .unwrap_or_else(|| panic!("no classifier call for {task}"))
+fn planner_prompt(world: &World, task: &str) -> String {
+    prompt_of(world, CallRole::Planner, task)
 }
 
 /// Another run on the same host, driven to its end.
@@ -150,7 +143,7 @@ async fn a_person_switching_the_mode_becomes_an_example_for_the_classifier() {
     assert_eq!(driving.await.unwrap().state, RunState::Done);
     let later = "Investigate why the nightly export jobs time out";
     assert_eq!(another(&world, config(later)).await.state, RunState::Done);
-    let prompt = classifier_prompt(&world, later);
+    let prompt = prompt_of(&world, CallRole::Classifier, later);
     assert!(
         prompt.contains("a person switched the mode from simple to emergent"),
         "{prompt}"
