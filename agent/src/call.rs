@@ -15,6 +15,8 @@ use crate::host::Host;
 use crate::llm::{CallRole, ChatReply, ChatRequest, Llm, LlmError, Message, Protocol, Shape};
 use crate::protocol::{self, Action, ToolSpec, Unreadable};
 use crate::retry::RetryPolicy;
+use run_model::PriceTable;
+
 use crate::run::{Budget, LlmCallRecord, ReplyDelta, RunEntry, RunId, Spent, MESSAGE_CAP};
 
 #[derive(Clone, Debug, thiserror::Error)]
@@ -59,6 +61,8 @@ pub struct Caller {
     pub spent: Arc<Mutex<Spent>>,
     pub budget: Arc<Mutex<Budget>>,
     pub protocol: Protocol,
+    /// What each call is charged at.
+    pub prices: Arc<PriceTable>,
 }
 
 /// What the model said: its text, or the calls it made.
@@ -107,8 +111,10 @@ impl Caller {
                 max_tokens: u64::MAX,
                 max_wall_secs: u64::MAX / 2000,
                 max_turns: 8,
+                max_cost: None,
             })),
             protocol,
+            prices: Arc::default(),
         }
     }
 
@@ -184,11 +190,20 @@ impl Caller {
                     self.llm.model(request.role),
                 ),
             };
+            let cost = self.prices.cost(
+                &model,
+                u64::from(usage.prompt_tokens),
+                u64::from(usage.completion_tokens),
+            );
             {
                 let mut spent = self.spent.lock().expect("spent lock");
                 spent.llm_calls += 1;
                 spent.prompt_tokens += u64::from(usage.prompt_tokens);
                 spent.completion_tokens += u64::from(usage.completion_tokens);
+                match cost {
+                    Some(cost) => spent.cost = spent.cost.saturating_add(cost),
+                    None => spent.unpriced_calls += 1,
+                }
             }
             self.log(RunEntry::LlmCall(LlmCallRecord {
                 role: request.role,
@@ -200,6 +215,7 @@ impl Caller {
                 latency_ms,
                 finish_reason,
                 error,
+                cost,
                 transcript: transcript(&request.messages, &reply_text),
             }))
             .await;

@@ -63,6 +63,42 @@ pub struct ListFilter {
     pub agent: Option<bool>,
     /// 0-based; a page holds [`PAGE_SIZE`] plans.
     pub page: u32,
+    /// History's order (`sort=cost|tokens|took`; newest first otherwise).
+    pub sort: HistorySort,
+}
+
+/// How History orders its plans: newest first, or the most expensive,
+/// hungriest or longest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistorySort {
+    #[default]
+    Newest,
+    Cost,
+    Tokens,
+    Took,
+}
+
+impl HistorySort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistorySort::Newest => "newest",
+            HistorySort::Cost => "cost",
+            HistorySort::Tokens => "tokens",
+            HistorySort::Took => "took",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<HistorySort> {
+        [
+            HistorySort::Newest,
+            HistorySort::Cost,
+            HistorySort::Tokens,
+            HistorySort::Took,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
 }
 
 impl ListFilter {
@@ -86,6 +122,7 @@ impl ListFilter {
                 "page" => {
                     filter.page = value.parse::<u32>().map_or(0, |p| p.saturating_sub(1));
                 }
+                "sort" => filter.sort = HistorySort::parse(&value).unwrap_or_default(),
                 _ => {}
             }
         }
@@ -139,6 +176,8 @@ pub struct HistoryRow {
     /// Tokens the agent's run used (prompt + completion); `None` when no
     /// agent run made the plan.
     pub tokens: Option<u64>,
+    /// What the run's model calls cost (priced calls only).
+    pub cost: Option<run_model::Usd>,
 }
 
 /// One page of history.
@@ -185,6 +224,8 @@ pub struct TaskSpec {
     /// The run's budget: tokens, and seconds of wall time while running.
     pub max_tokens: u64,
     pub max_wall_secs: u64,
+    /// And money, if the person set a limit.
+    pub max_cost: Option<run_model::Usd>,
     /// The work tools the run may use; `None`: all of them.
     pub tools: Option<Vec<String>>,
 }
@@ -213,6 +254,8 @@ pub struct ActivityLog {
     /// `None`: no run has worked on this plan.
     pub run_id: Option<RunId>,
     pub rows: Vec<Activity>,
+    /// What the run's model calls used and cost, per subtask and model.
+    pub cost: Option<run_model::CostReport>,
     /// The files of the run's workspace (those it started with and those
     /// it wrote): path, size in bytes, and the start of a text file.
     pub artifacts: Vec<FileRow>,
@@ -249,6 +292,11 @@ pub struct RunPanel {
     pub llm_calls: u32,
     pub tokens: u64,
     pub max_tokens: u64,
+    /// What the priced calls cost, the money budget, and the calls to a
+    /// model without a price.
+    pub cost: run_model::Usd,
+    pub max_cost: Option<run_model::Usd>,
+    pub unpriced_calls: u32,
     pub answer: Option<String>,
     /// Subtasks settled (done or skipped), in percent.
     pub percent: u8,

@@ -9,6 +9,7 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   const task = unique("Compare two libraries and combine the findings");
   await page.getByTestId("task-input").fill(task);
   await page.getByTestId("task-tokens").fill("50000");
+  await page.getByTestId("task-cost").fill("5");
   await shot(page, "agent-1-task-box");
   await page.getByTestId("start-task").click();
   await page.waitForURL(/\/plans\/[0-9a-f-]{36}/);
@@ -29,6 +30,9 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   // The budget typed in the task box, the time it ran against its limit,
   // and a full progress bar.
   await expect(page.getByTestId("run-spent")).toContainText("/ 50000 tokens");
+  // Priced by the operator's table (scripts/test: fake at $2.50 / $10 per
+  // million tokens; each fake call is 120 + 30 tokens, $0.0006).
+  await expect(page.getByTestId("run-cost")).toHaveText(/^\$0\.\d{4} \/ \$5\.00$/);
   await expect(page.getByTestId("run-time")).toContainText(" / 30:00");
   await expect(page.getByTestId("run-progress")).toHaveAttribute("aria-valuenow", "100");
   const answer = page.getByTestId("run-answer");
@@ -43,6 +47,7 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   await expect(gantt).toBeVisible();
   await expect.poll(() => gantt.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBeGreaterThan(0);
   const svg = await (await page.request.get(page.url().split("?")[0] + "/gantt.svg")).text();
+  expect(svg).toMatch(/data-cost="\$0\.\d{4}"/);
   const bar = (id: number) => {
     const m = svg.match(new RegExp(`data-subtask="${id}" data-start="(\\d+)" data-end="(\\d+)"`));
     expect(m, svg).not.toBeNull();

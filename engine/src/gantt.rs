@@ -13,7 +13,7 @@ const ROW: i64 = 26;
 const TOP: i64 = 34;
 const LABEL: i64 = 230;
 const CHART: i64 = 560;
-const TOKENS: i64 = 150;
+const TOKENS: i64 = 220;
 const WIDTH: i64 = LABEL + CHART + TOKENS + 20;
 
 /// The board's colours per state (an image cannot read the page's CSS).
@@ -63,8 +63,17 @@ fn span(ms: i64) -> String {
     }
 }
 
-/// The chart. `tokens` pairs subtasks with the tokens spent on them.
-pub fn gantt_svg(plan: &Plan, now: Timestamp, tokens: &[(SubtaskId, u64)], lang: Lang) -> String {
+/// What a subtask's model calls used: tokens, and their cost as the
+/// caller writes money (`$0.0075`; `None` when no call had a price).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubtaskUse {
+    pub subtask: SubtaskId,
+    pub tokens: u64,
+    pub cost: Option<String>,
+}
+
+/// The chart. `used` says what each subtask's model calls spent.
+pub fn gantt_svg(plan: &Plan, now: Timestamp, used: &[SubtaskUse], lang: Lang) -> String {
     let subtasks = plan.subtasks();
     let rows = i64::try_from(subtasks.len()).unwrap_or(i64::MAX / ROW - 2);
     let height = TOP + rows.max(1) * ROW + 12;
@@ -86,14 +95,14 @@ pub fn gantt_svg(plan: &Plan, now: Timestamp, tokens: &[(SubtaskId, u64)], lang:
         .iter()
         .filter_map(|s| ends(s).map(|(_, b)| b))
         .max();
-    let most_tokens = tokens.iter().map(|(_, t)| *t).max().unwrap_or(0);
+    let most_tokens = used.iter().map(|u| u.tokens).max().unwrap_or(0);
     let (Some(first), Some(last)) = (first, last) else {
         let _ = write!(
             out,
             r##"<text x="8" y="20" fill="#71717a">{}</text>"##,
             lang.pick("No subtask has started yet.", "还没有开始的子任务。")
         );
-        rows_only(&mut out, plan, tokens, most_tokens, lang);
+        rows_only(&mut out, plan, used, most_tokens, lang);
         out.push_str("</svg>");
         return out;
     };
@@ -115,7 +124,7 @@ pub fn gantt_svg(plan: &Plan, now: Timestamp, tokens: &[(SubtaskId, u64)], lang:
             span(total * q / 4)
         );
     }
-    rows_only(&mut out, plan, tokens, most_tokens, lang);
+    rows_only(&mut out, plan, used, most_tokens, lang);
     for (i, s) in (0i64..).zip(subtasks) {
         let Some((start, end)) = ends(s) else {
             continue;
@@ -146,8 +155,9 @@ pub fn gantt_svg(plan: &Plan, now: Timestamp, tokens: &[(SubtaskId, u64)], lang:
     out
 }
 
-/// The labels and the token bars, one row per subtask.
-fn rows_only(out: &mut String, plan: &Plan, tokens: &[(SubtaskId, u64)], most: u64, lang: Lang) {
+/// The labels and the token bars (with the cost beside them), one row per
+/// subtask.
+fn rows_only(out: &mut String, plan: &Plan, used: &[SubtaskUse], most: u64, lang: Lang) {
     if most > 0 {
         let _ = write!(
             out,
@@ -166,17 +176,23 @@ fn rows_only(out: &mut String, plan: &Plan, tokens: &[(SubtaskId, u64)], most: u
             s.id().0,
             escape(&cut(s.name(), 30))
         );
-        let used: u64 = tokens
-            .iter()
-            .filter(|(id, _)| *id == s.id())
-            .map(|(_, t)| *t)
-            .sum();
-        if most > 0 && used > 0 {
-            let room = u64::try_from(TOKENS - 70).unwrap_or(0);
-            let width = i64::try_from(used * room / most).unwrap_or(0).max(1);
+        let Some(this) = used.iter().find(|u| u.subtask == s.id()) else {
+            continue;
+        };
+        let tokens = this.tokens;
+        if most > 0 && tokens > 0 {
+            let room = u64::try_from(TOKENS - 140).unwrap_or(0);
+            let width = i64::try_from(tokens * room / most).unwrap_or(0).max(1);
+            let (label, data_cost) = match &this.cost {
+                Some(cost) => (
+                    format!("{tokens} · {}", escape(cost)),
+                    format!(r#" data-cost="{}""#, escape(cost)),
+                ),
+                None => (tokens.to_string(), String::new()),
+            };
             let _ = write!(
                 out,
-                r##"<rect x="{}" y="{}" width="{width}" height="{}" fill="#a5b4fc" data-tokens="{used}"/><text x="{}" y="{}" fill="#52525b">{used}</text>"##,
+                r##"<rect x="{}" y="{}" width="{width}" height="{}" fill="#a5b4fc" data-tokens="{tokens}"{data_cost}/><text x="{}" y="{}" fill="#52525b">{label}</text>"##,
                 LABEL + CHART + 20,
                 y + 8,
                 ROW - 16,
@@ -226,7 +242,12 @@ mod tests {
             .unwrap();
         plan.execute_all(vec![set(3, SubtaskState::InProgress)], "t", at(1200))
             .unwrap();
-        let svg = gantt_svg(&plan, at(2000), &[(SubtaskId(3), 480)], Lang::En);
+        let used = [SubtaskUse {
+            subtask: SubtaskId(3),
+            tokens: 480,
+            cost: Some("$0.0012".into()),
+        }];
+        let svg = gantt_svg(&plan, at(2000), &used, Lang::En);
         assert!(
             svg.contains(r#"data-subtask="1" data-start="0" data-end="1000""#),
             "{svg}"
@@ -240,7 +261,8 @@ mod tests {
             svg.contains(r#"data-subtask="3" data-start="1200" data-end="2000""#),
             "{svg}"
         );
-        assert!(svg.contains(r#"data-tokens="480""#));
+        assert!(svg.contains(r#"data-tokens="480" data-cost="$0.0012""#));
+        assert!(svg.contains(">480 · $0.0012</text>"));
         assert!(!svg.contains("<script>"), "names are escaped");
         assert!(svg.contains("&lt;script&gt;"));
         assert!(svg.contains("2.0 s"), "the axis ends at the last end");

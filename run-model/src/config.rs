@@ -46,6 +46,10 @@ pub struct Budget {
     pub max_wall_secs: u64,
     /// ReAct turns per subtask attempt.
     pub max_turns: u32,
+    /// Money the run's model calls may cost; `None`: no limit. Calls to a
+    /// model without a price count nothing against it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<crate::Usd>,
 }
 
 impl Default for Budget {
@@ -55,6 +59,7 @@ impl Default for Budget {
             max_tokens: 1_000_000,
             max_wall_secs: 30 * 60,
             max_turns: 8,
+            max_cost: None,
         }
     }
 }

@@ -353,6 +353,9 @@ pub struct LlmCallRecord {
     pub latency_ms: u64,
     pub finish_reason: Option<String>,
     pub error: Option<String>,
+    /// What the call cost; `None` when its model has no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::Usd>,
     /// The messages and the reply, cut to [`MESSAGE_CAP`] characters in all.
     pub transcript: String,
 }

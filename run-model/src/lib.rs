@@ -21,12 +21,15 @@
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
 //! - [`record`]: [`RunRecord`] (a stored run), [`Spent`], [`RunProgress`].
+//! - [`cost`]: money: [`Usd`], a model's [`Price`], the [`PriceTable`]
+//!   (built-in list prices, the operator's, local models free).
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
 
 pub mod config;
+pub mod cost;
 pub mod entry;
 pub mod memory;
 pub mod record;
@@ -37,6 +40,7 @@ pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, MAX_FILES, MAX_FILES_BYTES,
     MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
 };
+pub use cost::{BadPrices, CostReport, ModelUse, Price, PriceTable, SubtaskUse, Usd, Use};
 pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
     RunEntry, ToolPolicy, Verdict, MESSAGE_CAP,

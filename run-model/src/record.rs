@@ -157,6 +157,16 @@ pub struct Spent {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub wall_ms: u64,
+    /// What the priced calls cost.
+    #[serde(default)]
+    pub cost: crate::Usd,
+    /// Calls to a model without a price (not in `cost`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_calls: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Spent {
@@ -178,6 +188,9 @@ impl Spent {
                 self.tokens(),
                 budget.max_tokens
             ));
+        }
+        if let Some(max) = budget.max_cost.filter(|max| self.cost >= *max) {
+            return Some(format!("the run cost {} (budget {max})", self.cost));
         }
         if Duration::from_millis(self.wall_ms) >= Duration::from_secs(budget.max_wall_secs) {
             return Some(format!(
@@ -204,5 +217,24 @@ mod tests {
         assert_eq!(spent.reached(&budget), None);
         spent.llm_calls = 2;
         assert!(spent.reached(&budget).unwrap().contains("2 LLM calls"));
+    }
+
+    #[test]
+    fn a_money_budget_is_reached_at_its_amount_and_not_before() {
+        let budget = Budget {
+            max_cost: crate::Usd::from_dollars(0.01),
+            ..Budget::default()
+        };
+        let mut spent = Spent {
+            cost: crate::Usd::from_dollars(0.0099).unwrap(),
+            ..Spent::default()
+        };
+        assert_eq!(spent.reached(&budget), None);
+        spent.cost = crate::Usd::from_dollars(0.01).unwrap();
+        assert_eq!(
+            spent.reached(&budget).as_deref(),
+            Some("the run cost $0.0100 (budget $0.0100)")
+        );
+        assert_eq!(spent.reached(&Budget::default()), None);
     }
 }

@@ -90,10 +90,18 @@ impl Board {
                 .is_none_or(|agent| made_by_agent.contains(&plan.id()) == agent)
         };
         let offset = filter.page as usize * PAGE_SIZE;
-        let (rows, more) = self
-            .0
-            .list_where(&filter.query, keep, offset, PAGE_SIZE, row)
-            .await;
+        // Newest first is the service's order, a page read at a time; an
+        // order by what the runs spent needs every matching plan's run.
+        let sorted = filter.sort != app::api::HistorySort::Newest;
+        let (rows, more) = if sorted {
+            self.0
+                .list_where(&filter.query, keep, 0, usize::MAX, row)
+                .await
+        } else {
+            self.0
+                .list_where(&filter.query, keep, offset, PAGE_SIZE, row)
+                .await
+        };
         let ids: Vec<PlanId> = rows.iter().map(|r| r.id).collect();
         let mut runs: HashMap<PlanId, agent::RunRecord> = store
             .runs_on(&ids)
@@ -102,7 +110,7 @@ impl Board {
             .into_iter()
             .filter_map(|r| Some((r.plan_id?, r)))
             .collect();
-        let rows = rows
+        let mut rows: Vec<(PlanRow, Option<agent::RunRecord>)> = rows
             .into_iter()
             .map(|mut r| {
                 let run = runs.remove(&r.id);
@@ -110,6 +118,24 @@ impl Board {
                 (r, run)
             })
             .collect();
+        if !sorted {
+            return Ok((rows, more));
+        }
+        let took = |r: &PlanRow| r.finished_at.map(|end| end - r.created_at);
+        // Biggest first; plans without a run (or not finished) last.
+        match filter.sort {
+            app::api::HistorySort::Cost => rows.sort_by_key(|(_, run)| {
+                std::cmp::Reverse(run.as_ref().map(|r| (r.spent.cost, r.spent.tokens())))
+            }),
+            app::api::HistorySort::Tokens => rows
+                .sort_by_key(|(_, run)| std::cmp::Reverse(run.as_ref().map(|r| r.spent.tokens()))),
+            app::api::HistorySort::Took => {
+                rows.sort_by_key(|(plan, _)| std::cmp::Reverse(took(plan)))
+            }
+            app::api::HistorySort::Newest => {}
+        }
+        let more = rows.len() > offset + PAGE_SIZE;
+        let rows = rows.into_iter().skip(offset).take(PAGE_SIZE).collect();
         Ok((rows, more))
     }
 }
@@ -128,7 +154,8 @@ impl BoardBackend for Board {
             .into_iter()
             .map(|(plan, run)| HistoryRow {
                 plan,
-                tokens: run.map(|run| run.spent.tokens()),
+                tokens: run.as_ref().map(|run| run.spent.tokens()),
+                cost: run.map(|run| run.spent.cost),
             })
             .collect();
         Ok(HistoryList { rows, more })
@@ -208,6 +235,7 @@ impl BoardBackend for Board {
                 plan_title,
                 run_id: None,
                 rows: Vec::new(),
+                cost: None,
                 artifacts: Vec::new(),
             });
         };
@@ -229,10 +257,12 @@ impl BoardBackend for Board {
                 preview: a.preview,
             })
             .collect();
+        let cost = self.1.cost(run).await.map_err(run_error)?;
         Ok(ActivityLog {
             plan_title,
             run_id: Some(run),
             rows,
+            cost: Some(cost),
             artifacts,
         })
     }
@@ -313,6 +343,9 @@ impl BoardBackend for Board {
                 llm_calls: r.spent.llm_calls,
                 tokens: r.spent.tokens(),
                 max_tokens: r.config.budget.max_tokens,
+                cost: r.spent.cost,
+                max_cost: r.config.budget.max_cost,
+                unpriced_calls: r.spent.unpriced_calls,
                 answer: r.answer,
                 pending,
             }
@@ -338,6 +371,7 @@ impl Board {
             budget: agent::Budget {
                 max_tokens: spec.max_tokens,
                 max_wall_secs: spec.max_wall_secs,
+                max_cost: spec.max_cost,
                 ..agent::Budget::default()
             },
             tools: spec.tools,
@@ -389,6 +423,8 @@ pub struct TaskForm {
     /// Empty: the default budget.
     max_tokens: String,
     max_minutes: String,
+    /// US dollars; empty: no limit.
+    max_cost: String,
     /// A checkbox: present when ticked.
     approval: Option<String>,
     /// The tools ticked; `tools_chosen` says the form had the choice (so
@@ -439,6 +475,7 @@ impl TaskForm {
             "max_parallel" => self.max_parallel = text,
             "max_tokens" => self.max_tokens = text,
             "max_minutes" => self.max_minutes = text,
+            "max_cost" => self.max_cost = text,
             "approval" => self.approval = Some(text),
             "tool" => self.tools.push(text),
             "tools_chosen" => self.tools_chosen = true,
@@ -470,18 +507,7 @@ impl TaskForm {
             let bytes = field.bytes().await?;
             let text: String =
                 String::from_utf8_lossy(&bytes[..bytes.len().min(FORM_FIELD_BYTES)]).into_owned();
-            match name.as_str() {
-                "task" => form.task = text,
-                "mode" => form.mode = text,
-                "max_parallel" => form.max_parallel = text,
-                "max_tokens" => form.max_tokens = text,
-                "max_minutes" => form.max_minutes = text,
-                "approval" => form.approval = Some(text),
-                "tool" => form.tools.push(text),
-                "tools_chosen" => form.tools_chosen = true,
-                "source" => form.source = text,
-                _ => {}
-            }
+            form.set(&name, text);
         }
         Ok(form)
     }
@@ -541,6 +567,21 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
         lang.pick("Time budget (minutes)", "时间预算（分钟）"),
         lang,
     )?;
+    let max_cost = match form.max_cost.trim().trim_start_matches('$') {
+        "" => None,
+        text => Some(
+            text.parse::<f64>()
+                .ok()
+                .filter(|d| *d > 0.0 && *d <= 1e6)
+                .and_then(run_model::Usd::from_dollars)
+                .ok_or_else(|| {
+                    BoardError::Refused(lang.pick(
+                        format!("'Cost budget (USD)' must be an amount of dollars above 0 and up to 1000000, not '{text}'"),
+                        format!("“费用预算（美元）”必须是大于 0、不超过 1000000 的美元金额，而不是“{text}”"),
+                    ))
+                })?,
+        ),
+    };
     let mode = form.mode.parse::<agent::ModeChoice>().map_err(|_| {
         BoardError::Refused(lang.pick(
             format!("no mode is called {}", form.mode),
@@ -555,6 +596,7 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
         max_parallel: max_parallel as u32,
         max_tokens,
         max_wall_secs: max_minutes * 60,
+        max_cost,
         tools: form.tools_chosen.then(|| form.tools.clone()),
     })
 }
@@ -660,8 +702,8 @@ pub async fn gantt(
     let Some(found) = board.0.get(plan).await else {
         return (axum::http::StatusCode::NOT_FOUND, "no such plan").into_response();
     };
-    let tokens = board.tokens_by_subtask(plan).await;
-    let svg = plan_engine::gantt::gantt_svg(&found, chrono::Utc::now(), &tokens, lang);
+    let used = board.use_by_subtask(plan).await;
+    let svg = plan_engine::gantt::gantt_svg(&found, chrono::Utc::now(), &used, lang);
     (
         [
             (
@@ -676,31 +718,28 @@ pub async fn gantt(
 }
 
 impl Board {
-    /// Tokens the plan's run spent per subtask, from its `llm_call` entries
-    /// (none when it has no run or its log cannot be read: the chart then
-    /// shows the bars alone).
-    async fn tokens_by_subtask(&self, plan: PlanId) -> Vec<(plan_engine::SubtaskId, u64)> {
+    /// Tokens and money the plan's run spent per subtask, from its
+    /// `llm_call` entries (none when it has no run or its log cannot be
+    /// read: the chart then shows the bars alone).
+    async fn use_by_subtask(&self, plan: PlanId) -> Vec<plan_engine::gantt::SubtaskUse> {
         let Ok(Some(run)) = self.run_on(plan).await else {
             return Vec::new();
         };
-        let Ok(log) = self.whole_log(run.record.id).await else {
+        let Ok(report) = self.1.cost(run.record.id).await else {
             return Vec::new();
         };
-        let mut spent: Vec<(plan_engine::SubtaskId, u64)> = Vec::new();
-        for (_, entry) in log {
-            let agent::RunEntry::LlmCall(call) = entry else {
-                continue;
-            };
-            let Some(id) = call.subtask else {
-                continue;
-            };
-            let used = u64::from(call.prompt_tokens) + u64::from(call.completion_tokens);
-            match spent.iter_mut().find(|(s, _)| *s == id) {
-                Some((_, total)) => *total += used,
-                None => spent.push((id, used)),
-            }
-        }
-        spent
+        report
+            .by_subtask
+            .into_iter()
+            .filter_map(|s| {
+                Some(plan_engine::gantt::SubtaskUse {
+                    subtask: s.subtask?,
+                    tokens: s.used.tokens(),
+                    // Only a priced call has a cost to show.
+                    cost: (s.used.unpriced_calls < s.used.calls).then(|| s.used.cost.to_string()),
+                })
+            })
+            .collect()
     }
 
     /// The run working on `plan` (the newest, if there were several).
@@ -711,30 +750,6 @@ impl Board {
             .await
             .map_err(run_error)?;
         Ok(runs.into_iter().next())
-    }
-
-    /// A run's whole log, oldest first, each entry read as the agent wrote
-    /// it (an entry this build cannot read is left out).
-    async fn whole_log(
-        &self,
-        run: agent::RunId,
-    ) -> Result<Vec<(crate::store::StoredRunEntry, agent::RunEntry)>, BoardError> {
-        const PAGE: u32 = 500;
-        let mut log = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.1.events(run, after, PAGE).await.map_err(run_error)?;
-            let full = page.len() == PAGE as usize;
-            for stored in page {
-                after = stored.seq;
-                if let Ok(entry) = serde_json::from_value(stored.entry.clone()) {
-                    log.push((stored, entry));
-                }
-            }
-            if !full {
-                return Ok(log);
-            }
-        }
     }
 }
 
@@ -807,6 +822,9 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
                 "{} · {} · attempt {} · {} → {} tokens · {} ms",
                 c.role, c.model, c.attempt, c.prompt_tokens, c.completion_tokens, c.latency_ms
             );
+            if let Some(cost) = c.cost {
+                summary.push_str(&format!(" · {cost}"));
+            }
             if let Some(finish) = &c.finish_reason {
                 summary.push_str(&format!(" · {finish}"));
             }

@@ -24,6 +24,7 @@
 //! | `PLANBOARD_FETCH_ALLOW_PRIVATE` | `false` | `fetch_url` may read loopback, private and link-local addresses |
 //! | `PLANBOARD_FETCH_ALLOW` | — | private addresses `fetch_url` may read, as `host:port` entries separated by `,` |
 //! | `PLANBOARD_SEARCH_URL` | — | a SearXNG-compatible search endpoint (`…/search`); unset: no `web_search` |
+//! | `PLANBOARD_PRICES` | — | model prices over the built-in list: a JSON object `{"model": {"prompt": 2.5, "completion": 10}}` (USD per million tokens), inline or the path of a file holding it; a model on a loopback or private address is free unless priced here |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
 use std::collections::HashMap;
@@ -57,6 +58,8 @@ pub struct Config {
     pub fetch: agent::web::WebPolicy,
     /// The search endpoint of `web_search`.
     pub search_url: Option<agent::web::Url>,
+    /// What the agent's model calls cost.
+    pub prices: run_model::PriceTable,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -80,6 +83,7 @@ impl std::fmt::Debug for Config {
                 "search_url",
                 &self.search_url.as_ref().map(|u| redact_url(u.as_str())),
             )
+            .field("prices", &self.prices)
             .finish()
     }
 }
@@ -114,6 +118,29 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// The price table: the built-in list, the operator's `PLANBOARD_PRICES`
+/// (inline JSON, or a file's path) over it, and every other model free when
+/// the endpoint is on this machine or the local network.
+fn prices(
+    given: Option<String>,
+    llm: Option<&agent::LlmConfig>,
+) -> Result<run_model::PriceTable, ConfigError> {
+    let table = run_model::PriceTable::builtin().local(llm.is_some_and(|l| l.runs_locally()));
+    let Some(given) = given else {
+        return Ok(table);
+    };
+    let json = if given.trim_start().starts_with('{') {
+        given
+    } else {
+        std::fs::read_to_string(given.trim()).map_err(|e| {
+            ConfigError::Invalid(format!("cannot read PLANBOARD_PRICES file {given}: {e}"))
+        })?
+    };
+    table
+        .with_given(&json)
+        .map_err(|e| ConfigError::Invalid(format!("PLANBOARD_PRICES: {e}")))
+}
+
 #[derive(Clone)]
 pub enum Access {
     /// No login: every request is this user, with every right.
@@ -146,6 +173,7 @@ impl Config {
             sandbox: true,
             fetch: agent::web::WebPolicy::default(),
             search_url: None,
+            prices: run_model::PriceTable::builtin(),
         }
     }
 
@@ -197,6 +225,7 @@ impl Config {
         };
         let llm =
             agent::LlmConfig::from_vars(var).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let prices = prices(var("PLANBOARD_PRICES"), llm.as_ref())?;
         let run_lease = match var("PLANBOARD_RUN_LEASE_SECS") {
             None => Duration::from_secs(30),
             Some(v) => match v.trim().parse::<u64>() {
@@ -272,6 +301,7 @@ impl Config {
                 },
                 ..agent::web::WebPolicy::default()
             },
+            prices,
             search_url: match var("PLANBOARD_SEARCH_URL") {
                 None => None,
                 Some(url) => Some(
@@ -390,6 +420,49 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("alice:admin:<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn prices_come_inline_or_from_a_file_and_a_local_model_is_free() {
+        let remote = config(&[("PLANBOARD_LLM_MODEL", "gpt-4o")]).unwrap();
+        assert!(remote.prices.cost("gpt-4o", 1_000_000, 0).unwrap() > run_model::Usd::ZERO);
+        let local = config(&[
+            ("PLANBOARD_LLM_MODEL", "qwen"),
+            ("PLANBOARD_LLM_BASE_URL", "http://127.0.0.1:8091/v1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            local.prices.cost("qwen", 1_000, 1_000),
+            Some(run_model::Usd::ZERO)
+        );
+        let inline = config(&[(
+            "PLANBOARD_PRICES",
+            r#"{"house-model": {"prompt": 1, "completion": 3}}"#,
+        )])
+        .unwrap();
+        assert_eq!(
+            inline.prices.cost("house-model", 1_000_000, 1_000_000),
+            run_model::Usd::from_dollars(4.0)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("prices.json");
+        std::fs::write(&file, r#"{"house-model": {"prompt": 2, "completion": 2}}"#).unwrap();
+        let from_file = config(&[("PLANBOARD_PRICES", file.to_str().unwrap())]).unwrap();
+        assert_eq!(
+            from_file.prices.cost("house-model", 1_000_000, 0),
+            run_model::Usd::from_dollars(2.0)
+        );
+        let bad = config(&[("PLANBOARD_PRICES", r#"{"m": {"prompt": "cheap"}}"#)]).unwrap_err();
+        assert!(
+            bad.to_string()
+                .starts_with("PLANBOARD_PRICES: the price table"),
+            "{bad}"
+        );
+        let missing = config(&[("PLANBOARD_PRICES", "/nowhere/prices.json")]).unwrap_err();
+        assert!(
+            missing.to_string().contains("cannot read PLANBOARD_PRICES"),
+            "{missing}"
+        );
     }
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {

@@ -186,7 +186,10 @@ pub fn router_with_pages(
         keep_alive: services.keep_alive,
     });
     let guarded = Router::new()
-        .route("/metrics", get(metrics::scrape))
+        .route("/metrics", {
+            let runs = services.runs.clone();
+            get(move |state| metrics::scrape(state, runs))
+        })
         .with_state(services.plans.clone())
         .nest("/api", api)
         .nest_service(

@@ -7,8 +7,17 @@
 //!   the board and static files, so ids never become labels;
 //! - `planboard_commits_total`, `planboard_commit_batch_calls` (calls
 //!   written by one group commit) and `planboard_commit_duration_seconds`;
-//! - `planboard_sse_subscribers` and `planboard_plans{state}`, read when
-//!   scraped.
+//! - `planboard_sse_subscribers`, `planboard_plans{state}` and
+//!   `planboard_agent_runs{state}`, read when scraped;
+//! - the agent, counted as its run log is written (every model and tool
+//!   call passes there): `planboard_agent_model_calls_total{model, role,
+//!   outcome}`, `planboard_agent_tokens_total{model, kind}` (prompt or
+//!   completion), `planboard_agent_cost_usd_total{model}`,
+//!   `planboard_agent_model_call_duration_seconds{model, role}`,
+//!   `planboard_agent_retries_total{class}` (model calls and tool calls
+//!   retried by error class; a tool call retried as `tool`, a subtask tried
+//!   again as `subtask`) and
+//!   `planboard_agent_tool_calls_total{tool, outcome}`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +54,105 @@ struct StateLabels {
     state: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    model: String,
+    role: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelRoleLabels {
+    model: String,
+    role: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    model: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabels {
+    model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClassLabels {
+    class: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+    outcome: String,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// 50 ms … 27 min: a model call is slow next to a request.
+fn call_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.05, 2.0, 16))
+}
+
+/// The agent's share of the registry.
+struct AgentMetrics {
+    runs: Family<StateLabels, Gauge>,
+    calls: Family<CallLabels, Counter>,
+    tokens: Family<TokenLabels, Counter>,
+    cost: Family<ModelLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    call_seconds: HistogramFamily<ModelRoleLabels>,
+    retries: Family<ClassLabels, Counter>,
+    tools: Family<ToolLabels, Counter>,
+}
+
+impl AgentMetrics {
+    fn register(registry: &mut Registry) -> AgentMetrics {
+        let agent = AgentMetrics {
+            runs: Family::default(),
+            calls: Family::default(),
+            tokens: Family::default(),
+            cost: Family::default(),
+            call_seconds: Family::new_with_constructor(call_histogram),
+            retries: Family::default(),
+            tools: Family::default(),
+        };
+        let registry = registry.sub_registry_with_prefix("agent");
+        registry.register("runs", "Agent runs by state", agent.runs.clone());
+        registry.register(
+            "model_calls",
+            "Model calls by model, role and outcome (ok or error)",
+            agent.calls.clone(),
+        );
+        registry.register(
+            "tokens",
+            "Tokens by model and kind (prompt or completion)",
+            agent.tokens.clone(),
+        );
+        registry.register(
+            "cost_usd",
+            "What priced model calls cost, in US dollars",
+            agent.cost.clone(),
+        );
+        registry.register(
+            "model_call_duration_seconds",
+            "Time one model call attempt took",
+            agent.call_seconds.clone(),
+        );
+        registry.register(
+            "retries",
+            "Retries by error class (subtask: a failed subtask tried again)",
+            agent.retries.clone(),
+        );
+        registry.register(
+            "tool_calls",
+            "Tool calls by tool and outcome (ok or error)",
+            agent.tools.clone(),
+        );
+        agent
+    }
+}
 
 fn latency_histogram() -> Histogram {
     // 0.25 ms … 8 s.
@@ -61,6 +168,7 @@ pub struct Metrics {
     commit_seconds: Histogram,
     subscribers: Gauge,
     plans: Family<StateLabels, Gauge>,
+    agent: AgentMetrics,
 }
 
 impl Default for Metrics {
@@ -102,6 +210,7 @@ impl Metrics {
             subscribers.clone(),
         );
         registry.register("plans", "Plans (not deleted) by state", plans.clone());
+        let agent = AgentMetrics::register(&mut registry);
         Metrics {
             registry,
             requests,
@@ -111,6 +220,90 @@ impl Metrics {
             commit_seconds,
             subscribers,
             plans,
+            agent,
+        }
+    }
+
+    /// Counts what a run-log entry says the agent did.
+    pub fn agent_entry(&self, entry: &agent::RunEntry) {
+        use agent::RunEntry as E;
+        let outcome = |ok: bool| if ok { "ok" } else { "error" }.to_string();
+        let a = &self.agent;
+        match entry {
+            E::LlmCall(c) => {
+                let role = c.role.to_string();
+                a.calls
+                    .get_or_create(&CallLabels {
+                        model: c.model.clone(),
+                        role: role.clone(),
+                        outcome: outcome(c.error.is_none()),
+                    })
+                    .inc();
+                for (kind, n) in [
+                    ("prompt", c.prompt_tokens),
+                    ("completion", c.completion_tokens),
+                ] {
+                    a.tokens
+                        .get_or_create(&TokenLabels {
+                            model: c.model.clone(),
+                            kind: kind.to_string(),
+                        })
+                        .inc_by(u64::from(n));
+                }
+                if let Some(cost) = c.cost {
+                    a.cost
+                        .get_or_create(&ModelLabels {
+                            model: c.model.clone(),
+                        })
+                        .inc_by(cost.dollars());
+                }
+                a.call_seconds
+                    .get_or_create(&ModelRoleLabels {
+                        model: c.model.clone(),
+                        role,
+                    })
+                    .observe(c.latency_ms as f64 / 1000.0);
+            }
+            E::ToolCall { name, ok, .. } => {
+                a.tools
+                    .get_or_create(&ToolLabels {
+                        tool: name.clone(),
+                        outcome: outcome(*ok),
+                    })
+                    .inc();
+            }
+            E::RetryScheduled { class, .. } => {
+                a.retries
+                    .get_or_create(&ClassLabels {
+                        class: class.to_string(),
+                    })
+                    .inc();
+            }
+            E::ToolRetryScheduled { .. } | E::SubtaskRetry { .. } => {
+                let class = match entry {
+                    E::ToolRetryScheduled { .. } => "tool",
+                    _ => "subtask",
+                };
+                a.retries
+                    .get_or_create(&ClassLabels {
+                        class: class.into(),
+                    })
+                    .inc();
+            }
+            _ => {}
+        }
+    }
+
+    /// Sets the runs-by-state gauge (read from the store when scraped).
+    pub fn agent_runs(&self, counts: &[(agent::RunState, u64)]) {
+        self.agent.runs.clear();
+        for (state, n) in counts {
+            self.agent
+                .runs
+                .get_or_create(&StateLabels {
+                    state: state.to_string(),
+                })
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
         }
     }
 
@@ -192,8 +385,16 @@ pub async fn record(
 }
 
 /// `GET /metrics`.
-pub async fn scrape(State(service): State<Arc<PlanService>>) -> impl IntoResponse {
+pub async fn scrape(
+    State(service): State<Arc<PlanService>>,
+    runs: Arc<crate::runs::Runs>,
+) -> impl IntoResponse {
     let metrics = service.metrics();
+    match runs.store().run_counts().await {
+        Ok(counts) => metrics.agent_runs(&counts),
+        // The other metrics still answer; the gauge keeps its last value.
+        Err(e) => tracing::warn!("metrics: cannot count runs: {e}"),
+    }
     metrics
         .subscribers
         .set(i64::try_from(service.hub().subscribers()).unwrap_or(i64::MAX));

@@ -76,6 +76,8 @@ pub struct Agent {
     pub protocol: Protocol,
     tools: Arc<ToolsFor>,
     budgets: Mutex<HashMap<RunId, Arc<Mutex<Budget>>>>,
+    /// What model calls are charged at (the built-in list by default).
+    pub prices: Arc<run_model::PriceTable>,
 }
 
 impl Agent {
@@ -88,7 +90,14 @@ impl Agent {
             protocol: Protocol::Auto,
             tools: Arc::new(|_| Toolset::default()),
             budgets: Mutex::new(HashMap::new()),
+            prices: Arc::default(),
         }
+    }
+
+    /// Charges model calls at `prices`.
+    pub fn with_prices(mut self, prices: run_model::PriceTable) -> Agent {
+        self.prices = Arc::new(prices);
+        self
     }
 
     /// Which tools a run gets (its workspace, the MCP servers).
@@ -191,6 +200,7 @@ impl Agent {
             spent: Arc::new(Mutex::new(run.spent.clone())),
             budget,
             protocol: self.protocol,
+            prices: self.prices.clone(),
         };
         let mut driver = Driver {
             host: self.host.clone(),

@@ -167,6 +167,29 @@ pub struct OpenAiLlm {
 }
 
 impl LlmConfig {
+    /// Whether the endpoint is on this machine or the local network
+    /// (loopback, private or link-local address, `localhost`, `*.local`):
+    /// a model served there costs nothing per token.
+    pub fn runs_locally(&self) -> bool {
+        let Ok(url) = reqwest::Url::parse(&self.base_url) else {
+            return false;
+        };
+        let Some(host) = url.host_str() else {
+            return false;
+        };
+        match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+            Ok(std::net::IpAddr::V4(ip)) => {
+                ip.is_loopback() || ip.is_private() || ip.is_link_local()
+            }
+            Ok(std::net::IpAddr::V6(ip)) => {
+                ip.is_loopback() || (ip.segments()[0] & 0xfe00) == 0xfc00
+            }
+            Err(_) => {
+                host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local")
+            }
+        }
+    }
+
     /// Whether the endpoint answers at all (any HTTP status counts: a
     /// provider that wants a key for `/models` is up); a local model
     /// server that is still starting refuses the connection.
@@ -500,8 +523,40 @@ mod tests {
         };
         let config = LlmConfig::from_vars(vars).unwrap().unwrap();
         assert_eq!(config.base_url, "http://127.0.0.1:8080/v1");
+        assert!(config.runs_locally());
         assert_eq!(config.api_key, "sk-secret");
         assert!(!format!("{config:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn only_an_endpoint_on_this_machine_or_the_local_network_runs_locally() {
+        let at = |url: &str| {
+            LlmConfig::from_vars(|n| match n {
+                "PLANBOARD_LLM_MODEL" => Some("m".to_string()),
+                "PLANBOARD_LLM_BASE_URL" => Some(url.to_string()),
+                _ => None,
+            })
+            .unwrap()
+            .unwrap()
+            .runs_locally()
+        };
+        for local in [
+            "http://localhost:11434/v1",
+            "http://192.168.1.20:8000/v1",
+            "http://10.0.0.5/v1",
+            "http://[::1]:8080/v1",
+            "http://gpu-box.local:8080/v1",
+        ] {
+            assert!(at(local), "{local}");
+        }
+        for remote in [
+            "https://api.openai.com/v1",
+            "https://api.deepseek.com/v1",
+            "http://8.8.8.8/v1",
+            "http://localhost.example.com/v1",
+        ] {
+            assert!(!at(remote), "{remote}");
+        }
     }
 
     #[test]

@@ -331,3 +331,89 @@ async fn reaching_a_budget_pauses_the_run_and_raising_it_lets_it_finish() {
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }
+
+/// "scripted" at $1 per million prompt tokens and $2 per million
+/// completion tokens.
+fn priced() -> run_model::PriceTable {
+    run_model::PriceTable::builtin()
+        .with_given(r#"{"scripted": {"prompt": 1, "completion": 2}}"#)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_call_is_priced_and_the_run_costs_exactly_what_its_calls_did() {
+    let llm = worker().push_json(CallRole::Planner, plan_json(&[("one", &[]), ("two", &[1])]));
+    let world = World::with_agent(llm, |agent| agent.with_prices(priced()));
+    let mut c = config("Two");
+    c.mode = ModeChoice::Complex;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let calls: Vec<agent::run::LlmCallRecord> = world
+        .entries()
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEntry::LlmCall(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(calls.len() >= 3, "{calls:?}");
+    for call in &calls {
+        let expected = u64::from(call.prompt_tokens) * 1_000_000
+            + u64::from(call.completion_tokens) * 2_000_000;
+        assert_eq!(
+            call.cost.map(run_model::Usd::pico),
+            Some(expected),
+            "{call:?}"
+        );
+    }
+    let sum: run_model::Usd = calls.iter().filter_map(|c| c.cost).sum();
+    assert!(sum > run_model::Usd::ZERO);
+    assert_eq!(run.spent.cost, sum);
+    assert_eq!(run.spent.unpriced_calls, 0);
+    let report = run_model::CostReport::of(&calls);
+    assert_eq!(report.total.cost, run.spent.cost);
+    assert!(report.subtask(plan_engine::SubtaskId(1)).is_some());
+}
+
+#[tokio::test]
+async fn a_model_without_a_price_is_counted_apart_and_costs_nothing() {
+    let llm = worker().push_json(CallRole::Planner, plan_json(&[("one", &[])]));
+    let world = World::new(llm);
+    let mut c = config("One");
+    c.mode = ModeChoice::Simple;
+    c.budget.max_cost = run_model::Usd::from_dollars(0.000001);
+    let run = world.run(c).await;
+    // An unpriced model never reaches a money budget.
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(run.spent.cost, run_model::Usd::ZERO);
+    assert_eq!(run.spent.unpriced_calls, run.spent.llm_calls);
+}
+
+#[tokio::test]
+async fn reaching_the_money_budget_pauses_the_run_and_raising_it_lets_it_finish() {
+    let llm = worker().push_json(
+        CallRole::Planner,
+        plan_json(&[("one", &[]), ("two", &[]), ("three", &[])]),
+    );
+    let world = World::with_agent(llm, |agent| agent.with_prices(priced()));
+    let mut c = config("Three");
+    c.mode = ModeChoice::Simple;
+    // Less than the calls of the whole run cost, more than the planner's.
+    c.budget.max_cost = run_model::Usd::from_dollars(0.0005);
+    let driving = world.start(c).await;
+    let run = world.wait_run(|r| r.state == RunState::Paused).await;
+    let reason = run.reason.clone().unwrap();
+    assert!(
+        reason.starts_with("budget reached: the run cost $0.0005"),
+        "{reason}"
+    );
+    assert!(run.spent.cost >= run_model::Usd::from_dollars(0.0005).unwrap());
+    assert!(world
+        .entries()
+        .iter()
+        .any(|e| matches!(e, RunEntry::BudgetReached { .. })));
+    assert!(world.agent.raise_budget(run.id, agent::Budget::default()));
+    world.person(world.plan().id(), vec![Op::Resume]).await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+}

@@ -21,7 +21,7 @@ mod dag;
 pub(crate) mod details;
 mod header;
 mod kanban;
-mod run;
+pub(crate) mod run;
 pub(crate) use run::state_label as run_state_label;
 mod timeline;
 

@@ -192,6 +192,9 @@ fn RunBody(board: Board) -> impl IntoView {
                     <span class="run-spent" data-testid="run-spent">
                         {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick(if r.llm_calls == 1 { "call" } else { "calls" }, "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
                     </span>
+                    <span class="run-cost" data-testid="run-cost" title=lang.pick("What the model calls cost (the operator's price table)", "模型调用的费用（按运维配置的价格表）")>
+                        {cost_line(r.cost, r.max_cost, r.unpriced_calls, r.llm_calls, lang)}
+                    </span>
                     <span class="run-time" data-testid="run-time">
                         <span class="run-clock" class:ticking=ticking style=clock_style data-testid="run-clock">{elapsed}</span>
                         {time}
@@ -306,6 +309,36 @@ fn Question(board: Board, id: SubtaskId, question: String) -> impl IntoView {
     }
 }
 
+/// The run header's money: `$0.0075`, `$0.0075 / $1.00` with a budget,
+/// and how many calls had no price (their model is not in the table).
+pub fn cost_line(
+    cost: run_model::Usd,
+    max: Option<run_model::Usd>,
+    unpriced: u32,
+    calls: u32,
+    lang: crate::i18n::Lang,
+) -> String {
+    if calls > 0 && unpriced == calls {
+        return lang
+            .pick(
+                "cost unknown (the model has no price)",
+                "费用未知（该模型没有价格）",
+            )
+            .to_string();
+    }
+    let mut line = match max {
+        Some(max) => format!("{cost} / {max}"),
+        None => cost.to_string(),
+    };
+    if unpriced > 0 {
+        line.push_str(&lang.pick(
+            format!(" + {unpriced} unpriced"),
+            format!(" + {unpriced} 次未计价"),
+        ));
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::clock;
@@ -316,5 +349,27 @@ mod tests {
         assert_eq!(clock(65), "1:05");
         assert_eq!(clock(1800), "30:00");
         assert_eq!(clock(3725), "1:02:05");
+    }
+
+    #[test]
+    fn the_cost_line_shows_the_budget_and_the_calls_without_a_price() {
+        use crate::i18n::Lang;
+        let usd = |d: f64| run_model::Usd::from_dollars(d).unwrap();
+        assert_eq!(
+            super::cost_line(usd(0.0042), None, 0, 7, Lang::En),
+            "$0.0042"
+        );
+        assert_eq!(
+            super::cost_line(usd(0.0042), Some(usd(5.0)), 2, 7, Lang::En),
+            "$0.0042 / $5.00 + 2 unpriced"
+        );
+        assert_eq!(
+            super::cost_line(run_model::Usd::ZERO, None, 3, 3, Lang::En),
+            "cost unknown (the model has no price)"
+        );
+        assert_eq!(
+            super::cost_line(run_model::Usd::ZERO, None, 0, 0, Lang::Zh),
+            "$0"
+        );
     }
 }

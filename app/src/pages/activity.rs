@@ -119,6 +119,57 @@ pub fn panel_html(
     view! { {empty}<ol class="activity">{lines}</ol>{more} }.to_html()
 }
 
+/// What the run's model calls used and cost: in all and per model, or
+/// the one subtask's.
+fn cost_table(
+    report: run_model::CostReport,
+    subtask: Option<u32>,
+    lang: crate::i18n::Lang,
+) -> impl IntoView {
+    let money = |u: &run_model::Use| {
+        crate::board::run::cost_line(u.cost, None, u.unpriced_calls, u.calls, lang)
+    };
+    let line = |name: String, u: &run_model::Use| {
+        view! {
+            <tr data-testid="cost-row">
+                <td>{name}</td>
+                <td class="number">{u.calls}</td>
+                <td class="number">{u.prompt_tokens}</td>
+                <td class="number">{u.completion_tokens}</td>
+                <td class="number" data-testid="cost-amount">{money(u)}</td>
+            </tr>
+        }
+    };
+    let rows = match subtask {
+        Some(s) => report
+            .subtask(plan_engine::SubtaskId(s))
+            .map(|u| line(format!("#{s}"), u))
+            .into_iter()
+            .collect_view()
+            .into_any(),
+        None => {
+            let models = report
+                .by_model
+                .iter()
+                .map(|m| line(m.model.clone(), &m.used))
+                .collect_view();
+            view! { {models}{line(lang.pick("all", "合计").to_string(), &report.total)} }.into_any()
+        }
+    };
+    view! {
+        <table class="plans cost" data-testid="cost-table">
+            <thead><tr>
+                <th>{lang.pick("Model", "模型")}</th>
+                <th>{lang.pick("Calls", "调用")}</th>
+                <th>{lang.pick("Prompt tokens", "提示 tokens")}</th>
+                <th>{lang.pick("Completion tokens", "生成 tokens")}</th>
+                <th>{lang.pick("Cost", "费用")}</th>
+            </tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
 #[component]
 pub fn ActivityPage() -> impl IntoView {
     let lang = use_lang();
@@ -169,6 +220,7 @@ pub fn ActivityPage() -> impl IntoView {
                                 <ul class="artifacts">{links}</ul>
                             }
                         });
+                        let cost = log.cost.map(|report| cost_table(report, subtask, lang));
                         let rows = log.rows.into_iter().map(row).collect_view();
                         view! {
                             <h1>{heading}</h1>
@@ -176,6 +228,7 @@ pub fn ActivityPage() -> impl IntoView {
                                 <a href=format!("/plans/{plan}")>{log.plan_title}</a>
                                 {subtask.map(|_| view! { " · " <a href=format!("/plans/{plan}/activity")>{lang.pick("the whole run", "整个运行")}</a> })}
                             </p>
+                            {cost}
                             {files}
                             {empty.then(|| view! { <p class="empty">{lang.pick("Nothing yet.", "还没有活动。")}</p> })}
                             <ol class="activity">{rows}</ol>

@@ -6,25 +6,53 @@ use leptos::prelude::*;
 
 use plan_engine::{Mode, StateFilter};
 
-use super::plans::{
-    address, by_name, by_select, mode_select, page_href, short_time, table_head, Pager,
-};
-use crate::api::{list_history, ListFilter, PlanRow};
+use super::plans::{address, by_name, by_select, mode_select, page_href, short_time, Pager};
+use crate::api::{list_history, HistorySort, ListFilter, PlanRow};
 use crate::i18n::{use_lang, Lang};
 
-/// The history table's columns: English, Chinese.
-const COLUMNS: [(&str, &str); 10] = [
-    ("Plan", "计划"),
-    ("Mode", "模式"),
-    ("State", "状态"),
-    ("Agent run", "智能体运行"),
-    ("Outcome", "结果"),
-    ("Took", "耗时"),
-    ("Tokens", "令牌"),
-    ("Approved by", "批准人"),
-    ("Comments", "评论"),
-    ("Finished", "结束于"),
+/// The history table's columns: English, Chinese, and the order a click
+/// on the heading sorts by (the biggest first).
+const COLUMNS: [(&str, &str, Option<HistorySort>); 11] = [
+    ("Plan", "计划", None),
+    ("Mode", "模式", None),
+    ("State", "状态", None),
+    ("Agent run", "智能体运行", None),
+    ("Outcome", "结果", None),
+    ("Took", "耗时", Some(HistorySort::Took)),
+    ("Tokens", "令牌", Some(HistorySort::Tokens)),
+    ("Cost", "费用", Some(HistorySort::Cost)),
+    ("Approved by", "批准人", None),
+    ("Comments", "评论", None),
+    ("Finished", "结束于", Some(HistorySort::Newest)),
 ];
+
+/// The headings; a sortable one links to the list in its order (the
+/// filters kept), the current order marked.
+fn head(lang: Lang, sort: HistorySort, params: &[(&str, &str)]) -> impl IntoView {
+    let cells = COLUMNS
+        .iter()
+        .map(|(en, zh, by)| {
+            let text = lang.pick(*en, *zh);
+            match by {
+                None => view! { <th>{text}</th> }.into_any(),
+                Some(by) => {
+                    let mut with: Vec<(&str, &str)> = params.to_vec();
+                    with.push(("sort", by.as_str()));
+                    let current = *by == sort;
+                    view! {
+                        <th aria-sort=if current { "descending" } else { "none" }>
+                            <a href=page_href("/history", &with, 0) data-testid=format!("history-sort-{}", by.as_str())>
+                                {text}{if current { " ↓" } else { "" }}
+                            </a>
+                        </th>
+                    }
+                    .into_any()
+                }
+            }
+        })
+        .collect_view();
+    view! { <thead><tr>{cells}</tr></thead> }
+}
 
 fn duration(r: &PlanRow, lang: Lang) -> String {
     match r.finished_at {
@@ -61,10 +89,22 @@ pub fn HistoryPage() -> impl IntoView {
     let mut filter = ListFilter::from_address(&address());
     filter.query.state = Some(StateFilter::Finished);
     filter.query.text.clear();
-    let (page, mode, agent) = (filter.page, filter.query.mode, filter.agent);
+    let (page, mode, agent, sort) = (filter.page, filter.query.mode, filter.agent, filter.sort);
     let params = [
         ("mode", mode.map(Mode::as_str).unwrap_or_default()),
         ("by", by_name(agent)),
+    ];
+    let sorted = [
+        params[0],
+        params[1],
+        (
+            "sort",
+            if sort == HistorySort::Newest {
+                ""
+            } else {
+                sort.as_str()
+            },
+        ),
     ];
     let plans = crate::codec::load(move || filter.clone(), list_history);
     view! {
@@ -77,6 +117,7 @@ pub fn HistoryPage() -> impl IntoView {
             <form class="filters" method="get" action="/history" role="search">
                 {mode_select(lang, mode, "history-mode")}
                 {by_select(lang, agent)}
+                {(sort != HistorySort::Newest).then(|| view! { <input type="hidden" name="sort" value=sort.as_str()/> })}
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
             <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
@@ -96,6 +137,7 @@ pub fn HistoryPage() -> impl IntoView {
                                     <td class="outcome">{r.outcome.clone().unwrap_or_default()}</td>
                                     <td>{took}</td>
                                     <td class="number" data-testid="history-tokens">{h.tokens.map_or_else(|| "—".into(), |t| t.to_string())}</td>
+                                    <td class="number" data-testid="history-cost">{h.cost.map_or_else(|| "—".into(), |c| c.to_string())}</td>
                                     <td>{r.approved_by.clone().unwrap_or_else(|| "—".into())}</td>
                                     <td>{r.comments}</td>
                                     <td><time>{r.finished_at.as_ref().map(short_time).unwrap_or_default()}</time></td>
@@ -104,10 +146,10 @@ pub fn HistoryPage() -> impl IntoView {
                         }).collect_view();
                         view! {
                             <table class="plans">
-                                {table_head(lang, &COLUMNS)}
+                                {head(lang, sort, &params)}
                                 <tbody>{lines}</tbody>
                             </table>
-                            <Pager lang page more href=move |p| page_href("/history", &params, p)/>
+                            <Pager lang page more href=move |p| page_href("/history", &sorted, p)/>
                         }.into_any()
                     }
                                         Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),

@@ -98,6 +98,11 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
                             <input name="max_minutes" type="number" min="1" max="1440" value="30" data-testid="task-minutes"
                                 title=lang.pick("Time budget: minutes of running, pauses not counted", "时间预算：运行的分钟数，不含暂停")/>
                         </label>
+                        <label class="field narrow">
+                            {lang.pick("Cost budget (USD)", "费用预算（美元）")}
+                            <input name="max_cost" type="number" min="0.0001" max="1000000" step="any" placeholder=lang.pick("no limit", "不限") data-testid="task-cost"
+                                title=lang.pick("The run pauses when its model calls have cost this much (priced models only)", "模型调用费用达到此金额时运行暂停（仅计价模型）")/>
+                        </label>
                         <label class="check">
                             <input name="approval" type="checkbox" value="on" checked data-testid="task-approval"/>
                             {lang.pick(" I approve the plan before it runs", " 计划运行前由我批准")}

@@ -62,7 +62,7 @@ pub struct ApiState {
         actions::submit, actions::pause, actions::resume, actions::recover,
         tools::list_tools, tools::call_tool, tools::session_hint, tools::session_hint_remembered,
         stream::plan_stream, stream::all_stream,
-        runs::start_run, runs::list_runs, runs::get_run, runs::run_events, runs::pause_run,
+        runs::start_run, runs::list_runs, runs::get_run, runs::run_cost, runs::run_events, runs::pause_run,
         runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
@@ -128,6 +128,7 @@ pub fn routes(state: ApiState) -> Router {
                 .layer(DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT)),
         )
         .route("/runs/{id}", get(runs::get_run))
+        .route("/runs/{id}/cost", get(runs::run_cost))
         .route("/runs/{id}/events", get(runs::run_events))
         .route("/runs/{id}/pause", post(runs::pause_run))
         .route("/runs/{id}/resume", post(runs::resume_run))

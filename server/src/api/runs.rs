@@ -10,6 +10,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use plan_engine::SubtaskId;
+use run_model::Usd;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -81,7 +82,7 @@ impl<S: Send + Sync> FromRequestParts<S> for RunRef {
 }
 
 /// Limits for one run; absent fields keep their defaults (200 LLM calls,
-/// 1,000,000 tokens, 1,800 s, 8 turns per subtask).
+/// 1,000,000 tokens, 1,800 s, 8 turns per subtask, no limit on money).
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetBody {
@@ -93,6 +94,9 @@ pub struct BudgetBody {
     pub max_wall_secs: Option<u64>,
     #[schemars(range(min = 1, max = 50))]
     pub max_turns: Option<u32>,
+    /// US dollars the run's model calls may cost (priced models only).
+    #[schemars(range(min = 0.000001, max = 1000000))]
+    pub max_cost: Option<f64>,
 }
 
 impl BudgetBody {
@@ -122,6 +126,19 @@ impl BudgetBody {
                 "max_turns",
                 self.max_turns.map_or(base.max_turns.into(), u64::from),
             )? as u32,
+            max_cost: match self.max_cost {
+                None => base.max_cost,
+                Some(dollars) => Some(
+                    Usd::from_dollars(dollars)
+                        .filter(|_| (1e-6..=1e6).contains(&dollars))
+                        .ok_or_else(|| ApiError::Refused {
+                            code: "invalid",
+                            message: format!(
+                                "budget.max_cost must be from 0.000001 to 1000000 US dollars, not {dollars}"
+                            ),
+                        })?,
+                ),
+            },
         };
         if budget.max_wall_secs > 604_800 || budget.max_turns > 50 {
             return Err(ApiError::Refused {
@@ -418,6 +435,19 @@ pub async fn get_run(
     RunRef(id): RunRef,
 ) -> Result<Json<RunView>, ApiError> {
     Ok(Json(state.runs.get(id).await?))
+}
+
+/// What the run's model calls cost: in all, per subtask (`subtask: null`
+/// for classifying, planning and recovering) and per model. Calls to a
+/// model without a price are counted in `unpriced_calls`, not in `cost`.
+#[utoipa::path(get, path = "/api/runs/{id}/cost", tag = "runs",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    responses((status = 200, body = super::schema::CostReportDoc), ReadErrors))]
+pub async fn run_cost(
+    State(state): State<ApiState>,
+    RunRef(id): RunRef,
+) -> Result<Json<run_model::CostReport>, ApiError> {
+    Ok(Json(state.runs.cost(id).await?))
 }
 
 #[utoipa::path(get, path = "/api/runs/{id}/events", tag = "runs",

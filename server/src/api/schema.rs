@@ -120,6 +120,7 @@ schemars_bridge! {
         PlanDoc => plan_engine::Plan,
         InputFileDoc => run_model::InputFile,
         MemoryDoc => run_model::Memory,
+        CostReportDoc => run_model::CostReport,
     ],
     local: [
         super::docs::ErrorBody,

@@ -136,6 +136,7 @@ impl Host for ServerHost {
 
     /// Queued for the run log's writer: the agent does not wait for it.
     async fn log(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
+        self.plans.metrics().agent_entry(&entry);
         let kind = entry.kind();
         let entry =
             serde_json::to_value(&entry).map_err(|e| HostError::Unavailable(e.to_string()))?;

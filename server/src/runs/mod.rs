@@ -260,7 +260,9 @@ impl Runs {
                         Arc::new(OpenAiLlm::new(llm.clone())?) as Arc<dyn Llm>
                     }
                 };
-                let mut agent = Agent::new(host, model, concurrency).with_tools(toolset);
+                let mut agent = Agent::new(host, model, concurrency)
+                    .with_tools(toolset)
+                    .with_prices(config.prices.clone());
                 agent.protocol = protocol;
                 Some(Arc::new(agent))
             }
@@ -532,6 +534,31 @@ impl Runs {
     ) -> Result<Vec<StoredRunEntry>, RunError> {
         self.record(id).await?;
         Ok(self.store.run_log(id, after, limit).await?)
+    }
+
+    /// What the run's model calls used and cost, in all, per subtask and
+    /// per model, from its `llm_call` entries (read a page at a time).
+    pub async fn cost(&self, id: RunId) -> Result<run_model::CostReport, RunError> {
+        const PAGE: u32 = 1000;
+        self.record(id).await?;
+        let mut calls = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.store.run_log(id, after, PAGE).await?;
+            let full = page.len() == PAGE as usize;
+            for stored in page {
+                after = stored.seq;
+                if stored.kind != run_model::EntryKind::LlmCall {
+                    continue;
+                }
+                if let Ok(RunEntry::LlmCall(call)) = serde_json::from_value(stored.entry) {
+                    calls.push(call);
+                }
+            }
+            if !full {
+                return Ok(run_model::CostReport::of(&calls));
+            }
+        }
     }
 
     async fn on_plan(&self, id: RunId, ops: Vec<Op>, who: &str) -> Result<RunView, RunError> {

@@ -53,6 +53,8 @@ pub trait RunStore: Send + Sync {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<RunRecord>, StoreError>;
+    /// How many runs are in each state (for `/metrics`).
+    async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError>;
     /// Every plan an agent's run made (the lists' "agent" filter).
     async fn agent_plans(&self) -> Result<std::collections::HashSet<PlanId>, StoreError>;
     /// The runs on these plans, oldest first (so the newest wins in a map).
@@ -244,6 +246,19 @@ impl RunStore for SqlStore {
                 .fetch_all(&self.pool)
                 .await?;
         ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
+    }
+
+    async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError> {
+        let rows = sqlx::query("SELECT state, COUNT(*) AS n FROM runs GROUP BY state")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let state: String = row.try_get("state")?;
+                let n: i64 = row.try_get("n")?;
+                Ok((state.parse().map_err(corrupt)?, n.max(0) as u64))
+            })
+            .collect()
     }
 
     async fn runs_on(&self, plans: &[PlanId]) -> Result<Vec<RunRecord>, StoreError> {

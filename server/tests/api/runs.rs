@@ -739,3 +739,95 @@ async fn the_task_box_says_while_the_model_does_not_answer_and_not_once_it_does(
     }
     assert!(gone, "the note stays while the model answers");
 }
+
+#[tokio::test]
+async fn a_runs_cost_is_served_per_subtask_and_model_and_metrics_count_the_agents_work() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.path().join("workspaces"),
+        prices: run_model::PriceTable::builtin()
+            .with_given(r#"{"fake": {"prompt": 1, "completion": 2}}"#)
+            .unwrap(),
+        ..Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    // A money budget must be an amount above nothing.
+    for bad in [json!(0), json!(-1), json!(2_000_000)] {
+        let (status, body) = server
+            .post(
+                "/api/runs",
+                json!({"task": "t", "budget": {"max_cost": bad}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+    }
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Look up the weather in Shanghai", "approval_required": false,
+               "budget": {"max_cost": 5}}),
+    )
+    .await;
+    let view = wait_for(&server, &run, "done").await;
+    assert_eq!(view["config"]["budget"]["max_cost"], 5.0);
+    let (status, cost) = server.get(&format!("/api/runs/{run}/cost")).await;
+    assert_eq!(status, StatusCode::OK, "{cost}");
+    assert_eq!(cost["total"]["calls"], view["spent"]["llm_calls"]);
+    assert_eq!(cost["total"]["unpriced_calls"], 0, "{cost}");
+    assert_eq!(cost["total"]["cost"], view["spent"]["cost"]);
+    assert_eq!(cost["by_model"][0]["model"], "fake");
+    let subtasks: Vec<&Value> = cost["by_subtask"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["subtask"])
+        .collect();
+    assert!(subtasks.contains(&&Value::Null), "planning: {cost}");
+    assert!(subtasks.contains(&&json!(1)), "{cost}");
+    let (status, _) = server
+        .get(&format!("/api/runs/{}/cost", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // The board's pages show it: the history row and the activity table.
+    let (_, history) = crate::site::page(&server, "/history?sort=cost").await;
+    assert!(
+        history.contains(r#"data-testid="history-cost""#),
+        "{history}"
+    );
+    assert!(history.contains(r#"aria-sort="descending""#), "{history}");
+    let (_, activity) = crate::site::page(&server, &format!("/plans/{plan}/activity")).await;
+    assert!(
+        activity.contains(r#"data-testid="cost-table""#),
+        "{activity}"
+    );
+    let metrics = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let calls = view["spent"]["llm_calls"].as_u64().unwrap();
+    let counted: u64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("planboard_agent_model_calls_total{") && l.contains(r#"model="fake""#)
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(counted, calls, "{metrics}");
+    for line in [
+        r#"planboard_agent_runs{state="done"} 1"#,
+        r#"planboard_agent_tokens_total{model="fake",kind="prompt"}"#,
+        r#"planboard_agent_model_call_duration_seconds_count{model="fake",role="planner"} 1"#,
+        "planboard_agent_cost_usd_total",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
+}

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::support::TestServer;
 
-async fn page(server: &TestServer, path: &str) -> (StatusCode, String) {
+pub async fn page(server: &TestServer, path: &str) -> (StatusCode, String) {
     let response = server
         .client
         .get(server.url(path))
