@@ -387,6 +387,8 @@ pub trait BoardBackend: Send + Sync {
     /// The agent's memories matching `query` (all, newest first, when it
     /// is empty), page `page` of [`MEMORIES_PER_PAGE`].
     async fn memories(&self, query: &str, page: u32) -> Result<MemoryList, BoardError>;
+    /// Everything waiting for a person, approvals first, oldest first.
+    async fn needs(&self) -> Result<Vec<run_model::Need>, BoardError>;
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -491,6 +493,27 @@ pub async fn list_history(filter: ListFilter) -> Result<HistoryList, BoardError>
         }
         .await,
     )
+}
+
+/// The "Needs you" page (rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_needs() -> Result<Vec<run_model::Need>, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.needs().await
+        }
+        .await,
+    )
+}
+
+/// How many things wait for a person: the top bar's count. Not through
+/// [`answered`]: the count is a decoration of every page, and a page
+/// without it (a 404 has no backend) keeps its own status.
+#[server(prefix = "/_board", input = Json)]
+pub async fn needs_count() -> Result<usize, BoardError> {
+    viewer().await?;
+    Ok(backend()?.needs().await?.len())
 }
 
 /// The Memory page (rendered on the server only).

@@ -41,8 +41,8 @@ use leptos_router::path;
 use board::BoardPage;
 use i18n::{use_lang, Lang};
 use pages::{
-    activity::ActivityPage, history::HistoryPage, memories::MemoriesPage, new_plan::NewPage,
-    plans::PlansPage,
+    activity::ActivityPage, history::HistoryPage, inbox::InboxPage, memories::MemoriesPage,
+    new_plan::NewPage, plans::PlansPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -82,6 +82,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=PlansPage/>
                     <Route path=path!("/history") view=HistoryPage/>
                     <Route path=path!("/memories") view=MemoriesPage/>
+                    <Route path=path!("/inbox") view=InboxPage/>
                     <Route path=path!("/plans/new") view=NewPage/>
                     <Route path=path!("/plans/:id") view=BoardPage/>
                     <Route path=path!("/plans/:id/activity") view=ActivityPage/>
@@ -119,6 +120,9 @@ fn TopBar() -> impl IntoView {
                 <a href="/">{lang.pick("Plans", "计划")}</a>
                 <a href="/history">{lang.pick("History", "历史")}</a>
                 <a href="/memories">{lang.pick("Memory", "记忆")}</a>
+                <a href="/inbox" class="needs-you" data-testid="nav-inbox">
+                    {lang.pick("Needs you", "待处理")}" "<pages::inbox::NeedsCount/>
+                </a>
                 <a href="/plans/new">{lang.pick("New plan", "新建计划")}</a>
             </nav>
             <a

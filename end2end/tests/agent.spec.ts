@@ -6,6 +6,8 @@ import { createPlan, shot, unique } from "./helpers";
 test("a person gives the agent a task, approves its plan and reads the answer", async ({ page }) => {
   await page.goto("/plans/new");
   await expect(page.getByTestId("agent-model")).toContainText("fake");
+  // What waits for a person now (earlier stories may have left plans waiting).
+  const before = Number(await page.getByTestId("needs-count").textContent());
   const task = unique("Compare two libraries and combine the findings");
   await page.getByTestId("task-input").fill(task);
   await page.getByTestId("task-tokens").fill("50000");
@@ -21,7 +23,21 @@ test("a person gives the agent a task, approves its plan and reads the answer", 
   // The classifier's and planner's replies streamed, then were recorded.
   await expect(page.getByTestId("run-live")).toHaveCount(0);
   await shot(page, "agent-2-awaiting-approval");
+  // The top bar counts the plan waiting; "Needs you" lists it and leads back.
+  await expect(page.getByTestId("needs-count")).toHaveText(String(before + 1));
+  await page.getByTestId("nav-inbox").click();
+  await page.waitForURL(/\/inbox$/);
+  await expect(page.locator('[data-kind="approval"]').getByTestId("need-link").last()).toBeVisible();
+  await shot(page, "agent-2b-needs-you");
+  const link = page.locator('[data-kind="approval"]').getByTestId("need-link").last();
+  await expect(link).toHaveText("Compare and combine");
+  const planUrl = await link.getAttribute("href");
+  await link.click();
+  await page.waitForURL((url) => url.pathname === planUrl);
+  await expect(page.getByTestId("connection")).toHaveText("live");
   await page.getByTestId("approve").click();
+  // Approved: it waits for nobody any more.
+  await expect(page.getByTestId("needs-count")).toHaveText(String(before));
   await expect(page.getByTestId("run-state")).toHaveText("running", { timeout: 10_000 });
   // The executors' replies appear as the model writes them.
   await expect(page.getByTestId("run-live").first()).toContainText("executor #", { timeout: 10_000 });

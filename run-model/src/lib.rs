@@ -26,12 +26,14 @@
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
+//! - [`needs`]: what waits for a person across plans and runs ([`Need`]).
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
 
 pub mod config;
 pub mod cost;
 pub mod entry;
 pub mod memory;
+pub mod needs;
 pub mod record;
 pub mod state;
 pub mod stream;
@@ -46,6 +48,7 @@ pub use entry::{
     RunEntry, ToolPolicy, Verdict, MESSAGE_CAP,
 };
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
+pub use needs::{Need, NeedKind};
 pub use record::{RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;
@@ -107,6 +110,7 @@ wire_names! {
     Verdict => "verdict",
     RecoveryDecision => "recovery decision (revise, workaround or give_up)",
     MemoryKind => "memory kind (run or correction)",
+    NeedKind => "need kind (approval, question, tool_call or stuck)",
 }
 
 #[cfg(test)]

@@ -10,12 +10,14 @@
 //!   (prompt building, database writes, events), p50/p99;
 //! - scale: 200 concurrent runs of 10 subtasks at 100 ms per call; 1,000
 //!   runs waiting for approval: resident memory and CPU while idle;
+//! - webhooks: the same overhead with a webhook endpoint configured and
+//!   without, alternating (the deliverer reads the run log beside the run);
 //! - steering: a person's Pause and Skip reaching the agent;
 //! - prompt size: the executor's first message for plans of 10, 100 and
 //!   1,000 subtasks.
 //!
 //! Run: `cargo bench -p server --bench agent` (release build); name a
-//! part (`prompt_size`, `parallel_dag`, `overhead`, `steering`, `scale`) to run only it.
+//! part (`prompt_size`, `parallel_dag`, `overhead`, `webhooks`, `steering`, `scale`) to run only it.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -161,6 +163,15 @@ async fn start_with(
     concurrency: usize,
     model: Option<Arc<dyn agent::Llm>>,
 ) -> Bench {
+    start_configured(model_url, concurrency, model, |_| {}).await
+}
+
+async fn start_configured(
+    model_url: &str,
+    concurrency: usize,
+    model: Option<Arc<dyn agent::Llm>>,
+    adjust: impl FnOnce(&mut Config),
+) -> Bench {
     let dir = tempfile::tempdir().unwrap();
     let mut llm = agent::LlmConfig::from_vars(|n| match n {
         "PLANBOARD_LLM_MODEL" => Some("fake".into()),
@@ -170,7 +181,7 @@ async fn start_with(
     .unwrap()
     .unwrap();
     llm.concurrency = concurrency;
-    let config = Config {
+    let mut config = Config {
         lease: Duration::from_secs(3600),
         llm: Some(llm),
         workspaces: dir.path().join("ws"),
@@ -181,6 +192,7 @@ async fn start_with(
             },
         )
     };
+    adjust(&mut config);
     let services = server::start_with_model(&config, model).await.unwrap();
     Bench {
         services,
@@ -297,8 +309,22 @@ async fn overhead() {
 /// the percentiles rest on many gaps) and prints the time between one
 /// subtask's completion and the next one's.
 async fn report_gaps(b: &Bench, n: usize, model: &str) {
+    let mut gaps = chain_gaps(b, n, (1000 / n).max(1)).await;
+    gaps.sort_by(f64::total_cmp);
+    println!(
+        "orchestration per subtask, chains of {n} ({model}, SQLite, {} gaps): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        gaps.len(),
+        percentile(&gaps, 0.5),
+        percentile(&gaps, 0.99),
+        gaps.last().copied().unwrap_or(0.0)
+    );
+}
+
+/// The gaps between subtask completions of `runs` chains of `n`, run one
+/// after another.
+async fn chain_gaps(b: &Bench, n: usize, runs: usize) -> Vec<f64> {
     let mut gaps: Vec<f64> = Vec::new();
-    for _ in 0..(1000 / n).max(1) {
+    for _ in 0..runs {
         let view = b
             .services
             .runs
@@ -325,13 +351,75 @@ async fn report_gaps(b: &Bench, n: usize, model: &str) {
                 .map(|w| (w[1] - w[0]).num_microseconds().unwrap_or(0) as f64 / 1000.0),
         );
     }
-    gaps.sort_by(f64::total_cmp);
+    gaps
+}
+
+/// Orchestration per subtask with webhooks on and off: chains of 100, the
+/// model in process, a webhook receiver answering 204 at once. The
+/// deliverer reads the run log beside the run; what it costs the run is
+/// the difference (rounds alternate, so drift hits both alike).
+async fn webhooks_overhead() {
+    use axum::http::StatusCode;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    let posts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = posts.clone();
+    let app = Router::new().route(
+        "/hook",
+        post(move || {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let n = 100;
+    let mut off: Vec<f64> = Vec::new();
+    let mut on: Vec<f64> = Vec::new();
+    for round in 0..6 {
+        let hooked = round % 2 == 1;
+        let model = Fake {
+            latency: Duration::ZERO,
+            plan: Arc::default(),
+            default_plan: Arc::new(plan_of(n, true)),
+        };
+        let b = start_configured(
+            "http://127.0.0.1:9/v1",
+            8,
+            Some(Arc::new(model)),
+            |config| {
+                if hooked {
+                    config.webhooks.endpoints = vec![server::webhooks::Endpoint {
+                        url: hook.parse().unwrap(),
+                        secret: Some("bench-secret".into()),
+                        slack: false,
+                    }];
+                }
+            },
+        )
+        .await;
+        let gaps = chain_gaps(&b, n, 3).await;
+        if hooked {
+            on.extend(gaps);
+        } else {
+            off.extend(gaps);
+        }
+    }
+    off.sort_by(f64::total_cmp);
+    on.sort_by(f64::total_cmp);
+    let (p_off, p_on) = (percentile(&off, 0.5), percentile(&on, 0.5));
     println!(
-        "orchestration per subtask, chains of {n} ({model}, SQLite, {} gaps): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        gaps.len(),
-        percentile(&gaps, 0.5),
-        percentile(&gaps, 0.99),
-        gaps.last().copied().unwrap_or(0.0)
+        "orchestration per subtask, chains of {n}, webhooks off / on ({} / {} gaps): p50 {:.2} / {:.2} ms ({:+.1} %), p99 {:.2} / {:.2} ms; {} notifications delivered",
+        off.len(),
+        on.len(),
+        p_off,
+        p_on,
+        (p_on / p_off - 1.0) * 100.0,
+        percentile(&off, 0.99),
+        percentile(&on, 0.99),
+        posts.load(std::sync::atomic::Ordering::Relaxed)
     );
 }
 
@@ -643,6 +731,9 @@ fn main() {
     }
     if wanted("overhead") {
         runtime.block_on(overhead());
+    }
+    if wanted("webhooks") {
+        runtime.block_on(webhooks_overhead());
     }
     if wanted("steering") {
         runtime.block_on(steering());

@@ -267,6 +267,10 @@ impl BoardBackend for Board {
         })
     }
 
+    async fn needs(&self) -> Result<Vec<run_model::Need>, BoardError> {
+        self.1.needs().await.map_err(run_error)
+    }
+
     async fn memories(&self, query: &str, page: u32) -> Result<app::api::MemoryList, BoardError> {
         let per = app::api::MEMORIES_PER_PAGE;
         let query = query.trim();

@@ -25,6 +25,10 @@
 //! | `PLANBOARD_FETCH_ALLOW` | — | private addresses `fetch_url` may read, as `host:port` entries separated by `,` |
 //! | `PLANBOARD_SEARCH_URL` | — | a SearXNG-compatible search endpoint (`…/search`); unset: no `web_search` |
 //! | `PLANBOARD_PRICES` | — | model prices over the built-in list: a JSON object `{"model": {"prompt": 2.5, "completion": 10}}` (USD per million tokens), inline or the path of a file holding it; a model on a loopback or private address is free unless priced here |
+//! | `PLANBOARD_WEBHOOK_URL` | — | an endpoint notified (POST, JSON) when a plan waits for approval, the agent asks, a run finishes, fails, is stuck or reaches its budget |
+//! | `PLANBOARD_WEBHOOK_SECRET` | — | signs each notification: `X-Planboard-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")` |
+//! | `PLANBOARD_WEBHOOK_FORMAT` | `json` | `slack`: Slack's incoming-webhook shape (`{"text": …}`) |
+//! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
 use std::collections::HashMap;
@@ -60,6 +64,8 @@ pub struct Config {
     pub search_url: Option<agent::web::Url>,
     /// What the agent's model calls cost.
     pub prices: run_model::PriceTable,
+    /// Where notifications go.
+    pub webhooks: crate::webhooks::WebhookConfig,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -84,6 +90,7 @@ impl std::fmt::Debug for Config {
                 &self.search_url.as_ref().map(|u| redact_url(u.as_str())),
             )
             .field("prices", &self.prices)
+            .field("webhooks", &self.webhooks)
             .finish()
     }
 }
@@ -116,6 +123,52 @@ pub fn redact_url(url: &str) -> String {
         Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
         None => url.to_string(),
     }
+}
+
+/// The webhook endpoint of `PLANBOARD_WEBHOOK_URL` (managing several on a
+/// settings page is still to come) and the board's public address.
+fn webhooks(
+    var: &impl Fn(&str) -> Option<String>,
+) -> Result<crate::webhooks::WebhookConfig, ConfigError> {
+    let site = var("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
+    let board_url = var("PLANBOARD_PUBLIC_URL")
+        .unwrap_or_else(|| format!("http://{}", site.trim()))
+        .trim()
+        .trim_end_matches('/')
+        .to_string();
+    let slack = match var("PLANBOARD_WEBHOOK_FORMAT").as_deref().map(str::trim) {
+        None | Some("json") => false,
+        Some("slack") => true,
+        Some(other) => {
+            return Err(ConfigError::Invalid(format!(
+                "PLANBOARD_WEBHOOK_FORMAT must be json or slack, not '{other}'"
+            )))
+        }
+    };
+    let endpoints = match var("PLANBOARD_WEBHOOK_URL") {
+        None => Vec::new(),
+        Some(url) => {
+            let parsed = reqwest::Url::parse(url.trim())
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| {
+                    ConfigError::Invalid(format!(
+                        "PLANBOARD_WEBHOOK_URL must be an http(s) URL, not '{}'",
+                        crate::webhooks::shown_url(&url)
+                    ))
+                })?;
+            vec![crate::webhooks::Endpoint {
+                url: parsed,
+                secret: var("PLANBOARD_WEBHOOK_SECRET").map(|s| s.trim().to_string()),
+                slack,
+            }]
+        }
+    };
+    Ok(crate::webhooks::WebhookConfig {
+        endpoints,
+        board_url,
+        ..crate::webhooks::WebhookConfig::default()
+    })
 }
 
 /// The price table: the built-in list, the operator's `PLANBOARD_PRICES`
@@ -174,6 +227,7 @@ impl Config {
             fetch: agent::web::WebPolicy::default(),
             search_url: None,
             prices: run_model::PriceTable::builtin(),
+            webhooks: crate::webhooks::WebhookConfig::default(),
         }
     }
 
@@ -226,6 +280,7 @@ impl Config {
         let llm =
             agent::LlmConfig::from_vars(var).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let prices = prices(var("PLANBOARD_PRICES"), llm.as_ref())?;
+        let webhooks = webhooks(&var)?;
         let run_lease = match var("PLANBOARD_RUN_LEASE_SECS") {
             None => Duration::from_secs(30),
             Some(v) => match v.trim().parse::<u64>() {
@@ -302,6 +357,7 @@ impl Config {
                 ..agent::web::WebPolicy::default()
             },
             prices,
+            webhooks,
             search_url: match var("PLANBOARD_SEARCH_URL") {
                 None => None,
                 Some(url) => Some(

@@ -13,6 +13,7 @@
 //! - [`api`]: the REST routes and their OpenAPI document;
 //! - [`mcp`]: the MCP endpoint;
 //! - [`metrics`]: `GET /metrics` for Prometheus;
+//! - [`webhooks`]: notifications to the operator's endpoints, from the run log;
 //! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
@@ -35,6 +36,7 @@ pub mod runs;
 pub mod service;
 pub mod session;
 pub mod store;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,6 +115,7 @@ pub async fn start_with_model(
     )
     .map_err(|e| StoreError::Config(e.to_string()))?;
     runs.spawn_keeper();
+    webhooks::spawn(runs.store(), config.webhooks.clone());
     let held = |store: Arc<SqlStore>| async move {
         use crate::store::RunStore;
         store

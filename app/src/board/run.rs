@@ -295,7 +295,7 @@ fn LiveActivity(board: Board) -> impl IntoView {
 fn Question(board: Board, id: SubtaskId, question: String) -> impl IntoView {
     let lang = board.lang;
     view! {
-        <form class="run-question" method="post" action=format!("/plans/{}/answer", board.id) data-testid=format!("question-{}", id.0)>
+        <form class="run-question" method="post" action=format!("/plans/{}/answer", board.id) id=format!("question-{}", id.0) data-testid=format!("question-{}", id.0)>
             <p>
                 <strong>{lang.pick("The agent asks", "智能体提问")}" (#"{id.0}"): "</strong>
                 <span data-testid="question-text">{question}</span>

@@ -4,6 +4,7 @@
 
 pub mod activity;
 pub mod history;
+pub mod inbox;
 pub mod memories;
 pub mod new_plan;
 pub mod plans;

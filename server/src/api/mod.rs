@@ -62,7 +62,7 @@ pub struct ApiState {
         actions::submit, actions::pause, actions::resume, actions::recover,
         tools::list_tools, tools::call_tool, tools::session_hint, tools::session_hint_remembered,
         stream::plan_stream, stream::all_stream,
-        runs::start_run, runs::list_runs, runs::get_run, runs::run_cost, runs::run_events, runs::pause_run,
+        runs::start_run, runs::list_runs, runs::get_run, runs::run_cost, runs::inbox, runs::webhook_deliveries, runs::run_events, runs::pause_run,
         runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
@@ -143,6 +143,8 @@ pub fn routes(state: ApiState) -> Router {
         .route("/runs/{id}/artifacts", get(runs::list_artifacts))
         .route("/runs/{id}/workspace.zip", get(runs::workspace_zip))
         .route("/agent/tools", get(runs::agent_tools))
+        .route("/inbox", get(runs::inbox))
+        .route("/webhooks/deliveries", get(runs::webhook_deliveries))
         .route("/memories", get(memories::list_memories))
         .route(
             "/memories/{id}",

@@ -121,6 +121,8 @@ schemars_bridge! {
         InputFileDoc => run_model::InputFile,
         MemoryDoc => run_model::Memory,
         CostReportDoc => run_model::CostReport,
+        NeedDoc => run_model::Need,
+        DeliveryDoc => crate::store::Delivery,
     ],
     local: [
         super::docs::ErrorBody,

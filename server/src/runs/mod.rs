@@ -22,6 +22,7 @@ mod delta_relay;
 mod host;
 pub mod inputs;
 mod log_writer;
+mod needs;
 mod stream;
 
 use std::collections::HashSet;

@@ -16,6 +16,7 @@
 mod memory;
 mod runs;
 mod sql;
+mod webhooks;
 
 use async_trait::async_trait;
 use plan_engine::{Event, Plan, PlanId, Timestamp};
@@ -24,6 +25,7 @@ use serde::Serialize;
 
 pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
 pub use sql::{SqlStore, SNAPSHOT_EVERY};
+pub use webhooks::{Attempt, Delivery, NewDelivery};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

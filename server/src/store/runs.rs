@@ -11,6 +11,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::sql::{ts, values_sql};
+use super::webhooks::{Attempt, Delivery, NewDelivery};
 use super::{SqlStore, StoreError};
 
 /// A run-log entry to append; `at` is when the agent logged it.
@@ -53,6 +54,28 @@ pub trait RunStore: Send + Sync {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<RunRecord>, StoreError>;
+    /// The webhook deliverer's place in the run log (`None`: it never ran).
+    async fn webhook_cursor(&self) -> Result<Option<i64>, StoreError>;
+    async fn set_webhook_cursor(&self, seq: i64) -> Result<(), StoreError>;
+    /// Records deliveries; one already recorded for the same endpoint and
+    /// entry is left as it is.
+    async fn enqueue_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError>;
+    /// Claims the pending deliveries whose time has come (until
+    /// `lease_ms`, when they are due again if no attempt was recorded).
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError>;
+    async fn record_attempt(
+        &self,
+        id: uuid::Uuid,
+        attempts: u32,
+        attempt: Attempt,
+    ) -> Result<(), StoreError>;
+    /// The newest deliveries first.
+    async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError>;
     /// How many runs are in each state (for `/metrics`).
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError>;
     /// Every plan an agent's run made (the lists' "agent" filter).
@@ -246,6 +269,40 @@ impl RunStore for SqlStore {
                 .fetch_all(&self.pool)
                 .await?;
         ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
+    }
+
+    async fn webhook_cursor(&self) -> Result<Option<i64>, StoreError> {
+        self.read_webhook_cursor().await
+    }
+
+    async fn set_webhook_cursor(&self, seq: i64) -> Result<(), StoreError> {
+        self.write_webhook_cursor(seq).await
+    }
+
+    async fn enqueue_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError> {
+        self.insert_deliveries(new).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        self.claim_due_deliveries(now_ms, lease_ms, limit).await
+    }
+
+    async fn record_attempt(
+        &self,
+        id: uuid::Uuid,
+        attempts: u32,
+        attempt: Attempt,
+    ) -> Result<(), StoreError> {
+        self.update_attempt(id, attempts, attempt).await
+    }
+
+    async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
+        self.newest_deliveries(limit).await
     }
 
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError> {

@@ -582,3 +582,135 @@ async fn plans_read_back_exactly_after_many_changes_on_sqlite() {
     ))
     .await;
 }
+
+/// Webhook deliveries on either database: recorded once per endpoint and
+/// entry however often the deliverer records them (a restart re-reads the
+/// log), due by time, and their attempts kept. An endpoint of this run's
+/// own keeps a shared database's other rows out of the way.
+pub async fn webhook_store_story(url: &str) {
+    use server::store::{Attempt, NewDelivery, RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let endpoint = format!("http://{}.example/hook", uuid::Uuid::new_v4().simple());
+    let run = uuid::Uuid::new_v4();
+    let now = chrono::Utc::now();
+    let new = |seq: i64| NewDelivery {
+        id: uuid::Uuid::new_v4(),
+        endpoint: endpoint.clone(),
+        seq,
+        event: "approval_needed".into(),
+        plan_id: None,
+        run_id: run,
+        body: format!("{{\"seq\":{seq}}}"),
+        created_at: now,
+    };
+    store.enqueue_deliveries(&[new(1), new(2)]).await.unwrap();
+    // Recorded again (fresh ids), nothing is added.
+    store.enqueue_deliveries(&[new(1), new(2)]).await.unwrap();
+    let ours = |list: Vec<server::store::Delivery>| -> Vec<server::store::Delivery> {
+        list.into_iter()
+            .filter(|d| d.endpoint == endpoint)
+            .collect()
+    };
+    let all = ours(store.deliveries(500).await.unwrap());
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].seq, 2, "newest first");
+    let now_ms = now.timestamp_millis();
+    let due = ours(
+        store
+            .claim_deliveries(now_ms, now_ms + 1_000, 500)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(due.len(), 2);
+    // Claimed: another deliverer gets none of them until the lease ends.
+    assert!(ours(
+        store
+            .claim_deliveries(now_ms, now_ms + 1_000, 500)
+            .await
+            .unwrap()
+    )
+    .is_empty());
+    assert_eq!(due[0].body, "{\"seq\":1}");
+    // One fails and waits a minute; the other is delivered.
+    store
+        .record_attempt(
+            due[0].id,
+            1,
+            Attempt::Retry {
+                status: Some(503),
+                error: "the endpoint answered 503".into(),
+                next_at: now.timestamp_millis() + 60_000,
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .record_attempt(
+            due[1].id,
+            1,
+            Attempt::Delivered {
+                status: 204,
+                at: now,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(ours(
+        store
+            .claim_deliveries(now_ms + 2_000, now_ms + 3_000, 500)
+            .await
+            .unwrap()
+    )
+    .is_empty());
+    let later = ours(
+        store
+            .claim_deliveries(now_ms + 60_000, now_ms + 61_000, 500)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(later.len(), 1);
+    assert_eq!((later[0].attempts, later[0].last_status), (1, Some(503)));
+    let all = ours(store.deliveries(500).await.unwrap());
+    let delivered = all.iter().find(|d| d.seq == 2).unwrap();
+    assert_eq!(delivered.status, "delivered");
+    assert!(delivered.delivered_at.is_some());
+    store
+        .record_attempt(
+            later[0].id,
+            2,
+            Attempt::GaveUp {
+                status: None,
+                error: "connection refused".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let gave_up = ours(store.deliveries(500).await.unwrap());
+    assert_eq!(
+        gave_up.iter().find(|d| d.seq == 1).unwrap().status,
+        "failed"
+    );
+    // The cursor is kept.
+    let before = store.webhook_cursor().await.unwrap();
+    store.set_webhook_cursor(41).await.unwrap();
+    assert_eq!(store.webhook_cursor().await.unwrap(), Some(41));
+    if let Some(before) = before {
+        store.set_webhook_cursor(before).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_webhook_store_works_on_postgres() {
+    let Some(url) = database() else { return };
+    webhook_store_story(&url).await;
+}
+
+#[tokio::test]
+async fn the_webhook_store_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    webhook_store_story(&format!(
+        "sqlite://{}",
+        dir.path().join("hooks.db").display()
+    ))
+    .await;
+}

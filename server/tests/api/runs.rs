@@ -831,3 +831,266 @@ async fn a_runs_cost_is_served_per_subtask_and_model_and_metrics_count_the_agent
         assert!(metrics.contains(line), "{line} in {metrics}");
     }
 }
+
+#[tokio::test]
+async fn the_inbox_lists_what_waits_for_a_person_and_lets_it_go_once_done() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let (status, empty) = server.get("/api/inbox").await;
+    assert_eq!((status, empty), (StatusCode::OK, json!([])));
+    let (run, plan) = start(&server, json!({"task": "Look up the weather in Shanghai"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let (_, needs) = server.get("/api/inbox").await;
+    assert_eq!(needs.as_array().unwrap().len(), 1, "{needs}");
+    assert_eq!(needs[0]["kind"], "approval");
+    assert_eq!(needs[0]["plan_id"], plan.as_str());
+    assert_eq!(needs[0]["href"], format!("/plans/{plan}"));
+    let (_, page) = crate::site::page(&server, "/inbox").await;
+    assert!(page.contains(r#"data-kind="approval""#), "{page}");
+    assert!(page.contains(&format!(r#"href="/plans/{plan}""#)), "{page}");
+    // Approved, it no longer waits; paused, the run does.
+    fake.latency(Duration::from_millis(1500));
+    server
+        .post(&format!("/api/plans/{plan}/approve"), json!({}))
+        .await;
+    wait_for(&server, &run, "running").await;
+    let (status, view) = server
+        .post(&format!("/api/runs/{run}/pause"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    let mut kinds = Vec::new();
+    for _ in 0..400 {
+        let (_, needs) = server.get("/api/inbox").await;
+        kinds = needs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["kind"].as_str().unwrap().to_string())
+            .collect();
+        if kinds == ["stuck"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(kinds, ["stuck"], "a paused run waits for a person");
+    let (_, needs) = server.get("/api/inbox").await;
+    assert_eq!(needs[0]["run_id"], run.as_str());
+    // Cancelled, nothing waits any more.
+    server
+        .post(&format!("/api/runs/{run}/cancel"), json!({}))
+        .await;
+    wait_for(&server, &run, "cancelled").await;
+    let (_, needs) = server.get("/api/inbox").await;
+    assert_eq!(needs, json!([]));
+}
+
+/// A webhook receiver: answers each POST with the next status of
+/// `statuses` (then 200), keeping the headers and bodies it got.
+struct Receiver {
+    url: String,
+    got: std::sync::Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, String)>>>,
+}
+
+async fn receiver_on(listener: tokio::net::TcpListener, statuses: Vec<u16>) -> Receiver {
+    use axum::routing::post;
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let got: std::sync::Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, String)>>> =
+        Default::default();
+    let statuses = std::sync::Arc::new(std::sync::Mutex::new(statuses.into_iter()));
+    let seen = got.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |headers: axum::http::HeaderMap, body: String| {
+            let (seen, statuses) = (seen.clone(), statuses.clone());
+            async move {
+                seen.lock().unwrap().push((headers, body));
+                let status = statuses.lock().unwrap().next().unwrap_or(200);
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Receiver { url, got }
+}
+
+fn webhook_server_config(dir: &std::path::Path, fake: &FakeOpenAi, url: &str) -> Config {
+    let mut config = Config {
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.join("workspaces"),
+        ..Config::defaults(
+            format!("sqlite://{}", dir.join("runs.db").display()),
+            local(),
+        )
+    };
+    config.webhooks = server::webhooks::WebhookConfig {
+        endpoints: vec![server::webhooks::Endpoint {
+            url: url.parse().unwrap(),
+            secret: Some("whsec-test".into()),
+            slack: false,
+        }],
+        board_url: "http://board.example".into(),
+        retry_base: Duration::from_millis(50),
+        max_attempts: 5,
+        poll: Duration::from_millis(20),
+        timeout: Duration::from_secs(2),
+    };
+    config
+}
+
+/// The test's own check of the signature, as the README tells receivers.
+fn verify(headers: &axum::http::HeaderMap, body: &str) -> bool {
+    use hmac::Mac;
+    let Some(sig) = headers
+        .get("x-planboard-signature")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some((t, v1)) = sig
+        .split_once(',')
+        .and_then(|(t, v)| Some((t.strip_prefix("t=")?, v.strip_prefix("v1=")?)))
+    else {
+        return false;
+    };
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"whsec-test").unwrap();
+    mac.update(format!("{t}.{body}").as_bytes());
+    mac.verify_slice(&hex::decode(v1).unwrap_or_default())
+        .is_ok()
+}
+
+async fn wait_for_posts(receiver: &Receiver, n: usize) -> Vec<(axum::http::HeaderMap, String)> {
+    for _ in 0..400 {
+        let got = receiver.got.lock().unwrap().clone();
+        if got.len() >= n {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!(
+        "the receiver got {} posts, not {n}",
+        receiver.got.lock().unwrap().len()
+    );
+}
+
+#[tokio::test]
+async fn a_plan_waiting_for_approval_is_posted_signed_and_a_failing_endpoint_is_retried() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // The endpoint fails twice before it takes the notification.
+    let receiver = receiver_on(listener, vec![500, 503]).await;
+    let config = webhook_server_config(dir.path(), &fake, &receiver.url);
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (run, plan) = start(&server, json!({"task": "Look up the weather in Shanghai"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let got = wait_for_posts(&receiver, 3).await;
+    for (headers, body) in &got {
+        assert!(verify(headers, body), "signed: {headers:?}");
+        assert_eq!(headers["x-planboard-event"], "approval_needed");
+    }
+    // The same notification each time, with the link to the plan.
+    assert!(got.iter().all(|(_, body)| body == &got[0].1));
+    let payload: Value = serde_json::from_str(&got[0].1).unwrap();
+    assert_eq!(payload["event"], "approval_needed");
+    assert_eq!(payload["plan_id"], plan.as_str());
+    assert_eq!(payload["run_id"], run.as_str());
+    assert_eq!(
+        payload["link"],
+        format!("http://board.example/plans/{plan}")
+    );
+    // A tampered body does not verify.
+    assert!(!verify(
+        &got[0].0,
+        &got[0].1.replace("approval", "approvel")
+    ));
+    let mut delivered = Value::Null;
+    for _ in 0..200 {
+        let (status, list) = server.get("/api/webhooks/deliveries").await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        if list[0]["status"] == "delivered" {
+            delivered = list[0].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(delivered["attempts"], 3, "{delivered}");
+    assert_eq!(delivered["last_status"], 200);
+    assert!(
+        delivered["endpoint"].as_str().unwrap().ends_with("/…"),
+        "{delivered}"
+    );
+    assert!(delivered.get("body").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_before_delivery_loses_no_notification() {
+    use crate::support::{free_port, spawn_planboard};
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The endpoint's port, with nobody listening yet: every attempt fails.
+    let address = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let port = free_port();
+    let vars = vec![
+        (
+            "DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("hooks.db").display()),
+        ),
+        ("PLANBOARD_USER", "hooks".to_string()),
+        ("PLANBOARD_INSTANCE", "hooks-test".to_string()),
+        (
+            "PLANBOARD_WORKSPACES",
+            dir.path().join("ws").display().to_string(),
+        ),
+        ("PLANBOARD_LLM_MODEL", "fake".to_string()),
+        ("PLANBOARD_LLM_BASE_URL", fake.url.clone()),
+        ("PLANBOARD_WEBHOOK_URL", format!("http://{address}/hook")),
+        ("PLANBOARD_WEBHOOK_SECRET", "whsec-test".to_string()),
+    ];
+    let process = spawn_planboard(port, &vars).await;
+    let client = reqwest::Client::new();
+    let view: Value = client
+        .post(format!("{}/api/runs", process.base))
+        .json(&json!({"task": "Look up the weather in Shanghai"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run = view["id"].as_str().unwrap().to_string();
+    let mut tried = Value::Null;
+    for _ in 0..400 {
+        let list: Value = client
+            .get(format!("{}/api/webhooks/deliveries", process.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if list[0]["attempts"].as_u64().unwrap_or(0) >= 1 {
+            tried = list[0].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(tried["status"], "pending", "{tried}");
+    assert_eq!(tried["run_id"], run.as_str());
+    // SIGKILL with the notification undelivered…
+    drop(process);
+    // …the endpoint comes up, and the server again, on the same database.
+    let listener = tokio::net::TcpListener::bind(address).await.unwrap();
+    let receiver = receiver_on(listener, Vec::new()).await;
+    let process = spawn_planboard(port, &vars).await;
+    let got = wait_for_posts(&receiver, 1).await;
+    assert!(verify(&got[0].0, &got[0].1));
+    assert_eq!(got[0].0["x-planboard-event"], "approval_needed");
+    let payload: Value = serde_json::from_str(&got[0].1).unwrap();
+    assert_eq!(payload["run_id"], run.as_str());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.got.lock().unwrap().len(), 1, "delivered once");
+    drop(process);
+}

@@ -1,0 +1,224 @@
+//! Webhook deliveries on the same database as the plans: the cursor into
+//! the run log and one row per delivery (see `crate::webhooks`).
+
+use agent::RunId;
+use plan_engine::PlanId;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use super::sql::{read_ts, ts};
+use super::{SqlStore, StoreError};
+
+use plan_engine::Timestamp;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// A webhook delivery to record (`webhooks` makes them from the run log).
+#[derive(Clone, Debug)]
+pub struct NewDelivery {
+    pub id: uuid::Uuid,
+    pub endpoint: String,
+    pub seq: i64,
+    pub event: String,
+    pub plan_id: Option<PlanId>,
+    pub run_id: RunId,
+    pub body: String,
+    pub created_at: Timestamp,
+}
+
+/// A webhook delivery as stored: what was sent where, and how it went.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Delivery {
+    pub id: uuid::Uuid,
+    /// The endpoint's URL (the API shows its scheme and host only).
+    pub endpoint: String,
+    pub seq: i64,
+    pub event: String,
+    pub plan_id: Option<PlanId>,
+    pub run_id: RunId,
+    #[serde(skip)]
+    pub body: String,
+    /// `pending` (to be tried, or tried again at `next_at`), `delivered`
+    /// or `failed` (out of attempts).
+    pub status: String,
+    pub attempts: u32,
+    /// Unix milliseconds of the next attempt (pending only).
+    pub next_at: i64,
+    pub last_status: Option<u16>,
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+}
+
+/// How one attempt went.
+#[derive(Clone, Debug)]
+pub enum Attempt {
+    Delivered {
+        status: u16,
+        at: Timestamp,
+    },
+    Retry {
+        status: Option<u16>,
+        error: String,
+        next_at: i64,
+    },
+    GaveUp {
+        status: Option<u16>,
+        error: String,
+    },
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+const COLUMNS: &str =
+    "id, endpoint, seq, event, plan_id, run_id, body, status, attempts, next_at, \
+     last_status, last_error, created_at, delivered_at";
+
+fn delivery_of(row: &AnyRow) -> Result<Delivery, StoreError> {
+    let id: String = row.try_get("id")?;
+    let plan: Option<String> = row.try_get("plan_id")?;
+    let run: String = row.try_get("run_id")?;
+    let delivered: Option<String> = row.try_get("delivered_at")?;
+    Ok(Delivery {
+        id: id.parse().map_err(corrupt)?,
+        endpoint: row.try_get("endpoint")?,
+        seq: row.try_get("seq")?,
+        event: row.try_get("event")?,
+        plan_id: plan
+            .map(|p| p.parse::<PlanId>())
+            .transpose()
+            .map_err(corrupt)?,
+        run_id: run.parse::<RunId>().map_err(corrupt)?,
+        body: row.try_get("body")?,
+        status: row.try_get("status")?,
+        attempts: row
+            .try_get::<i64, _>("attempts")?
+            .clamp(0, i64::from(u32::MAX)) as u32,
+        next_at: row.try_get("next_at")?,
+        last_status: row
+            .try_get::<Option<i64>, _>("last_status")?
+            .and_then(|s| u16::try_from(s).ok()),
+        last_error: row.try_get("last_error")?,
+        created_at: read_ts(row, "created_at")?,
+        delivered_at: delivered
+            .map(|t| chrono::DateTime::parse_from_rfc3339(&t).map(|t| t.to_utc()))
+            .transpose()
+            .map_err(corrupt)?,
+    })
+}
+
+impl SqlStore {
+    pub(super) async fn read_webhook_cursor(&self) -> Result<Option<i64>, StoreError> {
+        Ok(
+            sqlx::query_scalar::<_, i64>("SELECT seq FROM webhook_cursor WHERE id = 1")
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    pub(super) async fn write_webhook_cursor(&self, seq: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO webhook_cursor (id, seq) VALUES (1, $1) \
+             ON CONFLICT (id) DO UPDATE SET seq = $1",
+        )
+        .bind(seq)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records deliveries; one already recorded (same endpoint and entry)
+    /// is left as it is.
+    pub(super) async fn insert_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError> {
+        for d in new {
+            sqlx::query(
+                "INSERT INTO webhook_deliveries (id, endpoint, seq, event, plan_id, run_id, body, \
+                 status, attempts, next_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, 0, $8) \
+                 ON CONFLICT (endpoint, seq) DO NOTHING",
+            )
+            .bind(d.id.to_string())
+            .bind(&d.endpoint)
+            .bind(d.seq)
+            .bind(&d.event)
+            .bind(d.plan_id.map(|p| p.to_string()))
+            .bind(d.run_id.to_string())
+            .bind(&d.body)
+            .bind(ts(d.created_at))
+            .execute(&self.pool)
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Claims the pending deliveries whose time has come, the most overdue
+    /// first: their `next_at` moves to `lease_ms`, so another deliverer (a
+    /// second process on PostgreSQL) does not take them meanwhile. The
+    /// outer `next_at <= now` is checked again on the locked row, so of
+    /// two concurrent claims only one gets a row.
+    pub(super) async fn claim_due_deliveries(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "UPDATE webhook_deliveries SET next_at = $2 \
+             WHERE status = 'pending' AND next_at <= $1 AND id IN ( \
+               SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_at <= $1 \
+               ORDER BY next_at, seq LIMIT $3) \
+             RETURNING {COLUMNS}"
+        ))
+        .bind(now_ms)
+        .bind(lease_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut claimed: Vec<Delivery> = rows.iter().map(delivery_of).collect::<Result<_, _>>()?;
+        claimed.sort_by_key(|d| d.seq);
+        Ok(claimed)
+    }
+
+    pub(super) async fn update_attempt(
+        &self,
+        id: uuid::Uuid,
+        attempts: u32,
+        attempt: Attempt,
+    ) -> Result<(), StoreError> {
+        let (status, next_at, last_status, last_error, delivered_at) = match attempt {
+            Attempt::Delivered { status, at } => ("delivered", 0, Some(status), None, Some(ts(at))),
+            Attempt::Retry {
+                status,
+                error,
+                next_at,
+            } => ("pending", next_at, status, Some(error), None),
+            Attempt::GaveUp { status, error } => ("failed", 0, status, Some(error), None),
+        };
+        sqlx::query(
+            "UPDATE webhook_deliveries SET status = $1, attempts = $2, next_at = $3, \
+             last_status = $4, last_error = $5, delivered_at = $6 WHERE id = $7",
+        )
+        .bind(status)
+        .bind(i64::from(attempts))
+        .bind(next_at)
+        .bind(last_status.map(i64::from))
+        .bind(last_error)
+        .bind(delivered_at)
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub(super) async fn newest_deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM webhook_deliveries ORDER BY seq DESC, endpoint LIMIT $1"
+        ))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(delivery_of).collect()
+    }
+}
