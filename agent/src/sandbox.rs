@@ -1505,9 +1505,19 @@ mod tests {
             return;
         };
         let (_dir, ws) = workspace();
-        let outcome = shell(&sandbox, &ws, "bomb() { bomb | bomb & }; bomb; wait").await;
-        // The process limit stops it, long before the wall-time limit
-        // would (without `--nproc` it runs until that kill).
+        // The bomb's shells detach, so the top shell would end at once and
+        // whether any "cannot fork" reached stderr before the jail closed
+        // was a race (CI lost it). So the top shell then keeps starting
+        // sleepers until a fork of its own fails: under the process limit
+        // that happens within 32 forks and the shell exits saying so;
+        // without `--nproc` it runs until the wall-time kill.
+        let outcome = shell(
+            &sandbox,
+            &ws,
+            "bomb() { bomb | bomb & }; bomb; \
+             i=0; while [ $i -lt 500 ]; do sleep 30 & i=$((i+1)); done; wait",
+        )
+        .await;
         assert!(
             !outcome.timed_out && outcome.duration < Duration::from_secs(4),
             "{:?}: {}",
