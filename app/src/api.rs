@@ -22,6 +22,40 @@ pub struct Viewer {
     pub can_edit: bool,
     /// Token mode: there is a session to sign out of.
     pub signed_in: bool,
+    /// Admins manage the webhooks (settings page).
+    #[serde(default)]
+    pub is_admin: bool,
+}
+
+/// The settings page's webhooks: where notifications go, and how the
+/// latest deliveries went.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WebhookSettings {
+    pub endpoints: Vec<EndpointRow>,
+    pub deliveries: Vec<DeliveryRow>,
+}
+
+/// One endpoint: its scheme and host only; `id: None` for the configured one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointRow {
+    pub id: Option<uuid::Uuid>,
+    pub url: String,
+    pub signed: bool,
+    pub slack: bool,
+}
+
+/// One delivery, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    pub event: String,
+    pub endpoint: String,
+    pub plan_id: Option<PlanId>,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub attempts: u32,
+    pub last_status: Option<u16>,
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
 }
 
 /// One line of the plans list.
@@ -389,6 +423,8 @@ pub trait BoardBackend: Send + Sync {
     async fn memories(&self, query: &str, page: u32) -> Result<MemoryList, BoardError>;
     /// Everything waiting for a person, approvals first, oldest first.
     async fn needs(&self) -> Result<Vec<run_model::Need>, BoardError>;
+    /// The webhooks (the caller checked the viewer is an admin).
+    async fn webhook_settings(&self) -> Result<WebhookSettings, BoardError>;
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -502,6 +538,27 @@ pub async fn load_needs() -> Result<Vec<run_model::Need>, BoardError> {
         async {
             viewer().await?;
             backend()?.needs().await
+        }
+        .await,
+    )
+}
+
+/// The settings page (admins only; rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_webhook_settings() -> Result<WebhookSettings, BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            if !viewer.is_admin {
+                return Err(BoardError::Forbidden(crate::i18n::detect().pick(
+                    format!(
+                        "{} is not an admin: only admins manage webhooks",
+                        viewer.name
+                    ),
+                    format!("{} 不是管理员：只有管理员可以管理 Webhook", viewer.name),
+                )));
+            }
+            backend()?.webhook_settings().await
         }
         .await,
     )

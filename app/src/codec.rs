@@ -65,6 +65,7 @@ mod tests {
             name: "ada <admin>".into(),
             can_edit: true,
             signed_in: false,
+            is_admin: true,
         };
         let text = <JsonBytes as Encoder<Viewer>>::encode(&viewer).unwrap();
         let back: Viewer = <JsonBytes as Decoder<Viewer>>::decode(&text).unwrap();

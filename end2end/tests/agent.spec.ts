@@ -390,3 +390,24 @@ test("a finished run is remembered; a person finds it on the Memory page, pins i
   await expect(row).toHaveCount(0);
   expect(JSON.stringify(await (await request.get(search)).json())).not.toContain("Outcome: done");
 });
+
+test("an admin adds a webhook endpoint on the settings page and removes it", async ({ page }) => {
+  await page.goto("/");
+  await page.getByTestId("nav-settings").click();
+  await page.waitForURL(/\/settings$/);
+  const host = `${unique("hooks").toLowerCase().replace(/[^a-z0-9]+/g, "-")}.example.com`;
+  await page.getByTestId("endpoint-url-input").fill(`https://${host}/services/secret-path`);
+  await page.locator('input[name="secret"]').fill("whsec-e2e");
+  await page.locator('select[name="format"]').selectOption("slack");
+  await page.getByTestId("endpoint-add-button").click();
+  await page.waitForURL(/\/settings$/);
+  const row = page.getByTestId("endpoint-row").filter({ hasText: host });
+  // Scheme and host only: the path of a Slack URL is a secret.
+  await expect(row.getByTestId("endpoint-url")).toHaveText(`https://${host}/…`);
+  await expect(row).toContainText("Slack");
+  await expect(page.locator("body")).not.toContainText("secret-path");
+  await shot(page, "settings-webhooks");
+  await row.getByTestId("endpoint-remove").click();
+  await page.waitForURL(/\/settings$/);
+  await expect(page.getByTestId("endpoint-row").filter({ hasText: host })).toHaveCount(0);
+});

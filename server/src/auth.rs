@@ -264,6 +264,7 @@ pub async fn identify_viewer(
         name: identity.name.clone(),
         can_edit: identity.role >= Role::Operator,
         signed_in: proof == Proof::Cookie,
+        is_admin: identity.role >= Role::Admin,
     });
     next.run(request).await
 }

@@ -17,7 +17,12 @@ use crate::store::StoreError;
 /// Log rows read per query.
 const PAGE: u32 = 1000;
 
-pub struct Board(pub Arc<PlanService>, pub Arc<crate::runs::Runs>);
+pub struct Board(
+    pub Arc<PlanService>,
+    pub Arc<crate::runs::Runs>,
+    /// The configured webhook endpoint (the settings page shows it).
+    pub Arc<crate::webhooks::WebhookConfig>,
+);
 
 fn to_board_error(e: ServiceError) -> BoardError {
     match e {
@@ -264,6 +269,51 @@ impl BoardBackend for Board {
             rows,
             cost: Some(cost),
             artifacts,
+        })
+    }
+
+    async fn webhook_settings(&self) -> Result<app::api::WebhookSettings, BoardError> {
+        let store = self.1.store();
+        let store_error = |e| run_error(crate::runs::RunError::Store(e));
+        let shown = crate::webhooks::shown_url;
+        let mut endpoints: Vec<app::api::EndpointRow> = self
+            .2
+            .endpoints
+            .iter()
+            .map(|e| app::api::EndpointRow {
+                id: None,
+                url: shown(e.url.as_str()),
+                signed: e.secret.is_some(),
+                slack: e.slack,
+            })
+            .collect();
+        for e in store.webhook_endpoints().await.map_err(store_error)? {
+            endpoints.push(app::api::EndpointRow {
+                id: Some(e.id),
+                url: shown(&e.url),
+                signed: e.secret.is_some(),
+                slack: e.slack,
+            });
+        }
+        let deliveries = store
+            .deliveries(20)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|d| app::api::DeliveryRow {
+                event: d.event,
+                endpoint: shown(&d.endpoint),
+                plan_id: d.plan_id,
+                status: d.status,
+                attempts: d.attempts,
+                last_status: d.last_status,
+                last_error: d.last_error,
+                created_at: d.created_at,
+            })
+            .collect();
+        Ok(app::api::WebhookSettings {
+            endpoints,
+            deliveries,
         })
     }
 
@@ -1337,5 +1387,129 @@ mod tests {
                 .len(),
             7
         );
+    }
+}
+
+/// The settings page's add form, as posted.
+#[derive(serde::Deserialize)]
+pub struct EndpointForm {
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    secret: String,
+    #[serde(default)]
+    format: String,
+}
+
+/// What a settings form asks for.
+enum WebhookChange {
+    Add(EndpointForm),
+    Remove(String),
+}
+
+/// `POST /settings/webhooks`: adds an endpoint.
+pub async fn webhook_add_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<EndpointForm>,
+) -> axum::response::Response {
+    webhook_change(&board, &viewer, &headers, WebhookChange::Add(form)).await
+}
+
+/// `POST /settings/webhooks/{id}/remove`: removes an added endpoint.
+pub async fn webhook_remove_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    webhook_change(&board, &viewer, &headers, WebhookChange::Remove(id)).await
+}
+
+/// Admins only, through the same checks as the API, then back to the
+/// settings page, or a page in the person's language saying why not.
+async fn webhook_change(
+    board: &Board,
+    viewer: &app::api::Viewer,
+    headers: &axum::http::HeaderMap,
+    change: WebhookChange,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(headers);
+    let store = board.1.store();
+    let result = async {
+        if !viewer.is_admin {
+            return Err(BoardError::Forbidden(lang.pick(
+                format!(
+                    "{} is not an admin: only admins manage webhooks",
+                    viewer.name
+                ),
+                format!("{} 不是管理员：只有管理员可以管理 Webhook", viewer.name),
+            )));
+        }
+        let store_error = |e| run_error(crate::runs::RunError::Store(e));
+        match change {
+            WebhookChange::Remove(id) => {
+                let id: uuid::Uuid = id
+                    .parse()
+                    .map_err(|_| BoardError::NotFound(format!("'{id}' is not an endpoint id")))?;
+                match store
+                    .remove_webhook_endpoint(id)
+                    .await
+                    .map_err(store_error)?
+                {
+                    true => Ok(()),
+                    false => Err(BoardError::NotFound(format!(
+                        "no webhook endpoint has id {id}"
+                    ))),
+                }
+            }
+            WebhookChange::Add(form) => {
+                let format = match form.format.as_str() {
+                    "" | "json" => crate::api::webhooks::WebhookFormat::Json,
+                    "slack" => crate::api::webhooks::WebhookFormat::Slack,
+                    other => {
+                        return Err(BoardError::Refused(format!("no shape is called {other}")))
+                    }
+                };
+                let endpoint = crate::api::webhooks::NewEndpoint {
+                    url: form.url,
+                    secret: Some(form.secret).filter(|s| !s.trim().is_empty()),
+                    format,
+                }
+                .check(&viewer.name)
+                .map_err(|e| BoardError::Refused(e.message()))?;
+                let configured = board
+                    .2
+                    .endpoints
+                    .iter()
+                    .any(|e| e.url.as_str() == endpoint.url);
+                if configured
+                    || !store
+                        .add_webhook_endpoint(&endpoint)
+                        .await
+                        .map_err(store_error)?
+                {
+                    return Err(BoardError::Refused(lang.pick(
+                        "an endpoint with this URL exists already".to_string(),
+                        "已有相同 URL 的端点".to_string(),
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
+    .await;
+    match result {
+        Ok(()) => axum::response::Redirect::to("/settings").into_response(),
+        Err(e) => {
+            let status = match e {
+                BoardError::NotFound(_) => axum::http::StatusCode::NOT_FOUND,
+                BoardError::Forbidden(_) => axum::http::StatusCode::FORBIDDEN,
+                _ => axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            };
+            (status, app::board::explain(&e, lang)).into_response()
+        }
     }
 }

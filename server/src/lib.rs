@@ -62,6 +62,8 @@ pub struct Services {
     pub instance: Option<Arc<str>>,
     /// How often an idle SSE stream sends a keep-alive comment.
     pub keep_alive: Duration,
+    /// The configured webhook endpoint (those admins add are in the store).
+    pub webhooks: Arc<webhooks::WebhookConfig>,
 }
 
 /// The body of a request that carries a run's files: the files' limit
@@ -157,6 +159,7 @@ pub async fn start_with_model(
         access: Arc::new(config.access.clone()),
         instance: config.instance.as_deref().map(Arc::from),
         keep_alive: Duration::from_secs(15),
+        webhooks: Arc::new(config.webhooks.clone()),
     })
 }
 
@@ -187,6 +190,7 @@ pub fn router_with_pages(
         service: services.plans.clone(),
         runs: services.runs.clone(),
         keep_alive: services.keep_alive,
+        webhooks: services.webhooks.clone(),
     });
     let guarded = Router::new()
         .route("/metrics", {
@@ -203,7 +207,11 @@ pub fn router_with_pages(
             services.access.clone(),
             auth::identify,
         ));
-    let board = Arc::new(board::Board(services.plans.clone(), services.runs.clone()));
+    let board = Arc::new(board::Board(
+        services.plans.clone(),
+        services.runs.clone(),
+        services.webhooks.clone(),
+    ));
     let backend: Arc<dyn app::api::BoardBackend> = board.clone();
     let site = Router::new()
         .route(
@@ -230,7 +238,15 @@ pub fn router_with_pages(
         )
         .route(
             "/memories/{id}/{action}",
-            axum::routing::post(board::memory_form).with_state(board),
+            axum::routing::post(board::memory_form).with_state(board.clone()),
+        )
+        .route(
+            "/settings/webhooks",
+            axum::routing::post(board::webhook_add_form).with_state(board.clone()),
+        )
+        .route(
+            "/settings/webhooks/{id}/remove",
+            axum::routing::post(board::webhook_remove_form).with_state(board),
         )
         .leptos_routes_with_context(
             &options,

@@ -216,11 +216,32 @@ pub fn signature(secret: &str, t: i64, body: &str) -> String {
     format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-/// Starts the deliverer (nothing when no endpoint is configured).
-pub fn spawn(store: Arc<dyn RunStore>, config: WebhookConfig) {
-    if config.endpoints.is_empty() {
-        return;
+/// Every endpoint: the configured one, then those admins added (read on
+/// each round, so an endpoint added or removed counts at once).
+async fn endpoints(
+    store: &dyn RunStore,
+    config: &WebhookConfig,
+) -> Result<Vec<Endpoint>, StoreError> {
+    let mut all = config.endpoints.clone();
+    for stored in store.webhook_endpoints().await? {
+        let Ok(url) = reqwest::Url::parse(&stored.url) else {
+            continue;
+        };
+        if all.iter().any(|e| e.url == url) {
+            continue;
+        }
+        all.push(Endpoint {
+            url,
+            secret: stored.secret,
+            slack: stored.slack,
+        });
     }
+    Ok(all)
+}
+
+/// Starts the deliverer. It runs with no endpoint too (an admin may add
+/// one at any time); with none, it only keeps its cursor at the log's end.
+pub fn spawn(store: Arc<dyn RunStore>, config: WebhookConfig) {
     tokio::spawn(async move {
         let client = match reqwest::Client::builder()
             .timeout(config.timeout)
@@ -249,6 +270,7 @@ async fn tick(
     client: &reqwest::Client,
 ) -> Result<(), StoreError> {
     const PAGE: u32 = 500;
+    let endpoints = endpoints(store, config).await?;
     // The first start begins at the log's end: history is not replayed.
     let mut cursor = match store.webhook_cursor().await? {
         Some(seq) => seq,
@@ -266,7 +288,7 @@ async fn tick(
         let now = chrono::Utc::now();
         let mut new = Vec::new();
         for entry in &page {
-            for endpoint in &config.endpoints {
+            for endpoint in &endpoints {
                 if let Some((event, body)) = body_for(endpoint, entry, &config.board_url) {
                     new.push(NewDelivery {
                         id: uuid::Uuid::new_v4(),
@@ -292,12 +314,11 @@ async fn tick(
     // Claimed for twice the attempt's timeout: a process that dies
     // mid-attempt leaves them due again soon after.
     let lease = now_ms + 2 * config.timeout.as_millis() as i64;
-    let due = store.claim_deliveries(now_ms, lease, 50).await?;
+    let urls: Vec<String> = endpoints.iter().map(|e| e.url.to_string()).collect();
+    let due = store.claim_deliveries(now_ms, lease, &urls, 50).await?;
+    let endpoints = &endpoints;
     let attempts = due.into_iter().map(|d| async move {
-        let endpoint = config
-            .endpoints
-            .iter()
-            .find(|e| e.url.as_str() == d.endpoint);
+        let endpoint = endpoints.iter().find(|e| e.url.as_str() == d.endpoint);
         let outcome = match endpoint {
             None => Err((None, "the endpoint is no longer configured".to_string())),
             Some(endpoint) => send(client, endpoint, &d).await,

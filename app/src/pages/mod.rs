@@ -8,4 +8,5 @@ pub mod inbox;
 pub mod memories;
 pub mod new_plan;
 pub mod plans;
+pub mod settings;
 pub mod task;

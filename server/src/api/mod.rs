@@ -25,6 +25,7 @@ pub mod schema;
 pub mod stream;
 pub mod subtasks;
 pub mod tools;
+pub mod webhooks;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -46,6 +47,7 @@ pub struct ApiState {
     pub service: Arc<PlanService>,
     pub runs: Arc<crate::runs::Runs>,
     pub keep_alive: Duration,
+    pub webhooks: Arc<crate::webhooks::WebhookConfig>,
 }
 
 #[derive(OpenApi)]
@@ -62,7 +64,9 @@ pub struct ApiState {
         actions::submit, actions::pause, actions::resume, actions::recover,
         tools::list_tools, tools::call_tool, tools::session_hint, tools::session_hint_remembered,
         stream::plan_stream, stream::all_stream,
-        runs::start_run, runs::list_runs, runs::get_run, runs::run_cost, runs::inbox, runs::webhook_deliveries, runs::run_events, runs::pause_run,
+        runs::start_run, runs::list_runs, runs::get_run, runs::run_cost, runs::inbox,
+        webhooks::list_endpoints, webhooks::add_endpoint, webhooks::remove_endpoint,
+        webhooks::webhook_deliveries, runs::run_events, runs::pause_run,
         runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
@@ -73,6 +77,7 @@ pub struct ApiState {
         (name = "tools", description = "OpenAI function-calling tools in four dialects"),
         (name = "live", description = "server-sent events"),
         (name = "runs", description = "planboard's own agent: a task in, a plan approved by a person, the work done by a model"),
+        (name = "webhooks", description = "notifications to the operator's endpoints (admins only)"),
         (name = "memories", description = "what the agent remembers of finished runs and people's corrections, recalled before it plans"),
     )
 )]
@@ -144,7 +149,15 @@ pub fn routes(state: ApiState) -> Router {
         .route("/runs/{id}/workspace.zip", get(runs::workspace_zip))
         .route("/agent/tools", get(runs::agent_tools))
         .route("/inbox", get(runs::inbox))
-        .route("/webhooks/deliveries", get(runs::webhook_deliveries))
+        .route(
+            "/webhooks",
+            get(webhooks::list_endpoints).post(webhooks::add_endpoint),
+        )
+        .route(
+            "/webhooks/{id}",
+            axum::routing::delete(webhooks::remove_endpoint),
+        )
+        .route("/webhooks/deliveries", get(webhooks::webhook_deliveries))
         .route("/memories", get(memories::list_memories))
         .route(
             "/memories/{id}",

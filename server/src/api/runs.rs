@@ -447,43 +447,6 @@ pub async fn inbox(State(state): State<ApiState>) -> Result<Json<Vec<run_model::
     Ok(Json(state.runs.needs().await?))
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct DeliveriesQuery {
-    #[param(minimum = 1, maximum = 500)]
-    limit: Option<u32>,
-}
-
-/// The newest webhook deliveries (admins only): event, run and plan,
-/// status (`pending`, `delivered`, `failed`), attempts, the endpoint's last
-/// answer. The endpoint shows its scheme and host only (a URL's path may be
-/// a secret).
-#[utoipa::path(get, path = "/api/webhooks/deliveries", tag = "runs", params(DeliveriesQuery),
-    responses((status = 200, body = Vec<super::schema::DeliveryDoc>), ListErrors))]
-pub async fn webhook_deliveries(
-    State(state): State<ApiState>,
-    Extension(who): Extension<Identity>,
-    Params(q): Params<DeliveriesQuery>,
-) -> Result<Json<Vec<crate::store::Delivery>>, ApiError> {
-    who.require(crate::auth::Role::Admin)?;
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "limit must be 1 to 500 (got {limit})"
-        )));
-    }
-    let mut list = state
-        .runs
-        .store()
-        .deliveries(limit)
-        .await
-        .map_err(crate::runs::RunError::from)?;
-    for d in &mut list {
-        d.endpoint = crate::webhooks::shown_url(&d.endpoint);
-    }
-    Ok(Json(list))
-}
-
 /// What the run's model calls cost: in all, per subtask (`subtask: null`
 /// for classifying, planning and recovering) and per model. Calls to a
 /// model without a price are counted in `unpriced_calls`, not in `cost`.

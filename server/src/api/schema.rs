@@ -125,6 +125,8 @@ schemars_bridge! {
         DeliveryDoc => crate::store::Delivery,
     ],
     local: [
+        super::webhooks::EndpointView,
+        super::webhooks::NewEndpoint,
         super::docs::ErrorBody,
         super::plans::PlanView,
         super::plans::Changed,

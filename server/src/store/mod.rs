@@ -25,7 +25,7 @@ use serde::Serialize;
 
 pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
 pub use sql::{SqlStore, SNAPSHOT_EVERY};
-pub use webhooks::{Attempt, Delivery, NewDelivery};
+pub use webhooks::{Attempt, Delivery, NewDelivery, StoredEndpoint};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

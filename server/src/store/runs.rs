@@ -11,7 +11,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::sql::{ts, values_sql};
-use super::webhooks::{Attempt, Delivery, NewDelivery};
+use super::webhooks::{Attempt, Delivery, NewDelivery, StoredEndpoint};
 use super::{SqlStore, StoreError};
 
 /// A run-log entry to append; `at` is when the agent logged it.
@@ -60,12 +60,14 @@ pub trait RunStore: Send + Sync {
     /// Records deliveries; one already recorded for the same endpoint and
     /// entry is left as it is.
     async fn enqueue_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError>;
-    /// Claims the pending deliveries whose time has come (until
-    /// `lease_ms`, when they are due again if no attempt was recorded).
+    /// Claims the pending deliveries to `endpoints` whose time has come
+    /// (until `lease_ms`, when they are due again if no attempt was
+    /// recorded).
     async fn claim_deliveries(
         &self,
         now_ms: i64,
         lease_ms: i64,
+        endpoints: &[String],
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError>;
     async fn record_attempt(
@@ -76,6 +78,11 @@ pub trait RunStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// The newest deliveries first.
     async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError>;
+    /// The endpoints admins added, oldest first.
+    async fn webhook_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError>;
+    /// `false` when an endpoint with its URL exists already.
+    async fn add_webhook_endpoint(&self, endpoint: &StoredEndpoint) -> Result<bool, StoreError>;
+    async fn remove_webhook_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError>;
     /// How many runs are in each state (for `/metrics`).
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError>;
     /// Every plan an agent's run made (the lists' "agent" filter).
@@ -287,9 +294,11 @@ impl RunStore for SqlStore {
         &self,
         now_ms: i64,
         lease_ms: i64,
+        endpoints: &[String],
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError> {
-        self.claim_due_deliveries(now_ms, lease_ms, limit).await
+        self.claim_due_deliveries(now_ms, lease_ms, endpoints, limit)
+            .await
     }
 
     async fn record_attempt(
@@ -303,6 +312,18 @@ impl RunStore for SqlStore {
 
     async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
         self.newest_deliveries(limit).await
+    }
+
+    async fn webhook_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError> {
+        self.select_endpoints().await
+    }
+
+    async fn add_webhook_endpoint(&self, endpoint: &StoredEndpoint) -> Result<bool, StoreError> {
+        self.insert_endpoint(endpoint).await
+    }
+
+    async fn remove_webhook_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError> {
+        self.delete_endpoint(id).await
     }
 
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError> {

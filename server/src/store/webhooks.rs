@@ -68,6 +68,28 @@ pub enum Attempt {
     },
 }
 
+/// A webhook endpoint an admin added (its secret is never shown).
+#[derive(Clone, PartialEq)]
+pub struct StoredEndpoint {
+    pub id: uuid::Uuid,
+    pub url: String,
+    pub secret: Option<String>,
+    pub slack: bool,
+    pub created_by: String,
+    pub created_at: Timestamp,
+}
+
+impl std::fmt::Debug for StoredEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredEndpoint")
+            .field("id", &self.id)
+            .field("url", &crate::webhooks::shown_url(&self.url))
+            .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .field("slack", &self.slack)
+            .finish()
+    }
+}
+
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
@@ -153,29 +175,40 @@ impl SqlStore {
         Ok(())
     }
 
-    /// Claims the pending deliveries whose time has come, the most overdue
-    /// first: their `next_at` moves to `lease_ms`, so another deliverer (a
-    /// second process on PostgreSQL) does not take them meanwhile. The
-    /// outer `next_at <= now` is checked again on the locked row, so of
-    /// two concurrent claims only one gets a row.
+    /// Claims the pending deliveries to `endpoints` whose time has come,
+    /// the most overdue first: their `next_at` moves to `lease_ms`, so
+    /// another deliverer (a second process on PostgreSQL) does not take
+    /// them meanwhile. The outer `next_at <= now` is checked again on the
+    /// locked row, so of two concurrent claims only one gets a row. Only
+    /// the caller's endpoints: a process that does not know an endpoint
+    /// (another process's `PLANBOARD_WEBHOOK_URL`) leaves its deliveries.
     pub(super) async fn claim_due_deliveries(
         &self,
         now_ms: i64,
         lease_ms: i64,
+        endpoints: &[String],
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError> {
-        let rows = sqlx::query(&format!(
+        if endpoints.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks: Vec<String> = (4..4 + endpoints.len()).map(|i| format!("${i}")).collect();
+        let marks = marks.join(", ");
+        let sql = format!(
             "UPDATE webhook_deliveries SET next_at = $2 \
              WHERE status = 'pending' AND next_at <= $1 AND id IN ( \
                SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_at <= $1 \
-               ORDER BY next_at, seq LIMIT $3) \
+               AND endpoint IN ({marks}) ORDER BY next_at, seq LIMIT $3) \
              RETURNING {COLUMNS}"
-        ))
-        .bind(now_ms)
-        .bind(lease_ms)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        );
+        let mut query = sqlx::query(&sql)
+            .bind(now_ms)
+            .bind(lease_ms)
+            .bind(i64::from(limit));
+        for endpoint in endpoints {
+            query = query.bind(endpoint);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
         let mut claimed: Vec<Delivery> = rows.iter().map(delivery_of).collect::<Result<_, _>>()?;
         claimed.sort_by_key(|d| d.seq);
         Ok(claimed)
@@ -220,5 +253,52 @@ impl SqlStore {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(delivery_of).collect()
+    }
+
+    pub(super) async fn select_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, url, secret, slack, created_by, created_at FROM webhook_endpoints \
+             ORDER BY created_at, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get("id")?;
+                Ok(StoredEndpoint {
+                    id: id.parse().map_err(corrupt)?,
+                    url: row.try_get("url")?,
+                    secret: row.try_get("secret")?,
+                    slack: row.try_get::<i64, _>("slack")? != 0,
+                    created_by: row.try_get("created_by")?,
+                    created_at: read_ts(row, "created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// `false` when an endpoint with this URL exists already.
+    pub(super) async fn insert_endpoint(&self, e: &StoredEndpoint) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO webhook_endpoints (id, url, secret, slack, created_by, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (url) DO NOTHING",
+        )
+        .bind(e.id.to_string())
+        .bind(&e.url)
+        .bind(e.secret.as_deref())
+        .bind(i64::from(e.slack))
+        .bind(&e.created_by)
+        .bind(ts(e.created_at))
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub(super) async fn delete_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

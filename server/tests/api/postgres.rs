@@ -615,9 +615,18 @@ pub async fn webhook_store_story(url: &str) {
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].seq, 2, "newest first");
     let now_ms = now.timestamp_millis();
+    // A deliverer that does not know the endpoint leaves its deliveries.
+    let elsewhere = vec!["http://elsewhere.example/hook".to_string()];
+    assert!(ours(
+        store
+            .claim_deliveries(now_ms, now_ms + 1_000, &elsewhere, 500)
+            .await
+            .unwrap()
+    )
+    .is_empty());
     let due = ours(
         store
-            .claim_deliveries(now_ms, now_ms + 1_000, 500)
+            .claim_deliveries(now_ms, now_ms + 1_000, std::slice::from_ref(&endpoint), 500)
             .await
             .unwrap(),
     );
@@ -625,7 +634,7 @@ pub async fn webhook_store_story(url: &str) {
     // Claimed: another deliverer gets none of them until the lease ends.
     assert!(ours(
         store
-            .claim_deliveries(now_ms, now_ms + 1_000, 500)
+            .claim_deliveries(now_ms, now_ms + 1_000, std::slice::from_ref(&endpoint), 500)
             .await
             .unwrap()
     )
@@ -657,14 +666,24 @@ pub async fn webhook_store_story(url: &str) {
         .unwrap();
     assert!(ours(
         store
-            .claim_deliveries(now_ms + 2_000, now_ms + 3_000, 500)
+            .claim_deliveries(
+                now_ms + 2_000,
+                now_ms + 3_000,
+                std::slice::from_ref(&endpoint),
+                500
+            )
             .await
             .unwrap()
     )
     .is_empty());
     let later = ours(
         store
-            .claim_deliveries(now_ms + 60_000, now_ms + 61_000, 500)
+            .claim_deliveries(
+                now_ms + 60_000,
+                now_ms + 61_000,
+                std::slice::from_ref(&endpoint),
+                500,
+            )
             .await
             .unwrap(),
     );

@@ -1094,3 +1094,96 @@ async fn a_crash_before_delivery_loses_no_notification() {
     assert_eq!(receiver.got.lock().unwrap().len(), 1, "delivered once");
     drop(process);
 }
+
+#[tokio::test]
+async fn an_admin_adds_a_webhook_endpoint_at_run_time_and_it_is_called_until_removed() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let (status, none) = server.get("/api/webhooks").await;
+    assert_eq!((status, none), (StatusCode::OK, json!([])));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let receiver = receiver_on(listener, Vec::new()).await;
+    for (bad, why) in [
+        (json!({"url": "ftp://example.com/x"}), "http(s)"),
+        (
+            json!({"url": "https://example.com/x", "secret": ""}),
+            "secret",
+        ),
+        (
+            json!({"url": "https://example.com/x", "format": "xml"}),
+            "format",
+        ),
+    ] {
+        let (status, body) = server.post("/api/webhooks", bad).await;
+        assert!(status.is_client_error(), "{why}: {status} {body}");
+    }
+    let (status, added) = server
+        .post(
+            "/api/webhooks",
+            json!({"url": receiver.url, "secret": "whsec-test", "format": "json"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    assert_eq!(added["signed"], true);
+    assert_eq!(added["source"], "added");
+    assert!(!added.to_string().contains("whsec-test"), "{added}");
+    assert!(
+        !added.to_string().contains("/hook"),
+        "the path is not shown: {added}"
+    );
+    let (status, again) = server
+        .post("/api/webhooks", json!({"url": receiver.url}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{again}");
+    // Added while the server runs, it is called.
+    let (run, _) = start(&server, json!({"task": "Look up the weather in Shanghai"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let got = wait_for_posts(&receiver, 1).await;
+    assert!(verify(&got[0].0, &got[0].1));
+    // The settings page lists it and the delivery.
+    let (status, page) = crate::site::page(&server, "/settings").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains(r#"data-testid="endpoint-row""#), "{page}");
+    assert!(!page.contains("whsec-test"));
+    let id = added["id"].as_str().unwrap().to_string();
+    let response = server
+        .client
+        .delete(server.url(&format!("/api/webhooks/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let response = server
+        .client
+        .delete(server.url(&format!("/api/webhooks/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(server.get("/api/webhooks").await.1, json!([]));
+    // Removed, it is not called any more.
+    let before = receiver.got.lock().unwrap().len();
+    let (run, _) = start(&server, json!({"task": "Look up the weather in Beijing"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(receiver.got.lock().unwrap().len(), before);
+}
+
+#[tokio::test]
+async fn only_admins_manage_webhooks() {
+    let mut server = crate::auth::token_mode().await;
+    for token in [crate::auth::OPERATOR, crate::auth::VIEWER] {
+        server = server.with_token(token);
+        let (status, _) = server.get("/api/webhooks").await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{token}");
+        let (status, _) = server
+            .post("/api/webhooks", json!({"url": "https://example.com/hook"}))
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{token}");
+        let (status, _) = server.get("/api/webhooks/deliveries").await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{token}");
+    }
+    let admin = server.with_token(crate::auth::ADMIN);
+    let (status, list) = admin.get("/api/webhooks").await;
+    assert_eq!((status, list), (StatusCode::OK, json!([])));
+}
