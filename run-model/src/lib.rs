@@ -28,6 +28,7 @@
 //!   and the prompt section recalled memories make.
 //! - [`needs`]: what waits for a person across plans and runs ([`Need`]).
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
+//! - [`trace`]: the W3C [`TraceParent`] a run's spans join.
 
 pub mod config;
 pub mod cost;
@@ -37,6 +38,7 @@ pub mod needs;
 pub mod record;
 pub mod state;
 pub mod stream;
+pub mod trace;
 
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, MAX_FILES, MAX_FILES_BYTES,
@@ -52,6 +54,7 @@ pub use needs::{Need, NeedKind};
 pub use record::{RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;
+pub use trace::{BadTraceParent, TraceParent};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -34,6 +34,10 @@ pub struct RunRecord {
     /// changes mid-run, answers), remembered when the run ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub corrections: Vec<String>,
+    /// The trace of the request that started the run, which its spans
+    /// join (kept here so they still do after a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<crate::TraceParent>,
 }
 
 /// How a subtask's attempts went so far.
@@ -104,6 +108,7 @@ impl RunRecord {
             answer: None,
             attempts: Vec::new(),
             corrections: Vec::new(),
+            trace_parent: None,
         }
     }
 }

@@ -10,8 +10,10 @@
 //!   (prompt building, database writes, events), p50/p99;
 //! - scale: 200 concurrent runs of 10 subtasks at 100 ms per call; 1,000
 //!   runs waiting for approval: resident memory and CPU while idle;
-//! - webhooks: the same overhead with a webhook endpoint configured and
-//!   without, alternating (the deliverer reads the run log beside the run);
+//! - webhooks: the same overhead with a webhook endpoint and OpenTelemetry
+//!   tracing (to an OTLP receiver) configured and without, alternating (the
+//!   deliverer reads the run log beside the run; spans are made as it is
+//!   written and sent in batches by the exporter's thread);
 //! - steering: a person's Pause and Skip reaching the agent;
 //! - prompt size: the executor's first message for plans of 10, 100 and
 //!   1,000 subtasks.
@@ -354,8 +356,9 @@ async fn chain_gaps(b: &Bench, n: usize, runs: usize) -> Vec<f64> {
     gaps
 }
 
-/// Orchestration per subtask with webhooks on and off: chains of 100, the
-/// model in process, a webhook receiver answering 204 at once. The
+/// Orchestration per subtask with webhooks and tracing on and off: chains
+/// of 100, the model in process, a webhook receiver answering 204 at once
+/// and an OTLP receiver answering 200. The
 /// deliverer reads the run log beside the run; what it costs the run is
 /// the difference (rounds alternate, so drift hits both alike).
 async fn webhooks_overhead() {
@@ -374,6 +377,19 @@ async fn webhooks_overhead() {
             }
         }),
     );
+    let exports = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let exported = exports.clone();
+    let app = app.route(
+        "/v1/traces",
+        post(move |body: axum::body::Bytes| {
+            let exported = exported.clone();
+            async move {
+                exported.fetch_add(body.len(), std::sync::atomic::Ordering::Relaxed);
+                StatusCode::OK
+            }
+        }),
+    );
+    let traces = format!("http://{}/v1/traces", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let n = 100;
     let mut off: Vec<f64> = Vec::new();
@@ -396,6 +412,10 @@ async fn webhooks_overhead() {
                         secret: Some("bench-secret".into()),
                         slack: false,
                     }];
+                    config.telemetry = Some(server::telemetry::TelemetryConfig {
+                        batch_delay: Duration::from_millis(200),
+                        ..server::telemetry::TelemetryConfig::to(traces.clone())
+                    });
                 }
             },
         )
@@ -411,7 +431,7 @@ async fn webhooks_overhead() {
     on.sort_by(f64::total_cmp);
     let (p_off, p_on) = (percentile(&off, 0.5), percentile(&on, 0.5));
     println!(
-        "orchestration per subtask, chains of {n}, webhooks off / on ({} / {} gaps): p50 {:.2} / {:.2} ms ({:+.1} %), p99 {:.2} / {:.2} ms; {} notifications delivered",
+        "orchestration per subtask, chains of {n}, webhooks and tracing off / on ({} / {} gaps): p50 {:.2} / {:.2} ms ({:+.1} %), p99 {:.2} / {:.2} ms; {} notifications delivered, {} KB of spans exported",
         off.len(),
         on.len(),
         p_off,
@@ -419,7 +439,8 @@ async fn webhooks_overhead() {
         (p_on / p_off - 1.0) * 100.0,
         percentile(&off, 0.99),
         percentile(&on, 0.99),
-        posts.load(std::sync::atomic::Ordering::Relaxed)
+        posts.load(std::sync::atomic::Ordering::Relaxed),
+        exports.load(std::sync::atomic::Ordering::Relaxed) / 1024
     );
 }
 

@@ -415,6 +415,7 @@ impl Board {
         spec: TaskSpec,
         files: Option<crate::runs::inputs::Staged>,
         actor: &str,
+        trace: Option<run_model::TraceParent>,
     ) -> Result<PlanId, BoardError> {
         // The task itself is checked where every run starts (`Runs::start_with`).
         let config = agent::RunConfig {
@@ -435,7 +436,7 @@ impl Board {
         };
         let view = self
             .1
-            .start_with(config, files, actor)
+            .start_with(config, files, actor, trace)
             .await
             .map_err(run_error)?;
         view.record
@@ -673,6 +674,10 @@ pub async fn start_task_form(
         .unwrap_or_default();
         axum::response::Redirect::to(&format!("/plans/new?{query}"))
     };
+    let trace = request
+        .extensions()
+        .get::<crate::telemetry::RequestTrace>()
+        .map(|t| t.0);
     let mut form = match TaskForm::from_request(request).await {
         Ok(form) => form,
         Err(e) => {
@@ -700,7 +705,7 @@ pub async fn start_task_form(
     } else {
         match task_spec(&form, lang) {
             Ok(spec) => match board.stage(&mut form).await {
-                Ok(files) => board.start_task(spec, files, &viewer.name).await,
+                Ok(files) => board.start_task(spec, files, &viewer.name, trace).await,
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),

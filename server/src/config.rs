@@ -66,6 +66,8 @@ pub struct Config {
     pub prices: run_model::PriceTable,
     /// Where notifications go.
     pub webhooks: crate::webhooks::WebhookConfig,
+    /// Where spans go (OpenTelemetry); `None`: no tracing.
+    pub telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -91,6 +93,7 @@ impl std::fmt::Debug for Config {
             )
             .field("prices", &self.prices)
             .field("webhooks", &self.webhooks)
+            .field("telemetry", &self.telemetry)
             .finish()
     }
 }
@@ -228,6 +231,7 @@ impl Config {
             search_url: None,
             prices: run_model::PriceTable::builtin(),
             webhooks: crate::webhooks::WebhookConfig::default(),
+            telemetry: None,
         }
     }
 
@@ -281,6 +285,14 @@ impl Config {
             agent::LlmConfig::from_vars(var).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let prices = prices(var("PLANBOARD_PRICES"), llm.as_ref())?;
         let webhooks = webhooks(&var)?;
+        let telemetry = crate::telemetry::TelemetryConfig::from_vars(&var)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?
+            .map(|mut t| {
+                if let Some(llm) = &llm {
+                    t.system = crate::telemetry::system_of(&llm.base_url);
+                }
+                t
+            });
         let run_lease = match var("PLANBOARD_RUN_LEASE_SECS") {
             None => Duration::from_secs(30),
             Some(v) => match v.trim().parse::<u64>() {
@@ -358,6 +370,7 @@ impl Config {
             },
             prices,
             webhooks,
+            telemetry,
             search_url: match var("PLANBOARD_SEARCH_URL") {
                 None => None,
                 Some(url) => Some(

@@ -14,6 +14,7 @@
 //! - [`mcp`]: the MCP endpoint;
 //! - [`metrics`]: `GET /metrics` for Prometheus;
 //! - [`webhooks`]: notifications to the operator's endpoints, from the run log;
+//! - [`telemetry`]: OpenTelemetry spans of runs and requests, over OTLP;
 //! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
@@ -36,6 +37,7 @@ pub mod runs;
 pub mod service;
 pub mod session;
 pub mod store;
+pub mod telemetry;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -64,6 +66,8 @@ pub struct Services {
     pub keep_alive: Duration,
     /// The configured webhook endpoint (those admins add are in the store).
     pub webhooks: Arc<webhooks::WebhookConfig>,
+    /// Spans of runs and requests, when an OTLP endpoint is set.
+    pub telemetry: Option<Arc<telemetry::Telemetry>>,
 }
 
 /// The body of a request that carries a run's files: the files' limit
@@ -96,6 +100,12 @@ pub async fn start_with_model(
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
     let tool_servers = runs::connect_tool_servers(config).await;
+    let telemetry = match &config.telemetry {
+        None => None,
+        Some(t) => Some(Arc::new(
+            telemetry::Telemetry::start(t).map_err(|e| StoreError::Config(e.to_string()))?,
+        )),
+    };
     let shared_log = match (
         store.listen_run_log().await?,
         store.listen_run_deltas().await?,
@@ -114,6 +124,7 @@ pub async fn start_with_model(
         tool_servers,
         model,
         shared_log,
+        telemetry.clone(),
     )
     .map_err(|e| StoreError::Config(e.to_string()))?;
     runs.spawn_keeper();
@@ -160,6 +171,7 @@ pub async fn start_with_model(
         instance: config.instance.as_deref().map(Arc::from),
         keep_alive: Duration::from_secs(15),
         webhooks: Arc::new(config.webhooks.clone()),
+        telemetry,
     })
 }
 
@@ -280,6 +292,10 @@ pub fn router_with_pages(
         .merge(guarded)
         .merge(sessions)
         .merge(site);
+    let app = app.layer(axum::middleware::from_fn_with_state(
+        services.telemetry.clone(),
+        telemetry::trace_requests,
+    ));
     with_operations(app, services.plans)
 }
 

@@ -34,6 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!("planboard listening on http://{}", listener.local_addr()?);
     let stopping = Arc::new(Notify::new());
+    let telemetry = services.telemetry.clone();
     let serve = axum::serve(listener, server::router(options, services.clone()))
         .with_graceful_shutdown({
             let stopping = stopping.clone();
@@ -52,6 +53,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             stopping.notified().await;
             tokio::time::sleep(GRACE).await;
         } => tracing::warn!("connections still open {} s after shutdown began; closing them", GRACE.as_secs()),
+    }
+    // The spans of the last moments still go out.
+    if let Some(telemetry) = telemetry {
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     }
     Ok(())
 }

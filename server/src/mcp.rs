@@ -213,7 +213,7 @@ impl PlanMcp {
                         return Err("give files or a source folder, not both".into())
                     }
                 };
-                self.runs.start_with(config, staged, actor).await
+                self.runs.start_with(config, staged, actor, None).await
             }
             _ => {
                 let body: GetRun = serde_json::from_value(args).map_err(|e| e.to_string())?;

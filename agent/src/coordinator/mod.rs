@@ -126,6 +126,18 @@ impl Agent {
         config: RunConfig,
         who: &str,
     ) -> Result<RunRecord, HostError> {
+        self.start_traced(id, config, who, None).await
+    }
+
+    /// [`Agent::start_as`] for a run whose spans join `trace` (the
+    /// request that started it).
+    pub async fn start_traced(
+        &self,
+        id: RunId,
+        config: RunConfig,
+        who: &str,
+        trace: Option<run_model::TraceParent>,
+    ) -> Result<RunRecord, HostError> {
         let title = config.task.lines().next().unwrap_or_default();
         let spec = NewPlan {
             title: cut(title.trim(), 80),
@@ -139,6 +151,7 @@ impl Agent {
         let mut run = RunRecord::new(id, config);
         run.plan_id = Some(plan.id());
         run.started_by = who.to_string();
+        run.trace_parent = trace;
         self.host.save_run(&run).await?;
         self.host
             .log(

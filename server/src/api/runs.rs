@@ -385,6 +385,7 @@ pub struct RunEventsQuery {
 pub async fn start_run(
     State(state): State<ApiState>,
     Extension(who): Extension<Identity>,
+    trace: Option<Extension<crate::telemetry::RequestTrace>>,
     StartRequest { run, files }: StartRequest,
 ) -> Result<impl IntoResponse, ApiError> {
     let source = run.source.clone();
@@ -399,7 +400,11 @@ pub async fn start_run(
             ))
         }
     };
-    let view = state.runs.start_with(config, staged, &who.actor()).await?;
+    let trace = trace.map(|Extension(t)| t.0);
+    let view = state
+        .runs
+        .start_with(config, staged, &who.actor(), trace)
+        .await?;
     let location = format!("/api/runs/{}", view.record.id);
     Ok((
         StatusCode::CREATED,

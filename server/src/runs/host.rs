@@ -46,6 +46,8 @@ pub struct ServerHost {
     relay: Option<DeltaRelay>,
     /// Each run's plan, learnt when the run is saved.
     plan_of: std::sync::Mutex<std::collections::HashMap<RunId, PlanId>>,
+    /// Makes spans of the log (OpenTelemetry).
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl ServerHost {
@@ -56,6 +58,7 @@ impl ServerHost {
         entries: broadcast::Sender<RunNews>,
         streaming: Streaming,
         relay: Option<DeltaRelay>,
+        telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     ) -> ServerHost {
         ServerHost {
             log: LogQueue::spawn(store.clone(), entries.clone(), streaming),
@@ -64,6 +67,7 @@ impl ServerHost {
             store,
             entries,
             plan_of: Default::default(),
+            telemetry,
         }
     }
 }
@@ -137,6 +141,9 @@ impl Host for ServerHost {
     /// Queued for the run log's writer: the agent does not wait for it.
     async fn log(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
         self.plans.metrics().agent_entry(&entry);
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.entry(run, &entry);
+        }
         let kind = entry.kind();
         let entry =
             serde_json::to_value(&entry).map_err(|e| HostError::Unavailable(e.to_string()))?;
@@ -243,6 +250,9 @@ impl Host for ServerHost {
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.saw_run(run);
+        }
         if let Some(plan) = run.plan_id {
             self.plan_of
                 .lock()

@@ -25,6 +25,8 @@ mod log_writer;
 mod needs;
 mod stream;
 
+use crate::telemetry::Telemetry;
+use run_model::TraceParent;
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -112,6 +114,8 @@ pub struct Runs {
     /// checking a run's choice.
     tool_names: Vec<ToolSpec>,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
+    /// Spans of the runs (OpenTelemetry), when an endpoint is set.
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 /// Asks the model endpoint every 3 s until it answers once.
@@ -192,6 +196,7 @@ impl Runs {
         shared_tools: Vec<Arc<dyn ToolBox>>,
         model: Option<Arc<dyn Llm>>,
         shared_log: Option<SharedLog>,
+        telemetry: Option<Arc<Telemetry>>,
     ) -> Result<Arc<Runs>, agent::llm::ClientError> {
         let (entries, _) = broadcast::channel(4096);
         let (streaming, relay) = match shared_log {
@@ -215,6 +220,7 @@ impl Runs {
             entries.clone(),
             streaming,
             relay,
+            telemetry.clone(),
         ));
         let host_for_people = host.clone();
         let workspaces = config.workspaces.clone();
@@ -283,6 +289,7 @@ impl Runs {
             sandbox,
             tool_names,
             model_answers,
+            telemetry,
         }))
     }
 
@@ -380,7 +387,7 @@ impl Runs {
         config: RunConfig,
         who: &str,
     ) -> Result<RunView, RunError> {
-        self.start_with(config, None, who).await
+        self.start_with(config, None, who, None).await
     }
 
     /// Starts a run whose workspace begins with `files` (already staged):
@@ -391,6 +398,7 @@ impl Runs {
         config: RunConfig,
         files: Option<Staged>,
         who: &str,
+        trace: Option<TraceParent>,
     ) -> Result<RunView, RunError> {
         let checked = self.check_start(config);
         let (mut config, agent) = match checked {
@@ -407,7 +415,10 @@ impl Runs {
         if let Some(files) = files {
             config.inputs = files.settle(&workspace).await.map_err(RunError::Input)?;
         }
-        let record = match agent.start_as(id, config, who).await {
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.adopt(id, trace);
+        }
+        let record = match agent.start_traced(id, config, who, trace).await {
             Ok(record) => record,
             Err(e) => {
                 let _ = tokio::fs::remove_dir_all(&workspace).await;

@@ -19,4 +19,5 @@ mod postgres;
 mod runs;
 mod site;
 mod support;
+mod telemetry;
 mod tools;

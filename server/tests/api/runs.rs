@@ -34,7 +34,7 @@ pub async fn server_on(fake: &FakeOpenAi, database: Option<&str>) -> TestServer 
     server
 }
 
-async fn wait_for(server: &TestServer, run: &str, state: &str) -> Value {
+pub async fn wait_for(server: &TestServer, run: &str, state: &str) -> Value {
     for _ in 0..400 {
         let (status, view) = server.get(&format!("/api/runs/{run}")).await;
         assert_eq!(status, StatusCode::OK, "{view}");
