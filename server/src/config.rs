@@ -28,7 +28,9 @@
 //! | `PLANBOARD_WEBHOOK_URL` | — | an endpoint notified (POST, JSON) when a plan waits for approval, the agent asks, a run finishes, fails, is stuck or reaches its budget |
 //! | `PLANBOARD_WEBHOOK_SECRET` | — | signs each notification: `X-Planboard-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")` |
 //! | `PLANBOARD_WEBHOOK_FORMAT` | `json` | `slack`: Slack's incoming-webhook shape (`{"text": …}`) |
+//! | `PLANBOARD_WEBHOOK_RETENTION_DAYS` | `30` | deliveries that are over (delivered or given up) are deleted after this many days |
 //! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links |
+//! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | — | OpenTelemetry spans over OTLP/HTTP protobuf (see `telemetry`) |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
 use std::collections::HashMap;
@@ -167,10 +169,23 @@ fn webhooks(
             }]
         }
     };
+    let defaults = crate::webhooks::WebhookConfig::default();
+    let retention = match var("PLANBOARD_WEBHOOK_RETENTION_DAYS") {
+        None => defaults.retention,
+        Some(days) => match days.trim().parse::<u64>() {
+            Ok(days) if days >= 1 => Duration::from_secs(days * 24 * 3600),
+            _ => {
+                return Err(ConfigError::Invalid(format!(
+                    "PLANBOARD_WEBHOOK_RETENTION_DAYS must be a whole number of days, at least 1, not '{days}'"
+                )))
+            }
+        },
+    };
     Ok(crate::webhooks::WebhookConfig {
         endpoints,
         board_url,
-        ..crate::webhooks::WebhookConfig::default()
+        retention,
+        ..defaults
     })
 }
 
@@ -489,6 +504,29 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("alice:admin:<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn webhook_retention_is_whole_days_and_tracing_names_the_models_provider() {
+        let kept = config(&[("PLANBOARD_WEBHOOK_RETENTION_DAYS", "7")]).unwrap();
+        assert_eq!(kept.webhooks.retention, Duration::from_secs(7 * 24 * 3600));
+        for bad in ["0", "-1", "a week"] {
+            assert!(
+                config(&[("PLANBOARD_WEBHOOK_RETENTION_DAYS", bad)]).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(config(&[]).unwrap().telemetry.is_none());
+        let traced = config(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+            ("PLANBOARD_LLM_MODEL", "deepseek-chat"),
+            ("PLANBOARD_LLM_BASE_URL", "https://api.deepseek.com/v1"),
+        ])
+        .unwrap();
+        let telemetry = traced.telemetry.unwrap();
+        assert_eq!(telemetry.system, "deepseek");
+        assert_eq!(telemetry.endpoint, "http://collector:4318/v1/traces");
+        assert!(config(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector")]).is_err());
     }
 
     #[test]

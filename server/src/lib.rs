@@ -128,7 +128,7 @@ pub async fn start_with_model(
     )
     .map_err(|e| StoreError::Config(e.to_string()))?;
     runs.spawn_keeper();
-    webhooks::spawn(runs.store(), config.webhooks.clone());
+    webhooks::spawn(runs.store(), config.webhooks.clone(), telemetry.is_some());
     let held = |store: Arc<SqlStore>| async move {
         use crate::store::RunStore;
         store

@@ -3,7 +3,9 @@
 //! their callers' traces (W3C `traceparent` in and out).
 //!
 //! Spans are made from the run log as it is written (the hook that also
-//! counts the Prometheus metrics), not by holding span objects across a
+//! counts the Prometheus metrics queues a copy of each entry, without the
+//! content the operator did not opt into, for a span-making thread that
+//! takes the queue every 100 ms), not by holding span objects across a
 //! run's awaits: a run may wait days for a person and outlive the process.
 //! So the spans that have children get ids computed from the run instead
 //! of remembered: a run's span id comes from its id (and its trace id too,
@@ -25,13 +27,16 @@
 //! # Layout
 //! - [`TelemetryConfig`]: read from the standard `OTEL_*` variables.
 //! - [`Telemetry`]: the tracer provider (no global one: state is passed
-//!   in) and the spans of the runs in flight.
+//!   in) and the queue to the span maker; `SpanMaker`: the spans of the
+//!   runs in flight, on its own thread.
 //! - [`trace_requests`]: the middleware giving each request a server span
 //!   and the response a `traceparent`; [`RequestTrace`] is that span's
 //!   context, for the handler that starts a run.
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -265,22 +270,32 @@ pub fn run_span_id(run: RunId) -> SpanId {
     span_id_of(&[run.as_bytes(), b"run"])
 }
 
+/// The `traceparent` of a run's span (whose trace is the starting
+/// request's, or the run's own): what its notifications carry.
+pub fn run_traceparent(run: RunId, parent: Option<TraceParent>) -> TraceParent {
+    TraceParent {
+        trace_id: parent.map(|p| p.trace_id).unwrap_or(*run.as_bytes()),
+        span_id: run_span_id(run).to_bytes(),
+        sampled: parent.is_none_or(|p| p.sampled),
+    }
+}
+
 /// The span context of the server span a request got: a run started by
 /// the request joins its trace under it.
 #[derive(Clone, Copy, Debug)]
 pub struct RequestTrace(pub TraceParent);
 
-/// The tracer provider and the spans of the runs in flight.
+/// The tracer provider, and the thread that makes the runs' spans.
 pub struct Telemetry {
     provider: SdkTracerProvider,
+    /// For the requests' spans, made where the request is served.
     tracer: SdkTracer,
     capture_content: bool,
-    system: String,
-    runs: Mutex<HashMap<RunId, RunSpans>>,
-    ended: Mutex<VecDeque<RunId>>,
-    /// Tells this process's subtask attempts from an earlier process's
-    /// (its counters start again at 1 after a restart).
-    salt: [u8; 8],
+    /// What the span maker is to do next.
+    queue: Arc<Queue>,
+    maker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Entries the span maker had no room for (it fell behind).
+    dropped: AtomicU64,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -288,6 +303,85 @@ impl std::fmt::Debug for Telemetry {
         f.debug_struct("Telemetry")
             .field("capture_content", &self.capture_content)
             .finish_non_exhaustive()
+    }
+}
+
+/// What the span maker is asked to do, in the order the run did it.
+enum Job {
+    Adopt(RunId, Option<TraceParent>, SystemTime),
+    Saw(RunSeen),
+    Entry(RunId, RunEntry, SystemTime),
+    /// Answer once everything sent before is made.
+    Flush(SyncSender<()>),
+}
+
+/// What the spans need of a saved run.
+struct RunSeen {
+    id: RunId,
+    trace_parent: Option<TraceParent>,
+    plan: Option<plan_engine::PlanId>,
+    task: String,
+    spent: run_model::Spent,
+}
+
+/// Entries waiting for the span maker, at most: beyond that they are
+/// dropped (and counted) rather than held or waited for.
+const JOBS_QUEUED: usize = 4096;
+
+/// How often the span maker takes what was queued. Waking it for every
+/// entry cost the agent more than making the span inline (measured: the
+/// run's thread and this one take turns on a 2-core machine).
+const MAKE_EVERY: Duration = Duration::from_millis(100);
+
+/// The span maker's jobs: pushed under a lock without waking it; it takes
+/// them all every [`MAKE_EVERY`], or at once for a flush or the end.
+#[derive(Default)]
+struct Queue {
+    jobs: Mutex<Vec<Job>>,
+    wake: std::sync::Condvar,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Queue {
+    /// Queues `job`; false when the queue is full or closed.
+    fn push(&self, job: Job, wake: bool) -> bool {
+        if self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut jobs = self.jobs.lock().expect("jobs lock");
+        if jobs.len() >= JOBS_QUEUED && !matches!(job, Job::Flush(_)) {
+            return false;
+        }
+        jobs.push(job);
+        drop(jobs);
+        if wake {
+            self.wake.notify_one();
+        }
+        true
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        let _guard = self.jobs.lock().expect("jobs lock");
+        self.wake.notify_one();
+    }
+
+    /// Everything queued, waiting up to [`MAKE_EVERY`] for something;
+    /// `None` once closed and drained.
+    fn take(&self) -> Option<Vec<Job>> {
+        let mut jobs = self.jobs.lock().expect("jobs lock");
+        if jobs.is_empty() && !self.closed.load(Ordering::Relaxed) {
+            jobs = self
+                .wake
+                .wait_timeout(jobs, MAKE_EVERY)
+                .expect("jobs lock")
+                .0;
+        }
+        let taken = std::mem::take(&mut *jobs);
+        if taken.is_empty() && self.closed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(taken)
     }
 }
 
@@ -299,9 +393,27 @@ fn kv(key: &'static str, value: impl Into<Value>) -> KeyValue {
     KeyValue::new(key, value)
 }
 
+/// `tracer`'s span with the chosen ids, where chosen.
+fn build(
+    tracer: &SdkTracer,
+    builder: SpanBuilder,
+    parent: &Context,
+    trace: Option<TraceId>,
+    span: Option<SpanId>,
+) -> opentelemetry_sdk::trace::Span {
+    NEXT_TRACE.with(|c| c.set(trace));
+    NEXT_SPAN.with(|c| c.set(span));
+    let built = tracer.build_with_context(builder, parent);
+    NEXT_TRACE.with(|c| c.set(None));
+    NEXT_SPAN.with(|c| c.set(None));
+    built
+}
+
 impl Telemetry {
     /// Starts the exporter (its own thread sends batches; a collector that
-    /// is down costs the agent nothing but the dropped spans).
+    /// is down costs the agent nothing but the dropped spans) and the span
+    /// maker (its own thread too: the agent's path only queues a copy of
+    /// each log entry).
     pub fn start(config: &TelemetryConfig) -> Result<Telemetry, BadTelemetry> {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
@@ -325,31 +437,168 @@ impl Telemetry {
             .with_resource(resource)
             .build();
         let tracer = provider.tracer("planboard");
+        let mut maker = SpanMaker {
+            tracer: tracer.clone(),
+            capture_content: config.capture_content,
+            system: config.system.clone(),
+            runs: HashMap::new(),
+            ended: VecDeque::new(),
+            salt: uuid::Uuid::new_v4().as_bytes()[..8]
+                .try_into()
+                .unwrap_or([0; 8]),
+        };
+        let queue = Arc::new(Queue::default());
+        let taken = queue.clone();
+        let thread = std::thread::Builder::new()
+            .name("planboard-spans".into())
+            .spawn(move || {
+                while let Some(jobs) = taken.take() {
+                    for job in jobs {
+                        maker.run(job);
+                    }
+                    // Not every round: the queue fills between them.
+                    std::thread::sleep(MAKE_EVERY);
+                }
+            })
+            .map_err(|e| BadTelemetry::Exporter(e.to_string()))?;
         Ok(Telemetry {
             provider,
             tracer,
             capture_content: config.capture_content,
-            system: config.system.clone(),
-            runs: Mutex::new(HashMap::new()),
-            ended: Mutex::new(VecDeque::new()),
-            salt: uuid::Uuid::new_v4().as_bytes()[..8]
-                .try_into()
-                .unwrap_or([0; 8]),
+            queue,
+            maker: Mutex::new(Some(thread)),
+            dropped: AtomicU64::new(0),
         })
     }
 
-    /// Sends every finished span now (tests; shutdown).
+    fn send(&self, job: Job) {
+        if !self.queue.push(job, false) && self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+            tracing::warn!("the span maker fell behind: log entries are dropped from tracing");
+        }
+    }
+
+    /// Log entries dropped from tracing because the span maker fell behind.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Makes the spans of everything sent so far and sends every finished
+    /// span now (tests; shutdown). Blocks: call it off the runtime's threads.
     pub fn flush(&self) {
+        let (done, made) = std::sync::mpsc::sync_channel(1);
+        if self.queue.push(Job::Flush(done), true) {
+            let _ = made.recv();
+        }
         if let Err(e) = self.provider.force_flush() {
             tracing::warn!("sending spans failed: {e}");
         }
     }
 
-    /// Sends what is left and stops the exporter. Blocks: call it off the
-    /// runtime's threads.
+    /// Makes what is queued, sends what is left and stops the exporter.
+    /// Blocks: call it off the runtime's threads.
     pub fn shutdown(&self) {
+        self.queue.close();
+        if let Some(maker) = self.maker.lock().expect("maker lock").take() {
+            let _ = maker.join();
+        }
         if let Err(e) = self.provider.shutdown() {
             tracing::warn!("stopping the span exporter failed: {e}");
+        }
+    }
+
+    /// A run about to start: its spans join `parent`'s trace.
+    pub fn adopt(&self, run: RunId, parent: Option<TraceParent>) {
+        self.send(Job::Adopt(run, parent, SystemTime::now()));
+    }
+
+    /// A run was saved: what its spans need of it (the trace it joins after
+    /// a restart, its plan, task and spending).
+    pub fn saw_run(&self, record: &RunRecord) {
+        if record.state.is_finished() {
+            return;
+        }
+        self.send(Job::Saw(RunSeen {
+            id: record.id,
+            trace_parent: record.trace_parent,
+            plan: record.plan_id,
+            task: if self.capture_content {
+                cut(&record.config.task, 2000)
+            } else {
+                String::new()
+            },
+            spent: record.spent.clone(),
+        }));
+    }
+
+    /// One entry of a run's log, just written: queued with what the spans
+    /// need of it (without the content the operator did not opt into).
+    pub fn entry(&self, run: RunId, entry: &RunEntry) {
+        let slim = match entry {
+            RunEntry::LlmCall(call) if !self.capture_content => RunEntry::LlmCall(LlmCallRecord {
+                transcript: String::new(),
+                error: call.error.as_deref().map(|e| cut(e, 200)),
+                ..call.clone()
+            }),
+            RunEntry::ToolCall {
+                subtask,
+                name,
+                ok,
+                duration_ms,
+                result,
+                ..
+            } if !self.capture_content => RunEntry::ToolCall {
+                subtask: *subtask,
+                name: name.clone(),
+                arguments: serde_json::Value::Null,
+                result: if *ok { String::new() } else { cut(result, 200) },
+                ok: *ok,
+                duration_ms: *duration_ms,
+            },
+            other => other.clone(),
+        };
+        self.send(Job::Entry(run, slim, SystemTime::now()));
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        // The span maker ends with its queue.
+        self.queue.close();
+    }
+}
+
+/// Makes the runs' spans on its own thread, from the jobs in order.
+struct SpanMaker {
+    tracer: SdkTracer,
+    capture_content: bool,
+    system: String,
+    runs: HashMap<RunId, RunSpans>,
+    ended: VecDeque<RunId>,
+    /// Tells this process's subtask attempts from an earlier process's
+    /// (its counters start again at 1 after a restart).
+    salt: [u8; 8],
+}
+
+impl SpanMaker {
+    fn run(&mut self, job: Job) {
+        match job {
+            Job::Adopt(run, parent, at) => {
+                self.runs.insert(run, RunSpans::new(run, parent, at));
+            }
+            Job::Saw(seen) => {
+                let spans = self.runs.entry(seen.id).or_insert_with(|| {
+                    RunSpans::new(seen.id, seen.trace_parent, SystemTime::now())
+                });
+                spans.plan = seen.plan;
+                if spans.task.is_empty() {
+                    spans.task = seen.task;
+                }
+                spans.spent = seen.spent;
+            }
+            Job::Entry(run, entry, at) => self.entry(run, &entry, at),
+            Job::Flush(done) => {
+                let _ = done.send(());
+            }
         }
     }
 
@@ -360,35 +609,7 @@ impl Telemetry {
         trace: Option<TraceId>,
         span: Option<SpanId>,
     ) -> opentelemetry_sdk::trace::Span {
-        NEXT_TRACE.with(|c| c.set(trace));
-        NEXT_SPAN.with(|c| c.set(span));
-        let built = self.tracer.build_with_context(builder, parent);
-        NEXT_TRACE.with(|c| c.set(None));
-        NEXT_SPAN.with(|c| c.set(None));
-        built
-    }
-
-    /// A run about to start: its spans join `parent`'s trace.
-    pub fn adopt(&self, run: RunId, parent: Option<TraceParent>) {
-        let spans = RunSpans::new(run, parent, SystemTime::now());
-        self.runs.lock().expect("runs lock").insert(run, spans);
-    }
-
-    /// A run was saved: what its spans need of it (the trace it joins after
-    /// a restart, its plan, task and spending).
-    pub fn saw_run(&self, record: &RunRecord) {
-        if record.state.is_finished() {
-            return;
-        }
-        let mut runs = self.runs.lock().expect("runs lock");
-        let spans = runs
-            .entry(record.id)
-            .or_insert_with(|| RunSpans::new(record.id, record.trace_parent, SystemTime::now()));
-        spans.plan = record.plan_id;
-        if spans.task.is_empty() {
-            spans.task = cut(&record.config.task, 2000);
-        }
-        spans.spent = record.spent.clone();
+        build(&self.tracer, builder, parent, trace, span)
     }
 
     fn subtask_span_id(&self, run: RunId, subtask: SubtaskId, attempt: u32) -> SpanId {
@@ -401,16 +622,30 @@ impl Telemetry {
         ])
     }
 
-    /// One entry of a run's log, just written.
-    pub fn entry(&self, run: RunId, entry: &RunEntry) {
-        let now = SystemTime::now();
-        if self.ended.lock().expect("ended lock").contains(&run) {
+    /// One entry of a run's log, written at `now`.
+    fn entry(&mut self, run: RunId, entry: &RunEntry, now: SystemTime) {
+        if self.ended.contains(&run) {
             return;
         }
-        let mut runs = self.runs.lock().expect("runs lock");
-        let spans = runs
-            .entry(run)
-            .or_insert_with(|| RunSpans::new(run, None, now));
+        if let RunEntry::StateChanged { to, reason, .. } = entry {
+            if to.is_finished() {
+                let spans = self
+                    .runs
+                    .remove(&run)
+                    .unwrap_or_else(|| RunSpans::new(run, None, now));
+                self.end_run(run, spans, *to, reason, now);
+                return;
+            }
+        }
+        let mut spans = self
+            .runs
+            .remove(&run)
+            .unwrap_or_else(|| RunSpans::new(run, None, now));
+        self.entry_of(run, &mut spans, entry, now);
+        self.runs.insert(run, spans);
+    }
+
+    fn entry_of(&self, run: RunId, spans: &mut RunSpans, entry: &RunEntry, now: SystemTime) {
         match entry {
             RunEntry::LlmCall(call) => self.model_call(run, spans, call, now),
             RunEntry::ToolCall {
@@ -476,14 +711,7 @@ impl Telemetry {
                 }
                 span.end_with_timestamp(now);
             }
-            RunEntry::StateChanged { to, reason, .. } => {
-                if to.is_finished() {
-                    if let Some(spans) = runs.remove(&run) {
-                        drop(runs);
-                        self.end_run(run, spans, *to, reason, now);
-                    }
-                    return;
-                }
+            RunEntry::StateChanged { to, .. } => {
                 self.mark(
                     spans,
                     "state_changed",
@@ -568,14 +796,18 @@ impl Telemetry {
         span.end_with_timestamp(now);
     }
 
-    fn end_run(&self, run: RunId, spans: RunSpans, state: RunState, reason: &str, now: SystemTime) {
-        {
-            let mut ended = self.ended.lock().expect("ended lock");
-            if ended.len() >= ENDED_KEPT {
-                ended.pop_front();
-            }
-            ended.push_back(run);
+    fn end_run(
+        &mut self,
+        run: RunId,
+        spans: RunSpans,
+        state: RunState,
+        reason: &str,
+        now: SystemTime,
+    ) {
+        if self.ended.len() >= ENDED_KEPT {
+            self.ended.pop_front();
         }
+        self.ended.push_back(run);
         let mut attributes = vec![
             kv("gen_ai.operation.name", "invoke_agent"),
             kv("gen_ai.agent.name", "planboard"),
@@ -620,7 +852,9 @@ impl Telemetry {
         }
         span.end_with_timestamp(now);
     }
+}
 
+impl Telemetry {
     /// The server span of one request.
     fn request_span(&self, request: &Request) -> opentelemetry_sdk::trace::Span {
         let parent = request
@@ -661,7 +895,7 @@ impl Telemetry {
         let builder = SpanBuilder::from_name(format!("{method} {route}"))
             .with_kind(SpanKind::Server)
             .with_attributes(attributes);
-        self.build(builder, &context, None, None)
+        build(&self.tracer, builder, &context, None, None)
     }
 }
 
@@ -792,6 +1026,24 @@ mod tests {
             "qwen"
         );
         assert_eq!(system_of("http://127.0.0.1:8080/v1"), "openai");
+    }
+
+    #[test]
+    fn a_full_queue_refuses_entries_but_not_a_flush_and_a_closed_one_drains_then_ends() {
+        let queue = Queue::default();
+        let entry = || Job::Adopt(uuid::Uuid::new_v4(), None, SystemTime::now());
+        for _ in 0..JOBS_QUEUED {
+            assert!(queue.push(entry(), false));
+        }
+        assert!(!queue.push(entry(), false), "full");
+        let (done, _made) = std::sync::mpsc::sync_channel(1);
+        assert!(queue.push(Job::Flush(done), true));
+        assert_eq!(queue.take().map(|jobs| jobs.len()), Some(JOBS_QUEUED + 1));
+        assert!(queue.push(entry(), false));
+        queue.close();
+        assert!(!queue.push(entry(), false), "closed");
+        assert_eq!(queue.take().map(|jobs| jobs.len()), Some(1), "drained");
+        assert!(queue.take().is_none());
     }
 
     #[test]

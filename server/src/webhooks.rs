@@ -79,6 +79,14 @@ pub struct WebhookConfig {
     pub poll: Duration,
     /// Per delivery attempt.
     pub timeout: Duration,
+    /// How old a log entry must be before the cursor moves past it: on
+    /// PostgreSQL a lower `seq` may commit after a higher one, so the
+    /// newest entries are read again each round (recording a delivery
+    /// twice adds nothing) until none below them can still appear.
+    pub settle: Duration,
+    /// Deliveries that are over are deleted after this long
+    /// (`PLANBOARD_WEBHOOK_RETENTION_DAYS`, 30 days).
+    pub retention: Duration,
 }
 
 impl Default for WebhookConfig {
@@ -90,6 +98,8 @@ impl Default for WebhookConfig {
             max_attempts: 10,
             poll: Duration::from_millis(500),
             timeout: Duration::from_secs(10),
+            settle: Duration::from_secs(10),
+            retention: Duration::from_secs(30 * 24 * 3600),
         }
     }
 }
@@ -241,7 +251,9 @@ async fn endpoints(
 
 /// Starts the deliverer. It runs with no endpoint too (an admin may add
 /// one at any time); with none, it only keeps its cursor at the log's end.
-pub fn spawn(store: Arc<dyn RunStore>, config: WebhookConfig) {
+/// With tracing on, each notification carries the `traceparent` of its
+/// run's span, so a receiver's own spans join the run's trace.
+pub fn spawn(store: Arc<dyn RunStore>, config: WebhookConfig, traced: bool) {
     tokio::spawn(async move {
         let client = match reqwest::Client::builder()
             .timeout(config.timeout)
@@ -254,13 +266,32 @@ pub fn spawn(store: Arc<dyn RunStore>, config: WebhookConfig) {
                 return;
             }
         };
+        let mut purged_at: Option<std::time::Instant> = None;
         loop {
-            if let Err(e) = tick(store.as_ref(), &config, &client).await {
+            if let Err(e) = tick(store.as_ref(), &config, &client, traced).await {
                 tracing::warn!("webhooks: {e}");
+            }
+            // Once an hour (and at start), what is over and old goes.
+            if purged_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(3600)) {
+                purged_at = Some(std::time::Instant::now());
+                match purge(store.as_ref(), &config).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!("webhooks: forgot {n} old deliveries"),
+                    Err(e) => tracing::warn!("webhooks: purging old deliveries: {e}"),
+                }
             }
             tokio::time::sleep(config.poll).await;
         }
     });
+}
+
+/// Deletes the deliveries that are over and older than the retention.
+pub async fn purge(store: &dyn RunStore, config: &WebhookConfig) -> Result<u64, StoreError> {
+    let keep = chrono::Duration::from_std(config.retention).unwrap_or(chrono::Duration::MAX);
+    let before = chrono::Utc::now()
+        .checked_sub_signed(keep)
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+    store.purge_deliveries(before).await
 }
 
 /// Records the deliveries the new entries make, then attempts the due ones.
@@ -268,6 +299,7 @@ async fn tick(
     store: &dyn RunStore,
     config: &WebhookConfig,
     client: &reqwest::Client,
+    traced: bool,
 ) -> Result<(), StoreError> {
     const PAGE: u32 = 500;
     let endpoints = endpoints(store, config).await?;
@@ -280,8 +312,15 @@ async fn tick(
             seq
         }
     };
+    let settled_before = chrono::Utc::now()
+        - chrono::Duration::from_std(config.settle).unwrap_or(chrono::Duration::zero());
+    // Read from the cursor; the cursor itself moves only past entries old
+    // enough that no lower one can still commit.
+    let mut read = cursor;
+    let mut settled = true;
+    let was = cursor;
     loop {
-        let page = store.run_log_since(cursor, PAGE).await?;
+        let page = store.run_log_since(read, PAGE).await?;
         let Some(last) = page.last().map(|e| e.seq) else {
             break;
         };
@@ -304,8 +343,16 @@ async fn tick(
             }
         }
         store.enqueue_deliveries(&new).await?;
-        store.set_webhook_cursor(last).await?;
-        cursor = last;
+        for entry in &page {
+            settled = settled && entry.at < settled_before;
+            if settled {
+                cursor = entry.seq;
+            }
+        }
+        if cursor != was {
+            store.set_webhook_cursor(cursor).await?;
+        }
+        read = last;
         if page.len() < PAGE as usize {
             break;
         }
@@ -319,9 +366,21 @@ async fn tick(
     let endpoints = &endpoints;
     let attempts = due.into_iter().map(|d| async move {
         let endpoint = endpoints.iter().find(|e| e.url.as_str() == d.endpoint);
+        let trace = match traced {
+            false => None,
+            true => {
+                let parent = store
+                    .load_run(d.run_id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|r| r.trace_parent);
+                Some(crate::telemetry::run_traceparent(d.run_id, parent))
+            }
+        };
         let outcome = match endpoint {
             None => Err((None, "the endpoint is no longer configured".to_string())),
-            Some(endpoint) => send(client, endpoint, &d).await,
+            Some(endpoint) => send(client, endpoint, &d, trace).await,
         };
         (d, outcome)
     });
@@ -355,6 +414,7 @@ async fn send(
     client: &reqwest::Client,
     endpoint: &Endpoint,
     d: &crate::store::Delivery,
+    trace: Option<run_model::TraceParent>,
 ) -> Result<u16, (Option<u16>, String)> {
     let mut request = client
         .post(endpoint.url.clone())
@@ -362,6 +422,9 @@ async fn send(
         .header("X-Planboard-Event", &d.event)
         .header("X-Planboard-Delivery", d.id.to_string())
         .body(d.body.clone());
+    if let Some(trace) = trace {
+        request = request.header("traceparent", trace.to_string());
+    }
     if let Some(secret) = &endpoint.secret {
         let t = chrono::Utc::now().timestamp();
         request = request.header("X-Planboard-Signature", signature(secret, t, &d.body));

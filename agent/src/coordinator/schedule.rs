@@ -103,7 +103,14 @@ impl Driver {
                 }
                 PlanState::Approved | PlanState::Running => {
                     let work = !plan.ready().is_empty() || !plan.in_progress().is_empty();
-                    if self.run.state == RunState::Paused && (!self.stuck || work) {
+                    // A stuck run goes on once people dealt with what
+                    // failed: retried, there is work again; skipped, maybe
+                    // nothing is left but to finish.
+                    let settled = plan
+                        .subtasks()
+                        .iter()
+                        .all(|s| matches!(s.state(), SubtaskState::Done | SubtaskState::Skipped));
+                    if self.run.state == RunState::Paused && (!self.stuck || work || settled) {
                         self.stuck = false;
                         self.move_to(RunState::Running, "resumed").await;
                     }

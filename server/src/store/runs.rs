@@ -78,6 +78,9 @@ pub trait RunStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// The newest deliveries first.
     async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError>;
+    /// Forgets the deliveries that are over and were recorded before
+    /// `before`; how many.
+    async fn purge_deliveries(&self, before: Timestamp) -> Result<u64, StoreError>;
     /// The endpoints admins added, oldest first.
     async fn webhook_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError>;
     /// `false` when an endpoint with its URL exists already.
@@ -312,6 +315,10 @@ impl RunStore for SqlStore {
 
     async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
         self.newest_deliveries(limit).await
+    }
+
+    async fn purge_deliveries(&self, before: Timestamp) -> Result<u64, StoreError> {
+        self.delete_old_deliveries(before).await
     }
 
     async fn webhook_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError> {

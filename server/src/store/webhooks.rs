@@ -245,6 +245,19 @@ impl SqlStore {
         Ok(())
     }
 
+    /// Deletes the deliveries that are over (delivered or given up)
+    /// recorded before `before`; pending ones stay whatever their age.
+    pub(super) async fn delete_old_deliveries(&self, before: Timestamp) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM webhook_deliveries \
+             WHERE status IN ('delivered', 'failed') AND created_at < $1",
+        )
+        .bind(ts(before))
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     pub(super) async fn newest_deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM webhook_deliveries ORDER BY seq DESC, endpoint LIMIT $1"

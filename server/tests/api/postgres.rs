@@ -709,6 +709,28 @@ pub async fn webhook_store_story(url: &str) {
         gave_up.iter().find(|d| d.seq == 1).unwrap().status,
         "failed"
     );
+    // Old deliveries that are over are forgotten; a pending one is kept
+    // however old.
+    let mut old = new(3);
+    old.created_at = now - chrono::Duration::days(40);
+    store.enqueue_deliveries(&[old]).await.unwrap();
+    store
+        .purge_deliveries(now - chrono::Duration::days(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        ours(store.deliveries(500).await.unwrap()).len(),
+        3,
+        "none old enough"
+    );
+    let purged = store
+        .purge_deliveries(now + chrono::Duration::seconds(1))
+        .await
+        .unwrap();
+    assert!(purged >= 2, "{purged}");
+    let left = ours(store.deliveries(500).await.unwrap());
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!((left[0].seq, left[0].status.as_str()), (3, "pending"));
     // The cursor is kept.
     let before = store.webhook_cursor().await.unwrap();
     store.set_webhook_cursor(41).await.unwrap();

@@ -884,6 +884,55 @@ async fn the_inbox_lists_what_waits_for_a_person_and_lets_it_go_once_done() {
     assert_eq!(needs, json!([]));
 }
 
+#[tokio::test]
+async fn a_run_stuck_on_a_subtask_the_agent_gave_up_on_is_in_the_inbox_until_a_person_skips_it() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    fake.content(json!({"confidence": 0.9, "mode": "simple", "reason": "one step"}));
+    fake.content(json!({"title": "t", "subtasks": [
+        {"name": "fetch the data", "description": "d", "expected_outcome": "data", "depends_on": []}
+    ]}));
+    fake.content(json!({"action": "fail", "reason": "the source is offline"}));
+    // The planner's recovery (the fake's default) gives up.
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Fetch the data", "approval_required": false, "max_attempts": 1}),
+    )
+    .await;
+    let mut needs = json!([]);
+    for _ in 0..400 {
+        needs = server.get("/api/inbox").await.1;
+        if needs.as_array().is_some_and(|n| !n.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(needs.as_array().unwrap().len(), 1, "{needs}");
+    assert_eq!(needs[0]["kind"], "stuck");
+    assert_eq!(needs[0]["run_id"], run.as_str());
+    let text = needs[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("fetch the data") && text.contains("failed"),
+        "{text}"
+    );
+    // The give-up pauses the run on the failed subtask.
+    assert_eq!(
+        server.get(&format!("/api/runs/{run}")).await.1["state"],
+        "paused"
+    );
+    // A person skips it (its last subtask): the run finishes by itself
+    // and nothing waits.
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{plan}/subtasks/1/state"),
+            json!({"state": "skipped"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "done").await;
+    assert_eq!(server.get("/api/inbox").await.1, json!([]));
+}
+
 /// A webhook receiver: answers each POST with the next status of
 /// `statuses` (then 200), keeping the headers and bodies it got.
 struct Receiver {
@@ -933,6 +982,10 @@ fn webhook_server_config(dir: &std::path::Path, fake: &FakeOpenAi, url: &str) ->
         max_attempts: 5,
         poll: Duration::from_millis(20),
         timeout: Duration::from_secs(2),
+        // Nothing settles during a test: every round reads the run's
+        // entries again, and must record nothing twice.
+        settle: Duration::from_secs(3600),
+        retention: Duration::from_secs(30 * 24 * 3600),
     };
     config
 }
@@ -1020,6 +1073,23 @@ async fn a_plan_waiting_for_approval_is_posted_signed_and_a_failing_endpoint_is_
         "{delivered}"
     );
     assert!(delivered.get("body").is_none());
+    // Read again every round (nothing settled), recorded once; the cursor
+    // waits before the entries that may still have company below them.
+    let (_, list) = server.get("/api/webhooks/deliveries").await;
+    let approvals = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["event"] == "approval_needed")
+        .count();
+    assert_eq!(approvals, 1, "{list}");
+    let store = server.services.runs.store();
+    let cursor = store.webhook_cursor().await.unwrap().unwrap();
+    let logged = store.run_log_since(0, 500).await.unwrap();
+    assert!(
+        logged.iter().all(|e| e.seq > cursor),
+        "the cursor {cursor} moved past unsettled entries"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

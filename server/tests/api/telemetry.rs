@@ -21,12 +21,19 @@ use crate::fake_openai::FakeOpenAi;
 use crate::runs::wait_for;
 use crate::support::{local, TestServer};
 
+/// Each notification's event and `traceparent`.
+type Notified = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// An OTLP/HTTP receiver on port 0: keeps every span and the service
 /// names it was sent under.
 struct Collector {
     url: String,
     spans: Arc<Mutex<Vec<Span>>>,
     services: Arc<Mutex<Vec<String>>>,
+    /// A webhook endpoint beside it: each notification's event and
+    /// `traceparent`.
+    hook: String,
+    notified: Notified,
 }
 
 async fn collector() -> Collector {
@@ -36,42 +43,67 @@ async fn collector() -> Collector {
     let spans: Arc<Mutex<Vec<Span>>> = Default::default();
     let services: Arc<Mutex<Vec<String>>> = Default::default();
     let (kept, named) = (spans.clone(), services.clone());
-    let app = axum::Router::new().route(
-        "/v1/traces",
-        post(move |headers: axum::http::HeaderMap, body: bytes::Bytes| {
-            let (kept, named) = (kept.clone(), named.clone());
-            async move {
-                assert_eq!(headers["content-type"], "application/x-protobuf");
-                let request = ExportTraceServiceRequest::decode(body).expect("OTLP protobuf");
-                for resource in request.resource_spans {
-                    let service = resource
-                        .resource
-                        .iter()
-                        .flat_map(|r| &r.attributes)
-                        .find(|kv| kv.key == "service.name")
-                        .and_then(|kv| kv.value.as_ref()?.value.as_ref())
-                        .and_then(|v| match v {
-                            Any::StringValue(s) => Some(s.clone()),
-                            _ => None,
-                        })
-                        .unwrap_or_default();
-                    named.lock().unwrap().push(service);
-                    for scope in resource.scope_spans {
-                        kept.lock().unwrap().extend(scope.spans);
-                    }
+    let hook = url.replace("/v1/traces", "/hook");
+    let notified: Notified = Default::default();
+    let told = notified.clone();
+    let app = axum::Router::new()
+        .route(
+            "/hook",
+            post(move |headers: axum::http::HeaderMap| {
+                let told = told.clone();
+                async move {
+                    let header = |name: &str| {
+                        headers
+                            .get(name)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_string)
+                    };
+                    told.lock().unwrap().push((
+                        header("x-planboard-event").unwrap_or_default(),
+                        header("traceparent"),
+                    ));
+                    axum::http::StatusCode::NO_CONTENT
                 }
-                (
-                    [("content-type", "application/x-protobuf")],
-                    ExportTraceServiceResponse::default().encode_to_vec(),
-                )
-            }
-        }),
-    );
+            }),
+        )
+        .route(
+            "/v1/traces",
+            post(move |headers: axum::http::HeaderMap, body: bytes::Bytes| {
+                let (kept, named) = (kept.clone(), named.clone());
+                async move {
+                    assert_eq!(headers["content-type"], "application/x-protobuf");
+                    let request = ExportTraceServiceRequest::decode(body).expect("OTLP protobuf");
+                    for resource in request.resource_spans {
+                        let service = resource
+                            .resource
+                            .iter()
+                            .flat_map(|r| &r.attributes)
+                            .find(|kv| kv.key == "service.name")
+                            .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+                            .and_then(|v| match v {
+                                Any::StringValue(s) => Some(s.clone()),
+                                _ => None,
+                            })
+                            .unwrap_or_default();
+                        named.lock().unwrap().push(service);
+                        for scope in resource.scope_spans {
+                            kept.lock().unwrap().extend(scope.spans);
+                        }
+                    }
+                    (
+                        [("content-type", "application/x-protobuf")],
+                        ExportTraceServiceResponse::default().encode_to_vec(),
+                    )
+                }
+            }),
+        );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     Collector {
         url,
         spans,
         services,
+        hook,
+        notified,
     }
 }
 
@@ -97,7 +129,17 @@ fn int(span: &Span, key: &str) -> Option<i64> {
 }
 
 fn traced_config(dir: &std::path::Path, fake: &FakeOpenAi, collector: &Collector) -> Config {
+    let webhooks = server::webhooks::WebhookConfig {
+        endpoints: vec![server::webhooks::Endpoint {
+            url: collector.hook.parse().unwrap(),
+            secret: None,
+            slack: false,
+        }],
+        poll: Duration::from_millis(20),
+        ..Default::default()
+    };
     Config {
+        webhooks,
         llm: Some(fake.config(Duration::from_secs(10))),
         workspaces: dir.join("workspaces"),
         sandbox: false,
@@ -313,6 +355,22 @@ async fn a_runs_spans_reach_an_otlp_receiver_as_one_tree_under_the_request_that_
         .unwrap()
         .iter()
         .all(|s| s == "planboard"));
+    // The notification that the run finished carries the run span's
+    // context: the receiver's spans can join the run's trace.
+    let expected = format!("00-{caller_trace}-{}-01", hex::encode(&agent.span_id));
+    let mut notified = Vec::new();
+    for _ in 0..200 {
+        notified = collector.notified.lock().unwrap().clone();
+        if notified.iter().any(|(event, _)| event == "run_finished") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let finished = notified
+        .iter()
+        .find(|(event, _)| event == "run_finished")
+        .unwrap_or_else(|| panic!("no run_finished among {notified:?}"));
+    assert_eq!(finished.1.as_deref(), Some(expected.as_str()));
 }
 
 #[tokio::test]
