@@ -241,4 +241,160 @@ mod tests {
             .to_string()
             .contains("not valid"));
     }
+
+    fn stdio(command: &str, args: &[&str]) -> McpServer {
+        McpServer {
+            url: None,
+            token: None,
+            command: Some(command.to_string()),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// The npm package `@modelcontextprotocol/server-everything`, which
+    /// `scripts/test` installs and names in `PLANBOARD_TEST_MCP_EVERYTHING`.
+    fn everything() -> Option<String> {
+        match std::env::var("PLANBOARD_TEST_MCP_EVERYTHING") {
+            Ok(path) => {
+                assert!(
+                    Path::new(&path).is_file(),
+                    "PLANBOARD_TEST_MCP_EVERYTHING names no file: {path}"
+                );
+                Some(path)
+            }
+            Err(_) => {
+                eprintln!(
+                    "skipped: PLANBOARD_TEST_MCP_EVERYTHING is not set (scripts/test sets it)"
+                );
+                None
+            }
+        }
+    }
+
+    fn text_of(result: Result<String, ToolError>) -> String {
+        match result {
+            Ok(text) => text,
+            Err(e) => panic!("the call failed: {}", e.message),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_real_third_party_server_over_stdio_offers_its_tools_and_answers() {
+        let Some(path) = everything() else { return };
+        let mut server = stdio("node", &[&path, "stdio"]);
+        server
+            .env
+            .insert("PLANBOARD_MCP_PROBE".into(), "handed-over".into());
+        let tools = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            McpTools::connect("everything", &server),
+        )
+        .await
+        .expect("connects in time")
+        .expect("connects");
+        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+        for expected in ["echo", "get-sum", "get-env"] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} in {names:?}"
+            );
+        }
+        let echo = tools
+            .specs()
+            .into_iter()
+            .find(|s| s.name == "echo")
+            .unwrap();
+        assert_eq!(echo.parameters["type"], "object", "{}", echo.parameters);
+        let said = text_of(
+            tools
+                .call("echo", &serde_json::json!({"message": "hello planboard"}))
+                .await,
+        );
+        assert!(said.contains("hello planboard"), "{said}");
+        let sum = text_of(
+            tools
+                .call("get-sum", &serde_json::json!({"a": 2, "b": 3}))
+                .await,
+        );
+        assert!(sum.contains('5'), "{sum}");
+        // The server's environment is the one the operator gave it.
+        let env = text_of(tools.call("get-env", &serde_json::json!({})).await);
+        assert!(env.contains("handed-over"), "the env reached the server");
+        // A call the server refuses is the model's to fix, not a retry.
+        let refused = tools
+            .call("get-sum", &serde_json::json!({"a": "two"}))
+            .await
+            .expect_err("refused");
+        assert!(!refused.retryable, "{}", refused.message);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_or_missing_server_is_a_connect_error_that_names_it() {
+        let http = McpServer {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            ..stdio("unused", &[])
+        };
+        let http = McpServer {
+            command: None,
+            ..http
+        };
+        let error = match McpTools::connect("gone", &http).await {
+            Ok(_) => panic!("connected to nothing"),
+            Err(e) => e,
+        };
+        assert!(
+            matches!(&error, McpError::Connect { name, .. } if name == "gone"),
+            "{error}"
+        );
+        let missing = stdio("/nonexistent/mcp-server", &[]);
+        let error = match McpTools::connect("missing", &missing).await {
+            Ok(_) => panic!("started a missing program"),
+            Err(e) => e,
+        };
+        assert!(error.to_string().contains("missing"), "{error}");
+    }
+
+    /// A stdio MCP server that answers `initialize` and `tools/list`, then
+    /// exits in the middle of the first call.
+    const DYING_SERVER: &str = r#"
+import sys, json
+for line in sys.stdin:
+    msg = json.loads(line)
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "dying", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "crash", "description": "dies",
+                             "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        sys.exit(3)
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"#;
+
+    #[tokio::test]
+    async fn a_server_that_dies_mid_call_gives_a_retryable_error_and_no_hang() {
+        let server = stdio("python3", &["-c", DYING_SERVER]);
+        let tools = McpTools::connect("dying", &server).await.expect("connects");
+        assert_eq!(tools.specs()[0].name, "crash");
+        for _ in 0..2 {
+            let failed = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                tools.call("crash", &serde_json::json!({})),
+            )
+            .await
+            .expect("the call ends when the server dies")
+            .expect_err("the server died");
+            assert!(failed.retryable, "{}", failed.message);
+            assert!(
+                failed.message.contains("MCP server dying failed"),
+                "{}",
+                failed.message
+            );
+        }
+    }
 }
