@@ -29,6 +29,8 @@
 //! - [`needs`]: what waits for a person across plans and runs ([`Need`]).
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
 //! - [`trace`]: the W3C [`TraceParent`] a run's spans join.
+//! - [`tools`]: the MCP servers as the Tools page shows them
+//!   ([`ToolServerView`]).
 
 pub mod config;
 pub mod cost;
@@ -38,6 +40,7 @@ pub mod needs;
 pub mod record;
 pub mod state;
 pub mod stream;
+pub mod tools;
 pub mod trace;
 
 pub use config::{
@@ -54,6 +57,7 @@ pub use needs::{Need, NeedKind};
 pub use record::{RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;
+pub use tools::{ToolServerView, ToolSource, ToolTransport};
 pub use trace::{BadTraceParent, TraceParent};
 
 use serde::de::DeserializeOwned;

@@ -99,7 +99,7 @@ pub async fn start_with_model(
     let store = Arc::new(SqlStore::connect(&config.database_url).await?);
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
-    let tool_servers = runs::connect_tool_servers(config).await;
+    let tool_servers = runs::connect_tool_servers(config, store.as_ref()).await?;
     let telemetry = match &config.telemetry {
         None => None,
         Some(t) => Some(Arc::new(

@@ -24,6 +24,7 @@ pub mod runs;
 pub mod schema;
 pub mod stream;
 pub mod subtasks;
+pub mod tool_servers;
 pub mod tools;
 pub mod webhooks;
 
@@ -66,7 +67,9 @@ pub struct ApiState {
         stream::plan_stream, stream::all_stream,
         runs::start_run, runs::list_runs, runs::get_run, runs::run_cost, runs::inbox,
         webhooks::list_endpoints, webhooks::add_endpoint, webhooks::remove_endpoint,
-        webhooks::webhook_deliveries, runs::run_events, runs::pause_run,
+        webhooks::webhook_deliveries, tool_servers::list_servers, tool_servers::add_server,
+        tool_servers::change_server, tool_servers::test_server, tool_servers::remove_server,
+        runs::run_events, runs::pause_run,
         runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
@@ -158,6 +161,15 @@ pub fn routes(state: ApiState) -> Router {
             axum::routing::delete(webhooks::remove_endpoint),
         )
         .route("/webhooks/deliveries", get(webhooks::webhook_deliveries))
+        .route(
+            "/tool-servers",
+            get(tool_servers::list_servers).post(tool_servers::add_server),
+        )
+        .route(
+            "/tool-servers/{name}",
+            axum::routing::put(tool_servers::change_server).delete(tool_servers::remove_server),
+        )
+        .route("/tool-servers/{name}/test", post(tool_servers::test_server))
         .route("/memories", get(memories::list_memories))
         .route(
             "/memories/{id}",

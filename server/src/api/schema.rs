@@ -123,10 +123,12 @@ schemars_bridge! {
         CostReportDoc => run_model::CostReport,
         NeedDoc => run_model::Need,
         DeliveryDoc => crate::store::Delivery,
+        ToolServerDoc => run_model::ToolServerView,
     ],
     local: [
         super::webhooks::EndpointView,
         super::webhooks::NewEndpoint,
+        super::tool_servers::ToolServerSpec,
         super::docs::ErrorBody,
         super::plans::PlanView,
         super::plans::Changed,

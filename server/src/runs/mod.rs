@@ -24,6 +24,9 @@ pub mod inputs;
 mod log_writer;
 mod needs;
 mod stream;
+pub mod tool_servers;
+
+pub use tool_servers::ToolServers;
 
 use crate::telemetry::Telemetry;
 use run_model::TraceParent;
@@ -112,7 +115,9 @@ pub struct Runs {
     sandbox: Result<Arc<Sandbox>, SandboxUnavailable>,
     /// Every work tool a run can be given, for the task box and for
     /// checking a run's choice.
-    tool_names: Vec<ToolSpec>,
+    builtin_tools: Vec<ToolSpec>,
+    /// The MCP servers (the file's and the board's).
+    tool_servers: Arc<ToolServers>,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
     /// Spans of the runs (OpenTelemetry), when an endpoint is set.
     telemetry: Option<Arc<Telemetry>>,
@@ -193,7 +198,7 @@ impl Runs {
         config: &Config,
         plans: Arc<PlanService>,
         store: Arc<dyn RunStore>,
-        shared_tools: Vec<Arc<dyn ToolBox>>,
+        tool_servers: Arc<ToolServers>,
         model: Option<Arc<dyn Llm>>,
         shared_log: Option<SharedLog>,
         telemetry: Option<Arc<Telemetry>>,
@@ -233,6 +238,7 @@ impl Runs {
         let toolset = {
             let (root, sandbox, web) = (workspaces.clone(), sandbox.clone(), web.clone());
             let policies = config.tool_policies.clone();
+            let servers = tool_servers.clone();
             move |run: RunId| {
                 let dir = root.join(run.to_string());
                 let mut sources = Vec::new();
@@ -247,12 +253,19 @@ impl Runs {
                     }
                 }
                 sources.push(web.clone());
-                sources.extend(shared_tools.iter().cloned());
+                sources.extend(servers.boxes());
                 Toolset::new(sources).with_policies(policies.iter().cloned())
             }
         };
-        // Asked of a toolset for no run, whose empty folder then goes again.
-        let tool_names = toolset(RunId::nil()).specs();
+        // Asked of a toolset for no run, whose empty folder then goes again;
+        // the MCP servers' tools are asked of them each time.
+        let builtin_tools: Vec<ToolSpec> = {
+            let all = toolset(RunId::nil()).specs();
+            let servers: Vec<String> = tool_servers.specs().into_iter().map(|s| s.name).collect();
+            all.into_iter()
+                .filter(|t| !servers.contains(&t.name))
+                .collect()
+        };
         let _ = std::fs::remove_dir(workspaces.join(RunId::nil().to_string()));
         let model_answers = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let agent = match &config.llm {
@@ -287,7 +300,8 @@ impl Runs {
             deciding: tokio::sync::Mutex::new(()),
             workspace_roots: config.workspace_roots.clone(),
             sandbox,
-            tool_names,
+            builtin_tools,
+            tool_servers,
             model_answers,
             telemetry,
         }))
@@ -302,8 +316,20 @@ impl Runs {
     }
 
     /// The work tools a run can be given.
-    pub fn tools(&self) -> &[ToolSpec] {
-        &self.tool_names
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        let mut tools = self.builtin_tools.clone();
+        tools.extend(self.tool_servers.specs());
+        tools
+    }
+
+    /// The MCP servers, to show and to manage.
+    pub fn tool_servers(&self) -> &Arc<ToolServers> {
+        &self.tool_servers
+    }
+
+    /// The built-in work tools (files, code, web).
+    pub fn builtin_tools(&self) -> &[ToolSpec] {
+        &self.builtin_tools
     }
 
     /// Why `run_python` and `run_shell` are not offered, if they are not.
@@ -434,13 +460,14 @@ impl Runs {
         let config = config
             .checked()
             .map_err(|e| RunError::Invalid(e.to_string()))?;
+        let tools = self.tools();
         if let Some(unknown) = config
             .tools
             .iter()
             .flatten()
-            .find(|name| !self.tool_names.iter().any(|t| &t.name == *name))
+            .find(|name| !tools.iter().any(|t| &t.name == *name))
         {
-            let known: Vec<&str> = self.tool_names.iter().map(|t| t.name.as_str()).collect();
+            let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
             return Err(RunError::Invalid(format!(
                 "there is no tool named {unknown}; the tools are {}",
                 known.join(", ")
@@ -967,19 +994,26 @@ fn zip_files(root: &Path, files: &[Artifact]) -> std::io::Result<Vec<u8>> {
 
 /// Connects to the configured MCP servers; one that cannot be reached is
 /// logged and left out (runs go on with the other tools).
-pub async fn connect_tool_servers(config: &Config) -> Vec<Arc<dyn ToolBox>> {
-    let mut out: Vec<Arc<dyn ToolBox>> = Vec::new();
-    for (name, server) in &config.mcp_servers {
-        match agent::mcp::McpTools::connect(name, server).await {
-            Ok(tools) => {
-                tracing::info!(
-                    "MCP server {name}: {} tool(s) for the agent",
-                    tools.specs().len()
-                );
-                out.push(tools);
-            }
-            Err(e) => tracing::error!("MCP server {name} is left out: {e}"),
+pub async fn connect_tool_servers(
+    config: &Config,
+    store: &dyn RunStore,
+) -> Result<Arc<ToolServers>, crate::store::StoreError> {
+    let mut servers: Vec<(String, run_model::ToolSource, agent::mcp::McpServer)> = config
+        .mcp_servers
+        .iter()
+        .map(|(name, server)| (name.clone(), run_model::ToolSource::File, server.clone()))
+        .collect();
+    for stored in store.mcp_servers().await? {
+        // The file's server keeps its name.
+        if config.mcp_servers.contains_key(&stored.name) {
+            tracing::warn!(
+                "MCP server {} is in PLANBOARD_MCP_SERVERS and on the board; the file's is used",
+                stored.name
+            );
+            continue;
         }
+        let server = stored.server();
+        servers.push((stored.name, run_model::ToolSource::Board, server));
     }
-    out
+    Ok(ToolServers::start(servers).await)
 }

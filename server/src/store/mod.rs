@@ -13,6 +13,7 @@
 //! - `memory.rs`: the agent's memories (part of [`RunStore`]), ranked by
 //!   each dialect's full-text search.
 
+mod mcp;
 mod memory;
 mod runs;
 mod sql;
@@ -23,6 +24,7 @@ use plan_engine::{Event, Plan, PlanId, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+pub use mcp::StoredMcpServer;
 pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
 pub use sql::{SqlStore, SNAPSHOT_EVERY};
 pub use webhooks::{Attempt, Delivery, NewDelivery, StoredEndpoint};

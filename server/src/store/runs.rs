@@ -86,6 +86,16 @@ pub trait RunStore: Send + Sync {
     /// `false` when an endpoint with its URL exists already.
     async fn add_webhook_endpoint(&self, endpoint: &StoredEndpoint) -> Result<bool, StoreError>;
     async fn remove_webhook_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError>;
+    /// The MCP servers admins added, by name.
+    async fn mcp_servers(&self) -> Result<Vec<super::StoredMcpServer>, StoreError>;
+    /// Adds a server (`replace: false`; `false` when the name is taken) or
+    /// replaces one (`false` when there is none of that name).
+    async fn put_mcp_server(
+        &self,
+        server: &super::StoredMcpServer,
+        replace: bool,
+    ) -> Result<bool, StoreError>;
+    async fn remove_mcp_server(&self, name: &str) -> Result<bool, StoreError>;
     /// How many runs are in each state (for `/metrics`).
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError>;
     /// Every plan an agent's run made (the lists' "agent" filter).
@@ -331,6 +341,22 @@ impl RunStore for SqlStore {
 
     async fn remove_webhook_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError> {
         self.delete_endpoint(id).await
+    }
+
+    async fn mcp_servers(&self) -> Result<Vec<super::StoredMcpServer>, StoreError> {
+        self.select_mcp_servers().await
+    }
+
+    async fn put_mcp_server(
+        &self,
+        server: &super::StoredMcpServer,
+        replace: bool,
+    ) -> Result<bool, StoreError> {
+        self.write_mcp_server(server, replace).await
+    }
+
+    async fn remove_mcp_server(&self, name: &str) -> Result<bool, StoreError> {
+        self.delete_mcp_server(name).await
     }
 
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError> {

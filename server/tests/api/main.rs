@@ -20,4 +20,5 @@ mod runs;
 mod site;
 mod support;
 mod telemetry;
+mod tool_servers;
 mod tools;

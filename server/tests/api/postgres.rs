@@ -755,3 +755,67 @@ async fn the_webhook_store_works_on_sqlite() {
     ))
     .await;
 }
+
+/// MCP servers on either database: added once per name, replaced, listed
+/// by name with their args and env, removed. A name of this run's own
+/// keeps a shared database's other rows out of the way.
+pub async fn mcp_store_story(url: &str) {
+    use server::store::{RunStore, SqlStore, StoredMcpServer};
+    let store = SqlStore::connect(url).await.unwrap();
+    let name = format!("s{}", uuid::Uuid::new_v4().simple());
+    let server = StoredMcpServer {
+        name: name.clone(),
+        url: None,
+        token: None,
+        command: Some("node".into()),
+        args: vec!["index.js".into(), "stdio".into()],
+        env: [("KEY".to_string(), "value".to_string())].into(),
+        created_by: "alice".into(),
+        created_at: chrono::Utc::now(),
+    };
+    assert!(store.put_mcp_server(&server, false).await.unwrap());
+    assert!(
+        !store.put_mcp_server(&server, false).await.unwrap(),
+        "a name once"
+    );
+    let ours = |list: Vec<StoredMcpServer>| list.into_iter().find(|s| s.name == name);
+    let stored = ours(store.mcp_servers().await.unwrap()).unwrap();
+    assert_eq!(stored.args, server.args);
+    assert_eq!(stored.env, server.env);
+    let changed = StoredMcpServer {
+        url: Some("http://127.0.0.1:9/mcp".into()),
+        token: Some("t".into()),
+        command: None,
+        args: vec![],
+        ..server.clone()
+    };
+    assert!(store.put_mcp_server(&changed, true).await.unwrap());
+    let stored = ours(store.mcp_servers().await.unwrap()).unwrap();
+    assert_eq!(
+        (stored.url.as_deref(), stored.command.as_deref()),
+        (Some("http://127.0.0.1:9/mcp"), None)
+    );
+    assert!(
+        !format!("{stored:?}").contains("value"),
+        "Debug shows no env values"
+    );
+    assert!(store.remove_mcp_server(&name).await.unwrap());
+    assert!(!store.remove_mcp_server(&name).await.unwrap());
+    assert!(ours(store.mcp_servers().await.unwrap()).is_none());
+    assert!(
+        !store.put_mcp_server(&changed, true).await.unwrap(),
+        "nothing to replace"
+    );
+}
+
+#[tokio::test]
+async fn the_mcp_server_store_works_on_postgres() {
+    let Some(url) = database() else { return };
+    mcp_store_story(&url).await;
+}
+
+#[tokio::test]
+async fn the_mcp_server_store_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    mcp_store_story(&format!("sqlite://{}", dir.path().join("mcp.db").display())).await;
+}

@@ -1,0 +1,55 @@
+//! The MCP servers whose tools the agent offers, as the Tools page and
+//! `GET /api/tool-servers` show them ([`ToolServerView`]): never a token
+//! or an environment value.
+
+use plan_engine::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Where a server's description comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolSource {
+    /// `PLANBOARD_MCP_SERVERS`: changed by editing the file and restarting.
+    File,
+    /// Added by an admin on the Tools page or over the API.
+    Board,
+}
+
+/// How planboard talks to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolTransport {
+    /// Streamable HTTP, by URL.
+    Http,
+    /// A program started by planboard, over its stdin and stdout.
+    Stdio,
+}
+
+/// One MCP server and its state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolServerView {
+    pub name: String,
+    pub source: ToolSource,
+    pub transport: ToolTransport,
+    /// The URL's scheme and host (its path may hold a secret), or the
+    /// command.
+    pub target: String,
+    /// The command's arguments (stdio).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Whether a bearer token is set (it is never shown).
+    pub has_token: bool,
+    /// The names of the environment variables given (never the values).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Connected, and its tools offered to the agent.
+    pub connected: bool,
+    /// The tools it offers, by name.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Why the last connection failed.
+    pub error: Option<String>,
+    /// When it was last connected or tried.
+    pub checked_at: Timestamp,
+}

@@ -1,0 +1,263 @@
+//! MCP servers managed while the server runs: added (HTTP and stdio, a
+//! real third-party server among them), shown with their state and never
+//! their secrets, offered to runs, tested, changed, removed, kept across a
+//! restart; the file's servers are shown and left alone; admins only.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use server::config::Config;
+
+use crate::fake_openai::FakeOpenAi;
+use crate::runs::{start, wait_for};
+use crate::support::{local, TestServer};
+
+fn config(dir: &std::path::Path, fake: &FakeOpenAi) -> Config {
+    Config {
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.join("ws"),
+        sandbox: false,
+        ..Config::defaults(
+            format!("sqlite://{}", dir.join("tools.db").display()),
+            local(),
+        )
+    }
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+async fn agent_tools(server: &TestServer) -> Vec<String> {
+    let (_, tools) = server.get("/api/agent/tools").await;
+    tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_admin_adds_mcp_servers_at_run_time_and_runs_are_offered_their_tools() {
+    let tool_server = TestServer::start().await;
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &fake);
+    let server = TestServer::with_config(&config, |_| {}).await;
+    assert_eq!(server.get("/api/tool-servers").await.1, json!([]));
+    for bad in [
+        json!({"name": "no spaces", "command": "node"}),
+        json!({"name": "neither"}),
+        json!({"name": "both", "command": "node", "url": "http://127.0.0.1:9/mcp"}),
+        json!({"name": "tok", "command": "node", "token": "t"}),
+    ] {
+        let (status, body) = server.post("/api/tool-servers", bad.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+    }
+    // Streamable HTTP, with a token: connected, its tools listed, the
+    // token and the URL's path never shown.
+    let (status, board) = server
+        .post(
+            "/api/tool-servers",
+            json!({"name": "board", "url": tool_server.url("/mcp"), "token": "tok-secret-1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{board}");
+    assert_eq!(board["connected"], true, "{board}");
+    assert_eq!(board["source"], "board");
+    assert_eq!(board["transport"], "http");
+    assert_eq!(board["has_token"], true);
+    assert!(
+        board["tools"].to_string().contains("create_plan"),
+        "{board}"
+    );
+    assert!(
+        !board["target"].as_str().unwrap().contains("/mcp"),
+        "{board}"
+    );
+    let (status, _) = server
+        .post(
+            "/api/tool-servers",
+            json!({"name": "board", "url": tool_server.url("/mcp")}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "a name is taken once");
+    assert!(agent_tools(&server)
+        .await
+        .contains(&"create_plan".to_string()));
+    // An unreachable server is kept, with its error, offering nothing.
+    let (status, down) = server
+        .post(
+            "/api/tool-servers",
+            json!({"name": "down", "url": "http://127.0.0.1:9/mcp"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{down}");
+    assert_eq!(down["connected"], false);
+    assert!(down["error"].as_str().unwrap().contains("down"), "{down}");
+    let (status, again) = server.post("/api/tool-servers/down/test", json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again["connected"], false);
+    // A real third-party server over stdio, with an environment whose
+    // values are never shown.
+    if let Ok(everything) = std::env::var("PLANBOARD_TEST_MCP_EVERYTHING") {
+        let (status, view) = server
+            .post(
+                "/api/tool-servers",
+                json!({"name": "everything", "command": "node", "args": [everything, "stdio"],
+                       "env": {"PROBE_SECRET": "env-secret-2"}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{view}");
+        assert_eq!(view["connected"], true, "{view}");
+        assert_eq!(view["transport"], "stdio");
+        assert_eq!(view["env"], json!(["PROBE_SECRET"]));
+        assert!(view["tools"].to_string().contains("echo"), "{view}");
+        assert!(agent_tools(&server).await.contains(&"echo".to_string()));
+    } else {
+        eprintln!("skipped the stdio part: PLANBOARD_TEST_MCP_EVERYTHING is not set");
+    }
+    let (_, list) = server.get("/api/tool-servers").await;
+    let shown = list.to_string();
+    assert!(
+        !shown.contains("tok-secret-1") && !shown.contains("env-secret-2"),
+        "{shown}"
+    );
+    // A run is offered the added server's tools beside the built-in ones.
+    let (run, _) = start(
+        &server,
+        json!({"task": "Write a note", "mode": "simple", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &run, "done").await;
+    let action = fake
+        .requests()
+        .into_iter()
+        .find(|r| crate::fake_openai::shape(r) == "action")
+        .unwrap();
+    let offered = action["response_format"]["json_schema"]["schema"]["oneOf"].to_string();
+    assert!(
+        offered.contains("create_plan") && offered.contains("write_file"),
+        "{offered}"
+    );
+    // Changed: connected again with the new address; the token is kept.
+    let (status, changed) = server
+        .send(
+            reqwest::Method::PUT,
+            "/api/tool-servers/down",
+            Some(json!({"name": "down", "url": tool_server.url("/mcp")})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(changed["connected"], true, "{changed}");
+    // Removed: its tools are offered no more.
+    for name in ["board", "down"] {
+        let (status, _) = server
+            .send(
+                reqwest::Method::DELETE,
+                &format!("/api/tool-servers/{name}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{name}");
+    }
+    let (status, _) = server
+        .send(reqwest::Method::DELETE, "/api/tool-servers/board", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!agent_tools(&server)
+        .await
+        .contains(&"create_plan".to_string()));
+    let kept = names(&server.get("/api/tool-servers").await.1);
+    // Kept across a restart on the same database.
+    drop(server);
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (_, list) = server.get("/api/tool-servers").await;
+    assert_eq!(names(&list), kept);
+    for view in list.as_array().unwrap() {
+        assert_eq!(view["connected"], true, "connected at start: {view}");
+    }
+}
+
+#[tokio::test]
+async fn the_files_servers_are_shown_and_left_alone() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), &fake);
+    config.mcp_servers.insert(
+        "filed".into(),
+        agent::mcp::McpServer {
+            url: Some("http://127.0.0.1:9/mcp".into()),
+            token: Some("file-token".into()),
+            command: None,
+            args: vec![],
+            env: Default::default(),
+        },
+    );
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (_, list) = server.get("/api/tool-servers").await;
+    assert_eq!(list[0]["name"], "filed");
+    assert_eq!(list[0]["source"], "file");
+    assert_eq!(list[0]["connected"], false);
+    assert!(!list.to_string().contains("file-token"));
+    let (status, body) = server
+        .send(reqwest::Method::DELETE, "/api/tool-servers/filed", None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("PLANBOARD_MCP_SERVERS"));
+    let (status, _) = server
+        .send(
+            reqwest::Method::PUT,
+            "/api/tool-servers/filed",
+            Some(json!({"name": "filed", "url": "http://127.0.0.1:9/other"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = server
+        .post(
+            "/api/tool-servers",
+            json!({"name": "filed", "command": "node"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "the file's name is taken");
+}
+
+#[tokio::test]
+async fn only_admins_manage_mcp_servers_and_everyone_may_look() {
+    let mut server = crate::auth::token_mode().await;
+    for token in [crate::auth::OPERATOR, crate::auth::VIEWER] {
+        server = server.with_token(token);
+        let (status, _) = server.get("/api/tool-servers").await;
+        assert_eq!(status, StatusCode::OK, "{token}");
+        let (status, _) = server
+            .post(
+                "/api/tool-servers",
+                json!({"name": "x", "url": "http://127.0.0.1:9/mcp"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{token}");
+        let (status, _) = server
+            .send(reqwest::Method::DELETE, "/api/tool-servers/x", None)
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{token}");
+        let (status, _) = server.post("/api/tool-servers/x/test", json!({})).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{token}");
+    }
+    let admin = server.with_token(crate::auth::ADMIN);
+    let (status, _) = admin
+        .post(
+            "/api/tool-servers",
+            json!({"name": "x", "url": "http://127.0.0.1:9/mcp"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
