@@ -35,6 +35,16 @@ pub struct WebhookSettings {
     pub deliveries: Vec<DeliveryRow>,
 }
 
+/// The Tools page: the built-in work tools and the MCP servers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolsOverview {
+    /// Name and description of each built-in tool.
+    pub builtin: Vec<(String, String)>,
+    pub servers: Vec<run_model::ToolServerView>,
+    /// Whether the viewer may add, change, test and remove servers.
+    pub can_manage: bool,
+}
+
 /// One endpoint: its scheme and host only; `id: None` for the configured one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EndpointRow {
@@ -425,6 +435,10 @@ pub trait BoardBackend: Send + Sync {
     async fn needs(&self) -> Result<Vec<run_model::Need>, BoardError>;
     /// The webhooks (the caller checked the viewer is an admin).
     async fn webhook_settings(&self) -> Result<WebhookSettings, BoardError>;
+    /// The built-in tools and the MCP servers with their state.
+    async fn tools_overview(
+        &self,
+    ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError>;
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -559,6 +573,23 @@ pub async fn load_webhook_settings() -> Result<WebhookSettings, BoardError> {
                 )));
             }
             backend()?.webhook_settings().await
+        }
+        .await,
+    )
+}
+
+/// The Tools page: anyone may look; only admins get the forms.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_tools() -> Result<ToolsOverview, BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            let (builtin, servers) = backend()?.tools_overview().await?;
+            Ok(ToolsOverview {
+                builtin,
+                servers,
+                can_manage: viewer.is_admin,
+            })
         }
         .await,
     )

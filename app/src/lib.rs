@@ -42,7 +42,7 @@ use board::BoardPage;
 use i18n::{use_lang, Lang};
 use pages::{
     activity::ActivityPage, history::HistoryPage, inbox::InboxPage, memories::MemoriesPage,
-    new_plan::NewPage, plans::PlansPage, settings::SettingsPage,
+    new_plan::NewPage, plans::PlansPage, settings::SettingsPage, tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -84,6 +84,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/memories") view=MemoriesPage/>
                     <Route path=path!("/inbox") view=InboxPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
+                    <Route path=path!("/tools") view=ToolsPage/>
                     <Route path=path!("/plans/new") view=NewPage/>
                     <Route path=path!("/plans/:id") view=BoardPage/>
                     <Route path=path!("/plans/:id/activity") view=ActivityPage/>
@@ -125,6 +126,7 @@ fn TopBar() -> impl IntoView {
                     {lang.pick("Needs you", "待处理")}" "<pages::inbox::NeedsCount/>
                 </a>
                 <a href="/plans/new">{lang.pick("New plan", "新建计划")}</a>
+                <a href="/tools" data-testid="nav-tools">{lang.pick("Tools", "工具")}</a>
                 <a href="/settings" data-testid="nav-settings">{lang.pick("Settings", "设置")}</a>
             </nav>
             <a

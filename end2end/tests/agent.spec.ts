@@ -1,3 +1,4 @@
+import * as path from "path";
 import { expect, test } from "@playwright/test";
 import { createPlan, shot, unique } from "./helpers";
 
@@ -410,4 +411,40 @@ test("an admin adds a webhook endpoint on the settings page and removes it", asy
   await row.getByTestId("endpoint-remove").click();
   await page.waitForURL(/\/settings$/);
   await expect(page.getByTestId("endpoint-row").filter({ hasText: host })).toHaveCount(0);
+});
+
+test("an admin connects a real MCP server on the Tools page, tests it and removes it", async ({ page }) => {
+  // A third-party MCP server from npm (installed with these tests), started
+  // by planboard over stdio.
+  const everything = path.resolve(
+    __dirname,
+    "../node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+  );
+  const name = unique("everything").toLowerCase().replace(/[^a-z0-9]+/g, "-").slice(0, 40);
+  await page.goto("/");
+  await page.getByTestId("nav-tools").click();
+  await page.waitForURL(/\/tools$/);
+  await expect(page.getByTestId("builtin-tool").filter({ hasText: "write_file" })).toHaveCount(1);
+  await page.getByTestId("server-name-input").fill(name);
+  await page.getByTestId("server-command-input").fill("node");
+  await page.getByTestId("server-args-input").fill(`${everything}\nstdio`);
+  await page.locator('form[data-testid="server-add"] textarea[name="env"]').fill("PROBE_SECRET=env-secret-e2e");
+  await page.getByTestId("server-add-button").click();
+  await page.waitForURL(/\/tools$/);
+  const row = page.locator(`[data-testid="server-row"][data-name="${name}"]`);
+  await expect(row.getByTestId("server-state")).toHaveText("connected");
+  await expect(row.getByTestId("server-tools")).toContainText("echo");
+  await expect(row).toContainText("env: PROBE_SECRET");
+  await expect(page.locator("body")).not.toContainText("env-secret-e2e");
+  await shot(page, "tools-page");
+  // The task box offers its tools now.
+  await page.goto("/plans/new");
+  await expect(page.getByTestId("task-tool-echo")).toBeChecked();
+  await page.goto("/tools");
+  await row.getByTestId("server-test").click();
+  await page.waitForURL(/\/tools$/);
+  await expect(row.getByTestId("server-state")).toHaveText("connected");
+  await row.getByTestId("server-remove").click();
+  await page.waitForURL(/\/tools$/);
+  await expect(page.locator(`[data-testid="server-row"][data-name="${name}"]`)).toHaveCount(0);
 });

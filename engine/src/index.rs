@@ -14,7 +14,7 @@
 //! It is never serialized and compares equal to any other index, so plans
 //! compare by their data alone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use crate::model::{Plan, Subtask, SubtaskId, SubtaskState};
@@ -44,12 +44,18 @@ impl std::fmt::Debug for DerivedIndex {
     }
 }
 
-/// Per-subtask tables are vectors indexed by the subtask id: ids are small,
-/// dense and never reused, so this beats hashing on every lookup.
+/// Per-subtask tables are vectors indexed by a slot: the subtask id while
+/// ids are dense (they are never reused, so this beats hashing on every
+/// lookup), the position when they are sparse — an imported plan may number
+/// its subtasks up to 2³², and a table as long as the largest id would take
+/// gigabytes (the API fuzzer found it: 25 GB for one id of 2³⁰).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub(crate) struct Index {
-    /// `positions[id]` is the display position, or `NONE` for deleted ids.
+    /// Dense: `positions[id]` is the display position, or `NONE` for
+    /// deleted ids. Sparse: unused.
     positions: Vec<usize>,
+    /// Sparse ids: id → position (which is then the slot).
+    sparse: Option<HashMap<u32, usize>>,
     /// Changes only with the plan's structure, when the index is rebuilt,
     /// so copies of a plan share it.
     dependents: Arc<Vec<Vec<SubtaskId>>>,
@@ -65,18 +71,30 @@ const NONE: usize = usize::MAX;
 
 impl Index {
     pub(crate) fn build(subtasks: &[Arc<Subtask>]) -> Index {
-        let slots = subtasks
+        let largest = subtasks
             .iter()
             .map(|s| s.id.0 as usize + 1)
             .max()
             .unwrap_or(0);
+        // Dense while the tables stay within a few times the plan.
+        let dense = largest <= 4 * subtasks.len() + 1024;
+        let slots = if dense { largest } else { subtasks.len() };
         let mut index = Index {
-            positions: vec![NONE; slots],
+            positions: if dense { vec![NONE; slots] } else { Vec::new() },
+            sparse: (!dense).then(|| {
+                subtasks
+                    .iter()
+                    .enumerate()
+                    .map(|(p, s)| (s.id.0, p))
+                    .collect()
+            }),
             unmet: vec![0; slots],
             ..Index::default()
         };
         for (p, s) in subtasks.iter().enumerate() {
-            index.positions[s.id.0 as usize] = p;
+            if dense {
+                index.positions[s.id.0 as usize] = p;
+            }
             index.counts[s.state.slot()] += 1;
             if s.state == SubtaskState::InProgress {
                 index.in_progress.insert(p);
@@ -86,7 +104,7 @@ impl Index {
         for (p, s) in subtasks.iter().enumerate() {
             let mut unmet = 0;
             for dep in &s.dependencies {
-                if let Some(list) = dependents.get_mut(dep.0 as usize) {
+                if let Some(list) = index.slot(*dep).and_then(|k| dependents.get_mut(k)) {
                     list.push(s.id);
                 }
                 let settled = index
@@ -96,7 +114,9 @@ impl Index {
                     unmet += 1;
                 }
             }
-            index.unmet[s.id.0 as usize] = unmet;
+            if let Some(k) = index.slot(s.id) {
+                index.unmet[k] = unmet;
+            }
             if s.state == SubtaskState::Todo && unmet == 0 {
                 index.ready.insert(p);
             }
@@ -105,11 +125,23 @@ impl Index {
         index
     }
 
+    /// Where `id`'s entries are in the per-subtask tables.
+    fn slot(&self, id: SubtaskId) -> Option<usize> {
+        match &self.sparse {
+            None => Some(id.0 as usize),
+            Some(ids) => ids.get(&id.0).copied(),
+        }
+    }
+
     pub(crate) fn position(&self, id: SubtaskId) -> Option<usize> {
-        self.positions
-            .get(id.0 as usize)
-            .copied()
-            .filter(|&p| p != NONE)
+        match &self.sparse {
+            None => self
+                .positions
+                .get(id.0 as usize)
+                .copied()
+                .filter(|&p| p != NONE),
+            Some(ids) => ids.get(&id.0).copied(),
+        }
     }
 
     pub(crate) fn count(&self, state: SubtaskState) -> usize {
@@ -117,12 +149,15 @@ impl Index {
     }
 
     pub(crate) fn unmet(&self, id: SubtaskId) -> usize {
-        self.unmet.get(id.0 as usize).copied().unwrap_or(0)
+        self.slot(id)
+            .and_then(|k| self.unmet.get(k))
+            .copied()
+            .unwrap_or(0)
     }
 
     pub(crate) fn dependents(&self, id: SubtaskId) -> &[SubtaskId] {
-        self.dependents
-            .get(id.0 as usize)
+        self.slot(id)
+            .and_then(|k| self.dependents.get(k))
             .map_or(&[], Vec::as_slice)
     }
 
@@ -161,19 +196,15 @@ impl Index {
         if from.is_settled() == to.is_settled() {
             return;
         }
-        let Some(dependents) = self.dependents.get(id.0 as usize) else {
+        let all = self.dependents.clone();
+        let Some(dependents) = self.slot(id).and_then(|k| all.get(k)) else {
             return;
         };
         for d in dependents {
-            let Some(q) = self
-                .positions
-                .get(d.0 as usize)
-                .copied()
-                .filter(|&q| q != NONE)
-            else {
+            let Some(q) = self.position(*d) else {
                 continue;
             };
-            let Some(unmet) = self.unmet.get_mut(d.0 as usize) else {
+            let Some(unmet) = self.slot(*d).and_then(|k| self.unmet.get_mut(k)) else {
                 continue;
             };
             let is_todo = subtasks[q].state == SubtaskState::Todo;

@@ -272,6 +272,18 @@ impl BoardBackend for Board {
         })
     }
 
+    async fn tools_overview(
+        &self,
+    ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError> {
+        let builtin = self
+            .1
+            .builtin_tools()
+            .iter()
+            .map(|t| (t.name.clone(), t.description.clone()))
+            .collect();
+        Ok((builtin, self.1.tool_servers().views()))
+    }
+
     async fn webhook_settings(&self) -> Result<app::api::WebhookSettings, BoardError> {
         let store = self.1.store();
         let store_error = |e| run_error(crate::runs::RunError::Store(e));
@@ -1508,6 +1520,139 @@ async fn webhook_change(
     .await;
     match result {
         Ok(()) => axum::response::Redirect::to("/settings").into_response(),
+        Err(e) => {
+            let status = match e {
+                BoardError::NotFound(_) => axum::http::StatusCode::NOT_FOUND,
+                BoardError::Forbidden(_) => axum::http::StatusCode::FORBIDDEN,
+                _ => axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            };
+            (status, app::board::explain(&e, lang)).into_response()
+        }
+    }
+}
+
+/// The Tools page's add and change forms: a URL or a command, arguments
+/// and `NAME=value` lines one per line; an empty token or env keeps the
+/// stored one on a change.
+#[derive(serde::Deserialize)]
+pub struct ToolServerForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    command: String,
+    #[serde(default)]
+    args: String,
+    #[serde(default)]
+    env: String,
+}
+
+impl ToolServerForm {
+    fn spec(
+        self,
+        name: Option<&str>,
+    ) -> Result<crate::runs::tool_servers::ToolServerSpec, BoardError> {
+        let filled = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+        let mut env = std::collections::BTreeMap::new();
+        for line in self.env.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (key, value) = line.split_once('=').ok_or_else(|| {
+                BoardError::Refused(format!(
+                    "an env line is NAME=value, not '{}'",
+                    line.chars().take(60).collect::<String>()
+                ))
+            })?;
+            env.insert(key.trim().to_string(), value.to_string());
+        }
+        Ok(crate::runs::tool_servers::ToolServerSpec {
+            name: name.map(str::to_string).unwrap_or(self.name),
+            url: filled(self.url),
+            token: filled(self.token),
+            command: filled(self.command),
+            args: self
+                .args
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect(),
+            env: (!env.is_empty()).then_some(env),
+        })
+    }
+}
+
+fn tool_server_error(e: crate::runs::tool_servers::ToolServerError) -> BoardError {
+    use crate::runs::tool_servers::ToolServerError as E;
+    match e {
+        E::NotFound(_) => BoardError::NotFound(e.to_string()),
+        E::Store(e) => run_error(crate::runs::RunError::Store(e)),
+        other => BoardError::Refused(other.to_string()),
+    }
+}
+
+pub async fn tool_server_add_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ToolServerForm>,
+) -> axum::response::Response {
+    tool_server_change(&board, &viewer, &headers, None, "add", Some(form)).await
+}
+
+/// `test`, `remove` or `edit` a server.
+pub async fn tool_server_action_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    axum::extract::Path((name, action)): axum::extract::Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ToolServerForm>,
+) -> axum::response::Response {
+    tool_server_change(&board, &viewer, &headers, Some(&name), &action, Some(form)).await
+}
+
+async fn tool_server_change(
+    board: &Board,
+    viewer: &app::api::Viewer,
+    headers: &axum::http::HeaderMap,
+    name: Option<&str>,
+    action: &str,
+    form: Option<ToolServerForm>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let lang = app::i18n::from_headers(headers);
+    let store = board.1.store();
+    let servers = board.1.tool_servers();
+    let result = async {
+        if !viewer.is_admin {
+            return Err(BoardError::Forbidden(lang.pick(
+                format!(
+                    "{} is not an admin: only admins manage MCP servers",
+                    viewer.name
+                ),
+                format!("{} 不是管理员：只有管理员可以管理 MCP 服务器", viewer.name),
+            )));
+        }
+        let form = form.ok_or_else(|| BoardError::Refused("the form is empty".into()))?;
+        match (action, name) {
+            ("add", None) => servers
+                .add(store.as_ref(), form.spec(None)?, &viewer.name)
+                .await
+                .map(|_| ()),
+            ("edit", Some(name)) => servers
+                .change(store.as_ref(), name, form.spec(Some(name))?, &viewer.name)
+                .await
+                .map(|_| ()),
+            ("test", Some(name)) => servers.test(name).await.map(|_| ()),
+            ("remove", Some(name)) => servers.delete(store.as_ref(), name).await,
+            (other, _) => return Err(BoardError::NotFound(format!("no action is called {other}"))),
+        }
+        .map_err(tool_server_error)
+    }
+    .await;
+    match result {
+        Ok(()) => axum::response::Redirect::to("/tools").into_response(),
         Err(e) => {
             let status = match e {
                 BoardError::NotFound(_) => axum::http::StatusCode::NOT_FOUND,

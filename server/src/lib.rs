@@ -258,7 +258,15 @@ pub fn router_with_pages(
         )
         .route(
             "/settings/webhooks/{id}/remove",
-            axum::routing::post(board::webhook_remove_form).with_state(board),
+            axum::routing::post(board::webhook_remove_form).with_state(board.clone()),
+        )
+        .route(
+            "/tools/servers",
+            axum::routing::post(board::tool_server_add_form).with_state(board.clone()),
+        )
+        .route(
+            "/tools/servers/{name}/{action}",
+            axum::routing::post(board::tool_server_action_form).with_state(board),
         )
         .leptos_routes_with_context(
             &options,

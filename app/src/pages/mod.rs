@@ -10,3 +10,4 @@ pub mod new_plan;
 pub mod plans;
 pub mod settings;
 pub mod task;
+pub mod tools;

@@ -128,7 +128,7 @@ schemars_bridge! {
     local: [
         super::webhooks::EndpointView,
         super::webhooks::NewEndpoint,
-        super::tool_servers::ToolServerSpec,
+        crate::runs::tool_servers::ToolServerSpec,
         super::docs::ErrorBody,
         super::plans::PlanView,
         super::plans::Changed,

@@ -12,6 +12,10 @@ use agent::mcp::{McpServer, McpTools};
 use agent::protocol::ToolSpec;
 use agent::tools::ToolBox;
 use run_model::{ToolServerView, ToolSource, ToolTransport};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::store::{RunStore, StoreError, StoredMcpServer};
 
 /// How long connecting (starting a program, the MCP handshake, listing
 /// its tools) may take.
@@ -155,6 +159,210 @@ impl ToolServers {
     }
 }
 
+/// An MCP server to add, or what to change of one: a URL (streamable
+/// HTTP) or a command (stdio), not both.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolServerSpec {
+    /// Letters, digits, `-` and `_`; 1 to 40 (on a change, it must match the
+    /// route's).
+    #[schemars(length(min = 1, max = 40))]
+    pub name: String,
+    #[schemars(length(min = 1, max = 2000))]
+    pub url: Option<String>,
+    /// Sent as `Authorization: Bearer …`; never shown again. Left out on a
+    /// change: the stored one is kept.
+    #[schemars(length(min = 1, max = 2000))]
+    pub token: Option<String>,
+    #[schemars(length(min = 1, max = 500))]
+    pub command: Option<String>,
+    /// At most 32, each at most 1,000 characters.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// At most 32 variables; their values are never shown again. Left out
+    /// on a change: the stored ones are kept.
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+pub fn valid_name(name: &str) -> bool {
+    (1..=40).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl ToolServerSpec {
+    /// The server to store, or why not; `old` is the stored one a change
+    /// keeps the token and env of.
+    pub fn check(
+        self,
+        who: &str,
+        old: Option<&StoredMcpServer>,
+    ) -> Result<StoredMcpServer, ToolServerError> {
+        let bad = ToolServerError::Invalid;
+        let name = self.name.trim().to_string();
+        if !valid_name(&name) {
+            return Err(bad(format!(
+                "name has 1 to 40 letters, digits, '-' or '_', not '{}'",
+                name.chars().take(60).collect::<String>()
+            )));
+        }
+        let url = self
+            .url
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty());
+        let command = self
+            .command
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty());
+        match (&url, &command) {
+            (Some(url), None) => {
+                let ok = url.chars().count() <= 2000
+                    && reqwest::Url::parse(url).is_ok_and(|u| {
+                        matches!(u.scheme(), "http" | "https") && u.host_str().is_some()
+                    });
+                if !ok {
+                    return Err(bad(
+                        "url must be an http(s) URL of at most 2000 characters".into()
+                    ));
+                }
+                if !self.args.is_empty() {
+                    return Err(bad("args go with a command, not a url".into()));
+                }
+            }
+            (None, Some(command)) => {
+                if command.chars().count() > 500 {
+                    return Err(bad("command has at most 500 characters".into()));
+                }
+            }
+            _ => {
+                return Err(bad(
+                    "give a url (streamable HTTP) or a command (stdio), one of them".into(),
+                ))
+            }
+        }
+        if self.args.len() > 32 || self.args.iter().any(|a| a.chars().count() > 1000) {
+            return Err(bad("at most 32 args, each at most 1000 characters".into()));
+        }
+        let token = match self.token.map(|t| t.trim().to_string()) {
+            Some(t) if t.is_empty() || t.chars().count() > 2000 => {
+                return Err(bad("token has 1 to 2000 characters".into()))
+            }
+            Some(t) => Some(t),
+            None => old.and_then(|o| o.token.clone()),
+        };
+        let env = match self.env {
+            Some(env) => env,
+            None => old.map(|o| o.env.clone()).unwrap_or_default(),
+        };
+        if env.len() > 32
+            || env.iter().any(|(k, v)| {
+                k.is_empty()
+                    || k.len() > 100
+                    || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    || v.chars().count() > 4000
+            })
+        {
+            return Err(bad(
+                "env has at most 32 variables, named with letters, digits and '_', values of at most 4000 characters"
+                    .into(),
+            ));
+        }
+        if token.is_some() && url.is_none() {
+            return Err(bad("a token goes with a url, not a command".into()));
+        }
+        Ok(StoredMcpServer {
+            name,
+            url,
+            token,
+            command,
+            args: self.args,
+            env,
+            created_by: who.to_string(),
+            created_at: chrono::Utc::now(),
+        })
+    }
+}
+
+/// Why a change to the MCP servers was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolServerError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("an MCP server is named {0} already")]
+    Taken(String),
+    #[error("MCP server {0} comes from PLANBOARD_MCP_SERVERS: change the file and restart")]
+    FromFile(String),
+    #[error("no MCP server is named '{0}'")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Adding, changing, testing and removing servers: the store and the
+/// registry together (the API and the board's forms both call these).
+impl ToolServers {
+    pub async fn add(
+        &self,
+        store: &dyn RunStore,
+        spec: ToolServerSpec,
+        who: &str,
+    ) -> Result<ToolServerView, ToolServerError> {
+        let server = spec.check(who, None)?;
+        if self.source(&server.name).is_some() || !store.put_mcp_server(&server, false).await? {
+            return Err(ToolServerError::Taken(server.name));
+        }
+        Ok(self
+            .connect(&server.name, ToolSource::Board, server.server())
+            .await)
+    }
+
+    pub async fn change(
+        &self,
+        store: &dyn RunStore,
+        name: &str,
+        spec: ToolServerSpec,
+        who: &str,
+    ) -> Result<ToolServerView, ToolServerError> {
+        if self.source(name) == Some(ToolSource::File) {
+            return Err(ToolServerError::FromFile(name.to_string()));
+        }
+        let stored = store.mcp_servers().await?;
+        let old = stored
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| ToolServerError::NotFound(name.to_string()))?;
+        if spec.name.trim() != name {
+            return Err(ToolServerError::Invalid(format!(
+                "the name cannot change ({name} here)"
+            )));
+        }
+        let server = spec.check(who, Some(old))?;
+        store.put_mcp_server(&server, true).await?;
+        Ok(self.connect(name, ToolSource::Board, server.server()).await)
+    }
+
+    pub async fn test(&self, name: &str) -> Result<ToolServerView, ToolServerError> {
+        let (Some(source), Some(server)) = (self.source(name), self.server(name)) else {
+            return Err(ToolServerError::NotFound(name.to_string()));
+        };
+        Ok(self.connect(name, source, server).await)
+    }
+
+    pub async fn delete(&self, store: &dyn RunStore, name: &str) -> Result<(), ToolServerError> {
+        if self.source(name) == Some(ToolSource::File) {
+            return Err(ToolServerError::FromFile(name.to_string()));
+        }
+        let removed = store.remove_mcp_server(name).await?;
+        self.remove(name);
+        if removed {
+            Ok(())
+        } else {
+            Err(ToolServerError::NotFound(name.to_string()))
+        }
+    }
+}
+
 /// A URL without its path and query (they may hold a secret).
 fn shown(url: &str) -> String {
     match reqwest::Url::parse(url) {
@@ -189,5 +397,54 @@ fn view_of(name: &str, e: &Entry) -> ToolServerView {
             .unwrap_or_default(),
         error: e.error.clone(),
         checked_at: e.checked_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: serde_json::Value) -> ToolServerSpec {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_server_needs_a_good_name_and_one_of_url_or_command() {
+        let ok =
+            spec(serde_json::json!({"name": "git", "command": "uvx", "args": ["mcp-server-git"]}));
+        assert_eq!(
+            ok.check("alice", None).unwrap().command.as_deref(),
+            Some("uvx")
+        );
+        for bad in [
+            serde_json::json!({"name": "no spaces", "command": "x"}),
+            serde_json::json!({"name": "", "command": "x"}),
+            serde_json::json!({"name": "both", "command": "x", "url": "http://h/mcp"}),
+            serde_json::json!({"name": "neither"}),
+            serde_json::json!({"name": "ftp", "url": "ftp://h/mcp"}),
+            serde_json::json!({"name": "argsurl", "url": "http://h/mcp", "args": ["a"]}),
+            serde_json::json!({"name": "tok", "command": "x", "token": "t"}),
+            serde_json::json!({"name": "env", "command": "x", "env": {"BAD-NAME": "v"}}),
+        ] {
+            assert!(spec(bad.clone()).check("alice", None).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_change_keeps_the_stored_token_and_env_unless_given() {
+        let old =
+            spec(serde_json::json!({"name": "s", "url": "http://h/mcp", "token": "secret-1"}))
+                .check("alice", None)
+                .unwrap();
+        let kept = spec(serde_json::json!({"name": "s", "url": "http://h2/mcp"}))
+            .check("bob", Some(&old))
+            .unwrap();
+        assert_eq!(kept.token.as_deref(), Some("secret-1"));
+        assert_eq!(kept.url.as_deref(), Some("http://h2/mcp"));
+        let replaced =
+            spec(serde_json::json!({"name": "s", "url": "http://h/mcp", "token": "secret-2"}))
+                .check("bob", Some(&old))
+                .unwrap();
+        assert_eq!(replaced.token.as_deref(), Some("secret-2"));
     }
 }

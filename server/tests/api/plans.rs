@@ -396,3 +396,66 @@ async fn the_lease_check_runs_on_its_schedule_and_leaves_an_active_plan_alone() 
         "{last}"
     );
 }
+
+/// Found by the API fuzzer: an imported plan may number its subtasks up to
+/// 2³², and the engine's index once made tables as long as the largest id
+/// (25 GB for 2³⁰): the server died. Sparse ids now get a compact index.
+#[tokio::test]
+async fn an_imported_plan_with_huge_subtask_ids_is_served_and_changed() {
+    let server = TestServer::start().await;
+    let id = server.create(crate::support::chain("sparse ids")).await;
+    let (_, mut exported) = server.get(&format!("/api/plans/{id}/export")).await;
+    let huge: u64 = 1 << 30;
+    let subtasks = exported["subtasks"].as_array_mut().unwrap();
+    let first = subtasks[0]["id"].clone();
+    subtasks.truncate(2);
+    subtasks[1]["id"] = json!(huge);
+    subtasks[1]["dependencies"] = json!([first]);
+    exported["next_subtask_id"] = json!(huge + 1);
+    let (status, imported) = server.post("/api/plans/import", exported).await;
+    assert_eq!(status, StatusCode::CREATED, "{imported}");
+    let plan = imported["plan"]["id"].as_str().unwrap().to_string();
+    let (status, view) = server.get(&format!("/api/plans/{plan}")).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["plan"]["subtasks"][1]["id"], json!(huge));
+    // The huge id depends on the first: not ready before it is done.
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{plan}/subtasks/{huge}/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "not ready yet");
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{plan}/subtasks/{first}/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{plan}/subtasks/{first}/state"),
+            json!({"state": "done", "note": "ok"}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{plan}/subtasks/{huge}/state"),
+            json!({"state": "in_progress"}),
+        )
+        .await;
+    assert!(
+        status.is_success(),
+        "ready once its dependency is done: {body}"
+    );
+    let (status, changed) = server
+        .post(
+            &format!("/api/plans/{plan}/replace-subtasks"),
+            json!({"subtasks": [{"name": "one"}, {"name": "two"}]}),
+        )
+        .await;
+    assert!(status.is_success() || status.is_client_error(), "{changed}");
+    assert_eq!(server.get("/healthz").await.0, StatusCode::OK);
+}

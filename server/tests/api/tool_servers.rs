@@ -129,6 +129,55 @@ async fn an_admin_adds_mcp_servers_at_run_time_and_runs_are_offered_their_tools(
         !shown.contains("tok-secret-1") && !shown.contains("env-secret-2"),
         "{shown}"
     );
+    // The Tools page shows them, their state and never a secret.
+    let (_, page) = crate::site::page(&server, "/tools").await;
+    assert!(
+        page.contains(r#"data-name="board" data-connected="true""#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"data-name="down" data-connected="false""#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"data-testid="server-add""#),
+        "an admin gets the forms"
+    );
+    assert!(!page.contains("tok-secret-1") && !page.contains("env-secret-2"));
+    // Its forms: add one by URL (an env line that is not NAME=value is
+    // refused), remove it.
+    let form = |path: String, fields: Vec<(&'static str, String)>| {
+        server.client.post(server.url(&path)).form(&fields).send()
+    };
+    let refused = form(
+        "/tools/servers".into(),
+        vec![
+            ("name", "f".into()),
+            ("command", "node".into()),
+            ("env", "no equals sign".into()),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let added = form(
+        "/tools/servers".into(),
+        vec![("name", "formed".into()), ("url", tool_server.url("/mcp"))],
+    )
+    .await
+    .unwrap();
+    assert!(
+        added.status().is_redirection() || added.status().is_success(),
+        "{}",
+        added.status()
+    );
+    let (_, formed) = server.get("/api/tool-servers").await;
+    assert!(names(&formed).contains(&"formed".to_string()), "{formed}");
+    let removed = form("/tools/servers/formed/remove".into(), vec![])
+        .await
+        .unwrap();
+    assert!(removed.status().is_redirection() || removed.status().is_success());
+    assert!(!names(&server.get("/api/tool-servers").await.1).contains(&"formed".to_string()));
     // A run is offered the added server's tools beside the built-in ones.
     let (run, _) = start(
         &server,
