@@ -1245,7 +1245,6 @@ pub async fn memory_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<MemoryForm>,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     let lang = app::i18n::from_headers(&headers);
     let result = async {
         if !viewer.can_edit {
@@ -1272,24 +1271,15 @@ pub async fn memory_form(
         }
     }
     .await;
-    match result {
-        // Back only to the Memory page: the field is the client's.
-        Ok(())
-            if (form.back == "/memories" || form.back.starts_with("/memories?"))
-                && !form.back.contains("//") =>
-        {
-            axum::response::Redirect::to(&form.back).into_response()
-        }
-        Ok(()) => axum::response::Redirect::to("/memories").into_response(),
-        Err(e) => {
-            let status = match e {
-                BoardError::NotFound(_) => axum::http::StatusCode::NOT_FOUND,
-                BoardError::Forbidden(_) => axum::http::StatusCode::FORBIDDEN,
-                _ => axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            };
-            (status, app::board::explain(&e, lang)).into_response()
-        }
-    }
+    // Back only to the Memory page: the field is the client's.
+    let back = if (form.back == "/memories" || form.back.starts_with("/memories?"))
+        && !form.back.contains("//")
+    {
+        form.back.clone()
+    } else {
+        "/memories".to_string()
+    };
+    form_answer(result.map(|()| back), lang)
 }
 
 /// What the board's plain forms on a plan share: the plan from the path,
@@ -1323,11 +1313,20 @@ fn back_to_board(
     result: Result<PlanId, BoardError>,
     headers: &axum::http::HeaderMap,
 ) -> axum::response::Response {
+    let lang = app::i18n::from_headers(headers);
+    form_answer(result.map(|plan| format!("/plans/{plan}")), lang)
+}
+
+/// What every plain form of the board answers: a redirect to the page to
+/// show next, or the refusal in the reader's language with its status.
+fn form_answer(
+    result: Result<String, BoardError>,
+    lang: app::i18n::Lang,
+) -> axum::response::Response {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
-    let lang = app::i18n::from_headers(headers);
     match result {
-        Ok(plan) => axum::response::Redirect::to(&format!("/plans/{plan}")).into_response(),
+        Ok(next) => axum::response::Redirect::to(&next).into_response(),
         Err(e) => {
             let status = match e {
                 BoardError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -1338,6 +1337,24 @@ fn back_to_board(
             (status, app::board::explain(&e, lang)).into_response()
         }
     }
+}
+
+/// Only admins manage `what` (webhooks, MCP servers).
+fn require_admin(
+    viewer: &app::api::Viewer,
+    lang: app::i18n::Lang,
+    what: (&str, &str),
+) -> Result<(), BoardError> {
+    if viewer.is_admin {
+        return Ok(());
+    }
+    Err(BoardError::Forbidden(lang.pick(
+        format!(
+            "{} is not an admin: only admins manage {}",
+            viewer.name, what.0
+        ),
+        format!("{} 不是管理员：只有管理员可以管理 {}", viewer.name, what.1),
+    )))
 }
 
 #[cfg(test)]
@@ -1452,19 +1469,10 @@ async fn webhook_change(
     headers: &axum::http::HeaderMap,
     change: WebhookChange,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     let lang = app::i18n::from_headers(headers);
     let store = board.1.store();
     let result = async {
-        if !viewer.is_admin {
-            return Err(BoardError::Forbidden(lang.pick(
-                format!(
-                    "{} is not an admin: only admins manage webhooks",
-                    viewer.name
-                ),
-                format!("{} 不是管理员：只有管理员可以管理 Webhook", viewer.name),
-            )));
-        }
+        require_admin(viewer, lang, ("webhooks", "Webhook"))?;
         let store_error = |e| run_error(crate::runs::RunError::Store(e));
         match change {
             WebhookChange::Remove(id) => {
@@ -1518,17 +1526,7 @@ async fn webhook_change(
         }
     }
     .await;
-    match result {
-        Ok(()) => axum::response::Redirect::to("/settings").into_response(),
-        Err(e) => {
-            let status = match e {
-                BoardError::NotFound(_) => axum::http::StatusCode::NOT_FOUND,
-                BoardError::Forbidden(_) => axum::http::StatusCode::FORBIDDEN,
-                _ => axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            };
-            (status, app::board::explain(&e, lang)).into_response()
-        }
-    }
+    form_answer(result.map(|()| "/settings".to_string()), lang)
 }
 
 /// The Tools page's add and change forms: a URL or a command, arguments
@@ -1620,20 +1618,11 @@ async fn tool_server_change(
     action: &str,
     form: Option<ToolServerForm>,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     let lang = app::i18n::from_headers(headers);
     let store = board.1.store();
     let servers = board.1.tool_servers();
     let result = async {
-        if !viewer.is_admin {
-            return Err(BoardError::Forbidden(lang.pick(
-                format!(
-                    "{} is not an admin: only admins manage MCP servers",
-                    viewer.name
-                ),
-                format!("{} 不是管理员：只有管理员可以管理 MCP 服务器", viewer.name),
-            )));
-        }
+        require_admin(viewer, lang, ("MCP servers", "MCP 服务器"))?;
         let form = form.ok_or_else(|| BoardError::Refused("the form is empty".into()))?;
         match (action, name) {
             ("add", None) => servers
@@ -1651,15 +1640,5 @@ async fn tool_server_change(
         .map_err(tool_server_error)
     }
     .await;
-    match result {
-        Ok(()) => axum::response::Redirect::to("/tools").into_response(),
-        Err(e) => {
-            let status = match e {
-                BoardError::NotFound(_) => axum::http::StatusCode::NOT_FOUND,
-                BoardError::Forbidden(_) => axum::http::StatusCode::FORBIDDEN,
-                _ => axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            };
-            (status, app::board::explain(&e, lang)).into_response()
-        }
-    }
+    form_answer(result.map(|()| "/tools".to_string()), lang)
 }
