@@ -1596,7 +1596,7 @@ pub async fn tool_server_add_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<ToolServerForm>,
 ) -> axum::response::Response {
-    tool_server_change(&board, &viewer, &headers, None, "add", Some(form)).await
+    tool_server_change(&board, &viewer, &headers, None, "add", form).await
 }
 
 /// `test`, `remove` or `edit` a server.
@@ -1607,7 +1607,7 @@ pub async fn tool_server_action_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<ToolServerForm>,
 ) -> axum::response::Response {
-    tool_server_change(&board, &viewer, &headers, Some(&name), &action, Some(form)).await
+    tool_server_change(&board, &viewer, &headers, Some(&name), &action, form).await
 }
 
 async fn tool_server_change(
@@ -1616,14 +1616,13 @@ async fn tool_server_change(
     headers: &axum::http::HeaderMap,
     name: Option<&str>,
     action: &str,
-    form: Option<ToolServerForm>,
+    form: ToolServerForm,
 ) -> axum::response::Response {
     let lang = app::i18n::from_headers(headers);
     let store = board.1.store();
     let servers = board.1.tool_servers();
     let result = async {
         require_admin(viewer, lang, ("MCP servers", "MCP 服务器"))?;
-        let form = form.ok_or_else(|| BoardError::Refused("the form is empty".into()))?;
         match (action, name) {
             ("add", None) => servers
                 .add(store.as_ref(), form.spec(None)?, &viewer.name)

@@ -224,10 +224,12 @@ const ENDED_KEPT: usize = 1024;
 
 impl RunSpans {
     fn new(run: RunId, parent: Option<TraceParent>, now: SystemTime) -> RunSpans {
+        // The run span's own context, as its notifications carry it.
+        let own = run_traceparent(run, parent);
         RunSpans {
-            trace_id: TraceId::from_bytes(parent.map(|p| p.trace_id).unwrap_or(*run.as_bytes())),
+            trace_id: TraceId::from_bytes(own.trace_id),
             parent: parent.map(|p| SpanId::from_bytes(p.span_id)),
-            sampled: parent.is_none_or(|p| p.sampled),
+            sampled: own.sampled,
             started: now,
             tries: HashMap::new(),
             plan: None,
@@ -238,19 +240,25 @@ impl RunSpans {
     }
 
     fn context(&self, span: SpanId) -> Context {
-        let flags = if self.sampled {
-            TraceFlags::SAMPLED
-        } else {
-            TraceFlags::default()
-        };
-        Context::new().with_remote_span_context(SpanContext::new(
-            self.trace_id,
-            span,
-            flags,
-            true,
-            TraceState::default(),
-        ))
+        remote(self.trace_id, span, self.sampled)
     }
+}
+
+/// A context whose parent is the span `span` of `trace`, made elsewhere
+/// (another process, or this one earlier): what children point at.
+fn remote(trace: TraceId, span: SpanId, sampled: bool) -> Context {
+    let flags = if sampled {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    };
+    Context::new().with_remote_span_context(SpanContext::new(
+        trace,
+        span,
+        flags,
+        true,
+        TraceState::default(),
+    ))
 }
 
 /// A stable 64-bit id from some bytes (FNV-1a), never zero.
@@ -863,17 +871,11 @@ impl Telemetry {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<TraceParent>().ok());
         let context = match parent {
-            Some(p) => Context::new().with_remote_span_context(SpanContext::new(
+            Some(p) => remote(
                 TraceId::from_bytes(p.trace_id),
                 SpanId::from_bytes(p.span_id),
-                if p.sampled {
-                    TraceFlags::SAMPLED
-                } else {
-                    TraceFlags::default()
-                },
-                true,
-                TraceState::default(),
-            )),
+                p.sampled,
+            ),
             None => Context::new(),
         };
         let method = request.method().as_str().to_string();

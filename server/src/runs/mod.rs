@@ -234,11 +234,9 @@ impl Runs {
             config.fetch.clone(),
             config.search_url.clone(),
         )) as Arc<dyn ToolBox>;
-        // The tools every run gets, built for one workspace.
-        let toolset = {
+        // The built-in tools every run gets, built for one workspace.
+        let builtin = {
             let (root, sandbox, web) = (workspaces.clone(), sandbox.clone(), web.clone());
-            let policies = config.tool_policies.clone();
-            let servers = tool_servers.clone();
             move |run: RunId| {
                 let dir = root.join(run.to_string());
                 let mut sources = Vec::new();
@@ -253,18 +251,23 @@ impl Runs {
                     }
                 }
                 sources.push(web.clone());
+                sources
+            }
+        };
+        let policies = config.tool_policies.clone();
+        // Asked of the built-in tools for no run, whose empty folder then
+        // goes again; the MCP servers' tools are asked of them each time.
+        let builtin_tools = Toolset::new(builtin(RunId::nil()))
+            .with_policies(policies.iter().cloned())
+            .specs();
+        // A run's tools: the built-in ones and the servers connected now.
+        let toolset = {
+            let servers = tool_servers.clone();
+            move |run: RunId| {
+                let mut sources = builtin(run);
                 sources.extend(servers.boxes());
                 Toolset::new(sources).with_policies(policies.iter().cloned())
             }
-        };
-        // Asked of a toolset for no run, whose empty folder then goes again;
-        // the MCP servers' tools are asked of them each time.
-        let builtin_tools: Vec<ToolSpec> = {
-            let all = toolset(RunId::nil()).specs();
-            let servers: Vec<String> = tool_servers.specs().into_iter().map(|s| s.name).collect();
-            all.into_iter()
-                .filter(|t| !servers.contains(&t.name))
-                .collect()
         };
         let _ = std::fs::remove_dir(workspaces.join(RunId::nil().to_string()));
         let model_answers = Arc::new(std::sync::atomic::AtomicBool::new(true));
