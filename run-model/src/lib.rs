@@ -38,6 +38,7 @@ pub mod entry;
 pub mod memory;
 pub mod needs;
 pub mod record;
+pub mod review;
 pub mod state;
 pub mod stream;
 pub mod tools;
@@ -55,6 +56,7 @@ pub use entry::{
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
 pub use needs::{Need, NeedKind};
 pub use record::{RunProgress, RunRecord, Spent, SubtaskAttempts};
+pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;
 pub use tools::{ToolServerView, ToolSource, ToolTransport};
@@ -118,6 +120,7 @@ wire_names! {
     RecoveryDecision => "recovery decision (revise, workaround or give_up)",
     MemoryKind => "memory kind (run or correction)",
     NeedKind => "need kind (approval, question, tool_call or stuck)",
+    ReviewVerdict => "review verdict (good, needs_changes or wrong)",
 }
 
 #[cfg(test)]

@@ -468,7 +468,10 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
             tracing::error!("run store failure: {e}");
             BoardError::Unavailable("the run store failed; nothing was changed".into())
         }
-        e @ (RunError::NoCall(_) | RunError::NoMemory(_)) => BoardError::NotFound(e.to_string()),
+        e @ (RunError::NoCall(_) | RunError::NoMemory(_) | RunError::NoReview { .. }) => {
+            BoardError::NotFound(e.to_string())
+        }
+        RunError::Review(e) => BoardError::Refused(e.to_string()),
         e @ RunError::Decided(_) => BoardError::Refused(e.to_string()),
         RunError::Input(e) if e.is_client_error() => BoardError::Refused(e.to_string()),
         RunError::Input(e) => {

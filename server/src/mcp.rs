@@ -46,6 +46,42 @@ struct GetRun {
     run_id: uuid::Uuid,
 }
 
+/// `review_plan`'s arguments: the plan and the caller's review of it.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReviewPlan {
+    plan_id: uuid::Uuid,
+    verdict: run_model::ReviewVerdict,
+    /// What you say of the whole plan (needed unless the verdict is good).
+    #[serde(default)]
+    note: String,
+    /// Notes on single subtasks, by id.
+    #[serde(default)]
+    subtasks: Vec<run_model::SubtaskNote>,
+}
+
+/// `plan_reviews`' arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PlanReviews {
+    plan_id: uuid::Uuid,
+}
+
+/// `review_queue`'s arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct QueuePage {
+    /// Plans to skip (default 0).
+    #[serde(default)]
+    offset: u32,
+    /// Plans to list, 1 to 200 (default 20).
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+/// The tools about reviews (answered by [`PlanMcp::review_tool`]).
+const REVIEW_TOOLS: [&str; 3] = ["review_plan", "plan_reviews", "review_queue"];
+
 /// A file for `start_run`: its name and its content, as text or base64.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -173,10 +209,68 @@ fn run_tools() -> Vec<Tool> {
             "Where a run started with start_run stands: state, mode, progress, and the answer once done.",
             object(agent::protocol::schema_of::<GetRun>()),
         ),
+        Tool::new(
+            "review_plan",
+            "Writes your review of a finished plan: verdict good, needs_changes or wrong, a note (needed \
+             unless good), and notes on single subtasks by id. Replaces your earlier review of it; other \
+             reviewers' stay. planboard's agent remembers it when it plans a similar task.",
+            object(agent::protocol::schema_of::<ReviewPlan>()),
+        ),
+        Tool::new(
+            "plan_reviews",
+            "Every reviewer's review of a plan, oldest first.",
+            object(agent::protocol::schema_of::<PlanReviews>()),
+        ),
+        Tool::new(
+            "review_queue",
+            "Finished plans nobody has reviewed yet, the latest finished first, with the task that was asked.",
+            object(agent::protocol::schema_of::<QueuePage>()),
+        ),
     ]
 }
 
 impl PlanMcp {
+    async fn review_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, String> {
+        let text = |e: crate::runs::RunError| e.to_string();
+        let answer = match name {
+            "review_plan" => {
+                let body: ReviewPlan = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                serde_json::to_value(
+                    self.runs
+                        .review(
+                            body.plan_id,
+                            actor,
+                            run_model::NewReview {
+                                verdict: body.verdict,
+                                note: body.note,
+                                subtasks: body.subtasks,
+                            },
+                        )
+                        .await
+                        .map_err(text)?,
+                )
+            }
+            "plan_reviews" => {
+                let body: PlanReviews = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                serde_json::to_value(self.runs.reviews_of(body.plan_id).await.map_err(text)?)
+            }
+            _ => {
+                let body: QueuePage = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                let limit = body.limit.unwrap_or(20);
+                if !(1..=200).contains(&limit) {
+                    return Err(format!("limit must be 1 to 200 (got {limit})"));
+                }
+                let (plans, total) = self
+                    .runs
+                    .review_queue(body.offset as usize, limit as usize)
+                    .await
+                    .map_err(text)?;
+                Ok(serde_json::json!({ "total": total, "plans": plans }))
+            }
+        };
+        answer.map(|v| v.to_string()).map_err(|e| e.to_string())
+    }
+
     async fn run_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, String> {
         let view = match name {
             "start_run" => {
@@ -297,6 +391,12 @@ impl ServerHandler for PlanMcp {
                 |who| who.clone().acting_as(&client).actor(),
             );
         let args = request.arguments.map_or(Value::Null, Value::Object);
+        if REVIEW_TOOLS.contains(&request.name.as_ref()) {
+            return Ok(match self.review_tool(&request.name, args, &actor).await {
+                Ok(text) => CallToolResult::success(vec![Content::text(text)]),
+                Err(e) => CallToolResult::error(vec![Content::text(e)]),
+            });
+        }
         if matches!(request.name.as_ref(), "start_run" | "get_run") {
             return Ok(match self.run_tool(&request.name, args, &actor).await {
                 Ok(text) => CallToolResult::success(vec![Content::text(text)]),

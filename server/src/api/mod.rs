@@ -10,6 +10,7 @@
 //! - `tools.rs`: the agents' door (tool schemas and calls per dialect);
 //! - `runs.rs`: planboard's own agent: start, follow and steer runs;
 //! - `memories.rs`: what the agent remembers: list, search, pin, forget;
+//! - `reviews.rs`: people's reviews of finished plans and the review queue;
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
@@ -20,6 +21,7 @@ pub mod error;
 pub mod extract;
 pub mod memories;
 pub mod plans;
+pub mod reviews;
 pub mod runs;
 pub mod schema;
 pub mod stream;
@@ -74,6 +76,8 @@ pub struct ApiState {
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
         memories::list_memories, memories::forget_memory, memories::pin_memory,
+        reviews::plan_reviews, reviews::put_review, reviews::delete_review, reviews::list_reviews,
+        reviews::review_queue,
     ),
     tags(
         (name = "plans"), (name = "subtasks"), (name = "comments"),
@@ -82,6 +86,7 @@ pub struct ApiState {
         (name = "runs", description = "planboard's own agent: a task in, a plan approved by a person, the work done by a model"),
         (name = "webhooks", description = "notifications to the operator's endpoints (admins only)"),
         (name = "memories", description = "what the agent remembers of finished runs and people's corrections, recalled before it plans"),
+        (name = "reviews", description = "people's reviews of finished plans (verdict, note, notes on subtasks), remembered by the agent"),
     )
 )]
 pub struct ApiDoc;
@@ -176,6 +181,13 @@ pub fn routes(state: ApiState) -> Router {
             axum::routing::delete(memories::forget_memory),
         )
         .route("/memories/{id}/pin", post(memories::pin_memory))
+        .route("/plans/{id}/reviews", get(reviews::plan_reviews))
+        .route(
+            "/plans/{id}/review",
+            axum::routing::put(reviews::put_review).delete(reviews::delete_review),
+        )
+        .route("/reviews", get(reviews::list_reviews))
+        .route("/review-queue", get(reviews::review_queue))
         .route("/runs/{id}/artifacts/{*path}", get(runs::get_artifact));
     // Streams live for hours: the timeout (which only waits for their head)
     // and gzip (which never compresses them) would only hold memory for

@@ -41,7 +41,17 @@ impl From<RunError> for ApiError {
                 tracing::error!("run store failure: {e}");
                 ApiError::Internal
             }
-            e @ (RunError::NoCall(_) | RunError::NoMemory(_)) => ApiError::NotFound(e.to_string()),
+            e @ (RunError::NoCall(_) | RunError::NoMemory(_) | RunError::NoReview { .. }) => {
+                ApiError::NotFound(e.to_string())
+            }
+            RunError::Review(e @ run_model::ReviewError::NotFinished(_)) => ApiError::State {
+                code: "not_finished",
+                message: e.to_string(),
+            },
+            RunError::Review(e) => ApiError::Refused {
+                code: "invalid",
+                message: e.to_string(),
+            },
             e @ RunError::Decided(_) => ApiError::State {
                 code: "decided",
                 message: e.to_string(),

@@ -120,6 +120,8 @@ schemars_bridge! {
         PlanDoc => plan_engine::Plan,
         InputFileDoc => run_model::InputFile,
         MemoryDoc => run_model::Memory,
+        ReviewDoc => run_model::Review,
+        NewReviewDoc => run_model::NewReview,
         CostReportDoc => run_model::CostReport,
         NeedDoc => run_model::Need,
         DeliveryDoc => crate::store::Delivery,
@@ -164,6 +166,7 @@ schemars_bridge! {
         crate::runs::Artifact,
         crate::store::StoredRunEntry,
         super::memories::PinMemory,
+        super::reviews::ReviewQueue,
     ]
 }
 

@@ -23,6 +23,7 @@ mod host;
 pub mod inputs;
 mod log_writer;
 mod needs;
+mod reviews;
 mod stream;
 pub mod tool_servers;
 
@@ -80,6 +81,15 @@ pub enum RunError {
     Input(#[from] InputError),
     #[error("no memory has id {0}")]
     NoMemory(run_model::MemoryId),
+    /// The review was refused (not a finished plan, too long, an unknown
+    /// subtask…); nothing was stored.
+    #[error(transparent)]
+    Review(run_model::ReviewError),
+    #[error("{reviewer} has no review of plan {plan}")]
+    NoReview {
+        plan: plan_engine::PlanId,
+        reviewer: String,
+    },
 }
 
 /// A run as the API shows it.

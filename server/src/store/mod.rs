@@ -11,10 +11,12 @@
 //! - `sql.rs`: [`SqlStore`], one implementation for SQLite and PostgreSQL;
 //! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
 //! - `memory.rs`: the agent's memories (part of [`RunStore`]), ranked by
-//!   each dialect's full-text search.
+//!   each dialect's full-text search;
+//! - `reviews.rs`: people's reviews of finished plans (part of [`RunStore`]).
 
 mod mcp;
 mod memory;
+mod reviews;
 mod runs;
 mod sql;
 mod webhooks;

@@ -170,6 +170,29 @@ pub trait RunStore: Send + Sync {
     /// Whether there was such a memory.
     async fn forget(&self, id: MemoryId) -> Result<bool, StoreError>;
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError>;
+    /// Stores a reviewer's review of a plan (replacing theirs) and the
+    /// memory it leaves (forgetting the one their earlier review left).
+    async fn put_review(
+        &self,
+        review: &run_model::Review,
+        memory: Option<&NewMemory>,
+    ) -> Result<run_model::Review, StoreError>;
+    /// Whether the reviewer had a review of the plan (and its memory) to remove.
+    async fn delete_review(&self, plan: PlanId, reviewer: &str) -> Result<bool, StoreError>;
+    /// A plan's reviews, oldest first.
+    async fn plan_reviews(&self, plan: PlanId) -> Result<Vec<run_model::Review>, StoreError>;
+    /// Reviews, newest change first.
+    async fn list_reviews(
+        &self,
+        verdict: Option<run_model::ReviewVerdict>,
+        reviewer: Option<&str>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<run_model::Review>, StoreError>;
+    /// Every reviewed plan's verdicts, oldest review first.
+    async fn verdicts(
+        &self,
+    ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError>;
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
@@ -607,5 +630,32 @@ impl RunStore for SqlStore {
 
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError> {
         self.pin_memory(id, pinned).await
+    }
+    async fn put_review(
+        &self,
+        review: &run_model::Review,
+        memory: Option<&NewMemory>,
+    ) -> Result<run_model::Review, StoreError> {
+        SqlStore::put_review(self, review, memory).await
+    }
+    async fn delete_review(&self, plan: PlanId, reviewer: &str) -> Result<bool, StoreError> {
+        SqlStore::delete_review(self, plan, reviewer).await
+    }
+    async fn plan_reviews(&self, plan: PlanId) -> Result<Vec<run_model::Review>, StoreError> {
+        SqlStore::plan_reviews(self, plan).await
+    }
+    async fn list_reviews(
+        &self,
+        verdict: Option<run_model::ReviewVerdict>,
+        reviewer: Option<&str>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<run_model::Review>, StoreError> {
+        SqlStore::list_reviews(self, verdict, reviewer, offset, limit).await
+    }
+    async fn verdicts(
+        &self,
+    ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError> {
+        SqlStore::verdicts(self).await
     }
 }

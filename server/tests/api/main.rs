@@ -16,6 +16,7 @@ mod openai_quirks;
 mod openapi;
 mod plans;
 mod postgres;
+mod reviews;
 mod runs;
 mod site;
 mod support;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::auth::token_mode;
 use crate::support::TestServer;
 
-fn params(name: &'static str, args: Value) -> CallToolRequestParams {
+pub(crate) fn params(name: &'static str, args: Value) -> CallToolRequestParams {
     CallToolRequestParams {
         meta: None,
         name: name.into(),
@@ -18,7 +18,7 @@ fn params(name: &'static str, args: Value) -> CallToolRequestParams {
     }
 }
 
-fn text(result: &rmcp::model::CallToolResult) -> String {
+pub(crate) fn text(result: &rmcp::model::CallToolResult) -> String {
     result
         .content
         .iter()

@@ -505,6 +505,123 @@ pub async fn memory_store_story(url: &str) {
     }
 }
 
+/// Reviews on either database: one per reviewer and plan (a second
+/// write replaces the first and its memory), listed by plan, verdict and
+/// reviewer, removed with their memory.
+pub async fn review_store_story(url: &str) {
+    use run_model::memory::{MemoryKind, NewMemory};
+    use run_model::{Review, ReviewVerdict, SubtaskNote};
+    use server::store::{RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let tag = format!("zr{}", uuid::Uuid::new_v4().simple());
+    let plan = uuid::Uuid::new_v4();
+    let at = |s: i64| chrono::DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap();
+    let review = |reviewer: &str, verdict, note: &str, s| Review {
+        id: uuid::Uuid::new_v4(),
+        plan_id: plan,
+        reviewer: reviewer.into(),
+        verdict,
+        note: note.into(),
+        subtasks: vec![SubtaskNote {
+            subtask: 2,
+            note: "later".into(),
+        }],
+        plan_version: 7,
+        created_at: at(s),
+        updated_at: at(s),
+    };
+    let memory = |text: &str| NewMemory {
+        kind: MemoryKind::Correction,
+        task: format!("deploy {tag}"),
+        text: text.into(),
+        run_id: None,
+        plan_id: Some(plan),
+    };
+    let recalled = |found: Vec<run_model::Memory>| -> Vec<String> {
+        found
+            .into_iter()
+            .filter(|m| m.task.contains(&tag))
+            .map(|m| m.text)
+            .collect()
+    };
+    let first = store
+        .put_review(
+            &review("ana", ReviewVerdict::Good, "fine", 0),
+            Some(&memory("ana says fine")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.subtasks[0].note, "later");
+    assert_eq!(first.plan_version, 7);
+    let again = store
+        .put_review(
+            &review("ana", ReviewVerdict::NeedsChanges, "add a rollback", 5),
+            Some(&memory("ana says rollback")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.id, again.created_at),
+        (first.id, first.created_at),
+        "her review, changed"
+    );
+    assert_eq!(
+        (again.verdict, again.updated_at),
+        (ReviewVerdict::NeedsChanges, at(5))
+    );
+    assert_eq!(
+        recalled(store.memories(Some(&tag), 0, 50).await.unwrap()),
+        ["ana says rollback"],
+        "the first review's memory was forgotten"
+    );
+    store
+        .put_review(&review("bo", ReviewVerdict::Wrong, "no", 9), None)
+        .await
+        .unwrap();
+    let all = store.plan_reviews(plan).await.unwrap();
+    let who: Vec<&str> = all.iter().map(|r| r.reviewer.as_str()).collect();
+    assert_eq!(who, ["ana", "bo"], "oldest first");
+    let wrong = store
+        .list_reviews(Some(ReviewVerdict::Wrong), None, 0, 200)
+        .await
+        .unwrap();
+    assert!(wrong
+        .iter()
+        .any(|r| r.plan_id == plan && r.reviewer == "bo"));
+    assert!(wrong.iter().all(|r| r.verdict == ReviewVerdict::Wrong));
+    let by_ana = store.list_reviews(None, Some("ana"), 0, 200).await.unwrap();
+    assert!(by_ana.iter().all(|r| r.reviewer == "ana") && by_ana.iter().any(|r| r.plan_id == plan));
+    let verdicts = store.verdicts().await.unwrap();
+    assert_eq!(
+        verdicts[&plan],
+        [ReviewVerdict::NeedsChanges, ReviewVerdict::Wrong]
+    );
+    assert!(store.delete_review(plan, "ana").await.unwrap());
+    assert!(
+        !store.delete_review(plan, "ana").await.unwrap(),
+        "removed already"
+    );
+    assert!(recalled(store.memories(Some(&tag), 0, 50).await.unwrap()).is_empty());
+    assert!(store.delete_review(plan, "bo").await.unwrap());
+    assert!(store.plan_reviews(plan).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_review_store_works_on_postgres() {
+    let Some(url) = database() else { return };
+    review_store_story(&url).await;
+}
+
+#[tokio::test]
+async fn the_review_store_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    review_store_story(&format!(
+        "sqlite://{}",
+        dir.path().join("reviews.db").display()
+    ))
+    .await;
+}
+
 #[tokio::test]
 async fn the_memory_store_works_on_postgres() {
     let Some(url) = database() else { return };

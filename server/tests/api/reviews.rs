@@ -1,0 +1,331 @@
+//! People's reviews of finished plans over HTTP and MCP: the queue, each
+//! reviewer's own review, the refusals, and the loop back to the agent:
+//! a review's note reaches the planner of a similar later task and not of
+//! an unrelated one.
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::fake_openai::{shape, FakeOpenAi};
+use crate::runs::{server_on, start, wait_for};
+use crate::support::TestServer;
+
+/// A request as `reviewer`: the local user acting through an agent of
+/// that name, so one local server has several reviewers.
+async fn as_reviewer(
+    server: &TestServer,
+    reviewer: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = server
+        .client
+        .request(method, server.url(path))
+        .header("x-planboard-agent", reviewer);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// The planner prompts the fake model was sent for tasks containing `word`.
+fn planner_prompts(fake: &FakeOpenAi, word: &str) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .filter(|r| shape(r) == "plan")
+        .map(|r| r["messages"].to_string())
+        .filter(|m| m.contains(word))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_finished_plan_is_queued_reviewed_by_several_people_and_the_note_reaches_a_similar_tasks_planner(
+) {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Deploy the billing service to staging", "approval_required": false}),
+    )
+    .await;
+    // Not finished yet, or just: a review of a running plan is refused,
+    // a finished one is queued with what was asked.
+    let view = wait_for(&server, &run, "done").await;
+    assert_eq!(view["plan_id"], plan.as_str());
+    let (status, queue) = server.get("/api/review-queue").await;
+    assert_eq!(status, StatusCode::OK, "{queue}");
+    let queued = queue["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["plan_id"] == plan.as_str())
+        .unwrap_or_else(|| panic!("queued: {queue}"))
+        .clone();
+    assert_eq!(queued["task"], "Deploy the billing service to staging");
+    assert_eq!(queued["run_id"], run.as_str());
+    assert_eq!(queue["total"], 1);
+
+    let path = format!("/api/plans/{plan}/review");
+    // Refusals, each with its reason; nothing is stored.
+    let (status, body) = as_reviewer(
+        &server,
+        "ana",
+        Method::PUT,
+        &path,
+        Some(json!({"verdict": "wrong"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("needs a note"),
+        "{body}"
+    );
+    let (status, body) = as_reviewer(
+        &server,
+        "ana",
+        Method::PUT,
+        &path,
+        Some(json!({"verdict": "good", "subtasks": [{"subtask": 99, "note": "?"}]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("no subtask 99"),
+        "{body}"
+    );
+    let (status, _) = as_reviewer(
+        &server,
+        "ana",
+        Method::PUT,
+        &path,
+        Some(json!({"verdict": "fine"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "not a verdict");
+    let (status, _) = as_reviewer(
+        &server,
+        "ana",
+        Method::PUT,
+        &path,
+        Some(json!({"verdict": "good", "note": "x".repeat(4001)})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = server.get(&format!("/api/plans/{plan}/reviews")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        server.get("/api/review-queue").await.1["total"],
+        1,
+        "still waiting"
+    );
+
+    // Two reviewers; ana changes her own review (same id, new note).
+    let (status, first) = as_reviewer(
+        &server,
+        "ana",
+        Method::PUT,
+        &path,
+        Some(json!({"verdict": "good", "note": "fine as it is"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["reviewer"], "tester · ana");
+    let (status, changed) = as_reviewer(
+        &server,
+        "ana",
+        Method::PUT,
+        &path,
+        Some(json!({
+            "verdict": "needs_changes",
+            "note": "always add a rollback step before deploying",
+            "subtasks": [{"subtask": 1, "note": "check the service health first"}]
+        })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(changed["id"], first["id"], "her review, changed");
+    assert_eq!(changed["verdict"], "needs_changes");
+    let (status, _) = as_reviewer(
+        &server,
+        "bo",
+        Method::PUT,
+        &path,
+        Some(json!({"verdict": "good"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, reviews) = server.get(&format!("/api/plans/{plan}/reviews")).await;
+    let who: Vec<&str> = reviews
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reviewer"].as_str().unwrap())
+        .collect();
+    assert_eq!(who, ["tester · ana", "tester · bo"], "{reviews}");
+    assert_eq!(
+        server.get("/api/review-queue").await.1["total"],
+        0,
+        "reviewed"
+    );
+    let (_, wanting) = server.get("/api/reviews?verdict=needs_changes").await;
+    assert_eq!(wanting.as_array().unwrap().len(), 1, "{wanting}");
+    let (_, by_bo) = server
+        .get("/api/reviews?reviewer=tester%20%C2%B7%20bo")
+        .await;
+    assert_eq!(by_bo.as_array().unwrap().len(), 1, "{by_bo}");
+    let (status, _) = server.get("/api/reviews?verdict=meh").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // The review is remembered; ana's first words were forgotten with it.
+    let (_, memories) = server.get("/api/memories?q=rollback%20deploying").await;
+    assert!(
+        memories
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["text"].as_str().unwrap().contains("rollback step")),
+        "{memories}"
+    );
+    let (_, old) = server.get("/api/memories?q=fine%20as%20it%20is").await;
+    assert!(
+        old.as_array()
+            .unwrap()
+            .iter()
+            .all(|m| !m["text"].as_str().unwrap().contains("fine as it is")),
+        "the replaced review's memory is gone: {old}"
+    );
+
+    // A similar task's planner reads the note; an unrelated one's does not.
+    let (similar, _) = start(
+        &server,
+        json!({"task": "Deploy the billing service to production", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &similar, "done").await;
+    let (unrelated, _) = start(
+        &server,
+        json!({"task": "Write a short poem about autumn leaves", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &unrelated, "done").await;
+    let prompts = planner_prompts(&fake, "billing service to production");
+    assert!(!prompts.is_empty());
+    assert!(
+        prompts
+            .iter()
+            .all(|p| p.contains("always add a rollback step")),
+        "{prompts:?}"
+    );
+    assert!(
+        prompts
+            .iter()
+            .all(|p| p.contains("check the service health first")),
+        "{prompts:?}"
+    );
+    let prompts = planner_prompts(&fake, "autumn leaves");
+    assert!(!prompts.is_empty());
+    assert!(
+        prompts.iter().all(|p| !p.contains("rollback")),
+        "{prompts:?}"
+    );
+
+    // Only one's own review is removed; twice is a 404.
+    let (status, _) = as_reviewer(&server, "ana", Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = as_reviewer(&server, "ana", Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, reviews) = server.get(&format!("/api/plans/{plan}/reviews")).await;
+    assert_eq!(
+        reviews.as_array().unwrap().len(),
+        1,
+        "bo's stays: {reviews}"
+    );
+    let (_, memories) = server.get("/api/memories?q=rollback%20deploying").await;
+    assert!(
+        memories
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| !m["text"].as_str().unwrap().contains("rollback step")),
+        "her review's memory went with it: {memories}"
+    );
+    let (status, _) = server
+        .get(&format!("/api/plans/{}/reviews", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_plan_still_running_is_not_reviewed_and_mcp_clients_review_too() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    let plan = server
+        .create(json!({"title": "Hand-made", "subtasks": [{"name": "one"}]}))
+        .await;
+    let (status, body) = server
+        .send(
+            Method::PUT,
+            &format!("/api/plans/{plan}/review"),
+            Some(json!({"verdict": "good"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "not_finished");
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{plan}/finish"),
+            json!({"state": "abandoned", "outcome": "dropped"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    use rmcp::ServiceExt;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(server.url("/mcp"));
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    for name in ["review_plan", "plan_reviews", "review_queue"] {
+        assert!(tools.iter().any(|t| t.name == name), "{name} listed");
+    }
+    let call = |name: &'static str, args: Value| {
+        let client = &client;
+        async move {
+            client
+                .call_tool(crate::mcp::params(name, args))
+                .await
+                .unwrap()
+        }
+    };
+    let queue = call("review_queue", json!({})).await;
+    assert!(crate::mcp::text(&queue).contains(&plan), "{queue:?}");
+    let done = call(
+        "review_plan",
+        json!({"plan_id": plan, "verdict": "wrong", "note": "this should have been complex"}),
+    )
+    .await;
+    assert_ne!(done.is_error, Some(true), "{done:?}");
+    let reviews = call("plan_reviews", json!({"plan_id": plan})).await;
+    let text = crate::mcp::text(&reviews);
+    assert!(text.contains("this should have been complex"), "{text}");
+    let refused = call("review_plan", json!({"plan_id": plan, "verdict": "wrong"})).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let (_, reviews) = server.get(&format!("/api/plans/{plan}/reviews")).await;
+    assert_eq!(reviews[0]["verdict"], "wrong");
+    assert!(
+        reviews[0]["reviewer"]
+            .as_str()
+            .unwrap()
+            .starts_with("tester · "),
+        "{reviews}"
+    );
+    client.cancel().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}
