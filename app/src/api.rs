@@ -109,6 +109,44 @@ pub struct ListFilter {
     pub page: u32,
     /// History's order (`sort=cost|tokens|took`; newest first otherwise).
     pub sort: HistorySort,
+    /// History's reviews filter (`verdict=good|needs_changes|wrong|none`).
+    pub review: Option<ReviewFilter>,
+}
+
+/// Which plans History shows by their reviews.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReviewFilter {
+    /// Nobody has reviewed them.
+    Unreviewed,
+    /// Someone gave this verdict.
+    Verdict(run_model::ReviewVerdict),
+}
+
+impl ReviewFilter {
+    /// The address's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReviewFilter::Unreviewed => "none",
+            ReviewFilter::Verdict(run_model::ReviewVerdict::Good) => "good",
+            ReviewFilter::Verdict(run_model::ReviewVerdict::NeedsChanges) => "needs_changes",
+            ReviewFilter::Verdict(run_model::ReviewVerdict::Wrong) => "wrong",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ReviewFilter> {
+        match name {
+            "none" => Some(ReviewFilter::Unreviewed),
+            other => other.parse().ok().map(ReviewFilter::Verdict),
+        }
+    }
+
+    /// Whether a plan with these verdicts passes.
+    pub fn admits(self, verdicts: &[run_model::ReviewVerdict]) -> bool {
+        match self {
+            ReviewFilter::Unreviewed => verdicts.is_empty(),
+            ReviewFilter::Verdict(v) => verdicts.contains(&v),
+        }
+    }
 }
 
 /// How History orders its plans: newest first, or the most expensive,
@@ -167,6 +205,7 @@ impl ListFilter {
                     filter.page = value.parse::<u32>().map_or(0, |p| p.saturating_sub(1));
                 }
                 "sort" => filter.sort = HistorySort::parse(&value).unwrap_or_default(),
+                "verdict" => filter.review = ReviewFilter::parse(&value),
                 _ => {}
             }
         }
@@ -222,6 +261,33 @@ pub struct HistoryRow {
     pub tokens: Option<u64>,
     /// What the run's model calls cost (priced calls only).
     pub cost: Option<run_model::Usd>,
+    /// What was asked, when planboard's agent made the plan.
+    pub task: Option<String>,
+    /// The reviewers' verdicts, oldest review first.
+    pub verdicts: Vec<run_model::ReviewVerdict>,
+}
+
+/// The reviews part of a plan's board.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReviewPanel {
+    /// Only finished plans are reviewed.
+    pub finished: bool,
+    pub reviews: Vec<run_model::Review>,
+    /// The plan's subtasks (id, name), for notes on them.
+    pub subtasks: Vec<(u32, String)>,
+    /// The viewer's name: their review is the one they may change.
+    pub me: String,
+    /// Whether the viewer may write a review (operators and admins).
+    pub can_review: bool,
+}
+
+/// A page of the review queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReviewQueueList {
+    pub rows: Vec<run_model::ToReview>,
+    /// Finished plans without a review, in all (this filter's).
+    pub total: usize,
+    pub more: bool,
 }
 
 /// One page of history.
@@ -433,6 +499,11 @@ pub trait BoardBackend: Send + Sync {
     async fn memories(&self, query: &str, page: u32) -> Result<MemoryList, BoardError>;
     /// Everything waiting for a person, approvals first, oldest first.
     async fn needs(&self) -> Result<Vec<run_model::Need>, BoardError>;
+    /// A plan's reviews and subtasks (the caller fills in who is looking).
+    async fn review_panel(&self, plan: PlanId) -> Result<ReviewPanel, BoardError>;
+    /// Finished plans nobody reviewed that `filter` admits (its mode, who
+    /// made them, its page), the latest finished first.
+    async fn review_queue(&self, filter: &ListFilter) -> Result<ReviewQueueList, BoardError>;
     /// The webhooks (the caller checked the viewer is an admin).
     async fn webhook_settings(&self) -> Result<WebhookSettings, BoardError>;
     /// The built-in tools and the MCP servers with their state.
@@ -604,6 +675,41 @@ pub async fn needs_count() -> Result<usize, BoardError> {
     Ok(backend()?.needs().await?.len())
 }
 
+/// The reviews on a plan's board (rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_reviews(plan: PlanId) -> Result<ReviewPanel, BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            let mut panel = backend()?.review_panel(plan).await?;
+            panel.me = viewer.name;
+            panel.can_review = viewer.can_edit;
+            Ok(panel)
+        }
+        .await,
+    )
+}
+
+/// The review queue page (rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_review_queue(filter: ListFilter) -> Result<ReviewQueueList, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.review_queue(&filter).await
+        }
+        .await,
+    )
+}
+
+/// How many finished plans wait for a review: the top bar's count (not
+/// through [`answered`], like [`needs_count`]).
+#[server(prefix = "/_board", input = Json)]
+pub async fn review_count() -> Result<usize, BoardError> {
+    viewer().await?;
+    Ok(backend()?.review_queue(&ListFilter::default()).await?.total)
+}
+
 /// The Memory page (rendered on the server only).
 #[server(prefix = "/_board", input = Json)]
 pub async fn list_memories(query: String, page: u32) -> Result<MemoryList, BoardError> {
@@ -712,5 +818,27 @@ mod tests {
         let junk = ListFilter::from_address("?show=nope&by=robots&page=-1&&=&x");
         assert_eq!(junk, ListFilter::default());
         assert_eq!(ListFilter::from_address("by=manual").agent, Some(false));
+    }
+
+    #[test]
+    fn a_review_filter_reads_back_from_its_name_and_admits_by_verdicts() {
+        use super::ReviewFilter;
+        use run_model::ReviewVerdict;
+        for f in [ReviewFilter::Unreviewed]
+            .into_iter()
+            .chain(ReviewVerdict::ALL.map(ReviewFilter::Verdict))
+        {
+            assert_eq!(ReviewFilter::parse(f.name()), Some(f));
+        }
+        assert_eq!(ReviewFilter::parse("meh"), None);
+        assert_eq!(
+            ListFilter::from_address("verdict=needs_changes").review,
+            Some(ReviewFilter::Verdict(ReviewVerdict::NeedsChanges))
+        );
+        let both = [ReviewVerdict::Good, ReviewVerdict::Wrong];
+        assert!(ReviewFilter::Verdict(ReviewVerdict::Wrong).admits(&both));
+        assert!(!ReviewFilter::Verdict(ReviewVerdict::NeedsChanges).admits(&both));
+        assert!(!ReviewFilter::Unreviewed.admits(&both));
+        assert!(ReviewFilter::Unreviewed.admits(&[]));
     }
 }

@@ -18,7 +18,7 @@
 //! - [`live`]: SSE streams through leptos-use;
 //! - [`codec`]: the one JSON reader the wasm uses, and resources built on it;
 //! - [`i18n`]: the UI's language (English or Chinese) and its switch;
-//! - [`pages`]: plans list, history, memory, new plan;
+//! - [`pages`]: plans list, history, review queue, memory, new plan;
 //! - [`board`]: the plan board and its views.
 
 // The board's view types nest deeply in release builds (without
@@ -42,7 +42,8 @@ use board::BoardPage;
 use i18n::{use_lang, Lang};
 use pages::{
     activity::ActivityPage, history::HistoryPage, inbox::InboxPage, memories::MemoriesPage,
-    new_plan::NewPage, plans::PlansPage, settings::SettingsPage, tools::ToolsPage,
+    new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage, settings::SettingsPage,
+    tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -81,6 +82,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=move || view! { <p class="not-found">{lang.pick("Page not found.", "页面不存在。")}</p> }>
                     <Route path=path!("/") view=PlansPage/>
                     <Route path=path!("/history") view=HistoryPage/>
+                    <Route path=path!("/reviews") view=ReviewsPage/>
                     <Route path=path!("/memories") view=MemoriesPage/>
                     <Route path=path!("/inbox") view=InboxPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
@@ -121,6 +123,9 @@ fn TopBar() -> impl IntoView {
             <nav class="main-nav" aria-label=lang.pick("Main", "主导航")>
                 <a href="/">{lang.pick("Plans", "计划")}</a>
                 <a href="/history">{lang.pick("History", "历史")}</a>
+                <a href="/reviews" class="needs-you" data-testid="nav-reviews">
+                    {lang.pick("To review", "待评审")}" "<pages::reviews::ReviewCount/>
+                </a>
                 <a href="/memories">{lang.pick("Memory", "记忆")}</a>
                 <a href="/inbox" class="needs-you" data-testid="nav-inbox">
                     {lang.pick("Needs you", "待处理")}" "<pages::inbox::NeedsCount/>

@@ -89,10 +89,17 @@ impl Board {
             Some(_) => store.agent_plans().await.map_err(store_error)?,
             None => HashSet::new(),
         };
+        let verdicts = match filter.review {
+            Some(_) => store.verdicts().await.map_err(store_error)?,
+            None => HashMap::new(),
+        };
         let keep = |plan: &Plan| {
             filter
                 .agent
                 .is_none_or(|agent| made_by_agent.contains(&plan.id()) == agent)
+                && filter.review.is_none_or(|review| {
+                    review.admits(verdicts.get(&plan.id()).map_or(&[], Vec::as_slice))
+                })
         };
         let offset = filter.page as usize * PAGE_SIZE;
         // Newest first is the service's order, a page read at a time; an
@@ -155,15 +162,73 @@ impl BoardBackend for Board {
 
     async fn history(&self, filter: &ListFilter) -> Result<HistoryList, BoardError> {
         let (rows, more) = self.rows(filter).await?;
+        let mut verdicts = self.1.verdicts().await.map_err(run_error)?;
         let rows = rows
             .into_iter()
             .map(|(plan, run)| HistoryRow {
+                verdicts: verdicts.remove(&plan.id).unwrap_or_default(),
                 plan,
                 tokens: run.as_ref().map(|run| run.spent.tokens()),
-                cost: run.map(|run| run.spent.cost),
+                cost: run.as_ref().map(|run| run.spent.cost),
+                task: run.map(|run| run.config.task),
             })
             .collect();
         Ok(HistoryList { rows, more })
+    }
+
+    async fn review_panel(&self, plan: PlanId) -> Result<app::api::ReviewPanel, BoardError> {
+        let (finished, subtasks) = self
+            .0
+            .read(plan, |p| {
+                (
+                    p.state().is_finished(),
+                    p.subtasks()
+                        .iter()
+                        .map(|s| (s.id().0, s.name().to_string()))
+                        .collect(),
+                )
+            })
+            .await
+            .ok_or_else(|| BoardError::NotFound(PlanError::UnknownPlan { id: plan }.to_string()))?;
+        Ok(app::api::ReviewPanel {
+            finished,
+            reviews: self.1.reviews_of(plan).await.map_err(run_error)?,
+            subtasks,
+            me: String::new(),
+            can_review: false,
+        })
+    }
+
+    async fn review_queue(
+        &self,
+        filter: &ListFilter,
+    ) -> Result<app::api::ReviewQueueList, BoardError> {
+        let made_by_agent: HashSet<PlanId> = match filter.agent {
+            Some(_) => self
+                .1
+                .store()
+                .agent_plans()
+                .await
+                .map_err(|e| run_error(crate::runs::RunError::Store(e)))?,
+            None => HashSet::new(),
+        };
+        let keep = |plan: &Plan| {
+            filter.query.mode.is_none_or(|m| plan.mode() == m)
+                && filter
+                    .agent
+                    .is_none_or(|agent| made_by_agent.contains(&plan.id()) == agent)
+        };
+        let offset = filter.page as usize * PAGE_SIZE;
+        let (rows, total) = self
+            .1
+            .review_queue(offset, PAGE_SIZE, keep)
+            .await
+            .map_err(run_error)?;
+        Ok(app::api::ReviewQueueList {
+            more: total > offset + rows.len(),
+            rows,
+            total,
+        })
     }
 
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError> {
@@ -1283,6 +1348,77 @@ pub async fn memory_form(
         "/memories".to_string()
     };
     form_answer(result.map(|()| back), lang)
+}
+
+/// `POST /plans/{id}/review`: the viewer's review of a finished plan as
+/// the board's form posts it (`verdict`, `note`, `subtask-{n}` notes), or
+/// `remove` to take theirs back; the same service as the API's.
+pub async fn review_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(fields): axum::Form<Vec<(String, String)>>,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        let plan: PlanId = id
+            .parse()
+            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
+        if !viewer.can_edit {
+            return Err(BoardError::Forbidden(lang.pick(
+                format!(
+                    "{} may look but not review plans (viewer role)",
+                    viewer.name
+                ),
+                format!("{} 只能查看，不能评审计划（只读角色）", viewer.name),
+            )));
+        }
+        let field = |name: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        if field("remove").is_some() {
+            board
+                .1
+                .unreview(plan, &viewer.name)
+                .await
+                .map_err(run_error)?;
+            return Ok(plan);
+        }
+        let verdict: run_model::ReviewVerdict =
+            field("verdict").unwrap_or_default().parse().map_err(|_| {
+                BoardError::Refused(lang.pick(
+                    "choose a verdict: good, needs changes or wrong".to_string(),
+                    "请选择评审结论：好、需要修改或错误".to_string(),
+                ))
+            })?;
+        let subtasks = fields
+            .iter()
+            .filter_map(|(k, v)| {
+                let n = k.strip_prefix("subtask-")?.parse::<u32>().ok()?;
+                Some(run_model::SubtaskNote {
+                    subtask: n,
+                    note: v.clone(),
+                })
+            })
+            .collect();
+        let review = run_model::NewReview {
+            verdict,
+            note: field("note").unwrap_or_default().to_string(),
+            subtasks,
+        };
+        board
+            .1
+            .review(plan, &viewer.name, review)
+            .await
+            .map_err(run_error)?;
+        Ok(plan)
+    }
+    .await;
+    form_answer(result.map(|plan| format!("/plans/{plan}#reviews")), lang)
 }
 
 /// What the board's plain forms on a plan share: the plan from the path,

@@ -262,7 +262,7 @@ impl PlanMcp {
                 }
                 let (plans, total) = self
                     .runs
-                    .review_queue(body.offset as usize, limit as usize)
+                    .review_queue(body.offset as usize, limit as usize, |_| true)
                     .await
                     .map_err(text)?;
                 Ok(serde_json::json!({ "total": total, "plans": plans }))

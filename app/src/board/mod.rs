@@ -238,7 +238,11 @@ pub fn BoardPage() -> impl IntoView {
         .and_then(|s| uuid::Uuid::parse_str(&s).ok());
     let view = View::parse(use_query_map().read_untracked().get_str("view"));
     match id {
-        Some(id) => view! { <BoardIsland id view/> }.into_any(),
+        Some(id) => view! {
+            <BoardIsland id view/>
+            <crate::pages::reviews::ReviewSection id/>
+        }
+        .into_any(),
         None => not_found(lang).into_any(),
     }
 }

@@ -7,13 +7,14 @@ use leptos::prelude::*;
 use plan_engine::{Mode, StateFilter};
 
 use super::plans::{address, by_name, by_select, mode_select, page_href, short_time, Pager};
-use crate::api::{list_history, HistorySort, ListFilter, PlanRow};
+use crate::api::{list_history, HistorySort, ListFilter, PlanRow, ReviewFilter};
 use crate::i18n::{use_lang, Lang};
 
 /// The history table's columns: English, Chinese, and the order a click
 /// on the heading sorts by (the biggest first).
-const COLUMNS: [(&str, &str, Option<HistorySort>); 11] = [
-    ("Plan", "计划", None),
+const COLUMNS: [(&str, &str, Option<HistorySort>); 12] = [
+    ("Plan, and what was asked", "计划与任务", None),
+    ("Reviews", "评审", None),
     ("Mode", "模式", None),
     ("State", "状态", None),
     ("Agent run", "智能体运行", None),
@@ -54,6 +55,30 @@ fn head(lang: Lang, sort: HistorySort, params: &[(&str, &str)]) -> impl IntoView
     view! { <thead><tr>{cells}</tr></thead> }
 }
 
+/// The reviews select of History's filter form.
+fn review_select(lang: Lang, chosen: Option<ReviewFilter>) -> impl IntoView {
+    let options = [ReviewFilter::Unreviewed]
+        .into_iter()
+        .chain(run_model::ReviewVerdict::ALL.map(ReviewFilter::Verdict))
+        .map(|f| {
+            let label = match f {
+                ReviewFilter::Unreviewed => lang.pick("not reviewed", "未评审"),
+                ReviewFilter::Verdict(v) => super::reviews::verdict_label(v, lang),
+            };
+            view! { <option value=f.name() selected=chosen == Some(f)>{label}</option> }
+        })
+        .collect_view();
+    view! {
+        <label>
+            {lang.pick("Review ", "评审 ")}
+            <select name="verdict" data-testid="history-verdict">
+                <option value="" selected=chosen.is_none()>{lang.pick("any", "任意")}</option>
+                {options}
+            </select>
+        </label>
+    }
+}
+
 fn duration(r: &PlanRow, lang: Lang) -> String {
     match r.finished_at {
         Some(end) => {
@@ -89,14 +114,25 @@ pub fn HistoryPage() -> impl IntoView {
     let mut filter = ListFilter::from_address(&address());
     filter.query.state = Some(StateFilter::Finished);
     filter.query.text.clear();
-    let (page, mode, agent, sort) = (filter.page, filter.query.mode, filter.agent, filter.sort);
+    let (page, mode, agent, sort, review) = (
+        filter.page,
+        filter.query.mode,
+        filter.agent,
+        filter.sort,
+        filter.review,
+    );
     let params = [
         ("mode", mode.map(Mode::as_str).unwrap_or_default()),
         ("by", by_name(agent)),
+        (
+            "verdict",
+            review.map(ReviewFilter::name).unwrap_or_default(),
+        ),
     ];
     let sorted = [
         params[0],
         params[1],
+        params[2],
         (
             "sort",
             if sort == HistorySort::Newest {
@@ -117,6 +153,7 @@ pub fn HistoryPage() -> impl IntoView {
             <form class="filters" method="get" action="/history" role="search">
                 {mode_select(lang, mode, "history-mode")}
                 {by_select(lang, agent)}
+                {review_select(lang, review)}
                 {(sort != HistorySort::Newest).then(|| view! { <input type="hidden" name="sort" value=sort.as_str()/> })}
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
@@ -130,7 +167,17 @@ pub fn HistoryPage() -> impl IntoView {
                             let took = duration(&r, lang);
                             view! {
                                 <tr data-testid="history-row">
-                                    <td class="title"><a href=format!("/plans/{}?view=timeline", r.id)>{r.title.clone()}</a></td>
+                                    <td class="title">
+                                        <a href=format!("/plans/{}?view=timeline", r.id)>{r.title.clone()}</a>
+                                        {h.task.clone().map(|task| view! { <div class="asked" data-testid="asked">{task}</div> })}
+                                    </td>
+                                    <td class="verdicts" data-testid="history-verdicts">
+                                        {if h.verdicts.is_empty() {
+                                            view! { <a href=format!("/plans/{}#reviews", r.id) data-testid="history-review-link">{lang.pick("review", "评审")}</a> }.into_any()
+                                        } else {
+                                            h.verdicts.iter().map(|v| super::reviews::verdict_badge(*v, lang)).collect_view().into_any()
+                                        }}
+                                    </td>
                                     <td><span class="badge mode">{r.mode.label(lang)}</span></td>
                                     <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
                                     <td data-testid="history-run">{r.run.map_or("—", |state| crate::board::run_state_label(state, lang))}</td>

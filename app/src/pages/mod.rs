@@ -1,5 +1,5 @@
-//! The pages besides the board: the plans list, the history for team
-//! review, the agent's memory, the agent's task box and the form that
+//! The pages besides the board: the plans list, the history and the
+//! review queue for team review, the agent's memory, the agent's task box and the form that
 //! creates a plan by hand.
 
 pub mod activity;
@@ -8,6 +8,7 @@ pub mod inbox;
 pub mod memories;
 pub mod new_plan;
 pub mod plans;
+pub mod reviews;
 pub mod settings;
 pub mod task;
 pub mod tools;

@@ -131,7 +131,7 @@ pub async fn review_queue(
     let (offset, limit) = page(q.offset, q.limit)?;
     let (plans, total) = state
         .runs
-        .review_queue(offset as usize, limit as usize)
+        .review_queue(offset as usize, limit as usize, |_| true)
         .await?;
     Ok(Json(ReviewQueue { total, plans }))
 }

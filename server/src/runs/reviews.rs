@@ -105,29 +105,33 @@ impl Runs {
         Ok(self.store.verdicts().await?)
     }
 
-    /// The review queue: finished plans nobody reviewed, newest finish
-    /// first, a page of them, and how many there are in all.
+    /// The review queue: finished plans nobody reviewed (of those `keep`
+    /// admits), newest finish first, a page of them, and how many there
+    /// are in all.
     pub async fn review_queue(
         &self,
         offset: usize,
         limit: usize,
+        keep: impl Fn(&plan_engine::Plan) -> bool,
     ) -> Result<(Vec<ToReview>, usize), RunError> {
         let reviewed = self.store.verdicts().await?;
-        let mut waiting: Vec<ToReview> =
-            self.plans
-                .scan(|p| {
-                    (StateFilter::Finished.admits(p.state()) && !reviewed.contains_key(&p.id()))
-                        .then(|| ToReview {
-                            plan_id: p.id(),
-                            title: p.title().to_string(),
-                            task: None,
-                            run_id: None,
-                            state: p.state(),
-                            mode: p.mode(),
-                            finished_at: p.finished_at(),
-                        })
+        let mut waiting: Vec<ToReview> = self
+            .plans
+            .scan(|p| {
+                (StateFilter::Finished.admits(p.state())
+                    && !reviewed.contains_key(&p.id())
+                    && keep(p))
+                .then(|| ToReview {
+                    plan_id: p.id(),
+                    title: p.title().to_string(),
+                    task: None,
+                    run_id: None,
+                    state: p.state(),
+                    mode: p.mode(),
+                    finished_at: p.finished_at(),
                 })
-                .await;
+            })
+            .await;
         let total = waiting.len();
         waiting.sort_by(|a, b| {
             b.finished_at

@@ -426,3 +426,86 @@ async fn the_boards_write_function_refuses_foreign_or_missing_origins_and_viewer
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(server.plan(&id).await["state"], "paused");
 }
+
+#[tokio::test]
+async fn a_finished_plan_is_reviewed_on_its_board_and_history_and_the_queue_show_it() {
+    let server = TestServer::start().await;
+    let id = server
+        .create(
+            json!({"title": "Nightly report", "subtasks": [{"name": "collect"}, {"name": "send"}]}),
+        )
+        .await;
+    let running = server
+        .create(json!({"title": "Still going", "subtasks": [{"name": "a"}]}))
+        .await;
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{id}/finish"),
+            json!({"state": "failed", "outcome": "the mail server was down"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let text = |html: String| html.replace("<!>", "").replace("<!-- -->", "");
+    // Queued, and counted in the top bar.
+    let (_, queue) = page(&server, "/reviews").await;
+    assert!(queue.contains("Nightly report"), "{queue}");
+    assert!(!queue.contains("Still going"), "only finished plans wait");
+    let queue = text(queue);
+    let count = queue
+        .find(r#"data-testid="review-count""#)
+        .map(|at| &queue[at..at + 60]);
+    assert!(count.is_some_and(|c| c.contains(">1<")), "{count:?}");
+    // An unfinished plan's board has no review form.
+    let (_, board) = page(&server, &format!("/plans/{running}")).await;
+    assert!(!board.contains(r#"data-testid="review-form""#));
+    // A verdict other than good without a note is refused with the reason.
+    let post = |fields: Vec<(&'static str, &'static str)>| {
+        server
+            .client
+            .post(server.url(&format!("/plans/{id}/review")))
+            .form(&fields)
+            .send()
+    };
+    let refused = post(vec![("verdict", "wrong"), ("note", " "), ("subtask-1", "")])
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().await.unwrap().contains("needs a note"));
+    let no_verdict = post(vec![("note", "hm")]).await.unwrap();
+    assert_eq!(no_verdict.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let saved = post(vec![
+        ("verdict", "needs_changes"),
+        ("note", "retry the mail server before failing"),
+        ("subtask-1", ""),
+        ("subtask-2", "send through the backup relay"),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(saved.status(), StatusCode::OK, "followed back to the board");
+    let board = text(saved.text().await.unwrap());
+    assert!(board.contains(r#"data-testid="review""#), "{board}");
+    assert!(board.contains("retry the mail server before failing"));
+    assert!(board.contains("send through the backup relay"));
+    assert!(board.contains(r#"data-verdict="needs_changes""#));
+    assert!(
+        board.contains("Save my review"),
+        "the form is the viewer's own now"
+    );
+    // History shows the verdict and filters by it; the queue is empty.
+    let (_, history) = page(&server, "/history?verdict=needs_changes").await;
+    assert!(history.contains("Nightly report"), "{history}");
+    assert!(history.contains(r#"data-verdict="needs_changes""#));
+    let (_, history) = page(&server, "/history?verdict=good").await;
+    assert!(!history.contains("Nightly report"));
+    let (_, history) = page(&server, "/history?verdict=none").await;
+    assert!(!history.contains("Nightly report"));
+    let (_, queue) = page(&server, "/reviews").await;
+    assert!(queue.contains(r#"data-testid="reviews-empty""#), "{queue}");
+    // Removing it queues the plan again.
+    let removed = post(vec![("remove", "1")]).await.unwrap();
+    assert_eq!(removed.status(), StatusCode::OK);
+    let (_, reviews) = server.get(&format!("/api/plans/{id}/reviews")).await;
+    assert_eq!(reviews, json!([]));
+    let (_, queue) = page(&server, "/reviews").await;
+    assert!(queue.contains("Nightly report"));
+}
