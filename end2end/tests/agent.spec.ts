@@ -448,3 +448,48 @@ test("an admin connects a real MCP server on the Tools page, tests it and remove
   await page.waitForURL(/\/tools$/);
   await expect(page.locator(`[data-testid="server-row"][data-name="${name}"]`)).toHaveCount(0);
 });
+
+test("a person reviews a finished run from the queue, sees it in History, and a similar task recalls the review", async ({ page, request }) => {
+  const tag = unique("quarterly").split(" ")[1];
+  const task = `Publish the quarterly ledger ${tag}`;
+  const res = await request.post("/api/runs", { data: { task, mode: "simple", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await expect.poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 30_000 }).toBe("done");
+  // The queue lists it with what was asked, and the top bar counts it.
+  await page.goto("/reviews");
+  await expect(page.getByTestId("review-count")).not.toHaveText("0");
+  const queued = page.getByTestId("review-queue-row").filter({ hasText: task });
+  await expect(queued.getByTestId("asked")).toHaveText(task);
+  await queued.getByTestId("review-link").click();
+  await page.waitForURL(new RegExp(`/plans/${run.plan_id}`));
+  // A verdict that asks for change needs a note: the refusal says so.
+  await page.getByTestId("verdict-needs_changes").check();
+  await page.getByTestId("review-save").click();
+  await expect(page.locator("body")).toContainText("needs a note");
+  await page.goBack();
+  await page.getByTestId("verdict-needs_changes").check();
+  await page.getByTestId("review-note-input").fill(`always reconcile the ledger ${tag} before publishing`);
+  await page.getByTestId("review-form").getByText("Notes on single subtasks").click();
+  await page.getByTestId("review-subtask-1").fill("name the source files");
+  await page.getByTestId("review-save").click();
+  const review = page.getByTestId("review");
+  await expect(review.getByTestId("review-note")).toHaveText(`always reconcile the ledger ${tag} before publishing`);
+  await expect(review.getByTestId("verdict")).toHaveAttribute("data-verdict", "needs_changes");
+  await expect(review).toContainText("name the source files");
+  await shot(page, "review-on-board");
+  // History: what was asked, the verdict, and the filter by verdict.
+  await page.goto("/history?verdict=needs_changes");
+  const row = page.getByTestId("history-row").filter({ hasText: task });
+  await expect(row.getByTestId("asked")).toHaveText(task);
+  await expect(row.getByTestId("verdict")).toHaveAttribute("data-verdict", "needs_changes");
+  await shot(page, "history-reviewed");
+  await page.goto("/history?verdict=good");
+  await expect(page.getByTestId("history-row").filter({ hasText: task })).toHaveCount(0);
+  // A similar task: its run recalls the review before it plans.
+  const again = await request.post("/api/runs", { data: { task: `Publish the quarterly ledger ${tag} again`, mode: "simple", approval_required: false } });
+  const second = await again.json();
+  await expect.poll(async () => (await (await request.get(`/api/runs/${second.id}`)).json()).state, { timeout: 30_000 }).toBe("done");
+  await page.goto(`/plans/${second.plan_id}/activity`);
+  await expect(page.getByTestId("activity-row").filter({ hasText: "memories of earlier runs" })).toContainText(`always reconcile the ledger ${tag}`);
+});

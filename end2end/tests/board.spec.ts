@@ -343,3 +343,27 @@ test("the plans list is paged: 50 a page, newer and older links", async ({ page,
   await page.getByTestId("page-prev").click();
   await expect(page.getByTestId("plan-row")).toHaveCount(50);
 });
+
+test("an approval is of the version the person saw: a plan changed meanwhile is refused with what changed", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Seen version"), [{ name: "draft" }, { name: "ship", dependencies: [1] }], {
+    approval_required: true,
+  });
+  await openBoard(page, id);
+  await expect(page.getByTestId("approval-banner")).toBeVisible();
+  // Someone else (an agent here) adds a step while the person reads.
+  const added = await request.post(`/api/plans/${id}/subtasks`, {
+    data: { subtask: { name: "notify the on-call" } },
+    headers: { "x-planboard-agent": "helper-bot" },
+  });
+  expect(added.ok(), await added.text()).toBeTruthy();
+  await expect(page.getByTestId("changed-since-seen")).toContainText("+ notify the on-call");
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("approval-banner").getByRole("alert")).toContainText("changed since you looked");
+  await expect(page.getByTestId("approval-banner")).toBeVisible();
+  await shot(page, "approval-changed-since-seen");
+  // Having been shown the change, the person approves what they now see.
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("approval-banner")).toHaveCount(0);
+  const plan = (await (await request.get(`/api/plans/${id}`)).json()).plan;
+  expect(plan.approval.status).toBe("approved");
+});

@@ -65,10 +65,34 @@ pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
     let comment = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
     let editing = RwSignal::new(false);
+    let seen = seen_version(board);
+    // What changed between the plan the person opened (or last
+    // acknowledged) and the plan now; `None` while they are the same.
+    let since_seen = Memo::new(move |_| {
+        seen.with(|s| {
+            let s = s.as_ref()?;
+            board
+                .plan
+                .with(|p| (p.version() != s.version()).then(|| (s.version(), p.revision_of(s))))
+        })
+    });
     let approve = move |_| {
+        // An approval is of the version the person saw: a plan that
+        // changed under their eyes is not approved; they are shown what
+        // changed and approve again. The server checks the same version
+        // (a change the board has not heard of yet is its refusal).
+        if let Some((from, revision)) = since_seen.get_untracked() {
+            error.set(Some(changed_text(board, from, &revision)));
+            seen.set(Some(board.plan.get_untracked()));
+            return;
+        }
         let text = comment.get_untracked();
         let comment = (!text.trim().is_empty()).then_some(text);
-        board.act(Op::Approve { comment }, false, error);
+        let version = seen.with_untracked(|s| s.as_ref().map(|p| p.version()));
+        leptos::task::spawn_local(async move {
+            let sent = board.send_at(Op::Approve { comment }, version).await;
+            error.set(sent.err().map(|e| super::explain(&e, lang)));
+        });
     };
     let reject = move |_| {
         let text = comment.get_untracked();
@@ -107,6 +131,9 @@ pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
                     {lang.pick(" Nothing in it can start until someone approves it.", "在有人批准之前，其中任何子任务都不能开始。")}
                 </p>
                 {move || revised(board)}
+                {move || since_seen.get().map(|(from, revision)| view! {
+                    <p class="notice changed" data-testid="changed-since-seen">{changed_text(board, from, &revision)}</p>
+                })}
                 <Show when=move || board.can_edit() fallback=move || view! { <p>{lang.pick("You can look, but only operators can decide.", "你可以查看，但只有操作员能做决定。")}</p> }>
                     <label class="field">
                         {lang.pick("Comment (required to reject)", "评论（驳回时必填）")}
@@ -136,6 +163,71 @@ pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
             </section>
         </Show>
     }
+}
+
+/// The plan as the person last saw it while it awaits approval: taken
+/// when the banner appears, moved on by the person's own edits ("Edit,
+/// then approve") and by acknowledging a change; cleared once the plan
+/// no longer awaits approval.
+fn seen_version(board: Board) -> RwSignal<Option<plan_engine::Plan>> {
+    let seen = RwSignal::new(None::<plan_engine::Plan>);
+    Effect::new(move |_| {
+        let (awaiting, version) = board
+            .plan
+            .with(|p| (p.state() == PlanState::AwaitingApproval, p.version()));
+        if !awaiting {
+            seen.set(None);
+            return;
+        }
+        let me = board.viewer.with_value(|v| v.name.clone());
+        let base = seen.with_untracked(|s| s.as_ref().map(|p| p.version()));
+        let only_mine = base.is_some_and(|base| {
+            base != version
+                && board.log.with(|log| {
+                    log.iter()
+                        .filter_map(|e| e.event.as_ref())
+                        .filter(|e| e.version > base)
+                        .all(|e| *e.actor == *me)
+                })
+        });
+        if base.is_none() || only_mine {
+            seen.set(Some(board.plan.get_untracked()));
+        }
+    });
+    seen
+}
+
+/// What changed since version `from`, in words: the subtasks added (+),
+/// changed (~) and removed (−), or that only comments and notes did.
+fn changed_text(board: Board, from: u64, revision: &plan_engine::revision::Revision) -> String {
+    let lang = board.lang;
+    let now = board.plan.with_untracked(|p| p.version());
+    let name = |id| {
+        board
+            .plan
+            .with_untracked(|p| p.subtask(id).map(|s| s.name().to_string()))
+            .unwrap_or_default()
+    };
+    let mut parts: Vec<String> = revision
+        .added
+        .iter()
+        .map(|id| format!("+ {}", name(*id)))
+        .collect();
+    parts.extend(revision.changed.iter().map(|id| format!("~ {}", name(*id))));
+    parts.extend(revision.removed.iter().map(|n| format!("− {n}")));
+    let what = if parts.is_empty() {
+        lang.pick(
+            "only comments, notes or details changed",
+            "只有评论、备注或细节有变化",
+        )
+        .to_string()
+    } else {
+        parts.join(", ")
+    };
+    lang.pick(
+        format!("The plan changed since you looked at it (v{from} → v{now}): {what}. Look it over, then approve again."),
+        format!("你查看之后计划有了变化（v{from} → v{now}）：{what}。请检查后再次批准。"),
+    )
 }
 
 /// The banner's line on a revised plan: what the revision added (+),
