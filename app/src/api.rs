@@ -281,6 +281,33 @@ pub struct ReviewPanel {
     pub can_review: bool,
 }
 
+/// (field, before, after).
+pub type FieldDiff = (String, String, String);
+/// (id, name, its fields that differ).
+pub type ChangedSubtask = (u32, String, Vec<FieldDiff>);
+
+/// Two versions of a plan compared (the Compare page).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompareView {
+    pub title: String,
+    pub from: u64,
+    pub to: u64,
+    /// The plan's latest version.
+    pub latest: u64,
+    /// The plan's own fields that differ.
+    pub plan: Vec<FieldDiff>,
+    pub added: Vec<(u32, String)>,
+    pub removed: Vec<(u32, String)>,
+    pub changed: Vec<ChangedSubtask>,
+    /// (version, actor, at, what), oldest first, at most [`COMPARE_STEPS`].
+    pub steps: Vec<(u64, String, Timestamp, String)>,
+    /// Steps left out beyond [`COMPARE_STEPS`].
+    pub more_steps: usize,
+}
+
+/// Steps the Compare page lists.
+pub const COMPARE_STEPS: usize = 500;
+
 /// A page of the review queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReviewQueueList {
@@ -690,6 +717,87 @@ pub async fn load_reviews(plan: PlanId) -> Result<ReviewPanel, BoardError> {
     )
 }
 
+/// Two versions of a plan (rendered on the server only): `from` defaults
+/// to the version a person approved (else the first), `to` to the latest.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_compare(
+    plan: PlanId,
+    from: Option<u64>,
+    to: Option<u64>,
+) -> Result<CompareView, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            let log = backend()?.log(plan).await?;
+            let lang = crate::i18n::detect();
+            compare_log(&log, from, to, lang)
+        }
+        .await,
+    )
+}
+
+/// [`load_compare`]'s work on a plan's log.
+#[cfg(feature = "ssr")]
+pub fn compare_log(
+    log: &[LogEntry],
+    from: Option<u64>,
+    to: Option<u64>,
+    lang: crate::i18n::Lang,
+) -> Result<CompareView, BoardError> {
+    use plan_engine::compare::{at_version, compare};
+    let events: Vec<Event> = log.iter().filter_map(|e| e.event.clone()).collect();
+    let latest = events.last().map_or(0, |e| e.version);
+    let approved = events.iter().rev().find_map(|e| match &e.kind {
+        plan_engine::EventKind::ApprovalDecided {
+            status: ApprovalStatus::Approved,
+            ..
+        } => Some(e.version),
+        _ => None,
+    });
+    let to = to.unwrap_or(latest).min(latest);
+    let from = from
+        .unwrap_or_else(|| approved.filter(|v| *v < to).unwrap_or(1))
+        .clamp(1, to.max(1));
+    let unreadable = || {
+        BoardError::Refused(lang.pick(
+            format!(
+                "the plan's log has no version {from} or {to} to compare (versions 1 to {latest})"
+            ),
+            format!("计划日志中没有可比较的第 {from} 版或第 {to} 版（共 1 到 {latest} 版）"),
+        ))
+    };
+    let before = at_version(&events, from).ok_or_else(unreadable)?;
+    let after = at_version(&events, to).ok_or_else(unreadable)?;
+    let c = compare(&before, &after, &events, lang);
+    let fields = |f: Vec<plan_engine::compare::FieldChange>| {
+        f.into_iter()
+            .map(|f| (f.field.to_string(), f.before, f.after))
+            .collect::<Vec<_>>()
+    };
+    let more_steps = c.steps.len().saturating_sub(COMPARE_STEPS);
+    Ok(CompareView {
+        title: after.title().to_string(),
+        from,
+        to,
+        latest,
+        plan: fields(c.plan),
+        added: c.added.into_iter().map(|(id, n)| (id.0, n)).collect(),
+        removed: c.removed.into_iter().map(|(id, n)| (id.0, n)).collect(),
+        changed: c
+            .changed
+            .into_iter()
+            .map(|s| (s.id.0, s.name, fields(s.fields)))
+            .collect(),
+        steps: c
+            .steps
+            .into_iter()
+            .take(COMPARE_STEPS)
+            .map(|s| (s.version, s.actor, s.at, s.what))
+            .collect(),
+        more_steps,
+    })
+}
+
 /// The review queue page (rendered on the server only).
 #[server(prefix = "/_board", input = Json)]
 pub async fn load_review_queue(filter: ListFilter) -> Result<ReviewQueueList, BoardError> {
@@ -818,6 +926,55 @@ mod tests {
         let junk = ListFilter::from_address("?show=nope&by=robots&page=-1&&=&x");
         assert_eq!(junk, ListFilter::default());
         assert_eq!(ListFilter::from_address("by=manual").agent, Some(false));
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn compare_starts_at_the_approved_version_and_keeps_within_the_log() {
+        use plan_engine::{NewPlan, NewSubtask, Op, Plan};
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let spec = NewPlan {
+            title: "T".into(),
+            approval_required: true,
+            subtasks: vec![NewSubtask::named("a")],
+            ..NewPlan::default()
+        };
+        let (mut plan, mut events) = Plan::create(&spec, "ana", at).unwrap();
+        for op in [
+            Op::Approve { comment: None },
+            Op::AddSubtask {
+                subtask: NewSubtask::named("b"),
+                position: Default::default(),
+                rewire_after: None,
+                required_by: Vec::new(),
+            },
+        ] {
+            events.extend(plan.execute(&op.into(), "bo", at).unwrap());
+        }
+        let log: Vec<super::LogEntry> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| super::LogEntry {
+                seq: i as i64 + 1,
+                event: Some(e),
+            })
+            .collect();
+        let approved = log
+            .iter()
+            .filter_map(|e| e.event.as_ref())
+            .find(|e| matches!(e.kind, plan_engine::EventKind::ApprovalDecided { .. }))
+            .unwrap()
+            .version;
+        let c = super::compare_log(&log, None, None, plan_engine::Lang::En).unwrap();
+        assert_eq!((c.from, c.to), (approved, plan.version()));
+        assert_eq!(c.added, vec![(2, "b".to_string())]);
+        assert!(c.steps.iter().all(|s| s.1 == "bo"));
+        let all = super::compare_log(&log, Some(1), Some(99), plan_engine::Lang::En).unwrap();
+        assert_eq!(
+            all.to,
+            plan.version(),
+            "a version past the latest is the latest"
+        );
     }
 
     #[test]

@@ -41,9 +41,9 @@ use leptos_router::path;
 use board::BoardPage;
 use i18n::{use_lang, Lang};
 use pages::{
-    activity::ActivityPage, history::HistoryPage, inbox::InboxPage, memories::MemoriesPage,
-    new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage, settings::SettingsPage,
-    tools::ToolsPage,
+    activity::ActivityPage, compare::ComparePage, history::HistoryPage, inbox::InboxPage,
+    memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
+    settings::SettingsPage, tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -90,6 +90,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/plans/new") view=NewPage/>
                     <Route path=path!("/plans/:id") view=BoardPage/>
                     <Route path=path!("/plans/:id/activity") view=ActivityPage/>
+                    <Route path=path!("/plans/:id/compare") view=ComparePage/>
                 </Routes>
             </main>
         </Router>

@@ -367,3 +367,28 @@ test("an approval is of the version the person saw: a plan changed meanwhile is 
   const plan = (await (await request.get(`/api/plans/${id}`)).json()).plan;
   expect(plan.approval.status).toBe("approved");
 });
+
+test("compare two versions of a plan: what was added and changed field by field, and who did it", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Compare me"), [{ name: "draft" }, { name: "ship", dependencies: [1] }], {
+    approval_required: true,
+  });
+  const approved = await request.post(`/api/plans/${id}/approve`, { data: {} });
+  expect(approved.ok(), await approved.text()).toBeTruthy();
+  const bot = { "x-planboard-agent": "helper-bot" };
+  expect((await request.post(`/api/plans/${id}/subtasks`, { data: { subtask: { name: "announce", dependencies: [2] } }, headers: bot })).ok()).toBeTruthy();
+  expect((await request.patch(`/api/plans/${id}/subtasks/1`, { data: { description: "write the first draft" }, headers: bot })).ok()).toBeTruthy();
+  await openBoard(page, id);
+  await page.getByTestId("compare-link").click();
+  await page.waitForURL(new RegExp(`/plans/${id}/compare`));
+  // By default: since the approval.
+  await expect(page.getByTestId("compare-added")).toContainText("+ #3 announce");
+  const changed = page.getByTestId("compare-field").filter({ hasText: "write the first draft" });
+  await expect(changed).toHaveAttribute("data-field", "description");
+  await expect(page.getByTestId("compare-step").first()).toContainText("helper-bot");
+  await shot(page, "compare-versions");
+  // Any two versions: the first against itself is the same plan.
+  await page.getByTestId("compare-from").fill("1");
+  await page.getByTestId("compare-to").fill("1");
+  await page.getByTestId("compare-submit").click();
+  await expect(page.getByTestId("compare-same")).toBeVisible();
+});

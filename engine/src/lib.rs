@@ -25,6 +25,7 @@
 //!   queries off the O(n) path.
 //! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON;
 //!   [`gantt`]: the plan's timing as an SVG Gantt chart.
+//! - [`compare`]: two versions of a plan field by field, and who changed what;
 //! - [`revision`]: what a revised plan added, changed and dropped since a
 //!   person rejected it.
 //! - [`layout`]: the layered drawing of the dependency graph for the board.
@@ -37,6 +38,7 @@
 
 pub mod apply;
 pub mod command;
+pub mod compare;
 pub mod dag;
 pub mod describe;
 pub mod dialect;

@@ -42,7 +42,10 @@ pub(super) fn Header(board: Board) -> impl IntoView {
                 </span>
                 <span class="badge mode">{move || plan.with(|p| p.mode().label(lang))}</span>
                 <span class="version" data-testid="plan-version">"v"{move || plan.with(|p| p.version())}</span>
-                <span class="exports">{export("json", "JSON")}{export("markdown", "Markdown")}{export("mermaid", "Mermaid")}</span>
+                <span class="exports">
+                    <a class="button" href=format!("/plans/{}/compare", board.id) data-testid="compare-link">{lang.pick("Compare versions", "比较版本")}</a>
+                    {export("json", "JSON")}{export("markdown", "Markdown")}{export("mermaid", "Mermaid")}
+                </span>
             </div>
             <p class="goal">{move || plan.with(|p| p.goal().to_string())}</p>
             <div class="progress" role="progressbar" aria-label=lang.pick("Plan progress", "计划进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=percent>

@@ -3,6 +3,7 @@
 //! creates a plan by hand.
 
 pub mod activity;
+pub mod compare;
 pub mod history;
 pub mod inbox;
 pub mod memories;
