@@ -279,6 +279,12 @@ pub struct ReviewPanel {
     pub me: String,
     /// Whether the viewer may write a review (operators and admins).
     pub can_review: bool,
+    /// The agent's run that made the plan (it can be run again).
+    pub run: Option<RunId>,
+    /// Where this plan's run started again from.
+    pub again_of: Option<run_model::AgainOf>,
+    /// (plan, from) of the runs started again from this plan.
+    pub again: Vec<(PlanId, u32)>,
 }
 
 /// (field, before, after).

@@ -493,3 +493,24 @@ test("a person reviews a finished run from the queue, sees it in History, and a 
   await page.goto(`/plans/${second.plan_id}/activity`);
   await expect(page.getByTestId("activity-row").filter({ hasText: "memories of earlier runs" })).toContainText(`always reconcile the ledger ${tag}`);
 });
+
+test("a person runs a finished plan again from a subtask: the new run keeps the earlier results and both plans link each other", async ({ page, request }) => {
+  const task = unique("Tally the votes per district");
+  const res = await request.post("/api/runs", { data: { task, mode: "simple", approval_required: false } });
+  const run = await res.json();
+  await expect.poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 30_000 }).toBe("done");
+  const before = (await (await request.get(`/api/plans/${run.plan_id}`)).json()).plan;
+  await page.goto(`/plans/${run.plan_id}`);
+  await page.getByTestId("again-from").selectOption("2");
+  await page.getByTestId("again-submit").click();
+  await page.waitForURL((url) => url.pathname.startsWith("/plans/") && !url.pathname.includes(run.plan_id));
+  await expect(page.getByTestId("again-of")).toContainText("Run again from #2");
+  const fresh = page.url().split("/plans/")[1].split(/[?#]/)[0];
+  await expect.poll(async () => (await (await request.get(`/api/plans/${fresh}`)).json()).plan.state, { timeout: 30_000 }).toBe("done");
+  const after = (await (await request.get(`/api/plans/${fresh}`)).json()).plan;
+  expect(after.subtasks[0].outcome).toBe(before.subtasks[0].outcome);
+  await page.reload();
+  await shot(page, "run-again-new");
+  await page.getByTestId("again-of").getByRole("link").click();
+  await expect(page.getByTestId("again-link")).toHaveAttribute("href", `/plans/${fresh}`);
+});

@@ -55,7 +55,7 @@ pub use entry::{
 };
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
 pub use needs::{Need, NeedKind};
-pub use record::{RunProgress, RunRecord, Spent, SubtaskAttempts};
+pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;

@@ -38,6 +38,19 @@ pub struct RunRecord {
     /// join (kept here so they still do after a restart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_parent: Option<crate::TraceParent>,
+    /// The earlier run this one started again from ("Run again from
+    /// here"); the earlier plan names this one in a comment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub again_of: Option<AgainOf>,
+}
+
+/// Where a run started again from: an earlier run, its plan, and the
+/// subtask from which the work was redone (the results before it kept).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgainOf {
+    pub run: crate::RunId,
+    pub plan: plan_engine::PlanId,
+    pub from: plan_engine::SubtaskId,
 }
 
 /// How a subtask's attempts went so far.
@@ -109,6 +122,7 @@ impl RunRecord {
             attempts: Vec::new(),
             corrections: Vec::new(),
             trace_parent: None,
+            again_of: None,
         }
     }
 }

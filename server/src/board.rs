@@ -190,12 +190,25 @@ impl BoardBackend for Board {
             })
             .await
             .ok_or_else(|| BoardError::NotFound(PlanError::UnknownPlan { id: plan }.to_string()))?;
+        let run = self.run_on(plan).await?.map(|v| v.record);
+        let again = self
+            .1
+            .store()
+            .runs_again_of(plan)
+            .await
+            .map_err(|e| run_error(crate::runs::RunError::Store(e)))?
+            .into_iter()
+            .filter_map(|r| Some((r.plan_id?, r.again_of?.from.0)))
+            .collect();
         Ok(app::api::ReviewPanel {
             finished,
             reviews: self.1.reviews_of(plan).await.map_err(run_error)?,
             subtasks,
             me: String::new(),
             can_review: false,
+            run: run.as_ref().map(|r| r.id),
+            again_of: run.and_then(|r| r.again_of),
+            again,
         })
     }
 
@@ -537,6 +550,7 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
             BoardError::NotFound(e.to_string())
         }
         RunError::Review(e) => BoardError::Refused(e.to_string()),
+        RunError::Again(e) => BoardError::Refused(e.to_string()),
         e @ RunError::Decided(_) => BoardError::Refused(e.to_string()),
         RunError::Input(e) if e.is_client_error() => BoardError::Refused(e.to_string()),
         RunError::Input(e) => {
@@ -1419,6 +1433,58 @@ pub async fn review_form(
     }
     .await;
     form_answer(result.map(|plan| format!("/plans/{plan}#reviews")), lang)
+}
+
+/// `POST /plans/{id}/again`: runs the plan's agent run again from the
+/// subtask chosen on the board (`from`); on to the new plan's board.
+pub async fn again_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<AgainForm>,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        let plan: PlanId = id
+            .parse()
+            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
+        if !viewer.can_edit {
+            return Err(BoardError::Forbidden(lang.pick(
+                format!("{} may look but not start runs (viewer role)", viewer.name),
+                format!("{} 只能查看，不能启动运行（只读角色）", viewer.name),
+            )));
+        }
+        let from = form.from.trim().parse::<u32>().map_err(|_| {
+            BoardError::Refused(lang.pick(
+                "choose the subtask to run again from".to_string(),
+                "请选择从哪个子任务开始重新运行".to_string(),
+            ))
+        })?;
+        let run = board.run_on(plan).await?.ok_or_else(|| {
+            BoardError::Refused(lang.pick(
+                "only a plan planboard's agent made can be run again".to_string(),
+                "只有 planboard 智能体制定的计划才能重新运行".to_string(),
+            ))
+        })?;
+        let view = board
+            .1
+            .run_again(run.record.id, plan_engine::SubtaskId(from), &viewer.name)
+            .await
+            .map_err(run_error)?;
+        view.record
+            .plan_id
+            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+    .await;
+    back_to_board(result, &headers)
+}
+
+/// The board's "Run again from" form.
+#[derive(serde::Deserialize)]
+pub struct AgainForm {
+    #[serde(default)]
+    from: String,
 }
 
 /// What the board's plain forms on a plan share: the plan from the path,

@@ -249,6 +249,10 @@ pub fn router_with_pages(
             axum::routing::post(board::tool_call_form).with_state(board.clone()),
         )
         .route(
+            "/plans/{id}/again",
+            axum::routing::post(board::again_form).with_state(board.clone()),
+        )
+        .route(
             "/plans/{id}/review",
             axum::routing::post(board::review_form).with_state(board.clone()),
         )

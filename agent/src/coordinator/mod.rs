@@ -24,6 +24,10 @@
 //! A failed attempt is the agent's to handle first (`recover`): the
 //! subtask is tried again with the reasons, then the planner revises it,
 //! replaces it or gives up; only then is the run stuck for a person.
+//!
+//! # Run again
+//! A finished plan becomes a new run that keeps the results before a
+//! chosen subtask and redoes the rest (`again`); it starts at `running`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -51,6 +55,7 @@ use crate::run::{
 use crate::tools::Toolset;
 
 mod adjust;
+pub mod again;
 mod memory;
 mod prepare;
 mod recover;

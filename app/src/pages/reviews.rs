@@ -202,6 +202,51 @@ fn review_form(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
     }
 }
 
+/// Links between a plan and the runs started again from it, and the
+/// form that starts one ("Run again from here").
+fn again_part(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
+    let from = panel.again_of.as_ref().map(|a| {
+        view! {
+            <p class="again-of" data-testid="again-of">
+                {lang.pick(format!("Run again from #{} of ", a.from.0), format!("从以下计划的 #{} 重新运行：", a.from.0))}
+                <a href=format!("/plans/{}", a.plan)>{lang.pick("the earlier plan", "先前的计划")}</a>
+                {lang.pick(" (the results before it were kept).", "（之前的结果已保留）。")}
+            </p>
+        }
+    });
+    let made = (!panel.again.is_empty()).then(|| {
+        let links = panel
+            .again
+            .iter()
+            .map(|(p, from)| view! { <li><a href=format!("/plans/{p}") data-testid="again-link">{lang.pick(format!("run again from #{from}"), format!("从 #{from} 重新运行"))}</a></li> })
+            .collect_view();
+        view! {
+            <div class="again-made"><strong>{lang.pick("Run again as:", "已重新运行：")}</strong><ul>{links}</ul></div>
+        }
+    });
+    let form = (panel.finished && panel.can_review && panel.run.is_some() && !panel.subtasks.is_empty()).then(|| {
+        let options = panel
+            .subtasks
+            .iter()
+            .map(|(id, name)| view! { <option value=id.to_string()>{format!("#{id} {name}")}</option> })
+            .collect_view();
+        view! {
+            <form class="again-form filters" method="post" action=format!("/plans/{plan}/again") data-testid="again-form">
+                <label>
+                    {lang.pick("Run again from ", "从此处重新运行：")}
+                    <select name="from" data-testid="again-from">{options}</select>
+                </label>
+                <button type="submit" data-testid="again-submit">{lang.pick("Run again", "重新运行")}</button>
+                <span class="hint">{lang.pick(
+                    " The results before it are kept; it and what follows are done again by the agent, as a new run linked to this one.",
+                    " 之前的结果会保留；从它开始的部分由智能体重新完成，作为与本计划相互链接的新运行。",
+                )}</span>
+            </form>
+        }
+    });
+    view! { {from}{made}{form} }
+}
+
 /// The reviews of a plan, under its board: everyone's, and the form for
 /// the viewer's own once the plan is finished.
 #[component]
@@ -210,7 +255,7 @@ pub fn ReviewSection(id: PlanId) -> impl IntoView {
     let panel = crate::codec::load(move || id, load_reviews);
     view! {
         <Transition fallback=|| ()>
-            {move || panel.get().and_then(Result::ok).filter(|p| p.finished || !p.reviews.is_empty()).map(|panel| {
+            {move || panel.get().and_then(Result::ok).filter(|p| p.finished || !p.reviews.is_empty() || p.again_of.is_some()).map(|panel| {
                 let cards = panel
                     .reviews
                     .iter()
@@ -229,6 +274,7 @@ pub fn ReviewSection(id: PlanId) -> impl IntoView {
                         }}
                         {cards}
                         {form}
+                        {again_part(id, &panel, lang)}
                     </section>
                 }
             })}

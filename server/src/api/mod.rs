@@ -72,7 +72,7 @@ pub struct ApiState {
         webhooks::webhook_deliveries, tool_servers::list_servers, tool_servers::add_server,
         tool_servers::change_server, tool_servers::test_server, tool_servers::remove_server,
         runs::run_events, runs::pause_run,
-        runs::resume_run, runs::cancel_run, runs::answer_run, runs::list_artifacts,
+        runs::resume_run, runs::cancel_run, runs::answer_run, runs::run_again, runs::list_artifacts,
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
         memories::list_memories, memories::forget_memory, memories::pin_memory,
@@ -147,6 +147,7 @@ pub fn routes(state: ApiState) -> Router {
         .route("/runs/{id}/resume", post(runs::resume_run))
         .route("/runs/{id}/cancel", post(runs::cancel_run))
         .route("/runs/{id}/answer", post(runs::answer_run))
+        .route("/runs/{id}/again", post(runs::run_again))
         .route("/runs/{id}/tool-calls", get(runs::pending_calls))
         .route(
             "/runs/{id}/files",

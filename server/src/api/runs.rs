@@ -48,6 +48,16 @@ impl From<RunError> for ApiError {
                 code: "not_finished",
                 message: e.to_string(),
             },
+            RunError::Again(e @ agent::coordinator::again::AgainError::NotFinished(_)) => {
+                ApiError::State {
+                    code: "not_finished",
+                    message: e.to_string(),
+                }
+            }
+            RunError::Again(e) => ApiError::Refused {
+                code: "invalid",
+                message: e.to_string(),
+            },
             RunError::Review(e) => ApiError::Refused {
                 code: "invalid",
                 message: e.to_string(),
@@ -359,6 +369,42 @@ pub struct AnswerRun {
     pub subtask: u32,
     #[schemars(length(min = 1, max = 4000))]
     pub answer: String,
+}
+
+/// `POST /api/runs/{id}/again`: the subtask to redo from.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunAgain {
+    /// The first subtask done again; the results of the subtasks before
+    /// it (done or skipped) are kept.
+    #[schemars(range(min = 1))]
+    pub from: u32,
+}
+
+#[utoipa::path(post, path = "/api/runs/{id}/again", tag = "runs",
+    description = "runs a finished (done, failed or abandoned) plan of this run again as a new run: the \
+        results of the subtasks before `from` are kept, `from` and everything after it (or depending on \
+        it) is done again, in a copy of the run's workspace. The new run starts working at once (its plan \
+        is the approved one); the earlier plan gets a comment linking the new one",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    request_body(content = RunAgain),
+    responses((status = 201, body = RunView), WriteErrors))]
+pub async fn run_again(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    RunRef(id): RunRef,
+    Body(body): Body<RunAgain>,
+) -> Result<impl IntoResponse, ApiError> {
+    let view = state
+        .runs
+        .run_again(id, SubtaskId(body.from), &who.actor())
+        .await?;
+    let location = format!("/api/runs/{}", view.record.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(view),
+    ))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -162,6 +162,7 @@ schemars_bridge! {
         crate::runs::Decision,
         super::runs::ResumeRun,
         super::runs::AnswerRun,
+        super::runs::RunAgain,
         crate::runs::RunView,
         crate::runs::Artifact,
         crate::store::StoredRunEntry,

@@ -249,6 +249,21 @@ impl Staged {
     }
 }
 
+/// Copies an earlier run's workspace into a new run's ("Run again from
+/// here"): regular files and folders, links not followed, bounded like a
+/// source folder. A run that left no workspace gives an empty one.
+pub async fn copy_workspace(from: PathBuf, to: PathBuf) -> Result<(), InputError> {
+    tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&to)?;
+        if from.is_dir() {
+            copy_tree(&from, &to, "the earlier run's workspace")?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| InputError::Io(std::io::Error::other(e)))?
+}
+
 /// Copies the regular files and folders of `from` into `to`, bounded.
 fn copy_tree(from: &Path, to: &Path, shown: &str) -> Result<Vec<InputFile>, InputError> {
     let mut inputs = Vec::new();

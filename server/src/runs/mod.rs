@@ -18,6 +18,7 @@
 //!   log so that no step waits for it;
 //! - `stream.rs`: a run's log as server-sent events.
 
+mod again;
 mod delta_relay;
 mod host;
 pub mod inputs;
@@ -85,6 +86,9 @@ pub enum RunError {
     /// subtask…); nothing was stored.
     #[error(transparent)]
     Review(run_model::ReviewError),
+    /// The plan cannot be run again from that subtask.
+    #[error(transparent)]
+    Again(agent::coordinator::again::AgainError),
     #[error("{reviewer} has no review of plan {plan}")]
     NoReview {
         plan: plan_engine::PlanId,

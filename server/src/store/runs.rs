@@ -170,6 +170,8 @@ pub trait RunStore: Send + Sync {
     /// Whether there was such a memory.
     async fn forget(&self, id: MemoryId) -> Result<bool, StoreError>;
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError>;
+    /// The runs started again from `plan`'s work, oldest first.
+    async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError>;
     /// Stores a reviewer's review of a plan (replacing theirs) and the
     /// memory it leaves (forgetting the one their earlier review left).
     async fn put_review(
@@ -263,8 +265,8 @@ impl RunStore for SqlStore {
         let record = serde_json::to_string(run).map_err(corrupt)?;
         let now = ts(chrono::Utc::now());
         sqlx::query(
-            "INSERT INTO runs (id, plan_id, state, record, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) \
+            "INSERT INTO runs (id, plan_id, state, record, created_at, updated_at, again_of) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (id) DO UPDATE SET plan_id = $2, state = $3, record = $4, updated_at = $6",
         )
         .bind(run.id.to_string())
@@ -273,6 +275,7 @@ impl RunStore for SqlStore {
         .bind(record)
         .bind(&now)
         .bind(&now)
+        .bind(run.again_of.as_ref().map(|a| a.plan.to_string()))
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -630,6 +633,15 @@ impl RunStore for SqlStore {
 
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError> {
         self.pin_memory(id, pinned).await
+    }
+    async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT record FROM runs WHERE again_of = $1 ORDER BY created_at, id LIMIT 100",
+        )
+        .bind(plan.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(record_of).collect()
     }
     async fn put_review(
         &self,

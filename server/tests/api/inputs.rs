@@ -16,7 +16,7 @@ use crate::support::{local, TestServer};
 
 /// A server driving runs with the fake model; `roots` are the folders
 /// runs may start from.
-async fn server(fake: &FakeOpenAi, roots: Vec<std::path::PathBuf>) -> TestServer {
+pub(crate) async fn server(fake: &FakeOpenAi, roots: Vec<std::path::PathBuf>) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
     let config = Config {
         lease: Duration::from_secs(3600),
@@ -34,11 +34,11 @@ async fn server(fake: &FakeOpenAi, roots: Vec<std::path::PathBuf>) -> TestServer
     server
 }
 
-fn workspaces(server: &TestServer) -> std::path::PathBuf {
+pub(crate) fn workspaces(server: &TestServer) -> std::path::PathBuf {
     server._dir.as_ref().unwrap().path().join("workspaces")
 }
 
-async fn upload(server: &TestServer, form: Form) -> (StatusCode, Value) {
+pub(crate) async fn upload(server: &TestServer, form: Form) -> (StatusCode, Value) {
     let response = reqwest::Client::new()
         .post(server.url("/api/runs"))
         .multipart(form)
@@ -53,7 +53,7 @@ async fn upload(server: &TestServer, form: Form) -> (StatusCode, Value) {
     )
 }
 
-fn run_part(run: Value) -> Part {
+pub(crate) fn run_part(run: Value) -> Part {
     Part::text(run.to_string())
         .mime_str("application/json")
         .unwrap()

@@ -329,3 +329,96 @@ async fn a_plan_still_running_is_not_reviewed_and_mcp_clients_review_too() {
     client.cancel().await.unwrap();
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
+
+#[tokio::test]
+async fn a_finished_run_runs_again_from_a_subtask_keeping_the_results_before_it_and_linked_both_ways(
+) {
+    use reqwest::multipart::{Form, Part};
+    let fake = FakeOpenAi::start().await;
+    let server = crate::inputs::server(&fake, Vec::new()).await;
+    let form = Form::new()
+        .part(
+            "run",
+            crate::inputs::run_part(json!({"task": "Summarise the sales", "mode": "simple", "approval_required": false})),
+        )
+        .part("files", Part::bytes(b"north,3\n".to_vec()).file_name("sales.csv"));
+    let (status, view) = crate::inputs::upload(&server, form).await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let run = view["id"].as_str().unwrap().to_string();
+    let plan = view["plan_id"].as_str().unwrap().to_string();
+    wait_for(&server, &run, "done").await;
+    let executed = |name: &str| {
+        fake.requests()
+            .iter()
+            .filter(|r| shape(r) == "action" && crate::fake_openai::subtask(r) == name)
+            .count()
+    };
+    assert_eq!((executed("gather"), executed("report")), (1, 1));
+
+    // Refusals first: a subtask the plan lacks, an unknown run.
+    let again = |run: String, from: u32| {
+        let request = server
+            .client
+            .post(server.url(&format!("/api/runs/{run}/again")))
+            .json(&json!({"from": from}));
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, body) = again(run.clone(), 9).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("no subtask 9"),
+        "{body}"
+    );
+    let (status, _) = again(uuid::Uuid::new_v4().to_string(), 1).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // From #2: #1's result is kept, #2 is done again, in a copy of the workspace.
+    let (status, second) = again(run.clone(), 2).await;
+    assert_eq!(status, StatusCode::CREATED, "{second}");
+    let second_run = second["id"].as_str().unwrap().to_string();
+    let second_plan = second["plan_id"].as_str().unwrap().to_string();
+    assert_ne!(second_plan, plan);
+    assert_eq!(second["again_of"]["run"], run.as_str());
+    assert_eq!(second["again_of"]["from"], 2);
+    wait_for(&server, &second_run, "done").await;
+    assert_eq!(
+        (executed("gather"), executed("report")),
+        (1, 2),
+        "only #2 ran again"
+    );
+    let fresh = server.plan(&second_plan).await;
+    let old = server.plan(&plan).await;
+    assert_eq!(
+        fresh["subtasks"][0]["outcome"], old["subtasks"][0]["outcome"],
+        "#1's result kept"
+    );
+    assert_eq!(fresh["subtasks"][0]["state"], "done");
+    let (_, files) = server
+        .get(&format!("/api/runs/{second_run}/artifacts"))
+        .await;
+    assert!(
+        files.to_string().contains("sales.csv"),
+        "the workspace was copied: {files}"
+    );
+    // The earlier plan names the new one.
+    let (_, comments) = server.get(&format!("/api/plans/{plan}/comments")).await;
+    assert!(comments.to_string().contains(&second_plan), "{comments}");
+
+    // A plan still at work is not run again.
+    let (running, _) = start(
+        &server,
+        json!({"task": "Wait for approval", "approval_required": true}),
+    )
+    .await;
+    wait_for(&server, &running, "awaiting_approval").await;
+    let (status, body) = again(running, 1).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "not_finished");
+}

@@ -1,0 +1,53 @@
+//! "Run again from here": a finished or failed plan of a run becomes a new
+//! run that keeps the results before a chosen subtask and redoes the rest,
+//! in a copy of the earlier run's workspace (the kept subtasks' files are
+//! there). The agent builds the plan (`agent::coordinator::again`).
+
+use agent::coordinator::again::AgainFailure;
+use agent::RunId;
+use plan_engine::SubtaskId;
+
+use super::{RunError, RunView, Runs};
+
+impl Runs {
+    /// Starts a run again from subtask `from` of run `earlier`'s plan.
+    pub async fn run_again(
+        self: &std::sync::Arc<Self>,
+        earlier: RunId,
+        from: SubtaskId,
+        who: &str,
+    ) -> Result<RunView, RunError> {
+        let record = self
+            .store
+            .load_run(earlier)
+            .await?
+            .ok_or(RunError::NotFound(earlier))?;
+        let plan_id = record
+            .plan_id
+            .ok_or_else(|| RunError::Invalid(format!("run {earlier} has no plan to run again")))?;
+        let source = self
+            .plans
+            .read(plan_id, |p| p.clone())
+            .await
+            .ok_or_else(|| RunError::Invalid(format!("run {earlier}'s plan was deleted")))?;
+        let (config, agent) = self.check_start(record.config.clone())?;
+        let id = uuid::Uuid::new_v4();
+        let workspace = self.workspace(id);
+        super::inputs::copy_workspace(self.workspace(earlier), workspace.clone()).await?;
+        let started = agent
+            .start_again(id, config, who, earlier, &source, from)
+            .await;
+        let record = match started {
+            Ok(record) => record,
+            Err(e) => {
+                let _ = tokio::fs::remove_dir_all(&workspace).await;
+                return Err(match e {
+                    AgainFailure::Again(e) => RunError::Again(e),
+                    AgainFailure::Host(e) => RunError::Invalid(e.to_string()),
+                });
+            }
+        };
+        self.keep().await;
+        self.view(record).await
+    }
+}
