@@ -3,6 +3,8 @@
 //! dialect's own full-text search (SQLite FTS5 with bm25, PostgreSQL's
 //! `tsvector` with ts_rank).
 
+use std::collections::HashMap;
+
 use agent::RunId;
 use plan_engine::PlanId;
 use run_model::memory::{terms, Memory, MemoryId, MemoryKind, NewMemory};
@@ -13,6 +15,11 @@ use super::sql::{read_ts, ts, values_sql};
 use super::{SqlStore, StoreError};
 
 const COLUMNS: &str = "m.id, m.kind, m.task, m.body, m.run_id, m.plan_id, m.pinned, m.created_at";
+
+/// Rows one recall ranks at most per search (see `search_memories`).
+const CANDIDATES: i64 = 2_000;
+/// Pinned memories looked at per recall, newest first.
+const PINNED_LOOKED_AT: u32 = 1_000;
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
@@ -94,6 +101,14 @@ impl SqlStore {
     }
 
     /// Pinned first, then by rank; nothing when the query has no terms.
+    ///
+    /// The ranking works on a bounded set of candidates, so its cost does
+    /// not grow with the table: the rows holding the query's rare terms
+    /// (whose document counts add up to at most [`CANDIDATES`]), then, if
+    /// those are too few, the rows holding all its common terms (then all
+    /// but the commonest, …), each set cut to its newest [`CANDIDATES`].
+    /// Pinned memories that share any term come first, found by their
+    /// own index.
     pub(super) async fn search_memories(
         &self,
         query: &str,
@@ -104,35 +119,115 @@ impl SqlStore {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
+        let need = (offset + limit) as usize;
+        let mut found = self.pinned_sharing(&wanted).await?;
+        let counts = self.term_counts(&wanted).await?;
+        let mut present: Vec<(String, i64)> = wanted
+            .into_iter()
+            .filter_map(|t| counts.get(&t).filter(|n| **n > 0).map(|n| (t, *n)))
+            .collect();
+        present.sort_by_key(|(_, n)| *n);
+        let mut rare = 0;
+        let mut sum = 0;
+        while rare < present.len() && sum + present[rare].1 <= CANDIDATES {
+            sum += present[rare].1;
+            rare += 1;
+        }
+        let names = |range: &[(String, i64)]| range.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>();
+        let mut searches: Vec<(Vec<String>, bool)> = Vec::new();
+        if rare > 0 {
+            searches.push((names(&present[..rare]), false));
+        }
+        // Then the rows holding all the common terms, then all but the
+        // commonest, … down to the least common alone.
+        for k in (rare + 1..=present.len()).rev() {
+            searches.push((names(&present[rare..k]), true));
+        }
+        for (terms, all) in searches {
+            if found.len() >= need {
+                break;
+            }
+            for memory in self.ranked(&terms, all, need).await? {
+                if !found.iter().any(|m| m.id == memory.id) {
+                    found.push(memory);
+                }
+            }
+        }
+        Ok(found.into_iter().skip(offset as usize).take(limit as usize).collect())
+    }
+
+    /// The best `need` rows holding any (or `all`) of `terms`, out of the
+    /// newest [`CANDIDATES`] that do; pinned ones left out (they come
+    /// first anyway).
+    async fn ranked(&self, terms: &[String], all: bool, need: usize) -> Result<Vec<Memory>, StoreError> {
         let rows = if self.is_postgres() {
             // Terms are letters, digits and CJK only: nothing to escape.
-            let tsquery = wanted.join(" | ");
+            let tsquery = terms.join(if all { " & " } else { " | " });
             sqlx::query(&format!(
-                "SELECT {COLUMNS} FROM memories m \
-                 WHERE m.search @@ to_tsquery('simple', $1) \
-                 ORDER BY m.pinned DESC, ts_rank(m.search, to_tsquery('simple', $1)) DESC, m.created_at DESC \
-                 LIMIT $2 OFFSET $3"
+                "SELECT {COLUMNS} FROM (SELECT * FROM memories WHERE search @@ to_tsquery('simple', $1) \
+                 AND pinned = 0 ORDER BY created_at DESC LIMIT $2) m \
+                 ORDER BY ts_rank(m.search, to_tsquery('simple', $1)) DESC, m.created_at DESC LIMIT $3"
             ))
             .bind(tsquery)
-            .bind(i64::from(limit))
-            .bind(i64::from(offset))
+            .bind(CANDIDATES)
+            .bind(need as i64)
             .fetch_all(&self.pool)
             .await?
         } else {
-            let matched: Vec<String> = wanted.iter().map(|t| format!("\"{t}\"")).collect();
+            let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
             sqlx::query(&format!(
-                "SELECT {COLUMNS} FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid \
-                 WHERE memories_fts MATCH $1 \
-                 ORDER BY m.pinned DESC, bm25(memories_fts), m.created_at DESC \
-                 LIMIT $2 OFFSET $3"
+                "SELECT {COLUMNS} FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts \
+                 WHERE memories_fts MATCH $1 ORDER BY rowid DESC LIMIT $2) hits \
+                 JOIN memories m ON m.rowid = hits.rowid WHERE m.pinned = 0 \
+                 ORDER BY hits.score, m.created_at DESC LIMIT $3"
             ))
-            .bind(matched.join(" OR "))
-            .bind(i64::from(limit))
-            .bind(i64::from(offset))
+            .bind(quoted.join(if all { " AND " } else { " OR " }))
+            .bind(CANDIDATES)
+            .bind(need as i64)
             .fetch_all(&self.pool)
             .await?
         };
         rows.iter().map(memory_of).collect()
+    }
+
+    /// How many memories hold each of `terms` (absent: none).
+    async fn term_counts(&self, terms: &[String]) -> Result<HashMap<String, i64>, StoreError> {
+        let marks: Vec<String> = (1..=terms.len()).map(|i| format!("${i}")).collect();
+        let sql = if self.is_postgres() {
+            format!("SELECT term, docs FROM memory_terms WHERE term IN ({})", marks.join(", "))
+        } else {
+            format!("SELECT term, doc AS docs FROM memories_vocab WHERE term IN ({})", marks.join(", "))
+        };
+        let mut query = sqlx::query(&sql);
+        for t in terms {
+            query = query.bind(t.clone());
+        }
+        let mut counts = HashMap::new();
+        for row in query.fetch_all(&self.pool).await? {
+            counts.insert(row.try_get::<String, _>("term")?, row.try_get::<i64, _>("docs")?);
+        }
+        Ok(counts)
+    }
+
+    /// Pinned memories sharing any of `terms`, those sharing the most
+    /// first, then the newest (pinned ones are few: people pin them).
+    async fn pinned_sharing(&self, wanted: &[String]) -> Result<Vec<Memory>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS}, m.terms FROM memories m WHERE m.pinned = 1 \
+             ORDER BY m.created_at DESC LIMIT {PINNED_LOOKED_AT}"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut hits: Vec<(usize, Memory)> = Vec::new();
+        for row in &rows {
+            let held: String = row.try_get("terms")?;
+            let shared = held.split(' ').filter(|t| wanted.iter().any(|w| w == t)).count();
+            if shared > 0 {
+                hits.push((shared, memory_of(row)?));
+            }
+        }
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.created_at.cmp(&a.1.created_at)));
+        Ok(hits.into_iter().map(|(_, m)| m).collect())
     }
 
     /// Newest first.

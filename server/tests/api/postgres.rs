@@ -622,6 +622,66 @@ async fn the_review_store_works_on_sqlite() {
     .await;
 }
 
+/// Recall ranks a bounded set of candidates and still finds the one old
+/// memory holding the task's rare words among thousands of newer ones
+/// sharing its common words; with only common words, it ranks the rows
+/// holding all of them.
+pub async fn memory_recall_story(url: &str) {
+    use run_model::memory::{MemoryKind, NewMemory};
+    use server::store::{RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let tag = format!("zb{}", uuid::Uuid::new_v4().simple());
+    let new = |task: String, text: &str| NewMemory {
+        kind: MemoryKind::Run,
+        task,
+        text: text.to_string(),
+        run_id: None,
+        plan_id: None,
+    };
+    let old = store
+        .remember(&[new(format!("Rotate the certificates {tag}"), "use the vault issuer")])
+        .await
+        .unwrap();
+    let filler: Vec<NewMemory> = (0..2_100)
+        .map(|i| new(format!("Deploy the service {tag} number{i}"), "check the logs first"))
+        .collect();
+    let mut ids = vec![old[0].id];
+    for chunk in filler.chunks(500) {
+        ids.extend(store.remember(chunk).await.unwrap().into_iter().map(|m| m.id));
+    }
+    let found = store
+        .memories(Some(&format!("rotate certificates deploy service {tag}")), 0, 8)
+        .await
+        .unwrap();
+    assert_eq!(found.first().map(|m| m.id), Some(old[0].id), "the rare words win");
+    assert_eq!(found.len(), 8, "filled up with the common words' rows");
+    let common = store
+        .memories(Some(&format!("deploy service logs {tag} number2099")), 0, 3)
+        .await
+        .unwrap();
+    assert_eq!(common.first().map(|m| m.task.clone()), Some(format!("Deploy the service {tag} number2099")));
+    // Forgotten rows leave the counts too: the old memory's words are
+    // unknown again once it is gone.
+    assert!(store.forget(old[0].id).await.unwrap());
+    let gone = store.memories(Some("rotate certificates vault issuer"), 0, 8).await.unwrap();
+    assert!(gone.iter().all(|m| m.id != old[0].id));
+    for id in &ids[1..] {
+        store.forget(*id).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn recall_finds_rare_words_among_thousands_on_postgres() {
+    let Some(url) = database() else { return };
+    memory_recall_story(&url).await;
+}
+
+#[tokio::test]
+async fn recall_finds_rare_words_among_thousands_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    memory_recall_story(&format!("sqlite://{}", dir.path().join("recall.db").display())).await;
+}
+
 #[tokio::test]
 async fn the_memory_store_works_on_postgres() {
     let Some(url) = database() else { return };
