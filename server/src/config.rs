@@ -29,6 +29,7 @@
 //! | `PLANBOARD_WEBHOOK_SECRET` | — | signs each notification: `X-Planboard-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")` |
 //! | `PLANBOARD_WEBHOOK_FORMAT` | `json` | `slack`: Slack's incoming-webhook shape (`{"text": …}`) |
 //! | `PLANBOARD_WEBHOOK_RETENTION_DAYS` | `30` | deliveries that are over (delivered or given up) are deleted after this many days |
+//! | `PLANBOARD_RUN_LOG_RETENTION_HOURS` | — (kept) | a finished run's log (its model calls and their messages, tool calls, activity) is deleted this many hours after the run ended (seed 002's `memoryRetention`, 24 there); the run's row, its plan, memories and reviews stay |
 //! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links |
 //! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | — | OpenTelemetry spans over OTLP/HTTP protobuf (see `telemetry`) |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
@@ -70,6 +71,8 @@ pub struct Config {
     pub webhooks: crate::webhooks::WebhookConfig,
     /// Where spans go (OpenTelemetry); `None`: no tracing.
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
+    /// How long a finished run's log is kept; `None`: for good.
+    pub run_log_retention: Option<Duration>,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -247,6 +250,7 @@ impl Config {
             prices: run_model::PriceTable::builtin(),
             webhooks: crate::webhooks::WebhookConfig::default(),
             telemetry: None,
+            run_log_retention: None,
         }
     }
 
@@ -386,6 +390,17 @@ impl Config {
             prices,
             webhooks,
             telemetry,
+            run_log_retention: match var("PLANBOARD_RUN_LOG_RETENTION_HOURS") {
+                None => None,
+                Some(hours) => match hours.trim().parse::<u64>().map(|h| (h, h.checked_mul(3600))) {
+                    Ok((h, Some(secs))) if h >= 1 => Some(Duration::from_secs(secs)),
+                    _ => {
+                        return Err(ConfigError::Invalid(format!(
+                            "PLANBOARD_RUN_LOG_RETENTION_HOURS must be a whole number of hours, at least 1, not '{hours}'"
+                        )))
+                    }
+                },
+            },
             search_url: match var("PLANBOARD_SEARCH_URL") {
                 None => None,
                 Some(url) => Some(
@@ -504,6 +519,19 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("alice:admin:<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn run_log_retention_is_whole_hours_and_off_unless_asked() {
+        assert_eq!(config(&[]).unwrap().run_log_retention, None);
+        let kept = config(&[("PLANBOARD_RUN_LOG_RETENTION_HOURS", "24")]).unwrap();
+        assert_eq!(kept.run_log_retention, Some(Duration::from_secs(24 * 3600)));
+        for bad in ["0", "-1", "1.5", "day"] {
+            assert!(
+                config(&[("PLANBOARD_RUN_LOG_RETENTION_HOURS", bad)]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

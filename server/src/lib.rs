@@ -129,6 +129,9 @@ pub async fn start_with_model(
     .map_err(|e| StoreError::Config(e.to_string()))?;
     runs.spawn_keeper();
     webhooks::spawn(runs.store(), config.webhooks.clone(), telemetry.is_some());
+    if let Some(keep) = config.run_log_retention {
+        runs::spawn_log_purge(runs.store(), keep);
+    }
     let held = |store: Arc<SqlStore>| async move {
         use crate::store::RunStore;
         store

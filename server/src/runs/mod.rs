@@ -110,6 +110,31 @@ const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL 
     PLANBOARD_LLM_BASE_URL (and PLANBOARD_LLM_API_KEY if the endpoint needs one), then \
     restart; see the README's table of variables";
 
+/// Deletes finished runs' logs older than `keep` (seed 002's
+/// `memoryRetention`), at start and then hourly; the runs' rows, their
+/// plans, memories and reviews stay.
+pub fn spawn_log_purge(store: Arc<dyn RunStore>, keep: std::time::Duration) {
+    tokio::spawn(async move {
+        loop {
+            // A retention longer than the calendar keeps everything.
+            let Some(before) = chrono::Duration::from_std(keep)
+                .ok()
+                .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
+            else {
+                return;
+            };
+            match store.purge_run_logs(before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    "retention: deleted {n} run-log entries of runs that ended before {before}"
+                ),
+                Err(e) => tracing::error!("purging old run logs failed: {e}"),
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        }
+    });
+}
+
 pub struct Runs {
     plans: Arc<PlanService>,
     store: Arc<dyn RunStore>,

@@ -133,7 +133,8 @@ impl SqlStore {
             sum += present[rare].1;
             rare += 1;
         }
-        let names = |range: &[(String, i64)]| range.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>();
+        let names =
+            |range: &[(String, i64)]| range.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>();
         let mut searches: Vec<(Vec<String>, bool)> = Vec::new();
         if rare > 0 {
             searches.push((names(&present[..rare]), false));
@@ -153,13 +154,22 @@ impl SqlStore {
                 }
             }
         }
-        Ok(found.into_iter().skip(offset as usize).take(limit as usize).collect())
+        Ok(found
+            .into_iter()
+            .skip(offset as usize)
+            .take(limit as usize)
+            .collect())
     }
 
     /// The best `need` rows holding any (or `all`) of `terms`, out of the
     /// newest [`CANDIDATES`] that do; pinned ones left out (they come
     /// first anyway).
-    async fn ranked(&self, terms: &[String], all: bool, need: usize) -> Result<Vec<Memory>, StoreError> {
+    async fn ranked(
+        &self,
+        terms: &[String],
+        all: bool,
+        need: usize,
+    ) -> Result<Vec<Memory>, StoreError> {
         let rows = if self.is_postgres() {
             // Terms are letters, digits and CJK only: nothing to escape.
             let tsquery = terms.join(if all { " & " } else { " | " });
@@ -194,9 +204,15 @@ impl SqlStore {
     async fn term_counts(&self, terms: &[String]) -> Result<HashMap<String, i64>, StoreError> {
         let marks: Vec<String> = (1..=terms.len()).map(|i| format!("${i}")).collect();
         let sql = if self.is_postgres() {
-            format!("SELECT term, docs FROM memory_terms WHERE term IN ({})", marks.join(", "))
+            format!(
+                "SELECT term, docs FROM memory_terms WHERE term IN ({})",
+                marks.join(", ")
+            )
         } else {
-            format!("SELECT term, doc AS docs FROM memories_vocab WHERE term IN ({})", marks.join(", "))
+            format!(
+                "SELECT term, doc AS docs FROM memories_vocab WHERE term IN ({})",
+                marks.join(", ")
+            )
         };
         let mut query = sqlx::query(&sql);
         for t in terms {
@@ -204,7 +220,10 @@ impl SqlStore {
         }
         let mut counts = HashMap::new();
         for row in query.fetch_all(&self.pool).await? {
-            counts.insert(row.try_get::<String, _>("term")?, row.try_get::<i64, _>("docs")?);
+            counts.insert(
+                row.try_get::<String, _>("term")?,
+                row.try_get::<i64, _>("docs")?,
+            );
         }
         Ok(counts)
     }
@@ -221,7 +240,10 @@ impl SqlStore {
         let mut hits: Vec<(usize, Memory)> = Vec::new();
         for row in &rows {
             let held: String = row.try_get("terms")?;
-            let shared = held.split(' ').filter(|t| wanted.iter().any(|w| w == t)).count();
+            let shared = held
+                .split(' ')
+                .filter(|t| wanted.iter().any(|w| w == t))
+                .count();
             if shared > 0 {
                 hits.push((shared, memory_of(row)?));
             }

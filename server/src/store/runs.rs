@@ -170,6 +170,9 @@ pub trait RunStore: Send + Sync {
     /// Whether there was such a memory.
     async fn forget(&self, id: MemoryId) -> Result<bool, StoreError>;
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError>;
+    /// Deletes the logs of the runs that ended before `before` (their
+    /// rows stay); how many entries went.
+    async fn purge_run_logs(&self, before: Timestamp) -> Result<u64, StoreError>;
     /// The runs started again from `plan`'s work, oldest first.
     async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError>;
     /// Stores a reviewer's review of a plan (replacing theirs) and the
@@ -633,6 +636,17 @@ impl RunStore for SqlStore {
 
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError> {
         self.pin_memory(id, pinned).await
+    }
+    async fn purge_run_logs(&self, before: Timestamp) -> Result<u64, StoreError> {
+        // `updated_at` is the row's last save: a finished run saves no more.
+        let done = sqlx::query(&format!(
+            "DELETE FROM run_log WHERE run_id IN \
+             (SELECT id FROM runs WHERE NOT ({UNFINISHED}) AND updated_at < $1)"
+        ))
+        .bind(ts(before))
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
     }
     async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError> {
         let rows = sqlx::query(

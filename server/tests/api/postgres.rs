@@ -639,31 +639,60 @@ pub async fn memory_recall_story(url: &str) {
         plan_id: None,
     };
     let old = store
-        .remember(&[new(format!("Rotate the certificates {tag}"), "use the vault issuer")])
+        .remember(&[new(
+            format!("Rotate the certificates {tag}"),
+            "use the vault issuer",
+        )])
         .await
         .unwrap();
     let filler: Vec<NewMemory> = (0..2_100)
-        .map(|i| new(format!("Deploy the service {tag} number{i}"), "check the logs first"))
+        .map(|i| {
+            new(
+                format!("Deploy the service {tag} number{i}"),
+                "check the logs first",
+            )
+        })
         .collect();
     let mut ids = vec![old[0].id];
     for chunk in filler.chunks(500) {
-        ids.extend(store.remember(chunk).await.unwrap().into_iter().map(|m| m.id));
+        ids.extend(
+            store
+                .remember(chunk)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|m| m.id),
+        );
     }
     let found = store
-        .memories(Some(&format!("rotate certificates deploy service {tag}")), 0, 8)
+        .memories(
+            Some(&format!("rotate certificates deploy service {tag}")),
+            0,
+            8,
+        )
         .await
         .unwrap();
-    assert_eq!(found.first().map(|m| m.id), Some(old[0].id), "the rare words win");
+    assert_eq!(
+        found.first().map(|m| m.id),
+        Some(old[0].id),
+        "the rare words win"
+    );
     assert_eq!(found.len(), 8, "filled up with the common words' rows");
     let common = store
         .memories(Some(&format!("deploy service logs {tag} number2099")), 0, 3)
         .await
         .unwrap();
-    assert_eq!(common.first().map(|m| m.task.clone()), Some(format!("Deploy the service {tag} number2099")));
+    assert_eq!(
+        common.first().map(|m| m.task.clone()),
+        Some(format!("Deploy the service {tag} number2099"))
+    );
     // Forgotten rows leave the counts too: the old memory's words are
     // unknown again once it is gone.
     assert!(store.forget(old[0].id).await.unwrap());
-    let gone = store.memories(Some("rotate certificates vault issuer"), 0, 8).await.unwrap();
+    let gone = store
+        .memories(Some("rotate certificates vault issuer"), 0, 8)
+        .await
+        .unwrap();
     assert!(gone.iter().all(|m| m.id != old[0].id));
     for id in &ids[1..] {
         store.forget(*id).await.unwrap();
@@ -679,7 +708,78 @@ async fn recall_finds_rare_words_among_thousands_on_postgres() {
 #[tokio::test]
 async fn recall_finds_rare_words_among_thousands_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    memory_recall_story(&format!("sqlite://{}", dir.path().join("recall.db").display())).await;
+    memory_recall_story(&format!(
+        "sqlite://{}",
+        dir.path().join("recall.db").display()
+    ))
+    .await;
+}
+
+/// Retention deletes the logs of runs that ended before the cut-off and
+/// nothing else: not an unfinished run's log, not the runs' rows.
+pub async fn run_log_retention_story(url: &str) {
+    use server::store::{NewRunEntry, RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let config = run_model::RunConfig {
+        task: "keep or purge".into(),
+        ..run_model::RunConfig::default()
+    };
+    let mut ended = run_model::RunRecord::new(uuid::Uuid::new_v4(), config.clone());
+    ended.state = run_model::RunState::Done;
+    let mut going = run_model::RunRecord::new(uuid::Uuid::new_v4(), config);
+    going.state = run_model::RunState::Running;
+    for run in [&ended, &going] {
+        store.save_run(run).await.unwrap();
+        let entry = agent::RunEntry::PeopleChanged {
+            summary: "a line".into(),
+        };
+        store
+            .append_run_log(&[NewRunEntry {
+                run: run.id,
+                plan: None,
+                kind: entry.kind(),
+                at: chrono::Utc::now(),
+                entry: serde_json::to_value(&entry).unwrap(),
+            }])
+            .await
+            .unwrap();
+    }
+    let lines = |id| {
+        let store = &store;
+        async move { store.run_log(id, 0, 100).await.unwrap().len() }
+    };
+    // Ended just now: a cut-off an hour ago keeps everything.
+    store
+        .purge_run_logs(chrono::Utc::now() - chrono::Duration::hours(1))
+        .await
+        .unwrap();
+    assert_eq!((lines(ended.id).await, lines(going.id).await), (1, 1));
+    store
+        .purge_run_logs(chrono::Utc::now() + chrono::Duration::seconds(1))
+        .await
+        .unwrap();
+    assert_eq!(lines(ended.id).await, 0, "the ended run's log is gone");
+    assert_eq!(lines(going.id).await, 1, "a run at work keeps its log");
+    assert!(
+        store.load_run(ended.id).await.unwrap().is_some(),
+        "its row stays"
+    );
+}
+
+#[tokio::test]
+async fn run_log_retention_works_on_postgres() {
+    let Some(url) = database() else { return };
+    run_log_retention_story(&url).await;
+}
+
+#[tokio::test]
+async fn run_log_retention_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    run_log_retention_story(&format!(
+        "sqlite://{}",
+        dir.path().join("retention.db").display()
+    ))
+    .await;
 }
 
 #[tokio::test]
