@@ -17,7 +17,7 @@ use super::{SqlStore, StoreError};
 const COLUMNS: &str = "m.id, m.kind, m.task, m.body, m.run_id, m.plan_id, m.pinned, m.created_at";
 
 /// Rows one recall ranks at most per search (see `search_memories`).
-const CANDIDATES: i64 = 2_000;
+const CANDIDATES: i64 = 1_000;
 /// Pinned memories looked at per recall, newest first.
 const PINNED_LOOKED_AT: u32 = 1_000;
 

@@ -645,7 +645,7 @@ pub async fn memory_recall_story(url: &str) {
         )])
         .await
         .unwrap();
-    let filler: Vec<NewMemory> = (0..2_100)
+    let filler: Vec<NewMemory> = (0..1_100)
         .map(|i| {
             new(
                 format!("Deploy the service {tag} number{i}"),
@@ -679,12 +679,12 @@ pub async fn memory_recall_story(url: &str) {
     );
     assert_eq!(found.len(), 8, "filled up with the common words' rows");
     let common = store
-        .memories(Some(&format!("deploy service logs {tag} number2099")), 0, 3)
+        .memories(Some(&format!("deploy service logs {tag} number1099")), 0, 3)
         .await
         .unwrap();
     assert_eq!(
         common.first().map(|m| m.task.clone()),
-        Some(format!("Deploy the service {tag} number2099"))
+        Some(format!("Deploy the service {tag} number1099"))
     );
     // Forgotten rows leave the counts too: the old memory's words are
     // unknown again once it is gone.

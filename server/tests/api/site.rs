@@ -509,3 +509,73 @@ async fn a_finished_plan_is_reviewed_on_its_board_and_history_and_the_queue_show
     let (_, queue) = page(&server, "/reviews").await;
     assert!(queue.contains("Nightly report"));
 }
+
+#[tokio::test]
+async fn a_viewer_reads_reviews_but_neither_reviews_nor_runs_a_plan_again_from_the_board() {
+    let server = crate::auth::token_mode()
+        .await
+        .with_token(crate::auth::OPERATOR);
+    let id = server
+        .create(json!({"title": "read only review", "subtasks": [{"name": "a"}]}))
+        .await;
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{id}/finish"),
+            json!({"state": "abandoned", "outcome": "dropped"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let origin = server.url("").trim_end_matches('/').to_string();
+    let post = |token: &'static str, path: String, fields: Vec<(&'static str, &'static str)>| {
+        server
+            .client
+            .post(server.url(&path))
+            .header(
+                "cookie",
+                format!("{}={token}", server::auth::SESSION_COOKIE),
+            )
+            .header("origin", origin.clone())
+            .form(&fields)
+            .send()
+    };
+    let review = vec![("verdict", "good"), ("note", "fine")];
+    let refused = post(
+        crate::auth::VIEWER,
+        format!("/plans/{id}/review"),
+        review.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert!(refused.text().await.unwrap().contains("viewer"));
+    let again = post(
+        crate::auth::VIEWER,
+        format!("/plans/{id}/again"),
+        vec![("from", "1")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status(), StatusCode::FORBIDDEN);
+    let (_, reviews) = server.get(&format!("/api/plans/{id}/reviews")).await;
+    assert_eq!(reviews, json!([]), "nothing stored");
+    // The viewer's board shows the reviews but no form.
+    let saved = post(crate::auth::OPERATOR, format!("/plans/{id}/review"), review)
+        .await
+        .unwrap();
+    assert_eq!(saved.status(), StatusCode::OK);
+    let board = server
+        .client
+        .get(server.url(&format!("/plans/{id}")))
+        .header(
+            "cookie",
+            format!("{}={}", server::auth::SESSION_COOKIE, crate::auth::VIEWER),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(board.contains(r#"data-testid="review""#), "{board}");
+    assert!(!board.contains(r#"data-testid="review-form""#));
+}
