@@ -386,10 +386,17 @@ test("a finished run is remembered; a person finds it on the Memory page, pins i
   await expect(row).toHaveAttribute("data-pinned", "true");
   await expect(row.getByTestId("memory-pinned")).toBeVisible();
   await shot(page, "agent-16-memory");
-  await row.getByTestId("memory-forget").click();
+  // A person corrects what the memory says.
+  await row.getByTestId("memory-edit").click();
+  await row.getByTestId("memory-edit-text").fill(`Outcome: done. Next time, weigh the kettle first (${task})`);
+  await row.getByTestId("memory-edit-save").click();
   await page.waitForURL(/\/memories\?q=/);
-  await expect(row).toHaveCount(0);
-  expect(JSON.stringify(await (await request.get(search)).json())).not.toContain("Outcome: done");
+  const edited = page.getByTestId("memory-row").filter({ hasText: "weigh the kettle first" });
+  await expect(edited).toHaveCount(1);
+  await edited.getByTestId("memory-forget").click();
+  await page.waitForURL(/\/memories\?q=/);
+  await expect(edited).toHaveCount(0);
+  expect(JSON.stringify(await (await request.get(search)).json())).not.toContain("weigh the kettle");
 });
 
 test("an admin adds a webhook endpoint on the settings page and removes it", async ({ page }) => {

@@ -1312,12 +1312,15 @@ pub struct MemoryForm {
     /// `true` or `false` (the pin button).
     #[serde(default)]
     pinned: String,
+    /// The new text (the edit form).
+    #[serde(default)]
+    text: String,
     /// The page to go back to (the Memory page with its search).
     #[serde(default)]
     back: String,
 }
 
-/// `POST /memories/{id}/pin` and `/memories/{id}/forget`: the Memory page's
+/// `POST /memories/{id}/pin`, `/forget` and `/edit`: the Memory page's
 /// buttons, through the same service as the API's; back to the page, or
 /// a page in the person's language saying why not.
 pub async fn memory_form(
@@ -1349,6 +1352,12 @@ pub async fn memory_form(
                 .map(|_| ())
                 .map_err(run_error),
             "forget" => board.1.forget(id).await.map_err(run_error),
+            "edit" => board
+                .1
+                .edit_memory(id, &form.text)
+                .await
+                .map(|_| ())
+                .map_err(run_error),
             other => Err(BoardError::NotFound(format!("no memory action '{other}'"))),
         }
     }

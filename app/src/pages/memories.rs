@@ -1,6 +1,7 @@
 //! Memory (`/memories`): what the agent remembers of finished runs, in
-//! people's hands. Search it, pin what must always count, forget what is
-//! wrong; every run recalls from this list before it classifies and plans.
+//! people's hands. Search it, correct what it says, pin what must always
+//! count, forget what is wrong; every run recalls from this list before it
+//! classifies and plans.
 //! Rendered on the server only; the buttons are plain forms.
 
 use leptos::prelude::*;
@@ -37,7 +38,17 @@ fn row(m: Memory, lang: Lang, back: String) -> impl IntoView {
             <td><span class=format!("badge memory-{}", m.kind)>{kind_label(m.kind, lang)}</span>
                 {m.pinned.then(|| view! { <span class="badge pinned" data-testid="memory-pinned">{lang.pick("pinned", "已置顶")}</span> })}
             </td>
-            <td class="memory-text" data-testid="memory-text">{m.text.clone()}</td>
+            <td class="memory-text">
+                <span data-testid="memory-text">{m.text.clone()}</span>
+                <details class="memory-edit">
+                    <summary data-testid="memory-edit">{lang.pick("Edit", "编辑")}</summary>
+                    <form method="post" action=format!("/memories/{id}/edit")>
+                        <input type="hidden" name="back" value=back.clone()/>
+                        <textarea name="text" rows="4" maxlength="2000" required=true data-testid="memory-edit-text">{m.text.clone()}</textarea>
+                        <button type="submit" data-testid="memory-edit-save">{lang.pick("Save", "保存")}</button>
+                    </form>
+                </details>
+            </td>
             <td class="memory-task">{m.task.clone()}</td>
             <td><time>{short_time(&m.created_at)}</time></td>
             <td class="actions">

@@ -1,5 +1,6 @@
-//! The agent's memories over HTTP: list and search them, pin one so it is
-//! recalled first, forget one so no run recalls it again.
+//! The agent's memories over HTTP: list and search them, correct one's
+//! text, pin one so it is recalled first, forget one so no run recalls it
+//! again.
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -32,6 +33,14 @@ pub struct MemoriesQuery {
 #[serde(deny_unknown_fields)]
 pub struct PinMemory {
     pub pinned: bool,
+}
+
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditMemory {
+    /// The new text (1 to 2,000 characters); the memory is found by it from now on.
+    #[schemars(length(min = 1, max = 2000))]
+    pub text: String,
 }
 
 /// The `{id}` of a memory route: a malformed id is a 404 (no memory has
@@ -81,6 +90,19 @@ pub async fn forget_memory(
 ) -> Result<StatusCode, ApiError> {
     state.runs.forget(id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(patch, path = "/api/memories/{id}", tag = "memories",
+    params(("id" = uuid::Uuid, Path, description = "memory UUID")),
+    request_body = EditMemory,
+    description = "rewrites a memory's text: what later runs recall and read from now on",
+    responses((status = 200, body = super::schema::MemoryDoc), WriteErrors))]
+pub async fn edit_memory(
+    State(state): State<ApiState>,
+    MemoryRef(id): MemoryRef,
+    Body(body): Body<EditMemory>,
+) -> Result<Json<Memory>, ApiError> {
+    Ok(Json(state.runs.edit_memory(id, &body.text).await?))
 }
 
 #[utoipa::path(post, path = "/api/memories/{id}/pin", tag = "memories",

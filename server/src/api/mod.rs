@@ -76,6 +76,7 @@ pub struct ApiState {
         runs::get_artifact, runs::workspace_zip, runs::agent_tools,
         runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
         memories::list_memories, memories::forget_memory, memories::pin_memory,
+        memories::edit_memory,
         reviews::plan_reviews, reviews::put_review, reviews::delete_review, reviews::list_reviews,
         reviews::review_queue,
     ),
@@ -179,7 +180,7 @@ pub fn routes(state: ApiState) -> Router {
         .route("/memories", get(memories::list_memories))
         .route(
             "/memories/{id}",
-            axum::routing::delete(memories::forget_memory),
+            axum::routing::delete(memories::forget_memory).patch(memories::edit_memory),
         )
         .route("/memories/{id}/pin", post(memories::pin_memory))
         .route("/plans/{id}/reviews", get(reviews::plan_reviews))

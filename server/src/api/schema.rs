@@ -167,6 +167,7 @@ schemars_bridge! {
         crate::runs::Artifact,
         crate::store::StoredRunEntry,
         super::memories::PinMemory,
+        super::memories::EditMemory,
         super::reviews::ReviewQueue,
     ]
 }

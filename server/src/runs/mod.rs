@@ -582,6 +582,27 @@ impl Runs {
         }
     }
 
+    /// Rewrites a memory's text (a person correcting what the agent will
+    /// read); 1 to [`run_model::memory::MEMORY_TEXT`] characters.
+    pub async fn edit_memory(
+        &self,
+        id: run_model::MemoryId,
+        text: &str,
+    ) -> Result<run_model::Memory, RunError> {
+        let text = text.trim();
+        let chars = text.chars().count();
+        if chars == 0 || chars > run_model::memory::MEMORY_TEXT {
+            return Err(RunError::Invalid(format!(
+                "a memory's text has 1 to {} characters (got {chars})",
+                run_model::memory::MEMORY_TEXT
+            )));
+        }
+        self.store
+            .edit_memory(id, text)
+            .await?
+            .ok_or(RunError::NoMemory(id))
+    }
+
     pub async fn pin(
         &self,
         id: run_model::MemoryId,

@@ -276,6 +276,35 @@ impl SqlStore {
         Ok(done.rows_affected() > 0)
     }
 
+    /// Rewrites a memory's text (and its search terms: the FTS5 table and
+    /// PostgreSQL's term counts follow by their triggers).
+    pub(super) async fn edit_memory(
+        &self,
+        id: MemoryId,
+        text: &str,
+    ) -> Result<Option<Memory>, StoreError> {
+        let Some(row) = sqlx::query(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = $1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let task: String = row.try_get("task")?;
+        let searched = terms(&format!("{task} {text}")).join(" ");
+        sqlx::query("UPDATE memories SET body = $1, terms = $2 WHERE id = $3")
+            .bind(text.to_string())
+            .bind(searched)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = $1"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(memory_of).transpose()
+    }
+
     pub(super) async fn pin_memory(
         &self,
         id: MemoryId,

@@ -170,6 +170,8 @@ pub trait RunStore: Send + Sync {
     /// Whether there was such a memory.
     async fn forget(&self, id: MemoryId) -> Result<bool, StoreError>;
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError>;
+    /// Rewrites a memory's text; `None` when there is no such memory.
+    async fn edit_memory(&self, id: MemoryId, text: &str) -> Result<Option<Memory>, StoreError>;
     /// Deletes the logs of the runs that ended before `before` (their
     /// rows stay); how many entries went.
     async fn purge_run_logs(&self, before: Timestamp) -> Result<u64, StoreError>;
@@ -632,6 +634,10 @@ impl RunStore for SqlStore {
 
     async fn forget(&self, id: MemoryId) -> Result<bool, StoreError> {
         self.delete_memory(id).await
+    }
+
+    async fn edit_memory(&self, id: MemoryId, text: &str) -> Result<Option<Memory>, StoreError> {
+        SqlStore::edit_memory(self, id, text).await
     }
 
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError> {

@@ -492,6 +492,31 @@ pub async fn memory_store_story(url: &str) {
         "a forgotten memory is never found again"
     );
     assert!(store.pin(ids[0], true).await.unwrap().is_none());
+    // A person corrects a memory's text: it is found by the new words,
+    // not by the old.
+    let edited = store
+        .edit_memory(ids[3], "use the canary release")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(edited.text, "use the canary release");
+    let canary = ours(
+        store
+            .memories(Some(&format!("canary {tag}")), 0, 200)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        canary.iter().find(|id| **id != ids[2]),
+        Some(&ids[3]),
+        "first after the pinned one"
+    );
+    let old_words = store.memories(Some("先看日志"), 0, 200).await.unwrap();
+    assert!(
+        old_words.iter().all(|m| m.id != ids[3]),
+        "the old text is not searched"
+    );
+    assert!(store.edit_memory(ids[0], "gone").await.unwrap().is_none());
     assert!(store.memories(Some("  "), 0, 10).await.unwrap().len() <= 10);
     let newest = store.memories(None, 0, 200).await.unwrap();
     assert!(newest.iter().any(|m| m.id == ids[3]));

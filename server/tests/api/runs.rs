@@ -684,6 +684,45 @@ async fn a_finished_run_is_remembered_and_its_memories_are_searched_pinned_and_f
         (status, pinned["pinned"].clone()),
         (StatusCode::OK, json!(true))
     );
+    // A person corrects what a memory says; the agent reads the new words.
+    let (_, left) = server.get("/api/memories?q=weather%20shanghai").await;
+    let other = left.as_array().unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let edit = |id: String, body: Value| {
+        let request = server
+            .client
+            .patch(server.url(&format!("/api/memories/{id}")))
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, edited) = edit(
+        other.clone(),
+        json!({"text": "Bring an umbrella in Shanghai"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{edited}");
+    assert_eq!(edited["text"], "Bring an umbrella in Shanghai");
+    let (_, found) = server.get("/api/memories?q=umbrella").await;
+    assert_eq!(found[0]["id"], other.as_str());
+    let (status, _) = edit(other.clone(), json!({"text": "  "})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = edit(other, json!({"text": "x".repeat(2001)})).await;
+    assert!(status.is_client_error());
+    let (status, _) = edit(
+        uuid::Uuid::new_v4().to_string(),
+        json!({"text": "nobody's"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     let forget = |id: String| {
         let request = server
             .client
