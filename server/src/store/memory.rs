@@ -25,6 +25,12 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
 
+/// What a memory is searched by: the task with the text, so a memory is
+/// found by what was asked as much as by what happened.
+fn searched_terms(task: &str, text: &str) -> String {
+    terms(&format!("{task} {text}")).join(" ")
+}
+
 fn memory_of(row: &AnyRow) -> Result<Memory, StoreError> {
     let id: String = row.try_get("id")?;
     let kind: String = row.try_get("kind")?;
@@ -81,9 +87,7 @@ impl SqlStore {
             );
             let mut query = sqlx::query(&sql);
             for memory in chunk {
-                // The task is searched with the text: a memory is found by
-                // what was asked as much as by what happened.
-                let searched = terms(&format!("{} {}", memory.task, memory.text)).join(" ");
+                let searched = searched_terms(&memory.task, &memory.text);
                 query = query
                     .bind(memory.id.to_string())
                     .bind(memory.kind.to_string())
@@ -283,21 +287,20 @@ impl SqlStore {
         id: MemoryId,
         text: &str,
     ) -> Result<Option<Memory>, StoreError> {
-        let Some(row) = sqlx::query(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = $1"))
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?
-        else {
+        let Some(memory) = self.memory(id).await? else {
             return Ok(None);
         };
-        let task: String = row.try_get("task")?;
-        let searched = terms(&format!("{task} {text}")).join(" ");
+        let searched = searched_terms(&memory.task, text);
         sqlx::query("UPDATE memories SET body = $1, terms = $2 WHERE id = $3")
             .bind(text.to_string())
             .bind(searched)
             .bind(id.to_string())
             .execute(&self.pool)
             .await?;
+        self.memory(id).await
+    }
+
+    async fn memory(&self, id: MemoryId) -> Result<Option<Memory>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = $1"))
             .bind(id.to_string())
             .fetch_optional(&self.pool)
@@ -315,10 +318,6 @@ impl SqlStore {
             .bind(id.to_string())
             .execute(&self.pool)
             .await?;
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = $1"))
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(memory_of).transpose()
+        self.memory(id).await
     }
 }
