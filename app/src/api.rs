@@ -371,6 +371,8 @@ pub struct TaskSpec {
     pub max_cost: Option<run_model::Usd>,
     /// The work tools the run may use; `None`: all of them.
     pub tools: Option<Vec<String>>,
+    /// The template the run starts from.
+    pub template: Option<run_model::TemplateId>,
 }
 
 /// One line of a run's activity, as its page shows it.
@@ -530,6 +532,8 @@ pub trait BoardBackend: Send + Sync {
     /// The agent's memories matching `query` (all, newest first, when it
     /// is empty), page `page` of [`MEMORIES_PER_PAGE`].
     async fn memories(&self, query: &str, page: u32) -> Result<MemoryList, BoardError>;
+    /// The saved templates, newest first (at most 200).
+    async fn templates(&self) -> Result<Vec<run_model::Template>, BoardError>;
     /// Everything waiting for a person, approvals first, oldest first.
     async fn needs(&self) -> Result<Vec<run_model::Need>, BoardError>;
     /// A plan's reviews and subtasks (the caller fills in who is looking).
@@ -822,6 +826,18 @@ pub async fn load_review_queue(filter: ListFilter) -> Result<ReviewQueueList, Bo
 pub async fn review_count() -> Result<usize, BoardError> {
     viewer().await?;
     Ok(backend()?.review_queue(&ListFilter::default()).await?.total)
+}
+
+/// The Templates page and the task box's choice (rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn list_templates() -> Result<Vec<run_model::Template>, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.templates().await
+        }
+        .await,
+    )
 }
 
 /// The Memory page (rendered on the server only).

@@ -43,7 +43,7 @@ use i18n::{use_lang, Lang};
 use pages::{
     activity::ActivityPage, compare::ComparePage, history::HistoryPage, inbox::InboxPage,
     memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
-    settings::SettingsPage, tools::ToolsPage,
+    settings::SettingsPage, templates::TemplatesPage, tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -84,6 +84,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/history") view=HistoryPage/>
                     <Route path=path!("/reviews") view=ReviewsPage/>
                     <Route path=path!("/memories") view=MemoriesPage/>
+                    <Route path=path!("/templates") view=TemplatesPage/>
                     <Route path=path!("/inbox") view=InboxPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
                     <Route path=path!("/tools") view=ToolsPage/>
@@ -128,6 +129,7 @@ fn TopBar() -> impl IntoView {
                     {lang.pick("To review", "待评审")}" "<pages::reviews::ReviewCount/>
                 </a>
                 <a href="/memories">{lang.pick("Memory", "记忆")}</a>
+                <a href="/templates" data-testid="nav-templates">{lang.pick("Templates", "模板")}</a>
                 <a href="/inbox" class="needs-you" data-testid="nav-inbox">
                     {lang.pick("Needs you", "待处理")}" "<pages::inbox::NeedsCount/>
                 </a>

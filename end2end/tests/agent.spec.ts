@@ -521,3 +521,35 @@ test("a person runs a finished plan again from a subtask: the new run keeps the 
   await page.getByTestId("again-of").getByRole("link").click();
   await expect(page.getByTestId("again-link")).toHaveAttribute("href", `/plans/${fresh}`);
 });
+
+test("a person saves a finished plan as a template, starts a new task from it and deletes it", async ({ page, request }) => {
+  const task = unique("Migrate the orders database");
+  const res = await request.post("/api/runs", { data: { task, mode: "complex", approval_required: false } });
+  const run = await res.json();
+  await expect.poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 30_000 }).toBe("done");
+  const name = unique("Database migration");
+  await page.goto(`/plans/${run.plan_id}`);
+  await page.getByTestId("save-template").locator("summary").click();
+  await page.getByTestId("template-name-input").fill(name);
+  await page.getByTestId("template-save").click();
+  await page.waitForURL(/\/templates$/);
+  const card = page.getByTestId("template").filter({ hasText: name });
+  await expect(card.getByTestId("template-name")).toHaveText(name);
+  await expect(card).toContainText(task);
+  await shot(page, "templates-page");
+  // Start a task from it: the task box has it chosen; the run takes its mode.
+  await card.getByTestId("template-use").click();
+  await page.waitForURL(/\/plans\/new\?template=/);
+  const id = new URL(page.url()).searchParams.get("template")!;
+  await expect(page.getByTestId("task-template")).toHaveValue(id);
+  await page.getByTestId("task-input").fill(unique("Migrate the invoices database"));
+  await page.getByTestId("start-task").click();
+  await page.waitForURL(/\/plans\/[0-9a-f-]{36}/);
+  await expect(page.getByTestId("run-why")).toContainText(`started from the template «${name}»`, { timeout: 15_000 });
+  await expect(page.getByTestId("run-mode")).toContainText("person");
+  // Deleted: gone from the page.
+  await page.goto("/templates");
+  await page.getByTestId("template").filter({ hasText: name }).getByTestId("template-delete").click();
+  await page.waitForURL(/\/templates$/);
+  await expect(page.getByTestId("template").filter({ hasText: name })).toHaveCount(0);
+});

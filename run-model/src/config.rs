@@ -94,6 +94,11 @@ pub struct RunConfig {
     /// Recall memories of earlier runs before classifying and planning,
     /// and remember this one when it ends (default true).
     pub memory: bool,
+    /// The template the run starts from (saved with the run, so a later
+    /// change to the template does not change a run in flight): its mode
+    /// unless the person chose one, and its steps for the planner to adapt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<crate::Template>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -166,6 +171,7 @@ impl Default for RunConfig {
             max_attempts: 3,
             retry_delay_ms: 1_000,
             memory: true,
+            template: None,
         }
     }
 }

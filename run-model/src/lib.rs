@@ -28,6 +28,8 @@
 //!   and the prompt section recalled memories make.
 //! - [`needs`]: what waits for a person across plans and runs ([`Need`]).
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
+//! - [`template`]: plans saved as [`Template`]s, and what the planner
+//!   reads of one.
 //! - [`trace`]: the W3C [`TraceParent`] a run's spans join.
 //! - [`tools`]: the MCP servers as the Tools page shows them
 //!   ([`ToolServerView`]).
@@ -41,6 +43,7 @@ pub mod record;
 pub mod review;
 pub mod state;
 pub mod stream;
+pub mod template;
 pub mod tools;
 pub mod trace;
 
@@ -59,6 +62,7 @@ pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
 pub use state::{Classification, DecidedBy, RunState};
 pub use stream::StreamEvent;
+pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateStep};
 pub use tools::{ToolServerView, ToolSource, ToolTransport};
 pub use trace::{BadTraceParent, TraceParent};
 

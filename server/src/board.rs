@@ -411,6 +411,10 @@ impl BoardBackend for Board {
         self.1.needs().await.map_err(run_error)
     }
 
+    async fn templates(&self) -> Result<Vec<run_model::Template>, BoardError> {
+        self.1.templates(0, 200).await.map_err(run_error)
+    }
+
     async fn memories(&self, query: &str, page: u32) -> Result<app::api::MemoryList, BoardError> {
         let per = app::api::MEMORIES_PER_PAGE;
         let query = query.trim();
@@ -526,7 +530,7 @@ impl Board {
         };
         let view = self
             .1
-            .start_with(config, files, actor, trace)
+            .start_with(config, spec.template, files, actor, trace)
             .await
             .map_err(run_error)?;
         view.record
@@ -546,10 +550,12 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
             tracing::error!("run store failure: {e}");
             BoardError::Unavailable("the run store failed; nothing was changed".into())
         }
-        e @ (RunError::NoCall(_) | RunError::NoMemory(_) | RunError::NoReview { .. }) => {
-            BoardError::NotFound(e.to_string())
-        }
+        e @ (RunError::NoCall(_)
+        | RunError::NoMemory(_)
+        | RunError::NoReview { .. }
+        | RunError::NoTemplate(_)) => BoardError::NotFound(e.to_string()),
         RunError::Review(e) => BoardError::Refused(e.to_string()),
+        RunError::Template(e) => BoardError::Refused(e.to_string()),
         RunError::Again(e) => BoardError::Refused(e.to_string()),
         e @ RunError::Decided(_) => BoardError::Refused(e.to_string()),
         RunError::Input(e) if e.is_client_error() => BoardError::Refused(e.to_string()),
@@ -582,6 +588,8 @@ pub struct TaskForm {
     tools_chosen: bool,
     /// An allowed folder to start from (when the operator set roots).
     source: String,
+    /// A template's id; empty: none.
+    template: String,
     files: Vec<crate::runs::inputs::Upload>,
 }
 
@@ -629,6 +637,7 @@ impl TaskForm {
             "tool" => self.tools.push(text),
             "tools_chosen" => self.tools_chosen = true,
             "source" => self.source = text,
+            "template" => self.template = text,
             _ => {}
         }
     }
@@ -737,8 +746,18 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
             format!("没有名为 {} 的模式", form.mode),
         ))
     })?;
+    let template = match form.template.trim() {
+        "" => None,
+        id => Some(id.parse::<run_model::TemplateId>().map_err(|_| {
+            BoardError::Refused(lang.pick(
+                format!("'{id}' is not a template id"),
+                format!("“{id}”不是模板编号"),
+            ))
+        })?),
+    };
     Ok(TaskSpec {
         task: form.task.clone(),
+        template,
         mode,
         approval_required: form.approval.is_some(),
         // Within MAX_PARALLEL, a u32, by the range above.
@@ -1487,6 +1506,77 @@ pub async fn again_form(
     }
     .await;
     back_to_board(result, &headers)
+}
+
+/// The board's "Save as template" form.
+#[derive(serde::Deserialize)]
+pub struct TemplateForm {
+    #[serde(default)]
+    name: String,
+}
+
+/// Only people who may edit change `what` (templates).
+fn require_editor(
+    viewer: &app::api::Viewer,
+    lang: app::i18n::Lang,
+    what: (&str, &str),
+) -> Result<(), BoardError> {
+    if viewer.can_edit {
+        return Ok(());
+    }
+    Err(BoardError::Forbidden(lang.pick(
+        format!(
+            "{} may look but not change {} (viewer role)",
+            viewer.name, what.0
+        ),
+        format!("{} 只能查看，不能修改{}（只读角色）", viewer.name, what.1),
+    )))
+}
+
+/// `POST /plans/{id}/template`: saves the plan as a template and opens
+/// the Templates page; the same service as the API's.
+pub async fn template_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<TemplateForm>,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        let plan: PlanId = id
+            .parse()
+            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
+        require_editor(&viewer, lang, ("templates", "模板"))?;
+        board
+            .1
+            .save_template(plan, &form.name, &viewer.name)
+            .await
+            .map_err(run_error)?;
+        Ok("/templates".to_string())
+    }
+    .await;
+    form_answer(result, lang)
+}
+
+/// `POST /templates/{id}/delete`: the Templates page's Delete.
+pub async fn template_delete_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        let id: run_model::TemplateId = id
+            .parse()
+            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a template id")))?;
+        require_editor(&viewer, lang, ("templates", "模板"))?;
+        board.1.delete_template(id).await.map_err(run_error)?;
+        Ok("/templates".to_string())
+    }
+    .await;
+    form_answer(result, lang)
 }
 
 /// The board's "Run again from" form.

@@ -260,6 +260,14 @@ pub fn router_with_pages(
             axum::routing::post(board::review_form).with_state(board.clone()),
         )
         .route(
+            "/plans/{id}/template",
+            axum::routing::post(board::template_form).with_state(board.clone()),
+        )
+        .route(
+            "/templates/{id}/delete",
+            axum::routing::post(board::template_delete_form).with_state(board.clone()),
+        )
+        .route(
             "/memories/{id}/{action}",
             axum::routing::post(board::memory_form).with_state(board.clone()),
         )

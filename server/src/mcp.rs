@@ -284,6 +284,7 @@ impl PlanMcp {
                 };
                 let body: StartRun = serde_json::from_value(args).map_err(|e| e.to_string())?;
                 let source = body.source.clone();
+                let template = body.template;
                 let config = body.into_config().map_err(|e| e.message())?;
                 let uploads = files
                     .into_iter()
@@ -307,7 +308,9 @@ impl PlanMcp {
                         return Err("give files or a source folder, not both".into())
                     }
                 };
-                self.runs.start_with(config, staged, actor, None).await
+                self.runs
+                    .start_with(config, template, staged, actor, None)
+                    .await
             }
             _ => {
                 let body: GetRun = serde_json::from_value(args).map_err(|e| e.to_string())?;

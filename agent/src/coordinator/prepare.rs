@@ -17,9 +17,22 @@ impl Driver {
                     by: DecidedBy::Person,
                 }
             }
-            None => classify::classify(&self.caller, &task, &memory)
-                .await
-                .map_err(RunFailure::Classifying)?,
+            // A person who starts from a template chose its mode with it.
+            None => match &self.run.config.template {
+                Some(template) => Classification {
+                    mode: template.mode,
+                    reason: format!(
+                        "started from the template «{}», a {} plan",
+                        template.name,
+                        template.mode.as_str()
+                    ),
+                    confidence: 1.0,
+                    by: DecidedBy::Person,
+                },
+                None => classify::classify(&self.caller, &task, &memory)
+                    .await
+                    .map_err(RunFailure::Classifying)?,
+            },
         };
         self.caller.log(RunEntry::Classified(decided.clone())).await;
         self.run.classification = Some(decided);
@@ -66,7 +79,10 @@ impl Driver {
             comment,
         });
         let tools = self.tools.specs();
-        let memory = self.recalled().await;
+        let mut memory = self.recalled().await;
+        if let Some(template) = &self.run.config.template {
+            memory = format!("{}\n{memory}", template.prompt_section());
+        }
         let planned = planner::plan(&self.caller, mode, &task, &tools, &memory, revision)
             .await
             .map_err(RunFailure::Planning)?;

@@ -241,6 +241,7 @@ pub fn BoardPage() -> impl IntoView {
         Some(id) => view! {
             <BoardIsland id view/>
             <crate::pages::reviews::ReviewSection id/>
+            <crate::pages::templates::SaveTemplate id/>
         }
         .into_any(),
         None => not_found(lang).into_any(),

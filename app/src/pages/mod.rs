@@ -1,5 +1,5 @@
 //! The pages besides the board: the plans list, the history and the
-//! review queue for team review, the agent's memory, the agent's task box and the form that
+//! review queue for team review, the agent's memory, the templates, the agent's task box and the form that
 //! creates a plan by hand.
 
 pub mod activity;
@@ -12,4 +12,5 @@ pub mod plans;
 pub mod reviews;
 pub mod settings;
 pub mod task;
+pub mod templates;
 pub mod tools;

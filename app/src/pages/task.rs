@@ -75,6 +75,7 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
                         <textarea name="task" required maxlength="8000" data-testid="task-input"
                             placeholder=lang.pick("What should be done? In any language.", "要做什么？任何语言都可以。")>{typed}</textarea>
                     </label>
+                    <super::templates::TemplateChoice/>
                     <div class="task-options">
                         <label class="field">
                             {lang.pick("Mode", "模式")}

@@ -11,6 +11,7 @@
 //! - `runs.rs`: planboard's own agent: start, follow and steer runs;
 //! - `memories.rs`: what the agent remembers: list, search, pin, forget;
 //! - `reviews.rs`: people's reviews of finished plans and the review queue;
+//! - `templates.rs`: plans saved as templates (save, list, read, delete);
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
@@ -26,6 +27,7 @@ pub mod runs;
 pub mod schema;
 pub mod stream;
 pub mod subtasks;
+pub mod templates;
 pub mod tool_servers;
 pub mod tools;
 pub mod webhooks;
@@ -79,6 +81,8 @@ pub struct ApiState {
         memories::edit_memory,
         reviews::plan_reviews, reviews::put_review, reviews::delete_review, reviews::list_reviews,
         reviews::review_queue,
+        templates::save_template, templates::list_templates, templates::get_template,
+        templates::delete_template,
     ),
     tags(
         (name = "plans"), (name = "subtasks"), (name = "comments"),
@@ -88,6 +92,7 @@ pub struct ApiState {
         (name = "webhooks", description = "notifications to the operator's endpoints (admins only)"),
         (name = "memories", description = "what the agent remembers of finished runs and people's corrections, recalled before it plans"),
         (name = "reviews", description = "people's reviews of finished plans (verdict, note, notes on subtasks), remembered by the agent"),
+        (name = "templates", description = "plans saved as templates; a run starts from one and its planner adapts it"),
     )
 )]
 pub struct ApiDoc;
@@ -190,6 +195,12 @@ pub fn routes(state: ApiState) -> Router {
         )
         .route("/reviews", get(reviews::list_reviews))
         .route("/review-queue", get(reviews::review_queue))
+        .route("/plans/{id}/template", post(templates::save_template))
+        .route("/templates", get(templates::list_templates))
+        .route(
+            "/templates/{id}",
+            get(templates::get_template).delete(templates::delete_template),
+        )
         .route("/runs/{id}/artifacts/{*path}", get(runs::get_artifact));
     // Streams live for hours: the timeout (which only waits for their head)
     // and gzip (which never compresses them) would only hold memory for

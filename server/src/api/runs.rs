@@ -41,9 +41,14 @@ impl From<RunError> for ApiError {
                 tracing::error!("run store failure: {e}");
                 ApiError::Internal
             }
-            e @ (RunError::NoCall(_) | RunError::NoMemory(_) | RunError::NoReview { .. }) => {
-                ApiError::NotFound(e.to_string())
-            }
+            e @ (RunError::NoCall(_)
+            | RunError::NoMemory(_)
+            | RunError::NoReview { .. }
+            | RunError::NoTemplate(_)) => ApiError::NotFound(e.to_string()),
+            RunError::Template(e) => ApiError::Refused {
+                code: "invalid",
+                message: e.to_string(),
+            },
             RunError::Review(e @ run_model::ReviewError::NotFinished(_)) => ApiError::State {
                 code: "not_finished",
                 message: e.to_string(),
@@ -218,6 +223,11 @@ pub struct StartRun {
     /// one (default true); false: the run neither reads nor leaves any.
     #[serde(default)]
     pub memory: Option<bool>,
+    /// Start from a saved template (`GET /api/templates`): the run takes
+    /// the template's mode unless `mode` chooses one, and the planner
+    /// adapts the template's steps to the task.
+    #[serde(default)]
+    pub template: Option<uuid::Uuid>,
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -349,6 +359,8 @@ impl StartRun {
             max_attempts: self.max_attempts.unwrap_or(3),
             retry_delay_ms: self.retry_delay_ms.unwrap_or(1_000),
             memory: self.memory.unwrap_or(true),
+            // `template` names a stored one; `Runs::start_with` reads it.
+            template: None,
         })
     }
 }
@@ -445,6 +457,7 @@ pub async fn start_run(
     StartRequest { run, files }: StartRequest,
 ) -> Result<impl IntoResponse, ApiError> {
     let source = run.source.clone();
+    let template = run.template;
     let config = run.into_config()?;
     let staged = match (files.is_empty(), source) {
         (true, None) => None,
@@ -459,7 +472,7 @@ pub async fn start_run(
     let trace = trace.map(|Extension(t)| t.0);
     let view = state
         .runs
-        .start_with(config, staged, &who.actor(), trace)
+        .start_with(config, template, staged, &who.actor(), trace)
         .await?;
     let location = format!("/api/runs/{}", view.record.id);
     Ok((

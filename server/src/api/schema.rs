@@ -122,6 +122,8 @@ schemars_bridge! {
         MemoryDoc => run_model::Memory,
         ReviewDoc => run_model::Review,
         NewReviewDoc => run_model::NewReview,
+        TemplateDoc => run_model::Template,
+        NewTemplateDoc => run_model::NewTemplate,
         CostReportDoc => run_model::CostReport,
         NeedDoc => run_model::Need,
         DeliveryDoc => crate::store::Delivery,

@@ -17,6 +17,7 @@
 //! - `log_writer.rs`: the run log's writer, which batches what the agents
 //!   log so that no step waits for it;
 //! - `stream.rs`: a run's log as server-sent events.
+//! - `templates.rs`: plans saved as templates.
 
 mod again;
 mod delta_relay;
@@ -26,6 +27,7 @@ mod log_writer;
 mod needs;
 mod reviews;
 mod stream;
+mod templates;
 pub mod tool_servers;
 
 pub use tool_servers::ToolServers;
@@ -94,6 +96,11 @@ pub enum RunError {
         plan: plan_engine::PlanId,
         reviewer: String,
     },
+    /// The plan cannot be saved as a template; nothing was stored.
+    #[error(transparent)]
+    Template(run_model::TemplateError),
+    #[error("no template has id {0}")]
+    NoTemplate(run_model::TemplateId),
 }
 
 /// A run as the API shows it.
@@ -455,19 +462,35 @@ impl Runs {
         config: RunConfig,
         who: &str,
     ) -> Result<RunView, RunError> {
-        self.start_with(config, None, who, None).await
+        self.start_with(config, None, None, who, None).await
     }
 
     /// Starts a run whose workspace begins with `files` (already staged):
     /// they are in place, and listed in the run's config, before the agent
-    /// plans. A refused start keeps none of them.
+    /// plans; from the stored `template` if one is named (a copy of it goes
+    /// into the run's config). A refused start keeps none of the files.
     pub async fn start_with(
         self: &Arc<Self>,
-        config: RunConfig,
+        mut config: RunConfig,
+        template: Option<run_model::TemplateId>,
         files: Option<Staged>,
         who: &str,
         trace: Option<TraceParent>,
     ) -> Result<RunView, RunError> {
+        if let Some(id) = template {
+            match self.store.template(id).await {
+                Ok(Some(template)) => config.template = Some(template),
+                found => {
+                    if let Some(files) = files {
+                        files.discard().await;
+                    }
+                    return Err(match found {
+                        Err(e) => RunError::Store(e),
+                        _ => RunError::Invalid(format!("no template has id {id}")),
+                    });
+                }
+            }
+        }
         let checked = self.check_start(config);
         let (mut config, agent) = match checked {
             Ok(ok) => ok,

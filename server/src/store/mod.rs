@@ -13,12 +13,14 @@
 //! - `memory.rs`: the agent's memories (part of [`RunStore`]), ranked by
 //!   each dialect's full-text search;
 //! - `reviews.rs`: people's reviews of finished plans (part of [`RunStore`]).
+//! - `templates.rs`: plans saved as templates (part of [`RunStore`]).
 
 mod mcp;
 mod memory;
 mod reviews;
 mod runs;
 mod sql;
+mod templates;
 mod webhooks;
 
 use async_trait::async_trait;

@@ -200,6 +200,19 @@ pub trait RunStore: Send + Sync {
     async fn verdicts(
         &self,
     ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError>;
+    async fn insert_template(&self, template: &run_model::Template) -> Result<(), StoreError>;
+    async fn template(
+        &self,
+        id: run_model::TemplateId,
+    ) -> Result<Option<run_model::Template>, StoreError>;
+    /// Templates, newest first.
+    async fn list_templates(
+        &self,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<run_model::Template>, StoreError>;
+    /// Whether there was such a template to delete.
+    async fn delete_template(&self, id: run_model::TemplateId) -> Result<bool, StoreError>;
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
@@ -689,5 +702,24 @@ impl RunStore for SqlStore {
         &self,
     ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError> {
         SqlStore::verdicts(self).await
+    }
+    async fn insert_template(&self, template: &run_model::Template) -> Result<(), StoreError> {
+        SqlStore::insert_template(self, template).await
+    }
+    async fn template(
+        &self,
+        id: run_model::TemplateId,
+    ) -> Result<Option<run_model::Template>, StoreError> {
+        SqlStore::template(self, id).await
+    }
+    async fn list_templates(
+        &self,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<run_model::Template>, StoreError> {
+        SqlStore::list_templates(self, offset, limit).await
+    }
+    async fn delete_template(&self, id: run_model::TemplateId) -> Result<bool, StoreError> {
+        SqlStore::delete_template(self, id).await
     }
 }

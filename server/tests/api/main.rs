@@ -21,5 +21,6 @@ mod runs;
 mod site;
 mod support;
 mod telemetry;
+mod templates;
 mod tool_servers;
 mod tools;

@@ -1121,3 +1121,70 @@ async fn the_mcp_server_store_works_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     mcp_store_story(&format!("sqlite://{}", dir.path().join("mcp.db").display())).await;
 }
+
+/// Templates on either database: stored whole (steps, mode, source plan),
+/// listed newest first, deleted once.
+pub async fn template_store_story(url: &str) {
+    use run_model::{Template, TemplateStep};
+    use server::store::{RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let at = |s: i64| chrono::DateTime::from_timestamp(1_900_000_000 + s, 0).unwrap();
+    let template = |name: &str, s| Template {
+        id: uuid::Uuid::new_v4(),
+        name: name.into(),
+        mode: plan_engine::Mode::Complex,
+        task: "部署计费服务 to staging".into(),
+        steps: vec![
+            TemplateStep {
+                name: "build".into(),
+                description: "build it".into(),
+                expected_outcome: "an image".into(),
+                depends_on: vec![],
+            },
+            TemplateStep {
+                name: "deploy".into(),
+                description: String::new(),
+                expected_outcome: String::new(),
+                depends_on: vec![1],
+            },
+        ],
+        plan_id: Some(uuid::Uuid::new_v4()),
+        created_by: "ana".into(),
+        created_at: at(s),
+    };
+    let older = template("older", 0);
+    let newer = template("newer", 5);
+    store.insert_template(&older).await.unwrap();
+    store.insert_template(&newer).await.unwrap();
+    assert_eq!(store.template(older.id).await.unwrap(), Some(older.clone()));
+    let listed = store.list_templates(0, 200).await.unwrap();
+    let order: Vec<_> = listed
+        .iter()
+        .filter(|t| t.id == older.id || t.id == newer.id)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(order, ["newer", "older"]);
+    assert!(store.delete_template(older.id).await.unwrap());
+    assert!(
+        !store.delete_template(older.id).await.unwrap(),
+        "deleted already"
+    );
+    assert_eq!(store.template(older.id).await.unwrap(), None);
+    assert!(store.delete_template(newer.id).await.unwrap());
+}
+
+#[tokio::test]
+async fn the_template_store_works_on_postgres() {
+    let Some(url) = database() else { return };
+    template_store_story(&url).await;
+}
+
+#[tokio::test]
+async fn the_template_store_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    template_store_story(&format!(
+        "sqlite://{}",
+        dir.path().join("templates.db").display()
+    ))
+    .await;
+}
