@@ -48,5 +48,5 @@ pub mod web;
 
 pub use coordinator::Agent;
 pub use host::{Host, HostError, MemoryHost};
-pub use llm::{Llm, LlmConfig, OpenAiLlm, ScriptedLlm};
+pub use llm::{Embedder, Llm, LlmConfig, OpenAiEmbedder, OpenAiLlm, ScriptedLlm};
 pub use run::{Budget, ModeChoice, RunConfig, RunEntry, RunId, RunRecord, RunState};

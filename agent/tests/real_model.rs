@@ -22,6 +22,7 @@ async fn a_real_model_plans_and_runs_a_small_task_with_the_file_tools() {
         model: std::env::var("PLANBOARD_TEST_LLM_MODEL")
             .unwrap_or_else(|_| "qwen2.5-coder-1.5b-instruct".into()),
         classifier_model: None,
+        embedding_model: None,
         timeout: Duration::from_secs(300),
         concurrency: 2,
         protocol: Protocol::Auto,
@@ -115,6 +116,7 @@ fn real_model() -> Option<LlmConfig> {
         model: std::env::var("PLANBOARD_TEST_LLM_MODEL")
             .unwrap_or_else(|_| "qwen2.5-coder-1.5b-instruct".into()),
         classifier_model: None,
+        embedding_model: None,
         timeout: Duration::from_secs(300),
         concurrency: 2,
         protocol: Protocol::Auto,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use openai::{BadVar, ClientError, LlmConfig, OpenAiLlm};
+pub use openai::{BadVar, ClientError, LlmConfig, OpenAiEmbedder, OpenAiLlm};
 pub use scripted::{Reply, ScriptedLlm};
 
 /// Where the pieces of a reply go as the model writes them.
@@ -169,6 +169,50 @@ impl LlmError {
     }
 }
 
+/// An embedding model: texts in, one vector each out, in order.
+/// Implementations do not retry; a caller that cannot embed goes on
+/// without (recall falls back to full-text ranking).
+#[async_trait::async_trait]
+pub trait Embedder: Send + Sync {
+    /// The model's name, kept beside each stored vector, so vectors of
+    /// another model are made again rather than compared.
+    fn model(&self) -> &str;
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError>;
+}
+
+/// The endpoint's answer as vectors in the texts' order, or why it cannot
+/// be used: a vector per text, each index once, one dimension for all,
+/// finite numbers, not all zero. (Model output is untrusted input.)
+pub fn checked_embeddings(
+    mut indexed: Vec<(usize, Vec<f32>)>,
+    texts: usize,
+) -> Result<Vec<Vec<f32>>, LlmError> {
+    let bad = |why: String| LlmError::new(ErrorClass::Server, why);
+    if indexed.len() != texts {
+        return Err(bad(format!(
+            "the endpoint sent {} embeddings for {texts} texts",
+            indexed.len()
+        )));
+    }
+    indexed.sort_by_key(|(i, _)| *i);
+    let dimension = indexed.first().map_or(0, |(_, v)| v.len());
+    for (at, (i, v)) in indexed.iter().enumerate() {
+        if *i != at {
+            return Err(bad("the embeddings' indexes are not 0 to n-1".into()));
+        }
+        if v.is_empty() || v.len() != dimension || v.len() > 16_384 {
+            return Err(bad(format!(
+                "embedding {i} has {} numbers, not {dimension} (1 to 16384)",
+                v.len()
+            )));
+        }
+        if v.iter().any(|x| !x.is_finite()) || v.iter().all(|x| *x == 0.0) {
+            return Err(bad(format!("embedding {i} is not a usable vector")));
+        }
+    }
+    Ok(indexed.into_iter().map(|(_, v)| v).collect())
+}
+
 /// A chat model. Implementations do not retry; see [`crate::retry`].
 #[async_trait::async_trait]
 pub trait Llm: Send + Sync {
@@ -197,6 +241,20 @@ pub trait Llm: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embeddings_come_back_in_the_texts_order_and_bad_ones_are_refused() {
+        let ok = checked_embeddings(vec![(1, vec![0.0, 1.0]), (0, vec![1.0, 0.0])], 2).unwrap();
+        assert_eq!(ok, [vec![1.0, 0.0], vec![0.0, 1.0]]);
+        let refused = |indexed: Vec<(usize, Vec<f32>)>, n| {
+            checked_embeddings(indexed, n).unwrap_err().message
+        };
+        assert!(refused(vec![(0, vec![1.0])], 2).contains("1 embeddings for 2 texts"));
+        assert!(refused(vec![(0, vec![1.0]), (0, vec![1.0])], 2).contains("indexes"));
+        assert!(refused(vec![(0, vec![1.0]), (1, vec![1.0, 2.0])], 2).contains("has 2 numbers"));
+        assert!(refused(vec![(0, vec![f32::NAN])], 1).contains("not a usable"));
+        assert!(refused(vec![(0, vec![0.0, 0.0])], 1).contains("not a usable"));
+    }
 
     #[test]
     fn statuses_sort_into_retryable_and_final_classes() {

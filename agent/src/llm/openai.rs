@@ -35,6 +35,9 @@ pub struct LlmConfig {
     pub model: String,
     /// A cheaper model for the classifier, if set.
     pub classifier_model: Option<String>,
+    /// The endpoint's embedding model (`PLANBOARD_EMBEDDING_MODEL`): when
+    /// set, recall ranks memories by their embeddings too (hybrid).
+    pub embedding_model: Option<String>,
     /// Per attempt.
     pub timeout: Duration,
     /// Most LLM calls in flight at once, across all runs.
@@ -55,6 +58,7 @@ impl fmt::Debug for LlmConfig {
             )
             .field("model", &self.model)
             .field("classifier_model", &self.classifier_model)
+            .field("embedding_model", &self.embedding_model)
             .field("timeout", &self.timeout)
             .field("concurrency", &self.concurrency)
             .field("protocol", &self.protocol)
@@ -137,6 +141,7 @@ impl LlmConfig {
             api_key: get(&["PLANBOARD_LLM_API_KEY", "OPENAI_API_KEY"]).unwrap_or_default(),
             model,
             classifier_model: get(&["PLANBOARD_LLM_CLASSIFIER_MODEL"]),
+            embedding_model: get(&["PLANBOARD_EMBEDDING_MODEL"]),
             timeout: Duration::from_secs(number("PLANBOARD_LLM_TIMEOUT_SECS", 120)?),
             concurrency: number("PLANBOARD_LLM_CONCURRENCY", 4)? as usize,
             protocol,
@@ -424,6 +429,69 @@ fn read_usage(u: &Value) -> Option<Usage> {
             .and_then(Value::as_u64)
             .unwrap_or(0) as u32,
     })
+}
+
+/// An embeddings answer as OpenAI-compatible servers send it (they differ
+/// in the other fields, so only these are read).
+#[derive(serde::Deserialize)]
+struct EmbeddingsReply {
+    data: Vec<EmbeddingItem>,
+}
+
+#[derive(serde::Deserialize)]
+struct EmbeddingItem {
+    #[serde(default)]
+    index: Option<usize>,
+    embedding: Vec<f32>,
+}
+
+/// The endpoint's `/v1/embeddings` with the configured embedding model.
+pub struct OpenAiEmbedder {
+    llm: OpenAiLlm,
+    model: String,
+}
+
+impl OpenAiEmbedder {
+    /// `None` when no embedding model is configured.
+    pub fn new(config: LlmConfig) -> Result<Option<OpenAiEmbedder>, ClientError> {
+        let Some(model) = config.embedding_model.clone() else {
+            return Ok(None);
+        };
+        Ok(Some(OpenAiEmbedder {
+            llm: OpenAiLlm::new(config)?,
+            model,
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl super::Embedder for OpenAiEmbedder {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
+        let reply: EmbeddingsReply = self
+            .llm
+            .client
+            .embeddings()
+            .create_byot(&body)
+            .await
+            .map_err(classify)?;
+        super::checked_embeddings(
+            reply
+                .data
+                .into_iter()
+                .enumerate()
+                .map(|(i, e)| (e.index.unwrap_or(i), e.embedding))
+                .collect(),
+            texts.len(),
+        )
+    }
 }
 
 fn classify(error: OpenAIError) -> LlmError {

@@ -48,6 +48,8 @@ pub struct ServerHost {
     plan_of: std::sync::Mutex<std::collections::HashMap<RunId, PlanId>>,
     /// Makes spans of the log (OpenTelemetry).
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// Full-text or hybrid recall of memories.
+    recall: super::recall::Recall,
 }
 
 impl ServerHost {
@@ -59,8 +61,10 @@ impl ServerHost {
         streaming: Streaming,
         relay: Option<DeltaRelay>,
         telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+        embedder: Option<Arc<dyn agent::Embedder>>,
     ) -> ServerHost {
         ServerHost {
+            recall: super::recall::Recall::new(store.clone(), embedder),
             log: LogQueue::spawn(store.clone(), entries.clone(), streaming),
             relay,
             plans,
@@ -235,8 +239,8 @@ impl Host for ServerHost {
     }
 
     async fn recall(&self, query: &str, limit: usize) -> Result<Vec<run_model::Memory>, HostError> {
-        self.store
-            .memories(Some(query), 0, limit as u32)
+        self.recall
+            .recall(query, limit)
             .await
             .map_err(|e| HostError::Unavailable(e.to_string()))
     }

@@ -16,6 +16,7 @@
 //! - `host.rs`: the agent's `Host` over [`PlanService`] and the run store;
 //! - `log_writer.rs`: the run log's writer, which batches what the agents
 //!   log so that no step waits for it;
+//! - `recall.rs`: what a run recalls: full-text or hybrid ranking;
 //! - `stream.rs`: a run's log as server-sent events.
 //! - `templates.rs`: plans saved as templates.
 
@@ -25,6 +26,7 @@ mod host;
 pub mod inputs;
 mod log_writer;
 mod needs;
+mod recall;
 mod reviews;
 mod stream;
 mod templates;
@@ -265,6 +267,11 @@ impl Runs {
                 (Streaming::Shared(local), Some(relay))
             }
         };
+        let embedder = match &config.llm {
+            Some(llm) => agent::OpenAiEmbedder::new(llm.clone())?
+                .map(|e| Arc::new(e) as Arc<dyn agent::Embedder>),
+            None => None,
+        };
         let host = Arc::new(ServerHost::new(
             plans.clone(),
             store.clone(),
@@ -272,6 +279,7 @@ impl Runs {
             streaming,
             relay,
             telemetry.clone(),
+            embedder,
         ));
         let host_for_people = host.clone();
         let workspaces = config.workspaces.clone();

@@ -277,6 +277,7 @@ impl SqlStore {
             .bind(id.to_string())
             .execute(&self.pool)
             .await?;
+        self.drop_memory_embedding(id).await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -297,6 +298,8 @@ impl SqlStore {
             .bind(id.to_string())
             .execute(&self.pool)
             .await?;
+        // Its vector was of the old text.
+        self.drop_memory_embedding(id).await?;
         self.memory(id).await
     }
 

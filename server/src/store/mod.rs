@@ -12,9 +12,11 @@
 //! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
 //! - `memory.rs`: the agent's memories (part of [`RunStore`]), ranked by
 //!   each dialect's full-text search;
+//! - `embeddings.rs`: memories' vectors for hybrid recall (part of [`RunStore`]).
 //! - `reviews.rs`: people's reviews of finished plans (part of [`RunStore`]).
 //! - `templates.rs`: plans saved as templates (part of [`RunStore`]).
 
+mod embeddings;
 mod mcp;
 mod memory;
 mod reviews;

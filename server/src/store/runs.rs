@@ -200,6 +200,18 @@ pub trait RunStore: Send + Sync {
     async fn verdicts(
         &self,
     ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError>;
+    /// The vectors `model` made of these memories (missing: not made yet).
+    async fn memory_embeddings(
+        &self,
+        ids: &[MemoryId],
+        model: &str,
+    ) -> Result<std::collections::HashMap<MemoryId, Vec<f32>>, StoreError>;
+    /// Keeps `model`'s vectors of these memories.
+    async fn put_memory_embeddings(
+        &self,
+        model: &str,
+        vectors: &[(MemoryId, Vec<f32>)],
+    ) -> Result<(), StoreError>;
     async fn insert_template(&self, template: &run_model::Template) -> Result<(), StoreError>;
     async fn template(
         &self,
@@ -702,6 +714,20 @@ impl RunStore for SqlStore {
         &self,
     ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError> {
         SqlStore::verdicts(self).await
+    }
+    async fn memory_embeddings(
+        &self,
+        ids: &[MemoryId],
+        model: &str,
+    ) -> Result<std::collections::HashMap<MemoryId, Vec<f32>>, StoreError> {
+        SqlStore::memory_embeddings(self, ids, model).await
+    }
+    async fn put_memory_embeddings(
+        &self,
+        model: &str,
+        vectors: &[(MemoryId, Vec<f32>)],
+    ) -> Result<(), StoreError> {
+        SqlStore::put_memory_embeddings(self, model, vectors).await
     }
     async fn insert_template(&self, template: &run_model::Template) -> Result<(), StoreError> {
         SqlStore::insert_template(self, template).await

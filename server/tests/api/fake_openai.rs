@@ -40,6 +40,9 @@ struct Script {
     queue: Arc<Mutex<VecDeque<Fake>>>,
     seen: Arc<Mutex<Vec<Value>>>,
     latency: Arc<Mutex<Duration>>,
+    /// Texts sent to `/v1/embeddings`, and whether it answers 500.
+    embedded: Arc<Mutex<Vec<String>>>,
+    embeddings_down: Arc<Mutex<bool>>,
 }
 
 pub struct FakeOpenAi {
@@ -195,11 +198,63 @@ async fn chat(State(script): State<Script>, Json(request): Json<Value>) -> Respo
     }
 }
 
+/// Words that mean the same to the fake embedding model, one dimension
+/// each; every text also has a small constant part (so none is all zero).
+const CONCEPTS: [&[&str]; 4] = [
+    &["release", "deploy", "ship", "rollout"],
+    &["invoicing", "billing", "accounting", "payments"],
+    &["cake", "bake", "oven"],
+    &["database", "postgres", "sql"],
+];
+
+/// A bag-of-concepts vector: texts sharing a meaning, not a word, point
+/// the same way.
+pub fn fake_embedding(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; CONCEPTS.len() + 1];
+    v[CONCEPTS.len()] = 0.1;
+    for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+        if let Some(i) = CONCEPTS.iter().position(|c| c.contains(&word)) {
+            v[i] += 1.0;
+        }
+    }
+    v
+}
+
+async fn embeddings(State(script): State<Script>, Json(request): Json<Value>) -> Response {
+    if *script.embeddings_down.lock().unwrap() {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "embeddings are down").into_response();
+    }
+    let texts: Vec<String> = match &request["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    };
+    script
+        .embedded
+        .lock()
+        .unwrap()
+        .extend(texts.iter().cloned());
+    let data: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": fake_embedding(t)}))
+        .collect();
+    Json(
+        json!({"object": "list", "model": request["model"], "data": data,
+        "usage": {"prompt_tokens": 1, "total_tokens": 1}}),
+    )
+    .into_response()
+}
+
 impl FakeOpenAi {
     pub async fn start() -> FakeOpenAi {
         let script = Script::default();
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
+            .route("/v1/embeddings", post(embeddings))
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -231,6 +286,16 @@ impl FakeOpenAi {
         *self.script.latency.lock().unwrap() = latency;
     }
 
+    /// Every text sent to `/v1/embeddings`.
+    pub fn embedded(&self) -> Vec<String> {
+        self.script.embedded.lock().unwrap().clone()
+    }
+
+    /// `/v1/embeddings` answers 500 from now on (or again 200).
+    pub fn embeddings_down(&self, down: bool) {
+        *self.script.embeddings_down.lock().unwrap() = down;
+    }
+
     pub fn requests(&self) -> Vec<Value> {
         self.script.seen.lock().unwrap().clone()
     }
@@ -241,6 +306,7 @@ impl FakeOpenAi {
             api_key: "sk-fake-secret".into(),
             model: "fake".into(),
             classifier_model: None,
+            embedding_model: None,
             timeout,
             concurrency: 8,
             protocol: agent::llm::Protocol::Auto,

@@ -1188,3 +1188,98 @@ async fn the_template_store_works_on_sqlite() {
     ))
     .await;
 }
+
+/// Memories' vectors on either database: read back by model only, replaced
+/// by another model's, dropped when the memory's text is edited or the
+/// memory is forgotten, never kept for a memory that is gone.
+pub async fn embedding_store_story(url: &str) {
+    use run_model::memory::{MemoryKind, NewMemory};
+    use server::store::{RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let new = |text: &str| NewMemory {
+        kind: MemoryKind::Run,
+        task: "Release the invoicing app".into(),
+        text: text.into(),
+        run_id: None,
+        plan_id: None,
+    };
+    let kept = store.remember(&[new("one"), new("two")]).await.unwrap();
+    let (a, b) = (kept[0].id, kept[1].id);
+    store
+        .put_memory_embeddings("m1", &[(a, vec![1.0, 0.5]), (b, vec![0.0, 2.0])])
+        .await
+        .unwrap();
+    let read = store.memory_embeddings(&[a, b], "m1").await.unwrap();
+    assert_eq!(read[&a], [1.0, 0.5]);
+    assert_eq!(read[&b], [0.0, 2.0]);
+    assert!(
+        store
+            .memory_embeddings(&[a, b], "m2")
+            .await
+            .unwrap()
+            .is_empty(),
+        "another model's"
+    );
+    store
+        .put_memory_embeddings("m2", &[(a, vec![3.0])])
+        .await
+        .unwrap();
+    assert!(
+        store
+            .memory_embeddings(&[a], "m1")
+            .await
+            .unwrap()
+            .is_empty(),
+        "replaced"
+    );
+    assert_eq!(
+        store.memory_embeddings(&[a], "m2").await.unwrap()[&a],
+        [3.0]
+    );
+    store.edit_memory(b, "two, corrected").await.unwrap();
+    assert!(
+        store
+            .memory_embeddings(&[b], "m1")
+            .await
+            .unwrap()
+            .is_empty(),
+        "edited"
+    );
+    assert!(store.forget(a).await.unwrap());
+    assert!(
+        store
+            .memory_embeddings(&[a], "m2")
+            .await
+            .unwrap()
+            .is_empty(),
+        "forgotten"
+    );
+    // A vector made for a memory forgotten meanwhile is not kept.
+    store
+        .put_memory_embeddings("m1", &[(a, vec![1.0]), (b, vec![1.0])])
+        .await
+        .unwrap();
+    assert!(store
+        .memory_embeddings(&[a], "m1")
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.memory_embeddings(&[b], "m1").await.unwrap().len(), 1);
+    assert!(store.forget(b).await.unwrap());
+}
+
+#[tokio::test]
+async fn the_embedding_store_works_on_postgres() {
+    let Some(url) = database() else { return };
+    embedding_store_story(&url).await;
+}
+
+#[tokio::test]
+async fn the_embedding_store_works_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    embedding_store_story(&format!(
+        "sqlite://{}",
+        dir.path().join("embeddings.db").display()
+    ))
+    .await;
+}

@@ -422,3 +422,100 @@ async fn a_finished_run_runs_again_from_a_subtask_keeping_the_results_before_it_
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"], "not_finished");
 }
+
+/// With an embedding model (`PLANBOARD_EMBEDDING_MODEL`), recall is
+/// hybrid: a review note on "Release the invoicing app" reaches the
+/// planner of "Ship accounting software tonight", which shares no word
+/// with it but its meaning (the fake model's vectors), and not the
+/// planner of an unrelated task; vectors are made once and kept; with the
+/// endpoint down, runs go on with full-text recall.
+#[tokio::test]
+async fn with_embeddings_a_review_reaches_a_task_of_the_same_meaning_in_other_words() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut llm = fake.config(Duration::from_secs(10));
+    llm.embedding_model = Some("fake-embed".into());
+    let config = server::config::Config {
+        lease: Duration::from_secs(3600),
+        llm: Some(llm),
+        workspaces: dir.path().join("workspaces"),
+        run_lease: Duration::from_secs(3),
+        ..server::config::Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            crate::support::local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Release the invoicing app", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &run, "done").await;
+    let (status, _) = as_reviewer(
+        &server,
+        "ana",
+        Method::PUT,
+        &format!("/api/plans/{plan}/review"),
+        Some(json!({"verdict": "needs_changes", "note": "announce the maintenance window first"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    // No word in common: full-text search alone finds nothing.
+    let (_, by_words) = server
+        .get("/api/memories?q=Ship%20accounting%20software%20tonight")
+        .await;
+    assert_eq!(by_words, json!([]), "no shared word");
+
+    let (similar, _) = start(
+        &server,
+        json!({"task": "Ship accounting software tonight", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &similar, "done").await;
+    let prompts = planner_prompts(&fake, "Ship accounting software");
+    assert_eq!(prompts.len(), 1);
+    assert!(
+        prompts[0].contains("announce the maintenance window first"),
+        "{}",
+        prompts[0]
+    );
+    let (unrelated, _) = start(
+        &server,
+        json!({"task": "Bake a chocolate cake for the team", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &unrelated, "done").await;
+    let prompts = planner_prompts(&fake, "chocolate cake");
+    assert_eq!(prompts.len(), 1);
+    assert!(
+        !prompts[0].contains("maintenance window"),
+        "an unrelated task recalls nothing of it: {}",
+        prompts[0]
+    );
+    // The review's memory was embedded once, then read back.
+    let embedded = fake.embedded();
+    assert_eq!(
+        embedded
+            .iter()
+            .filter(|t| t.contains("announce the maintenance window"))
+            .count(),
+        1,
+        "{embedded:?}"
+    );
+
+    // The endpoint down: the run still recalls by words and finishes.
+    fake.embeddings_down(true);
+    let (down, _) = start(
+        &server,
+        json!({"task": "Deploy the invoicing app again", "approval_required": false}),
+    )
+    .await;
+    wait_for(&server, &down, "done").await;
+    let prompts = planner_prompts(&fake, "invoicing app again");
+    assert!(
+        prompts[0].contains("announce the maintenance window first"),
+        "full-text recall by 'invoicing app': {}",
+        prompts[0]
+    );
+}
