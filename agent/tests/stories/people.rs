@@ -417,3 +417,45 @@ async fn reaching_the_money_budget_pauses_the_run_and_raising_it_lets_it_finish(
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }
+
+/// Tokens and running time pause the run like calls do, each saying which
+/// limit it reached, and raising that one lets the run finish. (`max_turns`
+/// is per attempt: running out of turns fails the attempt, which the agent
+/// tries again — the failure stories — rather than pausing the run.)
+#[tokio::test]
+async fn reaching_the_token_or_time_budget_pauses_the_run_and_raising_it_lets_it_finish() {
+    for limit in ["tokens", "time"] {
+        let mut llm =
+            worker().push_json(CallRole::Planner, plan_json(&[("one", &[]), ("two", &[])]));
+        let mut c = config("Two");
+        c.mode = ModeChoice::Simple;
+        match limit {
+            "tokens" => c.budget.max_tokens = 1,
+            _ => {
+                llm = llm.slow(CallRole::Executor, std::time::Duration::from_millis(1_100));
+                c.budget.max_wall_secs = 1;
+            }
+        }
+        let world = World::new(llm);
+        let driving = world.start(c).await;
+        world.wait_plan(|p| p.state() == PlanState::Paused).await;
+        let run = world.wait_run(|r| r.state == RunState::Paused).await;
+        let reason = run.reason.clone().unwrap();
+        match limit {
+            "tokens" => assert!(reason.contains("tokens (budget 1)"), "{reason}"),
+            _ => assert!(reason.contains("(budget 1 s)"), "{reason}"),
+        }
+        assert!(world
+            .entries()
+            .iter()
+            .any(|e| matches!(e, RunEntry::BudgetReached { .. })));
+        let raised = agent::Budget {
+            max_wall_secs: 3_600,
+            ..agent::Budget::default()
+        };
+        assert!(world.agent.raise_budget(run.id, raised));
+        world.person(world.plan().id(), vec![Op::Resume]).await;
+        let run = driving.await.unwrap();
+        assert_eq!(run.state, RunState::Done, "{limit}: {:?}", run.reason);
+    }
+}

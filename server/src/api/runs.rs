@@ -238,13 +238,13 @@ pub struct StartRunUpload {
     pub run: String,
     /// Files for the run's workspace, each a part named `files` with its
     /// file name ([`run_model::MAX_FILES`] files, 20 MiB each, 50 MiB in
-    /// all).
-    #[schemars(with = "Option<Vec<BinaryFile>>")]
-    pub files: (),
+    /// all). Optional, but not `null`: a part holds a file.
+    #[schemars(default)]
+    pub files: Vec<BinaryFile>,
 }
 
 /// A file's bytes in a multipart body.
-#[derive(JsonSchema)]
+#[derive(Clone, Debug, JsonSchema)]
 #[schemars(transform = binary_file)]
 pub struct BinaryFile;
 
@@ -309,7 +309,7 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for StartRequest {
                     );
                 }
                 "files" => {
-                    let name = field.file_name().unwrap_or_default().to_string();
+                    let name = file_name(&field)?;
                     let bytes = field.bytes().await.map_err(too_large)?;
                     if files.len() == run_model::MAX_FILES {
                         return Err(ApiError::TooLarge(format!(
@@ -542,10 +542,14 @@ pub async fn run_events(
     RunRef(id): RunRef,
     Params(q): Params<RunEventsQuery>,
 ) -> Result<Json<Vec<StoredRunEntry>>, ApiError> {
-    let limit = q.limit.unwrap_or(500).clamp(1, 1000);
-    Ok(Json(
-        state.runs.events(id, q.after.unwrap_or(0), limit).await?,
-    ))
+    // As the document says: a bound outside it is refused, not clamped.
+    let (after, limit) = (q.after.unwrap_or(0), q.limit.unwrap_or(500));
+    if !(1..=1000).contains(&limit) || after < 0 {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be 1 to 1000 and after at least 0 (got limit {limit}, after {after})"
+        )));
+    }
+    Ok(Json(state.runs.events(id, after, limit).await?))
 }
 
 macro_rules! control {
@@ -624,6 +628,19 @@ pub async fn add_files(
     Ok(Json(state.runs.add_files(id, files, &who.actor()).await?))
 }
 
+/// A `files` part's file name: a part without one is a form field, not a
+/// file (what a client sends by mistake), and is refused.
+fn file_name(field: &axum::extract::multipart::Field<'_>) -> Result<String, ApiError> {
+    match field.file_name() {
+        Some(name) if !name.trim().is_empty() => Ok(name.to_string()),
+        _ => Err(ApiError::BadRequest(
+            "a part `files` must be a file with its name (Content-Disposition: form-data; \
+             name=\"files\"; filename=\"…\")"
+                .into(),
+        )),
+    }
+}
+
 /// The `files` parts of a multipart body.
 async fn read_files<S: Send + Sync>(
     request: axum::extract::Request,
@@ -647,7 +664,7 @@ async fn read_files<S: Send + Sync>(
                 run_model::MAX_FILES
             )));
         }
-        let name = field.file_name().unwrap_or_default().to_string();
+        let name = file_name(&field)?;
         let bytes = field.bytes().await.map_err(multipart_error)?;
         files.push(Upload {
             name,
@@ -795,7 +812,8 @@ pub async fn workspace_zip(
 #[utoipa::path(get, path = "/api/runs/{id}/artifacts/{path}", tag = "runs",
     params(("id" = uuid::Uuid, Path, description = "run UUID"),
            ("path" = String, Path, description = "the file's path in the run's workspace")),
-    responses((status = 200, content_type = "application/octet-stream", description = "the file"), ReadErrors))]
+    responses((status = 200, description = "the file: text/plain (UTF-8) when it is text, else application/octet-stream",
+        content((String = "text/plain"), (String = "application/octet-stream"))), ReadErrors))]
 pub async fn get_artifact(
     State(state): State<ApiState>,
     RunRef(id): RunRef,

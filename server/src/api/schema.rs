@@ -174,10 +174,11 @@ schemars_bridge! {
     ]
 }
 
-/// OpenAPI links from the routes that create a plan to every route of
-/// that plan, so a client generator (or Schemathesis' stateful phase)
-/// knows that `plan.id` of the answer is the `{id}` of the others, and
-/// `plan.subtasks[0].id` a `{sid}`.
+/// OpenAPI links from the routes that create a plan or start a run to
+/// every route of that plan or run, so a client generator (or
+/// Schemathesis' stateful phase) knows that `plan.id` of the answer is the
+/// `{id}` of the others, `plan.subtasks[0].id` a `{sid}`, and a run's `id`
+/// (and its `plan_id`) the `{id}` of the run's (and the plan's) routes.
 pub fn add_links(doc: &mut Value) {
     let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
         return;
@@ -187,8 +188,13 @@ pub fn add_links(doc: &mut Value) {
     // first event is `subtask_added` (a new plan may have no subtasks).
     let mut plan_links = Map::new();
     let mut subtask_links = Map::new();
+    // From a started run: its routes by `id`, its plan's by `plan_id`.
+    let mut run_links = Map::new();
+    // From a new webhook endpoint or template: its own routes by `id`.
+    let mut webhook_links = Map::new();
+    let mut template_links = Map::new();
     for (path, item) in paths {
-        if !path.starts_with("/api/plans/{id}") || path.ends_with("/stream") {
+        if path.ends_with("/stream") {
             continue;
         }
         let Some(item) = item.as_object() else {
@@ -198,24 +204,49 @@ pub fn add_links(doc: &mut Value) {
             let Some(op_id) = operation.get("operationId").and_then(Value::as_str) else {
                 continue;
             };
-            let mut parameters = Map::new();
-            parameters.insert("id".into(), "$response.body#/plan/id".into());
-            let links = if path.contains("{sid}") {
-                parameters.insert("sid".into(), "$response.body#/events/0/subtask/id".into());
-                &mut subtask_links
-            } else {
-                &mut plan_links
+            let link = |pairs: &[(&str, &str)]| {
+                let parameters: Map<String, Value> = pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), Value::from(*v)))
+                    .collect();
+                serde_json::json!({"operationId": op_id, "parameters": parameters})
             };
-            links.insert(
-                op_id.to_string(),
-                serde_json::json!({"operationId": op_id, "parameters": parameters}),
-            );
+            if path.starts_with("/api/plans/{id}") {
+                if path.contains("{sid}") {
+                    subtask_links.insert(
+                        op_id.to_string(),
+                        link(&[
+                            ("id", "$response.body#/plan/id"),
+                            ("sid", "$response.body#/events/0/subtask/id"),
+                        ]),
+                    );
+                } else {
+                    plan_links.insert(
+                        op_id.to_string(),
+                        link(&[("id", "$response.body#/plan/id")]),
+                    );
+                    run_links.insert(
+                        op_id.to_string(),
+                        link(&[("id", "$response.body#/plan_id")]),
+                    );
+                }
+            } else if path.starts_with("/api/runs/{id}") && path.matches('{').count() == 1 {
+                run_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
+            } else if path == "/api/webhooks/{id}" {
+                webhook_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
+            } else if path == "/api/templates/{id}" {
+                template_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
+            }
         }
     }
     for (path, method, status, links) in [
         ("/api/plans", "post", "201", &plan_links),
         ("/api/plans/import", "post", "201", &plan_links),
         ("/api/plans/{id}/subtasks", "post", "200", &subtask_links),
+        ("/api/runs", "post", "201", &run_links),
+        ("/api/runs/{id}/again", "post", "201", &run_links),
+        ("/api/webhooks", "post", "201", &webhook_links),
+        ("/api/plans/{id}/template", "post", "201", &template_links),
     ] {
         let pointer = format!("/paths/{}/{method}/responses/{status}", escape(path));
         if let Some(response) = doc.pointer_mut(&pointer).and_then(Value::as_object_mut) {

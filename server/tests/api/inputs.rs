@@ -184,6 +184,20 @@ async fn uploads_over_the_limits_are_refused_with_the_limit_and_start_nothing() 
         body["message"].as_str().unwrap().contains("the part `run`"),
         "{body}"
     );
+    // A `files` part that is a form field, not a file (no file name), is
+    // refused, not stored under a made-up name (the API fuzzer's find).
+    let (status, body) = upload(
+        &server,
+        Form::new()
+            .part("run", Part::text("{\"task\": \"x\"}"))
+            .part("files", Part::text("{}")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("filename"),
+        "{body}"
+    );
     // Nothing started, nothing staged, nothing left behind.
     let (_, runs) = server.get("/api/runs").await;
     assert_eq!(runs, json!([]));

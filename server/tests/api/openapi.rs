@@ -72,6 +72,24 @@ async fn every_operation_has_typed_bodies_and_documents_its_errors() {
         .and_then(Value::as_object)
         .expect("create links to the plan's routes");
     assert!(links.contains_key("get_plan"), "{links:?}");
+    // A started run leads to its routes (by its id) and its plan's (by plan_id).
+    let links = doc
+        .pointer("/paths/~1api~1runs/post/responses/201/links")
+        .and_then(Value::as_object)
+        .expect("starting a run links to the run's routes");
+    assert_eq!(links["get_run"]["parameters"]["id"], "$response.body#/id");
+    assert_eq!(
+        links["get_plan"]["parameters"]["id"],
+        "$response.body#/plan_id"
+    );
+    assert!(
+        links.contains_key("pause_run") && links.contains_key("run_events"),
+        "{links:?}"
+    );
+    assert!(
+        !links.contains_key("get_artifact"),
+        "needs a path besides the id"
+    );
 }
 
 fn refs(value: &Value) -> Vec<String> {

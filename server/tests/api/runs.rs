@@ -103,6 +103,13 @@ async fn a_run_waits_for_approval_on_the_plans_route_then_runs_to_its_answer() {
     assert_eq!(server.plan(&plan).await["state"], "done");
     let (status, events) = server.get(&format!("/api/runs/{run}/events")).await;
     assert_eq!(status, StatusCode::OK);
+    // The page's bounds are the document's: outside them, a 400 saying so.
+    for bad in ["limit=0", "limit=1001", "after=-1"] {
+        let (status, body) = server.get(&format!("/api/runs/{run}/events?{bad}")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    let (_, one) = server.get(&format!("/api/runs/{run}/events?limit=1")).await;
+    assert_eq!(one.as_array().unwrap().len(), 1);
     let kinds: Vec<&str> = events
         .as_array()
         .unwrap()
