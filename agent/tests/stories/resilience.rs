@@ -233,3 +233,132 @@ async fn abandoning_the_plan_while_the_planner_thinks_cancels_the_run() {
         "nothing was added to the abandoned plan"
     );
 }
+
+/// Watches the executor's model calls: how many are in flight at most,
+/// the order they start and end in, and whether the first call held back
+/// saw a second one arrive while it waited (it waits at most 2 s).
+struct Gate {
+    inner: std::sync::Arc<agent::ScriptedLlm>,
+    seen: std::sync::Mutex<GateSeen>,
+}
+
+#[derive(Default)]
+struct GateSeen {
+    in_flight: usize,
+    max: usize,
+    events: Vec<String>,
+    started: usize,
+    held: bool,
+    overlapped: Option<bool>,
+}
+
+#[async_trait::async_trait]
+impl agent::Llm for Gate {
+    async fn chat(
+        &self,
+        request: &agent::llm::ChatRequest,
+    ) -> Result<agent::llm::ChatReply, LlmError> {
+        if request.role != CallRole::Executor {
+            return self.inner.chat(request).await;
+        }
+        let name = subtask_name(request).unwrap_or_default();
+        let hold = {
+            let mut seen = self.seen.lock().unwrap();
+            seen.in_flight += 1;
+            seen.max = seen.max.max(seen.in_flight);
+            seen.events.push(format!("start {name}"));
+            seen.started += 1;
+            !std::mem::replace(&mut seen.held, true)
+        };
+        if hold {
+            // Held (so in flight) until another call starts: then two are
+            // in flight at once.
+            let waited = tokio::time::timeout(Duration::from_secs(2), async {
+                while self.seen.lock().unwrap().started < 2 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await;
+            self.seen.lock().unwrap().overlapped = Some(waited.is_ok());
+        } else {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        let reply = self.inner.chat(request).await;
+        let mut seen = self.seen.lock().unwrap();
+        seen.in_flight -= 1;
+        seen.events.push(format!("end {name}"));
+        reply
+    }
+
+    fn model(&self, role: CallRole) -> String {
+        self.inner.model(role)
+    }
+}
+
+/// A super-step runs its ready subtasks' model calls at once: the first
+/// executor call is held until a second is in flight (provably
+/// concurrent), never more than `max_parallel` although four are ready,
+/// and the subtask after the barrier starts only when all four have ended.
+/// With one model call allowed at a time (`PLANBOARD_LLM_CONCURRENCY=1`)
+/// the same plan's calls never overlap.
+#[tokio::test]
+async fn a_super_step_runs_its_calls_at_once_within_max_parallel_and_the_concurrency_limit() {
+    for concurrency in [8, 1] {
+        let gate = std::sync::Arc::new(std::sync::Mutex::new(None::<std::sync::Arc<Gate>>));
+        let slot = gate.clone();
+        let llm = worker().push_json(
+            CallRole::Planner,
+            plan_json(&[
+                ("a", &[]),
+                ("b", &[]),
+                ("c", &[]),
+                ("d", &[]),
+                ("merge", &[1, 2, 3, 4]),
+            ]),
+        );
+        let world = World::wrapped(
+            llm,
+            move |inner| {
+                let g = std::sync::Arc::new(Gate {
+                    inner,
+                    seen: Default::default(),
+                });
+                *slot.lock().unwrap() = Some(g.clone());
+                g
+            },
+            concurrency,
+        );
+        let mut c = config("Four checks, then merge");
+        c.mode = ModeChoice::Complex;
+        c.max_parallel = 2;
+        let run = world.run(c).await;
+        assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+        let g = gate.lock().unwrap().clone().unwrap();
+        let seen = g.seen.lock().unwrap();
+        let merge_start = seen.events.iter().position(|e| e == "start merge").unwrap();
+        for name in ["a", "b", "c", "d"] {
+            let end = seen
+                .events
+                .iter()
+                .position(|e| *e == format!("end {name}"))
+                .unwrap();
+            assert!(end < merge_start, "the barrier: {:?}", seen.events);
+        }
+        if concurrency == 8 {
+            assert_eq!(
+                seen.overlapped,
+                Some(true),
+                "two calls in flight at once: {:?}",
+                seen.events
+            );
+            assert_eq!(
+                seen.max, 2,
+                "max_parallel 2 with four ready: {:?}",
+                seen.events
+            );
+        } else {
+            assert_eq!(seen.overlapped, Some(false), "{:?}", seen.events);
+            assert_eq!(seen.max, 1, "one model call at a time: {:?}", seen.events);
+        }
+    }
+}

@@ -87,6 +87,25 @@ impl World {
         World::with_agent(llm, |agent| agent)
     }
 
+    /// A world whose agent's model is `wrap` around the scripted one (a
+    /// gate that watches calls in flight), with `concurrency` model calls
+    /// at once (`PLANBOARD_LLM_CONCURRENCY`).
+    pub fn wrapped(
+        llm: ScriptedLlm,
+        wrap: impl FnOnce(Arc<ScriptedLlm>) -> Arc<dyn agent::Llm>,
+        concurrency: usize,
+    ) -> World {
+        let host = MemoryHost::new();
+        let llm = Arc::new(llm);
+        let agent = Agent::new(host.clone(), wrap(llm.clone()), concurrency);
+        World {
+            host,
+            llm,
+            agent: Arc::new(agent),
+            run: Mutex::new(None),
+        }
+    }
+
     /// A world whose agent is set up further by `setup` (its tools).
     pub fn with_agent(llm: ScriptedLlm, setup: impl FnOnce(Agent) -> Agent) -> World {
         let host = MemoryHost::new();

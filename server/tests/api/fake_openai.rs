@@ -27,6 +27,8 @@ pub enum Fake {
     },
     /// A 200 whose body is this text (say, malformed JSON).
     Raw(&'static str),
+    /// A 200 whose body is this whole completion (not streamed).
+    Body(String),
     /// A stream that breaks after the first piece of this text.
     Dropped(&'static str),
     /// The same, after a delay.
@@ -40,6 +42,8 @@ struct Script {
     queue: Arc<Mutex<VecDeque<Fake>>>,
     seen: Arc<Mutex<Vec<Value>>>,
     latency: Arc<Mutex<Duration>>,
+    /// Each chat request's `Authorization` header.
+    authorization: Arc<Mutex<Vec<String>>>,
     /// Texts sent to `/v1/embeddings`, and whether it answers 500.
     embedded: Arc<Mutex<Vec<String>>>,
     embeddings_down: Arc<Mutex<bool>>,
@@ -164,6 +168,9 @@ fn respond(fake: Fake) -> Response {
         Fake::Raw(body) => {
             (StatusCode::OK, [("content-type", "application/json")], body).into_response()
         }
+        Fake::Body(body) => {
+            (StatusCode::OK, [("content-type", "application/json")], body).into_response()
+        }
         Fake::Dropped(_) => (
             StatusCode::OK,
             [("content-type", "application/json")],
@@ -174,12 +181,42 @@ fn respond(fake: Fake) -> Response {
     }
 }
 
-async fn chat(State(script): State<Script>, Json(request): Json<Value>) -> Response {
+/// A completion whose message calls the function `name` with `arguments`
+/// (what a model answers to a request with `tools`).
+pub fn calling(name: &str, arguments: Value) -> String {
+    json!({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]
+        }}]
+    })
+    .to_string()
+}
+
+async fn chat(
+    State(script): State<Script>,
+    headers: HeaderMap,
+    Json(request): Json<Value>,
+) -> Response {
     script.seen.lock().unwrap().push(request.clone());
+    script.authorization.lock().unwrap().push(
+        headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+    );
     let mut next = script.queue.lock().unwrap().pop_front().unwrap_or_else(|| {
         let plan = script.plan.lock().unwrap().clone();
         match plan {
             Some(plan) if shape(&request) == "plan" => Fake::Content(plan.to_string()),
+            // Offered functions: the diligent executor calls `complete`.
+            _ if request.get("tools").is_some() => Fake::Body(calling(
+                "complete",
+                json!({"result": format!("done: {}", subtask(&request))}),
+            )),
             _ => Fake::Content(diligent(&request)),
         }
     });
@@ -284,6 +321,11 @@ impl FakeOpenAi {
     /// Every reply waits this long.
     pub fn latency(&self, latency: Duration) {
         *self.script.latency.lock().unwrap() = latency;
+    }
+
+    /// Every chat request's `Authorization` header, in order.
+    pub fn authorization(&self) -> Vec<String> {
+        self.script.authorization.lock().unwrap().clone()
     }
 
     /// Every text sent to `/v1/embeddings`.

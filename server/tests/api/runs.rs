@@ -1303,3 +1303,80 @@ async fn only_admins_manage_webhooks() {
     let (status, list) = admin.get("/api/webhooks").await;
     assert_eq!((status, list), (StatusCode::OK, json!([])));
 }
+
+/// `PLANBOARD_LLM_PROTOCOL=tool_calls` end to end: the executor is offered
+/// its actions and tools as functions (`tool_choice: required`, no JSON
+/// schema) and the fake answers with `tool_calls`, whose `complete` result
+/// becomes the subtask's outcome; the key goes as `Authorization: Bearer`
+/// on every call, and the classifier uses its own model when one is set.
+#[tokio::test]
+async fn with_the_tool_calls_protocol_a_run_works_through_function_calls() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut llm = fake.config(Duration::from_secs(10));
+    llm.protocol = agent::llm::Protocol::ToolCalls;
+    llm.stream = false;
+    llm.classifier_model = Some("fake-small".into());
+    let config = Config {
+        lease: Duration::from_secs(3600),
+        llm: Some(llm),
+        workspaces: dir.path().join("workspaces"),
+        ..Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (status, run) = server
+        .post(
+            "/api/runs",
+            json!({"task": "Summarise the week", "approval_required": false}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{run}");
+    let view = wait_for(&server, run["id"].as_str().unwrap(), "done").await;
+    let plan = server.plan(view["plan_id"].as_str().unwrap()).await;
+    let outcomes: Vec<&str> = plan["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["outcome"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(outcomes, ["done: gather", "done: report"], "{plan}");
+    let requests = fake.requests();
+    let executor: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r.get("tools").is_some())
+        .collect();
+    assert_eq!(executor.len(), 2, "one function call per subtask");
+    for r in &executor {
+        assert_eq!(r["tool_choice"], "required");
+        assert!(r.get("response_format").is_none(), "{r}");
+        let names: Vec<&str> = r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"complete") && names.contains(&"fail"),
+            "{names:?}"
+        );
+    }
+    let classifier: Vec<&Value> = requests
+        .iter()
+        .filter(|r| crate::fake_openai::shape(r) == "mode")
+        .collect();
+    assert_eq!(classifier.len(), 1);
+    assert_eq!(classifier[0]["model"], "fake-small");
+    assert!(requests
+        .iter()
+        .filter(|r| crate::fake_openai::shape(r) != "mode")
+        .all(|r| r["model"] == "fake"));
+    let keys = fake.authorization();
+    assert_eq!(keys.len(), requests.len());
+    assert!(
+        keys.iter().all(|k| k == "Bearer sk-fake-secret"),
+        "{keys:?}"
+    );
+}
