@@ -459,3 +459,90 @@ async fn reaching_the_token_or_time_budget_pauses_the_run_and_raising_it_lets_it
         assert_eq!(run.state, RunState::Done, "{limit}: {:?}", run.reason);
     }
 }
+
+/// A plan with a cycle goes back to the planner with the engine's reason:
+/// fixed on the second answer, the run goes on; three cycles in a row
+/// (two repairs) fail the run, quoting what the model answered.
+#[tokio::test]
+async fn the_planners_cycle_is_repaired_on_the_second_try_and_given_up_after_the_third() {
+    let cycle = || plan_json(&[("a", &[2]), ("b", &[1])]);
+    for fixed_on in [Some(2usize), None] {
+        let mut llm = worker().push_json(CallRole::Planner, cycle());
+        llm = match fixed_on {
+            Some(_) => llm.push_json(CallRole::Planner, plan_json(&[("a", &[]), ("b", &[1])])),
+            None => llm
+                .push_json(CallRole::Planner, cycle())
+                .push_json(CallRole::Planner, cycle()),
+        };
+        let world = World::new(llm);
+        let mut c = config("Build, then ship");
+        c.mode = ModeChoice::Complex;
+        let run = world.run(c).await;
+        let planner: Vec<_> = world
+            .llm
+            .requests()
+            .into_iter()
+            .filter(|r| r.role == CallRole::Planner)
+            .collect();
+        match fixed_on {
+            Some(tries) => {
+                assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+                assert_eq!(planner.len(), tries);
+                let repair = &planner[1].messages.last().unwrap().content;
+                assert!(
+                    repair.contains("The plan was refused") && repair.contains("cycle"),
+                    "{repair}"
+                );
+            }
+            None => {
+                assert_eq!(run.state, RunState::Failed);
+                assert_eq!(planner.len(), 3, "the answer and two repairs");
+                let reason = run.reason.unwrap();
+                assert!(
+                    reason.contains("refused 3 times") && reason.contains("\"a\""),
+                    "{reason}"
+                );
+            }
+        }
+    }
+}
+
+/// People may send a plan back three times; the fourth rejection ends the
+/// run, saying how many rounds there were and the last comment.
+#[tokio::test]
+async fn a_fourth_rejection_ends_the_run_with_the_last_comment() {
+    let world = World::new(worker());
+    let mut c = config("Plan the offsite");
+    c.mode = ModeChoice::Simple;
+    c.approval_required = true;
+    let driving = world.start(c).await;
+    for round in 1..=4u32 {
+        let plan = world
+            .wait_plan(|p| p.state() == PlanState::AwaitingApproval)
+            .await;
+        world
+            .person(
+                plan.id(),
+                vec![Op::Reject {
+                    comment: format!("not yet, round {round}"),
+                }],
+            )
+            .await;
+        if round < 4 {
+            world
+                .wait_run(|r| r.round == round + 1 && r.state == RunState::AwaitingApproval)
+                .await;
+        }
+    }
+    let run = tokio::time::timeout(Duration::from_secs(20), driving)
+        .await
+        .expect("the fourth rejection ends the run")
+        .unwrap();
+    assert_eq!(run.state, RunState::Failed);
+    assert_eq!(world.llm.calls(CallRole::Planner), 4, "three revisions");
+    let reason = run.reason.unwrap();
+    assert!(
+        reason.contains("rejected 4 times") && reason.contains("not yet, round 4"),
+        "{reason}"
+    );
+}

@@ -96,6 +96,18 @@ async fn an_emergent_list_stops_growing_at_its_cap_and_is_compacted_near_it() {
     let llm = worker()
         .push_json(CallRole::Planner, plan_json(&[("start", &[])]))
         .responder(|request| match request.role {
+            // Near the cap, the model drops the last TODO (as told to).
+            CallRole::Adapter if request.messages[0].content.contains("nearly full") => {
+                let listed: u32 = request.messages[1]
+                    .content
+                    .split_once("TODO list (")
+                    .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+                    .unwrap_or(1);
+                Reply::Json(json!({
+                    "drop": [listed], "needs_update": false, "reason": "covered by the others",
+                    "new_todos": []
+                }))
+            }
             CallRole::Adapter => Reply::Json(json!({
                 "drop": [], "needs_update": true, "reason": "more",
                 "new_todos": [{"name": "more a", "description": ""}, {"name": "more b", "description": ""}, {"name": "more c", "description": ""}]
@@ -118,6 +130,20 @@ async fn an_emergent_list_stops_growing_at_its_cap_and_is_compacted_near_it() {
         .filter(|r| r.role == CallRole::Adapter && r.messages[0].content.contains("nearly full"))
         .count();
     assert!(compacting > 0, "the model was asked to compact");
+    // Adds stop at the compaction mark (16 of 20), and the model's drop
+    // is carried out: the last TODO is skipped, the rest done.
+    assert_eq!(plan.subtasks().len(), 16);
+    let skipped: Vec<_> = plan
+        .subtasks()
+        .iter()
+        .filter(|s| s.state() == SubtaskState::Skipped)
+        .map(|s| s.id())
+        .collect();
+    assert_eq!(skipped, [SubtaskId(16)], "compaction dropped a TODO");
+    assert!(world.entries().iter().any(|e| matches!(
+        e,
+        RunEntry::PlanAdjusted { reason, changes: 1 } if reason == "covered by the others"
+    )));
 }
 
 #[tokio::test]
@@ -361,4 +387,48 @@ async fn a_super_step_runs_its_calls_at_once_within_max_parallel_and_the_concurr
             assert_eq!(seen.max, 1, "one model call at a time: {:?}", seen.events);
         }
     }
+}
+
+/// The emergent list's cap is exact: each executor adds one TODO while it
+/// works, so the list grows by one per step until it holds exactly 20; the
+/// 21st is refused by the plan in the engine's words (told to the model,
+/// which goes on with its own subtask), and the run still finishes.
+#[tokio::test]
+async fn an_emergent_list_fills_to_exactly_its_cap_and_the_next_todo_is_refused() {
+    let found = std::sync::atomic::AtomicUsize::new(0);
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("start", &[])]))
+        .responder(move |request| match request.role {
+            // First turn: add a TODO; then complete the own subtask.
+            CallRole::Executor if request.messages.len() <= 2 => Reply::Json(json!({
+                "action": "add_subtask",
+                "name": format!("found {}", found.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1),
+                "description": "more to look at"
+            })),
+            _ => answer(request),
+        });
+    let world = World::new(llm);
+    let mut c = config("Explore");
+    c.mode = ModeChoice::Emergent;
+    c.budget.max_llm_calls = 1000;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    assert_eq!(plan.subtasks().len(), 20, "exactly the cap");
+    assert!(plan
+        .subtasks()
+        .iter()
+        .all(|s| s.state() == SubtaskState::Done));
+    let refused = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.role == CallRole::Executor
+                && r.messages
+                    .iter()
+                    .any(|m| m.content.contains("The plan refused the new subtask"))
+        })
+        .count();
+    assert!(refused >= 1, "the 21st TODO was refused and the model told");
 }
