@@ -1,7 +1,10 @@
-//! Crash-resume: a real server process is killed with SIGKILL at random
-//! moments while it drives several runs, and started again each time. Every
-//! run must finish, no subtask may be completed twice, and the plans' logs
-//! must have no gap.
+//! Crash-resume: a real server process is killed with SIGKILL while it
+//! drives several runs — each time with model calls in flight — and a new
+//! process under **another instance name** takes the runs over once the
+//! dead one's lease has run out. Every run must finish, no subtask's
+//! executor may finish twice (the run log says so, not only the engine's
+//! refusal of done → done), the calls made again are counted, and the
+//! plans' logs must have no gap.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -11,14 +14,14 @@ use serde_json::{json, Value};
 use crate::fake_openai::FakeOpenAi;
 use crate::support::{free_port, spawn_planboard, Process};
 
-async fn spawn(dir: &std::path::Path, fake: &FakeOpenAi, port: u16) -> Process {
+async fn spawn(dir: &std::path::Path, fake: &FakeOpenAi, port: u16, instance: &str) -> Process {
     let db = format!("sqlite://{}", dir.join("crash.db").display());
     spawn_planboard(
         port,
         &[
             ("DATABASE_URL", db),
             ("PLANBOARD_USER", "crash".into()),
-            ("PLANBOARD_INSTANCE", "crash-test".into()),
+            ("PLANBOARD_INSTANCE", instance.into()),
             ("PLANBOARD_WORKSPACES", dir.join("ws").display().to_string()),
             ("PLANBOARD_RUN_LEASE_SECS", "3".into()),
             ("PLANBOARD_LLM_MODEL", "fake".into()),
@@ -52,7 +55,7 @@ async fn runs_survive_sigkill_with_no_subtask_done_twice_and_no_event_lost() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let client = reqwest::Client::new();
-    let mut process = spawn(dir.path(), &fake, port).await;
+    let mut process = spawn(dir.path(), &fake, port, "crash-0").await;
     let mut runs = Vec::new();
     for i in 0..3 {
         let view: Value = client
@@ -71,6 +74,7 @@ async fn runs_survive_sigkill_with_no_subtask_done_twice_and_no_event_lost() {
         ));
     }
     let mut kills = 0;
+    let mut killed_in_flight = 0;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let mut done = 0;
@@ -89,18 +93,61 @@ async fn runs_survive_sigkill_with_no_subtask_done_twice_and_no_event_lost() {
             tokio::time::Instant::now() < deadline,
             "the runs did not finish in time"
         );
-        if kills < 5 {
+        if kills < 4 {
             tokio::time::sleep(Duration::from_millis(300 + random(700))).await;
+            // Kill only while the model is being asked (the fake holds each
+            // call 250 ms), so a call is always lost with the process.
+            let waiting = tokio::time::Instant::now() + Duration::from_secs(5);
+            while fake.in_flight() == 0 && tokio::time::Instant::now() < waiting {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let in_flight = fake.in_flight();
             // SIGKILL: no shutdown, no flush, no goodbye.
             process.child.kill().unwrap();
             process.child.wait().unwrap();
+            if in_flight > 0 {
+                killed_in_flight += 1;
+            }
             kills += 1;
-            process = spawn(dir.path(), &fake, port).await;
+            // Another instance: it cannot renew the dead one's lease, so it
+            // takes the runs over only once that lease has run out.
+            process = spawn(dir.path(), &fake, port, &format!("crash-{kills}")).await;
         } else {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
     assert!(kills >= 1, "the server was killed at least once mid-run");
+    assert_eq!(
+        killed_in_flight, kills,
+        "every kill came with model calls in flight"
+    );
+    // Calls lost with a process are made again, and only those: each
+    // step's executor was asked at most once more per kill.
+    let requests = fake.requests();
+    let mut asked: HashMap<(String, String), usize> = HashMap::new();
+    for r in &requests {
+        if crate::fake_openai::shape(r) == "action" {
+            let brief = r["messages"][1]["content"].as_str().unwrap_or_default();
+            let task = brief
+                .lines()
+                .find_map(|l| l.strip_prefix("Task: "))
+                .unwrap_or_default()
+                .to_string();
+            *asked
+                .entry((task, crate::fake_openai::subtask(r)))
+                .or_default() += 1;
+        }
+    }
+    let again: usize = asked.values().map(|n| n - 1).sum();
+    assert_eq!(
+        asked.len(),
+        18,
+        "every step of the three runs was asked for: {asked:?}"
+    );
+    assert!(
+        asked.values().all(|n| *n <= 1 + kills),
+        "no step asked more than once more per kill: {asked:?}"
+    );
     for (run, plan) in &runs {
         let page = get(
             &client,
@@ -139,6 +186,31 @@ async fn runs_survive_sigkill_with_no_subtask_done_twice_and_no_event_lost() {
             completed.values().all(|n| *n == 1),
             "run {run}: no subtask completed twice: {completed:?}"
         );
+        // The run log: each step's executor finished (its result
+        // committed) exactly once, and no late result was refused.
+        let log = get(
+            &client,
+            format!("{}/api/runs/{run}/events?limit=1000", process.base),
+        )
+        .await;
+        let mut finished: HashMap<u64, usize> = HashMap::new();
+        for e in log.as_array().unwrap() {
+            let entry = &e["entry"];
+            assert_ne!(
+                e["kind"], "overridden",
+                "run {run}: a result came too late: {entry}"
+            );
+            if e["kind"] == "subtask_result" && entry["ok"] == true {
+                *finished
+                    .entry(entry["subtask"].as_u64().unwrap())
+                    .or_default() += 1;
+            }
+        }
+        assert_eq!(finished.len(), 6, "run {run}: {finished:?}");
+        assert!(
+            finished.values().all(|n| *n == 1),
+            "run {run}: no executor finished twice: {finished:?}"
+        );
         let plan_view = get(&client, format!("{}/api/plans/{plan}", process.base)).await;
         assert_eq!(plan_view["plan"]["state"], "done");
         assert_eq!(
@@ -146,5 +218,8 @@ async fn runs_survive_sigkill_with_no_subtask_done_twice_and_no_event_lost() {
             distinct.len() as u64
         );
     }
-    println!("{kills} SIGKILLs; {} model calls", fake.requests().len());
+    println!(
+        "{kills} SIGKILLs, each with model calls in flight; {} model calls, {again} executor calls made again",
+        requests.len()
+    );
 }

@@ -42,6 +42,9 @@ struct Script {
     queue: Arc<Mutex<VecDeque<Fake>>>,
     seen: Arc<Mutex<Vec<Value>>>,
     latency: Arc<Mutex<Duration>>,
+    /// Chat requests being answered now (a killed client's stay counted
+    /// until the fake has answered into the void).
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
     /// Each chat request's `Authorization` header.
     authorization: Arc<Mutex<Vec<String>>>,
     /// Texts sent to `/v1/embeddings`, and whether it answers 500.
@@ -200,6 +203,15 @@ async fn chat(
     headers: HeaderMap,
     Json(request): Json<Value>,
 ) -> Response {
+    use std::sync::atomic::Ordering;
+    struct Answering(Arc<std::sync::atomic::AtomicUsize>);
+    impl Drop for Answering {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    script.in_flight.fetch_add(1, Ordering::SeqCst);
+    let _answering = Answering(script.in_flight.clone());
     script.seen.lock().unwrap().push(request.clone());
     script.authorization.lock().unwrap().push(
         headers
@@ -321,6 +333,13 @@ impl FakeOpenAi {
     /// Every reply waits this long.
     pub fn latency(&self, latency: Duration) {
         *self.script.latency.lock().unwrap() = latency;
+    }
+
+    /// Chat requests the fake is answering now.
+    pub fn in_flight(&self) -> usize {
+        self.script
+            .in_flight
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every chat request's `Authorization` header, in order.
