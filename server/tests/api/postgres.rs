@@ -1283,3 +1283,110 @@ async fn the_embedding_store_works_on_sqlite() {
     ))
     .await;
 }
+
+/// Two replicas on one PostgreSQL database: one is killed (SIGKILL, model
+/// calls in flight) while it drives runs; the other, which never drove
+/// them, takes them over once the dead one's lease has run out and
+/// finishes them — each step's executor finishing once (the run log), the
+/// plans done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_run_leaves_its_runs_to_the_other_which_finishes_them() {
+    let Some(url) = database() else { return };
+    let fake = crate::fake_openai::FakeOpenAi::start().await;
+    fake.latency(Duration::from_millis(250));
+    fake.plan(json!({"title": "four steps", "subtasks": (1..=4).map(|i| json!({
+        "name": format!("step {i}"), "description": "do it", "expected_outcome": "", "depends_on": []
+    })).collect::<Vec<_>>()}));
+    let dir = tempfile::tempdir().unwrap();
+    let replica = |name: &str| {
+        let port = free_port();
+        let vars = [
+            ("DATABASE_URL", url.clone()),
+            ("PLANBOARD_USER", format!("replica-{port}")),
+            ("PLANBOARD_INSTANCE", name.to_string()),
+            (
+                "PLANBOARD_WORKSPACES",
+                dir.path().join("ws").display().to_string(),
+            ),
+            ("PLANBOARD_RUN_LEASE_SECS", "3".to_string()),
+            ("PLANBOARD_LLM_MODEL", "fake".to_string()),
+            ("PLANBOARD_LLM_BASE_URL", fake.url.clone()),
+            ("PLANBOARD_LLM_TIMEOUT_SECS", "10".to_string()),
+        ];
+        async move {
+            let vars: Vec<(&str, String)> = vars.to_vec();
+            spawn_planboard(port, &vars).await
+        }
+    };
+    let mut a = replica(&format!("replica-a-{}", uuid::Uuid::new_v4())).await;
+    let b = replica(&format!("replica-b-{}", uuid::Uuid::new_v4())).await;
+    let client = reqwest::Client::new();
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let mut runs = Vec::new();
+    for i in 0..2 {
+        let view: serde_json::Value = client
+            .post(format!("{}/api/runs", a.base))
+            .json(&json!({"task": format!("Replica story {tag} {i}"), "mode": "simple", "approval_required": false}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        runs.push(view["id"].as_str().unwrap().to_string());
+    }
+    // Let A get into the work, then kill it while it asks the model.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let waiting = tokio::time::Instant::now() + Duration::from_secs(5);
+    while fake.in_flight() == 0 && tokio::time::Instant::now() < waiting {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(fake.in_flight() > 0, "A was asking the model when killed");
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    for run in &runs {
+        loop {
+            let view: serde_json::Value = client
+                .get(format!("{}/api/runs/{run}", b.base))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            match view["state"].as_str().unwrap_or_default() {
+                "done" => break,
+                "failed" | "cancelled" | "paused" => panic!("run {run} stopped: {view}"),
+                _ => {}
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "B did not finish {run}: {view}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let log: serde_json::Value = client
+            .get(format!("{}/api/runs/{run}/events?limit=1000", b.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut finished = std::collections::HashMap::<u64, usize>::new();
+        for e in log.as_array().unwrap() {
+            assert_ne!(e["kind"], "overridden", "run {run}: {e}");
+            if e["kind"] == "subtask_result" && e["entry"]["ok"] == true {
+                *finished
+                    .entry(e["entry"]["subtask"].as_u64().unwrap())
+                    .or_default() += 1;
+            }
+        }
+        assert_eq!(finished.len(), 4, "run {run}: {finished:?}");
+        assert!(
+            finished.values().all(|n| *n == 1),
+            "run {run}: {finished:?}"
+        );
+    }
+}
