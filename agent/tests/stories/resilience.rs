@@ -432,3 +432,55 @@ async fn an_emergent_list_fills_to_exactly_its_cap_and_the_next_todo_is_refused(
         .count();
     assert!(refused >= 1, "the 21st TODO was refused and the model told");
 }
+
+/// Inside a run, what the model's server refuses for good — quota, a 400,
+/// a prompt too long for its context — fails the subtask at once and waits
+/// for a person (no call retry, no attempt again); a server error is
+/// retried by the call layer until its retries run out (3 calls in all),
+/// and then goes to a person the same way.
+#[tokio::test(start_paused = true)]
+async fn quota_400_and_context_too_long_go_to_a_person_at_once_and_server_errors_after_their_retries(
+) {
+    for (class, calls, retries) in [
+        (ErrorClass::Quota, 1, 0),
+        (ErrorClass::BadRequest, 1, 0),
+        (ErrorClass::ContextTooLong, 1, 0),
+        (ErrorClass::Server, 3, 2),
+    ] {
+        let mut llm = worker().push_json(CallRole::Planner, plan_json(&[("one", &[])]));
+        for _ in 0..calls {
+            llm = llm.push(
+                CallRole::Executor,
+                Reply::Error(LlmError::new(class, format!("refused: {class:?}"))),
+            );
+        }
+        let world = World::new(llm);
+        let mut c = config("One step");
+        c.mode = ModeChoice::Simple;
+        let driving = world.start(c).await;
+        let run = world.wait_run(|r| r.state == RunState::Paused).await;
+        assert!(
+            run.reason
+                .clone()
+                .unwrap()
+                .contains(&format!("refused: {class:?}")),
+            "{class:?}: {:?}",
+            run.reason
+        );
+        assert_eq!(world.llm.calls(CallRole::Executor), calls, "{class:?}");
+        let entries = world.entries();
+        let scheduled = entries
+            .iter()
+            .filter(|e| matches!(e, RunEntry::RetryScheduled { .. }))
+            .count();
+        assert_eq!(scheduled, retries, "{class:?}");
+        assert!(
+            !entries
+                .iter()
+                .any(|e| matches!(e, RunEntry::SubtaskRetry { .. } | RunEntry::Recovery { .. })),
+            "{class:?}: not the agent's to try again"
+        );
+        assert_eq!(world.plan().subtasks()[0].state(), SubtaskState::Failed);
+        driving.abort();
+    }
+}
