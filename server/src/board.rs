@@ -1182,9 +1182,7 @@ pub struct ReplanForm {
 /// the agent sees it and plans the task again with that planner.
 pub async fn replan_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
-    headers: axum::http::HeaderMap,
+    on: PlanForm,
     axum::Form(form): axum::Form<ReplanForm>,
 ) -> axum::response::Response {
     let ops = match plan_engine::Mode::parse(&form.mode) {
@@ -1200,7 +1198,7 @@ pub async fn replan_form(
             form.mode
         ))),
     };
-    change_from_form(&board, &id, &viewer, &headers, ops).await
+    change_from_form(&board, &on, ops).await
 }
 
 /// The run header's answer box, as posted.
@@ -1217,12 +1215,10 @@ pub struct AnswerForm {
 /// change.
 pub async fn answer_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
-    headers: axum::http::HeaderMap,
+    on: PlanForm,
     axum::Form(form): axum::Form<AnswerForm>,
 ) -> axum::response::Response {
-    let lang = app::i18n::from_headers(&headers);
+    let lang = on.lang;
     let ops = match (
         form.subtask.trim().parse::<u32>(),
         form.answer.trim().is_empty(),
@@ -1246,7 +1242,7 @@ pub async fn answer_form(
             "an answer needs a subtask number and some text".into(),
         )),
     };
-    change_from_form(&board, &id, &viewer, &headers, ops).await
+    change_from_form(&board, &on, ops).await
 }
 
 /// A decision on a guarded tool call, as the run header's form posts it.
@@ -1268,22 +1264,11 @@ pub struct ToolCallForm {
 /// the plan's run waits on; the same service as the API's.
 pub async fn tool_call_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
-    headers: axum::http::HeaderMap,
+    on: PlanForm,
     axum::Form(form): axum::Form<ToolCallForm>,
 ) -> axum::response::Response {
-    let lang = app::i18n::from_headers(&headers);
+    let PlanForm { plan, viewer, lang } = on;
     let result = async {
-        let plan = id
-            .parse::<PlanId>()
-            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
-        if !viewer.can_edit {
-            return Err(BoardError::Forbidden(lang.pick(
-                format!("{} may look but not decide (viewer role)", viewer.name),
-                format!("{} 只能查看，不能决定（只读角色）", viewer.name),
-            )));
-        }
         let run = board
             .run_on(plan)
             .await?
@@ -1322,7 +1307,7 @@ pub async fn tool_call_form(
         Ok(plan)
     }
     .await;
-    back_to_board(result, &headers)
+    back_to_board(result, lang)
 }
 
 /// The Memory page's buttons, as posted.
@@ -1397,25 +1382,11 @@ pub async fn memory_form(
 /// `remove` to take theirs back; the same service as the API's.
 pub async fn review_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
-    headers: axum::http::HeaderMap,
+    on: PlanForm,
     axum::Form(fields): axum::Form<Vec<(String, String)>>,
 ) -> axum::response::Response {
-    let lang = app::i18n::from_headers(&headers);
+    let PlanForm { plan, viewer, lang } = on;
     let result = async {
-        let plan: PlanId = id
-            .parse()
-            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
-        if !viewer.can_edit {
-            return Err(BoardError::Forbidden(lang.pick(
-                format!(
-                    "{} may look but not review plans (viewer role)",
-                    viewer.name
-                ),
-                format!("{} 只能查看，不能评审计划（只读角色）", viewer.name),
-            )));
-        }
         let field = |name: &str| {
             fields
                 .iter()
@@ -1467,22 +1438,11 @@ pub async fn review_form(
 /// subtask chosen on the board (`from`); on to the new plan's board.
 pub async fn again_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
-    headers: axum::http::HeaderMap,
+    on: PlanForm,
     axum::Form(form): axum::Form<AgainForm>,
 ) -> axum::response::Response {
-    let lang = app::i18n::from_headers(&headers);
+    let PlanForm { plan, viewer, lang } = on;
     let result = async {
-        let plan: PlanId = id
-            .parse()
-            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
-        if !viewer.can_edit {
-            return Err(BoardError::Forbidden(lang.pick(
-                format!("{} may look but not start runs (viewer role)", viewer.name),
-                format!("{} 只能查看，不能启动运行（只读角色）", viewer.name),
-            )));
-        }
         let from = form.from.trim().parse::<u32>().map_err(|_| {
             BoardError::Refused(lang.pick(
                 "choose the subtask to run again from".to_string(),
@@ -1505,7 +1465,7 @@ pub async fn again_form(
             .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
     }
     .await;
-    back_to_board(result, &headers)
+    back_to_board(result, lang)
 }
 
 /// The board's "Save as template" form.
@@ -1537,17 +1497,11 @@ fn require_editor(
 /// the Templates page; the same service as the API's.
 pub async fn template_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
-    headers: axum::http::HeaderMap,
+    on: PlanForm,
     axum::Form(form): axum::Form<TemplateForm>,
 ) -> axum::response::Response {
-    let lang = app::i18n::from_headers(&headers);
+    let PlanForm { plan, viewer, lang } = on;
     let result = async {
-        let plan: PlanId = id
-            .parse()
-            .map_err(|_| BoardError::NotFound(format!("'{id}' is not a plan id")))?;
-        require_editor(&viewer, lang, ("templates", "模板"))?;
         board
             .1
             .save_template(plan, &form.name, &viewer.name)
@@ -1586,38 +1540,75 @@ pub struct AgainForm {
     from: String,
 }
 
+/// What every plain form on a plan starts with: the plan its path names,
+/// the person posting, who must be allowed to change plans, and their
+/// language. A malformed id answers 404 and a viewer 403, each a page in
+/// the person's language, before the form's body is read.
+pub struct PlanForm {
+    pub plan: PlanId,
+    pub viewer: app::api::Viewer,
+    pub lang: plan_engine::Lang,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PlanForm {
+    type Rejection = axum::response::Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        use axum::response::IntoResponse;
+        let lang = app::i18n::from_headers(&parts.headers);
+        let refuse = |e: BoardError| form_answer(Err(e), lang);
+        let axum::extract::Path(id) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(IntoResponse::into_response)?;
+        let viewer = parts
+            .extensions
+            .get::<app::api::Viewer>()
+            .cloned()
+            .ok_or_else(|| refuse(BoardError::Forbidden("sign in first".into())))?;
+        let plan = id
+            .parse::<PlanId>()
+            .map_err(|_| refuse(BoardError::NotFound(format!("'{id}' is not a plan id"))))?;
+        if !viewer.can_edit {
+            return Err(refuse(BoardError::Forbidden(lang.pick(
+                format!(
+                    "{} may look but not change plans (viewer role)",
+                    viewer.name
+                ),
+                format!("{} 只能查看，不能修改计划（只读角色）", viewer.name),
+            ))));
+        }
+        Ok(PlanForm { plan, viewer, lang })
+    }
+}
+
 /// What the board's plain forms on a plan share: the plan from the path,
 /// the person's right to change it, one change through the service, then
 /// back to the board, or a page in the person's language saying why not.
 async fn change_from_form(
     board: &Board,
-    id: &str,
-    viewer: &app::api::Viewer,
-    headers: &axum::http::HeaderMap,
+    on: &PlanForm,
     ops: Result<Vec<plan_engine::Op>, BoardError>,
 ) -> axum::response::Response {
-    let result = match (id.parse::<PlanId>(), ops) {
-        (Err(_), _) => Err(BoardError::NotFound(format!("'{id}' is not a plan id"))),
-        _ if !viewer.can_edit => Err(BoardError::Forbidden(format!(
-            "{} may not change plans (viewer role)",
-            viewer.name
-        ))),
-        (_, Err(e)) => Err(e),
-        (Ok(plan), Ok(ops)) => match board.0.execute(plan, ops, &viewer.name).await {
-            Ok(_) => Ok(plan),
+    let result = match ops {
+        Err(e) => Err(e),
+        Ok(ops) => match board.0.execute(on.plan, ops, &on.viewer.name).await {
+            Ok(_) => Ok(on.plan),
             Err(e) => Err(to_board_error(e)),
         },
     };
-    back_to_board(result, headers)
+    back_to_board(result, on.lang)
 }
 
 /// A plain form's answer: back to the plan's board, or a page in the
 /// person's language saying why not.
 fn back_to_board(
     result: Result<PlanId, BoardError>,
-    headers: &axum::http::HeaderMap,
+    lang: plan_engine::Lang,
 ) -> axum::response::Response {
-    let lang = app::i18n::from_headers(headers);
     form_answer(result.map(|plan| format!("/plans/{plan}")), lang)
 }
 
