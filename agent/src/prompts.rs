@@ -38,7 +38,7 @@ pub const PLAN_TOOLS: &str = "The executor of each subtask can use these tools. 
 
 pub const UPDATE: &str = "You keep the TODO list of an exploratory task up to date after a TODO finished.
 needs_update is true only if the result revealed work not yet on the list. new_todos: at most 3, each with a short name and description; depends_on holds 1-based positions of existing TODOs.
-drop: 1-based positions of unstarted TODOs that are no longer needed. Answer with JSON.";
+drop: 1-based positions of unstarted TODOs that are no longer needed. revise: a new description for an unstarted TODO the result changed (by position). blocked: an unstarted TODO that cannot be done without a person (by position), with the reason. Usually all lists are empty. Answer with JSON.";
 
 pub const COMPACT: &str = "The TODO list is nearly full. Do not add TODOs (new_todos must be empty). Instead drop unstarted TODOs that are covered by others or no longer needed, so the task can finish.";
 

@@ -65,6 +65,11 @@ pub struct PlanAnswer {
 /// After an emergent TODO finished (seed 004 `_update_todo_list`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UpdateAnswer {
+    /// Unstarted TODOs that cannot go on without a person (by 1-based
+    /// position), each with what is missing: they wait like a question.
+    #[serde(default)]
+    #[schemars(length(max = 3))]
+    pub blocked: Vec<Blocked>,
     /// 1-based positions of unstarted TODOs to drop as merged or no longer needed.
     #[serde(default)]
     #[schemars(length(max = 10))]
@@ -74,6 +79,18 @@ pub struct UpdateAnswer {
     #[schemars(length(max = 3))]
     pub new_todos: Vec<Proposed>,
     #[schemars(length(max = 200))]
+    pub reason: String,
+    /// New descriptions for unstarted TODOs the result changed.
+    #[serde(default)]
+    #[schemars(length(max = 3))]
+    pub revise: Vec<Revision>,
+}
+
+/// A TODO the update marks blocked, and what it needs from a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Blocked {
+    pub position: u32,
+    #[schemars(length(min = 1, max = 300))]
     pub reason: String,
 }
 

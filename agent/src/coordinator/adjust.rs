@@ -50,6 +50,7 @@ impl Driver {
             }
         };
         let mut ops = self.drops(&plan, &answer.drop, &answer.reason);
+        ops.extend(Self::todo_edits(&plan, &answer));
         if answer.needs_update && !compact {
             // Positions past the list name the new TODOs, in order.
             let len = plan.subtasks().len();
@@ -77,6 +78,48 @@ impl Driver {
             }
         }
         self.adjust(ops, answer.reason).await
+    }
+
+    /// The update's revisions and blocks, on unstarted TODOs only (a
+    /// position naming anything else is passed over). A blocked TODO waits
+    /// as a question does: on the board's banner and in Needs you, until a
+    /// person answers it (which sets it back to todo).
+    fn todo_edits(plan: &Plan, answer: &UpdateAnswer) -> Vec<Op> {
+        let unstarted = |position: u32| {
+            plan.subtasks()
+                .get((position as usize).checked_sub(1)?)
+                .filter(|s| s.state() == SubtaskState::Todo)
+        };
+        let mut ops = Vec::new();
+        for r in &answer.revise {
+            if let Some(s) = unstarted(r.position).filter(|_| !r.description.trim().is_empty()) {
+                ops.push(Op::EditSubtask {
+                    id: s.id(),
+                    patch: SubtaskPatch {
+                        description: Some(cut(&r.description, 400)),
+                        ..SubtaskPatch::default()
+                    },
+                });
+            }
+        }
+        for b in &answer.blocked {
+            if let Some(s) = unstarted(b.position).filter(|_| !b.reason.trim().is_empty()) {
+                ops.push(Op::SetSubtaskState {
+                    id: s.id(),
+                    state: SubtaskState::Blocked,
+                    note: Some(cut(
+                        &format!("{}{}", plan_engine::model::QUESTION_NOTE, b.reason.trim()),
+                        3_900,
+                    )),
+                    start_next: false,
+                });
+                ops.push(Op::Comment {
+                    subtask: Some(s.id()),
+                    body: cut(&format!("Blocked: {}", b.reason.trim()), 3_900),
+                });
+            }
+        }
+        ops
     }
 
     /// Unstarted subtasks at these 1-based positions, skipped with `reason`.

@@ -241,8 +241,11 @@ impl Driver {
                     state: SubtaskState::Done,
                     note: Some(note),
                     // One at a time: the same commit starts the next ready
-                    // subtask, which the loop then takes up.
-                    start_next: self.mode() != Mode::Complex && !self.pausing(),
+                    // subtask, which the loop then takes up — in simple
+                    // mode. An emergent list is updated first (seed 004:
+                    // the update may revise or block the next TODO), and
+                    // the loop starts what is ready after it.
+                    start_next: self.mode() == Mode::Simple && !self.pausing(),
                 };
                 let mut ops = vec![done];
                 if let Some(next) = self.next_step_with(id, step_over) {

@@ -422,3 +422,89 @@ async fn a_result_short_of_its_outcome_has_the_plan_adapted_and_a_cycle_goes_bac
         .iter()
         .any(|e| matches!(e, RunEntry::PlanAdjusted { changes: 2, .. })));
 }
+
+/// Seed 004's update may also rewrite an unstarted TODO's description and
+/// mark one blocked: the revised TODO runs with its new description; the
+/// blocked one waits as a question does (its reason on the card, the run
+/// neither skipping it nor finishing) until a person answers, then runs.
+#[tokio::test]
+async fn an_emergent_update_revises_a_todo_and_blocks_one_until_a_person_answers() {
+    let llm = worker()
+        .push_json(
+            CallRole::Planner,
+            plan_json(&[("survey", &[]), ("measure", &[]), ("deploy the fix", &[])]),
+        )
+        .responder(|request| {
+            if request.role == CallRole::Adapter
+                && request.messages[1]
+                    .content
+                    .contains("Last result: result of survey")
+            {
+                return Reply::Json(json!({
+                    "blocked": [{"position": 3, "reason": "which environment may we deploy to?"}],
+                    "drop": [], "needs_update": false, "reason": "the survey changed things",
+                    "new_todos": [],
+                    "revise": [{"position": 2, "description": "measure only the nightly jobs"}]
+                }));
+            }
+            answer(request)
+        });
+    let world = World::new(llm);
+    let mut c = config("Look into the slow nights");
+    c.mode = ModeChoice::Emergent;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtask(SubtaskId(2))
+                .is_some_and(|s| s.state() == SubtaskState::Done)
+        })
+        .await;
+    let measure = world.executor_prompt("measure");
+    assert!(
+        measure.contains("measure only the nightly jobs"),
+        "{measure}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let blocked = world.plan().subtask(SubtaskId(3)).unwrap().clone();
+    assert_eq!(
+        blocked.state(),
+        SubtaskState::Blocked,
+        "not skipped, not run"
+    );
+    assert_eq!(
+        blocked.question(),
+        Some("which environment may we deploy to?"),
+        "it waits as a question does"
+    );
+    assert_eq!(
+        world.llm.calls(CallRole::Compiler),
+        0,
+        "the run is not over"
+    );
+    world
+        .person(
+            plan.id(),
+            vec![
+                Op::Comment {
+                    subtask: Some(SubtaskId(3)),
+                    body: "staging only".into(),
+                },
+                Op::SetSubtaskState {
+                    id: SubtaskId(3),
+                    state: SubtaskState::Todo,
+                    note: None,
+                    start_next: false,
+                },
+            ],
+        )
+        .await;
+    let run = tokio::time::timeout(std::time::Duration::from_secs(20), driving)
+        .await
+        .expect("the run finishes")
+        .unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtask(SubtaskId(3)).unwrap().state(),
+        SubtaskState::Done
+    );
+}
