@@ -327,3 +327,60 @@ async fn a_real_models_emergent_plan_fits_the_emergent_shape() {
     println!("emergent runs that reached approval: {planned} of {rounds}");
     assert_eq!(planned, rounds);
 }
+
+/// A whole emergent run against the real model (approval off, no work
+/// tools, at most 40 model calls): what the TODO updates decided (added,
+/// dropped, revised, blocked), for the note that reports it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_models_emergent_run_keeps_its_todo_list() {
+    let Some(config) = real_model() else {
+        println!("skipped: set PLANBOARD_TEST_LLM_URL to run this story against a real model");
+        return;
+    };
+    let host = MemoryHost::new();
+    let agent = Agent::new(host.clone(), Arc::new(OpenAiLlm::new(config).unwrap()), 2);
+    let mut c = RunConfig {
+        task: "Explore why our nightly builds got slower this month and find the cause.".into(),
+        mode: ModeChoice::Emergent,
+        approval_required: false,
+        tools: Some(Vec::new()),
+        ..RunConfig::default()
+    };
+    c.budget.max_llm_calls = 40;
+    let record = agent.start(c, "test").await.unwrap();
+    let id = record.id;
+    let driving = tokio::spawn(async move { agent.drive(record).await });
+    // Until it ends, or pauses (its budget: a paused run waits for a
+    // person, so `drive` would not return), at most 15 minutes.
+    let mut run = host.run(id).unwrap();
+    for _ in 0..9_000 {
+        run = host.run(id).unwrap_or(run);
+        if matches!(
+            run.state,
+            RunState::Done | RunState::Failed | RunState::Paused | RunState::Cancelled
+        ) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    driving.abort();
+    for e in host.entries(id) {
+        if let RunEntry::PlanAdjusted { reason, changes } = e {
+            println!("update: {changes} changes: {reason}");
+        }
+    }
+    print_run(&host, id, &run);
+    let Some(plan) = host.only_plan() else {
+        return;
+    };
+    let blocked = plan
+        .subtasks()
+        .iter()
+        .filter(|s| s.state() == plan_engine::SubtaskState::Blocked)
+        .count();
+    println!(
+        "{} TODOs, {blocked} blocked, {} calls",
+        plan.subtasks().len(),
+        run.spent.llm_calls
+    );
+}
