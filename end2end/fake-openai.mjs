@@ -55,7 +55,16 @@ function answer(request) {
       if (subtask === "look at the first" && brief.includes("[fail]")) {
         return { action: "fail", reason: "the first library's documentation cannot be read" };
       }
+      if (subtask === "check item 2" && !brief.includes("an earlier attempt failed")) {
+        return { action: "fail", reason: "item 2 answered HTTP 503" };
+      }
       return { action: "complete", result: `done: ${subtask}` };
+    case "batch": {
+      // Seed 002's batches: one subtask per item the schema allows; the
+      // item numbered 2 fails its first attempt (see "action").
+      const items = request.response_format.json_schema.schema?.properties?.subtasks?.items?.properties?.items?.items?.enum ?? [];
+      return { subtasks: items.map((n) => ({ name: `check item ${n}`, description: "call it once", expected_outcome: "it answers", items: [n] })) };
+    }
     case "recover":
       // [fail]: the planner sees nothing the agent could do differently.
       return { decision: "give_up", reason: "only a person can say where the documentation is", name: "", description: "" };

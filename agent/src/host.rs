@@ -73,6 +73,10 @@ pub trait Host: Send + Sync {
 
     /// Stores what a finished run leaves behind.
     async fn remember(&self, memories: Vec<NewMemory>) -> Result<(), HostError>;
+
+    /// The bytes of one of the run's input files (`path` as in
+    /// `RunConfig::inputs`): a run in batches reads its items from it.
+    async fn input(&self, run: RunId, path: &str) -> Result<Vec<u8>, HostError>;
 }
 
 /// A person's decision on a guarded tool call.
@@ -132,6 +136,8 @@ pub struct MemoryHost {
     /// Woken by every log entry.
     logged: tokio::sync::Notify,
     memories: Mutex<Vec<Memory>>,
+    /// Input files by path, the same for every run.
+    inputs: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 impl MemoryHost {
@@ -140,6 +146,14 @@ impl MemoryHost {
     }
 
     /// Every memory stored, oldest first.
+    /// Gives every run an input file at `path`.
+    pub fn put_input(&self, path: &str, bytes: Vec<u8>) {
+        self.inputs
+            .lock()
+            .expect("inputs lock")
+            .insert(path.to_string(), bytes);
+    }
+
     pub fn memories(&self) -> Vec<Memory> {
         self.memories.lock().expect("memory lock").clone()
     }
@@ -321,6 +335,15 @@ impl Host for MemoryHost {
             });
         }
         Ok(())
+    }
+
+    async fn input(&self, _run: RunId, path: &str) -> Result<Vec<u8>, HostError> {
+        self.inputs
+            .lock()
+            .expect("inputs lock")
+            .get(path)
+            .cloned()
+            .ok_or_else(|| HostError::Unavailable(format!("no input file {path}")))
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

@@ -30,6 +30,7 @@
 //! - [`web`]: `fetch_url` (private addresses refused, redirects checked
 //!   again) and `web_search` through a configured endpoint.
 
+pub mod batch_planner;
 pub mod call;
 pub mod classify;
 pub mod coordinator;

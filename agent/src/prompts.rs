@@ -28,6 +28,12 @@ Each subtask: a short name, a description, the expected outcome, and depends_on:
 Subtasks that do not need each other must not depend on each other, so they run in parallel. No cycles.
 Answer with JSON.";
 
+/// Seed 002's PlanAgent, one batch of a large input at a time.
+pub const BATCH_PLANNER: &str = "You plan one batch of a task over a long list of items. You see how the run went so far and this batch's items.
+Give one subtask per item (or one for a few items that belong together). Each subtask: a short name, a description of what to do with its items, the expected outcome, and items: the item numbers it covers.
+Cover every item of this batch exactly once and no other item. An item that failed before: change the approach its failure calls for.
+Answer with JSON.";
+
 pub const EMERGENT_PLANNER: &str = "You start an exploratory task with 1 to 3 high-level TODOs; more will be added as work reveals it.
 Each TODO: a short name, a description, the expected outcome. No depends_on.
 Answer with JSON.";

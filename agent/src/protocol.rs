@@ -62,6 +62,30 @@ pub struct PlanAnswer {
     pub title: String,
 }
 
+/// The next batch of a large input, as the batch planner proposes it
+/// (seed 002). The schema sent narrows `items` to the batch's numbers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BatchAnswer {
+    #[schemars(length(min = 1, max = 50))]
+    pub subtasks: Vec<BatchStep>,
+}
+
+/// One subtask of a batch and the items it covers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BatchStep {
+    #[serde(default)]
+    #[schemars(length(max = 400))]
+    pub description: String,
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub expected_outcome: String,
+    /// The item numbers this subtask covers.
+    #[schemars(length(min = 1, max = 50))]
+    pub items: Vec<u32>,
+    #[schemars(length(min = 1, max = 80))]
+    pub name: String,
+}
+
 /// After an emergent TODO finished (seed 004 `_update_todo_list`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UpdateAnswer {

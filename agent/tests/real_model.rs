@@ -384,3 +384,70 @@ async fn a_real_models_emergent_run_keeps_its_todo_list() {
         run.spent.llm_calls
     );
 }
+
+/// Seed 002's batches against the real model: an 8-item catalog in
+/// batches of 3 (approval off, no work tools): how many batches, what the
+/// batch planner's answers needed mending, and the coverage it ended with.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_model_goes_through_a_catalog_in_batches() {
+    let Some(config) = real_model() else {
+        println!("skipped: set PLANBOARD_TEST_LLM_URL to run this story against a real model");
+        return;
+    };
+    let host = MemoryHost::new();
+    let catalog = "get_user(id): returns a user's name and email\n\
+        list_orders(user_id): the user's orders, newest first\n\
+        create_order(user_id, items): places an order, returns its id\n\
+        cancel_order(order_id): cancels an open order\n\
+        get_invoice(order_id): the invoice as PDF bytes\n\
+        refund(order_id, amount): refunds part of an order\n\
+        ping(): answers pong\n\
+        search_products(query): products matching the words\n";
+    host.put_input("tools.txt", catalog.as_bytes().to_vec());
+    let agent = Agent::new(host.clone(), Arc::new(OpenAiLlm::new(config).unwrap()), 2);
+    let record = agent
+        .start(
+            RunConfig {
+                task: "For every API tool in tools.txt, write one test case: the call with sample \
+                       arguments and the answer you expect."
+                    .into(),
+                approval_required: false,
+                batches: Some(run_model::Batching {
+                    input: "tools.txt".into(),
+                    size: 3,
+                }),
+                budget: agent::Budget {
+                    max_llm_calls: 60,
+                    ..agent::Budget::default()
+                },
+                ..RunConfig::default()
+            },
+            "test",
+        )
+        .await
+        .unwrap();
+    let id = record.id;
+    let run = tokio::time::timeout(Duration::from_secs(1200), agent.drive(record))
+        .await
+        .expect("the run ends within 20 minutes");
+    print_run(&host, id, &run);
+    let repairs = host
+        .entries(id)
+        .iter()
+        .filter(|e| matches!(e, RunEntry::PlanRepaired { .. }))
+        .count();
+    let progress = run.batches.clone().unwrap_or_default();
+    println!(
+        "batches: {} planned, {} batch answers mended, {} of {} items covered ({} done, {} given up), {} failed attempts; run {:?}",
+        progress.batch,
+        repairs,
+        progress.done_count() + progress.given_up.len(),
+        progress.total,
+        progress.done_count(),
+        progress.given_up.len(),
+        progress.failed_attempts,
+        run.state
+    );
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(progress.done_count() + progress.given_up.len(), 8);
+}

@@ -373,6 +373,8 @@ pub struct TaskSpec {
     pub tools: Option<Vec<String>>,
     /// The template the run starts from.
     pub template: Option<run_model::TemplateId>,
+    /// Go through one of the files a batch of items at a time.
+    pub batches: Option<run_model::Batching>,
 }
 
 /// One line of a run's activity, as its page shows it.
@@ -452,6 +454,10 @@ pub struct RunPanel {
     pub eta_secs: Option<u64>,
     /// Guarded tool calls waiting for a person, oldest first.
     pub pending: Vec<PendingTool>,
+    /// A run in batches (seed 002): where it stands over its input; then
+    /// `percent` and `eta_secs` count the input's items, not the plan's
+    /// subtasks (the plan holds only the batches planned so far).
+    pub batches: Option<run_model::BatchView>,
 }
 
 /// A guarded tool call as the run header shows it.

@@ -343,6 +343,36 @@ test("a person gives the agent a file and a choice of tools; the workspace shows
   await shot(page, "agent-13-workspace");
 });
 
+test("a person gives the agent a catalog to go through in batches; the run header counts batches and items, the failed item is planned again", async ({ page, request }) => {
+  await page.goto("/plans/new");
+  const task = unique("Check every endpoint in the catalog");
+  await page.getByTestId("task-input").fill(task);
+  await page.getByTestId("task-files").setInputFiles({
+    name: "catalog.txt",
+    mimeType: "text/plain",
+    buffer: Buffer.from("GET /users\nGET /orders\nPOST /cart\nGET /health\nGET /items\n"),
+  });
+  await page.getByTestId("task-batch-input").fill("catalog.txt");
+  await page.getByTestId("task-batch-size").fill("2");
+  await page.getByTestId("start-task").click();
+  await page.waitForURL(/\/plans\/[0-9a-f-]{36}/);
+  await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 15_000 });
+  // The first batch is the plan a person approves.
+  await expect(page.getByTestId("run-batches")).toContainText("Batch 1 of about 3 · 0 of 5 items covered");
+  await expect(page.locator("article.card")).toHaveCount(2);
+  await shot(page, "agent-batches-1-first-batch");
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 40_000 });
+  // Item 2 failed once and was planned again in the next batch.
+  await expect(page.getByTestId("run-batches")).toContainText("5 of 5 items covered (5 done, 0 given up)");
+  await expect(page.getByTestId("run-batches")).toContainText("83 % of attempts succeeded");
+  await expect(page.getByTestId("run-answer")).toContainText("Covered 5 of 5 items in 3 batches: 5 done, 0 given up.");
+  await shot(page, "agent-batches-2-done");
+  const plan = page.url().split("/plans/")[1].split(/[?#]/)[0];
+  const runs = await (await request.get(`/api/runs?plan=${plan}`)).json();
+  expect(runs[0].batches.failed_attempts).toBe(1);
+});
+
 test("a guarded shell command waits on the board until a person approves it", async ({ page, request }) => {
   const res = await request.post("/api/runs", { data: { task: unique("[shell] Say hello"), mode: "complex", approval_required: false } });
   expect(res.status(), await res.text()).toBe(201);

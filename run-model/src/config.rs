@@ -99,6 +99,10 @@ pub struct RunConfig {
     /// unless the person chose one, and its steps for the planner to adapt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<crate::Template>,
+    /// Go through one of the input files a batch of items at a time (seed
+    /// 002's iterative batches; the complex mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<crate::Batching>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -172,6 +176,7 @@ impl Default for RunConfig {
             retry_delay_ms: 1_000,
             memory: true,
             template: None,
+            batches: None,
         }
     }
 }
@@ -201,6 +206,8 @@ pub enum ConfigError {
         "max_attempts must be 1 to {MAX_ATTEMPTS} and retry_delay_ms at most {MAX_RETRY_DELAY_MS}"
     )]
     Attempts,
+    #[error("batches: {0}")]
+    Batches(String),
 }
 
 impl ConfigError {
@@ -211,6 +218,7 @@ impl ConfigError {
             ConfigError::MaxParallel { .. } => "max_parallel",
             ConfigError::Tools => "tools",
             ConfigError::Attempts => "max_attempts",
+            ConfigError::Batches(_) => "batches",
         }
     }
 }
@@ -247,6 +255,26 @@ impl RunConfig {
             || self.retry_delay_ms > MAX_RETRY_DELAY_MS
         {
             return Err(ConfigError::Attempts);
+        }
+        if let Some(batches) = &mut self.batches {
+            batches.input = batches.input.trim().to_string();
+            if !(1..=crate::batch::MAX_BATCH_SIZE).contains(&batches.size) {
+                return Err(ConfigError::Batches(
+                    crate::batch::InputError::Size(batches.size).to_string(),
+                ));
+            }
+            if batches.input.is_empty() || batches.input.len() > 200 {
+                return Err(ConfigError::Batches(
+                    "name the input file (1 to 200 characters)".into(),
+                ));
+            }
+            // Every batch is a super-step of independent subtasks.
+            if !matches!(self.mode, ModeChoice::Auto | ModeChoice::Complex) {
+                return Err(ConfigError::Batches(format!(
+                    "a run in batches plans in the complex mode, not {}",
+                    self.mode
+                )));
+            }
         }
         Ok(self)
     }

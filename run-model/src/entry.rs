@@ -234,6 +234,16 @@ pub enum RunEntry {
     PeopleChanged {
         summary: String,
     },
+    /// A batch of a run's input is on the plan (seed 002).
+    BatchPlanned {
+        batch: u32,
+        /// Items planned again after a failure, and new ones.
+        retried: usize,
+        new: usize,
+        subtasks: usize,
+    },
+    /// A batch is over.
+    BatchFinished(crate::BatchSummary),
     Answer {
         text: String,
     },
@@ -265,6 +275,8 @@ pub enum EntryKind {
     PlanAdjusted,
     BudgetReached,
     PeopleChanged,
+    BatchPlanned,
+    BatchFinished,
     Answer,
 }
 
@@ -292,6 +304,8 @@ impl RunEntry {
             RunEntry::PlanAdjusted { .. } => EntryKind::PlanAdjusted,
             RunEntry::BudgetReached { .. } => EntryKind::BudgetReached,
             RunEntry::PeopleChanged { .. } => EntryKind::PeopleChanged,
+            RunEntry::BatchPlanned { .. } => EntryKind::BatchPlanned,
+            RunEntry::BatchFinished(_) => EntryKind::BatchFinished,
             RunEntry::Answer { .. } => EntryKind::Answer,
         }
     }

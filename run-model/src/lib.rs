@@ -13,6 +13,9 @@
 //! them in hand-written tables.
 //!
 //! # Layout
+//! - [`batch`]: seed 002's iterative batches: [`Batching`] (the setting),
+//!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
+//!   batched run stands, on its row) and the [`BatchView`] the board shows.
 //! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`] and the typed
 //!   [`ConfigError`] a refused config gives.
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
@@ -34,6 +37,7 @@
 //! - [`tools`]: the MCP servers as the Tools page shows them
 //!   ([`ToolServerView`]).
 
+pub mod batch;
 pub mod config;
 pub mod cost;
 pub mod entry;
@@ -47,6 +51,10 @@ pub mod template;
 pub mod tools;
 pub mod trace;
 
+pub use batch::{
+    BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
+    InputError as BatchInputError,
+};
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, MAX_FILES, MAX_FILES_BYTES,
     MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,

@@ -42,6 +42,9 @@ pub struct RunRecord {
     /// here"); the earlier plan names this one in a comment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub again_of: Option<AgainOf>,
+    /// Where a run in batches stands ([`crate::Batching`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<crate::BatchProgress>,
 }
 
 /// Where a run started again from: an earlier run, its plan, and the
@@ -123,6 +126,7 @@ impl RunRecord {
             corrections: Vec::new(),
             trace_parent: None,
             again_of: None,
+            batches: None,
         }
     }
 }

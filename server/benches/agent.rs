@@ -16,10 +16,14 @@
 //!   written and sent in batches by the exporter's thread);
 //! - steering: a person's Pause and Skip reaching the agent;
 //! - prompt size: the executor's first message for plans of 10, 100 and
-//!   1,000 subtasks.
+//!   1,000 subtasks;
+//! - batches (seed 002): a 200-item catalog in batches of 5 and 20, one
+//!   item in ten failing once: coverage, the failures planned again, the
+//!   batch planner's prompt from the first batch to the last, time per
+//!   subtask beside a plain plan's.
 //!
 //! Run: `cargo bench -p server --bench agent` (release build); name a
-//! part (`prompt_size`, `parallel_dag`, `overhead`, `webhooks`, `steering`, `scale`) to run only it.
+//! part (`prompt_size`, `parallel_dag`, `overhead`, `webhooks`, `steering`, `scale`, `batches`) to run only it.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -733,6 +737,162 @@ fn prompt_size() {
     );
 }
 
+/// Seed 002's iterative batches: a model in process that plans a batch as
+/// one subtask per item (from the schema's item numbers), fails one item
+/// in ten on its first attempt (its brief has no earlier failure), and
+/// keeps the size of every planning prompt.
+struct Catalog {
+    planner_prompts: Mutex<Vec<usize>>,
+}
+
+#[async_trait::async_trait]
+impl agent::Llm for Catalog {
+    async fn chat(
+        &self,
+        request: &agent::llm::ChatRequest,
+    ) -> Result<agent::llm::ChatReply, agent::llm::LlmError> {
+        let content = match &request.shape {
+            agent::llm::Shape::Json {
+                name: "batch",
+                schema,
+            } => {
+                self.planner_prompts
+                    .lock()
+                    .unwrap()
+                    .push(request.messages[1].content.len());
+                let items = schema
+                    .pointer("/properties/subtasks/items/properties/items/items/enum")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                json!({"subtasks": items.iter().map(|n| json!({
+                    "name": format!("test tool {n}"), "description": "call it with a sample",
+                    "expected_outcome": "it answers", "items": [n],
+                })).collect::<Vec<_>>()})
+                .to_string()
+            }
+            agent::llm::Shape::Json { name: "action", .. } => {
+                let brief = &request.messages[1].content;
+                let item: u32 = brief
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Your subtask #"))
+                    .and_then(|l| l.split_once(": test tool "))
+                    .and_then(|(_, n)| n.trim().parse().ok())
+                    .unwrap_or(0);
+                if item.is_multiple_of(10) && !brief.contains("an earlier attempt failed") {
+                    json!({"action": "fail", "reason": format!("tool {item}: HTTP 503")})
+                        .to_string()
+                } else {
+                    json!({"action": "complete", "result": "it answered"}).to_string()
+                }
+            }
+            _ => "the catalog is tested".to_string(),
+        };
+        Ok(agent::llm::ChatReply {
+            content,
+            calls: vec![],
+            finish_reason: Some("stop".into()),
+            usage: Some(agent::llm::Usage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+            }),
+            model: "fake".into(),
+        })
+    }
+
+    fn model(&self, _role: agent::llm::CallRole) -> String {
+        "fake".into()
+    }
+}
+
+/// A 200-item catalog, 10 % of the items failing once: every item
+/// covered, the failures planned again, the planner's prompt from the
+/// first batch to the last, and the time per item against a plain plan.
+async fn batches() {
+    const ITEMS: usize = 200;
+    for size in [5u32, 20] {
+        let model = Arc::new(Catalog {
+            planner_prompts: Mutex::default(),
+        });
+        let b = start_with("http://127.0.0.1:9/v1", 8, Some(model.clone())).await;
+        let catalog: String = (1..=ITEMS)
+            .map(|i| format!("tool {i}: GET /api/v1/thing/{i}\n"))
+            .collect();
+        let staged = b
+            .services
+            .runs
+            .stage_uploads(vec![server::runs::inputs::Upload {
+                name: "catalog.txt".into(),
+                bytes: catalog.into_bytes(),
+            }])
+            .await
+            .unwrap();
+        let mut config = run_config("Test every tool in catalog.txt", false, size);
+        config.batches = Some(run_model::Batching {
+            input: "catalog.txt".into(),
+            size,
+        });
+        let started = Instant::now();
+        let view = b
+            .services
+            .runs
+            .start_with(config, None, Some(staged), "bench", None)
+            .await
+            .unwrap();
+        let record = wait_state(&b, view.record.id, agent::RunState::Done).await;
+        let took = started.elapsed();
+        let progress = record.batches.unwrap();
+        let plan = record.plan_id.unwrap();
+        let (subtasks, skipped) = b
+            .services
+            .plans
+            .read(plan, |p| {
+                (
+                    p.subtasks().len(),
+                    p.count(plan_engine::SubtaskState::Skipped),
+                )
+            })
+            .await
+            .unwrap();
+        let prompts = model.planner_prompts.lock().unwrap().clone();
+        let first = prompts[0];
+        let biggest = *prompts.iter().max().unwrap();
+        let last = *prompts.last().unwrap();
+        println!(
+            "batches of {size}, {ITEMS} items, 10 % failing once (model in process, SQLite): {} covered ({} done, {} given up), {} failed attempts planned again, {} batches, {subtasks} subtasks ({skipped} skipped as failed); planner prompt first / largest / last {first} / {biggest} / {last} bytes = {:.2}× / {:.2}×; {:.0} ms in all, {:.2} ms per subtask",
+            progress.done_count() + progress.given_up.len(),
+            progress.done_count(),
+            progress.given_up.len(),
+            progress.failed_attempts,
+            progress.batch,
+            biggest as f64 / first as f64,
+            last as f64 / first as f64,
+            took.as_secs_f64() * 1000.0,
+            took.as_secs_f64() * 1000.0 / subtasks as f64,
+        );
+    }
+    // The same number of subtasks as one plain plan, for the per-item cost.
+    let model = Fake {
+        latency: Duration::ZERO,
+        plan: Arc::default(),
+        default_plan: Arc::new(plan_of(100, false)),
+    };
+    let b = start_with("http://127.0.0.1:9/v1", 8, Some(Arc::new(model))).await;
+    let started = Instant::now();
+    let view = b
+        .services
+        .runs
+        .start(run_config("a plain plan of 100", false, 5), "bench")
+        .await
+        .unwrap();
+    wait_state(&b, view.record.id, agent::RunState::Done).await;
+    println!(
+        "one plain plan of 100 independent subtasks, max_parallel 5 (the same model): {:.0} ms in all, {:.2} ms per subtask",
+        started.elapsed().as_secs_f64() * 1000.0,
+        started.elapsed().as_secs_f64() * 1000.0 / 100.0
+    );
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -761,5 +921,8 @@ fn main() {
     }
     if wanted("scale") {
         runtime.block_on(scale());
+    }
+    if wanted("batches") {
+        runtime.block_on(batches());
     }
 }

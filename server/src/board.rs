@@ -474,14 +474,24 @@ impl BoardBackend for Board {
         Ok(Some(view).map(|view| {
             let r = view.record;
             let progress = view.progress;
-            let settled = progress.done + progress.skipped;
+            // A run in batches counts its input's items: the plan holds
+            // only the batches planned so far.
+            let (settled, total, eta_ms) = match &view.batch_view {
+                Some(b) => (b.covered, b.total_items, b.eta_ms),
+                None => (
+                    progress.done + progress.skipped,
+                    progress.total,
+                    progress.eta_ms,
+                ),
+            };
             RunPanel {
                 percent: (settled * 100)
-                    .checked_div(progress.total)
+                    .checked_div(total)
                     .map_or(0, |p| p.min(100) as u8),
                 wall_secs: r.spent.wall_ms / 1000,
                 max_wall_secs: r.config.budget.max_wall_secs,
-                eta_secs: progress.eta_ms.map(|ms| ms.div_ceil(1000)),
+                eta_secs: eta_ms.map(|ms| ms.div_ceil(1000)),
+                batches: view.batch_view,
                 run_id: r.id,
                 state: r.state,
                 reason: r.reason,
@@ -526,6 +536,7 @@ impl Board {
             tools: spec.tools,
             inputs: Vec::new(),
             policies: Default::default(),
+            batches: spec.batches,
             ..agent::RunConfig::default()
         };
         let view = self
@@ -590,6 +601,9 @@ pub struct TaskForm {
     source: String,
     /// A template's id; empty: none.
     template: String,
+    /// The file to go through in batches; empty: none.
+    batch_input: String,
+    batch_size: String,
     files: Vec<crate::runs::inputs::Upload>,
 }
 
@@ -638,6 +652,8 @@ impl TaskForm {
             "tools_chosen" => self.tools_chosen = true,
             "source" => self.source = text,
             "template" => self.template = text,
+            "batch_input" => self.batch_input = text,
+            "batch_size" => self.batch_size = text,
             _ => {}
         }
     }
@@ -755,9 +771,23 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
             ))
         })?),
     };
+    let batches = match form.batch_input.trim() {
+        "" => None,
+        input => Some(run_model::Batching {
+            input: input.to_string(),
+            size: form_number(
+                &form.batch_size,
+                u64::from(run_model::batch::DEFAULT_BATCH_SIZE),
+                1..=u64::from(run_model::batch::MAX_BATCH_SIZE),
+                lang.pick("Items per batch", "每批项目数"),
+                lang,
+            )? as u32,
+        }),
+    };
     Ok(TaskSpec {
         task: form.task.clone(),
         template,
+        batches,
         mode,
         approval_required: form.approval.is_some(),
         // Within MAX_PARALLEL, a u32, by the range above.
@@ -1167,6 +1197,35 @@ fn activity_of(at: plan_engine::Timestamp, entry: agent::RunEntry) -> Activity {
         }
         E::BudgetReached { what } => line(None, what, None, false),
         E::PeopleChanged { summary } => line(None, summary, None, true),
+        E::BatchPlanned {
+            batch,
+            retried,
+            new,
+            subtasks,
+        } => line(
+            None,
+            format!("batch {batch}: {new} new items, {retried} planned again, {subtasks} subtasks"),
+            None,
+            true,
+        ),
+        E::BatchFinished(b) => line(
+            None,
+            format!(
+                "batch {}: {} of {} items succeeded, {} failed, {:.1} s{}",
+                b.batch,
+                b.succeeded,
+                b.items,
+                b.failed,
+                b.ms as f64 / 1000.0,
+                if b.failures.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", b.failures.join("; "))
+                }
+            ),
+            None,
+            b.failed == 0,
+        ),
         E::Answer { text } => line(None, text, None, true),
     }
 }

@@ -324,7 +324,10 @@ impl Driver {
         if settled < plan.subtasks().len() || plan.subtasks().is_empty() {
             return Ok(false);
         }
-        let answer = self.compile(&plan).await;
+        let mut answer = self.compile(&plan).await;
+        if let Some(coverage) = self.coverage() {
+            answer = format!("{answer}\n\n{coverage}");
+        }
         self.apply(vec![Op::Finish {
             state: PlanState::Done,
             outcome: cut(&answer, 7_900),

@@ -16,6 +16,9 @@
 //! - emergent: after each TODO, an update call may add TODOs (none once
 //!   the list is at 80 % of its cap, when it is asked to drop instead).
 //!
+//! - in batches (`RunConfig::batches`, seed 002): the plan grows a batch
+//!   of the input's items at a time (`batches`).
+//!
 //! # Memory
 //! A run recalls memories like its task before classifying (`memory`),
 //! and leaves its own when it ends.
@@ -56,6 +59,7 @@ use crate::tools::Toolset;
 
 mod adjust;
 pub mod again;
+mod batches;
 mod memory;
 mod prepare;
 mod recover;
@@ -233,6 +237,7 @@ impl Agent {
             adapt_due: false,
             saved: Instant::now(),
             recalled: None,
+            input: None,
         };
         if let Err(why) = driver.go().await {
             driver.move_to(RunState::Failed, why.to_string()).await;
@@ -263,6 +268,8 @@ struct Driver {
     saved: Instant,
     /// The memories recalled for this run, once recalled.
     recalled: Option<Vec<run_model::Memory>>,
+    /// A run in batches: its input's items, once read.
+    input: Option<Arc<run_model::BatchInput>>,
 }
 
 /// Why a run failed, recorded as its reason.
@@ -284,6 +291,8 @@ pub enum RunFailure {
     Starting(HostError),
     #[error("finishing the plan failed: {0}")]
     Finishing(HostError),
+    #[error("{0}")]
+    BatchInput(String),
 }
 
 type Flow = Result<(), RunFailure>;

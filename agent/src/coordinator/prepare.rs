@@ -8,6 +8,13 @@ impl Driver {
         let task = self.run.config.task.clone();
         let memory = self.recalled().await;
         let decided = match self.run.config.mode.forced() {
+            // A run in batches plans each batch as independent subtasks.
+            _ if self.batching() => Classification {
+                mode: Mode::Complex,
+                reason: "a run in batches over its input (seed 002)".into(),
+                confidence: 1.0,
+                by: DecidedBy::Person,
+            },
             Some(mode) => {
                 self.correction(format!("a person chose the {} mode", mode.as_str()));
                 Classification {
@@ -46,10 +53,13 @@ impl Driver {
         InfoPatch {
             title: Some(cut(&planned.title, 190)),
             mode: Some(mode),
-            max_parallel: Some(if mode == Mode::Complex {
-                self.run.config.max_parallel.max(1)
-            } else {
+            // Emergent: independent ready TODOs run together too (seed
+            // 004's future direction); each result is still followed by
+            // its own update, which edits only TODOs not yet started.
+            max_parallel: Some(if mode == Mode::Simple {
                 1
+            } else {
+                self.run.config.max_parallel.max(1)
             }),
             // 0 removes a limit an earlier mode set.
             max_subtasks: Some(if mode == Mode::Emergent {
@@ -74,6 +84,9 @@ impl Driver {
             _ if self.run.round > 0 => Some(format!("use the {} planner instead", mode.as_str())),
             _ => None,
         };
+        if self.batching() {
+            return self.plan_first_batch(&old, comment).await;
+        }
         let revision = comment.as_deref().map(|comment| Revision {
             plan: &old,
             comment,

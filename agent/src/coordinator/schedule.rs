@@ -53,6 +53,9 @@ impl Driver {
                 _ => Arc::new(self.host.plan(plan_id).await?),
             };
             self.notice_people(&plan).await;
+            // A batch added to the plan just before a restart becomes the
+            // current batch before any of it runs (it is no-op otherwise).
+            self.adopt_opening(&plan).await;
             let gone: Vec<SubtaskId> = inflight
                 .keys()
                 .copied()
@@ -141,7 +144,7 @@ impl Driver {
                     && (!barrier || inflight.is_empty())
                     && !plan.ready().is_empty()
                 {
-                    if barrier && self.adapt_due {
+                    if barrier && self.adapt_due && !self.batching() {
                         self.adapt_due = false;
                         self.adapt(&plan).await?;
                         continue;
@@ -163,9 +166,14 @@ impl Driver {
                 if inflight.is_empty() && plan.ready().is_empty() {
                     // The last super-step fell short: adapt may add work
                     // before the plan is called done.
-                    if barrier && self.adapt_due {
+                    if barrier && self.adapt_due && !self.batching() {
                         self.adapt_due = false;
                         self.adapt(&plan).await?;
+                        continue;
+                    }
+                    // A run in batches: the next batch, once this one
+                    // settled (the batch planner adapts instead).
+                    if self.next_batch(&plan).await? {
                         continue;
                     }
                     if self.finish_if_settled(&plan).await? {
@@ -185,6 +193,13 @@ impl Driver {
                     if let Ok((id, outcome, took)) = joined {
                         if inflight.remove(&id).is_some() {
                             let again = match &outcome {
+                                // A batch's failed attempt: its items go to a
+                                // later batch (a failure of the model itself,
+                                // `again: false`, goes to a person as anywhere).
+                                Outcome::Failed { reason, again: true } if self.in_batch(id) => {
+                                    self.reschedule(id, reason).await?;
+                                    Again::Handled
+                                }
                                 Outcome::Failed { reason, again: true } => {
                                     self.try_again(id, reason).await?
                                 }

@@ -297,6 +297,9 @@ async fn an_emergent_todo_that_waits_on_a_question_keeps_what_depends_on_it() {
     let world = World::new(llm);
     let mut c = config("Look into the slow nights");
     c.mode = ModeChoice::Emergent;
+    // One TODO at a time: the update after the survey reaches the next
+    // ones before they start (with more at once they would be running).
+    c.max_parallel = 1;
     let driving = world.start(c).await;
     let plan = world
         .wait_plan(|p| {
@@ -452,6 +455,9 @@ async fn an_emergent_update_revises_a_todo_and_blocks_one_until_a_person_answers
     let world = World::new(llm);
     let mut c = config("Look into the slow nights");
     c.mode = ModeChoice::Emergent;
+    // One TODO at a time: the update after the survey reaches the next
+    // ones before they start (with more at once they would be running).
+    c.max_parallel = 1;
     let driving = world.start(c).await;
     let plan = world
         .wait_plan(|p| {

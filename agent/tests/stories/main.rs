@@ -3,6 +3,7 @@
 //! retries and repairs, restart. The server's own stories (over HTTP,
 //! with a fake OpenAI server) build on the same runtime.
 
+mod batches;
 mod failure;
 mod guards;
 mod memory;
@@ -119,4 +120,34 @@ async fn an_emergent_run_adds_todos_as_work_reveals_them() {
         .entries()
         .iter()
         .any(|e| matches!(e, RunEntry::PlanAdjusted { changes: 2, .. })));
+}
+
+#[tokio::test]
+async fn independent_emergent_todos_run_together_up_to_max_parallel_each_followed_by_its_update() {
+    for parallel in [2u32, 1] {
+        let llm = worker().with_latency(Duration::from_millis(60)).push_json(
+            CallRole::Planner,
+            plan_json(&[("survey a", &[]), ("survey b", &[]), ("survey c", &[])]),
+        );
+        let world = World::new(llm);
+        let watcher = world.watch_parallelism();
+        let mut c = config("Explore three unknown corners of the codebase");
+        c.mode = ModeChoice::Emergent;
+        c.max_parallel = parallel;
+        let run = world.run(c).await;
+        assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+        assert_eq!(world.plan().max_parallel(), Some(parallel));
+        assert_eq!(
+            watcher.max(),
+            parallel as usize,
+            "TODOs in progress at once with max_parallel {parallel}"
+        );
+        // Every result had its own update call.
+        assert_eq!(world.llm.calls(CallRole::Adapter), 3);
+        assert!(world
+            .plan()
+            .subtasks()
+            .iter()
+            .all(|s| s.state() == SubtaskState::Done));
+    }
 }

@@ -20,6 +20,29 @@ fn clock(secs: u64) -> String {
     }
 }
 
+/// A run in batches, in one line: "batch 3 of about 40 · 37 of 200 items
+/// covered (35 done, 2 given up) · 92 % succeeded".
+fn batch_line(b: &run_model::BatchView, lang: crate::i18n::Lang) -> String {
+    let mut line = lang.pick(
+        format!(
+            "Batch {} of about {} · {} of {} items covered ({} done, {} given up)",
+            b.batch, b.batches, b.covered, b.total_items, b.done, b.given_up
+        ),
+        format!(
+            "第 {} 批，约 {} 批 · 已覆盖 {} / {} 项（完成 {}，放弃 {}）",
+            b.batch, b.batches, b.covered, b.total_items, b.done, b.given_up
+        ),
+    );
+    if let Some(rate) = b.success_rate {
+        let pct = (rate * 100.0).round();
+        line.push_str(&lang.pick(
+            format!(" · {pct} % of attempts succeeded"),
+            format!(" · 尝试成功率 {pct} %"),
+        ));
+    }
+    line
+}
+
 /// A run state's words (also the plans list's agent badge).
 pub(crate) fn state_label(state: RunState, lang: crate::i18n::Lang) -> &'static str {
     let (en, zh) = match state {
@@ -210,6 +233,7 @@ fn RunBody(board: Board) -> impl IntoView {
                 <div class="progress small" role="progressbar" aria-label=lang.pick("Run progress", "运行进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=r.percent data-testid="run-progress">
                     <div class="progress-bar" style=format!("width: {}%", r.percent)></div>
                 </div>
+                {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
                 {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
                 {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
                 {questions}

@@ -49,6 +49,8 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::PlanAdjusted => ("plan adjusted", "计划调整"),
         EntryKind::BudgetReached => ("budget reached", "预算用尽"),
         EntryKind::PeopleChanged => ("people changed", "人工修改"),
+        EntryKind::BatchPlanned => ("batch planned", "批次已规划"),
+        EntryKind::BatchFinished => ("batch finished", "批次完成"),
         EntryKind::Answer => ("answer", "答案"),
     };
     lang.pick(en, zh)

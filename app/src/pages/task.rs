@@ -117,6 +117,17 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
                             format!("最多 {MAX_FILES} 个文件，每个 {} MB，共 {} MB；会复制到本次运行的工作区。", MAX_FILE_BYTES / (1024 * 1024), MAX_FILES_BYTES / (1024 * 1024)),
                         )}</span>
                     </label>
+                    <div class="row">
+                        <label class="field">
+                            {lang.pick("Go through a file in batches (optional)", "分批处理一个文件（可选）")}
+                            <input name="batch_input" type="text" maxlength="200" placeholder=lang.pick("file name, e.g. tools.csv", "文件名，如 tools.csv") data-testid="task-batch-input"
+                                title=lang.pick("One of the files above: a JSON array, JSON Lines, CSV rows or one item per line. The agent plans and works a batch of items at a time, the failed ones again first, until every item is covered.", "上面的文件之一：JSON 数组、JSON Lines、CSV 行或每行一项。智能体每次规划并处理一批项目，先重试失败的，直到覆盖每一项。")/>
+                        </label>
+                        <label class="field narrow">
+                            {lang.pick("Items per batch", "每批项目数")}
+                            <input name="batch_size" type="number" min="1" max="50" placeholder="5" data-testid="task-batch-size"/>
+                        </label>
+                    </div>
                     <input type="hidden" name="tools_chosen" value="1"/>
                     <fieldset class="tools" data-testid="task-tools">
                         <legend>{lang.pick("Tools the agent may use", "智能体可用的工具")}</legend>

@@ -228,6 +228,14 @@ pub struct StartRun {
     /// adapts the template's steps to the task.
     #[serde(default)]
     pub template: Option<uuid::Uuid>,
+    /// Go through one of the run's files a batch of items at a time (seed
+    /// 002's iterative batches): the planner plans `size` items, the agent
+    /// works them, the planner reads how the batch went and plans the
+    /// next, the failed items first, until every item is covered. The
+    /// file must be one of the uploaded `files` (a JSON array, JSON Lines,
+    /// CSV rows or one item per line); the run plans in the complex mode.
+    #[serde(default)]
+    pub batches: Option<run_model::Batching>,
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -361,6 +369,7 @@ impl StartRun {
             memory: self.memory.unwrap_or(true),
             // `template` names a stored one; `Runs::start_with` reads it.
             template: None,
+            batches: self.batches,
         })
     }
 }

@@ -50,6 +50,21 @@ pub struct ServerHost {
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     /// Full-text or hybrid recall of memories.
     recall: super::recall::Recall,
+    /// The runs' workspaces (a folder per run), where their inputs are.
+    workspaces: std::path::PathBuf,
+}
+
+/// What a host is set up with beside the plans, the run store and the
+/// run-log channel.
+pub struct HostSetup {
+    pub streaming: Streaming,
+    /// Sends reply deltas to the other replicas (PostgreSQL).
+    pub relay: Option<DeltaRelay>,
+    pub telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// The embedding model of hybrid recall, if configured.
+    pub embedder: Option<Arc<dyn agent::Embedder>>,
+    /// The runs' workspaces (a folder per run).
+    pub workspaces: std::path::PathBuf,
 }
 
 impl ServerHost {
@@ -58,20 +73,18 @@ impl ServerHost {
         plans: Arc<PlanService>,
         store: Arc<dyn RunStore>,
         entries: broadcast::Sender<RunNews>,
-        streaming: Streaming,
-        relay: Option<DeltaRelay>,
-        telemetry: Option<Arc<crate::telemetry::Telemetry>>,
-        embedder: Option<Arc<dyn agent::Embedder>>,
+        setup: HostSetup,
     ) -> ServerHost {
         ServerHost {
-            recall: super::recall::Recall::new(store.clone(), embedder),
-            log: LogQueue::spawn(store.clone(), entries.clone(), streaming),
-            relay,
+            workspaces: setup.workspaces,
+            recall: super::recall::Recall::new(store.clone(), setup.embedder),
+            log: LogQueue::spawn(store.clone(), entries.clone(), setup.streaming),
+            relay: setup.relay,
             plans,
             store,
             entries,
             plan_of: Default::default(),
-            telemetry,
+            telemetry: setup.telemetry,
         }
     }
 }
@@ -251,6 +264,24 @@ impl Host for ServerHost {
             .await
             .map(|_| ())
             .map_err(|e| HostError::Unavailable(e.to_string()))
+    }
+
+    async fn input(&self, run: RunId, path: &str) -> Result<Vec<u8>, HostError> {
+        let relative = std::path::Path::new(path);
+        // The path comes from the run's own config; still, only a plain
+        // relative path inside the workspace is read.
+        if !relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(HostError::Unavailable(format!(
+                "{path} is not a path inside the workspace"
+            )));
+        }
+        let file = self.workspaces.join(run.to_string()).join(relative);
+        tokio::fs::read(&file)
+            .await
+            .map_err(|e| HostError::Unavailable(format!("the input {path} could not be read: {e}")))
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

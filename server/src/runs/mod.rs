@@ -113,6 +113,11 @@ pub struct RunView {
     /// The plan's state (`null` if its plan was deleted).
     pub plan_state: Option<PlanState>,
     pub progress: RunProgress,
+    /// A run in batches: items covered, the batch now and the batches it
+    /// will likely take, the success rate and seed 002's ETA.
+    /// (`batches` is the record's own: where the iteration stands.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_view: Option<run_model::BatchView>,
 }
 
 const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL and \
@@ -276,10 +281,13 @@ impl Runs {
             plans.clone(),
             store.clone(),
             entries.clone(),
-            streaming,
-            relay,
-            telemetry.clone(),
-            embedder,
+            host::HostSetup {
+                streaming,
+                relay,
+                telemetry: telemetry.clone(),
+                embedder,
+                workspaces: config.workspaces.clone(),
+            },
         ));
         let host_for_people = host.clone();
         let workspaces = config.workspaces.clone();
@@ -514,6 +522,14 @@ impl Runs {
         if let Some(files) = files {
             config.inputs = files.settle(&workspace).await.map_err(RunError::Input)?;
         }
+        if let Some(batches) = &config.batches {
+            // Refused before the run exists, with the reason: an input
+            // that is not among the files, or has no usable items.
+            if let Err(why) = check_batch_input(&workspace, &config.inputs, &batches.input).await {
+                let _ = tokio::fs::remove_dir_all(&workspace).await;
+                return Err(RunError::Invalid(why.to_string()));
+            }
+        }
         if let Some(telemetry) = &self.telemetry {
             telemetry.adopt(id, trace);
         }
@@ -578,10 +594,15 @@ impl Runs {
             }
             None => (None, RunProgress::default()),
         };
+        let batch_view = record.batches.as_ref().map(|p| {
+            let size = record.config.batches.as_ref().map_or(1, |b| b.size);
+            p.view(size)
+        });
         Ok(RunView {
             record,
             plan_state,
             progress,
+            batch_view,
         })
     }
 
@@ -1110,4 +1131,19 @@ pub async fn connect_tool_servers(
         servers.push((stored.name, run_model::ToolSource::Board, server));
     }
     Ok(ToolServers::start(servers).await)
+}
+
+/// A batch input must be one of the run's files and read as items.
+async fn check_batch_input(
+    workspace: &std::path::Path,
+    inputs: &[run_model::InputFile],
+    path: &str,
+) -> Result<(), run_model::BatchInputError> {
+    if !inputs.iter().any(|f| f.path == path) {
+        return Err(run_model::BatchInputError::Missing(path.into()));
+    }
+    let bytes = tokio::fs::read(workspace.join(path))
+        .await
+        .map_err(|_| run_model::BatchInputError::Missing(path.into()))?;
+    run_model::BatchInput::parse(path, &bytes).map(|_| ())
 }

@@ -87,14 +87,21 @@ impl SqlStore {
                     .bind(encode(vector));
             }
             query.execute(&self.pool).await?;
+            // A memory forgotten while its vector was being made leaves
+            // none. Only the rows just written are looked at: the whole
+            // table's anti-join cost grew with every memory ever embedded.
+            let ids: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "DELETE FROM memory_embeddings WHERE memory_id IN ({}) AND NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = memory_embeddings.memory_id)",
+                ids.join(", ")
+            );
+            let mut query = sqlx::query(&sql);
+            for (id, _) in chunk {
+                query = query.bind(id.to_string());
+            }
+            query.execute(&self.pool).await?;
         }
-        // A memory forgotten while its vector was being made leaves none.
-        sqlx::query(
-            "DELETE FROM memory_embeddings WHERE NOT EXISTS \
-             (SELECT 1 FROM memories m WHERE m.id = memory_embeddings.memory_id)",
-        )
-        .execute(&self.pool)
-        .await?;
         Ok(())
     }
 

@@ -88,6 +88,18 @@ pub fn diligent(request: &Value) -> String {
         "adapt" => json!({"drop": [], "needs_change": false, "reason": "fine", "revise": []}),
         "todo_update" => json!({"drop": [], "needs_update": false, "reason": "fine", "new_todos": []}),
         "recover" => json!({"decision": "give_up", "reason": "a person must look", "name": "", "description": ""}),
+        // One subtask per item the batch's schema allows.
+        "batch" => {
+            let items = request["response_format"]["json_schema"]["schema"]
+                .pointer("/properties/subtasks/items/properties/items/items/enum")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            json!({"subtasks": items.iter().map(|n| json!({
+                "name": format!("check item {n}"), "description": "check it",
+                "expected_outcome": "checked", "items": [n],
+            })).collect::<Vec<_>>()})
+        }
         _ => return "the final answer".to_string(),
     }
     .to_string()

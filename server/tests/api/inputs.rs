@@ -539,3 +539,99 @@ async fn files_added_to_a_running_run_land_next_to_its_own_and_the_agent_is_told
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(!ws.join("late.csv").exists());
 }
+
+/// Seed 002's iterative batches over HTTP: a catalog uploaded with the run
+/// is planned five items at a time; the first batch is the plan approved;
+/// the run's view counts batches, items and the success rate; an input
+/// that is not among the files is refused before the run exists.
+#[tokio::test]
+async fn a_run_goes_through_an_uploaded_catalog_a_batch_at_a_time() {
+    let fake = FakeOpenAi::start().await;
+    let server = server(&fake, Vec::new()).await;
+    let catalog: String = (1..=12).map(|i| format!("tool_{i}\n")).collect();
+    let run = json!({"task": "Check every tool in the catalog", "approval_required": true,
+                     "batches": {"input": "tools.txt", "size": 5}});
+
+    // The input must be one of the files: refused, nothing kept.
+    let (status, body) = upload(
+        &server,
+        Form::new()
+            .part("run", run_part(run.clone()))
+            .part("files", Part::bytes(b"x\n".to_vec()).file_name("other.txt")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body.to_string()
+            .contains("tools.txt is not one of the run's files"),
+        "{body}"
+    );
+    let (status, body) = server
+        .post(
+            "/api/runs",
+            json!({"task": "t", "mode": "simple", "batches": {"input": "tools.txt"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
+    let (status, started) = upload(
+        &server,
+        Form::new().part("run", run_part(run)).part(
+            "files",
+            Part::bytes(catalog.into_bytes()).file_name("tools.txt"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    let waiting = wait_until(&server, &id, |v| v["state"] == "awaiting_approval").await;
+    assert_eq!(waiting["batch_view"]["total_items"], 12);
+    assert_eq!(waiting["batch_view"]["batch"], 1);
+    assert_eq!(
+        waiting["batch_view"]["batches"], 3,
+        "12 items in batches of 5"
+    );
+    assert_eq!(waiting["classification"]["mode"], "complex");
+    let plan_id = waiting["plan_id"].as_str().unwrap().to_string();
+    let plan = server.plan(&plan_id).await;
+    let names: Vec<&str> = plan["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "check item 1",
+            "check item 2",
+            "check item 3",
+            "check item 4",
+            "check item 5"
+        ]
+    );
+    let (status, _) = server
+        .post(&format!("/api/plans/{plan_id}/approve"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let done = wait_until(&server, &id, |v| v["state"] == "done").await;
+    assert_eq!(done["batch_view"]["covered"], 12);
+    assert_eq!(done["batch_view"]["done"], 12);
+    assert_eq!(done["batch_view"]["batch"], 3);
+    assert_eq!(done["batch_view"]["success_rate"], 1.0);
+    assert!(done["answer"]
+        .as_str()
+        .unwrap()
+        .ends_with("Covered 12 of 12 items in 3 batches: 12 done, 0 given up."));
+    let batch_prompts = prompts(&fake, "batch");
+    assert_eq!(batch_prompts.len(), 3, "one planning call per batch");
+    assert!(batch_prompts[2].contains("Batch 3"), "{}", batch_prompts[2]);
+    assert!(batch_prompts[2].contains("#11: tool_11"));
+    assert!(
+        !batch_prompts[2].contains("#1: tool_1\\n"),
+        "earlier items are not listed again"
+    );
+    let plan = server.plan(&plan_id).await;
+    assert_eq!(plan["subtasks"].as_array().unwrap().len(), 12);
+    server.stop().await;
+}
