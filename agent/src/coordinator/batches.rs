@@ -299,9 +299,9 @@ impl Driver {
         let mut given_up = Vec::new();
         for n in &items {
             if progress.failed(*n, reason, max) {
-                given_up.push(format!("#{n}"));
+                given_up.push(n.to_string());
             } else {
-                again.push(format!("#{n}"));
+                again.push(n.to_string());
             }
             if progress.failing.len() < run_model::batch::FAILURES_SHOWN {
                 progress.failing.push(format!(
@@ -310,17 +310,23 @@ impl Driver {
                 ));
             }
         }
+        // Items by their number in the input ("item 4"), never "#4",
+        // which on the board is a subtask's id.
+        let items_named = |list: &[String]| match list {
+            [one] => format!("item {one}"),
+            many => format!("items {}", many.join(", ")),
+        };
         let mut note = format!("failed: {}", cut(reason, 2_000));
         if !again.is_empty() {
             note.push_str(&format!(
                 "; {} planned again in a later batch",
-                again.join(", ")
+                items_named(&again)
             ));
         }
         if !given_up.is_empty() {
             note.push_str(&format!(
                 "; {} given up after {max} failed attempts",
-                given_up.join(", ")
+                items_named(&given_up)
             ));
         }
         self.save().await;

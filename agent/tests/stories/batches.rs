@@ -113,6 +113,15 @@ async fn a_catalog_is_worked_a_batch_at_a_time_with_failures_planned_again_until
         .filter(|s| s.name() == "check tool_7")
         .count();
     assert_eq!(tries_of_7, 3, "tried in three batches, then given up");
+    let notes: Vec<&str> = plan
+        .subtasks()
+        .iter()
+        .filter(|s| s.state() == SubtaskState::Skipped)
+        .filter_map(|s| s.outcome())
+        .collect();
+    assert_eq!(notes.len(), 4, "{notes:?}");
+    assert!(notes[0].contains("HTTP 500; item 4 planned again in a later batch"));
+    assert!(notes[3].ends_with("item 7 given up after 3 failed attempts"));
     assert!(run
         .answer
         .as_deref()
