@@ -73,7 +73,7 @@ pub fn batch_prompt(ask: &BatchAsk<'_>) -> String {
         out.push_str(&format!(" Columns: {}", cut(header, 200)));
     }
     out.push('\n');
-    out.push_str(&ask.progress.prompt_section());
+    out.push_str(&ask.progress.prompt_section(ask.items));
     if !ask.tools.is_empty() {
         let names: Vec<&str> = ask.tools.iter().map(|t| t.name.as_str()).collect();
         out.push_str(&format!(

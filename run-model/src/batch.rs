@@ -391,8 +391,11 @@ impl BatchProgress {
     }
 
     /// What the planner reads of the run so far: counts and the last
-    /// batch, never every result (bounded whatever the batch number).
-    pub fn prompt_section(&self) -> String {
+    /// batch, never every result (bounded whatever the batch number). The
+    /// last batch's failures of items in `planned` (this batch's) are not
+    /// listed: their reasons stand beside them in the batch's items, and
+    /// saying them twice made the prompt after a bad batch the largest.
+    pub fn prompt_section(&self, planned: &[u32]) -> String {
         let view = self.view(1);
         let rate = view
             .success_rate
@@ -415,7 +418,12 @@ impl BatchProgress {
                     last.failed,
                     last.ms as f64 / 1000.0
                 ));
-                for failure in &last.failures {
+                let listed_below = |failure: &str| {
+                    planned
+                        .iter()
+                        .any(|n| failure.starts_with(&format!("#{n}: ")))
+                };
+                for failure in last.failures.iter().filter(|f| !listed_below(f)) {
                     out.push_str(&format!("- {failure}\n"));
                 }
             }
@@ -526,9 +534,30 @@ mod tests {
     }
 
     #[test]
+    fn the_planners_section_lists_only_failures_not_planned_again_in_this_batch() {
+        let mut p = BatchProgress::new(10);
+        p.opened(&[1, 2, 3], vec![]);
+        p.mark_done(1);
+        p.failed(2, "timeout", 1);
+        p.failed(3, "HTTP 404", 3);
+        p.close(BatchSummary {
+            batch: 1,
+            items: 3,
+            succeeded: 1,
+            failed: 2,
+            ms: 1_000,
+            failures: vec!["#2: timeout".into(), "#3: HTTP 404".into()],
+        });
+        let section = p.prompt_section(&[3, 4, 5]);
+        assert!(section.contains("Last batch (1): 3 items, 1 succeeded, 2 failed, 1.0 s."));
+        assert!(section.contains("- #2: timeout"), "given up: only here");
+        assert!(!section.contains("#3"), "planned again: beside its item");
+    }
+
+    #[test]
     fn the_planners_section_stays_the_same_size_whatever_the_batch() {
         let mut p = BatchProgress::new(10_000);
-        let first = p.prompt_section().len();
+        let first = p.prompt_section(&[]).len();
         for b in 1..=1_000u32 {
             let items = p.next_items(10);
             p.opened(&items, vec![]);
@@ -544,7 +573,7 @@ mod tests {
                 failures: vec![],
             });
         }
-        let last = p.prompt_section().len();
+        let last = p.prompt_section(&[]).len();
         assert!(last < first * 2, "{first} → {last}");
         assert_eq!(p.done, vec![[1, 10_000]]);
     }

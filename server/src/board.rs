@@ -24,25 +24,35 @@ pub struct Board(
     pub Arc<crate::webhooks::WebhookConfig>,
 );
 
-fn to_board_error(e: ServiceError) -> BoardError {
+/// The board's words for an error: the API's one mapping of errors
+/// ([`ApiError`](crate::api::error::ApiError), which logs what the server
+/// did wrong), read as the board's kinds, so the board and the API agree
+/// on what is a refusal, a conflict, a missing thing or the server's fault.
+fn board_error(e: crate::api::error::ApiError) -> BoardError {
+    use crate::api::error::ApiError as A;
     match e {
-        ServiceError::Plan(PlanError::StaleVersion { actual, .. }) => BoardError::Stale {
-            message: format!("the plan changed meanwhile; it is now at version {actual}"),
-            current_version: actual,
+        A::NotFound(m) => BoardError::NotFound(m),
+        A::Unauthorized(m) | A::Forbidden(m) => BoardError::Forbidden(m),
+        A::Conflict {
+            message,
+            current_version,
+        } => BoardError::Stale {
+            message,
+            current_version,
         },
-        ServiceError::Plan(e @ PlanError::UnknownPlan { .. }) => {
-            BoardError::NotFound(e.to_string())
+        A::State {
+            code: "no_model",
+            message,
+        } => BoardError::Unavailable(message),
+        A::Internal => {
+            BoardError::Unavailable("the server could not do it; nothing was changed".into())
         }
-        ServiceError::Plan(e) => BoardError::Refused(e.to_string()),
-        ServiceError::Store(StoreError::Conflict { current, .. }) => BoardError::Stale {
-            message: format!("the plan kept changing; it is now at version {current}"),
-            current_version: current,
-        },
-        e => {
-            tracing::error!("board request failed: {e}");
-            BoardError::Unavailable("the plan store failed; nothing was changed".into())
-        }
+        other => BoardError::Refused(other.message()),
     }
+}
+
+fn to_board_error(e: ServiceError) -> BoardError {
+    board_error(e.into())
 }
 
 fn row(plan: &Plan) -> PlanRow {
@@ -551,32 +561,7 @@ impl Board {
 }
 
 fn run_error(e: crate::runs::RunError) -> BoardError {
-    use crate::runs::RunError;
-    match e {
-        RunError::NoModel(m) => BoardError::Unavailable(m),
-        RunError::NotFound(id) => BoardError::NotFound(format!("no run has id {id}")),
-        RunError::Invalid(m) => BoardError::Refused(m),
-        RunError::Plan(e) => to_board_error(e),
-        RunError::Store(e) => {
-            tracing::error!("run store failure: {e}");
-            BoardError::Unavailable("the run store failed; nothing was changed".into())
-        }
-        e @ (RunError::NoCall(_)
-        | RunError::NoMemory(_)
-        | RunError::NoReview { .. }
-        | RunError::NoTemplate(_)) => BoardError::NotFound(e.to_string()),
-        RunError::Review(e) => BoardError::Refused(e.to_string()),
-        RunError::Template(e) => BoardError::Refused(e.to_string()),
-        RunError::Again(e) => BoardError::Refused(e.to_string()),
-        e @ RunError::Decided(_) => BoardError::Refused(e.to_string()),
-        RunError::Input(e) if e.is_client_error() => BoardError::Refused(e.to_string()),
-        RunError::Input(e) => {
-            tracing::error!("writing a run's files failed: {e}");
-            BoardError::Unavailable(
-                "the run's files could not be written; nothing was started".into(),
-            )
-        }
-    }
+    board_error(e.into())
 }
 
 /// The task box's form as posted (every field as text, so a bad one is a
@@ -1270,38 +1255,36 @@ pub struct AnswerForm {
 }
 
 /// `POST /plans/{id}/answer`: a person's answer to the agent's question
-/// on a subtask: a comment on it, and the subtask back to todo, in one
-/// change.
+/// on a subtask, through the one path every answer takes
+/// ([`crate::runs::Runs::answer_question`]: only a waiting subtask takes
+/// one).
 pub async fn answer_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
     on: PlanForm,
     axum::Form(form): axum::Form<AnswerForm>,
 ) -> axum::response::Response {
     let lang = on.lang;
-    let ops = match (
+    let result = match (
         form.subtask.trim().parse::<u32>(),
         form.answer.trim().is_empty(),
     ) {
-        (Ok(n), false) => {
-            let id = plan_engine::SubtaskId(n);
-            Ok(vec![
-                plan_engine::Op::Comment {
-                    subtask: Some(id),
-                    body: form.answer,
-                },
-                plan_engine::Op::SetSubtaskState {
-                    id,
-                    state: plan_engine::SubtaskState::Todo,
-                    note: Some(lang.pick("answered on the board", "已在看板上回答").into()),
-                    start_next: false,
-                },
-            ])
-        }
+        (Ok(n), false) => board
+            .1
+            .answer_question(
+                on.plan,
+                plan_engine::SubtaskId(n),
+                &form.answer,
+                &on.viewer.name,
+                lang.pick("answered on the board", "已在看板上回答"),
+            )
+            .await
+            .map(|()| on.plan)
+            .map_err(run_error),
         _ => Err(BoardError::Refused(
             "an answer needs a subtask number and some text".into(),
         )),
     };
-    change_from_form(&board, &on, ops).await
+    back_to_board(result, lang)
 }
 
 /// A decision on a guarded tool call, as the run header's form posts it.
@@ -1686,7 +1669,10 @@ fn form_answer(
                 BoardError::NotFound(_) => StatusCode::NOT_FOUND,
                 BoardError::Forbidden(_) => StatusCode::FORBIDDEN,
                 BoardError::Stale { .. } => StatusCode::CONFLICT,
-                _ => StatusCode::UNPROCESSABLE_ENTITY,
+                BoardError::Unavailable(_) | BoardError::Unreachable(_) => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+                BoardError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             };
             (status, app::board::explain(&e, lang)).into_response()
         }

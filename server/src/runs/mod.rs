@@ -771,9 +771,8 @@ impl Runs {
         .await
     }
 
-    /// Answers the agent's question on `subtask`: the answer becomes a
-    /// comment on it and the subtask is unblocked, so the agent takes it up
-    /// again with the answer in its prompt.
+    /// Answers the agent's question on `subtask` of run `id` (see
+    /// [`Runs::answer_question`]).
     pub async fn answer(
         &self,
         id: RunId,
@@ -785,12 +784,32 @@ impl Runs {
         let plan = record
             .plan_id
             .ok_or_else(|| RunError::Invalid("the run has no plan yet".into()))?;
-        let blocked = self
+        self.answer_question(plan, subtask, answer, who, &format!("answered by {who}"))
+            .await?;
+        self.view(record).await
+    }
+
+    /// The one way a question is answered (the API, MCP and the board's
+    /// answer box): only a subtask that waits (blocked) takes an answer;
+    /// the answer becomes a comment on it and it goes back to todo for
+    /// the agent, in one change. `note` is the subtask's note (the
+    /// board's is in the person's language).
+    pub async fn answer_question(
+        &self,
+        plan: plan_engine::PlanId,
+        subtask: SubtaskId,
+        answer: &str,
+        who: &str,
+        note: &str,
+    ) -> Result<(), RunError> {
+        let state = self
             .plans
             .read(plan, |p| p.subtask(subtask).map(|s| s.state()))
             .await
-            .flatten();
-        match blocked {
+            .ok_or(RunError::Plan(crate::service::ServiceError::Plan(
+                plan_engine::PlanError::UnknownPlan { id: plan },
+            )))?;
+        match state {
             Some(SubtaskState::Blocked) => {}
             Some(state) => {
                 return Err(RunError::Invalid(format!(
@@ -814,11 +833,12 @@ impl Runs {
             Op::SetSubtaskState {
                 id: subtask,
                 state: SubtaskState::Todo,
-                note: Some(format!("answered by {who}")),
+                note: Some(note.to_string()),
                 start_next: false,
             },
         ];
-        self.on_plan(id, ops, who).await
+        self.plans.execute(plan, ops, who).await?;
+        Ok(())
     }
 
     /// Adds files to a run's workspace while it runs: they land next to

@@ -632,14 +632,25 @@ async fn the_boards_answer_and_replan_forms_change_the_plan_or_say_why_not() {
     assert_eq!(view["round"], 2, "planned again: {view}");
     assert_eq!(view["classification"]["mode"], "simple", "{view}");
     assert_eq!(view["classification"]["by"], "person", "{view}");
-    // An answer for a subtask that is not waiting on one is the engine's refusal.
+    // An answer for a subtask that is not waiting on one is refused as
+    // the API refuses it (one path for every answer), nothing changed.
+    let before = server.plan(&plan).await;
+    let first: &'static str = Box::leak(before["subtasks"][0]["id"].to_string().into_boxed_str());
     let refused = post(
         format!("/plans/{plan}/answer"),
-        vec![("subtask", "1"), ("answer", "the first")],
+        vec![("subtask", first), ("answer", "the first")],
     )
     .await
     .unwrap();
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let says = refused.text().await.unwrap();
+    assert!(
+        says.contains(&format!(
+            "subtask {first} is todo, not waiting for an answer"
+        )),
+        "{says}"
+    );
+    assert_eq!(server.plan(&plan).await["version"], before["version"]);
     let empty = post(
         format!("/plans/{plan}/answer"),
         vec![("subtask", "1"), ("answer", " ")],
