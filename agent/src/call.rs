@@ -330,7 +330,7 @@ impl Caller {
         &self,
         messages: Vec<Message>,
         tools: &[ToolSpec],
-        may_add: bool,
+        offered: protocol::Actions,
         subtask: SubtaskId,
     ) -> Result<Action, CallError> {
         let native = match self.protocol {
@@ -340,12 +340,12 @@ impl Caller {
         };
         let shape = if native {
             Shape::Tools {
-                functions: protocol::action_functions(tools, may_add),
+                functions: protocol::action_functions(tools, offered),
             }
         } else {
             Shape::Json {
                 name: "action",
-                schema: protocol::action_schema(tools, may_add),
+                schema: protocol::action_schema(tools, offered),
             }
         };
         let request = ChatRequest {

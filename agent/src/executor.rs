@@ -51,7 +51,8 @@ pub struct Job {
     /// Shared with the coordinator (a copy would cost as much as the plan).
     pub plan: std::sync::Arc<Plan>,
     pub subtask: SubtaskId,
-    pub may_add: bool,
+    /// The optional actions offered (add a subtask, ask a person).
+    pub offered: crate::protocol::Actions,
     pub max_turns: u32,
     /// What people changed in the plan while it ran, newest last.
     pub people_changes: Vec<String>,
@@ -162,9 +163,13 @@ pub fn brief(job: &Job) -> String {
     out
 }
 
-fn system(tools: &[ToolSpec], may_add: bool) -> String {
+fn system(tools: &[ToolSpec], offered: crate::protocol::Actions) -> String {
     let mut out = String::from(prompts::EXECUTOR);
-    if may_add {
+    if offered.ask {
+        out.push('\n');
+        out.push_str(prompts::EXECUTOR_ASK);
+    }
+    if offered.add_subtask {
         out.push('\n');
         out.push_str(prompts::EXECUTOR_ADD);
     }
@@ -316,7 +321,7 @@ async fn run_tool(
 pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job) -> Outcome {
     let specs = tools.specs();
     let mut messages = vec![
-        Message::system(system(&specs, job.may_add)),
+        Message::system(system(&specs, job.offered)),
         Message::user(brief(&job)),
     ];
     let mut router = ToolRouter::default();
@@ -326,7 +331,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     let mut checked = false;
     for turn in 1..=job.max_turns.max(1) {
         let action = match caller
-            .action(messages.clone(), &specs, job.may_add, job.subtask)
+            .action(messages.clone(), &specs, job.offered, job.subtask)
             .await
         {
             Ok(action) => action,
@@ -366,7 +371,12 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     again: true,
                 }
             }
-            Action::Ask { question } => return Outcome::Asked(question.clone()),
+            Action::Ask { question } if job.offered.ask => return Outcome::Asked(question.clone()),
+            // Not offered (a grammar-free server may answer it anyway):
+            // the model is told, and decides or fails.
+            Action::Ask { .. } => "Asking a person is not possible in this step: decide with a \
+                reasonable assumption and state it in the result, or fail with the reason."
+                .to_string(),
             Action::AddSubtask { name, description } => {
                 let op = Op::AddSubtask {
                     subtask: NewSubtask {

@@ -54,9 +54,11 @@ needs_change is true only if a result makes the plan wrong or incomplete. revise
 pub const EXECUTOR: &str = "You carry out one subtask of a plan, one action per answer, as JSON.
 - complete: the subtask is done; result holds what it produced (the facts, numbers, text), not a promise. If it falls short of the expected outcome, short_of says what is missing.
 - fail: it cannot be done; reason says why.
-- ask: only a person can answer something you need; ask one clear question.
 - a tool name: call that tool with its arguments; you will see its result.
 Do only this subtask. Use the results of earlier subtasks given below.";
+
+pub const EXECUTOR_ASK: &str =
+    "- ask: only a person can answer something you need; ask one clear question.";
 
 pub const EXECUTOR_ADD: &str =
     "- add_subtask: you found work outside this subtask that the plan needs; it is added to the plan.";

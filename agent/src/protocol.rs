@@ -272,19 +272,37 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     value
 }
 
+/// Which of the optional fixed actions an executor is offered: adding a
+/// subtask (not in a simple plan) and asking a person (not in a run over
+/// a long list in batches, where a question per item would stop the list
+/// at every step: an item that cannot be done fails and is rescheduled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Actions {
+    pub add_subtask: bool,
+    pub ask: bool,
+}
+
+impl Actions {
+    fn offers(self, name: &str) -> bool {
+        match name {
+            "add_subtask" => self.add_subtask,
+            "ask" => self.ask,
+            _ => true,
+        }
+    }
+}
+
 /// The executor's action schema: the fixed actions plus one variant per
 /// work tool, whose `arguments` are that tool's own schema, so the grammar
 /// enforces the arguments too.
-pub fn action_schema(tools: &[ToolSpec], may_add: bool) -> Value {
+pub fn action_schema(tools: &[ToolSpec], offered: Actions) -> Value {
     let fixed = schema_of::<FixedAction>();
     let mut variants: Vec<Value> = fixed
         .get("oneOf")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if !may_add {
-        variants.retain(|v| v["properties"]["action"]["const"] != "add_subtask");
-    }
+    variants.retain(|v| offered.offers(v["properties"]["action"]["const"].as_str().unwrap_or("")));
     for tool in tools {
         variants.push(json!({
             "type": "object",
@@ -300,7 +318,7 @@ pub fn action_schema(tools: &[ToolSpec], may_add: bool) -> Value {
 }
 
 /// The same actions as native functions (the tool-call protocol).
-pub fn action_functions(tools: &[ToolSpec], may_add: bool) -> Vec<Value> {
+pub fn action_functions(tools: &[ToolSpec], offered: Actions) -> Vec<Value> {
     let fixed = schema_of::<FixedAction>();
     let mut out = Vec::new();
     for variant in fixed
@@ -313,7 +331,7 @@ pub fn action_functions(tools: &[ToolSpec], may_add: bool) -> Vec<Value> {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        if name == "add_subtask" && !may_add {
+        if !offered.offers(&name) {
             continue;
         }
         let mut parameters = variant.clone();
@@ -549,7 +567,13 @@ mod tests {
 
     #[test]
     fn the_action_schema_has_one_variant_per_tool_and_can_forbid_adding() {
-        let schema = action_schema(&[read_file()], false);
+        let schema = action_schema(
+            &[read_file()],
+            Actions {
+                add_subtask: false,
+                ask: true,
+            },
+        );
         let actions: Vec<String> = schema["oneOf"]
             .as_array()
             .unwrap()
@@ -562,7 +586,13 @@ mod tests {
             })
             .collect();
         assert_eq!(actions, ["complete", "fail", "ask", "read_file"]);
-        let functions = action_functions(&[read_file()], true);
+        let functions = action_functions(
+            &[read_file()],
+            Actions {
+                add_subtask: true,
+                ask: true,
+            },
+        );
         assert_eq!(functions.len(), 5);
         assert!(functions[0]["parameters"]["properties"]
             .get("action")

@@ -435,6 +435,16 @@ async fn a_real_model_goes_through_a_catalog_in_batches() {
         if state.is_some_and(|s| s.is_finished() || s == RunState::Paused) {
             break;
         }
+        // A question to a person, and nothing else to do.
+        let waiting = host.only_plan().is_some_and(|p| {
+            p.count(plan_engine::SubtaskState::Blocked) > 0
+                && p.in_progress().is_empty()
+                && p.ready().is_empty()
+        });
+        if waiting {
+            println!("the run waits for a person's answer");
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     driving.abort();

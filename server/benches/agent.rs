@@ -723,7 +723,10 @@ fn prompt_size() {
             task: "a task".into(),
             plan: plan.into(),
             subtask: next,
-            may_add: true,
+            offered: agent::protocol::Actions {
+                add_subtask: true,
+                ask: true,
+            },
             max_turns: 8,
             people_changes: vec![],
             earlier_failures: Vec::new(),

@@ -10,7 +10,15 @@ impl Driver {
             task: self.run.config.task_for_model(),
             plan: plan.clone(),
             subtask: id,
-            may_add: self.mode() != Mode::Simple,
+            // A run over a list in batches: the batch planner owns the
+            // plan (each subtask covers its items), and a question per
+            // item would stop the list at every step; an item that cannot
+            // be done fails and is rescheduled. (Qwen2.5-1.5B asked on 2
+            // of its first 3 items, and added 35 subtasks, with them.)
+            offered: crate::protocol::Actions {
+                add_subtask: self.mode() != Mode::Simple && !self.batching(),
+                ask: !self.batching(),
+            },
             max_turns: self.caller.budget().max_turns,
             people_changes: self.people.clone(),
             earlier_failures: self.run.failures_of(id),

@@ -221,7 +221,10 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             task: "a big task".into(),
             plan: plan.into(),
             subtask: SubtaskId(1),
-            may_add: true,
+            offered: agent::protocol::Actions {
+                add_subtask: true,
+                ask: true,
+            },
             max_turns: 8,
             people_changes: vec![],
             earlier_failures: Vec::new(),
