@@ -18,6 +18,8 @@
 //!   both protocols (JSON schema and native tool calls).
 //! - [`prompts`]: the words.
 //! - [`classify`], [`planner`], [`executor`]: the three roles.
+//! - [`batch_planner`]: seed 002's planner for a long input, a batch of
+//!   items at a time, whose answer is mended to cover exactly its items.
 //! - [`coordinator`]: [`coordinator::Agent`] drives a run from its stored
 //!   state: approval, super-steps, emergent updates, pauses, the answer.
 //! - [`run`]: run configuration, budget, state machine, run log entries.

@@ -353,6 +353,7 @@ async fn a_real_models_emergent_run_keeps_its_todo_list() {
     // Until it ends, or pauses (its budget: a paused run waits for a
     // person, so `drive` would not return), at most 15 minutes.
     let mut run = host.run(id).unwrap();
+    let mut most_at_once = 0;
     for _ in 0..9_000 {
         run = host.run(id).unwrap_or(run);
         if matches!(
@@ -361,9 +362,22 @@ async fn a_real_models_emergent_run_keeps_its_todo_list() {
         ) {
             break;
         }
+        if let Some(p) = host.only_plan() {
+            most_at_once = most_at_once.max(p.in_progress().len());
+        }
+        // A question to a person, and nothing else to do.
+        if host.only_plan().is_some_and(|p| {
+            p.count(plan_engine::SubtaskState::Blocked) > 0
+                && p.in_progress().is_empty()
+                && p.ready().is_empty()
+        }) {
+            println!("the run waits for a person's answer");
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     driving.abort();
+    println!("TODOs in progress at once (sampled every 100 ms): at most {most_at_once}");
     for e in host.entries(id) {
         if let RunEntry::PlanAdjusted { reason, changes } = e {
             println!("update: {changes} changes: {reason}");

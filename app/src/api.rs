@@ -565,7 +565,9 @@ pub trait BoardBackend: Send + Sync {
 
 #[cfg(feature = "ssr")]
 impl BoardError {
-    fn status(&self) -> axum::http::StatusCode {
+    /// The one status of each kind, for server functions and the plain
+    /// forms alike.
+    pub fn status(&self) -> axum::http::StatusCode {
         use axum::http::StatusCode;
         match self {
             BoardError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,

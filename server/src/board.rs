@@ -1660,20 +1660,11 @@ fn form_answer(
     result: Result<String, BoardError>,
     lang: app::i18n::Lang,
 ) -> axum::response::Response {
-    use axum::http::StatusCode;
     use axum::response::IntoResponse;
     match result {
         Ok(next) => axum::response::Redirect::to(&next).into_response(),
         Err(e) => {
-            let status = match e {
-                BoardError::NotFound(_) => StatusCode::NOT_FOUND,
-                BoardError::Forbidden(_) => StatusCode::FORBIDDEN,
-                BoardError::Stale { .. } => StatusCode::CONFLICT,
-                BoardError::Unavailable(_) | BoardError::Unreachable(_) => {
-                    StatusCode::SERVICE_UNAVAILABLE
-                }
-                BoardError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            };
+            let status = e.status();
             (status, app::board::explain(&e, lang)).into_response()
         }
     }
