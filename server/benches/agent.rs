@@ -70,6 +70,20 @@ impl Fake {
     }
 }
 
+/// A whole reply of the in-process fakes: 100 tokens in, 10 out.
+fn reply(content: String) -> agent::llm::ChatReply {
+    agent::llm::ChatReply {
+        content,
+        calls: vec![],
+        finish_reason: Some("stop".into()),
+        usage: Some(agent::llm::Usage {
+            prompt_tokens: 100,
+            completion_tokens: 10,
+        }),
+        model: "fake".into(),
+    }
+}
+
 /// The same fake without HTTP: answers inside the server's process, so
 /// what is timed is planboard's own work.
 #[async_trait::async_trait]
@@ -82,16 +96,7 @@ impl agent::Llm for Fake {
             agent::llm::Shape::Json { name, .. } => name,
             _ => "text",
         };
-        Ok(agent::llm::ChatReply {
-            content: self.answer(shape),
-            calls: vec![],
-            finish_reason: Some("stop".into()),
-            usage: Some(agent::llm::Usage {
-                prompt_tokens: 100,
-                completion_tokens: 10,
-            }),
-            model: "fake".into(),
-        })
+        Ok(reply(self.answer(shape)))
     }
 
     fn model(&self, _role: agent::llm::CallRole) -> String {
@@ -791,16 +796,7 @@ impl agent::Llm for Catalog {
             }
             _ => "the catalog is tested".to_string(),
         };
-        Ok(agent::llm::ChatReply {
-            content,
-            calls: vec![],
-            finish_reason: Some("stop".into()),
-            usage: Some(agent::llm::Usage {
-                prompt_tokens: 100,
-                completion_tokens: 10,
-            }),
-            model: "fake".into(),
-        })
+        Ok(reply(content))
     }
 
     fn model(&self, _role: agent::llm::CallRole) -> String {

@@ -34,18 +34,22 @@ impl Driver {
         self.run.config.batches.is_some()
     }
 
+    /// The input file's path, as the person named it.
+    fn input_path(&self) -> String {
+        self.run
+            .config
+            .batches
+            .as_ref()
+            .map(|b| b.input.clone())
+            .unwrap_or_default()
+    }
+
     /// The input's items, read once per drive.
     async fn batch_input(&mut self) -> Result<Arc<BatchInput>, RunFailure> {
         if let Some(input) = &self.input {
             return Ok(input.clone());
         }
-        let path = self
-            .run
-            .config
-            .batches
-            .as_ref()
-            .map(|b| b.input.clone())
-            .unwrap_or_default();
+        let path = self.input_path();
         let bytes = self.host.input(self.run.id, &path).await?;
         let input = Arc::new(
             BatchInput::parse(&path, &bytes).map_err(|e| RunFailure::BatchInput(e.to_string()))?,
@@ -83,20 +87,7 @@ impl Driver {
             Opened::Paused => return Ok(()),
             Opened::Nothing => return Err(RunFailure::BatchInput("the input has no items".into())),
         };
-        self.run.round += 1;
-        self.caller
-            .log(RunEntry::PlanProposed {
-                plan_id: plan.id(),
-                round: self.run.round,
-                subtasks: plan.subtasks().len(),
-            })
-            .await;
-        let next = if plan.state() == PlanState::AwaitingApproval {
-            RunState::AwaitingApproval
-        } else {
-            RunState::Running
-        };
-        self.move_to(next, "planned the first batch").await;
+        self.proposed(&plan, "planned the first batch").await;
         Ok(())
     }
 
@@ -119,13 +110,7 @@ impl Driver {
         if items.is_empty() {
             return Ok(Opened::Nothing);
         }
-        let path = self
-            .run
-            .config
-            .batches
-            .as_ref()
-            .map(|b| b.input.clone())
-            .unwrap_or_default();
+        let path = self.input_path();
         let tools = self.tools.specs();
         let ask = BatchAsk {
             task: &self.run.config.task,
@@ -338,21 +323,8 @@ impl Driver {
                 start_next: false,
             }])
             .await;
-        match applied {
-            Ok(_) => {}
-            Err(HostError::Refused(_)) | Err(HostError::NotFound(_)) => {
-                let now = self
-                    .host
-                    .plan(self.plan_id()?)
-                    .await
-                    .ok()
-                    .and_then(|p| p.subtask(id).map(|s| s.state()));
-                self.caller
-                    .log(RunEntry::Overridden { subtask: id, now })
-                    .await;
-                return Ok(());
-            }
-            Err(e) => return Err(e.into()),
+        if !self.landed(id, applied).await? {
+            return Ok(());
         }
         self.caller
             .log(RunEntry::SubtaskResult {

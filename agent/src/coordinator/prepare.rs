@@ -145,10 +145,17 @@ impl Driver {
             }
             Err(e) => return Err(RunFailure::PlanRefused(e)),
         };
+        self.proposed(&plan, "planned").await;
+        Ok(())
+    }
+
+    /// A plan is proposed (another round): logged, and the run waits for
+    /// approval or runs, as the plan does.
+    pub(super) async fn proposed(&mut self, plan: &Plan, why: &str) {
         self.run.round += 1;
         self.caller
             .log(RunEntry::PlanProposed {
-                plan_id,
+                plan_id: plan.id(),
                 round: self.run.round,
                 subtasks: plan.subtasks().len(),
             })
@@ -158,8 +165,7 @@ impl Driver {
         } else {
             RunState::Running
         };
-        self.move_to(next, "planned").await;
-        Ok(())
+        self.move_to(next, why).await;
     }
 
     pub(super) async fn await_approval(&mut self) -> Flow {

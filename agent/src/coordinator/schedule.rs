@@ -339,21 +339,8 @@ impl Driver {
             // changed since: settle alone; the loop starts what is ready.
             applied = self.apply(ops[..1].to_vec()).await;
         }
-        match applied {
-            Ok(_) => {}
-            Err(HostError::Refused(_)) | Err(HostError::NotFound(_)) => {
-                let now = self
-                    .host
-                    .plan(self.plan_id()?)
-                    .await
-                    .ok()
-                    .and_then(|p| p.subtask(id).map(|s| s.state()));
-                self.caller
-                    .log(RunEntry::Overridden { subtask: id, now })
-                    .await;
-                return Ok(());
-            }
-            Err(e) => return Err(e.into()),
+        if !self.landed(id, applied).await? {
+            return Ok(());
         }
         if !text.is_empty() || ok {
             self.caller
@@ -370,6 +357,33 @@ impl Driver {
             self.update_todos(&text).await?;
         }
         Ok(())
+    }
+
+    /// Whether a subtask's outcome landed on the plan. A person who moved
+    /// the subtask meanwhile makes the engine refuse it: that is logged
+    /// as `overridden` and is no failure of the run (`false`); any other
+    /// failure of the host is.
+    pub(super) async fn landed(
+        &mut self,
+        id: SubtaskId,
+        applied: Result<Arc<Plan>, HostError>,
+    ) -> Result<bool, RunFailure> {
+        match applied {
+            Ok(_) => Ok(true),
+            Err(HostError::Refused(_)) | Err(HostError::NotFound(_)) => {
+                let now = self
+                    .host
+                    .plan(self.plan_id()?)
+                    .await
+                    .ok()
+                    .and_then(|p| p.subtask(id).map(|s| s.state()));
+                self.caller
+                    .log(RunEntry::Overridden { subtask: id, now })
+                    .await;
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// In complex mode, the start of the next super-step, to commit with
