@@ -141,13 +141,7 @@ fn one_item(ask: &BatchAsk<'_>, n: u32) -> NewSubtask {
 }
 
 fn cut_name(name: &str) -> String {
-    let name = name.trim();
-    if name.chars().count() <= 80 {
-        return name.to_string();
-    }
-    let mut out: String = name.chars().take(79).collect();
-    out.push('…');
-    out
+    plan_engine::text::fit(name.trim(), plan_engine::model::limits::NAME.min(80))
 }
 
 /// Turns an answer (or none) into subtasks covering exactly `ask.items`.

@@ -61,11 +61,22 @@ pub struct Job {
 }
 
 pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    let kept = plan_engine::text::prefix(text, max);
+    if kept.len() == text.len() {
         return text.to_string();
     }
-    let kept: String = text.chars().take(max).collect();
-    format!("{kept}… (cut)")
+    format!("{kept}{CUT}")
+}
+
+/// What [`cut`] adds to a text it cut, so a reader (the model, a person)
+/// knows there was more.
+const CUT: &str = "… (cut)";
+
+/// [`cut`] so that the result, its marker included, stays within `limit`
+/// characters: for a value bound for one of the engine's limits
+/// ([`plan_engine::model::limits`]), which refuses a longer one.
+pub fn cut_within(text: &str, limit: usize) -> String {
+    cut(text, limit.saturating_sub(CUT.chars().count()))
 }
 
 /// The first user message of a subtask.

@@ -2,6 +2,7 @@
 //! subtasks. The engine validates a complex plan; its refusal (a cycle, an
 //! unknown position) goes back to the model in the engine's own words.
 
+use plan_engine::text::prefix as cut_to;
 use plan_engine::{Mode, NewPlan, NewSubtask, Plan, SubtaskId};
 
 use crate::call::{CallError, Caller};
@@ -183,13 +184,6 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
         subtasks,
         repairs,
     })
-}
-
-fn cut_to(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        None => text,
-        Some((at, _)) => &text[..at],
-    }
 }
 
 /// The engine's verdict on a planned plan, without creating it.

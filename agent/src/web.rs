@@ -353,10 +353,11 @@ async fn read_capped(
 }
 
 fn cut_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some((at, _)) => format!("{}\n… (cut at {max} characters)", &text[..at]),
+    let kept = plan_engine::text::prefix(text, max);
+    if kept.len() == text.len() {
+        return text.to_string();
     }
+    format!("{kept}\n… (cut at {max} characters)")
 }
 
 #[async_trait::async_trait]

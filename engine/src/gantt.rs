@@ -46,13 +46,6 @@ fn escape(text: &str) -> String {
 }
 
 /// At most `n` characters, with an ellipsis when cut.
-fn cut(text: &str, n: usize) -> String {
-    match text.char_indices().nth(n) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
-
 /// Milliseconds as "12.3 s" (or "4 min 5 s"), without float printing.
 fn span(ms: i64) -> String {
     let ms = ms.max(0);
@@ -174,7 +167,7 @@ fn rows_only(out: &mut String, plan: &Plan, used: &[SubtaskUse], most: u64, lang
             r##"<text x="8" y="{}" fill="#27272a">#{} {}</text>"##,
             y + ROW / 2 + 4,
             s.id().0,
-            escape(&cut(s.name(), 30))
+            escape(&crate::text::ellipsis(s.name(), 30))
         );
         let Some(this) = used.iter().find(|u| u.subtask == s.id()) else {
             continue;

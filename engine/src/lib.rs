@@ -28,6 +28,7 @@
 //! - [`compare`]: two versions of a plan field by field, and who changed what;
 //! - [`revision`]: what a revised plan added, changed and dropped since a
 //!   person rejected it.
+//! - [`text`]: cutting text to a number of characters, for every crate.
 //! - [`layout`]: the layered drawing of the dependency graph for the board.
 //! - [`describe`](mod@describe): one readable line per event, for timelines;
 //!   `words`: state and mode labels in English and Chinese.
@@ -53,6 +54,7 @@ pub mod progress;
 pub mod query;
 pub mod render;
 pub mod revision;
+pub mod text;
 pub mod tools;
 pub mod transitions;
 mod words;

@@ -11,6 +11,7 @@
 //! batch stopped). It is pure: the coordinator calls the model and changes
 //! the plan; this only counts.
 
+use plan_engine::text::fit as cut;
 use plan_engine::SubtaskId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -128,15 +129,6 @@ impl BatchInput {
             .map_or("", String::as_str);
         cut(item, ITEM_CHARS)
     }
-}
-
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// One subtask of the current batch and the items it covers.

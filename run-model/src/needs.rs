@@ -73,11 +73,7 @@ impl Need {
 
     /// `text` within [`Need::TEXT_CHARS`] characters.
     pub fn cut(text: &str) -> String {
-        let text = text.trim();
-        match text.char_indices().nth(Need::TEXT_CHARS) {
-            None => text.to_string(),
-            Some((at, _)) => format!("{}…", &text[..at]),
-        }
+        plan_engine::text::ellipsis(text.trim(), Need::TEXT_CHARS)
     }
 
     /// Oldest first within each kind, approvals first: what has waited

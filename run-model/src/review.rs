@@ -5,6 +5,7 @@
 //! planner reads what the team said.
 
 use chrono::{DateTime, Utc};
+use plan_engine::text::ellipsis as cut;
 use plan_engine::{Mode, Plan, PlanId, PlanState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -198,13 +199,6 @@ impl Review {
             text.push_str(&format!(" On subtask {} \"{name}\": {note}.", n.subtask));
         }
         cut(&text, crate::memory::MEMORY_TEXT)
-    }
-}
-
-fn cut(text: &str, chars: usize) -> String {
-    match text.char_indices().nth(chars) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 

@@ -73,7 +73,7 @@ pub enum TemplateError {
 }
 
 fn cut(text: &str, chars: usize) -> String {
-    text.trim().chars().take(chars).collect()
+    plan_engine::text::prefix(text.trim(), chars).to_string()
 }
 
 impl Template {

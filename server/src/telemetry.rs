@@ -394,7 +394,7 @@ impl Queue {
 }
 
 fn cut(text: &str, chars: usize) -> String {
-    text.chars().take(chars).collect()
+    plan_engine::text::prefix(text, chars).to_string()
 }
 
 fn kv(key: &'static str, value: impl Into<Value>) -> KeyValue {

@@ -115,7 +115,10 @@ impl Driver {
                 });
                 ops.push(Op::Comment {
                     subtask: Some(s.id()),
-                    body: cut(&format!("Blocked: {}", b.reason.trim()), 3_900),
+                    body: cut_within(
+                        &format!("Blocked: {}", b.reason.trim()),
+                        plan_engine::model::limits::COMMENT,
+                    ),
                 });
             }
         }
@@ -330,7 +333,7 @@ impl Driver {
         }
         self.apply(vec![Op::Finish {
             state: PlanState::Done,
-            outcome: cut(&answer, 7_900),
+            outcome: cut_within(&answer, plan_engine::model::limits::TEXT),
         }])
         .await
         .map_err(RunFailure::Finishing)?;

@@ -45,7 +45,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::call::{CallError, Caller};
 use crate::classify;
-use crate::executor::{self, cut, Job, Outcome, AGENT_ACTOR};
+use crate::executor::{self, cut, cut_within, Job, Outcome, AGENT_ACTOR};
 use crate::host::{Host, HostError};
 use crate::llm::{CallRole, Llm, Message, Protocol};
 use crate::planner::{self, Planned, Revision, EMERGENT_CAP};
@@ -150,7 +150,7 @@ impl Agent {
         let title = config.task.lines().next().unwrap_or_default();
         let spec = NewPlan {
             title: cut(title.trim(), 80),
-            goal: cut(&config.task, 7_900),
+            goal: cut_within(&config.task, plan_engine::model::limits::TEXT),
             mode: config.mode.forced().unwrap_or(Mode::Manual),
             approval_required: config.approval_required,
             draft: true,

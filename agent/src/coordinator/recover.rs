@@ -69,7 +69,7 @@ impl Driver {
         let _ = self
             .apply(vec![Op::Comment {
                 subtask: Some(id),
-                body: cut(&body, 3_900),
+                body: cut_within(&body, plan_engine::model::limits::COMMENT),
             }])
             .await;
     }

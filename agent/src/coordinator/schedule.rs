@@ -257,7 +257,7 @@ impl Driver {
                             cut(missing, 500)
                         )
                     }
-                    None => cut(result, 7_900),
+                    None => cut_within(result, plan_engine::model::limits::TEXT),
                 };
                 let done = Op::SetSubtaskState {
                     id,
@@ -287,7 +287,7 @@ impl Driver {
                     vec![Op::SetSubtaskState {
                         id,
                         state: SubtaskState::Failed,
-                        note: Some(cut(reason, 7_900)),
+                        note: Some(cut_within(reason, plan_engine::model::limits::TEXT)),
                         start_next: false,
                     }],
                     false,
@@ -314,7 +314,10 @@ impl Driver {
                         },
                         Op::Comment {
                             subtask: Some(id),
-                            body: cut(&format!("Question: {question}"), 3_900),
+                            body: cut_within(
+                                &format!("Question: {question}"),
+                                plan_engine::model::limits::COMMENT,
+                            ),
                         },
                     ],
                     false,

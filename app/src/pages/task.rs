@@ -72,7 +72,7 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
                 <fieldset class="plain" disabled=no_model>
                     <label class="field">
                         {lang.pick("Task", "任务")}
-                        <textarea name="task" required maxlength="8000" data-testid="task-input"
+                        <textarea name="task" required maxlength=run_model::MAX_TASK_CHARS data-testid="task-input"
                             placeholder=lang.pick("What should be done? In any language.", "要做什么？任何语言都可以。")>{typed}</textarea>
                     </label>
                     <super::templates::TemplateChoice/>

@@ -180,7 +180,7 @@ impl BudgetBody {
 #[serde(deny_unknown_fields)]
 pub struct StartRun {
     /// What to do, in words (any language).
-    #[schemars(length(min = 1, max = 8000))]
+    #[schemars(length(min = 1, max = run_model::MAX_TASK_CHARS))]
     pub task: String,
     /// `auto` (the classifier decides), `simple`, `complex` or `emergent`.
     #[serde(default)]
