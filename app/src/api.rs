@@ -27,6 +27,29 @@ pub struct Viewer {
     pub is_admin: bool,
 }
 
+impl Viewer {
+    /// The one "a viewer looks but does not change" check, for every
+    /// place a person changes something on the board (plans, memories,
+    /// templates, the task box): nothing, or the refusal in `lang` naming
+    /// `what` (English, Chinese).
+    pub fn may_change(
+        &self,
+        what: (&str, &str),
+        lang: crate::i18n::Lang,
+    ) -> Result<(), BoardError> {
+        if self.can_edit {
+            return Ok(());
+        }
+        Err(BoardError::Forbidden(lang.pick(
+            format!(
+                "{} may look but not change {} (viewer role)",
+                self.name, what.0
+            ),
+            format!("{} 只能查看，不能修改{}（只读角色）", self.name, what.1),
+        )))
+    }
+}
+
 /// The settings page's webhooks: where notifications go, and how the
 /// latest deliveries went.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -615,14 +638,8 @@ async fn viewer() -> Result<Viewer, BoardError> {
 #[cfg(feature = "ssr")]
 async fn editor() -> Result<Viewer, BoardError> {
     let viewer = viewer().await?;
-    if viewer.can_edit {
-        return Ok(viewer);
-    }
-    let name = &viewer.name;
-    Err(BoardError::Forbidden(crate::i18n::detect().pick(
-        format!("{name} may look but not change plans (viewer role)"),
-        format!("{name} 只能查看，不能修改计划（只读角色）"),
-    )))
+    viewer.may_change(("plans", "计划"), crate::i18n::detect())?;
+    Ok(viewer)
 }
 
 #[server(prefix = "/_board", input = Json)]

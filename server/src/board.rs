@@ -822,14 +822,8 @@ pub async fn start_task_form(
             return back(&e, "");
         }
     };
-    let result = if !viewer.can_edit {
-        Err(BoardError::Forbidden(lang.pick(
-            format!(
-                "{} may look but not change plans (viewer role)",
-                viewer.name
-            ),
-            format!("{} 只能查看，不能修改计划（只读角色）", viewer.name),
-        )))
+    let result = if let Err(refused) = viewer.may_change(("plans", "计划"), lang) {
+        Err(refused)
     } else {
         match task_spec(&form, lang) {
             Ok(spec) => match board.stage(&mut form).await {
@@ -1378,15 +1372,7 @@ pub async fn memory_form(
 ) -> axum::response::Response {
     let lang = app::i18n::from_headers(&headers);
     let result = async {
-        if !viewer.can_edit {
-            return Err(BoardError::Forbidden(lang.pick(
-                format!(
-                    "{} may look but not change memories (viewer role)",
-                    viewer.name
-                ),
-                format!("{} 只能查看，不能修改记忆（只读角色）", viewer.name),
-            )));
-        }
+        viewer.may_change(("memories", "记忆"), lang)?;
         let id: run_model::MemoryId = id
             .parse()
             .map_err(|_| BoardError::NotFound(format!("'{id}' is not a memory id")))?;
@@ -1517,24 +1503,6 @@ pub struct TemplateForm {
     name: String,
 }
 
-/// Only people who may edit change `what` (templates).
-fn require_editor(
-    viewer: &app::api::Viewer,
-    lang: app::i18n::Lang,
-    what: (&str, &str),
-) -> Result<(), BoardError> {
-    if viewer.can_edit {
-        return Ok(());
-    }
-    Err(BoardError::Forbidden(lang.pick(
-        format!(
-            "{} may look but not change {} (viewer role)",
-            viewer.name, what.0
-        ),
-        format!("{} 只能查看，不能修改{}（只读角色）", viewer.name, what.1),
-    )))
-}
-
 /// `POST /plans/{id}/template`: saves the plan as a template and opens
 /// the Templates page; the same service as the API's.
 pub async fn template_form(
@@ -1567,7 +1535,7 @@ pub async fn template_delete_form(
         let id: run_model::TemplateId = id
             .parse()
             .map_err(|_| BoardError::NotFound(format!("'{id}' is not a template id")))?;
-        require_editor(&viewer, lang, ("templates", "模板"))?;
+        viewer.may_change(("templates", "模板"), lang)?;
         board.1.delete_template(id).await.map_err(run_error)?;
         Ok("/templates".to_string())
     }
@@ -1614,15 +1582,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PlanForm {
         let plan = id
             .parse::<PlanId>()
             .map_err(|_| refuse(BoardError::NotFound(format!("'{id}' is not a plan id"))))?;
-        if !viewer.can_edit {
-            return Err(refuse(BoardError::Forbidden(lang.pick(
-                format!(
-                    "{} may look but not change plans (viewer role)",
-                    viewer.name
-                ),
-                format!("{} 只能查看，不能修改计划（只读角色）", viewer.name),
-            ))));
-        }
+        viewer.may_change(("plans", "计划"), lang).map_err(refuse)?;
         Ok(PlanForm { plan, viewer, lang })
     }
 }
