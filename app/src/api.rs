@@ -48,6 +48,24 @@ impl Viewer {
             format!("{} 只能查看，不能修改{}（只读角色）", self.name, what.1),
         )))
     }
+
+    /// Its twin for what only admins manage (webhooks, MCP servers).
+    pub fn may_manage(
+        &self,
+        what: (&str, &str),
+        lang: crate::i18n::Lang,
+    ) -> Result<(), BoardError> {
+        if self.is_admin {
+            return Ok(());
+        }
+        Err(BoardError::Forbidden(lang.pick(
+            format!(
+                "{} is not an admin: only admins manage {}",
+                self.name, what.0
+            ),
+            format!("{} 不是管理员：只有管理员可以管理 {}", self.name, what.1),
+        )))
+    }
 }
 
 /// The settings page's webhooks: where notifications go, and how the

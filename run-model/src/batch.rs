@@ -306,11 +306,6 @@ impl BatchProgress {
         self.opening = None;
     }
 
-    /// Whether failed items wait for a batch.
-    pub fn remaining_retries(&self) -> bool {
-        self.retry.iter().any(|r| r.waiting)
-    }
-
     /// The attempts an item failed so far.
     pub fn failures_of(&self, item: u32) -> Option<&ItemRetry> {
         self.retry.iter().find(|r| r.item == item)
@@ -477,7 +472,10 @@ mod tests {
         assert_eq!(p.next_items(5), vec![2, 4, 6, 7, 8]);
         p.opened(&[2, 4, 6, 7, 8], vec![]);
         assert_eq!(p.next, 9);
-        assert!(!p.remaining_retries());
+        assert!(
+            !p.retry.iter().any(|r| r.waiting),
+            "item 2 and 4 are planned"
+        );
         assert!(!p.failed(2, "timeout", 3));
         assert_eq!(p.failures_of(2).unwrap().failed, 2);
         assert!(p.failed(2, "timeout", 3), "the third failure gives it up");

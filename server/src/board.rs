@@ -1630,24 +1630,6 @@ fn form_answer(
     }
 }
 
-/// Only admins manage `what` (webhooks, MCP servers).
-fn require_admin(
-    viewer: &app::api::Viewer,
-    lang: app::i18n::Lang,
-    what: (&str, &str),
-) -> Result<(), BoardError> {
-    if viewer.is_admin {
-        return Ok(());
-    }
-    Err(BoardError::Forbidden(lang.pick(
-        format!(
-            "{} is not an admin: only admins manage {}",
-            viewer.name, what.0
-        ),
-        format!("{} 不是管理员：只有管理员可以管理 {}", viewer.name, what.1),
-    )))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1763,7 +1745,7 @@ async fn webhook_change(
     let lang = app::i18n::from_headers(headers);
     let store = board.1.store();
     let result = async {
-        require_admin(viewer, lang, ("webhooks", "Webhook"))?;
+        viewer.may_manage(("webhooks", "Webhook"), lang)?;
         let store_error = |e| run_error(crate::runs::RunError::Store(e));
         match change {
             WebhookChange::Remove(id) => {
@@ -1913,7 +1895,7 @@ async fn tool_server_change(
     let store = board.1.store();
     let servers = board.1.tool_servers();
     let result = async {
-        require_admin(viewer, lang, ("MCP servers", "MCP 服务器"))?;
+        viewer.may_manage(("MCP servers", "MCP 服务器"), lang)?;
         match (action, name) {
             ("add", None) => servers
                 .add(store.as_ref(), form.spec(None)?, &viewer.name)

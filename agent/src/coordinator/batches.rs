@@ -51,9 +51,7 @@ impl Driver {
         }
         let path = self.input_path();
         let bytes = self.host.input(self.run.id, &path).await?;
-        let input = Arc::new(
-            BatchInput::parse(&path, &bytes).map_err(|e| RunFailure::BatchInput(e.to_string()))?,
-        );
+        let input = Arc::new(BatchInput::parse(&path, &bytes)?);
         self.input = Some(input.clone());
         Ok(input)
     }
@@ -85,7 +83,9 @@ impl Driver {
         let plan = match opened {
             Opened::Added(plan) => plan,
             Opened::Paused => return Ok(()),
-            Opened::Nothing => return Err(RunFailure::BatchInput("the input has no items".into())),
+            Opened::Nothing => {
+                return Err(run_model::BatchInputError::Empty(self.input_path()).into())
+            }
         };
         self.proposed(&plan, "planned the first batch").await;
         Ok(())

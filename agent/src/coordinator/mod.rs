@@ -292,7 +292,7 @@ pub enum RunFailure {
     #[error("finishing the plan failed: {0}")]
     Finishing(HostError),
     #[error("{0}")]
-    BatchInput(String),
+    BatchInput(#[from] run_model::BatchInputError),
 }
 
 type Flow = Result<(), RunFailure>;
