@@ -127,6 +127,7 @@ pub async fn start_with_model(
         telemetry.clone(),
     )
     .map_err(|e| StoreError::Config(e.to_string()))?;
+    webhooks::open_cursor(runs.store().as_ref()).await?;
     runs.spawn_keeper();
     webhooks::spawn(runs.store(), config.webhooks.clone(), telemetry.is_some());
     if let Some(keep) = config.run_log_retention {

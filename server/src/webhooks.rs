@@ -294,6 +294,22 @@ pub async fn purge(store: &dyn RunStore, config: &WebhookConfig) -> Result<u64, 
     store.purge_deliveries(before).await
 }
 
+/// The deliverer's cursor, set at the log's end on the very first start:
+/// history is not replayed. The server calls it before anything can run,
+/// so the entries of the first runs are never taken for history (when the
+/// deliverer's first round set it, a run started just before that round
+/// lost its first notifications).
+pub async fn open_cursor(store: &dyn RunStore) -> Result<i64, StoreError> {
+    match store.webhook_cursor().await? {
+        Some(seq) => Ok(seq),
+        None => {
+            let seq = store.last_run_log_seq().await?;
+            store.set_webhook_cursor(seq).await?;
+            Ok(seq)
+        }
+    }
+}
+
 /// Records the deliveries the new entries make, then attempts the due ones.
 async fn tick(
     store: &dyn RunStore,
@@ -303,15 +319,7 @@ async fn tick(
 ) -> Result<(), StoreError> {
     const PAGE: u32 = 500;
     let endpoints = endpoints(store, config).await?;
-    // The first start begins at the log's end: history is not replayed.
-    let mut cursor = match store.webhook_cursor().await? {
-        Some(seq) => seq,
-        None => {
-            let seq = store.last_run_log_seq().await?;
-            store.set_webhook_cursor(seq).await?;
-            seq
-        }
-    };
+    let mut cursor = open_cursor(store).await?;
     let settled_before = chrono::Utc::now()
         - chrono::Duration::from_std(config.settle).unwrap_or(chrono::Duration::zero());
     // Read from the cursor; the cursor itself moves only past entries old
