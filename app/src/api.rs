@@ -568,6 +568,8 @@ pub trait BoardBackend: Send + Sync {
     async fn list(&self, filter: &ListFilter) -> Result<PlanList, BoardError>;
     async fn history(&self, filter: &ListFilter) -> Result<HistoryList, BoardError>;
     async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError>;
+    /// The plan as it stands now (the DAG drawing reads it).
+    async fn plan(&self, id: PlanId) -> Result<plan_engine::Plan, BoardError>;
     async fn command(&self, id: PlanId, command: Command, actor: &str) -> Result<u64, BoardError>;
     async fn create(&self, spec: NewPlan, actor: &str) -> Result<PlanId, BoardError>;
     /// Which model the agent runs on (read while rendering, no call).
@@ -625,7 +627,7 @@ impl BoardError {
 /// Gives a refusal its HTTP status (a server function error is otherwise
 /// a 500), so logs, metrics and proxies see a 4xx for a person's mistake.
 #[cfg(feature = "ssr")]
-fn answered<T>(result: Result<T, BoardError>) -> Result<T, BoardError> {
+pub(crate) fn answered<T>(result: Result<T, BoardError>) -> Result<T, BoardError> {
     if let (Err(e), Some(options)) = (&result, use_context::<leptos_axum::ResponseOptions>()) {
         options.set_status(e.status());
     }
@@ -639,14 +641,14 @@ pub fn agent_info() -> AgentInfo {
 }
 
 #[cfg(feature = "ssr")]
-fn backend() -> Result<std::sync::Arc<dyn BoardBackend>, BoardError> {
+pub(crate) fn backend() -> Result<std::sync::Arc<dyn BoardBackend>, BoardError> {
     use_context::<std::sync::Arc<dyn BoardBackend>>()
         .ok_or_else(|| BoardError::Unavailable("the board backend is not configured".into()))
 }
 
 /// The viewer the server's access layer put on this request.
 #[cfg(feature = "ssr")]
-async fn viewer() -> Result<Viewer, BoardError> {
+pub(crate) async fn viewer() -> Result<Viewer, BoardError> {
     let axum::Extension(viewer) = leptos_axum::extract::<axum::Extension<Viewer>>()
         .await
         .map_err(|_| BoardError::Forbidden("sign in first".into()))?;
@@ -663,25 +665,6 @@ async fn editor() -> Result<Viewer, BoardError> {
 #[server(prefix = "/_board", input = Json)]
 pub async fn whoami() -> Result<Viewer, BoardError> {
     answered(viewer().await)
-}
-
-/// The plans list at `address`, its query string (see [`ListFilter`]),
-/// drawn as HTML for the live list's island.
-#[server(prefix = "/_board", input = Json)]
-pub async fn plans_html(address: String) -> Result<String, BoardError> {
-    answered(
-        async {
-            viewer().await?;
-            let filter = ListFilter::from_address(&address);
-            let list = backend()?.list(&filter).await?;
-            Ok(crate::pages::plans::list_html(
-                list,
-                &filter,
-                crate::i18n::detect(),
-            ))
-        }
-        .await,
-    )
 }
 
 /// History (rendered on the server only, so its rows never reach the wasm).
@@ -937,28 +920,6 @@ pub async fn load_activity(plan: PlanId, subtask: Option<u32>) -> Result<Activit
         async {
             viewer().await?;
             backend()?.activity(plan, subtask).await
-        }
-        .await,
-    )
-}
-
-/// Lines the board's live activity panel shows; the page has them all.
-pub const PANEL_LINES: usize = 40;
-
-/// The board's live activity panel (the whole run, or one subtask's), as
-/// HTML drawn on the server: the board sets it as it comes, so the wasm
-/// decodes a string instead of every kind of activity.
-#[server(prefix = "/_board", input = Json)]
-pub async fn activity_html(plan: PlanId, subtask: Option<u32>) -> Result<String, BoardError> {
-    answered(
-        async {
-            viewer().await?;
-            let tail = backend()?.activity_tail(plan, subtask, PANEL_LINES).await?;
-            Ok(crate::pages::activity::panel_html(
-                plan,
-                tail,
-                crate::i18n::detect(),
-            ))
         }
         .await,
     )

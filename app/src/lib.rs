@@ -31,6 +31,7 @@ pub mod codec;
 pub mod i18n;
 pub mod live;
 pub mod pages;
+pub mod words;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -38,8 +39,8 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::hooks::use_location;
 use leptos_router::path;
 
-use board::BoardPage;
 use i18n::{use_lang, Lang};
+use pages::plan::BoardPage;
 use pages::{
     activity::ActivityPage, compare::ComparePage, history::HistoryPage, inbox::InboxPage,
     memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,

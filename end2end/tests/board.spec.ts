@@ -392,3 +392,69 @@ test("compare two versions of a plan: what was added and changed field by field,
   await page.getByTestId("compare-submit").click();
   await expect(page.getByTestId("compare-same")).toBeVisible();
 });
+
+test("a plan of 1,500 subtasks: columns page, the DAG folds chains and crowds and opens them, the Gantt and the timeline page", async ({ page, request }) => {
+  test.setTimeout(120_000);
+  // 40 lanes of chains (each lane one long chain), then 300 independent checks.
+  const subs = [];
+  for (let i = 1; i <= 1500; i++) {
+    const dependencies = i > 1200 ? [] : (i - 1) % 10 > 0 ? [i - 1] : i > 400 ? [i - 400 + 9] : [];
+    subs.push({ name: `step ${i}`, dependencies });
+  }
+  const id = await createPlan(request, unique("Huge"), subs, { approval_required: false });
+  // 210 events, past the timeline's first page.
+  for (let i = 1201; i <= 1305; i++) {
+    await setState(request, id, i, "in_progress");
+    await setState(request, id, i, "done");
+  }
+  await openBoard(page, id);
+  // Ready: 40 lane heads and 195 checks; a page is 100 cards.
+  const ready = page.getByTestId("column-ready");
+  await expect(ready.locator(".count-n")).toHaveText("235");
+  await expect(ready.locator(".card")).toHaveCount(100);
+  await expect(page.getByTestId("more-ready")).toHaveText("Show 100 more (135 not shown)");
+  await page.getByTestId("more-ready").click();
+  await expect(ready.locator(".card")).toHaveCount(200);
+  await page.getByTestId("more-ready").click();
+  await expect(ready.locator(".card")).toHaveCount(235);
+  await expect(page.getByTestId("more-ready")).toHaveCount(0);
+  // An edit over the API still shows at once.
+  await setState(request, id, 1, "in_progress");
+  await expect(page.getByTestId("column-in_progress").getByTestId("card-1")).toBeVisible();
+  await shot(page, "board-huge-kanban");
+
+  await page.getByTestId("tab-dag").click();
+  // Each lane is one folded chain; the crowded first layer keeps part of
+  // itself, the first in progress, and folds the rest into one group.
+  const drawn = page.locator("svg.dag .node");
+  await expect(page.getByTestId("unit-1")).toHaveClass(/chain/);
+  await expect(page.getByTestId("unit-1")).toHaveAttribute("aria-label", /#1–#810 · 30 in a row/);
+  await expect(page.locator("svg.dag .node.unit.group")).toHaveCount(1);
+  expect(await drawn.count()).toBeLessThanOrEqual(200);
+  await expect(page.getByTestId("dag-folded")).toContainText("41 chains and groups folded");
+  await shot(page, "board-huge-dag");
+  await page.getByTestId("unit-1").click();
+  await expect(page.getByTestId("node-1")).toBeVisible();
+  await expect(page.getByTestId("node-810")).toBeAttached();
+  await page.locator("svg.dag .node.unit.group").click();
+  await expect(page.locator("svg.dag .node.unit.group")).toHaveCount(0);
+  await expect(page.getByTestId("node-1500")).toBeAttached();
+  await page.getByTestId("dag-fold").click();
+  await expect(page.getByTestId("unit-1")).toBeVisible();
+  await expect(page.locator("svg.dag .node.unit.group")).toHaveCount(1);
+
+  await page.getByTestId("tab-gantt").click();
+  await expect(page.getByTestId("gantt-rows")).toHaveText("Rows 1–200 of 1500");
+  await page.getByTestId("gantt-later").click();
+  await expect(page.getByTestId("gantt-rows")).toHaveText("Rows 201–400 of 1500");
+  await expect(page.getByTestId("gantt")).toHaveAttribute("src", /from=200$/);
+  const svg = await (await request.get(`/plans/${id}/gantt.svg?from=1200`)).text();
+  expect(svg).toContain(">#1201 step 1201<");
+  expect(svg).not.toContain(">#1 step 1<");
+
+  await page.getByTestId("tab-timeline").click();
+  await expect(page.getByTestId("timeline-entry")).toHaveCount(200);
+  await page.getByTestId("timeline-more").click();
+  await expect(page.getByTestId("timeline-more")).toHaveCount(0);
+  expect(await page.getByTestId("timeline-entry").count()).toBeGreaterThan(210);
+});

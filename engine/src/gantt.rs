@@ -65,9 +65,28 @@ pub struct SubtaskUse {
     pub cost: Option<String>,
 }
 
-/// The chart. `used` says what each subtask's model calls spent.
+/// Rows in one window of the chart: a plan of 5,000 subtasks drawn whole is
+/// a 130,000-pixel image nobody scrolls; the board pages through windows.
+pub const WINDOW: usize = 200;
+
+/// The chart's first window. `used` says what each subtask's model calls
+/// spent.
 pub fn gantt_svg(plan: &Plan, now: Timestamp, used: &[SubtaskUse], lang: Lang) -> String {
-    let subtasks = plan.subtasks();
+    gantt_window(plan, now, used, lang, 0)
+}
+
+/// The rows `from..from + WINDOW` of the chart (in plan order), on the
+/// whole plan's time axis, so windows compare at a glance.
+pub fn gantt_window(
+    plan: &Plan,
+    now: Timestamp,
+    used: &[SubtaskUse],
+    lang: Lang,
+    from: usize,
+) -> String {
+    let all = plan.subtasks();
+    let from = from.min(all.len());
+    let subtasks = &all[from..(from + WINDOW).min(all.len())];
     let rows = i64::try_from(subtasks.len()).unwrap_or(i64::MAX / ROW - 2);
     let height = TOP + rows.max(1) * ROW + 12;
     let mut out = String::new();
@@ -80,14 +99,8 @@ pub fn gantt_svg(plan: &Plan, now: Timestamp, used: &[SubtaskUse], lang: Lang) -
         let end = s.finished_at().unwrap_or(now).max(start);
         Some((start, end))
     };
-    let first = subtasks
-        .iter()
-        .filter_map(|s| ends(s).map(|(a, _)| a))
-        .min();
-    let last = subtasks
-        .iter()
-        .filter_map(|s| ends(s).map(|(_, b)| b))
-        .max();
+    let first = all.iter().filter_map(|s| ends(s).map(|(a, _)| a)).min();
+    let last = all.iter().filter_map(|s| ends(s).map(|(_, b)| b)).max();
     let most_tokens = used.iter().map(|u| u.tokens).max().unwrap_or(0);
     let (Some(first), Some(last)) = (first, last) else {
         let _ = write!(
@@ -95,7 +108,7 @@ pub fn gantt_svg(plan: &Plan, now: Timestamp, used: &[SubtaskUse], lang: Lang) -
             r##"<text x="8" y="20" fill="#71717a">{}</text>"##,
             lang.pick("No subtask has started yet.", "还没有开始的子任务。")
         );
-        rows_only(&mut out, plan, used, most_tokens, lang);
+        rows_only(&mut out, subtasks, used, most_tokens, lang);
         out.push_str("</svg>");
         return out;
     };
@@ -117,7 +130,7 @@ pub fn gantt_svg(plan: &Plan, now: Timestamp, used: &[SubtaskUse], lang: Lang) -
             span(total * q / 4)
         );
     }
-    rows_only(&mut out, plan, used, most_tokens, lang);
+    rows_only(&mut out, subtasks, used, most_tokens, lang);
     for (i, s) in (0i64..).zip(subtasks) {
         let Some((start, end)) = ends(s) else {
             continue;
@@ -150,7 +163,15 @@ pub fn gantt_svg(plan: &Plan, now: Timestamp, used: &[SubtaskUse], lang: Lang) -
 
 /// The labels and the token bars (with the cost beside them), one row per
 /// subtask.
-fn rows_only(out: &mut String, plan: &Plan, used: &[SubtaskUse], most: u64, lang: Lang) {
+fn rows_only(
+    out: &mut String,
+    subtasks: &[std::sync::Arc<crate::model::Subtask>],
+    used: &[SubtaskUse],
+    most: u64,
+    lang: Lang,
+) {
+    let used: std::collections::HashMap<SubtaskId, &SubtaskUse> =
+        used.iter().map(|u| (u.subtask, u)).collect();
     if most > 0 {
         let _ = write!(
             out,
@@ -160,7 +181,7 @@ fn rows_only(out: &mut String, plan: &Plan, used: &[SubtaskUse], most: u64, lang
             lang.pick("tokens", "tokens")
         );
     }
-    for (i, s) in (0i64..).zip(plan.subtasks()) {
+    for (i, s) in (0i64..).zip(subtasks) {
         let y = TOP + i * ROW;
         let _ = write!(
             out,
@@ -169,7 +190,7 @@ fn rows_only(out: &mut String, plan: &Plan, used: &[SubtaskUse], most: u64, lang
             s.id().0,
             escape(&crate::text::ellipsis(s.name(), 30))
         );
-        let Some(this) = used.iter().find(|u| u.subtask == s.id()) else {
+        let Some(this) = used.get(&s.id()) else {
             continue;
         };
         let tokens = this.tokens;
@@ -259,6 +280,42 @@ mod tests {
         assert!(!svg.contains("<script>"), "names are escaped");
         assert!(svg.contains("&lt;script&gt;"));
         assert!(svg.contains("2.0 s"), "the axis ends at the last end");
+    }
+
+    #[test]
+    fn a_window_draws_its_rows_on_the_whole_plans_time_axis() {
+        let spec = NewPlan {
+            title: "t".into(),
+            approval_required: false,
+            subtasks: (1..=450)
+                .map(|i| NewSubtask::named(format!("s{i}")))
+                .collect(),
+            ..NewPlan::default()
+        };
+        let (mut plan, _) = Plan::create(&spec, "t", at(0)).unwrap();
+        let set = |id: u32, state: SubtaskState| Op::SetSubtaskState {
+            id: SubtaskId(id),
+            state,
+            note: Some("r".into()),
+            start_next: false,
+        };
+        plan.execute_all(vec![set(1, SubtaskState::InProgress)], "t", at(0))
+            .unwrap();
+        plan.execute_all(vec![set(1, SubtaskState::Done)], "t", at(1000))
+            .unwrap();
+        plan.execute_all(vec![set(420, SubtaskState::InProgress)], "t", at(3000))
+            .unwrap();
+        let last = gantt_window(&plan, at(4000), &[], Lang::En, 400);
+        assert_eq!(last.matches("<text x=\"8\"").count(), 50, "rows 401 to 450");
+        assert!(last.contains(">#401 s401<") && !last.contains(">#1 s1<"));
+        // Subtask 1 is outside the window but still sets the axis's start.
+        assert!(last.contains(r#"data-subtask="420" data-start="3000" data-end="4000""#));
+        assert!(!last.contains(r#"data-subtask="1""#));
+        let first = gantt_svg(&plan, at(4000), &[], Lang::En);
+        assert_eq!(first.matches("<text x=\"8\"").count(), WINDOW);
+        // Past the end: an empty window, not a panic.
+        let past = gantt_window(&plan, at(4000), &[], Lang::En, 9_999);
+        assert_eq!(past.matches("<text x=\"8\"").count(), 0);
     }
 
     #[test]

@@ -36,8 +36,7 @@ const SWEEPS: usize = 8;
 /// cycles), but should one be loaded, it falls back to one subtask per layer.
 pub fn layout(plan: &Plan) -> Layout {
     let subtasks = &plan.subtasks;
-    let n = subtasks.len();
-    if n == 0 {
+    if subtasks.is_empty() {
         return Layout::default();
     }
     let deps: Vec<Vec<usize>> = subtasks
@@ -49,14 +48,54 @@ pub fn layout(plan: &Plan) -> Layout {
                 .collect()
         })
         .collect();
-    let mut layer = vec![0usize; n];
-    match topological_order(subtasks) {
-        Ok(order) => {
-            for p in order {
-                layer[p] = deps[p].iter().map(|&q| layer[q] + 1).max().unwrap_or(0);
-            }
-        }
-        Err(_) => layer = (0..n).collect(),
+    let layer = match topological_order(subtasks) {
+        Ok(order) => longest_chains(&deps, &order),
+        Err(_) => (0..subtasks.len()).collect(),
+    };
+    let drawn = layout_graph(&deps, layer);
+    Layout {
+        nodes: drawn
+            .at
+            .iter()
+            .enumerate()
+            .map(|(p, &(layer, slot))| Placed {
+                id: subtasks[p].id,
+                layer,
+                slot,
+            })
+            .collect(),
+        layers: drawn.layers,
+        widest: drawn.widest,
+        crossings: drawn.crossings,
+    }
+}
+
+/// Any acyclic graph laid out: node `p` sits at `at[p]` = (layer, slot).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GraphLayout {
+    pub at: Vec<(usize, usize)>,
+    pub layers: usize,
+    pub widest: usize,
+    pub crossings: usize,
+}
+
+/// Each node's layer: the longest chain of dependencies before it, given
+/// the nodes in an order that puts dependencies first.
+pub fn longest_chains(deps: &[Vec<usize>], order: &[usize]) -> Vec<usize> {
+    let mut layer = vec![0usize; deps.len()];
+    for &p in order {
+        layer[p] = deps[p].iter().map(|&q| layer[q] + 1).max().unwrap_or(0);
+    }
+    layer
+}
+
+/// Orders each layer of a graph whose layers are given (every dependency
+/// in an earlier layer) to cut crossings: the plan's own drawing and the
+/// condensed one of [`crate::lod`] share it.
+pub fn layout_graph(deps: &[Vec<usize>], layer: Vec<usize>) -> GraphLayout {
+    let n = deps.len();
+    if n == 0 {
+        return GraphLayout::default();
     }
     let layers = layer.iter().max().map_or(0, |m| m + 1);
     let mut rows: Vec<Vec<usize>> = vec![Vec::new(); layers];
@@ -78,7 +117,7 @@ pub fn layout(plan: &Plan) -> Layout {
         }
     };
     place(&rows, &mut slot);
-    let mut best = (count_crossings(&rows, &deps, &slot), rows.clone());
+    let mut best = (count_crossings(&rows, deps, &slot), rows.clone());
     for sweep in 0..SWEEPS {
         let down = sweep % 2 == 0;
         let order: Vec<usize> = if down {
@@ -87,7 +126,7 @@ pub fn layout(plan: &Plan) -> Layout {
             (0..layers.saturating_sub(1)).rev().collect()
         };
         for l in order {
-            let neighbours = if down { &deps } else { &dependents };
+            let neighbours = if down { deps } else { &dependents };
             let mut keyed: Vec<(f64, usize, usize)> = rows[l]
                 .iter()
                 .enumerate()
@@ -107,21 +146,15 @@ pub fn layout(plan: &Plan) -> Layout {
                 slot[p] = i;
             }
         }
-        let crossings = count_crossings(&rows, &deps, &slot);
+        let crossings = count_crossings(&rows, deps, &slot);
         if crossings < best.0 {
             best = (crossings, rows.clone());
         }
     }
     let (crossings, rows) = best;
     place(&rows, &mut slot);
-    Layout {
-        nodes: (0..n)
-            .map(|p| Placed {
-                id: subtasks[p].id,
-                layer: layer[p],
-                slot: slot[p],
-            })
-            .collect(),
+    GraphLayout {
+        at: (0..n).map(|p| (layer[p], slot[p])).collect(),
         layers,
         widest: rows.iter().map(Vec::len).max().unwrap_or(0),
         crossings,

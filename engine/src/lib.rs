@@ -49,6 +49,7 @@ pub mod gantt;
 pub mod hint;
 mod index;
 pub mod layout;
+pub mod lod;
 pub mod model;
 pub mod progress;
 pub mod query;

@@ -438,7 +438,7 @@ pub mod limits {
     pub const ACTOR: usize = 100;
     pub const KEY: usize = 100;
     /// Applies even when a plan sets no `max_subtasks`.
-    pub const SUBTASKS: usize = 2_000;
+    pub const SUBTASKS: usize = 5_000;
     pub const DEPENDENCIES: usize = 100;
 }
 

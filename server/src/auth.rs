@@ -10,7 +10,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::api::error::ApiError;
-use crate::config::Access;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
@@ -46,6 +45,32 @@ pub struct Identity {
     /// header, an agent session, an MCP client), so a reviewer can tell an
     /// agent's change from a person's.
     pub agent: Option<String>,
+}
+
+/// Who may do what: the configuration's access mode, read on every request.
+#[derive(Clone)]
+pub enum Access {
+    /// No login: every request is this user, with every right.
+    Local { user: String },
+    /// Bearer tokens: token → who and what they may do.
+    Tokens(std::collections::HashMap<String, Identity>),
+}
+
+/// Tokens never print: only who holds one and their role.
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Access::Local { user } => f.debug_struct("Local").field("user", user).finish(),
+            Access::Tokens(tokens) => {
+                let mut names: Vec<String> = tokens
+                    .values()
+                    .map(|who| format!("{}:{}:<redacted>", who.name, who.role.as_str()))
+                    .collect();
+                names.sort();
+                f.debug_tuple("Tokens").field(&names).finish()
+            }
+        }
+    }
 }
 
 /// The header an HTTP agent names itself with.

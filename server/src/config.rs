@@ -38,6 +38,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use crate::auth::Access;
 use crate::auth::{Identity, Role};
 
 #[derive(Clone)]
@@ -100,22 +101,6 @@ impl std::fmt::Debug for Config {
             .field("webhooks", &self.webhooks)
             .field("telemetry", &self.telemetry)
             .finish()
-    }
-}
-
-impl std::fmt::Debug for Access {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Access::Local { user } => f.debug_struct("Local").field("user", user).finish(),
-            Access::Tokens(tokens) => {
-                let mut names: Vec<String> = tokens
-                    .values()
-                    .map(|who| format!("{}:{}:<redacted>", who.name, who.role.as_str()))
-                    .collect();
-                names.sort();
-                f.debug_tuple("Tokens").field(&names).finish()
-            }
-        }
     }
 }
 
@@ -213,14 +198,6 @@ fn prices(
     table
         .with_given(&json)
         .map_err(|e| ConfigError::Invalid(format!("PLANBOARD_PRICES: {e}")))
-}
-
-#[derive(Clone)]
-pub enum Access {
-    /// No login: every request is this user, with every right.
-    Local { user: String },
-    /// Bearer tokens: token → who and what they may do.
-    Tokens(HashMap<String, Identity>),
 }
 
 #[derive(Debug, thiserror::Error)]

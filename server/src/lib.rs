@@ -33,6 +33,8 @@ pub mod hints;
 pub mod live;
 pub mod mcp;
 pub mod metrics;
+pub mod metrics_http;
+pub mod pages;
 pub mod runs;
 pub mod service;
 pub mod session;
@@ -211,7 +213,7 @@ pub fn router_with_pages(
     let guarded = Router::new()
         .route("/metrics", {
             let runs = services.runs.clone();
-            get(move |state| metrics::scrape(state, runs))
+            get(move |state| metrics_http::scrape(state, runs))
         })
         .with_state(services.plans.clone())
         .nest("/api", api)
@@ -223,70 +225,70 @@ pub fn router_with_pages(
             services.access.clone(),
             auth::identify,
         ));
-    let board = Arc::new(board::Board(
-        services.plans.clone(),
-        services.runs.clone(),
-        services.webhooks.clone(),
-    ));
+    let board = Arc::new(board::Board {
+        plans: services.plans.clone(),
+        runs: services.runs.clone(),
+        webhooks: services.webhooks.clone(),
+    });
     let backend: Arc<dyn app::api::BoardBackend> = board.clone();
     let site = Router::new()
         .route(
             app::pages::task::TASK_ROUTE,
-            axum::routing::post(board::start_task_form)
+            axum::routing::post(board::forms::start_task_form)
                 .layer(axum::extract::DefaultBodyLimit::max(UPLOAD_BODY_LIMIT))
                 .with_state(board.clone()),
         )
         .route(
             "/plans/{id}/gantt.svg",
-            get(board::gantt).with_state(board.clone()),
+            get(board::gantt::gantt).with_state(board.clone()),
         )
         .route(
             "/plans/{id}/replan",
-            axum::routing::post(board::replan_form).with_state(board.clone()),
+            axum::routing::post(board::forms::replan_form).with_state(board.clone()),
         )
         .route(
             "/plans/{id}/answer",
-            axum::routing::post(board::answer_form).with_state(board.clone()),
+            axum::routing::post(board::forms::answer_form).with_state(board.clone()),
         )
         .route(
             "/plans/{id}/tool-call",
-            axum::routing::post(board::tool_call_form).with_state(board.clone()),
+            axum::routing::post(board::forms::tool_call_form).with_state(board.clone()),
         )
         .route(
             "/plans/{id}/again",
-            axum::routing::post(board::again_form).with_state(board.clone()),
+            axum::routing::post(board::forms::again_form).with_state(board.clone()),
         )
         .route(
             "/plans/{id}/review",
-            axum::routing::post(board::review_form).with_state(board.clone()),
+            axum::routing::post(board::forms::review_form).with_state(board.clone()),
         )
         .route(
             "/plans/{id}/template",
-            axum::routing::post(board::template_form).with_state(board.clone()),
+            axum::routing::post(board::forms::template_form).with_state(board.clone()),
         )
         .route(
             "/templates/{id}/delete",
-            axum::routing::post(board::template_delete_form).with_state(board.clone()),
+            axum::routing::post(board::forms::template_delete_form).with_state(board.clone()),
         )
         .route(
             "/memories/{id}/{action}",
-            axum::routing::post(board::memory_form).with_state(board.clone()),
+            axum::routing::post(board::forms::memory_form).with_state(board.clone()),
         )
         .route(
             "/settings/webhooks",
-            axum::routing::post(board::webhook_add_form).with_state(board.clone()),
+            axum::routing::post(board::forms::webhook_add_form).with_state(board.clone()),
         )
         .route(
             "/settings/webhooks/{id}/remove",
-            axum::routing::post(board::webhook_remove_form).with_state(board.clone()),
+            axum::routing::post(board::forms::webhook_remove_form).with_state(board.clone()),
         )
         .route(
             "/tools/servers",
-            axum::routing::post(board::tool_server_add_form).with_state(board.clone()),
+            axum::routing::post(board::forms::tool_server_add_form).with_state(board.clone()),
         )
         .route(
             "/tools/servers/{name}/{action}",
-            axum::routing::post(board::tool_server_action_form).with_state(board),
+            axum::routing::post(board::forms::tool_server_action_form).with_state(board),
         )
         .leptos_routes_with_context(
             &options,
@@ -359,10 +361,13 @@ fn with_operations(app: Router, plans: Arc<PlanService>) -> Router {
             .unwrap_or("-");
         tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path())
     });
-    app.layer(axum::middleware::from_fn_with_state(plans, metrics::record))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(trace)
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+    app.layer(axum::middleware::from_fn_with_state(
+        plans,
+        metrics_http::record,
+    ))
+    .layer(PropagateRequestIdLayer::x_request_id())
+    .layer(trace)
+    .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
 
 async fn healthz(instance: Option<Arc<str>>) -> axum::response::Response {

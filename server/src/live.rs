@@ -19,8 +19,8 @@ use run_model::StreamEvent;
 use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::runs::RunNews;
-use crate::store::{PlanStore, StoredEvent};
+use crate::pages::{Pages, Sequenced};
+use crate::store::{PlanStore, StoredEvent, StoredRunEntry};
 
 /// How many rows a slow subscriber may fall behind before it gets `resync`.
 const BACKLOG: usize = 4096;
@@ -118,22 +118,19 @@ impl Hub {
     /// Reads the log after the last published row (without publishing it).
     pub async fn read_new(&self, store: &dyn PlanStore) -> Vec<StoredEvent> {
         let mut all: Vec<StoredEvent> = Vec::new();
-        loop {
-            let after = all.last().map_or_else(|| self.last_seq(), |r| r.seq);
-            let rows = match store.events(None, after, PAGE).await {
-                Ok(rows) => rows,
+        let mut pages = Pages::after(self.last_seq(), PAGE, |after, n| {
+            store.events(None, after, n)
+        });
+        while let Some(rows) = pages.next().await {
+            match rows {
+                Ok(rows) => all.extend(rows),
                 Err(e) => {
                     tracing::error!("reading the event log failed: {e}");
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    return all;
                 }
-            };
-            let full = rows.len() == PAGE as usize;
-            all.extend(rows);
-            if !full {
-                return all;
             }
         }
+        all
     }
 
     /// Broadcasts rows read by [`Hub::read_new`], in order.
@@ -162,10 +159,70 @@ pub fn stream(
     keep_alive: Duration,
     runs: Option<RunEntries>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let followed = hub.clone();
+    follower(hub, keep_alive, move |tx| async move {
+        follow(&followed, store, plan, after, &tx, runs).await
+    })
+}
+
+/// One subscriber's SSE response, for plan and run streams alike: `follow`
+/// runs on its own task and sends the events; once the server begins to
+/// shut down, the stream ends with a `shutdown` event instead, so the
+/// client reconnects (to another replica).
+pub fn follower<F, Fut>(
+    hub: Arc<Hub>,
+    keep_alive: Duration,
+    follow: F,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>>
+where
+    F: FnOnce(mpsc::Sender<SseEvent>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
-    tokio::spawn(pump(hub, store, plan, after, tx, runs));
+    let bye = tx.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = follow(tx) => {}
+            () = hub.closing() => {
+                let event = SseEvent::default()
+                    .event(StreamEvent::Shutdown.name())
+                    .data(r#"{"reason":"the server is shutting down; reconnect to resume"}"#);
+                let _ = bye.send(event).await;
+            }
+        }
+    });
     Sse::new(futures_util::StreamExt::map(ReceiverStream::new(rx), Ok))
         .keep_alive(KeepAlive::new().interval(keep_alive))
+}
+
+/// Sends a log's rows after `*last` as events, page by page, moving
+/// `*last` along; false when the subscriber went away or the log could not
+/// be read (the stream then ends, and its client reconnects).
+pub async fn send_pages<T, E, F, Fut>(last: &mut i64, tx: &mpsc::Sender<SseEvent>, read: F) -> bool
+where
+    T: Sequenced + serde::Serialize,
+    E: std::fmt::Display,
+    F: FnMut(i64, u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<T>, E>>,
+{
+    let mut pages = Pages::after(*last, PAGE, read);
+    while let Some(rows) = pages.next().await {
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::error!("reading a log for a stream failed: {e}");
+                return false;
+            }
+        };
+        for row in rows {
+            *last = row.seq();
+            let json = serde_json::to_string(&row).unwrap_or_default();
+            if tx.send(row_event(row.seq(), json)).await.is_err() {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 pub(crate) fn row_event(seq: i64, json: String) -> SseEvent {
@@ -175,27 +232,48 @@ pub(crate) fn row_event(seq: i64, json: String) -> SseEvent {
 /// The run log's broadcast, for a plan's stream to carry its run's entries.
 pub type RunEntries = broadcast::Receiver<RunNews>;
 
-async fn pump(
-    hub: Arc<Hub>,
-    store: Arc<dyn PlanStore>,
-    plan: Option<PlanId>,
-    after: Option<i64>,
-    tx: mpsc::Sender<SseEvent>,
-    runs: Option<RunEntries>,
-) {
-    let mut closing = hub.closing.subscribe();
-    let closed = async move {
-        let _ = closing.wait_for(|closed| *closed).await;
-    };
-    tokio::select! {
-        () = follow(&hub, store, plan, after, &tx, runs) => {}
-        () = closed => {
-            let bye = SseEvent::default()
-                .event(StreamEvent::Shutdown.name())
-                .data(r#"{"reason":"the server is shutting down; reconnect to resume"}"#);
-            let _ = tx.send(bye).await;
+/// What a run's followers hear live.
+#[derive(Clone, Debug)]
+pub enum RunNews {
+    /// A run-log entry, just stored.
+    Entry(Arc<StoredRunEntry>),
+    /// A piece of a reply being written (never stored).
+    Delta(Arc<LiveDelta>),
+}
+
+impl RunNews {
+    pub fn plan_id(&self) -> Option<PlanId> {
+        match self {
+            RunNews::Entry(e) => e.plan_id,
+            RunNews::Delta(d) => d.plan_id,
         }
     }
+
+    /// The SSE event for a plan's stream: `run` or `delta`, without an id
+    /// (the id stays the plan log's, for Last-Event-ID).
+    pub fn plan_event(&self) -> SseEvent {
+        match self {
+            RunNews::Entry(e) => SseEvent::default()
+                .event(StreamEvent::Run.name())
+                .data(serde_json::to_string(&**e).unwrap_or_default()),
+            RunNews::Delta(d) => delta_event(d),
+        }
+    }
+}
+
+/// A piece of a reply as the streams send it: `event: delta`, no id.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct LiveDelta {
+    pub run_id: agent::RunId,
+    pub plan_id: Option<PlanId>,
+    #[serde(flatten)]
+    pub delta: agent::run::ReplyDelta,
+}
+
+pub fn delta_event(delta: &LiveDelta) -> SseEvent {
+    SseEvent::default()
+        .event(StreamEvent::Delta.name())
+        .data(serde_json::to_string(delta).unwrap_or_default())
 }
 
 async fn follow(
@@ -223,27 +301,9 @@ async fn follow(
         }
         Some(after) => after,
     };
-    if after.is_some() {
-        loop {
-            let rows = match store.events(plan, last, PAGE).await {
-                Ok(rows) => rows,
-                Err(e) => {
-                    tracing::error!("reading the event log for a stream failed: {e}");
-                    return;
-                }
-            };
-            let done = rows.len() < PAGE as usize;
-            for row in rows {
-                last = row.seq;
-                let json = serde_json::to_string(&row).unwrap_or_default();
-                if tx.send(row_event(row.seq, json)).await.is_err() {
-                    return;
-                }
-            }
-            if done {
-                break;
-            }
-        }
+    if after.is_some() && !send_pages(&mut last, tx, |after, n| store.events(plan, after, n)).await
+    {
+        return;
     }
     loop {
         // A client that went away on a quiet plan would otherwise keep this

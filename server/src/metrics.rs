@@ -19,13 +19,11 @@
 //!   again as `subtask`) and
 //!   `planboard_agent_tool_calls_total{tool, outcome}`.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -33,8 +31,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-
-use crate::service::PlanService;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -295,6 +291,23 @@ impl Metrics {
     }
 
     /// Sets the runs-by-state gauge (read from the store when scraped).
+    /// The plans in memory, counted by state (set afresh at each scrape).
+    pub fn plans_by_state(&self, states: impl IntoIterator<Item = plan_engine::PlanState>) {
+        self.plans.clear();
+        for state in states {
+            self.plans
+                .get_or_create(&StateLabels {
+                    state: state.as_str().to_string(),
+                })
+                .inc();
+        }
+    }
+
+    /// The live streams' subscribers now.
+    pub fn subscribers(&self, n: usize) {
+        self.subscribers.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
     pub fn agent_runs(&self, counts: &[(agent::RunState, u64)]) {
         self.agent.runs.clear();
         for (state, n) in counts {
@@ -314,7 +327,7 @@ impl Metrics {
         self.commit_seconds.observe(took.as_secs_f64());
     }
 
-    fn request(&self, method: &str, route: &str, status: u16, took: Duration) {
+    pub fn request(&self, method: &str, route: &str, status: u16, took: Duration) {
         self.requests
             .get_or_create(&RequestLabels {
                 method: method.to_string(),
@@ -330,7 +343,7 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    fn render(&self) -> String {
+    pub fn render(&self) -> String {
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = encode(&mut text, &self.registry);
@@ -341,7 +354,7 @@ impl Metrics {
 /// The route template of an API request, carried on its response so the
 /// outer [`record`] can label it (routing happens inside, after it).
 #[derive(Clone)]
-struct Route(String);
+pub(crate) struct Route(pub(crate) String);
 
 /// On the API's routes: puts the matched route template on the response.
 pub async fn tag_route(matched: MatchedPath, request: Request, next: Next) -> Response {
@@ -349,70 +362,4 @@ pub async fn tag_route(matched: MatchedPath, request: Request, next: Next) -> Re
     let mut response = next.run(request).await;
     response.extensions_mut().insert(route);
     response
-}
-
-/// Around everything: counts and times each request.
-pub async fn record(
-    State(service): State<Arc<PlanService>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let started = Instant::now();
-    let method = request.method().as_str().to_string();
-    let path = request.uri().path();
-    let fallback = if path.starts_with("/mcp") {
-        "/mcp"
-    } else if path.starts_with("/api/") {
-        "/api (no route)"
-    } else if matches!(path, "/healthz" | "/metrics") {
-        path
-    } else {
-        "page"
-    }
-    .to_string();
-    let response = next.run(request).await;
-    let route = response
-        .extensions()
-        .get::<Route>()
-        .map_or(fallback, |r| r.0.clone());
-    service.metrics().request(
-        &method,
-        &route,
-        response.status().as_u16(),
-        started.elapsed(),
-    );
-    response
-}
-
-/// `GET /metrics`.
-pub async fn scrape(
-    State(service): State<Arc<PlanService>>,
-    runs: Arc<crate::runs::Runs>,
-) -> impl IntoResponse {
-    let metrics = service.metrics();
-    match runs.store().run_counts().await {
-        Ok(counts) => metrics.agent_runs(&counts),
-        // The other metrics still answer; the gauge keeps its last value.
-        Err(e) => tracing::warn!("metrics: cannot count runs: {e}"),
-    }
-    metrics
-        .subscribers
-        .set(i64::try_from(service.hub().subscribers()).unwrap_or(i64::MAX));
-    let states = service.scan(|plan| Some(plan.state())).await;
-    metrics.plans.clear();
-    for state in states {
-        metrics
-            .plans
-            .get_or_create(&StateLabels {
-                state: state.as_str().to_string(),
-            })
-            .inc();
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        metrics.render(),
-    )
 }

@@ -34,6 +34,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use crate::pages::Pages;
 use crate::store::{NewDelivery, RunStore, StoreError, StoredRunEntry};
 
 /// One place notifications go.
@@ -324,14 +325,11 @@ async fn tick(
         - chrono::Duration::from_std(config.settle).unwrap_or(chrono::Duration::zero());
     // Read from the cursor; the cursor itself moves only past entries old
     // enough that no lower one can still commit.
-    let mut read = cursor;
     let mut settled = true;
     let was = cursor;
-    loop {
-        let page = store.run_log_since(read, PAGE).await?;
-        let Some(last) = page.last().map(|e| e.seq) else {
-            break;
-        };
+    let mut pages = Pages::after(cursor, PAGE, |after, n| store.run_log_since(after, n));
+    while let Some(page) = pages.next().await {
+        let page = page?;
         let now = chrono::Utc::now();
         let mut new = Vec::new();
         for entry in &page {
@@ -359,10 +357,6 @@ async fn tick(
         }
         if cursor != was {
             store.set_webhook_cursor(cursor).await?;
-        }
-        read = last;
-        if page.len() < PAGE as usize {
-            break;
         }
     }
     let now_ms = chrono::Utc::now().timestamp_millis();

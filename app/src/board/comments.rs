@@ -25,7 +25,7 @@ pub fn Comments(board: Board) -> impl IntoView {
                         <li class="comment" data-testid="comment">
                             <p class="comment-head">
                                 <strong>{c.author.clone()}</strong>{on}" · "
-                                <time>{super::stamp(&c.at, false)}</time>
+                                <time>{crate::words::stamp(&c.at, false)}</time>
                             </p>
                             <p class="comment-body">{c.body.clone()}</p>
                         </li>
@@ -34,11 +34,21 @@ pub fn Comments(board: Board) -> impl IntoView {
                 .collect_view()
         })
     };
-    let subtask_options = move || {
+    // Redrawn only when a subtask is added, removed or renamed: a state
+    // change on a plan of thousands must not rebuild thousands of options.
+    let names = Memo::new(move |_| {
         board.plan.with(|p| {
             p.subtasks()
                 .iter()
-                .map(|s| view! { <option value=s.id().0.to_string()>"#"{s.id().0}" "{s.name().to_string()}</option> })
+                .map(|s| (s.id().0, s.name().to_string()))
+                .collect::<Vec<_>>()
+        })
+    });
+    let subtask_options = move || {
+        names.with(|names| {
+            names
+                .iter()
+                .map(|(id, name)| view! { <option value=id.to_string()>"#"{*id}" "{name.clone()}</option> })
                 .collect_view()
         })
     };
@@ -67,7 +77,7 @@ pub fn Comments(board: Board) -> impl IntoView {
                     body.set(String::new());
                     error.set(None);
                 }
-                Err(e) => error.set(Some(super::explain(&e, lang))),
+                Err(e) => error.set(Some(crate::words::explain(&e, lang))),
             }
         });
     };

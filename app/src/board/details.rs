@@ -6,7 +6,8 @@
 use leptos::prelude::*;
 use plan_engine::{Lang, NewSubtask, Op, Position, SubtaskId, SubtaskPatch};
 
-use super::{explain, Board};
+use super::Board;
+use crate::words::explain;
 
 /// "1, 2 #3" → the ids; anything else is an error in words.
 pub fn parse_ids(text: &str, lang: Lang) -> Result<Vec<SubtaskId>, String> {

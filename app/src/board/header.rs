@@ -94,7 +94,7 @@ pub(super) fn ApprovalBanner(board: Board) -> impl IntoView {
         let version = seen.with_untracked(|s| s.as_ref().map(|p| p.version()));
         leptos::task::spawn_local(async move {
             let sent = board.send_at(Op::Approve { comment }, version).await;
-            error.set(sent.err().map(|e| super::explain(&e, lang)));
+            error.set(sent.err().map(|e| crate::words::explain(&e, lang)));
         });
     };
     let reject = move |_| {

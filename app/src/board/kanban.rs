@@ -2,6 +2,8 @@
 //! Moving a card sends the engine's `set_subtask_state`; the engine's
 //! refusal (approval, dependencies, the state table) shows on the card.
 
+use std::collections::HashSet;
+
 use leptos::prelude::*;
 use plan_engine::revision::RevisionMark;
 use plan_engine::transitions::subtask_transition;
@@ -20,7 +22,7 @@ const COLUMNS: [(&str, &str, &str); 7] = [
     ("skipped", "Skipped", "已跳过"),
 ];
 
-fn column_of(plan: &Plan, s: &Subtask, ready: &[SubtaskId]) -> &'static str {
+fn column_of(plan: &Plan, s: &Subtask, ready: &HashSet<SubtaskId>) -> &'static str {
     // A plan that cannot run yet has no ready subtasks, only waiting ones.
     let runnable = matches!(plan.state(), PlanState::Approved | PlanState::Running);
     match s.state() {
@@ -57,41 +59,114 @@ fn why_waiting(plan: &Plan, s: &Subtask, lang: Lang) -> Option<String> {
     })
 }
 
+/// Cards a column shows before its "Show more": a column of thousands
+/// costs the browser seconds to draw and nobody reads it whole.
+pub const PAGE: usize = 100;
+
+/// One card as drawn, with a key that changes whenever anything the card
+/// shows changes: the columns are keyed lists, so a change redraws only
+/// the cards it touched.
+#[derive(Clone)]
+struct Drawn {
+    subtask: Subtask,
+    why: Option<String>,
+    key: (SubtaskId, u64),
+}
+
+impl PartialEq for Drawn {
+    fn eq(&self, other: &Drawn) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Drawn {
+    fn new(subtask: Subtask, why: Option<String>) -> Drawn {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        subtask.state().hash(&mut h);
+        subtask.name().hash(&mut h);
+        subtask.dependencies().hash(&mut h);
+        subtask.assignee().hash(&mut h);
+        subtask.attempts().hash(&mut h);
+        subtask.outcome().hash(&mut h);
+        subtask.question().hash(&mut h);
+        why.hash(&mut h);
+        Drawn {
+            key: (subtask.id(), h.finish()),
+            subtask,
+            why,
+        }
+    }
+}
+
+/// A column's first `shown` cards and how many it holds.
+#[derive(Clone, Default, PartialEq)]
+struct Column {
+    cards: Vec<Drawn>,
+    total: usize,
+}
+
 #[component]
 pub fn Kanban(board: Board) -> impl IntoView {
     let lang = board.lang;
-    let columns = move || {
+    let shown: [RwSignal<usize>; 7] = std::array::from_fn(|_| RwSignal::new(PAGE));
+    // Every column at once, from one pass over the plan.
+    let columns = Memo::new(move |_| {
+        let limits: Vec<usize> = shown.iter().map(|s| s.get()).collect();
         board.plan.with(|plan| {
-            let ready = plan.ready();
-            COLUMNS
-                .iter()
-                .map(|(key, en, zh)| {
-                    let label = lang.pick(*en, *zh);
-                    let cards: Vec<Subtask> = plan
-                        .subtasks()
-                        .iter()
-                        .filter(|s| column_of(plan, s, &ready) == *key)
-                        .map(|s| Subtask::clone(s))
-                        .collect();
-                    let n = cards.len();
-                    let cards = cards
-                        .into_iter()
-                        .map(|s| {
-                            let why = why_waiting(plan, &s, lang);
-                            view! { <Card board subtask=s why/> }
-                        })
-                        .collect_view();
+            let ready: HashSet<SubtaskId> = plan.ready().into_iter().collect();
+            let mut out: Vec<Column> = vec![Column::default(); COLUMNS.len()];
+            for s in plan.subtasks() {
+                let key = column_of(plan, s, &ready);
+                let Some(c) = COLUMNS.iter().position(|(k, _, _)| *k == key) else {
+                    continue;
+                };
+                out[c].total += 1;
+                if out[c].cards.len() < limits[c] {
+                    let why = why_waiting(plan, s, lang);
+                    out[c].cards.push(Drawn::new(Subtask::clone(s), why));
+                }
+            }
+            out
+        })
+    });
+    let columns_view = COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(c, (key, en, zh))| {
+            let label = lang.pick(*en, *zh);
+            let total = move || columns.with(|cols| cols[c].total);
+            let more = move || {
+                let left = total().saturating_sub(shown[c].get());
+                (left > 0).then(|| {
+                    let next = left.min(PAGE);
                     view! {
-                        <section class=format!("column column-{key}") data-testid=format!("column-{key}") aria-label=label>
-                            <h2>{label}" "<span class="count-n">{n}</span></h2>
-                            <div class="cards">{cards}</div>
-                        </section>
+                        <button class="more" data-testid=format!("more-{key}")
+                            on:click=move |_| shown[c].update(|k| *k += PAGE)>
+                            {lang.pick(
+                                format!("Show {next} more ({left} not shown)"),
+                                format!("再显示 {next} 个（还有 {left} 个未显示）"),
+                            )}
+                        </button>
                     }
                 })
-                .collect_view()
+            };
+            view! {
+                <section class=format!("column column-{key}") data-testid=format!("column-{key}") aria-label=label>
+                    <h2>{label}" "<span class="count-n">{total}</span></h2>
+                    <div class="cards">
+                        <For
+                            each=move || columns.with(|cols| cols[c].cards.clone())
+                            key=|d: &Drawn| d.key
+                            children=move |d: Drawn| view! { <Card board subtask=d.subtask why=d.why/> }
+                        />
+                    </div>
+                    {more}
+                </section>
+            }
         })
-    };
-    view! { <div class="kanban">{columns}</div> }
+        .collect_view();
+    view! { <div class="kanban">{columns_view}</div> }
 }
 
 #[component]

@@ -7,33 +7,34 @@
 //!
 //! # Layout
 //! - this file: [`Board`] (the live state and the one way to send a
-//!   change); [`BoardPage`], the server-rendered page that reads the address,
-//!   and [`BoardIsland`], the hydrated board with its header, approval
-//!   banner and view tabs;
+//!   change) and [`BoardIsland`], the hydrated board with its header,
+//!   approval banner and view tabs (the page around it, which reads the
+//!   address, is `crate::pages::plan`);
+//! - `activity.rs`: the run's activity lines (the live panel's, the
+//!   activity page's);
 //! - `header.rs`: the plan's header (title, state, counts, exports) and the
 //!   approval banner;
 //! - `kanban.rs`, `dag.rs`, `timeline.rs`: the three views;
 //! - `details.rs`: the selected subtask, its edit form, the add form;
 //! - `comments.rs`: the plan's discussion.
 
+pub(crate) mod activity;
 mod comments;
 mod dag;
 pub(crate) mod details;
 mod header;
 mod kanban;
 pub(crate) mod run;
-pub(crate) use run::state_label as run_state_label;
 mod timeline;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::hooks::{use_params_map, use_query_map};
 use plan_engine::{Command, Op, Plan, PlanId, PlanState, SubtaskId};
 
 use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
 use crate::i18n::{use_lang, Lang};
 use crate::live::{use_live, Heard};
-use crate::pages::plans::connection_text;
+use crate::words::{connection_text, explain};
 use header::{ApprovalBanner, Header};
 use run_model::ReplyDelta;
 
@@ -152,50 +153,6 @@ impl Board {
     }
 }
 
-/// An error as the person should read it.
-/// The engine's refusals stay as the engine wrote them (in English, the
-/// language of the API and the agents); the board's own words follow `lang`.
-pub fn explain(e: &BoardError, lang: Lang) -> String {
-    match e {
-        BoardError::Stale {
-            current_version, ..
-        } => lang.pick(
-            format!(
-                "The plan changed while you were editing (it is now at version {current_version}). \
-                 The board shows the fresh plan; your text is still here — check it and send it again."
-            ),
-            format!(
-                "你编辑期间计划已被修改（现在是第 {current_version} 版）。\
-                 看板已显示最新的计划；你输入的内容仍在这里——检查后再提交一次。"
-            ),
-        ),
-        BoardError::Unreachable(why) => lang.pick(
-            format!("The server did not answer ({why}); nothing was changed."),
-            format!("服务器没有响应（{why}）；没有做任何修改。"),
-        ),
-        other => other.to_string(),
-    }
-}
-
-/// "2026-11-22 18:01" (with `:02` seconds if asked), in UTC. Written out
-/// by hand: chrono's strftime would add its parser to the wasm.
-pub fn stamp(at: &plan_engine::Timestamp, seconds: bool) -> String {
-    use chrono::{Datelike, Timelike};
-    let minute = format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}",
-        at.year(),
-        at.month(),
-        at.day(),
-        at.hour(),
-        at.minute()
-    );
-    if seconds {
-        format!("{minute}:{:02}", at.second())
-    } else {
-        minute
-    }
-}
-
 /// The board's four views; `?view=` in the address.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub enum View {
@@ -208,7 +165,7 @@ pub enum View {
 impl View {
     /// The view `?view=` asks for: the server reads it from the router's
     /// query, the browser from the address it went back or forward to.
-    fn parse(value: Option<&str>) -> View {
+    pub fn parse(value: Option<&str>) -> View {
         match value {
             Some("dag") => View::Dag,
             Some("timeline") => View::Timeline,
@@ -227,28 +184,7 @@ impl View {
     }
 }
 
-/// The page around the board, rendered on the server: it reads the address
-/// and hands the plan's id and view to the island.
-#[component]
-pub fn BoardPage() -> impl IntoView {
-    let lang = use_lang();
-    let id = use_params_map()
-        .read_untracked()
-        .get("id")
-        .and_then(|s| uuid::Uuid::parse_str(&s).ok());
-    let view = View::parse(use_query_map().read_untracked().get_str("view"));
-    match id {
-        Some(id) => view! {
-            <BoardIsland id view/>
-            <crate::pages::reviews::ReviewSection id/>
-            <crate::pages::templates::SaveTemplate id/>
-        }
-        .into_any(),
-        None => not_found(lang).into_any(),
-    }
-}
-
-fn not_found(lang: Lang) -> impl IntoView {
+pub fn not_found(lang: Lang) -> impl IntoView {
     view! { <p class="error" role="alert">{lang.pick("No plan has this id.", "没有这个 id 的计划。")}</p> }
 }
 
@@ -426,11 +362,7 @@ fn LiveBoard(
                         // Drawn by the server (`/plans/{id}/gantt.svg`), so
                         // it costs the wasm nothing; loaded again with
                         // every version of the plan.
-                        View::Gantt => view! {
-                            <img class="gantt" data-testid="gantt"
-                                alt=lang.pick("Gantt chart: one bar per subtask from its start to its finish", "甘特图：每个子任务从开始到结束一条")
-                                src=move || format!("/plans/{}/gantt.svg?v={}", board.id, board.plan.with(|p| p.version()))/>
-                        }.into_any(),
+                        View::Gantt => view! { <Gantt board/> }.into_any(),
                     }}
                 </section>
                 <aside class="side" id="board-side">
@@ -442,10 +374,60 @@ fn LiveBoard(
     }
 }
 
+/// The Gantt chart, drawn by the server (`/plans/{id}/gantt.svg`), so it
+/// costs the wasm nothing; loaded again with every version of the plan. A
+/// plan longer than one window (`plan_engine::gantt::WINDOW` rows) pages
+/// through windows on the same time axis.
+#[component]
+fn Gantt(board: Board) -> impl IntoView {
+    use plan_engine::gantt::WINDOW;
+    let lang = board.lang;
+    let from = RwSignal::new(0usize);
+    let total = move || board.plan.with(|p| p.subtasks().len());
+    let pager = move || {
+        (total() > WINDOW).then(|| {
+            let range = move || {
+                let n = total();
+                let first = from.get().min(n.saturating_sub(1));
+                let last = (first + WINDOW).min(n);
+                lang.pick(
+                    format!("Rows {}–{last} of {n}", first + 1),
+                    format!("第 {}–{last} 行，共 {n} 行", first + 1),
+                )
+            };
+            // Named outside the view: a `>=` inside it would end the tag.
+            let at_end = move || from.get() + WINDOW >= total();
+            view! {
+                <div class="gantt-pager">
+                    <button data-testid="gantt-earlier" disabled=move || from.get() == 0
+                        on:click=move |_| from.update(|f| *f = f.saturating_sub(WINDOW))>
+                        {lang.pick("← Earlier rows", "← 前面的行")}
+                    </button>
+                    <span data-testid="gantt-rows">{range}</span>
+                    <button data-testid="gantt-later" disabled=at_end
+                        on:click=move |_| from.update(|f| *f += WINDOW)>
+                        {lang.pick("Later rows →", "后面的行 →")}
+                    </button>
+                </div>
+            }
+        })
+    };
+    view! {
+        {pager}
+        <img class="gantt" data-testid="gantt"
+            alt=lang.pick("Gantt chart: one bar per subtask from its start to its finish", "甘特图：每个子任务从开始到结束一条")
+            src=move || format!(
+                "/plans/{}/gantt.svg?v={}&from={}",
+                board.id,
+                board.plan.with(|p| p.version()),
+                from.get()
+            )/>
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::View;
-    use chrono::TimeZone;
 
     #[test]
     fn the_view_comes_from_the_query_and_defaults_to_kanban() {
@@ -462,15 +444,5 @@ mod tests {
                 "tabs link to what they show"
             );
         }
-    }
-
-    #[test]
-    fn a_stamp_reads_like_the_strftime_it_replaces() {
-        let at = chrono::Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap();
-        assert_eq!(
-            super::stamp(&at, true),
-            at.format("%Y-%m-%d %H:%M:%S").to_string()
-        );
-        assert_eq!(super::stamp(&at, false), "2026-03-04 05:06");
     }
 }

@@ -8,7 +8,9 @@ use super::Board;
 use plan_engine::{Op, PlanState, SubtaskId};
 use run_model::{DecidedBy, RunState};
 
-use crate::api::{activity_html, load_run, RunPanel};
+use super::activity::activity_html;
+use crate::api::{load_run, RunPanel};
+use crate::words::{cost_line, run_state_label as state_label};
 
 /// "m:ss" (or "h:mm:ss").
 fn clock(secs: u64) -> String {
@@ -41,21 +43,6 @@ fn batch_line(b: &run_model::BatchView, lang: crate::i18n::Lang) -> String {
         ));
     }
     line
-}
-
-/// A run state's words (also the plans list's agent badge).
-pub(crate) fn state_label(state: RunState, lang: crate::i18n::Lang) -> &'static str {
-    let (en, zh) = match state {
-        RunState::Classifying => ("classifying the task", "正在分类任务"),
-        RunState::Planning => ("planning", "正在规划"),
-        RunState::AwaitingApproval => ("waiting for approval", "等待批准"),
-        RunState::Running => ("running", "运行中"),
-        RunState::Paused => ("paused", "已暂停"),
-        RunState::Done => ("done", "已完成"),
-        RunState::Failed => ("failed", "失败"),
-        RunState::Cancelled => ("cancelled", "已取消"),
-    };
-    lang.pick(en, zh)
 }
 
 /// A guarded tool call waiting for a person: what it would do, exactly,
@@ -333,36 +320,6 @@ fn Question(board: Board, id: SubtaskId, question: String) -> impl IntoView {
     }
 }
 
-/// The run header's money: `$0.0075`, `$0.0075 / $1.00` with a budget,
-/// and how many calls had no price (their model is not in the table).
-pub fn cost_line(
-    cost: run_model::Usd,
-    max: Option<run_model::Usd>,
-    unpriced: u32,
-    calls: u32,
-    lang: crate::i18n::Lang,
-) -> String {
-    if calls > 0 && unpriced == calls {
-        return lang
-            .pick(
-                "cost unknown (the model has no price)",
-                "费用未知（该模型没有价格）",
-            )
-            .to_string();
-    }
-    let mut line = match max {
-        Some(max) => format!("{cost} / {max}"),
-        None => cost.to_string(),
-    };
-    if unpriced > 0 {
-        line.push_str(&lang.pick(
-            format!(" + {unpriced} unpriced"),
-            format!(" + {unpriced} 次未计价"),
-        ));
-    }
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::clock;
@@ -373,27 +330,5 @@ mod tests {
         assert_eq!(clock(65), "1:05");
         assert_eq!(clock(1800), "30:00");
         assert_eq!(clock(3725), "1:02:05");
-    }
-
-    #[test]
-    fn the_cost_line_shows_the_budget_and_the_calls_without_a_price() {
-        use crate::i18n::Lang;
-        let usd = |d: f64| run_model::Usd::from_dollars(d).unwrap();
-        assert_eq!(
-            super::cost_line(usd(0.0042), None, 0, 7, Lang::En),
-            "$0.0042"
-        );
-        assert_eq!(
-            super::cost_line(usd(0.0042), Some(usd(5.0)), 2, 7, Lang::En),
-            "$0.0042 / $5.00 + 2 unpriced"
-        );
-        assert_eq!(
-            super::cost_line(run_model::Usd::ZERO, None, 3, 3, Lang::En),
-            "cost unknown (the model has no price)"
-        );
-        assert_eq!(
-            super::cost_line(run_model::Usd::ZERO, None, 0, 0, Lang::Zh),
-            "$0"
-        );
     }
 }

@@ -9,34 +9,49 @@ use crate::i18n::use_lang;
 
 use super::{replay, Board};
 
+/// Entries (and a snapshot's rows) shown before a "Show more": the
+/// timeline of a 5,000-subtask plan drawn whole took seconds.
+const PAGE: usize = 200;
+
 #[component]
 pub fn Timeline(board: Board) -> impl IntoView {
     let lang = board.lang;
     // `None`: follow the present.
     let at = RwSignal::new(None::<usize>);
+    // The newest entries shown; older ones a click away.
+    let shown = RwSignal::new(PAGE);
     let entries = move || {
+        let limit = shown.get();
         board.log.with(|log| {
             let mut before: Option<Plan> = None;
-            let mut lines = Vec::with_capacity(log.len());
+            let first_shown = log.len().saturating_sub(limit);
+            let mut lines = Vec::with_capacity(log.len().min(limit));
             for (i, entry) in log.iter().enumerate() {
                 let Some(event) = &entry.event else { continue };
+                // Every event is folded (each entry is told against the
+                // plan before it); only the shown ones are described.
                 let text = match &mut before {
                     Some(plan) => {
-                        let text = describe(event, plan, lang);
+                        let text = (i >= first_shown).then(|| describe(event, plan, lang));
                         plan.fold(event);
                         text
                     }
                     None => {
                         // The first event creates the plan; it names no earlier state.
                         before = Plan::replay([event]).ok();
-                        before
-                            .as_ref()
-                            .map(|plan| describe(event, plan, lang))
-                            .unwrap_or_default()
+                        Some(
+                            before
+                                .as_ref()
+                                .map(|plan| describe(event, plan, lang))
+                                .unwrap_or_default(),
+                        )
                     }
                 };
+                let Some(text) = text.filter(|_| i >= first_shown) else {
+                    continue;
+                };
                 let who = event.actor.to_string();
-                let when = super::stamp(&event.at, true);
+                let when = crate::words::stamp(&event.at, true);
                 let version = event.version;
                 lines.push(view! {
                     <li class="entry" class:current=move || at.get() == Some(i) data-testid="timeline-entry">
@@ -54,18 +69,31 @@ pub fn Timeline(board: Board) -> impl IntoView {
         })
     };
     let total = move || board.log.with(Vec::len);
-    let shown = move || at.get().map_or_else(total, |i| i + 1);
-    let replayed = move || {
-        let upto = shown();
-        board.log.with(|log| replay(&log[..upto.min(log.len())]))
+    let older = move || {
+        let left = total().saturating_sub(shown.get());
+        (left > 0).then(|| view! {
+            <button class="more" data-testid="timeline-more" on:click=move |_| shown.update(|k| *k += PAGE)>
+                {lang.pick(
+                    format!("Show {} older ({left} not shown)", left.min(PAGE)),
+                    format!("再显示 {} 个更早的（还有 {left} 个未显示）", left.min(PAGE)),
+                )}
+            </button>
+        })
+    };
+    let upto = move || at.get().map_or_else(total, |i| i + 1);
+    // The present is the board's own plan; only a moment in the past is
+    // folded again from the log.
+    let replayed = move || match at.get() {
+        None => Some(board.plan.get()),
+        Some(i) => board.log.with(|log| replay(&log[..(i + 1).min(log.len())])),
     };
     view! {
         <div class="timeline">
             <div class="replay">
                 <label for="replay">
                     {move || lang.pick(
-                        format!("Replay: the board after event {} of {}", shown(), total()),
-                        format!("回放：第 {} / {} 个事件之后的看板", shown(), total()),
+                        format!("Replay: the board after event {} of {}", upto(), total()),
+                        format!("回放：第 {} / {} 个事件之后的看板", upto(), total()),
                     )}
                 </label>
                 <input
@@ -73,7 +101,7 @@ pub fn Timeline(board: Board) -> impl IntoView {
                     type="range"
                     min="1"
                     max=total
-                    prop:value=move || shown().to_string()
+                    prop:value=move || upto().to_string()
                     on:input=move |ev| {
                         let v: usize = event_target_value(&ev).parse().unwrap_or(1);
                         at.set(if v >= total() { None } else { Some(v.saturating_sub(1)) });
@@ -86,6 +114,7 @@ pub fn Timeline(board: Board) -> impl IntoView {
                 {move || replayed().map(|p| view! { <Snapshot plan=p/> })}
             </div>
             <ol class="entries" reversed>{entries}</ol>
+            {older}
         </div>
     }
 }
@@ -94,9 +123,11 @@ pub fn Timeline(board: Board) -> impl IntoView {
 #[component]
 fn Snapshot(plan: Plan) -> impl IntoView {
     let lang: Lang = use_lang();
+    let hidden = plan.subtasks().len().saturating_sub(PAGE);
     let rows = plan
         .subtasks()
         .iter()
+        .take(PAGE)
         .map(|s| {
             view! {
                 <li class=format!("snap state-{}", s.state().as_str())>
@@ -111,5 +142,11 @@ fn Snapshot(plan: Plan) -> impl IntoView {
             {lang.pick("% done", "% 完成")}
         </p>
         <ul class="snapshot">{rows}</ul>
+        {(hidden > 0).then(|| view! {
+            <p class="meta">{lang.pick(
+                format!("… and {hidden} more subtasks (the kanban shows them all)"),
+                format!("……还有 {hidden} 个子任务（看板中可看到全部）"),
+            )}</p>
+        })}
     }
 }

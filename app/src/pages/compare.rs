@@ -7,9 +7,9 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::plans::short_time;
 use crate::api::load_compare;
 use crate::i18n::{use_lang, Lang};
+use crate::words::short_time;
 
 fn field_rows(fields: Vec<(String, String, String)>, lang: Lang) -> impl IntoView {
     let none = lang.pick("(none)", "（无）");
@@ -87,7 +87,7 @@ pub fn ComparePage() -> impl IntoView {
                             {(c.more_steps > 0).then(|| view! { <p class="hint">{lang.pick(format!("… and {} more steps (compare a narrower range)", c.more_steps), format!("……还有 {} 步（请缩小比较范围）", c.more_steps))}</p> })}
                         }.into_any()
                     }
-                    Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

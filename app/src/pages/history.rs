@@ -6,9 +6,10 @@ use leptos::prelude::*;
 
 use plan_engine::{Mode, StateFilter};
 
-use super::plans::{address, by_name, by_select, mode_select, page_href, short_time, Pager};
+use super::plans::{address, by_name, by_select, mode_select, page_href, Pager};
 use crate::api::{list_history, HistorySort, ListFilter, PlanRow, ReviewFilter};
 use crate::i18n::{use_lang, Lang};
+use crate::words::short_time;
 
 /// The history table's columns: English, Chinese, and the order a click
 /// on the heading sorts by (the biggest first).
@@ -180,7 +181,7 @@ pub fn HistoryPage() -> impl IntoView {
                                     </td>
                                     <td><span class="badge mode">{r.mode.label(lang)}</span></td>
                                     <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
-                                    <td data-testid="history-run">{r.run.map_or("—", |state| crate::board::run_state_label(state, lang))}</td>
+                                    <td data-testid="history-run">{r.run.map_or("—", |state| crate::words::run_state_label(state, lang))}</td>
                                     <td class="outcome">{r.outcome.clone().unwrap_or_default()}</td>
                                     <td>{took}</td>
                                     <td class="number" data-testid="history-tokens">{h.tokens.map_or_else(|| "—".into(), |t| t.to_string())}</td>
@@ -199,7 +200,7 @@ pub fn HistoryPage() -> impl IntoView {
                             <Pager lang page more href=move |p| page_href("/history", &sorted, p)/>
                         }.into_any()
                     }
-                                        Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                                        Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

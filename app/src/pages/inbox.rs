@@ -7,10 +7,11 @@
 use leptos::prelude::*;
 use run_model::{Need, NeedKind};
 
-use super::plans::{short_time, table_head};
+use super::plans::table_head;
 use crate::api::{load_needs, needs_count};
 use crate::i18n::{use_lang, Lang};
 use crate::live::use_live;
+use crate::words::short_time;
 
 const COLUMNS: [(&str, &str); 4] = [
     ("Waiting", "等待"),
@@ -76,7 +77,7 @@ pub fn InboxPage() -> impl IntoView {
                             </table>
                         }.into_any()
                     }
-                    Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

@@ -7,9 +7,10 @@
 use leptos::prelude::*;
 use run_model::{Memory, MemoryKind};
 
-use super::plans::{address, page_href, short_time, table_head, Pager};
+use super::plans::{address, page_href, table_head, Pager};
 use crate::api::{list_memories, memory_query};
 use crate::i18n::{use_lang, Lang};
+use crate::words::short_time;
 
 const COLUMNS: [(&str, &str); 5] = [
     ("Kind", "类型"),
@@ -108,7 +109,7 @@ pub fn MemoriesPage() -> impl IntoView {
                             <Pager lang page more href=move |p| page_href("/memories", &[("q", q.as_str())], p)/>
                         }.into_any()
                     }
-                    Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

@@ -8,6 +8,7 @@ pub mod history;
 pub mod inbox;
 pub mod memories;
 pub mod new_plan;
+pub mod plan;
 pub mod plans;
 pub mod reviews;
 pub mod settings;

@@ -98,7 +98,7 @@ pub fn NewPlanPage() -> impl IntoView {
             busy.set(false);
             match result {
                 Ok(id) => open_board(&format!("/plans/{id}")),
-                Err(e) => error.set(Some(crate::board::explain(&e, lang))),
+                Err(e) => error.set(Some(crate::words::explain(&e, lang))),
             }
         });
     };

@@ -2,11 +2,15 @@
 //! last activity; filters and text search; live from `/api/stream`.
 
 use leptos::prelude::*;
-use plan_engine::{Lang, Mode, StateFilter, Timestamp};
+use leptos::server_fn::codec::Json;
+use plan_engine::{Lang, Mode, StateFilter};
 
-use crate::api::{plans_html, ListFilter};
+#[cfg(feature = "ssr")]
+use crate::api::{answered, backend, viewer};
+use crate::api::{BoardError, ListFilter};
 use crate::i18n::use_lang;
 use crate::live::use_live;
+use crate::words::connection_text;
 
 /// Filter chips: the state filter (none for all), English, Chinese.
 const SHOWS: [(Option<StateFilter>, &str, &str); 4] = [
@@ -137,10 +141,25 @@ pub fn PlansLive(address: String) -> impl IntoView {
         <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading plans…", "正在加载计划…")}</p> }>
             {move || plans.get().map(|r| match r {
                 Ok(html) => view! { <div class="plans-list" inner_html=html></div> }.into_any(),
-                Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
             })}
         </Transition>
     }
+}
+
+/// The plans list at `address`, its query string (see [`ListFilter`]),
+/// drawn as HTML for the live list's island.
+#[server(prefix = "/_board", input = Json)]
+pub async fn plans_html(address: String) -> Result<String, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            let filter = ListFilter::from_address(&address);
+            let list = backend()?.list(&filter).await?;
+            Ok(list_html(list, &filter, crate::i18n::detect()))
+        }
+        .await,
+    )
 }
 
 /// The list's table, pager or empty note, as HTML ([`PlansLive`] sets it).
@@ -228,28 +247,6 @@ pub fn urlencode(text: &str) -> String {
         .collect()
 }
 
-/// The live/reconnecting line of a page that follows a stream.
-pub fn connection_text(lang: Lang, connected: bool) -> &'static str {
-    if connected {
-        lang.pick("live", "实时")
-    } else {
-        lang.pick("reconnecting…", "正在重新连接…")
-    }
-}
-
-/// "2026-11-22 18:01", in UTC like every time the board shows.
-pub fn short_time(at: &Timestamp) -> String {
-    use chrono::{Datelike, Timelike};
-    format!(
-        "{}-{:02}-{:02} {:02}:{:02}",
-        at.year(),
-        at.month(),
-        at.day(),
-        at.hour(),
-        at.minute()
-    )
-}
-
 /// The plans table's columns: English, Chinese.
 #[cfg(feature = "ssr")]
 const COLUMNS: [(&str, &str); 6] = [
@@ -291,7 +288,7 @@ fn plan_table(rows: Vec<crate::api::PlanRow>, lang: Lang) -> impl IntoView {
                     <td class="title">
                         <a href=format!("/plans/{}", r.id)>{r.title.clone()}</a>
                         {r.run.map(|state| view! {
-                            <span class="badge agent" data-testid="plan-run">{lang.pick("agent: ", "智能体：")}{crate::board::run_state_label(state, lang)}</span>
+                            <span class="badge agent" data-testid="plan-run">{lang.pick("agent: ", "智能体：")}{crate::words::run_state_label(state, lang)}</span>
                         })}
                         {r.working_on.map(|names| view! {
                             <span class="working-on" data-testid="working-on">{lang.pick("working on ", "正在进行：")}{names}</span>
@@ -306,7 +303,7 @@ fn plan_table(rows: Vec<crate::api::PlanRow>, lang: Lang) -> impl IntoView {
                         <span class="progress-text">{lang.pick(format!("{}% of {}", r.percent, r.subtasks), format!("{} 个中的 {}%", r.subtasks, r.percent))}</span>
                     </td>
                     <td>{approval.map(|(class, label)| view! { <span class=format!("badge approval-{class}")>{label}</span> })}</td>
-                    <td><time>{short_time(&r.updated_at)}</time></td>
+                    <td><time>{crate::words::short_time(&r.updated_at)}</time></td>
                 </tr>
             }
         })

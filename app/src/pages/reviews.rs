@@ -9,11 +9,10 @@ use leptos::prelude::*;
 use plan_engine::{Mode, PlanId};
 use run_model::{Review, ReviewVerdict, ToReview};
 
-use super::plans::{
-    address, by_name, by_select, mode_select, page_href, short_time, table_head, Pager,
-};
+use super::plans::{address, by_name, by_select, mode_select, page_href, table_head, Pager};
 use crate::api::{load_review_queue, load_reviews, review_count, ListFilter, ReviewPanel};
 use crate::i18n::{use_lang, Lang};
+use crate::words::short_time;
 
 const COLUMNS: [(&str, &str); 5] = [
     ("Plan, and what was asked", "计划与任务"),
@@ -92,7 +91,7 @@ pub fn ReviewsPage() -> impl IntoView {
                             <Pager lang page more href=move |p| page_href("/reviews", &params, p)/>
                         }.into_any()
                     }
-                    Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

@@ -5,9 +5,10 @@
 
 use leptos::prelude::*;
 
-use super::plans::{short_time, table_head};
+use super::plans::table_head;
 use crate::api::{load_webhook_settings, DeliveryRow, EndpointRow};
 use crate::i18n::{use_lang, Lang};
+use crate::words::short_time;
 
 const ENDPOINT_COLUMNS: [(&str, &str); 4] = [
     ("Endpoint", "端点"),
@@ -106,7 +107,7 @@ pub fn SettingsPage() -> impl IntoView {
                             {deliveries}
                         }.into_any()
                     }
-                    Err(e) => view! { <p class="error" role="alert" data-testid="settings-error">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert" data-testid="settings-error">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

@@ -9,9 +9,9 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use run_model::{Template, TemplateId};
 
-use super::plans::short_time;
 use crate::api::list_templates;
 use crate::i18n::{use_lang, Lang};
+use crate::words::short_time;
 
 fn mode_label(mode: plan_engine::Mode, lang: Lang) -> &'static str {
     match mode {
@@ -74,7 +74,7 @@ pub fn TemplatesPage() -> impl IntoView {
                         <p class="empty" data-testid="templates-empty">{lang.pick("No templates yet.", "还没有模板。")}</p>
                     }.into_any(),
                     Ok(list) => list.into_iter().map(|t| card(t, lang)).collect_view().into_any(),
-                    Err(e) => view! { <p class="error" role="alert">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

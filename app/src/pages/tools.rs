@@ -9,9 +9,10 @@
 use leptos::prelude::*;
 use run_model::{ToolServerView, ToolSource, ToolTransport};
 
-use super::plans::{short_time, table_head};
+use super::plans::table_head;
 use crate::api::load_tools;
 use crate::i18n::{use_lang, Lang};
+use crate::words::short_time;
 
 const BUILTIN_COLUMNS: [(&str, &str); 2] = [("Tool", "工具"), ("What it does", "用途")];
 
@@ -179,7 +180,7 @@ pub fn ToolsPage() -> impl IntoView {
                             <table class="plans builtin">{table_head(lang, &BUILTIN_COLUMNS)}<tbody>{builtin}</tbody></table>
                         }.into_any()
                     }
-                    Err(e) => view! { <p class="error" role="alert" data-testid="tools-error">{crate::board::explain(&e, lang)}</p> }.into_any(),
+                    Err(e) => view! { <p class="error" role="alert" data-testid="tools-error">{crate::words::explain(&e, lang)}</p> }.into_any(),
                 })}
             </Transition>
         </section>

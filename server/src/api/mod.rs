@@ -97,6 +97,55 @@ pub struct ApiState {
 )]
 pub struct ApiDoc;
 
+// The API's own bodies and views, as OpenAPI components.
+schema::schemars_bridge! {
+    components: body_components,
+    foreign: [],
+    local: [
+        webhooks::EndpointView,
+        webhooks::NewEndpoint,
+        crate::runs::tool_servers::ToolServerSpec,
+        docs::ErrorBody,
+        plans::PlanView,
+        plans::Changed,
+        plans::PlanPage,
+        plans::EventPage,
+        tools::ToolReply,
+        crate::store::StoredComment,
+        crate::store::StoredEvent,
+        crate::store::PlanSummary,
+        bodies::UpdatePlan,
+        bodies::AddSubtask,
+        bodies::EditSubtask,
+        bodies::SetState,
+        bodies::MoveSubtask,
+        bodies::SetDependencies,
+        bodies::SetNotes,
+        bodies::Approve,
+        bodies::Reject,
+        bodies::Finish,
+        bodies::StartNext,
+        bodies::ReplaceSubtasks,
+        bodies::NoFields,
+        bodies::NewComment,
+        runs::StartRun,
+        runs::StartRunUpload,
+        runs::AgentTools,
+        runs::AddFiles,
+        crate::runs::PendingCall,
+        crate::runs::Decision,
+        runs::ResumeRun,
+        runs::AnswerRun,
+        runs::RunAgain,
+        crate::runs::RunView,
+        crate::runs::Artifact,
+        crate::store::StoredRunEntry,
+        memories::PinMemory,
+        memories::EditMemory,
+        reviews::ReviewQueue,
+    ]
+}
+
 pub fn routes(state: ApiState) -> Router {
     use actions::*;
     use plans::*;
@@ -240,7 +289,8 @@ pub fn document() -> &'static str {
     static DOCUMENT: OnceLock<String> = OnceLock::new();
     DOCUMENT.get_or_init(|| {
         let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
-        schema::merge_components(&mut doc, schema::components());
+        schema::merge_components(&mut doc, schema::foreign_components());
+        schema::merge_components(&mut doc, body_components());
         schema::add_links(&mut doc);
         serde_json::to_string(&doc).unwrap_or_default()
     })

@@ -7,30 +7,32 @@
 //! own `ToSchema`. [`schemars_bridge!`] gives each such type (or, for the
 //! engine's types, which this crate cannot implement foreign traits on, a
 //! marker standing for it) a `ToSchema` that is only a `$ref` to
-//! `#/components/schemas/<name>`, and [`components`] fills those components
-//! from one schemars generator.
+//! `#/components/schemas/<name>`, and `components` fills those components
+//! from one schemars generator. The engine's and run-model's types are
+//! bridged here; the API's own bodies and views where the routes are
+//! listed (`api/mod.rs`), so this module imports no handler module.
 
 use serde_json::{Map, Value};
 
 /// Implements utoipa's `ToSchema` as a reference to the schemars schema of
-/// a type, and lists the types for [`components`].
+/// a type, and lists the types for the named `components` function.
 ///
 /// `Marker => Type` for a foreign type (the marker is declared here);
 /// `Type` alone for a type of this crate.
 macro_rules! schemars_bridge {
-    (foreign: [$($marker:ident => $ty:ty),* $(,)?], local: [$($local:ty),* $(,)?]) => {
+    (components: $components:ident, foreign: [$($marker:ident => $ty:ty),* $(,)?], local: [$($local:ty),* $(,)?]) => {
         $(
             #[doc = concat!("Stands for `", stringify!($ty), "` in the OpenAPI document.")]
             pub struct $marker;
-            schemars_bridge!(@impl $marker, $ty);
+            $crate::api::schema::schemars_bridge!(@impl $marker, $ty);
         )*
-        $( schemars_bridge!(@impl $local, $local); )*
+        $( $crate::api::schema::schemars_bridge!(@impl $local, $local); )*
 
         /// Every bridged type's schema, and the schemas they refer to, by name.
-        pub fn components() -> serde_json::Map<String, serde_json::Value> {
-            let mut generator = generator();
-            $( define::<$ty>(&mut generator); )*
-            $( define::<$local>(&mut generator); )*
+        pub fn $components() -> serde_json::Map<String, serde_json::Value> {
+            let mut generator = $crate::api::schema::generator();
+            $( $crate::api::schema::define::<$ty>(&mut generator); )*
+            $( $crate::api::schema::define::<$local>(&mut generator); )*
             generator.take_definitions(true)
         }
     };
@@ -49,6 +51,7 @@ macro_rules! schemars_bridge {
         }
     };
 }
+pub(crate) use schemars_bridge;
 
 /// JSON Schema 2020-12 (what OpenAPI 3.1 uses) with definitions where the
 /// OpenAPI document keeps its components.
@@ -113,6 +116,7 @@ pub fn merge_components(doc: &mut Value, schemas: Map<String, Value>) {
 }
 
 schemars_bridge! {
+    components: foreign_components,
     foreign: [
         NewPlanDoc => plan_engine::NewPlan,
         CommandDoc => plan_engine::Command,
@@ -129,49 +133,7 @@ schemars_bridge! {
         DeliveryDoc => crate::store::Delivery,
         ToolServerDoc => run_model::ToolServerView,
     ],
-    local: [
-        super::webhooks::EndpointView,
-        super::webhooks::NewEndpoint,
-        crate::runs::tool_servers::ToolServerSpec,
-        super::docs::ErrorBody,
-        super::plans::PlanView,
-        super::plans::Changed,
-        super::plans::PlanPage,
-        super::plans::EventPage,
-        super::tools::ToolReply,
-        crate::store::StoredComment,
-        crate::store::StoredEvent,
-        crate::store::PlanSummary,
-        super::bodies::UpdatePlan,
-        super::bodies::AddSubtask,
-        super::bodies::EditSubtask,
-        super::bodies::SetState,
-        super::bodies::MoveSubtask,
-        super::bodies::SetDependencies,
-        super::bodies::SetNotes,
-        super::bodies::Approve,
-        super::bodies::Reject,
-        super::bodies::Finish,
-        super::bodies::StartNext,
-        super::bodies::ReplaceSubtasks,
-        super::bodies::NoFields,
-        super::bodies::NewComment,
-        super::runs::StartRun,
-        super::runs::StartRunUpload,
-        super::runs::AgentTools,
-        super::runs::AddFiles,
-        crate::runs::PendingCall,
-        crate::runs::Decision,
-        super::runs::ResumeRun,
-        super::runs::AnswerRun,
-        super::runs::RunAgain,
-        crate::runs::RunView,
-        crate::runs::Artifact,
-        crate::store::StoredRunEntry,
-        super::memories::PinMemory,
-        super::memories::EditMemory,
-        super::reviews::ReviewQueue,
-    ]
+    local: []
 }
 
 /// OpenAPI links from the routes that create a plan or start a run to

@@ -23,6 +23,9 @@ use tokio::sync::watch;
 
 use crate::store::{Batch, PlanWrite, StoreError};
 
+/// The actor recorded on changes planboard makes by itself.
+pub const SYSTEM_ACTOR: &str = "planboard";
+
 /// How a call's commit ended.
 pub type Outcome = Result<(), Failure>;
 
@@ -162,7 +165,7 @@ impl Book {
     /// outside [`Book::begin`] is still recorded).
     fn call(&mut self) -> &mut Call {
         if !self.open {
-            self.begin(crate::service::SYSTEM_ACTOR);
+            self.begin(SYSTEM_ACTOR);
         }
         self.calls
             .back_mut()

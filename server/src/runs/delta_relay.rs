@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::stream::{LiveDelta, RunNews};
+use crate::live::{LiveDelta, RunNews};
 use crate::store::RunStore;
 
 /// PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more.

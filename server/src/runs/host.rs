@@ -12,7 +12,8 @@ use tokio::sync::broadcast;
 
 use super::delta_relay::DeltaRelay;
 use super::log_writer::{LogQueue, Streaming};
-use super::stream::{LiveDelta, RunNews};
+use crate::live::{LiveDelta, RunNews};
+use crate::pages::Pages;
 use crate::service::{PlanService, ServiceError};
 use crate::store::{NewRunEntry, RunStore, StoreError};
 
@@ -21,20 +22,15 @@ use crate::store::{NewRunEntry, RunStore, StoreError};
 pub async fn whole_log(store: &dyn RunStore, run: RunId) -> Result<Vec<RunEntry>, StoreError> {
     const PAGE: u32 = 500;
     let mut out = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.run_log(run, after, PAGE).await?;
-        let short = page.len() < PAGE as usize;
-        for stored in page {
-            after = stored.seq;
+    let mut pages = Pages::after(0, PAGE, |after, n| store.run_log(run, after, n));
+    while let Some(page) = pages.next().await {
+        for stored in page? {
             if let Ok(entry) = serde_json::from_value(stored.entry) {
                 out.push(entry);
             }
         }
-        if short {
-            return Ok(out);
-        }
     }
+    Ok(out)
 }
 
 pub struct ServerHost {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
-use super::stream::RunNews;
+use crate::live::RunNews;
 use crate::store::{NewRunEntry, RunStore};
 
 /// Entries queued at most; a full queue makes the agent wait (back

@@ -54,10 +54,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+pub use crate::live::{LiveDelta, RunNews};
 pub use delta_relay::DeltaRelay;
 pub use host::ServerHost;
 use log_writer::Streaming;
-pub use stream::{run_stream, LiveDelta, RunNews};
+pub use stream::run_stream;
 
 use crate::config::Config;
 use crate::service::{PlanService, ServiceError};
@@ -704,12 +705,10 @@ impl Runs {
         const PAGE: u32 = 1000;
         self.record(id).await?;
         let mut calls = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.store.run_log(id, after, PAGE).await?;
-            let full = page.len() == PAGE as usize;
-            for stored in page {
-                after = stored.seq;
+        let mut pages =
+            crate::pages::Pages::after(0, PAGE, |after, n| self.store.run_log(id, after, n));
+        while let Some(page) = pages.next().await {
+            for stored in page? {
                 if stored.kind != run_model::EntryKind::LlmCall {
                     continue;
                 }
@@ -717,10 +716,8 @@ impl Runs {
                     calls.push(call);
                 }
             }
-            if !full {
-                return Ok(run_model::CostReport::of(&calls));
-            }
         }
+        Ok(run_model::CostReport::of(&calls))
     }
 
     async fn on_plan(&self, id: RunId, ops: Vec<Op>, who: &str) -> Result<RunView, RunError> {

@@ -40,8 +40,7 @@ use crate::live::Hub;
 use crate::metrics::Metrics;
 use crate::store::{PlanStore, StoreError, StoredComment, StoredEvent};
 
-/// The actor recorded on changes planboard makes by itself.
-pub const SYSTEM_ACTOR: &str = "planboard";
+pub use crate::book::SYSTEM_ACTOR;
 
 /// Retries after another process won a race for the same plan.
 const CONFLICT_RETRIES: usize = 5;

@@ -1,0 +1,596 @@
+//! The board's backend: the app's [`BoardBackend`] over the plan service,
+//! so the board's reads and changes take the same path as the agents'.
+//!
+//! # Layout
+//! - this file: [`Board`] (the plan service, the runs and the webhook
+//!   settings), the board's reading of the API's errors, and the
+//!   [`BoardBackend`] the app's server functions call;
+//! - `activity.rs`: a run's log read back as activity lines (the panel's
+//!   tail, the activity page);
+//! - `forms.rs`: the plain forms the board posts (the task box, answers,
+//!   re-plan, guarded tool calls, memories, reviews, templates, webhooks,
+//!   tool servers), each a route that changes one thing and redirects back;
+//! - `gantt.rs`: `GET /plans/{id}/gantt.svg`, a window of the Gantt chart.
+
+mod activity;
+pub mod forms;
+pub mod gantt;
+
+use activity::read_tail;
+
+use std::sync::Arc;
+
+use std::collections::{HashMap, HashSet};
+
+use app::api::{
+    Activity, ActivityLog, ActivityTail, AgentInfo, BoardBackend, BoardError, HistoryList,
+    HistoryRow, ListFilter, LogEntry, PlanList, PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
+};
+use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId, SubtaskState};
+
+use crate::pages::Pages;
+use crate::service::{PlanService, ServiceError};
+use crate::store::StoreError;
+
+/// Log rows read per query.
+const PAGE: u32 = 1000;
+
+pub struct Board {
+    pub plans: Arc<PlanService>,
+    pub runs: Arc<crate::runs::Runs>,
+    /// The configured webhook endpoint (the settings page shows it).
+    pub webhooks: Arc<crate::webhooks::WebhookConfig>,
+}
+
+/// The board's words for an error: the API's one mapping of errors
+/// ([`ApiError`](crate::api::error::ApiError), which logs what the server
+/// did wrong), read as the board's kinds, so the board and the API agree
+/// on what is a refusal, a conflict, a missing thing or the server's fault.
+fn board_error(e: crate::api::error::ApiError) -> BoardError {
+    use crate::api::error::ApiError as A;
+    match e {
+        A::NotFound(m) => BoardError::NotFound(m),
+        A::Unauthorized(m) | A::Forbidden(m) => BoardError::Forbidden(m),
+        A::Conflict {
+            message,
+            current_version,
+        } => BoardError::Stale {
+            message,
+            current_version,
+        },
+        A::State {
+            code: "no_model",
+            message,
+        } => BoardError::Unavailable(message),
+        A::Internal => {
+            BoardError::Unavailable("the server could not do it; nothing was changed".into())
+        }
+        other => BoardError::Refused(other.message()),
+    }
+}
+
+fn to_board_error(e: ServiceError) -> BoardError {
+    board_error(e.into())
+}
+
+fn row(plan: &Plan) -> PlanRow {
+    PlanRow {
+        id: plan.id(),
+        title: plan.title().to_string(),
+        state: plan.state(),
+        mode: plan.mode(),
+        approval: plan.approval().status,
+        approval_required: plan.approval().required,
+        approved_by: (plan.approval().status == ApprovalStatus::Approved)
+            .then(|| plan.approval().by.clone())
+            .flatten(),
+        percent: plan.percent(),
+        subtasks: plan.subtasks().len(),
+        comments: plan.comments().len(),
+        created_at: plan.created_at(),
+        updated_at: plan.updated_at(),
+        finished_at: plan.finished_at(),
+        outcome: plan.outcome().map(str::to_string),
+        run: None,
+        working_on: {
+            let names: Vec<&str> = plan
+                .subtasks()
+                .iter()
+                .filter(|s| s.state() == SubtaskState::InProgress)
+                .map(|s| s.name())
+                .collect();
+            (!names.is_empty()).then(|| names.join(", "))
+        },
+    }
+}
+
+impl Board {
+    /// A page of the plans `filter` admits, each with its agent run (the
+    /// newest, when a plan had several).
+    async fn rows(
+        &self,
+        filter: &ListFilter,
+    ) -> Result<(Vec<(PlanRow, Option<agent::RunRecord>)>, bool), BoardError> {
+        let store = self.runs.store();
+        let store_error = |e| run_error(crate::runs::RunError::Store(e));
+        let made_by_agent: HashSet<PlanId> = match filter.agent {
+            Some(_) => store.agent_plans().await.map_err(store_error)?,
+            None => HashSet::new(),
+        };
+        let verdicts = match filter.review {
+            Some(_) => store.verdicts().await.map_err(store_error)?,
+            None => HashMap::new(),
+        };
+        let keep = |plan: &Plan| {
+            filter
+                .agent
+                .is_none_or(|agent| made_by_agent.contains(&plan.id()) == agent)
+                && filter.review.is_none_or(|review| {
+                    review.admits(verdicts.get(&plan.id()).map_or(&[], Vec::as_slice))
+                })
+        };
+        let offset = filter.page as usize * PAGE_SIZE;
+        // Newest first is the service's order, a page read at a time; an
+        // order by what the runs spent needs every matching plan's run.
+        let sorted = filter.sort != app::api::HistorySort::Newest;
+        let (rows, more) = if sorted {
+            self.plans
+                .list_where(&filter.query, keep, 0, usize::MAX, row)
+                .await
+        } else {
+            self.plans
+                .list_where(&filter.query, keep, offset, PAGE_SIZE, row)
+                .await
+        };
+        let ids: Vec<PlanId> = rows.iter().map(|r| r.id).collect();
+        let mut runs: HashMap<PlanId, agent::RunRecord> = store
+            .runs_on(&ids)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .filter_map(|r| Some((r.plan_id?, r)))
+            .collect();
+        let mut rows: Vec<(PlanRow, Option<agent::RunRecord>)> = rows
+            .into_iter()
+            .map(|mut r| {
+                let run = runs.remove(&r.id);
+                r.run = run.as_ref().map(|run| run.state);
+                (r, run)
+            })
+            .collect();
+        if !sorted {
+            return Ok((rows, more));
+        }
+        let took = |r: &PlanRow| r.finished_at.map(|end| end - r.created_at);
+        // Biggest first; plans without a run (or not finished) last.
+        match filter.sort {
+            app::api::HistorySort::Cost => rows.sort_by_key(|(_, run)| {
+                std::cmp::Reverse(run.as_ref().map(|r| (r.spent.cost, r.spent.tokens())))
+            }),
+            app::api::HistorySort::Tokens => rows
+                .sort_by_key(|(_, run)| std::cmp::Reverse(run.as_ref().map(|r| r.spent.tokens()))),
+            app::api::HistorySort::Took => {
+                rows.sort_by_key(|(plan, _)| std::cmp::Reverse(took(plan)))
+            }
+            app::api::HistorySort::Newest => {}
+        }
+        let more = rows.len() > offset + PAGE_SIZE;
+        let rows = rows.into_iter().skip(offset).take(PAGE_SIZE).collect();
+        Ok((rows, more))
+    }
+}
+
+#[async_trait::async_trait]
+impl BoardBackend for Board {
+    async fn list(&self, filter: &ListFilter) -> Result<PlanList, BoardError> {
+        let (rows, more) = self.rows(filter).await?;
+        let rows = rows.into_iter().map(|(row, _)| row).collect();
+        Ok(PlanList { rows, more })
+    }
+
+    async fn history(&self, filter: &ListFilter) -> Result<HistoryList, BoardError> {
+        let (rows, more) = self.rows(filter).await?;
+        let mut verdicts = self.runs.verdicts().await.map_err(run_error)?;
+        let rows = rows
+            .into_iter()
+            .map(|(plan, run)| HistoryRow {
+                verdicts: verdicts.remove(&plan.id).unwrap_or_default(),
+                plan,
+                tokens: run.as_ref().map(|run| run.spent.tokens()),
+                cost: run.as_ref().map(|run| run.spent.cost),
+                task: run.map(|run| run.config.task),
+            })
+            .collect();
+        Ok(HistoryList { rows, more })
+    }
+
+    async fn review_panel(&self, plan: PlanId) -> Result<app::api::ReviewPanel, BoardError> {
+        let (finished, subtasks) = self
+            .plans
+            .read(plan, |p| {
+                (
+                    p.state().is_finished(),
+                    p.subtasks()
+                        .iter()
+                        .map(|s| (s.id().0, s.name().to_string()))
+                        .collect(),
+                )
+            })
+            .await
+            .ok_or_else(|| BoardError::NotFound(PlanError::UnknownPlan { id: plan }.to_string()))?;
+        let run = self.run_on(plan).await?.map(|v| v.record);
+        let again = self
+            .runs
+            .store()
+            .runs_again_of(plan)
+            .await
+            .map_err(|e| run_error(crate::runs::RunError::Store(e)))?
+            .into_iter()
+            .filter_map(|r| Some((r.plan_id?, r.again_of?.from.0)))
+            .collect();
+        Ok(app::api::ReviewPanel {
+            finished,
+            reviews: self.runs.reviews_of(plan).await.map_err(run_error)?,
+            subtasks,
+            me: String::new(),
+            can_review: false,
+            run: run.as_ref().map(|r| r.id),
+            again_of: run.and_then(|r| r.again_of),
+            again,
+        })
+    }
+
+    async fn review_queue(
+        &self,
+        filter: &ListFilter,
+    ) -> Result<app::api::ReviewQueueList, BoardError> {
+        let made_by_agent: HashSet<PlanId> = match filter.agent {
+            Some(_) => self
+                .runs
+                .store()
+                .agent_plans()
+                .await
+                .map_err(|e| run_error(crate::runs::RunError::Store(e)))?,
+            None => HashSet::new(),
+        };
+        let keep = |plan: &Plan| {
+            filter.query.mode.is_none_or(|m| plan.mode() == m)
+                && filter
+                    .agent
+                    .is_none_or(|agent| made_by_agent.contains(&plan.id()) == agent)
+        };
+        let offset = filter.page as usize * PAGE_SIZE;
+        let (rows, total) = self
+            .runs
+            .review_queue(offset, PAGE_SIZE, keep)
+            .await
+            .map_err(run_error)?;
+        Ok(app::api::ReviewQueueList {
+            more: total > offset + rows.len(),
+            rows,
+            total,
+        })
+    }
+
+    async fn log(&self, id: PlanId) -> Result<Vec<LogEntry>, BoardError> {
+        if self.plans.read(id, |_| ()).await.is_none() {
+            return Err(BoardError::NotFound(
+                PlanError::UnknownPlan { id }.to_string(),
+            ));
+        }
+        let mut log = Vec::new();
+        let mut pages = Pages::after(0, PAGE, |after, n| self.plans.events(id, after, n));
+        while let Some(rows) = pages.next().await {
+            for r in rows.map_err(to_board_error)? {
+                log.push(LogEntry {
+                    seq: r.seq,
+                    event: serde_json::from_value(r.event).ok(),
+                });
+            }
+        }
+        Ok(log)
+    }
+
+    async fn plan(&self, id: PlanId) -> Result<Plan, BoardError> {
+        self.plans
+            .get(id)
+            .await
+            .ok_or_else(|| BoardError::NotFound(PlanError::UnknownPlan { id }.to_string()))
+    }
+
+    async fn command(&self, id: PlanId, command: Command, actor: &str) -> Result<u64, BoardError> {
+        self.plans
+            .command(id, &command, actor)
+            .await
+            .map(|(plan, _)| plan.version())
+            .map_err(to_board_error)
+    }
+
+    async fn create(&self, mut spec: NewPlan, actor: &str) -> Result<PlanId, BoardError> {
+        spec.id = uuid::Uuid::new_v4();
+        self.plans
+            .create(spec, actor)
+            .await
+            .map(|plan| plan.id())
+            .map_err(to_board_error)
+    }
+
+    fn agent(&self) -> AgentInfo {
+        AgentInfo {
+            model: self.runs.model_name(),
+            tools: self
+                .runs
+                .tools()
+                .iter()
+                .map(|t| (t.name.clone(), t.description.clone()))
+                .collect(),
+            code_runner_off: self
+                .runs
+                .sandbox_unavailable()
+                .map(|e| e.reason().to_string()),
+            model_waiting: self.runs.model_name().is_some() && !self.runs.model_answers(),
+        }
+    }
+
+    async fn activity(
+        &self,
+        plan: PlanId,
+        subtask: Option<u32>,
+    ) -> Result<ActivityLog, BoardError> {
+        let plan_title = self
+            .plans
+            .read(plan, |p| p.title().to_string())
+            .await
+            .ok_or_else(|| BoardError::NotFound(PlanError::UnknownPlan { id: plan }.to_string()))?;
+        let Some(run) = self.run_on(plan).await?.map(|r| r.record.id) else {
+            return Ok(ActivityLog {
+                plan_title,
+                run_id: None,
+                rows: Vec::new(),
+                cost: None,
+                artifacts: Vec::new(),
+            });
+        };
+        // The panel's reader with no limit: one place turns entries into
+        // lines and picks a subtask's.
+        let rows = read_tail(&*self.runs.store(), run, subtask, usize::MAX, 500)
+            .await
+            .map_err(|e| run_error(e.into()))?
+            .rows;
+        let artifacts = self
+            .runs
+            .artifacts(run)
+            .await
+            .map_err(run_error)?
+            .into_iter()
+            .map(|a| app::api::FileRow {
+                path: a.path,
+                bytes: a.bytes,
+                preview: a.preview,
+            })
+            .collect();
+        let cost = self.runs.cost(run).await.map_err(run_error)?;
+        Ok(ActivityLog {
+            plan_title,
+            run_id: Some(run),
+            rows,
+            cost: Some(cost),
+            artifacts,
+        })
+    }
+
+    async fn tools_overview(
+        &self,
+    ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError> {
+        let builtin = self
+            .runs
+            .builtin_tools()
+            .iter()
+            .map(|t| (t.name.clone(), t.description.clone()))
+            .collect();
+        Ok((builtin, self.runs.tool_servers().views()))
+    }
+
+    async fn webhook_settings(&self) -> Result<app::api::WebhookSettings, BoardError> {
+        let store = self.runs.store();
+        let store_error = |e| run_error(crate::runs::RunError::Store(e));
+        let shown = crate::webhooks::shown_url;
+        let mut endpoints: Vec<app::api::EndpointRow> = self
+            .webhooks
+            .endpoints
+            .iter()
+            .map(|e| app::api::EndpointRow {
+                id: None,
+                url: shown(e.url.as_str()),
+                signed: e.secret.is_some(),
+                slack: e.slack,
+            })
+            .collect();
+        for e in store.webhook_endpoints().await.map_err(store_error)? {
+            endpoints.push(app::api::EndpointRow {
+                id: Some(e.id),
+                url: shown(&e.url),
+                signed: e.secret.is_some(),
+                slack: e.slack,
+            });
+        }
+        let deliveries = store
+            .deliveries(20)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|d| app::api::DeliveryRow {
+                event: d.event,
+                endpoint: shown(&d.endpoint),
+                plan_id: d.plan_id,
+                status: d.status,
+                attempts: d.attempts,
+                last_status: d.last_status,
+                last_error: d.last_error,
+                created_at: d.created_at,
+            })
+            .collect();
+        Ok(app::api::WebhookSettings {
+            endpoints,
+            deliveries,
+        })
+    }
+
+    async fn needs(&self) -> Result<Vec<run_model::Need>, BoardError> {
+        self.runs.needs().await.map_err(run_error)
+    }
+
+    async fn templates(&self) -> Result<Vec<run_model::Template>, BoardError> {
+        self.runs.templates(0, 200).await.map_err(run_error)
+    }
+
+    async fn memories(&self, query: &str, page: u32) -> Result<app::api::MemoryList, BoardError> {
+        let per = app::api::MEMORIES_PER_PAGE;
+        let query = query.trim();
+        // One more than a page: whether there is a next one.
+        let mut rows = self
+            .runs
+            .memories(
+                (!query.is_empty()).then_some(query),
+                page.saturating_mul(per),
+                per + 1,
+            )
+            .await
+            .map_err(run_error)?;
+        let more = rows.len() > per as usize;
+        rows.truncate(per as usize);
+        Ok(app::api::MemoryList { rows, more })
+    }
+
+    async fn activity_tail(
+        &self,
+        plan: PlanId,
+        subtask: Option<u32>,
+        limit: usize,
+    ) -> Result<ActivityTail, BoardError> {
+        let Some(run) = self.run_on(plan).await?.map(|r| r.record.id) else {
+            return Ok(ActivityTail {
+                rows: Vec::new(),
+                total: Some(0),
+            });
+        };
+        read_tail(&*self.runs.store(), run, subtask, limit, 200)
+            .await
+            .map_err(|e| run_error(e.into()))
+    }
+
+    async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
+        let Some(view) = self.run_on(plan).await? else {
+            return Ok(None);
+        };
+        let pending = self
+            .runs
+            .pending_calls(view.record.id)
+            .await
+            .map_err(run_error)?
+            .into_iter()
+            .map(|p| app::api::PendingTool {
+                shown: ["code", "command", "url"]
+                    .iter()
+                    .find_map(|k| p.arguments.get(*k).and_then(|v| v.as_str()))
+                    .map(str::to_string),
+                arguments: serde_json::to_string_pretty(&p.arguments).unwrap_or_default(),
+                call: p.call,
+                subtask: p.subtask.0,
+                name: p.name,
+            })
+            .collect();
+        Ok(Some(view).map(|view| {
+            let r = view.record;
+            let progress = view.progress;
+            // A run in batches counts its input's items: the plan holds
+            // only the batches planned so far.
+            let (settled, total, eta_ms) = match &view.batch_view {
+                Some(b) => (b.covered, b.total_items, b.eta_ms),
+                None => (
+                    progress.done + progress.skipped,
+                    progress.total,
+                    progress.eta_ms,
+                ),
+            };
+            RunPanel {
+                percent: (settled * 100)
+                    .checked_div(total)
+                    .map_or(0, |p| p.min(100) as u8),
+                wall_secs: r.spent.wall_ms / 1000,
+                max_wall_secs: r.config.budget.max_wall_secs,
+                eta_secs: eta_ms.map(|ms| ms.div_ceil(1000)),
+                batches: view.batch_view,
+                run_id: r.id,
+                state: r.state,
+                reason: r.reason,
+                mode: r.classification.as_ref().map(|c| c.mode),
+                mode_reason: r.classification.as_ref().map(|c| c.reason.clone()),
+                decided_by: r.classification.as_ref().map(|c| c.by),
+                llm_calls: r.spent.llm_calls,
+                tokens: r.spent.tokens(),
+                max_tokens: r.config.budget.max_tokens,
+                cost: r.spent.cost,
+                max_cost: r.config.budget.max_cost,
+                unpriced_calls: r.spent.unpriced_calls,
+                answer: r.answer,
+                pending,
+            }
+        }))
+    }
+}
+
+impl Board {
+    /// Starts a run from the task box, with the files staged for it;
+    /// returns its plan.
+    async fn start_task(
+        &self,
+        spec: TaskSpec,
+        files: Option<crate::runs::inputs::Staged>,
+        actor: &str,
+        trace: Option<run_model::TraceParent>,
+    ) -> Result<PlanId, BoardError> {
+        // The task itself is checked where every run starts (`Runs::start_with`).
+        let config = agent::RunConfig {
+            task: spec.task,
+            mode: spec.mode,
+            approval_required: spec.approval_required,
+            max_parallel: spec.max_parallel.clamp(1, agent::run::MAX_PARALLEL),
+            budget: agent::Budget {
+                max_tokens: spec.max_tokens,
+                max_wall_secs: spec.max_wall_secs,
+                max_cost: spec.max_cost,
+                ..agent::Budget::default()
+            },
+            tools: spec.tools,
+            inputs: Vec::new(),
+            policies: Default::default(),
+            batches: spec.batches,
+            ..agent::RunConfig::default()
+        };
+        let view = self
+            .runs
+            .start_with(config, spec.template, files, actor, trace)
+            .await
+            .map_err(run_error)?;
+        view.record
+            .plan_id
+            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+}
+
+fn run_error(e: crate::runs::RunError) -> BoardError {
+    board_error(e.into())
+}
+
+impl Board {
+    /// The run working on `plan` (the newest, if there were several).
+    async fn run_on(&self, plan: PlanId) -> Result<Option<crate::runs::RunView>, BoardError> {
+        let runs = self
+            .runs
+            .list(None, Some(plan), 0, 1)
+            .await
+            .map_err(run_error)?;
+        Ok(runs.into_iter().next())
+    }
+}
