@@ -72,6 +72,13 @@ pub fn cut(text: &str, max: usize) -> String {
 /// knows there was more.
 const CUT: &str = "… (cut)";
 
+/// The longest note or description the agent writes into a plan itself
+/// (a subtask's reason, a re-planned description, a planner's note): half
+/// the engine's bound ([`plan_engine::model::limits::TEXT`]), so a model's
+/// long answer stays readable on a card and in the next prompt ([`cut`]'s
+/// marker keeps it far inside the bound).
+pub const OWN_TEXT: usize = plan_engine::model::limits::TEXT / 2;
+
 /// [`cut`] so that the result, its marker included, stays within `limit`
 /// characters: for a value bound for one of the engine's limits
 /// ([`plan_engine::model::limits`]), which refuses a longer one.

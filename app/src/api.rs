@@ -576,8 +576,13 @@ pub trait BoardBackend: Send + Sync {
     fn agent(&self) -> AgentInfo;
     async fn run_of(&self, plan: PlanId) -> Result<Option<RunPanel>, BoardError>;
     /// What the plan's run did, oldest first; only about `subtask` if given.
-    async fn activity(&self, plan: PlanId, subtask: Option<u32>)
-        -> Result<ActivityLog, BoardError>;
+    /// The lines in `lang`.
+    async fn activity(
+        &self,
+        plan: PlanId,
+        subtask: Option<u32>,
+        lang: plan_engine::Lang,
+    ) -> Result<ActivityLog, BoardError>;
     /// The agent's memories matching `query` (all, newest first, when it
     /// is empty), page `page` of [`MEMORIES_PER_PAGE`].
     async fn memories(&self, query: &str, page: u32) -> Result<MemoryList, BoardError>;
@@ -603,6 +608,7 @@ pub trait BoardBackend: Send + Sync {
         plan: PlanId,
         subtask: Option<u32>,
         limit: usize,
+        lang: plan_engine::Lang,
     ) -> Result<ActivityTail, BoardError>;
 }
 
@@ -919,7 +925,9 @@ pub async fn load_activity(plan: PlanId, subtask: Option<u32>) -> Result<Activit
     answered(
         async {
             viewer().await?;
-            backend()?.activity(plan, subtask).await
+            backend()?
+                .activity(plan, subtask, crate::i18n::detect())
+                .await
         }
         .await,
     )

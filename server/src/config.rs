@@ -40,6 +40,7 @@ use std::time::Duration;
 
 pub use crate::auth::Access;
 use crate::auth::{Identity, Role};
+pub use crate::store::redact_url;
 
 #[derive(Clone)]
 pub struct Config {
@@ -101,20 +102,6 @@ impl std::fmt::Debug for Config {
             .field("webhooks", &self.webhooks)
             .field("telemetry", &self.telemetry)
             .finish()
-    }
-}
-
-/// `postgres://user:secret@host/db` → `postgres://user:<redacted>@host/db`.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let Some((credentials, host)) = rest.rsplit_once('@') else {
-        return url.to_string();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
-        None => url.to_string(),
     }
 }
 

@@ -109,7 +109,7 @@ impl Driver {
                     state: SubtaskState::Blocked,
                     note: Some(cut(
                         &format!("{}{}", plan_engine::model::QUESTION_NOTE, b.reason.trim()),
-                        3_900,
+                        executor::OWN_TEXT,
                     )),
                     start_next: false,
                 });
@@ -134,7 +134,10 @@ impl Driver {
             .map(|s| Op::SetSubtaskState {
                 id: s.id(),
                 state: SubtaskState::Skipped,
-                note: Some(cut(&format!("dropped by the planner: {reason}"), 3_900)),
+                note: Some(cut(
+                    &format!("dropped by the planner: {reason}"),
+                    executor::OWN_TEXT,
+                )),
                 start_next: false,
             })
             .collect()

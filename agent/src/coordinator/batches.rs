@@ -319,7 +319,7 @@ impl Driver {
             .apply(vec![Op::SetSubtaskState {
                 id,
                 state: SubtaskState::Skipped,
-                note: Some(cut(&note, 3_900)),
+                note: Some(cut(&note, executor::OWN_TEXT)),
                 start_next: false,
             }])
             .await;

@@ -129,14 +129,14 @@ impl Driver {
                         state: SubtaskState::Todo,
                         note: Some(cut(
                             &format!("revised after {failed} failed attempts"),
-                            3_900,
+                            executor::OWN_TEXT,
                         )),
                         start_next: false,
                     },
                     Op::EditSubtask {
                         id,
                         patch: SubtaskPatch {
-                            description: Some(cut(answer.description.trim(), 3_900)),
+                            description: Some(cut(answer.description.trim(), executor::OWN_TEXT)),
                             ..SubtaskPatch::default()
                         },
                     },
@@ -144,7 +144,7 @@ impl Driver {
                         subtask: Some(id),
                         body: cut(
                             &format!("Failed {failed} times; the planner revised it: {reason}"),
-                            3_900,
+                            executor::OWN_TEXT,
                         ),
                     },
                 ];
@@ -165,7 +165,7 @@ impl Driver {
                     Op::AddSubtask {
                         subtask: NewSubtask {
                             name: cut(answer.name.trim(), 200),
-                            description: cut(answer.description.trim(), 3_900),
+                            description: cut(answer.description.trim(), executor::OWN_TEXT),
                             expected_outcome: s.expected_outcome().to_string(),
                             dependencies: s.dependencies().to_vec(),
                             ..NewSubtask::default()
@@ -183,7 +183,7 @@ impl Driver {
                                 new_id.0,
                                 answer.name.trim()
                             ),
-                            3_900,
+                            executor::OWN_TEXT,
                         )),
                         start_next: false,
                     },

@@ -308,7 +308,7 @@ impl Driver {
                             state: SubtaskState::Blocked,
                             note: Some(cut(
                                 &format!("{}{question}", plan_engine::model::QUESTION_NOTE),
-                                3_900,
+                                executor::OWN_TEXT,
                             )),
                             start_next: false,
                         },

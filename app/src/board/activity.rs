@@ -5,7 +5,11 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use plan_engine::PlanId;
+#[cfg(feature = "ssr")]
+use plan_engine::{Lang, Timestamp};
 use run_model::EntryKind;
+#[cfg(feature = "ssr")]
+use run_model::RunEntry;
 
 #[cfg(feature = "ssr")]
 use crate::api::{answered, backend, viewer};
@@ -124,6 +128,305 @@ pub fn panel_html(
     view! { {empty}<ol class="activity">{lines}</ol>{more} }.to_html()
 }
 
+/// One run-log entry as an activity line, in the person's language (the
+/// model's and people's own text stays as written). `now` counts a
+/// scheduled retry's seconds down.
+#[cfg(feature = "ssr")]
+pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -> Activity {
+    use RunEntry as E;
+    let kind = entry.kind();
+    let line = |subtask: Option<u32>, summary: String, detail: Option<String>, ok: bool| Activity {
+        at,
+        kind,
+        subtask,
+        summary,
+        detail,
+        ok,
+        retry_in_secs: None,
+    };
+    // Whole seconds still to wait for a retry, rounded up, from now.
+    let countdown = |delay_ms: u64| {
+        let waited = (now - at).num_milliseconds().max(0) as u64;
+        delay_ms.saturating_sub(waited).div_ceil(1000)
+    };
+    match entry {
+        E::LlmCall(c) => {
+            let mut summary = lang.pick(
+                format!(
+                    "{} · {} · attempt {} · {} → {} tokens · {} ms",
+                    c.role, c.model, c.attempt, c.prompt_tokens, c.completion_tokens, c.latency_ms
+                ),
+                format!(
+                    "{} · {} · 第 {} 次尝试 · {} → {} tokens · {} 毫秒",
+                    c.role, c.model, c.attempt, c.prompt_tokens, c.completion_tokens, c.latency_ms
+                ),
+            );
+            if let Some(cost) = c.cost {
+                summary.push_str(&format!(" · {cost}"));
+            }
+            if let Some(finish) = &c.finish_reason {
+                summary.push_str(&format!(" · {finish}"));
+            }
+            if let Some(error) = &c.error {
+                summary.push_str(&format!(" · {error}"));
+            }
+            let ok = c.error.is_none();
+            line(c.subtask.map(|s| s.0), summary, Some(c.transcript), ok)
+        }
+        E::ToolCall {
+            subtask,
+            name,
+            arguments,
+            result,
+            ok,
+            duration_ms,
+        } => line(
+            Some(subtask.0),
+            format!(
+                "{name} · {} · {duration_ms} ms",
+                if ok { lang.pick("ok", "成功") } else { lang.pick("error", "出错") }
+            ),
+            Some(lang.pick(
+                format!("arguments: {arguments}\n\nresult:\n{result}"),
+                format!("参数：{arguments}\n\n结果：\n{result}"),
+            )),
+            ok,
+        ),
+        E::RetryScheduled {
+            role,
+            attempt,
+            delay_ms,
+            class,
+            error,
+        } => Activity {
+            retry_in_secs: Some(countdown(delay_ms)),
+            ..line(
+                None,
+                lang.pick(
+                    format!("{role} attempt {attempt} failed ({class}: {error}); again in {delay_ms} ms"),
+                    format!("{role} 第 {attempt} 次尝试失败（{class}：{error}）；{delay_ms} 毫秒后重试"),
+                ),
+                None,
+                false,
+            )
+        },
+        E::ToolRetryScheduled {
+            subtask,
+            name,
+            attempt,
+            delay_ms,
+            error,
+        } => Activity {
+            retry_in_secs: Some(countdown(delay_ms)),
+            ..line(
+                Some(subtask.0),
+                lang.pick(
+                    format!("{name} attempt {attempt} failed ({error}); again in {delay_ms} ms"),
+                    format!("{name} 第 {attempt} 次尝试失败（{error}）；{delay_ms} 毫秒后重试"),
+                ),
+                None,
+                false,
+            )
+        },
+        E::SubtaskRetry {
+            subtask,
+            attempt,
+            of,
+            delay_ms,
+            reason,
+        } => Activity {
+            retry_in_secs: Some(countdown(delay_ms)),
+            ..line(
+                Some(subtask.0),
+                lang.pick(
+                    format!("attempt {attempt} of {of} failed ({reason}); again in {delay_ms} ms"),
+                    format!("第 {attempt}/{of} 次尝试失败（{reason}）；{delay_ms} 毫秒后重试"),
+                ),
+                None,
+                false,
+            )
+        },
+        E::Recovery {
+            subtask,
+            decision,
+            reason,
+            replacement,
+        } => line(
+            Some(subtask.0),
+            match replacement {
+                Some(new) => lang.pick(
+                    format!("{decision}: replaced by #{} · {reason}", new.0),
+                    format!("{decision}：由 #{} 取代 · {reason}", new.0),
+                ),
+                None => format!("{decision} · {reason}"),
+            },
+            None,
+            decision != run_model::RecoveryDecision::GiveUp,
+        ),
+        E::Recalled { memories } => line(
+            None,
+            lang.pick(
+                format!("{} memories of earlier runs", memories.len()),
+                format!("{} 条以往运行的记忆", memories.len()),
+            ),
+            Some(
+                memories
+                    .iter()
+                    .map(|m| format!("- [{}] {}", m.kind, m.excerpt))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            true,
+        ),
+        E::Remembered { count } => line(None, lang.pick(format!("{count} memories kept"), format!("记住了 {count} 条")), None, true),
+        E::ToolApproval {
+            subtask,
+            name,
+            arguments,
+            ..
+        } => line(
+            Some(subtask.0),
+            lang.pick(
+                format!("{name} waits for a person's approval"),
+                format!("{name} 等待人工批准"),
+            ),
+            Some(lang.pick(
+                format!("arguments: {arguments}"),
+                format!("参数：{arguments}"),
+            )),
+            true,
+        ),
+        E::ToolDecision {
+            verdict,
+            by,
+            reason,
+            arguments,
+            ..
+        } => line(
+            None,
+            lang.pick(
+                format!(
+                    "{verdict} by {by}{}",
+                    reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+                ),
+                format!(
+                    "{verdict}，由 {by} 决定{}",
+                    reason.as_deref().map(|r| format!("：{r}")).unwrap_or_default()
+                ),
+            ),
+            arguments.map(|a| lang.pick(format!("arguments: {a}"), format!("参数：{a}"))),
+            !matches!(verdict, run_model::Verdict::Denied),
+        ),
+        E::SubtaskResult {
+            subtask,
+            ok,
+            text,
+            duration_ms,
+        } => line(
+            Some(subtask.0),
+            lang.pick(
+                format!("{text} · {duration_ms} ms"),
+                format!("{text} · {duration_ms} 毫秒"),
+            ),
+            None,
+            ok,
+        ),
+        E::Overridden { subtask, now } => line(
+            Some(subtask.0),
+            {
+                let to = now.map_or(lang.pick("deleted", "已删除").to_string(), |s| s.label(lang).to_string());
+                lang.pick(
+                    format!("a person moved it to {to}; the agent's late result was dropped"),
+                    format!("有人把它改成了{to}；智能体迟到的结果被丢弃"),
+                )
+            },
+            None,
+            true,
+        ),
+        E::Asked { subtask, question } => line(Some(subtask.0), question, None, true),
+        E::StateChanged { to, reason, .. } => line(
+            None,
+            format!("{} · {reason}", crate::words::run_state_label(to, lang)),
+            None,
+            true,
+        ),
+        E::Classified(c) => line(
+            None,
+            format!("{} · {}", c.mode.as_str(), c.reason),
+            None,
+            true,
+        ),
+        E::PlanProposed {
+            round, subtasks, ..
+        } => line(
+            None,
+            lang.pick(
+                format!("round {round}: {subtasks} subtasks"),
+                format!("第 {round} 轮：{subtasks} 个子任务"),
+            ),
+            None,
+            true,
+        ),
+        E::PlanRepaired { repairs } => line(None, repairs.join("; "), None, true),
+        E::Rejected { comment, round } => {
+            line(
+                None,
+                lang.pick(format!("round {round}: {comment}"), format!("第 {round} 轮：{comment}")),
+                None,
+                true,
+            )
+        }
+        E::PlanAdjusted { reason, changes } => {
+            line(
+                None,
+                lang.pick(format!("{changes} changes: {reason}"), format!("{changes} 处修改：{reason}")),
+                None,
+                true,
+            )
+        }
+        E::BudgetReached { what } => line(None, what, None, false),
+        E::PeopleChanged { summary } => line(None, summary, None, true),
+        E::BatchPlanned {
+            batch,
+            retried,
+            new,
+            subtasks,
+        } => line(
+            None,
+            lang.pick(
+                format!("batch {batch}: {new} new items, {retried} planned again, {subtasks} subtasks"),
+                format!("第 {batch} 批：{new} 个新条目，{retried} 个重新规划，{subtasks} 个子任务"),
+            ),
+            None,
+            true,
+        ),
+        E::BatchFinished(b) => line(
+            None,
+            {
+                let failures = if b.failures.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", b.failures.join("; "))
+                };
+                let secs = b.ms as f64 / 1000.0;
+                lang.pick(
+                    format!(
+                        "batch {}: {} of {} items succeeded, {} failed, {secs:.1} s{failures}",
+                        b.batch, b.succeeded, b.items, b.failed
+                    ),
+                    format!(
+                        "第 {} 批：{} 个条目中 {} 个成功，{} 个失败，{secs:.1} 秒{failures}",
+                        b.batch, b.items, b.succeeded, b.failed
+                    ),
+                )
+            },
+            None,
+            b.failed == 0,
+        ),
+        E::Answer { text } => line(None, text, None, true),
+    }
+}
+
 /// Lines the board's live activity panel shows; the page has them all.
 #[cfg(feature = "ssr")]
 pub const PANEL_LINES: usize = 40;
@@ -136,9 +439,46 @@ pub async fn activity_html(plan: PlanId, subtask: Option<u32>) -> Result<String,
     answered(
         async {
             viewer().await?;
-            let tail = backend()?.activity_tail(plan, subtask, PANEL_LINES).await?;
+            let tail = backend()?
+                .activity_tail(plan, subtask, PANEL_LINES, crate::i18n::detect())
+                .await?;
             Ok(panel_html(plan, tail, crate::i18n::detect()))
         }
         .await,
     )
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::activity_of;
+    use plan_engine::{Lang, SubtaskId};
+    use run_model::RunEntry;
+
+    #[test]
+    fn a_line_reads_in_the_persons_language_and_keeps_the_models_words() {
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let proposed = RunEntry::PlanProposed {
+            round: 2,
+            subtasks: 3,
+            plan_id: uuid::Uuid::nil(),
+        };
+        assert_eq!(
+            activity_of(at, proposed.clone(), at, Lang::En).summary,
+            "round 2: 3 subtasks"
+        );
+        assert_eq!(
+            activity_of(at, proposed, at, Lang::Zh).summary,
+            "第 2 轮：3 个子任务"
+        );
+        let asked = RunEntry::Asked {
+            subtask: SubtaskId(4),
+            question: "Which region?".into(),
+        };
+        let line = activity_of(at, asked, at, Lang::Zh);
+        assert_eq!(
+            line.summary, "Which region?",
+            "the model's question as asked"
+        );
+        assert_eq!(line.subtask, Some(4));
+    }
 }

@@ -18,7 +18,7 @@
 //! - `details.rs`: the selected subtask, its edit form, the add form;
 //! - `comments.rs`: the plan's discussion.
 
-pub(crate) mod activity;
+pub mod activity;
 mod comments;
 mod dag;
 pub(crate) mod details;

@@ -39,7 +39,7 @@ macro_rules! action {
 
 action!(
     approve,
-    "/api/plans/{id}/approve",
+    "/plans/{id}/approve",
     OptionalBody,
     Approve,
     Option<Approve>,
@@ -47,7 +47,7 @@ action!(
 );
 action!(
     reject,
-    "/api/plans/{id}/reject",
+    "/plans/{id}/reject",
     Body,
     Reject,
     Reject,
@@ -55,7 +55,7 @@ action!(
 );
 action!(
     finish,
-    "/api/plans/{id}/finish",
+    "/plans/{id}/finish",
     Body,
     Finish,
     Finish,
@@ -63,7 +63,7 @@ action!(
 );
 action!(
     start_next,
-    "/api/plans/{id}/start-next",
+    "/plans/{id}/start-next",
     OptionalBody,
     StartNext,
     Option<StartNext>,
@@ -71,7 +71,7 @@ action!(
 );
 action!(
     replace_subtasks,
-    "/api/plans/{id}/replace-subtasks",
+    "/plans/{id}/replace-subtasks",
     Body,
     ReplaceSubtasks,
     ReplaceSubtasks,
@@ -79,7 +79,7 @@ action!(
 );
 action!(
     add_comment,
-    "/api/plans/{id}/comments",
+    "/plans/{id}/comments",
     Body,
     NewComment,
     NewComment,
@@ -108,25 +108,25 @@ macro_rules! bare_action {
 
 bare_action!(
     submit,
-    "/api/plans/{id}/submit",
+    "/plans/{id}/submit",
     Op::Submit,
     "submits a draft (for approval, when required)"
 );
 bare_action!(
     pause,
-    "/api/plans/{id}/pause",
+    "/plans/{id}/pause",
     Op::Pause,
     "pauses the plan: no subtask may start until it resumes"
 );
 bare_action!(
     resume,
-    "/api/plans/{id}/resume",
+    "/plans/{id}/resume",
     Op::Resume,
     "resumes a paused plan"
 );
 bare_action!(
     recover,
-    "/api/plans/{id}/recover",
+    "/plans/{id}/recover",
     Op::Recover,
     "reopens a finished plan"
 );

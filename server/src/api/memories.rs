@@ -58,7 +58,7 @@ impl<S: Send + Sync> FromRequestParts<S> for MemoryRef {
     }
 }
 
-#[utoipa::path(get, path = "/api/memories", tag = "memories", params(MemoriesQuery),
+#[utoipa::path(get, path = "/memories", tag = "memories", params(MemoriesQuery),
     description = "what the agent remembers of finished runs (run summaries and people's corrections)",
     responses((status = 200, body = Vec<super::schema::MemoryDoc>), ListErrors))]
 pub async fn list_memories(
@@ -80,7 +80,7 @@ pub async fn list_memories(
     ))
 }
 
-#[utoipa::path(delete, path = "/api/memories/{id}", tag = "memories",
+#[utoipa::path(delete, path = "/memories/{id}", tag = "memories",
     params(("id" = uuid::Uuid, Path, description = "memory UUID")),
     description = "forgets a memory: no later run recalls it",
     responses((status = 204, description = "forgotten"), WriteErrors))]
@@ -92,7 +92,7 @@ pub async fn forget_memory(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(patch, path = "/api/memories/{id}", tag = "memories",
+#[utoipa::path(patch, path = "/memories/{id}", tag = "memories",
     params(("id" = uuid::Uuid, Path, description = "memory UUID")),
     request_body = EditMemory,
     description = "rewrites a memory's text: what later runs recall and read from now on",
@@ -105,7 +105,7 @@ pub async fn edit_memory(
     Ok(Json(state.runs.edit_memory(id, &body.text).await?))
 }
 
-#[utoipa::path(post, path = "/api/memories/{id}/pin", tag = "memories",
+#[utoipa::path(post, path = "/memories/{id}/pin", tag = "memories",
     params(("id" = uuid::Uuid, Path, description = "memory UUID")),
     request_body = PinMemory,
     description = "pins a memory (recalled before others whenever it matches) or unpins it",

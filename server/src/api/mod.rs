@@ -38,9 +38,11 @@ use std::time::Duration;
 use axum::extract::{DefaultBodyLimit, OriginalUri};
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::{get, patch, post};
+use axum::routing::get;
 use axum::Router;
 use utoipa::OpenApi;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use crate::service::PlanService;
 
@@ -58,32 +60,8 @@ pub struct ApiState {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "planboard", description = "Plans for LLM agents: REST, tool dialects, live events. Errors are {error, message} JSON."),
-    paths(
-        plans::list_plans, plans::create_plan, plans::get_plan, plans::update_plan, plans::delete_plan,
-        plans::run_command, plans::list_comments, plans::list_events, plans::hint, plans::export,
-        plans::import,
-        subtasks::add_subtask, subtasks::edit_subtask, subtasks::delete_subtask,
-        subtasks::set_state, subtasks::move_subtask, subtasks::set_dependencies, subtasks::set_notes,
-        actions::approve, actions::reject, actions::finish, actions::start_next,
-        actions::replace_subtasks, actions::add_comment,
-        actions::submit, actions::pause, actions::resume, actions::recover,
-        tools::list_tools, tools::call_tool, tools::session_hint, tools::session_hint_remembered,
-        stream::plan_stream, stream::all_stream,
-        runs::start_run, runs::list_runs, runs::get_run, runs::run_cost, runs::inbox,
-        webhooks::list_endpoints, webhooks::add_endpoint, webhooks::remove_endpoint,
-        webhooks::webhook_deliveries, tool_servers::list_servers, tool_servers::add_server,
-        tool_servers::change_server, tool_servers::test_server, tool_servers::remove_server,
-        runs::run_events, runs::pause_run,
-        runs::resume_run, runs::cancel_run, runs::answer_run, runs::run_again, runs::list_artifacts,
-        runs::get_artifact, runs::workspace_zip, runs::agent_tools,
-        runs::pending_calls, runs::decide_call, runs::add_files, stream::run_stream,
-        memories::list_memories, memories::forget_memory, memories::pin_memory,
-        memories::edit_memory,
-        reviews::plan_reviews, reviews::put_review, reviews::delete_review, reviews::list_reviews,
-        reviews::review_queue,
-        templates::save_template, templates::list_templates, templates::get_template,
-        templates::delete_template,
-    ),
+    // Every other route's path comes with its route (`api_routers`).
+    paths(runs::get_artifact),
     tags(
         (name = "plans"), (name = "subtasks"), (name = "comments"),
         (name = "tools", description = "OpenAI function-calling tools in four dialects"),
@@ -146,118 +124,101 @@ schema::schemars_bridge! {
     ]
 }
 
-pub fn routes(state: ApiState) -> Router {
+/// The API's routes and their OpenAPI paths, from one list: each handler's
+/// `#[utoipa::path]` gives both its route and its entry in the document
+/// (utoipa-axum's `routes!`), so neither can drift from the other. The
+/// first router's responses are bounded (a timeout, gzip); the streams,
+/// which live for hours, are the second's.
+fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
     use actions::*;
     use plans::*;
     use subtasks::*;
-    let bounded = Router::new()
-        .route("/plans", get(list_plans).post(create_plan))
-        .route("/plans/import", post(import))
-        .route(
-            "/plans/{id}",
-            get(get_plan).patch(update_plan).delete(delete_plan),
-        )
-        .route("/plans/{id}/commands", post(run_command))
-        .route("/plans/{id}/subtasks", post(add_subtask))
-        .route(
-            "/plans/{id}/subtasks/{sid}",
-            patch(edit_subtask).delete(delete_subtask),
-        )
-        .route("/plans/{id}/subtasks/{sid}/state", post(set_state))
-        .route("/plans/{id}/subtasks/{sid}/move", post(move_subtask))
-        .route(
-            "/plans/{id}/subtasks/{sid}/dependencies",
-            post(set_dependencies),
-        )
-        .route("/plans/{id}/subtasks/{sid}/notes", post(set_notes))
-        .route("/plans/{id}/comments", get(list_comments).post(add_comment))
-        .route("/plans/{id}/events", get(list_events))
-        .route("/plans/{id}/hint", get(hint))
-        .route("/plans/{id}/export", get(export))
-        .route("/plans/{id}/approve", post(approve))
-        .route("/plans/{id}/reject", post(reject))
-        .route("/plans/{id}/submit", post(submit))
-        .route("/plans/{id}/pause", post(pause))
-        .route("/plans/{id}/resume", post(resume))
-        .route("/plans/{id}/finish", post(finish))
-        .route("/plans/{id}/recover", post(recover))
-        .route("/plans/{id}/start-next", post(start_next))
-        .route("/plans/{id}/replace-subtasks", post(replace_subtasks))
-        .route("/tools", get(tools::list_tools))
-        .route(
-            "/tools/{dialect}/hint",
-            get(tools::session_hint).post(tools::session_hint_remembered),
-        )
-        .route("/tools/{dialect}/{tool}", post(tools::call_tool))
-        .route(
-            "/runs",
-            get(runs::list_runs)
-                .post(runs::start_run)
-                .layer(DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT)),
-        )
-        .route("/runs/{id}", get(runs::get_run))
-        .route("/runs/{id}/cost", get(runs::run_cost))
-        .route("/runs/{id}/events", get(runs::run_events))
-        .route("/runs/{id}/pause", post(runs::pause_run))
-        .route("/runs/{id}/resume", post(runs::resume_run))
-        .route("/runs/{id}/cancel", post(runs::cancel_run))
-        .route("/runs/{id}/answer", post(runs::answer_run))
-        .route("/runs/{id}/again", post(runs::run_again))
-        .route("/runs/{id}/tool-calls", get(runs::pending_calls))
-        .route(
-            "/runs/{id}/files",
-            post(runs::add_files).layer(DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT)),
-        )
-        .route("/runs/{id}/tool-calls/{call}", post(runs::decide_call))
-        .route("/runs/{id}/artifacts", get(runs::list_artifacts))
-        .route("/runs/{id}/workspace.zip", get(runs::workspace_zip))
-        .route("/agent/tools", get(runs::agent_tools))
-        .route("/inbox", get(runs::inbox))
-        .route(
-            "/webhooks",
-            get(webhooks::list_endpoints).post(webhooks::add_endpoint),
-        )
-        .route(
-            "/webhooks/{id}",
-            axum::routing::delete(webhooks::remove_endpoint),
-        )
-        .route("/webhooks/deliveries", get(webhooks::webhook_deliveries))
-        .route(
-            "/tool-servers",
-            get(tool_servers::list_servers).post(tool_servers::add_server),
-        )
-        .route(
-            "/tool-servers/{name}",
-            axum::routing::put(tool_servers::change_server).delete(tool_servers::remove_server),
-        )
-        .route("/tool-servers/{name}/test", post(tool_servers::test_server))
-        .route("/memories", get(memories::list_memories))
-        .route(
-            "/memories/{id}",
-            axum::routing::delete(memories::forget_memory).patch(memories::edit_memory),
-        )
-        .route("/memories/{id}/pin", post(memories::pin_memory))
-        .route("/plans/{id}/reviews", get(reviews::plan_reviews))
-        .route(
-            "/plans/{id}/review",
-            axum::routing::put(reviews::put_review).delete(reviews::delete_review),
-        )
-        .route("/reviews", get(reviews::list_reviews))
-        .route("/review-queue", get(reviews::review_queue))
-        .route("/plans/{id}/template", post(templates::save_template))
-        .route("/templates", get(templates::list_templates))
-        .route(
-            "/templates/{id}",
-            get(templates::get_template).delete(templates::delete_template),
-        )
+    let upload = || DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT);
+    let bounded = OpenApiRouter::default()
+        .routes(routes!(list_plans, create_plan))
+        .routes(routes!(import))
+        .routes(routes!(get_plan, update_plan, delete_plan))
+        .routes(routes!(run_command))
+        .routes(routes!(add_subtask))
+        .routes(routes!(edit_subtask, delete_subtask))
+        .routes(routes!(set_state))
+        .routes(routes!(move_subtask))
+        .routes(routes!(set_dependencies))
+        .routes(routes!(set_notes))
+        .routes(routes!(list_comments, add_comment))
+        .routes(routes!(list_events))
+        .routes(routes!(hint))
+        .routes(routes!(export))
+        .routes(routes!(approve))
+        .routes(routes!(reject))
+        .routes(routes!(submit))
+        .routes(routes!(pause))
+        .routes(routes!(resume))
+        .routes(routes!(finish))
+        .routes(routes!(recover))
+        .routes(routes!(start_next))
+        .routes(routes!(replace_subtasks))
+        .routes(routes!(tools::list_tools))
+        .routes(routes!(tools::session_hint, tools::session_hint_remembered))
+        .routes(routes!(tools::call_tool))
+        .routes(routes!(runs::list_runs, runs::start_run).layer(upload()))
+        .routes(routes!(runs::get_run))
+        .routes(routes!(runs::run_cost))
+        .routes(routes!(runs::run_events))
+        .routes(routes!(runs::pause_run))
+        .routes(routes!(runs::resume_run))
+        .routes(routes!(runs::cancel_run))
+        .routes(routes!(runs::answer_run))
+        .routes(routes!(runs::run_again))
+        .routes(routes!(runs::pending_calls))
+        .routes(routes!(runs::add_files).layer(upload()))
+        .routes(routes!(runs::decide_call))
+        .routes(routes!(runs::list_artifacts))
+        .routes(routes!(runs::workspace_zip))
+        .routes(routes!(runs::agent_tools))
+        .routes(routes!(runs::inbox))
+        .routes(routes!(webhooks::list_endpoints, webhooks::add_endpoint))
+        .routes(routes!(webhooks::remove_endpoint))
+        .routes(routes!(webhooks::webhook_deliveries))
+        .routes(routes!(
+            tool_servers::list_servers,
+            tool_servers::add_server
+        ))
+        .routes(routes!(
+            tool_servers::change_server,
+            tool_servers::remove_server
+        ))
+        .routes(routes!(tool_servers::test_server))
+        .routes(routes!(memories::list_memories))
+        .routes(routes!(memories::forget_memory, memories::edit_memory))
+        .routes(routes!(memories::pin_memory))
+        .routes(routes!(reviews::plan_reviews))
+        .routes(routes!(reviews::put_review, reviews::delete_review))
+        .routes(routes!(reviews::list_reviews))
+        .routes(routes!(reviews::review_queue))
+        .routes(routes!(templates::save_template))
+        .routes(routes!(templates::list_templates))
+        .routes(routes!(templates::get_template, templates::delete_template))
+        // A path that runs to the end of the address (`{*path}`): axum's
+        // wildcard, which an OpenAPI path cannot spell, so it is routed by
+        // hand and documented in `ApiDoc`'s list (its only entry).
         .route("/runs/{id}/artifacts/{*path}", get(runs::get_artifact));
+    let streams = OpenApiRouter::default()
+        .routes(routes!(stream::plan_stream))
+        .routes(routes!(stream::all_stream))
+        .routes(routes!(stream::run_stream));
+    (bounded, streams)
+}
+
+pub fn routes(state: ApiState) -> Router {
+    let (bounded, streams) = api_routers();
+    let (bounded, _) = bounded.split_for_parts();
+    let (streams, _) = streams.split_for_parts();
     // Streams live for hours: the timeout (which only waits for their head)
     // and gzip (which never compresses them) would only hold memory for
     // each one, so they are added after those layers.
     crate::bounded_responses(bounded)
-        .route("/plans/{id}/stream", get(stream::plan_stream))
-        .route("/stream", get(stream::all_stream))
-        .route("/runs/{id}/stream", get(stream::run_stream))
+        .merge(streams)
         .route_layer(axum::middleware::from_fn(crate::metrics::tag_route))
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
@@ -288,7 +249,13 @@ async fn wrong_method(
 pub fn document() -> &'static str {
     static DOCUMENT: OnceLock<String> = OnceLock::new();
     DOCUMENT.get_or_init(|| {
-        let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+        let (bounded, streams) = api_routers();
+        let (_, paths) = OpenApiRouter::<ApiState>::default()
+            .nest("/api", bounded.merge(streams))
+            .split_for_parts();
+        let mut doc = ApiDoc::openapi();
+        doc.merge(paths);
+        let mut doc = serde_json::to_value(doc).unwrap_or_default();
         schema::merge_components(&mut doc, schema::foreign_components());
         schema::merge_components(&mut doc, body_components());
         schema::add_links(&mut doc);

@@ -119,7 +119,7 @@ pub struct PlanPage {
     pub next_offset: Option<u32>,
 }
 
-#[utoipa::path(get, path = "/api/plans", params(ListQuery), tag = "plans",
+#[utoipa::path(get, path = "/plans", params(ListQuery), tag = "plans",
     responses((status = 200, body = PlanPage), ListErrors))]
 pub async fn list_plans(
     State(state): State<ApiState>,
@@ -148,7 +148,7 @@ pub async fn list_plans(
     }))
 }
 
-#[utoipa::path(post, path = "/api/plans", tag = "plans",
+#[utoipa::path(post, path = "/plans", tag = "plans",
     request_body = NewPlanDoc,
     responses((status = 201, body = PlanView), CreateErrors))]
 pub async fn create_plan(
@@ -166,7 +166,7 @@ pub async fn create_plan(
     Ok((StatusCode::CREATED, Json(PlanView::of(plan))).into_response())
 }
 
-#[utoipa::path(get, path = "/api/plans/{id}", tag = "plans",
+#[utoipa::path(get, path = "/plans/{id}", tag = "plans",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     responses((status = 200, body = PlanView), ReadErrors))]
 pub async fn get_plan(
@@ -177,7 +177,7 @@ pub async fn get_plan(
     view.map(Json).ok_or_else(|| no_plan(id))
 }
 
-#[utoipa::path(patch, path = "/api/plans/{id}", tag = "plans",
+#[utoipa::path(patch, path = "/plans/{id}", tag = "plans",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     request_body = UpdatePlan,
     responses((status = 200, body = Changed), WriteErrors))]
@@ -192,7 +192,7 @@ pub async fn update_plan(
     run(&state, id, command, &who, None).await
 }
 
-#[utoipa::path(delete, path = "/api/plans/{id}", tag = "plans",
+#[utoipa::path(delete, path = "/plans/{id}", tag = "plans",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     responses((status = 204, description = "deleted from listings; its event log is kept and stays readable"), WriteErrors))]
 pub async fn delete_plan(
@@ -205,7 +205,7 @@ pub async fn delete_plan(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(post, path = "/api/plans/{id}/commands", tag = "plans",
+#[utoipa::path(post, path = "/plans/{id}/commands", tag = "plans",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     request_body(content = CommandDoc, description = "any engine command whole: {\"op\": \"set_subtask_state\", \"id\": 2, \"state\": \"done\", \"note\": \"…\", \"expected_version\": 7}"),
     responses((status = 200, body = Changed), WriteErrors))]
@@ -222,7 +222,7 @@ pub async fn run_command(
     run(&state, id, command, &who, None).await
 }
 
-#[utoipa::path(get, path = "/api/plans/{id}/comments", tag = "comments",
+#[utoipa::path(get, path = "/plans/{id}/comments", tag = "comments",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     responses((status = 200, body = Vec<StoredComment>), ReadErrors))]
 pub async fn list_comments(
@@ -253,7 +253,7 @@ pub struct EventPage {
     pub next_after: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/api/plans/{id}/events", tag = "plans",
+#[utoipa::path(get, path = "/plans/{id}/events", tag = "plans",
     params(("id" = uuid::Uuid, Path, description = "plan UUID"), EventsQuery),
     responses((status = 200, body = EventPage, description = "the plan's log, also after the plan was deleted (its last row is then `plan_deleted`)"), ReadErrors))]
 pub async fn list_events(
@@ -297,7 +297,7 @@ pub struct HintQuery {
     full: Option<bool>,
 }
 
-#[utoipa::path(get, path = "/api/plans/{id}/hint", tag = "plans",
+#[utoipa::path(get, path = "/plans/{id}/hint", tag = "plans",
     params(("id" = uuid::Uuid, Path, description = "plan UUID"), HintQuery),
     responses((status = 200, description = "the hint text", content_type = "text/plain"), ReadErrors))]
 pub async fn hint(
@@ -337,7 +337,7 @@ pub struct ExportQuery {
     format: Option<ExportFormat>,
 }
 
-#[utoipa::path(get, path = "/api/plans/{id}/export", tag = "plans",
+#[utoipa::path(get, path = "/plans/{id}/export", tag = "plans",
     params(("id" = uuid::Uuid, Path, description = "plan UUID"), ExportQuery),
     responses((status = 200, description = "the plan as JSON, Markdown or a Mermaid flowchart",
         content((Object = "application/json"), (String = "text/markdown"), (String = "text/plain"))), ReadErrors))]
@@ -363,7 +363,7 @@ pub async fn export(
     Ok(([(axum::http::header::CONTENT_TYPE, content_type)], text).into_response())
 }
 
-#[utoipa::path(post, path = "/api/plans/import", tag = "plans",
+#[utoipa::path(post, path = "/plans/import", tag = "plans",
     request_body(content = PlanDoc, description = "a plan as GET /api/plans/{id}/export?format=json gives it"),
     responses((status = 201, body = PlanView), CreateErrors))]
 pub async fn import(

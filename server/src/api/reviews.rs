@@ -16,7 +16,7 @@ use super::extract::{Params, PlanRef};
 use super::ApiState;
 use crate::auth::Identity;
 
-#[utoipa::path(get, path = "/api/plans/{id}/reviews", tag = "reviews",
+#[utoipa::path(get, path = "/plans/{id}/reviews", tag = "reviews",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     description = "every reviewer's review of the plan, oldest first",
     responses((status = 200, body = Vec<super::schema::ReviewDoc>), ReadErrors))]
@@ -27,7 +27,7 @@ pub async fn plan_reviews(
     Ok(Json(state.runs.reviews_of(id).await?))
 }
 
-#[utoipa::path(put, path = "/api/plans/{id}/review", tag = "reviews",
+#[utoipa::path(put, path = "/plans/{id}/review", tag = "reviews",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     request_body = super::schema::NewReviewDoc,
     description = "writes the caller's review of a finished plan (replacing the caller's earlier one; \
@@ -43,7 +43,7 @@ pub async fn put_review(
     Ok(Json(state.runs.review(id, &who.actor(), body).await?))
 }
 
-#[utoipa::path(delete, path = "/api/plans/{id}/review", tag = "reviews",
+#[utoipa::path(delete, path = "/plans/{id}/review", tag = "reviews",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     description = "removes the caller's review of the plan and the memory it left",
     responses((status = 204, description = "removed"), WriteErrors))]
@@ -81,7 +81,7 @@ fn page(offset: Option<u32>, limit: Option<u32>) -> Result<(u32, u32), ApiError>
     Ok((offset, limit))
 }
 
-#[utoipa::path(get, path = "/api/reviews", tag = "reviews", params(ReviewsQuery),
+#[utoipa::path(get, path = "/reviews", tag = "reviews", params(ReviewsQuery),
     description = "reviews of every plan, the latest written or changed first",
     responses((status = 200, body = Vec<super::schema::ReviewDoc>), ListErrors))]
 pub async fn list_reviews(
@@ -120,7 +120,7 @@ pub struct ReviewQueue {
     pub plans: Vec<ToReview>,
 }
 
-#[utoipa::path(get, path = "/api/review-queue", tag = "reviews", params(QueueQuery),
+#[utoipa::path(get, path = "/review-queue", tag = "reviews", params(QueueQuery),
     description = "finished, failed and abandoned plans nobody has reviewed, the latest finished first, \
         with the task that was asked when planboard's agent made them",
     responses((status = 200, body = ReviewQueue), ListErrors))]

@@ -402,7 +402,7 @@ pub struct RunAgain {
     pub from: u32,
 }
 
-#[utoipa::path(post, path = "/api/runs/{id}/again", tag = "runs",
+#[utoipa::path(post, path = "/runs/{id}/again", tag = "runs",
     description = "runs a finished (done, failed or abandoned) plan of this run again as a new run: the \
         results of the subtasks before `from` are kept, `from` and everything after it (or depending on \
         it) is done again, in a copy of the run's workspace. The new run starts working at once (its plan \
@@ -452,7 +452,7 @@ pub struct RunEventsQuery {
     limit: Option<u32>,
 }
 
-#[utoipa::path(post, path = "/api/runs", tag = "runs",
+#[utoipa::path(post, path = "/runs", tag = "runs",
     description = "starts a run: the classifier picks the mode (unless forced), the planner fills the run's plan, which then waits for approval (unless approval_required is false); 409 `no_model` when no model is configured",
     request_body(content(
         (StartRun = "application/json"),
@@ -491,7 +491,7 @@ pub async fn start_run(
     ))
 }
 
-#[utoipa::path(get, path = "/api/runs", tag = "runs", params(RunsQuery),
+#[utoipa::path(get, path = "/runs", tag = "runs", params(RunsQuery),
     responses((status = 200, body = Vec<RunView>), ListErrors))]
 pub async fn list_runs(
     State(state): State<ApiState>,
@@ -510,7 +510,7 @@ pub async fn list_runs(
     ))
 }
 
-#[utoipa::path(get, path = "/api/runs/{id}", tag = "runs",
+#[utoipa::path(get, path = "/runs/{id}", tag = "runs",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     responses((status = 200, body = RunView), ReadErrors))]
 pub async fn get_run(
@@ -524,7 +524,7 @@ pub async fn get_run(
 /// approve, the agent's questions, guarded tool calls, paused runs;
 /// approvals first, then oldest first, each with the board address where a
 /// person acts on it (`href`).
-#[utoipa::path(get, path = "/api/inbox", tag = "runs",
+#[utoipa::path(get, path = "/inbox", tag = "runs",
     responses((status = 200, body = Vec<super::schema::NeedDoc>), ListErrors))]
 pub async fn inbox(State(state): State<ApiState>) -> Result<Json<Vec<run_model::Need>>, ApiError> {
     Ok(Json(state.runs.needs().await?))
@@ -533,7 +533,7 @@ pub async fn inbox(State(state): State<ApiState>) -> Result<Json<Vec<run_model::
 /// What the run's model calls cost: in all, per subtask (`subtask: null`
 /// for classifying, planning and recovering) and per model. Calls to a
 /// model without a price are counted in `unpriced_calls`, not in `cost`.
-#[utoipa::path(get, path = "/api/runs/{id}/cost", tag = "runs",
+#[utoipa::path(get, path = "/runs/{id}/cost", tag = "runs",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     responses((status = 200, body = super::schema::CostReportDoc), ReadErrors))]
 pub async fn run_cost(
@@ -543,7 +543,7 @@ pub async fn run_cost(
     Ok(Json(state.runs.cost(id).await?))
 }
 
-#[utoipa::path(get, path = "/api/runs/{id}/events", tag = "runs",
+#[utoipa::path(get, path = "/runs/{id}/events", tag = "runs",
     params(("id" = uuid::Uuid, Path, description = "run UUID"), RunEventsQuery),
     responses((status = 200, body = Vec<StoredRunEntry>), ReadErrors))]
 pub async fn run_events(
@@ -580,15 +580,15 @@ macro_rules! control {
 
 control!(
     pause_run,
-    "/api/runs/{id}/pause",
+    "/runs/{id}/pause",
     "pauses the run's plan: nothing new starts, work in flight finishes",
     |runs, id, who| runs.pause(id, &who)
 );
-control!(cancel_run, "/api/runs/{id}/cancel",
+control!(cancel_run, "/runs/{id}/cancel",
     "abandons the run's plan: model calls in flight are dropped, subtasks in progress go back to todo",
     |runs, id, who| runs.cancel(id, &who));
 
-#[utoipa::path(post, path = "/api/runs/{id}/resume", tag = "runs",
+#[utoipa::path(post, path = "/runs/{id}/resume", tag = "runs",
     description = "resumes the run's plan; a budget in the body replaces the run's budget first",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     request_body(content = Option<ResumeRun>),
@@ -617,7 +617,7 @@ pub struct AddFiles {
     pub files: (),
 }
 
-#[utoipa::path(post, path = "/api/runs/{id}/files", tag = "runs",
+#[utoipa::path(post, path = "/runs/{id}/files", tag = "runs",
     description = "adds files to a run that goes on (multipart, parts named `files`; the upload limits of POST /api/runs): they land in its workspace next to what is there, and a comment on the plan tells the agent",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     request_body(content((AddFiles = "multipart/form-data"))),
@@ -695,7 +695,7 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
     }
 }
 
-#[utoipa::path(get, path = "/api/runs/{id}/tool-calls", tag = "runs",
+#[utoipa::path(get, path = "/runs/{id}/tool-calls", tag = "runs",
     description = "the run's guarded tool calls (policy `ask`) that wait for a person, oldest first",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     responses((status = 200, body = Vec<PendingCall>), ReadErrors))]
@@ -706,7 +706,7 @@ pub async fn pending_calls(
     Ok(Json(state.runs.pending_calls(id).await?))
 }
 
-#[utoipa::path(post, path = "/api/runs/{id}/tool-calls/{call}", tag = "runs",
+#[utoipa::path(post, path = "/runs/{id}/tool-calls/{call}", tag = "runs",
     description = "a person's decision on a guarded tool call: `approve` runs it, `edit` runs it with `arguments`, `deny` sends `reason` back to the model; 409 `decided` if it was decided (or expired) already",
     params(("id" = uuid::Uuid, Path, description = "run UUID"),
            ("call" = String, Path, description = "the call's id, from GET /api/runs/{id}/tool-calls")),
@@ -724,7 +724,7 @@ pub async fn decide_call(
     ))
 }
 
-#[utoipa::path(post, path = "/api/runs/{id}/answer", tag = "runs",
+#[utoipa::path(post, path = "/runs/{id}/answer", tag = "runs",
     description = "answers the agent's question on a blocked subtask: the answer is a comment on it and the subtask is unblocked",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     request_body(content = AnswerRun),
@@ -750,7 +750,7 @@ pub async fn answer_run(
     ))
 }
 
-#[utoipa::path(get, path = "/api/runs/{id}/artifacts", tag = "runs",
+#[utoipa::path(get, path = "/runs/{id}/artifacts", tag = "runs",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     responses((status = 200, body = Vec<Artifact>), ReadErrors))]
 pub async fn list_artifacts(
@@ -776,7 +776,7 @@ pub struct AgentTool {
     pub parameters: serde_json::Value,
 }
 
-#[utoipa::path(get, path = "/api/agent/tools", tag = "runs",
+#[utoipa::path(get, path = "/agent/tools", tag = "runs",
     description = "the work tools a run can be given (`StartRun.tools` names them): the files, the code runner when its sandbox works, the web, and the configured MCP servers' tools",
     responses((status = 200, body = AgentTools), ListErrors))]
 pub async fn agent_tools(State(state): State<ApiState>) -> Json<AgentTools> {
@@ -798,7 +798,7 @@ pub async fn agent_tools(State(state): State<ApiState>) -> Json<AgentTools> {
     })
 }
 
-#[utoipa::path(get, path = "/api/runs/{id}/workspace.zip", tag = "runs",
+#[utoipa::path(get, path = "/runs/{id}/workspace.zip", tag = "runs",
     params(("id" = uuid::Uuid, Path, description = "run UUID")),
     responses((status = 200, content_type = "application/zip", description = "every file of the run's workspace (the files it started with and the files it wrote), deflated"), ReadErrors))]
 pub async fn workspace_zip(

@@ -34,7 +34,7 @@ fn resume_from(headers: &HeaderMap, q: &StreamQuery) -> Result<Option<i64>, ApiE
     }
 }
 
-#[utoipa::path(get, path = "/api/plans/{id}/stream", tag = "live",
+#[utoipa::path(get, path = "/plans/{id}/stream", tag = "live",
     params(("id" = uuid::Uuid, Path, description = "plan UUID"), StreamQuery),
     responses((status = 200, content_type = "text/event-stream",
         description = "`ready` {seq} first when not resuming; then one unnamed event per log row (data: the row as in /events, id: its seq); `run` events (no id) carry the entries of the plan's run as they are written (as in /api/runs/{id}/events); `resync` {seq, missed} if this client fell too far behind: reload, then keep reading; `shutdown` when the server stops: reconnect"), ReadErrors))]
@@ -58,7 +58,7 @@ pub async fn plan_stream(
     ))
 }
 
-#[utoipa::path(get, path = "/api/stream", tag = "live", params(StreamQuery),
+#[utoipa::path(get, path = "/stream", tag = "live", params(StreamQuery),
     responses((status = 200, content_type = "text/event-stream", description = "as the plan stream, for every plan"), ListErrors))]
 pub async fn all_stream(
     State(state): State<ApiState>,
@@ -76,7 +76,7 @@ pub async fn all_stream(
     ))
 }
 
-#[utoipa::path(get, path = "/api/runs/{id}/stream", tag = "live",
+#[utoipa::path(get, path = "/runs/{id}/stream", tag = "live",
     params(("id" = uuid::Uuid, Path, description = "run UUID"), StreamQuery),
     responses((status = 200, content_type = "text/event-stream",
         description = "the run log: every entry after `after` (or Last-Event-ID; from the start when neither is given), then live ones; data: the entry as in /events, id: its seq; `shutdown` when the server stops"), ReadErrors))]

@@ -16,7 +16,7 @@ use super::plans::{run, Changed};
 use super::ApiState;
 use crate::auth::Identity;
 
-#[utoipa::path(post, path = "/api/plans/{id}/subtasks", tag = "subtasks",
+#[utoipa::path(post, path = "/plans/{id}/subtasks", tag = "subtasks",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     request_body = AddSubtask,
     responses((status = 200, body = Changed), WriteErrors))]
@@ -31,7 +31,7 @@ pub async fn add_subtask(
     run(&state, id, command, &who, None).await
 }
 
-#[utoipa::path(delete, path = "/api/plans/{id}/subtasks/{sid}", tag = "subtasks",
+#[utoipa::path(delete, path = "/plans/{id}/subtasks/{sid}", tag = "subtasks",
     params(("id" = uuid::Uuid, Path, description = "plan UUID"), ("sid" = u32, Path, description = "subtask id")),
     responses((status = 200, body = Changed), WriteErrors))]
 pub async fn delete_subtask(
@@ -72,30 +72,30 @@ macro_rules! subtask_route {
 subtask_route!(
     patch,
     edit_subtask,
-    "/api/plans/{id}/subtasks/{sid}",
+    "/plans/{id}/subtasks/{sid}",
     EditSubtask
 );
 subtask_route!(
     post,
     set_state,
-    "/api/plans/{id}/subtasks/{sid}/state",
+    "/plans/{id}/subtasks/{sid}/state",
     SetState
 );
 subtask_route!(
     post,
     move_subtask,
-    "/api/plans/{id}/subtasks/{sid}/move",
+    "/plans/{id}/subtasks/{sid}/move",
     MoveSubtask
 );
 subtask_route!(
     post,
     set_dependencies,
-    "/api/plans/{id}/subtasks/{sid}/dependencies",
+    "/plans/{id}/subtasks/{sid}/dependencies",
     SetDependencies
 );
 subtask_route!(
     post,
     set_notes,
-    "/api/plans/{id}/subtasks/{sid}/notes",
+    "/plans/{id}/subtasks/{sid}/notes",
     SetNotes
 );

@@ -31,7 +31,7 @@ impl<S: Send + Sync> FromRequestParts<S> for TemplateRef {
     }
 }
 
-#[utoipa::path(post, path = "/api/plans/{id}/template", tag = "templates",
+#[utoipa::path(post, path = "/plans/{id}/template", tag = "templates",
     params(("id" = uuid::Uuid, Path, description = "plan UUID")),
     request_body = super::schema::NewTemplateDoc,
     description = "saves the plan's shape (mode, what was asked, subtasks with their dependencies; \
@@ -64,7 +64,7 @@ pub struct TemplatesQuery {
     limit: Option<u32>,
 }
 
-#[utoipa::path(get, path = "/api/templates", tag = "templates", params(TemplatesQuery),
+#[utoipa::path(get, path = "/templates", tag = "templates", params(TemplatesQuery),
     description = "the saved templates, newest first",
     responses((status = 200, body = Vec<super::schema::TemplateDoc>), ListErrors))]
 pub async fn list_templates(
@@ -80,7 +80,7 @@ pub async fn list_templates(
     Ok(Json(state.runs.templates(offset, limit).await?))
 }
 
-#[utoipa::path(get, path = "/api/templates/{id}", tag = "templates",
+#[utoipa::path(get, path = "/templates/{id}", tag = "templates",
     params(("id" = uuid::Uuid, Path, description = "template UUID")),
     responses((status = 200, body = super::schema::TemplateDoc), ReadErrors))]
 pub async fn get_template(
@@ -90,7 +90,7 @@ pub async fn get_template(
     Ok(Json(state.runs.template(id).await?))
 }
 
-#[utoipa::path(delete, path = "/api/templates/{id}", tag = "templates",
+#[utoipa::path(delete, path = "/templates/{id}", tag = "templates",
     params(("id" = uuid::Uuid, Path, description = "template UUID")),
     description = "deletes the template; runs started from it keep their copy",
     responses((status = 204, description = "deleted"), WriteErrors))]

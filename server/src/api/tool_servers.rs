@@ -54,7 +54,7 @@ impl From<ToolServerError> for ApiError {
 }
 
 /// Every MCP server, the file's and the added ones, with its state.
-#[utoipa::path(get, path = "/api/tool-servers", tag = "tools",
+#[utoipa::path(get, path = "/tool-servers", tag = "tools",
     responses((status = 200, body = Vec<super::schema::ToolServerDoc>), ListErrors))]
 pub async fn list_servers(State(state): State<ApiState>) -> Json<Vec<ToolServerView>> {
     Json(state.runs.tool_servers().views())
@@ -63,7 +63,7 @@ pub async fn list_servers(State(state): State<ApiState>) -> Json<Vec<ToolServerV
 /// Adds a server, connects it and offers its tools to runs started from
 /// now on. It is kept even when it does not connect (its error is shown;
 /// fix it with a change, or test it again later).
-#[utoipa::path(post, path = "/api/tool-servers", tag = "tools", request_body = ToolServerSpec,
+#[utoipa::path(post, path = "/tool-servers", tag = "tools", request_body = ToolServerSpec,
     responses((status = 201, body = super::schema::ToolServerDoc), WriteErrors))]
 pub async fn add_server(
     State(state): State<ApiState>,
@@ -82,7 +82,7 @@ pub async fn add_server(
 
 /// Changes an added server (a token or env left out keeps the stored
 /// one) and connects it again.
-#[utoipa::path(put, path = "/api/tool-servers/{name}", tag = "tools", request_body = ToolServerSpec,
+#[utoipa::path(put, path = "/tool-servers/{name}", tag = "tools", request_body = ToolServerSpec,
     params(("name" = String, Path, description = "the server's name")),
     responses((status = 200, body = super::schema::ToolServerDoc), WriteErrors))]
 pub async fn change_server(
@@ -104,7 +104,7 @@ pub async fn change_server(
 
 /// Connects a server again (after its program or service was fixed):
 /// its state now.
-#[utoipa::path(post, path = "/api/tool-servers/{name}/test", tag = "tools",
+#[utoipa::path(post, path = "/tool-servers/{name}/test", tag = "tools",
     params(("name" = String, Path, description = "the server's name")),
     responses((status = 200, body = super::schema::ToolServerDoc), WriteErrors))]
 pub async fn test_server(
@@ -117,7 +117,7 @@ pub async fn test_server(
 }
 
 /// Removes an added server: its tools are offered to no new run.
-#[utoipa::path(delete, path = "/api/tool-servers/{name}", tag = "tools",
+#[utoipa::path(delete, path = "/tool-servers/{name}", tag = "tools",
     params(("name" = String, Path, description = "the server's name")),
     responses((status = 204, description = "removed"), WriteErrors))]
 pub async fn remove_server(

@@ -49,7 +49,7 @@ pub struct ToolsQuery {
     dialect: Option<Dialect>,
 }
 
-#[utoipa::path(get, path = "/api/tools", tag = "tools", params(ToolsQuery),
+#[utoipa::path(get, path = "/tools", tag = "tools", params(ToolsQuery),
     responses((status = 200, body = Vec<Object>, description = "OpenAI function-calling tool specs: [{type: function, function: {name, description, parameters}}]"), ListErrors))]
 pub async fn list_tools(Params(q): Params<ToolsQuery>) -> Json<Vec<Value>> {
     Json(plan_engine::tools(q.dialect.unwrap_or(Dialect::Canonical)))
@@ -117,7 +117,7 @@ fn session(
     Ok((session, named))
 }
 
-#[utoipa::path(post, path = "/api/tools/{dialect}/{tool}", tag = "tools",
+#[utoipa::path(post, path = "/tools/{dialect}/{tool}", tag = "tools",
     params(DialectPath, ("tool" = String, Path, description = "the tool's name in that dialect (GET /api/tools lists them)"), SessionQuery),
     request_body(content = Option<serde_json::Value>, description = "the model's arguments for the tool, as an object or as a JSON string"),
     responses(
@@ -180,7 +180,7 @@ fn hint_response((text, version): (String, Option<u64>)) -> Response {
     response
 }
 
-#[utoipa::path(get, path = "/api/tools/{dialect}/hint", tag = "tools",
+#[utoipa::path(get, path = "/tools/{dialect}/hint", tag = "tools",
     params(DialectPath, SessionQuery),
     responses((status = 200, content_type = "text/plain",
         headers(("x-plan-version" = u64, description = "the version of the plan the hint describes (absent without a plan)")),
@@ -199,7 +199,7 @@ pub async fn session_hint(
     ))
 }
 
-#[utoipa::path(post, path = "/api/tools/{dialect}/hint", tag = "tools",
+#[utoipa::path(post, path = "/tools/{dialect}/hint", tag = "tools",
     params(DialectPath, SessionQuery),
     responses((status = 200, content_type = "text/plain",
         headers(("x-plan-version" = u64, description = "the version of the plan the hint describes (absent without a plan)")),

@@ -123,7 +123,7 @@ impl NewEndpoint {
 }
 
 /// Every endpoint notifications go to: the configured one first.
-#[utoipa::path(get, path = "/api/webhooks", tag = "webhooks",
+#[utoipa::path(get, path = "/webhooks", tag = "webhooks",
     responses((status = 200, body = Vec<EndpointView>), ListErrors))]
 pub async fn list_endpoints(
     State(state): State<ApiState>,
@@ -170,7 +170,7 @@ pub async fn list_endpoints(
 }
 
 /// Adds an endpoint: notifications from now on go there too.
-#[utoipa::path(post, path = "/api/webhooks", tag = "webhooks", request_body = NewEndpoint,
+#[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = NewEndpoint,
     responses((status = 201, body = EndpointView), WriteErrors))]
 pub async fn add_endpoint(
     State(state): State<ApiState>,
@@ -216,7 +216,7 @@ pub async fn add_endpoint(
 
 /// Removes an added endpoint; its pending deliveries are dropped (marked
 /// failed on their next attempt).
-#[utoipa::path(delete, path = "/api/webhooks/{id}", tag = "webhooks",
+#[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks",
     params(("id" = uuid::Uuid, Path, description = "endpoint UUID")),
     responses((status = 204, description = "removed"), WriteErrors))]
 pub async fn remove_endpoint(
@@ -249,7 +249,7 @@ pub struct DeliveriesQuery {
 /// The newest webhook deliveries: event, run and plan, status (`pending`,
 /// `delivered`, `failed`), attempts, the endpoint's last answer. The
 /// endpoint shows its scheme and host only.
-#[utoipa::path(get, path = "/api/webhooks/deliveries", tag = "webhooks", params(DeliveriesQuery),
+#[utoipa::path(get, path = "/webhooks/deliveries", tag = "webhooks", params(DeliveriesQuery),
     responses((status = 200, body = Vec<super::schema::DeliveryDoc>), ListErrors))]
 pub async fn webhook_deliveries(
     State(state): State<ApiState>,

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::collections::{HashMap, HashSet};
 
 use app::api::{
-    Activity, ActivityLog, ActivityTail, AgentInfo, BoardBackend, BoardError, HistoryList,
-    HistoryRow, ListFilter, LogEntry, PlanList, PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
+    ActivityLog, ActivityTail, AgentInfo, BoardBackend, BoardError, HistoryList, HistoryRow,
+    ListFilter, LogEntry, PlanList, PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
 };
 use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId, SubtaskState};
 
@@ -336,6 +336,7 @@ impl BoardBackend for Board {
         &self,
         plan: PlanId,
         subtask: Option<u32>,
+        lang: plan_engine::Lang,
     ) -> Result<ActivityLog, BoardError> {
         let plan_title = self
             .plans
@@ -353,7 +354,7 @@ impl BoardBackend for Board {
         };
         // The panel's reader with no limit: one place turns entries into
         // lines and picks a subtask's.
-        let rows = read_tail(&*self.runs.store(), run, subtask, usize::MAX, 500)
+        let rows = read_tail(&*self.runs.store(), run, subtask, usize::MAX, 500, lang)
             .await
             .map_err(|e| run_error(e.into()))?
             .rows;
@@ -467,6 +468,7 @@ impl BoardBackend for Board {
         plan: PlanId,
         subtask: Option<u32>,
         limit: usize,
+        lang: plan_engine::Lang,
     ) -> Result<ActivityTail, BoardError> {
         let Some(run) = self.run_on(plan).await?.map(|r| r.record.id) else {
             return Ok(ActivityTail {
@@ -474,7 +476,7 @@ impl BoardBackend for Board {
                 total: Some(0),
             });
         };
-        read_tail(&*self.runs.store(), run, subtask, limit, 200)
+        read_tail(&*self.runs.store(), run, subtask, limit, 200, lang)
             .await
             .map_err(|e| run_error(e.into()))
     }

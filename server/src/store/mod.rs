@@ -233,3 +233,17 @@ pub trait PlanStore: Send + Sync {
     /// one process owns the file).
     async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
 }
+
+/// `postgres://user:secret@host/db` → `postgres://user:<redacted>@host/db`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((credentials, host)) = rest.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match credentials.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
+        None => url.to_string(),
+    }
+}

@@ -88,7 +88,7 @@ impl SqlStore {
         let Some(backend) = Backend::of(url) else {
             return Err(StoreError::Config(format!(
                 "DATABASE_URL must start with sqlite: or postgres:, not '{}'",
-                crate::config::redact_url(url)
+                super::redact_url(url)
             )));
         };
         let mut options = AnyPoolOptions::new();
