@@ -136,27 +136,16 @@ pub(crate) fn topological_order(subtasks: &[Arc<Subtask>]) -> Result<Vec<usize>,
         .enumerate()
         .map(|(p, s)| (s.id, p))
         .collect();
-    let mut remaining: Vec<usize> = subtasks.iter().map(|s| s.dependencies.len()).collect();
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); subtasks.len()];
-    for (p, s) in subtasks.iter().enumerate() {
-        for d in &s.dependencies {
-            if let Some(&q) = pos.get(d) {
-                dependents[q].push(p);
-            }
-        }
-    }
-    let mut queue: std::collections::VecDeque<usize> =
-        (0..subtasks.len()).filter(|&p| remaining[p] == 0).collect();
-    let mut order = Vec::with_capacity(subtasks.len());
-    while let Some(p) = queue.pop_front() {
-        order.push(p);
-        for &q in &dependents[p] {
-            remaining[q] -= 1;
-            if remaining[q] == 0 {
-                queue.push_back(q);
-            }
-        }
-    }
+    let deps: Vec<Vec<usize>> = subtasks
+        .iter()
+        .map(|s| {
+            s.dependencies
+                .iter()
+                .filter_map(|d| pos.get(d).copied())
+                .collect()
+        })
+        .collect();
+    let (order, remaining) = kahn(&deps);
     if order.len() == subtasks.len() {
         return Ok(order);
     }
@@ -180,6 +169,35 @@ pub(crate) fn topological_order(subtasks: &[Arc<Subtask>]) -> Result<Vec<usize>,
         path.push(id);
         at = q;
     }
+}
+
+/// Kahn's order of a graph given as each node's dependencies (positions):
+/// dependencies first, ties broken by position. With a cycle the order
+/// leaves out the nodes on or after it; `remaining` counts, per node, the
+/// dependencies never ordered (zero for every node in the order). The
+/// plan's order and the condensed drawing's ([`crate::lod`]) share it.
+pub(crate) fn kahn(deps: &[Vec<usize>]) -> (Vec<usize>, Vec<usize>) {
+    let n = deps.len();
+    let mut remaining: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (p, ds) in deps.iter().enumerate() {
+        for &q in ds {
+            dependents[q].push(p);
+        }
+    }
+    let mut queue: std::collections::VecDeque<usize> =
+        (0..n).filter(|&p| remaining[p] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(p) = queue.pop_front() {
+        order.push(p);
+        for &q in &dependents[p] {
+            remaining[q] -= 1;
+            if remaining[q] == 0 {
+                queue.push_back(q);
+            }
+        }
+    }
+    (order, remaining)
 }
 
 /// The longest chain of dependent subtasks that are not yet done or skipped:

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::dag::topological_order;
+use crate::dag::{kahn, topological_order};
 use crate::layout::{layout_graph, longest_chains};
 use crate::model::{Plan, SubtaskId, SubtaskState};
 
@@ -123,7 +123,7 @@ pub fn condense(plan: &Plan, open: &BTreeSet<SubtaskId>, budget: usize) -> Conde
         }
     }
     let unit_deps = unit_edges(&deps, &units, n);
-    let unit_order = order_of(&unit_deps);
+    let (unit_order, _) = kahn(&unit_deps);
     let layer = longest_chains(&unit_deps, &unit_order);
     if units.len() <= budget {
         return finish_units(plan, &deps, units, kinds, layer);
@@ -223,31 +223,6 @@ fn unit_edges(deps: &[Vec<usize>], units: &[Vec<usize>], n: usize) -> Vec<Vec<us
             set.into_iter().collect()
         })
         .collect()
-}
-
-/// Kahn's order of an acyclic graph given as dependency lists.
-fn order_of(deps: &[Vec<usize>]) -> Vec<usize> {
-    let n = deps.len();
-    let mut remaining: Vec<usize> = deps.iter().map(Vec::len).collect();
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (p, ds) in deps.iter().enumerate() {
-        for &q in ds {
-            dependents[q].push(p);
-        }
-    }
-    let mut queue: std::collections::VecDeque<usize> =
-        (0..n).filter(|&p| remaining[p] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(p) = queue.pop_front() {
-        order.push(p);
-        for &q in &dependents[p] {
-            remaining[q] -= 1;
-            if remaining[q] == 0 {
-                queue.push_back(q);
-            }
-        }
-    }
-    order
 }
 
 fn finish(
