@@ -933,17 +933,6 @@ pub async fn load_activity(plan: PlanId, subtask: Option<u32>) -> Result<Activit
     )
 }
 
-#[server(prefix = "/_board", input = Json)]
-pub async fn load_run(plan: PlanId) -> Result<Option<RunPanel>, BoardError> {
-    answered(
-        async {
-            viewer().await?;
-            backend()?.run_of(plan).await
-        }
-        .await,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::ListFilter;

@@ -1,18 +1,32 @@
 //! The agent's run on this plan: its state, how the mode was chosen and
 //! why, what it has spent, its answer, and Pause / Resume / Cancel. Loaded
 //! again whenever the plan changes or the run writes to its log.
+//!
+//! The server draws the header ([`run_html`]): its questions and guarded
+//! tool calls are plain forms already, and its Pause / Resume / Cancel
+//! buttons carry a `data-op` the island reads, sending the op through the
+//! board's one write path. The island keeps only what lives in the
+//! browser: the replies being written and the live activity panel.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
 
 use super::Board;
-use plan_engine::{Op, PlanState, SubtaskId};
+#[cfg(feature = "ssr")]
+use plan_engine::{Lang, SubtaskId};
+use plan_engine::{Op, PlanId, PlanState};
+#[cfg(feature = "ssr")]
 use run_model::{DecidedBy, RunState};
 
 use super::activity::activity_html;
-use crate::api::{load_run, RunPanel};
+use crate::api::BoardError;
+#[cfg(feature = "ssr")]
+use crate::api::{answered, backend, viewer, RunPanel};
+#[cfg(feature = "ssr")]
 use crate::words::{cost_line, run_state_label as state_label};
 
 /// "m:ss" (or "h:mm:ss").
+#[cfg(any(feature = "ssr", test))]
 fn clock(secs: u64) -> String {
     let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
     if h > 0 {
@@ -24,7 +38,8 @@ fn clock(secs: u64) -> String {
 
 /// A run in batches, in one line: "batch 3 of about 40 · 37 of 200 items
 /// covered (35 done, 2 given up) · 92 % succeeded".
-fn batch_line(b: &run_model::BatchView, lang: crate::i18n::Lang) -> String {
+#[cfg(feature = "ssr")]
+fn batch_line(b: &run_model::BatchView, lang: Lang) -> String {
     let mut line = lang.pick(
         format!(
             "Batch {} of about {} · {} of {} items covered ({} done, {} given up)",
@@ -48,11 +63,8 @@ fn batch_line(b: &run_model::BatchView, lang: crate::i18n::Lang) -> String {
 /// A guarded tool call waiting for a person: what it would do, exactly,
 /// and a plain form to approve it, run it with edited arguments, or deny it
 /// with a reason the model reads.
-#[component]
-fn ToolGuard(board: Board, p: crate::api::PendingTool) -> impl IntoView {
-    let lang = board.lang;
-    let id = board.id;
-    let can_edit = board.can_edit();
+#[cfg(feature = "ssr")]
+fn tool_guard(id: PlanId, p: crate::api::PendingTool, can_edit: bool, lang: Lang) -> impl IntoView {
     let testid = format!("tool-guard-{}", p.name);
     view! {
         <div class="run-guard" data-testid=testid>
@@ -97,6 +109,143 @@ pub(super) fn RunHeader(board: Board) -> impl IntoView {
     }
 }
 
+/// The run header as HTML: `r` the run, `questions` the subtasks waiting
+/// on a person's answer.
+#[cfg(feature = "ssr")]
+fn run_panel_html(
+    id: PlanId,
+    r: RunPanel,
+    questions: Vec<(SubtaskId, String)>,
+    can_edit: bool,
+    lang: Lang,
+) -> String {
+    let state = r.state;
+    // "0:35 / 30:00 · about 1:10 left": running time against its
+    // budget, and seed 002's estimate while there is one. While running
+    // (and under an hour) the elapsed part ticks by the second in CSS
+    // alone (`.run-clock`), from the time the server last recorded; it
+    // comes right at the next reload.
+    let ticking = state == RunState::Running && r.wall_secs < 3600;
+    let elapsed = (!ticking).then(|| clock(r.wall_secs));
+    let clock_style = format!("--from: {}", r.wall_secs);
+    let time = {
+        let mut text = format!(" / {}", clock(r.max_wall_secs));
+        if let Some(eta) = r.eta_secs.filter(|_| state == RunState::Running) {
+            text.push_str(&lang.pick(
+                format!(" · about {} left", clock(eta)),
+                format!(" · 约剩 {}", clock(eta)),
+            ));
+        }
+        text
+    };
+    let live = !state.is_finished();
+    let paused = state == RunState::Paused;
+    let mode = r
+        .mode
+        .map(|m| m.label(lang).to_string())
+        .unwrap_or_else(|| "…".into());
+    // Who chose the mode, in the board's language.
+    let by = match r.decided_by {
+        Some(DecidedBy::Person) => lang.pick(" (chosen by a person)", "（人工选择）"),
+        Some(DecidedBy::Rules) => lang.pick(" (by rule)", "（按规则）"),
+        Some(DecidedBy::Model) => lang.pick(" (by the model)", "（由模型判断）"),
+        None => "",
+    };
+    // Only a running plan can be paused (the engine refuses otherwise).
+    let running = state == RunState::Running;
+    // Before approval a person may have the task planned in another
+    // mode: a plain form (the server changes the plan's mode and the
+    // agent re-plans), so the wasm carries no code for it.
+    let replan = (state == RunState::AwaitingApproval && can_edit).then(|| view! {
+        <form class="run-replan" method="post" action=format!("/plans/{id}/replan")>
+            <select name="mode" aria-label=lang.pick("Planner", "规划方式") data-testid="replan-mode">
+                <option value="simple">{lang.pick("simple", "简单")}</option>
+                <option value="complex">{lang.pick("complex", "复杂")}</option>
+                <option value="emergent">{lang.pick("emergent", "涌现")}</option>
+            </select>
+            <button type="submit" data-testid="replan">{lang.pick("Re-plan", "重新规划")}</button>
+        </form>
+    });
+    view! {
+        <section class="run-header" data-testid="run-header">
+            <div class="run-row">
+                <span class=format!("badge run-state run-{state}") data-testid="run-state">{state_label(state, lang)}</span>
+                <span class="run-mode" data-testid="run-mode">
+                    {lang.pick("Agent · mode ", "智能体 · 模式 ")}<strong>{mode}</strong>
+                    {by}
+                </span>
+                <span class="run-spent" data-testid="run-spent">
+                    {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick(if r.llm_calls == 1 { "call" } else { "calls" }, "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
+                </span>
+                <span class="run-cost" data-testid="run-cost" title=lang.pick("What the model calls cost (the operator's price table)", "模型调用的费用（按运维配置的价格表）")>
+                    {cost_line(r.cost, r.max_cost, r.unpriced_calls, r.llm_calls, lang)}
+                </span>
+                <span class="run-time" data-testid="run-time">
+                    <span class="run-clock" class:ticking=ticking style=clock_style data-testid="run-clock">{elapsed}</span>
+                    {time}
+                </span>
+                <a class="run-activity" href=format!("/plans/{id}/activity") data-testid="run-activity">{lang.pick("Activity", "活动")}</a>
+                <span class="run-actions">
+                    {replan}
+                    {running.then(|| view! { <button data-op="pause" data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
+                    {(live && paused).then(|| view! { <button data-op="resume" data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
+                    {live.then(|| view! { <button class="danger" data-op="cancel" data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
+                </span>
+            </div>
+            <div class="progress small" role="progressbar" aria-label=lang.pick("Run progress", "运行进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=r.percent data-testid="run-progress">
+                <div class="progress-bar" style=format!("width: {}%", r.percent)></div>
+            </div>
+            {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
+            {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
+            {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
+            {questions
+                .into_iter()
+                .map(|(s, q)| question_form(id, s, q, can_edit, lang))
+                .collect_view()}
+            {r.pending.into_iter().map(|p| tool_guard(id, p, can_edit, lang)).collect_view()}
+            {r.answer.map(|answer| view! {
+                <div class="run-answer" data-testid="run-answer">
+                    <h2>{lang.pick("Answer", "答案")}</h2>
+                    <p>{answer}</p>
+                </div>
+            })}
+        </section>
+    }
+    .to_html()
+}
+
+/// The agent's run on `plan`, drawn as HTML (`None` without a run).
+#[server(prefix = "/_board", input = Json)]
+pub async fn run_html(plan: PlanId) -> Result<Option<String>, BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            let backend = backend()?;
+            let Some(run) = backend.run_of(plan).await? else {
+                return Ok(None);
+            };
+            // The agent's open questions, each with its answer box: the
+            // answer is a comment on the subtask, which then goes back to
+            // todo for the agent.
+            let questions = backend
+                .plan(plan)
+                .await?
+                .subtasks()
+                .iter()
+                .filter_map(|s| Some((s.id(), s.question()?.to_string())))
+                .collect();
+            Ok(Some(run_panel_html(
+                plan,
+                run,
+                questions,
+                viewer.can_edit,
+                crate::i18n::detect(),
+            )))
+        }
+        .await,
+    )
+}
+
 #[component]
 fn RunBody(board: Board) -> impl IntoView {
     let lang = board.lang;
@@ -105,24 +254,22 @@ fn RunBody(board: Board) -> impl IntoView {
     let run = LocalResource::new(move || {
         board.plan.with(|p| p.version());
         board.run_tick.get();
-        load_run(id)
+        run_html(id)
     });
-    // The run is steered through its plan, like everything on the board.
+    // The run is steered through its plan, like everything on the board:
+    // the server's buttons name their op.
     let error = RwSignal::new(None::<String>);
-    let act = move |op: fn() -> Op| board.act(op(), false, error);
-    // The agent's open questions, each with its answer box: the answer is a
-    // comment on the subtask, which then goes back to todo for the agent.
-    let questions = move || {
-        let asked: Vec<(SubtaskId, String)> = board.plan.with(|p| {
-            p.subtasks()
-                .iter()
-                .filter_map(|s| Some((s.id(), s.question()?.to_string())))
-                .collect()
-        });
-        asked
-            .into_iter()
-            .map(|(id, question)| view! { <Question board id question/> })
-            .collect_view()
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        let op = match op_of(&ev).as_deref() {
+            Some("pause") => Op::Pause,
+            Some("resume") => Op::Resume,
+            Some("cancel") => Op::Finish {
+                state: PlanState::Abandoned,
+                outcome: "run cancelled on the board".into(),
+            },
+            _ => return,
+        };
+        board.act(op, false, error);
     };
     // What the model is writing now, as text (a reply is never markup).
     let writing = move || {
@@ -143,107 +290,16 @@ fn RunBody(board: Board) -> impl IntoView {
                 .collect_view()
         })
     };
-    let panel = move |r: RunPanel| {
-        let state = r.state;
-        // "0:35 / 30:00 · about 1:10 left": running time against its
-        // budget, and seed 002's estimate while there is one. While running
-        // (and under an hour) the elapsed part ticks by the second in CSS
-        // alone (`.run-clock`), from the time the server last recorded; it
-        // comes right at the next reload.
-        let ticking = state == RunState::Running && r.wall_secs < 3600;
-        let elapsed = (!ticking).then(|| clock(r.wall_secs));
-        let clock_style = format!("--from: {}", r.wall_secs);
-        let time = {
-            let mut text = format!(" / {}", clock(r.max_wall_secs));
-            if let Some(eta) = r.eta_secs.filter(|_| state == RunState::Running) {
-                text.push_str(&lang.pick(
-                    format!(" · about {} left", clock(eta)),
-                    format!(" · 约剩 {}", clock(eta)),
-                ));
-            }
-            text
-        };
-        let live = !state.is_finished();
-        let paused = state == RunState::Paused;
-        let mode = r
-            .mode
-            .map(|m| m.label(lang).to_string())
-            .unwrap_or_else(|| "…".into());
-        // Who chose the mode, in the board's language.
-        let by = match r.decided_by {
-            Some(DecidedBy::Person) => lang.pick(" (chosen by a person)", "（人工选择）"),
-            Some(DecidedBy::Rules) => lang.pick(" (by rule)", "（按规则）"),
-            Some(DecidedBy::Model) => lang.pick(" (by the model)", "（由模型判断）"),
-            None => "",
-        };
-        // Only a running plan can be paused (the engine refuses otherwise).
-        let running = state == RunState::Running;
-        // Before approval a person may have the task planned in another
-        // mode: a plain form (the server changes the plan's mode and the
-        // agent re-plans), so the wasm carries no code for it.
-        let replan = (state == RunState::AwaitingApproval && board.can_edit()).then(|| view! {
-            <form class="run-replan" method="post" action=format!("/plans/{id}/replan")>
-                <select name="mode" aria-label=lang.pick("Planner", "规划方式") data-testid="replan-mode">
-                    <option value="simple">{lang.pick("simple", "简单")}</option>
-                    <option value="complex">{lang.pick("complex", "复杂")}</option>
-                    <option value="emergent">{lang.pick("emergent", "涌现")}</option>
-                </select>
-                <button type="submit" data-testid="replan">{lang.pick("Re-plan", "重新规划")}</button>
-            </form>
-        });
-        view! {
-            <section class="run-header" data-testid="run-header">
-                <div class="run-row">
-                    <span class=format!("badge run-state run-{state}") data-testid="run-state">{state_label(state, lang)}</span>
-                    <span class="run-mode" data-testid="run-mode">
-                        {lang.pick("Agent · mode ", "智能体 · 模式 ")}<strong>{mode}</strong>
-                        {by}
-                    </span>
-                    <span class="run-spent" data-testid="run-spent">
-                        {format!("{} {} · {} / {} {}", r.llm_calls, lang.pick(if r.llm_calls == 1 { "call" } else { "calls" }, "次调用"), r.tokens, r.max_tokens, lang.pick("tokens", "tokens"))}
-                    </span>
-                    <span class="run-cost" data-testid="run-cost" title=lang.pick("What the model calls cost (the operator's price table)", "模型调用的费用（按运维配置的价格表）")>
-                        {cost_line(r.cost, r.max_cost, r.unpriced_calls, r.llm_calls, lang)}
-                    </span>
-                    <span class="run-time" data-testid="run-time">
-                        <span class="run-clock" class:ticking=ticking style=clock_style data-testid="run-clock">{elapsed}</span>
-                        {time}
-                    </span>
-                    <a class="run-activity" href=format!("/plans/{id}/activity") data-testid="run-activity">{lang.pick("Activity", "活动")}</a>
-                    <span class="run-actions">
-                        {replan}
-                        {running.then(|| view! { <button on:click=move |_| act(|| Op::Pause) data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
-                        {(live && paused).then(|| view! { <button on:click=move |_| act(|| Op::Resume) data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
-                        {live.then(|| view! { <button class="danger" on:click=move |_| act(|| Op::Finish { state: PlanState::Abandoned, outcome: "run cancelled on the board".into() }) data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
-                    </span>
-                </div>
-                <div class="progress small" role="progressbar" aria-label=lang.pick("Run progress", "运行进度") aria-valuemin="0" aria-valuemax="100" aria-valuenow=r.percent data-testid="run-progress">
-                    <div class="progress-bar" style=format!("width: {}%", r.percent)></div>
-                </div>
-                {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
-                {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
-                {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
-                {questions}
-                {r.pending.into_iter().map(|p| view! { <ToolGuard board p/> }).collect_view()}
-                {writing}
-                {r.answer.map(|answer| view! {
-                    <div class="run-answer" data-testid="run-answer">
-                        <h2>{lang.pick("Answer", "答案")}</h2>
-                        <p>{answer}</p>
-                    </div>
-                })}
-            </section>
-        }
-    };
     // The last answer stays on screen while the next one loads.
-    let last = RwSignal::new(None::<RunPanel>);
+    let last = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         if let Some(Ok(fresh)) = run.get() {
             last.set(fresh);
         }
     });
     view! {
-        {move || last.get().map(panel)}
+        {move || last.get().map(|html| view! { <div class="run-wrap" inner_html=html on:click=on_click></div> })}
+        {writing}
         <Show when=move || error.get().is_some()>
             <p class="error" role="alert">{move || error.get()}</p>
         </Show>
@@ -251,6 +307,19 @@ fn RunBody(board: Board) -> impl IntoView {
             <LiveActivity board/>
         </Show>
     }
+}
+
+/// The op a click on the server's header names (`data-op`), if any.
+#[cfg(feature = "hydrate")]
+fn op_of(ev: &leptos::ev::MouseEvent) -> Option<String> {
+    use wasm_bindgen::JsCast;
+    let element = ev.target()?.dyn_into::<web_sys::Element>().ok()?;
+    element.closest("[data-op]").ok()??.get_attribute("data-op")
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn op_of(_: &leptos::ev::MouseEvent) -> Option<String> {
+    None
 }
 
 /// What the agent did, newest first, for the selected subtask or else the
@@ -302,16 +371,21 @@ fn LiveActivity(board: Board) -> impl IntoView {
 /// A question from the agent on subtask `id`, with a box to answer it: a
 /// plain form (`/plans/{plan}/answer`), whose answer becomes a comment on
 /// the subtask, which goes back to todo for the agent, in one change.
-#[component]
-fn Question(board: Board, id: SubtaskId, question: String) -> impl IntoView {
-    let lang = board.lang;
+#[cfg(feature = "ssr")]
+fn question_form(
+    plan: PlanId,
+    id: SubtaskId,
+    question: String,
+    can_edit: bool,
+    lang: Lang,
+) -> impl IntoView {
     view! {
-        <form class="run-question" method="post" action=format!("/plans/{}/answer", board.id) id=format!("question-{}", id.0) data-testid=format!("question-{}", id.0)>
+        <form class="run-question" method="post" action=format!("/plans/{plan}/answer") id=format!("question-{}", id.0) data-testid=format!("question-{}", id.0)>
             <p>
                 <strong>{lang.pick("The agent asks", "智能体提问")}" (#"{id.0}"): "</strong>
                 <span data-testid="question-text">{question}</span>
             </p>
-            {board.can_edit().then(|| view! {
+            {can_edit.then(|| view! {
                 <input type="hidden" name="subtask" value=id.0/>
                 <textarea name="answer" required maxlength="4000" data-testid="answer-input"></textarea>
                 <button type="submit" class="primary" data-testid="answer-send">{lang.pick("Answer", "回答")}</button>

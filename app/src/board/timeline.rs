@@ -1,74 +1,131 @@
 //! The timeline: every event with who, when and what, and a replay control
 //! that shows the board as it was after any event (the log folded up to it
 //! with the engine).
+//!
+//! The server draws the entries and the replayed snapshot
+//! ([`timeline_html`]); the island keeps the slider, the buttons, and reads
+//! a click on an entry off its `data-event`. Telling each event and
+//! folding the log to a moment cost the wasm nothing.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+use plan_engine::PlanId;
+#[cfg(feature = "ssr")]
 use plan_engine::{describe, Lang, Plan};
 
-use crate::i18n::use_lang;
-
-use super::{replay, Board};
+use super::Board;
+use crate::api::BoardError;
+#[cfg(feature = "ssr")]
+use crate::api::{answered, backend, viewer, LogEntry};
 
 /// Entries (and a snapshot's rows) shown before a "Show more": the
 /// timeline of a 5,000-subtask plan drawn whole took seconds.
 const PAGE: usize = 200;
 
+/// The newest `limit` entries of `log`, newest first, each told against
+/// the plan before it (every event is folded; only the shown are told),
+/// and the plan after event `at` (after the last with `None`).
+#[cfg(feature = "ssr")]
+pub fn drawing(log: &[LogEntry], at: Option<usize>, limit: usize, lang: Lang) -> String {
+    let mut before: Option<Plan> = None;
+    let first_shown = log.len().saturating_sub(limit);
+    let upto = at.map_or(log.len(), |i| (i + 1).min(log.len()));
+    let mut snapshot = None;
+    let mut lines = Vec::with_capacity(log.len().min(limit));
+    for (i, entry) in log.iter().enumerate() {
+        if i == upto {
+            snapshot = before.clone();
+        }
+        let Some(event) = &entry.event else { continue };
+        let text = match &mut before {
+            Some(plan) => {
+                let text = (i >= first_shown).then(|| describe(event, plan, lang));
+                plan.fold(event);
+                text
+            }
+            None => {
+                // The first event creates the plan; it names no earlier state.
+                before = Plan::replay([event]).ok();
+                Some(
+                    before
+                        .as_ref()
+                        .map(|plan| describe(event, plan, lang))
+                        .unwrap_or_default(),
+                )
+            }
+        };
+        let Some(text) = text.filter(|_| i >= first_shown) else {
+            continue;
+        };
+        let who = event.actor.to_string();
+        let when = crate::words::stamp(&event.at, true);
+        let version = event.version;
+        lines.push(view! {
+            <li class="entry" class:current=at == Some(i) data-testid="timeline-entry">
+                <button class="link" data-event=i aria-label=lang.pick(format!("Show the board after event {}", i + 1), format!("显示第 {} 个事件之后的看板", i + 1))>
+                    <time>{when}</time>
+                </button>
+                " "<span class="actor">{who}</span>
+                " "<span class="what">{text}</span>
+                " "<span class="version">"v"{version}</span>
+            </li>
+        });
+    }
+    if upto >= log.len() {
+        snapshot = before;
+    }
+    lines.reverse();
+    view! {
+        <div class="replayed" data-testid="replayed">
+            {snapshot.map(|mut plan| {
+                plan.reindex();
+                snapshot_view(&plan, lang)
+            })}
+        </div>
+        <ol class="entries" reversed>{lines}</ol>
+    }
+    .to_html()
+}
+
+/// The plan's timeline as the server draws it, for the island to set.
+#[server(prefix = "/_board", input = Json)]
+pub async fn timeline_html(
+    plan: PlanId,
+    at: Option<usize>,
+    shown: usize,
+) -> Result<String, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            let log = backend()?.log(plan).await?;
+            Ok(drawing(&log, at, shown, crate::i18n::detect()))
+        }
+        .await,
+    )
+}
+
 #[component]
 pub fn Timeline(board: Board) -> impl IntoView {
     let lang = board.lang;
+    let id = board.id;
     // `None`: follow the present.
     let at = RwSignal::new(None::<usize>);
     // The newest entries shown; older ones a click away.
     let shown = RwSignal::new(PAGE);
-    let entries = move || {
-        let limit = shown.get();
-        board.log.with(|log| {
-            let mut before: Option<Plan> = None;
-            let first_shown = log.len().saturating_sub(limit);
-            let mut lines = Vec::with_capacity(log.len().min(limit));
-            for (i, entry) in log.iter().enumerate() {
-                let Some(event) = &entry.event else { continue };
-                // Every event is folded (each entry is told against the
-                // plan before it); only the shown ones are described.
-                let text = match &mut before {
-                    Some(plan) => {
-                        let text = (i >= first_shown).then(|| describe(event, plan, lang));
-                        plan.fold(event);
-                        text
-                    }
-                    None => {
-                        // The first event creates the plan; it names no earlier state.
-                        before = Plan::replay([event]).ok();
-                        Some(
-                            before
-                                .as_ref()
-                                .map(|plan| describe(event, plan, lang))
-                                .unwrap_or_default(),
-                        )
-                    }
-                };
-                let Some(text) = text.filter(|_| i >= first_shown) else {
-                    continue;
-                };
-                let who = event.actor.to_string();
-                let when = crate::words::stamp(&event.at, true);
-                let version = event.version;
-                lines.push(view! {
-                    <li class="entry" class:current=move || at.get() == Some(i) data-testid="timeline-entry">
-                        <button class="link" on:click=move |_| at.set(Some(i)) aria-label=lang.pick(format!("Show the board after event {}", i + 1), format!("显示第 {} 个事件之后的看板", i + 1))>
-                            <time>{when}</time>
-                        </button>
-                        " "<span class="actor">{who}</span>
-                        " "<span class="what">{text}</span>
-                        " "<span class="version">"v"{version}</span>
-                    </li>
-                });
-            }
-            lines.reverse();
-            lines.collect_view()
-        })
-    };
     let total = move || board.log.with(Vec::len);
+    let html = LocalResource::new(move || {
+        let at = at.get();
+        let shown = shown.get();
+        total();
+        async move { timeline_html(id, at, shown).await.ok() }
+    });
+    // The last drawing stays on screen while the next one loads.
+    let drawn = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Some(Some(fresh)) = html.get() {
+            drawn.set(fresh);
+        }
+    });
     let older = move || {
         let left = total().saturating_sub(shown.get());
         (left > 0).then(|| view! {
@@ -81,12 +138,6 @@ pub fn Timeline(board: Board) -> impl IntoView {
         })
     };
     let upto = move || at.get().map_or_else(total, |i| i + 1);
-    // The present is the board's own plan; only a moment in the past is
-    // folded again from the log.
-    let replayed = move || match at.get() {
-        None => Some(board.plan.get()),
-        Some(i) => board.log.with(|log| replay(&log[..(i + 1).min(log.len())])),
-    };
     view! {
         <div class="timeline">
             <div class="replay">
@@ -110,19 +161,39 @@ pub fn Timeline(board: Board) -> impl IntoView {
                 />
                 <button on:click=move |_| at.set(None) disabled=move || at.get().is_none()>{lang.pick("Back to now", "回到现在")}</button>
             </div>
-            <div class="replayed" data-testid="replayed">
-                {move || replayed().map(|p| view! { <Snapshot plan=p/> })}
-            </div>
-            <ol class="entries" reversed>{entries}</ol>
+            <div class="timeline-drawn" inner_html=move || drawn.get()
+                on:click=move |ev| {
+                    if let Some(i) = event_of(&ev) {
+                        at.set(Some(i));
+                    }
+                }
+            ></div>
             {older}
         </div>
     }
 }
 
+/// The entry a click on the drawing landed on (`data-event`), if any.
+#[cfg(feature = "hydrate")]
+fn event_of(ev: &leptos::ev::MouseEvent) -> Option<usize> {
+    use wasm_bindgen::JsCast;
+    let element = ev.target()?.dyn_into::<web_sys::Element>().ok()?;
+    element
+        .closest("[data-event]")
+        .ok()??
+        .get_attribute("data-event")?
+        .parse()
+        .ok()
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn event_of(_: &leptos::ev::MouseEvent) -> Option<usize> {
+    None
+}
+
 /// A compact, read-only picture of a plan at one moment.
-#[component]
-fn Snapshot(plan: Plan) -> impl IntoView {
-    let lang: Lang = use_lang();
+#[cfg(feature = "ssr")]
+fn snapshot_view(plan: &Plan, lang: Lang) -> impl IntoView {
     let hidden = plan.subtasks().len().saturating_sub(PAGE);
     let rows = plan
         .subtasks()
