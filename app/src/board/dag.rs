@@ -27,8 +27,7 @@ use crate::api::BoardError;
 #[cfg(feature = "ssr")]
 use crate::api::{answered, backend, viewer};
 
-// Whole pixels: no float ever gets formatted, which keeps the float
-// printing code out of the wasm.
+// Whole pixels, in the SVG's own units.
 #[cfg(feature = "ssr")]
 const NODE_W: usize = 180;
 #[cfg(feature = "ssr")]
@@ -59,7 +58,7 @@ fn short(name: &str) -> String {
 #[cfg(feature = "ssr")]
 pub const BUDGET: usize = 200;
 
-/// A folded unit's label: "#4–#9 · 6 subtasks" for a chain, "312
+/// A folded unit's label: "#4–#9 · 6 in a row" for a chain, "312
 /// subtasks · 200 done, 112 to do" for a group.
 #[cfg(feature = "ssr")]
 fn unit_label(plan: &plan_engine::Plan, unit: &Unit, lang: plan_engine::Lang) -> (String, String) {
