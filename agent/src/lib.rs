@@ -24,7 +24,9 @@
 //!   state: approval, super-steps, emergent updates, pauses, the answer.
 //! - [`run`]: run configuration, budget, state machine, run log entries.
 //! - [`host`]: the [`host::Host`] trait and an in-memory host.
-//! - [`tools`]: work tools; the file tools confined to a run's workspace.
+//! - [`tools`]: work tools; the file tools, on the run's [`workspace`].
+//! - [`workspace`]: the only code that touches a workspace's files, every
+//!   name resolved beneath one directory handle (links never lead out).
 //! - [`mcp`]: MCP servers (streamable HTTP or stdio) as work tools.
 //! - [`sandbox`]: `run_python` and `run_shell` under bubblewrap: no
 //!   network, the workspace the only writable place, limits on CPU,
@@ -48,6 +50,7 @@ pub mod run;
 pub mod sandbox;
 pub mod tools;
 pub mod web;
+pub mod workspace;
 
 pub use coordinator::Agent;
 pub use host::{Host, HostError, MemoryHost};

@@ -36,8 +36,10 @@
 //! only writable mount) runs `chown -R -h 65534:65534 /workspace`. It is
 //! done inside a jail so that a symlink planted in the workspace can never
 //! lead the chown to a host file: everything a link could reach there is
-//! read-only or private. The file tools run as root and read and write
-//! those files as before.
+//! read-only or private. The file tools and the server run as root and
+//! reach the workspace only through [`crate::workspace`], which resolves
+//! every name beneath one directory handle, so a link the code planted
+//! never leads them out.
 //!
 //! The limits ([`SandboxLimits`]): CPU seconds (`SIGXCPU`, then `SIGKILL` a
 //! second later), address space, processes (counted over every process of
@@ -46,9 +48,12 @@
 //! time (bwrap is killed; the jail's pid 1 dies with it by
 //! `--die-with-parent`, and with pid 1 every process of the pid
 //! namespace), and output kept per stream (head and tail; the middle is
-//! drained and counted, never stored). Not limited: disk use in the
-//! workspace (there is no quota) and the memory of all processes together
-//! (there is no cgroup); the process and wall-time limits bound both.
+//! drained and counted, never stored). Disk use in the workspace has a
+//! quota ([`crate::workspace::DEFAULT_QUOTA`]): code does not run while the
+//! workspace is past it, so one call can pass it by at most what the
+//! file-size and wall-time limits let it write. Not limited: the memory of
+//! all processes together (there is no cgroup); the process and wall-time
+//! limits bound it.
 //!
 //! A non-zero exit is a result the model must see, not a tool error; only
 //! a sandbox that cannot start is a [`ToolError`].
@@ -77,6 +82,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use crate::protocol::ToolSpec;
 use crate::run::ToolPolicy;
 use crate::tools::{ToolBox, ToolError};
+use crate::workspace::Workspace;
 
 /// The host uid (and gid) the sandboxed code runs as: `nobody`.
 pub const SANDBOX_UID: u32 = 65534;
@@ -852,25 +858,34 @@ fn bytes(n: u64) -> String {
     }
 }
 
-/// `run_python` and `run_shell` in one workspace directory.
+/// `run_python` and `run_shell` in one workspace.
 pub struct CodeTools {
     sandbox: Arc<Sandbox>,
-    root: PathBuf,
+    workspace: Workspace,
 }
 
 impl CodeTools {
     /// Creates the directory if needed.
     pub fn new(sandbox: Arc<Sandbox>, root: impl Into<PathBuf>) -> std::io::Result<CodeTools> {
-        let root = root.into();
-        std::fs::create_dir_all(&root)?;
-        Ok(CodeTools {
-            sandbox,
-            root: root.canonicalize()?,
-        })
+        Ok(CodeTools::on(sandbox, Workspace::create(root)?))
+    }
+
+    /// The tools on an opened workspace (whose quota they keep).
+    pub fn on(sandbox: Arc<Sandbox>, workspace: Workspace) -> CodeTools {
+        CodeTools { sandbox, workspace }
     }
 
     pub fn root(&self) -> &Path {
-        &self.root
+        self.workspace.root()
+    }
+
+    /// The workspace's disk use, or `None` when it cannot be measured.
+    async fn usage(&self) -> Option<u64> {
+        let ws = self.workspace.clone();
+        tokio::task::spawn_blocking(move || ws.usage().ok())
+            .await
+            .ok()
+            .flatten()
     }
 
     pub fn sandbox(&self) -> &Sandbox {
@@ -938,14 +953,16 @@ fn string_arg<'a>(
 
 #[async_trait::async_trait]
 impl ToolBox for CodeTools {
-    /// A shell command can do more than a script's author meant (it is
-    /// still jailed): a person approves each one unless told otherwise.
-    fn default_policy(&self, name: &str) -> ToolPolicy {
-        if name == "run_shell" {
-            ToolPolicy::Ask
-        } else {
-            ToolPolicy::Auto
-        }
+    /// One default for both: `run_python` can do whatever `run_shell`
+    /// can (`subprocess`), in the same jail, so a stricter shell guarded
+    /// nothing. Both are `auto` because the jail is the guard (no network,
+    /// uid 65534, the workspace the only writable place, limits), and
+    /// asking a person to read every snippet of a data task teaches them
+    /// to approve without reading. An operator who wants to see each one
+    /// sets `PLANBOARD_TOOL_POLICY=run_python=ask,run_shell=ask`; a run
+    /// may tighten that, never loosen it.
+    fn default_policy(&self, _name: &str) -> ToolPolicy {
+        ToolPolicy::Auto
     }
 
     fn specs(&self) -> Vec<ToolSpec> {
@@ -1010,10 +1027,21 @@ impl ToolBox for CodeTools {
                 )))
             }
         };
-        let outcome = self.sandbox.run(&self.root, program).await?;
+        // The quota: code does not run while the workspace is past it (one
+        // call can go past it by at most what the file-size and wall-time
+        // limits let it write).
+        let quota = self.workspace.quota();
+        if let Some(used) = self.usage().await.filter(|used| *used > quota) {
+            return Err(ToolError::refused(format!(
+                "the workspace holds {used} bytes, past its quota of {quota} bytes: code does not \
+                 run until a person removes files or raises the quota \
+                 (PLANBOARD_WORKSPACE_QUOTA_MB)"
+            )));
+        }
+        let outcome = self.sandbox.run(self.root(), program).await?;
         tracing::info!(
             "{name} in {}: exit {:?}, signal {:?}, timed out {}, {:.2} s",
-            self.root.display(),
+            self.root().display(),
             outcome.exit_code,
             outcome.signal,
             outcome.timed_out,
@@ -1028,6 +1056,12 @@ impl ToolBox for CodeTools {
                 "\n--- note ---\n{module} is not installed here and cannot be installed (no \
                  network). {} Rewrite the code without {module}.",
                 self.packages_sentence()
+            ));
+        }
+        if let Some(used) = self.usage().await.filter(|used| *used > quota) {
+            report.push_str(&format!(
+                "\n--- note ---\nThe workspace now holds {used} bytes, past its quota of {quota} \
+                 bytes: later writes are refused and code does not run again."
             ));
         }
         Ok(report)
@@ -1091,10 +1125,8 @@ mod tests {
 
     #[test]
     fn run_python_says_which_well_known_packages_it_has_and_lacks() {
-        let tools = CodeTools {
-            sandbox: Arc::new(unprobed()),
-            root: PathBuf::from("/tmp"),
-        };
+        let dir = tempfile::tempdir().unwrap();
+        let tools = CodeTools::new(Arc::new(unprobed()), dir.path()).unwrap();
         let spec = tools
             .specs()
             .into_iter()
@@ -1379,6 +1411,55 @@ mod tests {
                 report.contains("--- note ---\nno_such_module_here is not installed here and cannot be installed")
                     && report.contains("Rewrite the code without no_such_module_here."),
                 "{report}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn code_does_not_run_while_the_workspace_is_past_its_quota() {
+        let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+            return;
+        };
+        let (_dir, ws) = workspace();
+        let tools = CodeTools::on(
+            Arc::new(sandbox),
+            Workspace::open(&ws).unwrap().with_quota(1000),
+        );
+        // One call may go past the quota; it is told, and the next is refused.
+        let report = tools
+            .call("run_shell", &json!({"command": "head -c 2000 /dev/zero > big"}))
+            .await
+            .unwrap();
+        assert!(report.contains("past its quota of 1000 bytes"), "{report}");
+        let e = tools
+            .call("run_shell", &json!({"command": "touch ran"}))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("past its quota"), "{e}");
+        assert!(!ws.join("ran").exists());
+    }
+
+    #[tokio::test]
+    async fn code_runs_with_no_new_privs_and_no_capabilities() {
+        // no_new_privs is bwrap's (it sets it for everything it starts);
+        // setpriv clears the capability sets and switches the user.
+        let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+            return;
+        };
+        let (_dir, ws) = workspace();
+        let outcome = shell(
+            &sandbox,
+            &ws,
+            "grep -E '^(NoNewPrivs|CapEff|CapPrm|CapBnd):' /proc/self/status",
+        )
+        .await;
+        assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
+        let status = outcome.stdout;
+        assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+        for set in ["CapEff", "CapPrm", "CapBnd"] {
+            assert!(
+                status.contains(&format!("{set}:\t0000000000000000")),
+                "{set}: {status}"
             );
         }
     }

@@ -2,13 +2,14 @@
 //! one source of tools; [`FileTools`] is the built-in one, confined to the
 //! run's workspace directory; MCP servers are others.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use crate::protocol::ToolSpec;
 use crate::run::ToolPolicy;
+use crate::workspace::{Workspace, WorkspaceError};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -86,17 +87,18 @@ impl Toolset {
         self
     }
 
-    /// A run's own policies over the operator's; the operator's `never`
-    /// stays.
+    /// A run's own policies over the operator's: a run may tighten a
+    /// tool's policy (`auto` → `ask` → `never`), never loosen it, since
+    /// whoever starts a run (any operator, an agent over the API) is not
+    /// whoever configured the server.
     pub fn overridden<'a>(
         mut self,
         run: impl IntoIterator<Item = (&'a String, &'a ToolPolicy)>,
     ) -> Toolset {
         let mut merged = (*self.policies).clone();
         for (name, policy) in run {
-            if merged.get(name) != Some(&ToolPolicy::Never) {
-                merged.insert(name.clone(), *policy);
-            }
+            let current = merged.get(name).copied().unwrap_or_default();
+            merged.insert(name.clone(), current.stricter(*policy));
         }
         self.policies = Arc::new(merged);
         self
@@ -146,62 +148,32 @@ impl Toolset {
 /// Most bytes `read_file` returns; the rest is cut with a note.
 pub const READ_CAP: usize = 16 * 1024;
 
-/// list_files, read_file and write_file inside one directory. `..`,
-/// absolute paths and symlinks that lead out are refused.
+/// list_files, read_file and write_file on one [`Workspace`]: names are
+/// resolved beneath its directory handle, so `..`, absolute paths and
+/// links (planted by the run's own code) never lead out.
 pub struct FileTools {
-    root: PathBuf,
+    workspace: Workspace,
+}
+
+impl From<WorkspaceError> for ToolError {
+    fn from(e: WorkspaceError) -> ToolError {
+        ToolError::refused(e.to_string())
+    }
 }
 
 impl FileTools {
     /// Creates the directory if needed.
     pub fn new(root: impl Into<PathBuf>) -> std::io::Result<FileTools> {
-        let root = root.into();
-        std::fs::create_dir_all(&root)?;
-        Ok(FileTools {
-            root: root.canonicalize()?,
-        })
+        Ok(FileTools::on(Workspace::create(root)?))
+    }
+
+    /// The tools on an opened workspace (with its quota).
+    pub fn on(workspace: Workspace) -> FileTools {
+        FileTools { workspace }
     }
 
     pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// The path inside the workspace, or why not.
-    fn inside(&self, relative: &str) -> Result<PathBuf, ToolError> {
-        let path = Path::new(relative.trim());
-        if path.is_absolute() {
-            return Err(ToolError::refused(format!(
-                "{relative} is an absolute path; use a path relative to the workspace"
-            )));
-        }
-        for component in path.components() {
-            if !matches!(component, Component::Normal(_) | Component::CurDir) {
-                return Err(ToolError::refused(format!(
-                    "{relative} leaves the workspace; `..` is not allowed"
-                )));
-            }
-        }
-        Ok(self.root.join(path))
-    }
-
-    /// Refuses a path whose real location (after symlinks) is outside.
-    fn real_inside(&self, path: &Path, shown: &str) -> Result<(), ToolError> {
-        let mut probe = path.to_path_buf();
-        // The deepest part that exists decides where the path really goes.
-        while !probe.exists() {
-            if !probe.pop() {
-                break;
-            }
-        }
-        let real = probe
-            .canonicalize()
-            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
-        if !real.starts_with(&self.root) {
-            return Err(ToolError::refused(format!(
-                "{shown} leads outside the workspace (through a symlink)"
-            )));
-        }
-        Ok(())
+        self.workspace.root()
     }
 
     fn string_arg<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, ToolError> {
@@ -211,26 +183,34 @@ impl FileTools {
             .ok_or_else(|| ToolError::refused(format!("the argument {name} (a string) is missing")))
     }
 
-    async fn list(&self, arguments: &Value) -> Result<String, ToolError> {
-        let shown = arguments.get("path").and_then(Value::as_str).unwrap_or(".");
-        let dir = self.inside(shown)?;
-        self.real_inside(&dir, shown)?;
-        let mut entries = tokio::fs::read_dir(&dir)
-            .await
-            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
-        let mut names = Vec::new();
-        while let Some(entry) = entries
-            .next_entry()
+    /// Runs a blocking workspace operation off the async threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(Workspace) -> Result<T, WorkspaceError> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        let workspace = self.workspace.clone();
+        tokio::task::spawn_blocking(move || f(workspace))
             .await
             .map_err(|e| ToolError::refused(e.to_string()))?
-        {
-            let mut name = entry.file_name().to_string_lossy().to_string();
-            if entry.file_type().await.is_ok_and(|t| t.is_dir()) {
-                name.push('/');
-            }
-            names.push(name);
+            .map_err(ToolError::from)
+    }
+
+    async fn list(&self, arguments: &Value) -> Result<String, ToolError> {
+        let shown = arguments
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or(".")
+            .to_string();
+        let (entries, left_out) = self.blocking(move |ws| ws.list_dir(&shown)).await?;
+        let mut names: Vec<String> = entries
+            .into_iter()
+            .map(|(name, dir)| if dir { format!("{name}/") } else { name })
+            .collect();
+        if left_out > 0 {
+            names.push(format!(
+                "({left_out} entries left out: links, or names with a backslash, a control character or bytes that are not UTF-8)"
+            ));
         }
-        names.sort();
         Ok(if names.is_empty() {
             "(empty)".into()
         } else {
@@ -239,45 +219,28 @@ impl FileTools {
     }
 
     async fn read(&self, arguments: &Value) -> Result<String, ToolError> {
-        let shown = Self::string_arg(arguments, "path")?;
-        let path = self.inside(shown)?;
-        self.real_inside(&path, shown)?;
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
+        let shown = Self::string_arg(arguments, "path")?.to_string();
+        let (bytes, len) = self
+            .blocking(move |ws| ws.read(&shown, READ_CAP as u64 + 4))
+            .await?;
         let text = String::from_utf8_lossy(&bytes);
-        if text.len() <= READ_CAP {
+        if len as usize <= READ_CAP {
             return Ok(text.into_owned());
         }
-        let mut cut = READ_CAP;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
         Ok(format!(
-            "{}\n… (cut: the file has {} bytes)",
-            &text[..cut],
-            bytes.len()
+            "{}\n… (cut: the file has {len} bytes)",
+            plan_engine::text::prefix(&text, READ_CAP)
         ))
     }
 
     async fn write(&self, arguments: &Value) -> Result<String, ToolError> {
-        let shown = Self::string_arg(arguments, "path")?;
-        let content = Self::string_arg(arguments, "content")?;
-        let path = self.inside(shown)?;
-        if path == self.root {
-            return Err(ToolError::refused("give a file name to write"));
-        }
-        self.real_inside(&path, shown)?;
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
-            self.real_inside(parent, shown)?;
-        }
-        tokio::fs::write(&path, content)
-            .await
-            .map_err(|e| ToolError::refused(format!("{shown}: {e}")))?;
-        Ok(format!("wrote {} bytes to {shown}", content.len()))
+        let shown = Self::string_arg(arguments, "path")?.to_string();
+        let content = Self::string_arg(arguments, "content")?.to_string();
+        let bytes = content.len();
+        let name = shown.clone();
+        self.blocking(move |ws| ws.write(&name, content.as_bytes()))
+            .await?;
+        Ok(format!("wrote {bytes} bytes to {shown}"))
     }
 }
 
@@ -368,6 +331,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_run_may_tighten_the_operators_policies_but_never_loosen_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(dir.path()).unwrap());
+        let set = Toolset::new(vec![files])
+            .with_policies([("write_file".to_string(), ToolPolicy::Ask)])
+            .overridden(&std::collections::BTreeMap::from([
+                ("write_file".to_string(), ToolPolicy::Auto),
+                ("read_file".to_string(), ToolPolicy::Never),
+                ("list_files".to_string(), ToolPolicy::Ask),
+            ]));
+        assert_eq!(set.policy("write_file"), ToolPolicy::Ask, "not loosened");
+        assert_eq!(set.policy("list_files"), ToolPolicy::Ask, "tightened");
+        let names: Vec<String> = set.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["list_files", "write_file"], "read_file is never");
+    }
+
+    #[tokio::test]
     async fn files_are_written_read_and_listed_inside_the_workspace() {
         let dir = tempfile::tempdir().unwrap();
         let tools = FileTools::new(dir.path().join("ws")).unwrap();
@@ -414,7 +394,10 @@ mod tests {
                 .call("read_file", &json!({"path": "link/secret.txt"}))
                 .await
                 .unwrap_err();
-            assert!(e.message.contains("symlink"), "{e}");
+            assert!(
+                e.message.contains("outside") || e.message.contains("link"),
+                "{e}"
+            );
             let e = tools
                 .call(
                     "write_file",
@@ -422,8 +405,33 @@ mod tests {
                 )
                 .await
                 .unwrap_err();
-            assert!(e.message.contains("symlink"), "{e}");
+            assert!(
+                e.message.contains("outside") || e.message.contains("link"),
+                "{e}"
+            );
             assert!(!dir.path().join("new.txt").exists());
         }
+    }
+
+    #[tokio::test]
+    async fn a_dangling_link_planted_by_the_runs_code_is_not_written_through() {
+        // What `os.symlink('/etc/cron.d/x', 'notes.md')` in run_python leaves.
+        let dir = tempfile::tempdir().unwrap();
+        let tools = FileTools::new(dir.path().join("ws")).unwrap();
+        let target = dir.path().join("cron-x");
+        std::os::unix::fs::symlink(&target, tools.root().join("notes.md")).unwrap();
+        let e = tools
+            .call("write_file", &json!({"path": "notes.md", "content": "evil"}))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("link") || e.message.contains("outside"), "{e}");
+        assert!(!target.exists(), "nothing was written on the host");
+        let e = tools
+            .call("write_file", &json!({"path": "..\\..\\planboard.db", "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("backslash"), "{e}");
+        let listed = tools.call("list_files", &json!({})).await.unwrap();
+        assert!(listed.contains("1 entries left out"), "{listed}");
     }
 }

@@ -70,6 +70,23 @@ pub enum ToolPolicy {
     Never,
 }
 
+impl ToolPolicy {
+    /// The stricter of two policies (`auto` < `ask` < `never`): how a
+    /// run's own choice meets the operator's.
+    pub fn stricter(self, other: ToolPolicy) -> ToolPolicy {
+        let rank = |p: ToolPolicy| match p {
+            ToolPolicy::Auto => 0,
+            ToolPolicy::Ask => 1,
+            ToolPolicy::Never => 2,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 /// A person's answer to a guarded tool call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -13,6 +13,8 @@
 //! them in hand-written tables.
 //!
 //! # Layout
+//! - [`adaptation`]: how far a run may change its own plan after approval
+//!   ([`Adaptation`]: the budget, the gaps, no step twice).
 //! - [`batch`]: seed 002's iterative batches: [`Batching`] (the setting),
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
@@ -37,6 +39,7 @@
 //! - [`tools`]: the MCP servers as the Tools page shows them
 //!   ([`ToolServerView`]).
 
+pub mod adaptation;
 pub mod batch;
 pub mod config;
 pub mod cost;
@@ -51,6 +54,7 @@ pub mod template;
 pub mod tools;
 pub mod trace;
 
+pub use adaptation::{Adaptation, Gap};
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,

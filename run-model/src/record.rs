@@ -45,6 +45,10 @@ pub struct RunRecord {
     /// Where a run in batches stands ([`crate::Batching`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<crate::BatchProgress>,
+    /// What adapting the plan spent ([`crate::Adaptation`]), so a restart
+    /// keeps the bound.
+    #[serde(default, skip_serializing_if = "crate::Adaptation::is_untouched")]
+    pub adaptation: crate::Adaptation,
 }
 
 /// Where a run started again from: an earlier run, its plan, and the
@@ -127,6 +131,7 @@ impl RunRecord {
             trace_parent: None,
             again_of: None,
             batches: None,
+            adaptation: crate::Adaptation::default(),
         }
     }
 }

@@ -51,33 +51,122 @@ impl Driver {
         };
         let mut ops = self.drops(&plan, &answer.drop, &answer.reason);
         ops.extend(Self::todo_edits(&plan, &answer));
-        if answer.needs_update && !compact {
+        let mut added = 0;
+        if answer.needs_update && !compact && !answer.new_todos.is_empty() {
+            self.run.adaptation.start(plan.subtasks().len(), EMERGENT_CAP);
+            let proposed: Vec<(&str, &str)> = answer
+                .new_todos
+                .iter()
+                .map(|t| (t.name.as_str(), t.description.as_str()))
+                .collect();
+            let (kept, refused) = self.screen(&plan, &proposed);
+            if !refused.is_empty() {
+                self.caller
+                    .log(RunEntry::PlanAdjusted {
+                        reason: cut(&format!("not added: {}", refused.join("; ")), 1_000),
+                        changes: 0,
+                    })
+                    .await;
+            }
             // Positions past the list name the new TODOs, in order.
             let len = plan.subtasks().len();
-            for (k, todo) in answer.new_todos.iter().enumerate() {
-                let dependencies = todo
+            let first_new = plan.next_subtask_id();
+            for &k in &kept {
+                let dependencies = answer.new_todos[k]
                     .depends_on
                     .iter()
                     .filter_map(|p| {
                         let i = (*p as usize).checked_sub(1)?;
                         match plan.subtasks().get(i) {
                             Some(s) => Some(s.id()),
-                            None if i - len < k => {
-                                Some(SubtaskId(plan.next_subtask_id() + (i - len) as u32))
-                            }
-                            None => None,
+                            None => new_id(&kept, i - len, k, first_new),
                         }
                     })
                     .collect();
                 ops.push(Op::AddSubtask {
-                    subtask: planner::subtask_of(todo, dependencies),
+                    subtask: planner::subtask_of(&answer.new_todos[k], dependencies),
                     position: Default::default(),
                     rewire_after: None,
                     required_by: Vec::new(),
                 });
             }
+            added = kept.len() as u32;
         }
-        self.adjust(ops, answer.reason).await
+        let changed = self.adjust(ops, answer.reason).await?;
+        if changed && added > 0 {
+            self.run.adaptation.spent(added);
+            self.save().await;
+        }
+        Ok(())
+    }
+
+    /// Screens proposed new subtasks (name, description) against the plan
+    /// and the adaptation budget ([`run_model::Adaptation`]): a step the
+    /// plan holds already (or one proposed twice) is refused, and so is
+    /// what passes the budget's room. Returns the indices kept and a
+    /// sentence for each refusal, for the model and the run log.
+    pub(super) fn screen(&mut self, plan: &Plan, proposed: &[(&str, &str)]) -> (Vec<usize>, Vec<String>) {
+        let mut kept: Vec<usize> = Vec::new();
+        let mut refused = Vec::new();
+        let room = self.run.adaptation.room() as usize;
+        for (k, (name, description)) in proposed.iter().enumerate() {
+            let held = plan.subtasks().iter().find(|s| {
+                run_model::adaptation::same_step(
+                    name,
+                    description,
+                    s.name(),
+                    s.description(),
+                    s.state() == SubtaskState::Done,
+                )
+            });
+            if let Some(held) = held {
+                refused.push(format!(
+                    "'{}' is already in the plan as #{} ({})",
+                    cut(name, 80),
+                    held.id().0,
+                    held.state().as_str()
+                ));
+                continue;
+            }
+            let twice = kept.iter().any(|&j| {
+                let (other, other_description) = proposed[j];
+                run_model::adaptation::same_step(name, description, other, other_description, false)
+            });
+            if twice {
+                refused.push(format!("'{}' is proposed twice", cut(name, 80)));
+                continue;
+            }
+            if kept.len() >= room {
+                refused.push(format!(
+                    "'{}' passes the plan's adaptation budget ({} subtasks added of {})",
+                    cut(name, 80),
+                    self.run.adaptation.added,
+                    self.run.adaptation.limits().added
+                ));
+                continue;
+            }
+            kept.push(k);
+        }
+        (kept, refused)
+    }
+
+    /// Says once, on the run log (the board's activity), that the plan
+    /// adapts no more. Returns whether the budget is used up.
+    pub(super) async fn adaptation_exhausted(&mut self) -> bool {
+        let Some(why) = self.run.adaptation.exhausted() else {
+            return false;
+        };
+        if !self.run.adaptation.told {
+            self.run.adaptation.told = true;
+            self.save().await;
+            self.caller
+                .log(RunEntry::PlanAdjusted {
+                    reason: why,
+                    changes: 0,
+                })
+                .await;
+        }
+        true
     }
 
     /// The update's revisions and blocks, on unstarted TODOs only (a
@@ -143,9 +232,10 @@ impl Driver {
             .collect()
     }
 
-    pub(super) async fn adjust(&mut self, ops: Vec<Op>, reason: String) -> Flow {
+    /// Applies an adjustment and logs it; whether it landed.
+    pub(super) async fn adjust(&mut self, ops: Vec<Op>, reason: String) -> Result<bool, RunFailure> {
         if ops.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let changes = ops.len();
         match self.apply(ops).await {
@@ -153,6 +243,7 @@ impl Driver {
                 self.caller
                     .log(RunEntry::PlanAdjusted { reason, changes })
                     .await;
+                Ok(true)
             }
             Err(e) => {
                 self.caller
@@ -161,9 +252,9 @@ impl Driver {
                         changes: 0,
                     })
                     .await;
+                Ok(false)
             }
         }
-        Ok(())
     }
 
     /// Seed 004's adaptation between super-steps: paid only when a
@@ -171,6 +262,12 @@ impl Driver {
     /// commit; a refusal (a cycle, a dependency on a started subtask) goes
     /// back to the model once with the engine's reason.
     pub(super) async fn adapt(&mut self, plan: &Plan) -> Flow {
+        self.run
+            .adaptation
+            .start(plan.subtasks().len(), run_model::adaptation::MIN_ADDED);
+        if self.adaptation_exhausted().await {
+            return Ok(());
+        }
         let results: Vec<String> = plan
             .subtasks()
             .iter()
@@ -208,13 +305,41 @@ impl Driver {
             if !answer.needs_change {
                 return Ok(());
             }
-            let ops = self.adapt_ops(plan, &answer);
+            let proposed: Vec<(&str, &str)> = answer
+                .add
+                .iter()
+                .map(|a| (a.name.as_str(), a.description.as_str()))
+                .collect();
+            let (kept, refused) = self.screen(plan, &proposed);
+            if !refused.is_empty() {
+                let said = format!("not added: {}", refused.join("; "));
+                if round == 0 {
+                    // Once back to the model with the reason, as for a
+                    // cycle: it may propose what is really missing.
+                    messages.push(Message::assistant(
+                        serde_json::to_string(&answer).unwrap_or_default(),
+                    ));
+                    messages.push(Message::user(format!(
+                        "The plan refused part of this: {said}. Propose only steps the plan does not hold, or none (needs_change false)."
+                    )));
+                    continue;
+                }
+                self.caller
+                    .log(RunEntry::PlanAdjusted {
+                        reason: cut(&said, 1_000),
+                        changes: 0,
+                    })
+                    .await;
+            }
+            let ops = self.adapt_ops(plan, &answer, &kept);
             if ops.is_empty() {
                 return Ok(());
             }
             let changes = ops.len();
             match self.apply(ops).await {
                 Ok(_) => {
+                    self.run.adaptation.spent(kept.len() as u32);
+                    self.save().await;
                     self.caller
                         .log(RunEntry::PlanAdjusted {
                             reason: answer.reason,
@@ -247,7 +372,7 @@ impl Driver {
 
     /// An adapt answer as ops: drops, revisions and rewiring touch only
     /// unstarted subtasks; new subtasks go at the end.
-    fn adapt_ops(&self, plan: &Plan, answer: &AdaptAnswer) -> Vec<Op> {
+    fn adapt_ops(&self, plan: &Plan, answer: &AdaptAnswer, kept: &[usize]) -> Vec<Op> {
         let mut ops = self.drops(plan, &answer.drop, &answer.reason);
         let unstarted = |position: u32| {
             plan.subtasks()
@@ -265,19 +390,18 @@ impl Driver {
                 });
             }
         }
-        // Positions past the plan's end name the new subtasks, in order.
+        // Positions past the plan's end name the new subtasks, in order;
+        // one that was not kept is no dependency.
         let len = plan.subtasks().len();
         let first_new = plan.next_subtask_id();
-        let count = answer.add.len();
         let id_at = |p: u32| -> Option<SubtaskId> {
             let i = (p as usize).checked_sub(1)?;
             match plan.subtasks().get(i) {
                 Some(s) => Some(s.id()),
-                None if i - len < count => Some(SubtaskId(first_new + (i - len) as u32)),
-                None => None,
+                None => new_id(kept, i - len, usize::MAX, first_new),
             }
         };
-        for step in &answer.add {
+        for step in kept.iter().map(|&k| &answer.add[k]) {
             ops.push(Op::AddSubtask {
                 subtask: NewSubtask {
                     name: cut(step.name.trim(), 200),
@@ -387,4 +511,15 @@ impl Driver {
             Ok(_) | Err(_) => results.trim().to_string(),
         }
     }
+}
+
+/// The id the `index`-th proposed new subtask gets when only `kept` are
+/// added (in order), if it is kept and comes before `before` (a new
+/// subtask depends only on those proposed before it).
+fn new_id(kept: &[usize], index: usize, before: usize, first_new: u32) -> Option<SubtaskId> {
+    if index >= before {
+        return None;
+    }
+    let at = kept.iter().position(|&k| k == index)?;
+    Some(SubtaskId(first_new + at as u32))
 }

@@ -160,6 +160,23 @@ impl Driver {
                 }
             }
             RecoveryDecision::Workaround if !answer.name.trim().is_empty() => {
+                // A workaround is a subtask added: it spends the plan's
+                // adaptation budget, may not repeat a step the plan holds,
+                // and is not worked around again (its failure goes to a
+                // person), so a model that fails everything cannot chain
+                // workarounds forever.
+                self.run
+                    .adaptation
+                    .start(plan.subtasks().len(), run_model::adaptation::MIN_ADDED);
+                let (kept, refused) =
+                    self.screen(&plan, &[(answer.name.trim(), answer.description.trim())]);
+                if kept.is_empty() {
+                    let why = format!(
+                        "the workaround was refused: {}",
+                        refused.join("; ")
+                    );
+                    return self.finish_recovery(id, failed, gave_up(why)).await;
+                }
                 let new_id = SubtaskId(plan.next_subtask_id());
                 let ops = vec![
                     Op::AddSubtask {
@@ -189,12 +206,17 @@ impl Driver {
                     },
                 ];
                 match self.apply(ops).await {
-                    Ok(_) => (
-                        RecoveryDecision::Workaround,
-                        Again::Handled,
-                        Some(new_id),
-                        reason,
-                    ),
+                    Ok(_) => {
+                        self.run.adaptation.spent(1);
+                        self.run.attempts_of(new_id).recovered = true;
+                        self.save().await;
+                        (
+                            RecoveryDecision::Workaround,
+                            Again::Handled,
+                            Some(new_id),
+                            reason,
+                        )
+                    }
                     Err(e) => gave_up(format!("the workaround was refused: {e}")),
                 }
             }
@@ -206,6 +228,22 @@ impl Driver {
                 answer.decision
             )),
         };
+        self.finish_recovery(id, failed, (decision, outcome, replacement, reason))
+            .await
+    }
+
+    /// Says what recovery decided, on the subtask and the run log.
+    async fn finish_recovery(
+        &mut self,
+        id: SubtaskId,
+        failed: u32,
+        (decision, outcome, replacement, reason): (
+            RecoveryDecision,
+            Again,
+            Option<SubtaskId>,
+            String,
+        ),
+    ) -> Result<Again, RunFailure> {
         if decision == RecoveryDecision::GiveUp {
             self.comment(
                 id,

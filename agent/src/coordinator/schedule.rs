@@ -250,7 +250,12 @@ impl Driver {
                 // what the adapt step after the super-step is paid for.
                 let note = match short_of {
                     Some(missing) => {
-                        self.adapt_due = true;
+                        // A gap buys an adapt round once, and only when it
+                        // names what is missing (run_model::Adaptation).
+                        match self.run.adaptation.gap(missing) {
+                            run_model::Gap::New => self.adapt_due = true,
+                            run_model::Gap::Vague | run_model::Gap::Repeated => {}
+                        }
                         format!(
                             "{}\n\nShort of the expected outcome: {}",
                             cut(result, 7_000),

@@ -4,6 +4,7 @@
 //! with a fake OpenAI server) build on the same runtime.
 
 mod batches;
+mod convergence;
 mod failure;
 mod guards;
 mod memory;

@@ -93,9 +93,12 @@ async fn an_unreadable_answer_gets_one_repair_round_then_fails_the_subtask() {
 
 #[tokio::test]
 async fn an_emergent_list_stops_growing_at_its_cap_and_is_compacted_near_it() {
+    // New names each time: the same TODO again would be refused
+    // (run_model::adaptation::same_step), which is not this story.
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
     let llm = worker()
         .push_json(CallRole::Planner, plan_json(&[("start", &[])]))
-        .responder(|request| match request.role {
+        .responder(move |request| match request.role {
             // Near the cap, the model drops the last TODO (as told to).
             CallRole::Adapter if request.messages[0].content.contains("nearly full") => {
                 let listed: u32 = request.messages[1]
@@ -108,10 +111,13 @@ async fn an_emergent_list_stops_growing_at_its_cap_and_is_compacted_near_it() {
                     "new_todos": []
                 }))
             }
-            CallRole::Adapter => Reply::Json(json!({
-                "drop": [], "needs_update": true, "reason": "more",
-                "new_todos": [{"name": "more a", "description": ""}, {"name": "more b", "description": ""}, {"name": "more c", "description": ""}]
-            })),
+            CallRole::Adapter => {
+                let n = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Reply::Json(json!({
+                    "drop": [], "needs_update": true, "reason": "more",
+                    "new_todos": [{"name": format!("more {n}a"), "description": ""}, {"name": format!("more {n}b"), "description": ""}, {"name": format!("more {n}c"), "description": ""}]
+                }))
+            }
             _ => answer(request),
         });
     let world = World::new(llm);
