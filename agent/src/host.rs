@@ -19,6 +19,9 @@ pub enum HostError {
     Refused(#[from] PlanError),
     #[error("no plan has id {0}")]
     NotFound(PlanId),
+    /// The plan cannot be given to the agent (finished, or empty).
+    #[error("{0}")]
+    NotWorkable(String),
     /// The store failed; worth trying again later.
     #[error("the plan store is unavailable: {0}")]
     Unavailable(String),

@@ -8,8 +8,15 @@
 //!   "git":    {"command": "uvx", "args": ["mcp-server-git"], "env": {"GIT_DIR": "…"}}
 //! }}
 //! ```
+//!
+//! A stdio server's program starts with a cleared environment: `PATH`,
+//! `HOME` and `LANG` of planboard's own, and the server's `env`
+//! ([`child_env`]). planboard's environment holds its secrets (the model's
+//! API key, the access tokens, the database URL), which a third-party
+//! program must not be handed.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -95,6 +102,34 @@ pub fn read_servers(path: &Path) -> Result<BTreeMap<String, McpServer>, McpError
     Ok(file.servers)
 }
 
+/// The variables of planboard's own environment a stdio server gets:
+/// enough to find programs, a home for their caches, and the language.
+pub const PASSED_ON: [&str; 3] = ["PATH", "HOME", "LANG"];
+
+/// `PATH` when planboard itself has none.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The whole environment of a stdio server's program: [`PASSED_ON`] from
+/// `parent` (planboard's, which holds the model's key, the access tokens,
+/// the database URL and webhook secrets, none of them the program's
+/// business), `PATH` defaulting to [`DEFAULT_PATH`], then the server's
+/// configured `env`, which wins. The caller clears the rest.
+pub fn child_env(
+    parent: impl IntoIterator<Item = (OsString, OsString)>,
+    configured: &BTreeMap<String, String>,
+) -> Vec<(OsString, OsString)> {
+    let mut env: BTreeMap<OsString, OsString> = parent
+        .into_iter()
+        .filter(|(name, _)| PASSED_ON.iter().any(|kept| name == kept))
+        .collect();
+    env.entry("PATH".into())
+        .or_insert_with(|| DEFAULT_PATH.into());
+    for (name, value) in configured {
+        env.insert(name.into(), value.into());
+    }
+    env.into_iter().collect()
+}
+
 /// One connected MCP server and the tools it offered when connected.
 pub struct McpTools {
     name: String,
@@ -125,7 +160,9 @@ impl McpTools {
             }
             (None, Some(command)) => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(&server.args).envs(&server.env);
+                cmd.args(&server.args)
+                    .env_clear()
+                    .envs(child_env(std::env::vars_os(), &server.env));
                 let transport = TokioChildProcess::new(cmd).map_err(|e| failed(e.to_string()))?;
                 ().serve(transport)
                     .await
@@ -353,6 +390,92 @@ mod tests {
             Err(e) => e,
         };
         assert!(error.to_string().contains("missing"), "{error}");
+    }
+
+    fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn a_stdio_server_gets_path_home_lang_and_its_own_env_never_planboards_secrets() {
+        let parent = os(&[
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("PLANBOARD_TOKENS", "alice:admin:0123456789abcdef"),
+            ("DATABASE_URL", "postgres://u:pw@db/planboard"),
+            ("PLANBOARD_WEBHOOK_SECRET", "whsec"),
+            ("PLANBOARD_LLM_API_KEY", "sk-other"),
+            ("PATH", "/opt/bin:/usr/bin"),
+            ("HOME", "/home/planboard"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+        ]);
+        let mut configured = BTreeMap::new();
+        configured.insert("GIT_DIR".to_string(), "/srv/repo".to_string());
+        configured.insert("LANG".to_string(), "zh_CN.UTF-8".to_string());
+        let env = child_env(parent, &configured);
+        assert_eq!(
+            env,
+            os(&[
+                ("GIT_DIR", "/srv/repo"),
+                ("HOME", "/home/planboard"),
+                ("LANG", "zh_CN.UTF-8"),
+                ("PATH", "/opt/bin:/usr/bin"),
+            ]),
+            "the configured env wins; nothing else of planboard's passes"
+        );
+        // Without a PATH of planboard's, programs are still found.
+        let env = child_env(os(&[("OPENAI_API_KEY", "sk")]), &BTreeMap::new());
+        assert_eq!(env, os(&[("PATH", DEFAULT_PATH)]));
+    }
+
+    /// A stdio "server" that writes the environment it was started with to
+    /// the file named by its argument, then exits without a handshake. The
+    /// shell itself is the program started, and `/proc/$$/environ` is its
+    /// environment as the kernel handed it over, before the shell adds
+    /// `PWD` or `SHLVL` (a wrapper such as pyenv's `python3` shim would add
+    /// more).
+    const ENV_DUMP: &str = r#"cat "/proc/$$/environ" > "$0""#;
+
+    #[tokio::test]
+    async fn a_stdio_servers_program_sees_none_of_planboards_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let dump = dir.path().join("env");
+        let mut server = stdio("/bin/sh", &["-c", ENV_DUMP, dump.to_str().unwrap()]);
+        server
+            .env
+            .insert("PLANBOARD_MCP_PROBE".into(), "handed-over".into());
+        let allowed = |name: &str| PASSED_ON.contains(&name) || name == "PLANBOARD_MCP_PROBE";
+        // The test process has more (cargo's CARGO_* at least), or this
+        // test would prove nothing.
+        let ours: Vec<String> = std::env::vars_os()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .filter(|k| !allowed(k))
+            .collect();
+        assert!(!ours.is_empty(), "the test process has other variables");
+        let outcome = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            McpTools::connect("env-dump", &server),
+        )
+        .await
+        .expect("ends in time");
+        assert!(outcome.is_err(), "the dump answers no handshake");
+        let raw = std::fs::read(&dump).expect("the program wrote its environment");
+        let seen: BTreeMap<String, String> = raw
+            .split(|b| *b == 0)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let entry = String::from_utf8_lossy(entry);
+                let (k, v) = entry.split_once('=').unwrap_or((&entry, ""));
+                (k.to_string(), v.to_string())
+            })
+            .collect();
+        let leaked: Vec<&String> = seen.keys().filter(|k| !allowed(k)).collect();
+        assert!(leaked.is_empty(), "leaked to the program: {leaked:?}");
+        assert_eq!(seen["PLANBOARD_MCP_PROBE"], "handed-over");
+        assert!(seen.contains_key("PATH"), "{seen:?}");
     }
 
     /// A stdio MCP server that answers `initialize` and `tools/list`, then

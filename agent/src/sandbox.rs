@@ -98,6 +98,14 @@ const SETPRIV: &str = "/usr/bin/setpriv";
 const CHOWN: &str = "/bin/chown";
 /// Only a python under the bound system directories runs inside.
 const PYTHON: &str = "/usr/bin/python3";
+/// Where the data stack (`PLANBOARD_PYTHON_PACKAGES`) appears inside,
+/// read-only, on python's path.
+const PACKAGES: &str = "/opt/python-packages";
+/// The variable naming a folder of python packages (a venv's
+/// `site-packages`, built for the system's python3) that the jail mounts
+/// read-only: `scripts/run` and `scripts/test` install pandas, numpy,
+/// scipy, matplotlib and openpyxl there.
+pub const PACKAGES_VAR: &str = "PLANBOARD_PYTHON_PACKAGES";
 
 /// Read-only system directories; `--ro-bind-try` skips the missing ones.
 const SYSTEM_DIRS: [&str; 6] = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin"];
@@ -205,6 +213,8 @@ pub struct Sandbox {
     /// library (the model is told, so it does not reach for pandas where
     /// there is none).
     python_packages: Vec<String>,
+    /// A folder of python packages mounted read-only at [`PACKAGES`].
+    packages_dir: Option<PathBuf>,
     limits: SandboxLimits,
 }
 
@@ -216,7 +226,22 @@ impl Sandbox {
     /// Finds bubblewrap and its helpers and proves that a jail starts here
     /// and runs code as uid 65534. Blocking (three short processes); call
     /// it once at start-up.
+    ///
+    /// The data stack is the folder `PLANBOARD_PYTHON_PACKAGES` names, when
+    /// it is a folder ([`Sandbox::detect_with`] takes it as an argument).
     pub fn detect(limits: SandboxLimits) -> Result<Sandbox, SandboxUnavailable> {
+        let packages = std::env::var_os(PACKAGES_VAR)
+            .map(PathBuf::from)
+            .filter(|p| p.is_dir());
+        Sandbox::detect_with(limits, packages)
+    }
+
+    /// [`Sandbox::detect`] with `packages` (a folder of python packages
+    /// for the system's python3) mounted read-only on python's path.
+    pub fn detect_with(
+        limits: SandboxLimits,
+        packages: Option<PathBuf>,
+    ) -> Result<Sandbox, SandboxUnavailable> {
         let bwrap = find_bwrap().ok_or_else(|| {
             SandboxUnavailable::new("bubblewrap is not installed (Debian package bubblewrap)")
         })?;
@@ -250,6 +275,7 @@ impl Sandbox {
             bwrap,
             python: None,
             python_packages: Vec::new(),
+            packages_dir: packages,
             limits,
         };
         let id = sandbox.probe(
@@ -356,6 +382,30 @@ impl Sandbox {
             ],
         );
         mount_workspace(&mut args, workspace);
+        if let Some(dir) = &self.packages_dir {
+            // Read-only: code may import the stack, never change it for
+            // the next run. matplotlib draws without a display and keeps
+            // its cache in the private /tmp.
+            // bwrap would create /opt as 0700 root, closed to uid 65534.
+            push(&mut args, &["--perms", "0755", "--dir", "/opt"]);
+            args.push("--ro-bind".into());
+            args.push(dir.as_os_str().to_owned());
+            args.push(PACKAGES.into());
+            push(
+                &mut args,
+                &[
+                    "--setenv",
+                    "PYTHONPATH",
+                    PACKAGES,
+                    "--setenv",
+                    "MPLBACKEND",
+                    "Agg",
+                    "--setenv",
+                    "MPLCONFIGDIR",
+                    "/tmp",
+                ],
+            );
+        }
         // After every mount: the root tmpfs (where bwrap made the mount
         // points) turns read-only, so nothing can be created next to them.
         push(
@@ -1119,6 +1169,7 @@ mod tests {
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             python: Some(PathBuf::from(PYTHON)),
             python_packages: vec!["numpy".into()],
+            packages_dir: None,
             limits: SandboxLimits::default(),
         }
     }
@@ -1416,6 +1467,65 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_data_stack_computes_and_draws_inside_and_cannot_be_changed() {
+        // scripts/test installs it and names it; without it, nothing to test.
+        let Some(packages) = std::env::var_os(PACKAGES_VAR).map(PathBuf::from) else {
+            eprintln!("skipped: {PACKAGES_VAR} is not set");
+            return;
+        };
+        let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+            return;
+        };
+        let (_dir, ws) = workspace();
+        let tools = CodeTools::new(Arc::new(sandbox.clone()), &ws).unwrap();
+        let spec = tools
+            .specs()
+            .into_iter()
+            .find(|s| s.name == "run_python")
+            .unwrap();
+        assert!(
+            spec.description
+                .contains("The standard library and numpy, pandas, scipy, matplotlib, openpyxl."),
+            "{}",
+            spec.description
+        );
+        std::fs::write(
+            tools.root().join("sales.csv"),
+            "region,amount\nnorth,3\nsouth,4\nnorth,5\n",
+        )
+        .unwrap();
+        let code = "import pandas as pd, matplotlib.pyplot as plt, scipy, openpyxl\n\
+                    df = pd.read_csv('sales.csv')\n\
+                    totals = df.groupby('region')['amount'].sum()\n\
+                    print(totals.to_dict())\n\
+                    totals.plot.bar(); plt.savefig('chart.png')\n\
+                    df.to_excel('sales.xlsx')";
+        let outcome = sandbox
+            .run(tools.root(), vec![PYTHON.into(), "-c".into(), code.into()])
+            .await
+            .unwrap();
+        assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
+        assert!(outcome.stdout.contains("'north': 8"), "{}", outcome.stdout);
+        let png = std::fs::read(tools.root().join("chart.png")).unwrap();
+        assert_eq!(&png[..4], b"\x89PNG");
+        assert!(tools.root().join("sales.xlsx").is_file());
+        // Mounted read-only: the next run cannot be handed a changed pandas.
+        let outcome = sandbox
+            .run(
+                tools.root(),
+                vec![
+                    SHELL.into(),
+                    "-c".into(),
+                    format!("touch {PACKAGES}/pandas/evil.py; echo $?"),
+                ],
+            )
+            .await
+            .unwrap();
+        assert_ne!(outcome.stdout.trim(), "0", "{}", outcome.report());
+        assert!(!packages.join("pandas/evil.py").exists());
+    }
+
+    #[tokio::test]
     async fn code_does_not_run_while_the_workspace_is_past_its_quota() {
         let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
             return;
@@ -1427,7 +1537,10 @@ mod tests {
         );
         // One call may go past the quota; it is told, and the next is refused.
         let report = tools
-            .call("run_shell", &json!({"command": "head -c 2000 /dev/zero > big"}))
+            .call(
+                "run_shell",
+                &json!({"command": "head -c 2000 /dev/zero > big"}),
+            )
             .await
             .unwrap();
         assert!(report.contains("past its quota of 1000 bytes"), "{report}");

@@ -421,13 +421,22 @@ mod tests {
         let target = dir.path().join("cron-x");
         std::os::unix::fs::symlink(&target, tools.root().join("notes.md")).unwrap();
         let e = tools
-            .call("write_file", &json!({"path": "notes.md", "content": "evil"}))
+            .call(
+                "write_file",
+                &json!({"path": "notes.md", "content": "evil"}),
+            )
             .await
             .unwrap_err();
-        assert!(e.message.contains("link") || e.message.contains("outside"), "{e}");
+        assert!(
+            e.message.contains("link") || e.message.contains("outside"),
+            "{e}"
+        );
         assert!(!target.exists(), "nothing was written on the host");
         let e = tools
-            .call("write_file", &json!({"path": "..\\..\\planboard.db", "content": "x"}))
+            .call(
+                "write_file",
+                &json!({"path": "..\\..\\planboard.db", "content": "x"}),
+            )
             .await
             .unwrap_err();
         assert!(e.message.contains("backslash"), "{e}");

@@ -309,7 +309,10 @@ impl Workspace {
     fn open_dir(&self, name: &str) -> Result<Dir, WorkspaceError> {
         let path = check_name(name)?;
         if path.components().all(|c| c == Component::CurDir) {
-            return self.dir.try_clone().map_err(|e| WorkspaceError::io(name, e));
+            return self
+                .dir
+                .try_clone()
+                .map_err(|e| WorkspaceError::io(name, e));
         }
         open_dir_nofollow(&self.dir, path).map_err(|e| WorkspaceError::io(name, e))
     }
@@ -379,7 +382,8 @@ impl Workspace {
     ) -> Result<(), WorkspaceError> {
         let from = &from.dir;
         let target = check_name(as_name)?;
-        if target.components().count() != 1 || target.components().next() == Some(Component::CurDir) {
+        if target.components().count() != 1 || target.components().next() == Some(Component::CurDir)
+        {
             return Err(WorkspaceError::BadName {
                 name: as_name.into(),
                 why: "a file added to a running run is placed at the workspace's top",
@@ -417,7 +421,10 @@ impl Workspace {
 /// refused (`ELOOP`), links before it are resolved beneath `dir`.
 fn open_dir_nofollow(dir: &Dir, path: &Path) -> io::Result<Dir> {
     let mut options = OpenOptions::new();
-    options.read(true).maybe_dir(true).follow(FollowSymlinks::No);
+    options
+        .read(true)
+        .maybe_dir(true)
+        .follow(FollowSymlinks::No);
     let file = dir.open_with(path, &options)?.into_std();
     if !file.metadata()?.is_dir() {
         return Err(io::Error::from_raw_os_error(20)); // ENOTDIR
@@ -440,7 +447,11 @@ fn walk(
         root.try_clone().map_err(|e| WorkspaceError::io(".", e))?,
     )];
     while let Some((prefix, dir)) = stack.pop() {
-        let shown = if prefix.is_empty() { "." } else { prefix.as_str() };
+        let shown = if prefix.is_empty() {
+            "."
+        } else {
+            prefix.as_str()
+        };
         for entry in dir.entries().map_err(|e| WorkspaceError::io(shown, e))? {
             seen += 1;
             if seen > MAX_ENTRIES {
@@ -497,7 +508,9 @@ fn walk_meta(root: &Dir, add: &mut dyn FnMut(u64)) -> Result<(), WorkspaceError>
                 return Err(WorkspaceError::TooManyEntries);
             }
             let Ok(entry) = entry else { continue };
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             if kind.is_dir() {
                 if let Ok(child) = open_dir_nofollow(&dir, Path::new(&entry.file_name())) {
                     stack.push(child);
@@ -608,7 +621,7 @@ pub fn copy_tree(
             .create_new(true)
             .follow(FollowSymlinks::No);
         let mut out = to.dir.open_with(target, &options)?;
-        io::copy(&mut (&*file).take(size), &mut out)?;
+        io::copy(&mut file.take(size), &mut out)?;
         copied.push(FileEntry {
             path: path.to_string(),
             bytes: size,
@@ -671,7 +684,13 @@ mod tests {
         let target = outside.join("cron-x");
         symlink(&target, ws.root().join("notes.md")).unwrap();
         let e = ws.write("notes.md", b"* * * * * root evil").unwrap_err();
-        assert!(matches!(e, WorkspaceError::Link { .. } | WorkspaceError::Outside { .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                WorkspaceError::Link { .. } | WorkspaceError::Outside { .. }
+            ),
+            "{e}"
+        );
         assert!(!target.exists(), "nothing was written on the host");
         // A relative link out, and a folder that is a link out.
         symlink("../outside/rel", ws.root().join("rel.md")).unwrap();
@@ -679,7 +698,13 @@ mod tests {
         assert!(!outside.join("rel").exists());
         symlink(&outside, ws.root().join("out")).unwrap();
         let e = ws.write("out/new.txt", b"x").unwrap_err();
-        assert!(matches!(e, WorkspaceError::Outside { .. } | WorkspaceError::Link { .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                WorkspaceError::Outside { .. } | WorkspaceError::Link { .. }
+            ),
+            "{e}"
+        );
         assert!(!outside.join("new.txt").exists());
     }
 
@@ -692,7 +717,10 @@ mod tests {
         for name in ["leak.txt", "dir/secret.txt"] {
             let e = ws.read(name, 1000).unwrap_err();
             assert!(
-                matches!(e, WorkspaceError::Link { .. } | WorkspaceError::Outside { .. }),
+                matches!(
+                    e,
+                    WorkspaceError::Link { .. } | WorkspaceError::Outside { .. }
+                ),
                 "{name}: {e}"
             );
         }
@@ -770,7 +798,17 @@ mod tests {
         let ws = ws.with_quota(10);
         ws.write("a.txt", b"12345678").unwrap();
         let e = ws.write("b.txt", b"123").unwrap_err();
-        assert!(matches!(e, WorkspaceError::OverQuota { used: 8, adding: 3, quota: 10 }), "{e}");
+        assert!(
+            matches!(
+                e,
+                WorkspaceError::OverQuota {
+                    used: 8,
+                    adding: 3,
+                    quota: 10
+                }
+            ),
+            "{e}"
+        );
         assert!(!ws.root().join("b.txt").exists());
         assert_eq!(ws.usage().unwrap(), 8);
     }

@@ -478,8 +478,11 @@ pub struct RunPanel {
     pub mode_reason: Option<String>,
     pub decided_by: Option<DecidedBy>,
     pub llm_calls: u32,
+    pub max_llm_calls: u32,
     pub tokens: u64,
     pub max_tokens: u64,
+    /// For a run its budget paused: which budget was reached, in words.
+    pub budget_reached: Option<String>,
     /// What the priced calls cost, the money budget, and the calls to a
     /// model without a price.
     pub cost: run_model::Usd,
@@ -521,9 +524,8 @@ pub struct AgentInfo {
     pub tools: Vec<(String, String)>,
     /// Why `run_python` and `run_shell` are not offered, when they are not.
     pub code_runner_off: Option<String>,
-    /// A model is configured but its endpoint has not answered yet (a
-    /// local model still starting).
-    pub model_waiting: bool,
+    /// The model's state: answers, still building or starting, or died.
+    pub model_status: run_model::ModelStatus,
 }
 
 /// Why a request was not done, in words for the person who made it.
@@ -718,13 +720,20 @@ pub async fn load_webhook_settings() -> Result<WebhookSettings, BoardError> {
     )
 }
 
-/// The Tools page: anyone may look; only admins get the forms.
+/// The Tools page: anyone may look; only admins get the forms and a
+/// command's arguments (one may hold a password; others see their count).
 #[server(prefix = "/_board", input = Json)]
 pub async fn load_tools() -> Result<ToolsOverview, BoardError> {
     answered(
         async {
             let viewer = viewer().await?;
-            let (builtin, servers) = backend()?.tools_overview().await?;
+            let (builtin, mut servers) = backend()?.tools_overview().await?;
+            if !viewer.is_admin {
+                servers = servers
+                    .into_iter()
+                    .map(run_model::ToolServerView::without_args)
+                    .collect();
+            }
             Ok(ToolsOverview {
                 builtin,
                 servers,

@@ -111,6 +111,42 @@ test("a person pauses, resumes and cancels the agent from the board", async ({ p
   await expect(page.getByTestId("run-state")).toHaveText("cancelled", { timeout: 10_000 });
 });
 
+test("a run paused by its budget says which budget on the board, and a person raises it and resumes in one step", async ({ page, request }) => {
+  // Two calls: the planner's and the first executor turn; then the budget pauses the run.
+  const res = await request.post("/api/runs", { data: { task: unique("Say hello on a budget"), mode: "simple", approval_required: false, budget: { max_llm_calls: 2 } } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("run-state")).toHaveText("paused", { timeout: 15_000 });
+  await expect(page.getByTestId("budget-reached")).toContainText("LLM calls (budget 2)");
+  // The suggestion doubles what was reached.
+  await expect(page.getByTestId("budget-calls")).toHaveValue("4");
+  await shot(page, "agent-5c-budget-reached");
+  await page.getByTestId("budget-calls").fill("40");
+  await page.getByTestId("raise-budget").click();
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
+  await expect(page.getByTestId("run-budget")).toHaveCount(0);
+  const view = await (await request.get(`/api/runs/${run.id}`)).json();
+  expect(view.config.budget.max_llm_calls).toBe(40);
+});
+
+test("a person hands a plan made by hand to the agent, approves it and sees it worked as written", async ({ page, request }) => {
+  const made = await request.post("/api/plans", { data: { title: unique("Hand-made release"), approval_required: true, subtasks: [{ name: "build the release" }, { name: "ship it", dependencies: [1] }] } });
+  expect(made.status(), await made.text()).toBe(201);
+  const plan = (await made.json()).plan;
+  await page.goto(`/plans/${plan.id}`);
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await shot(page, "agent-5d-hand-made-plan");
+  await page.getByTestId("agent-work-start").click();
+  await page.waitForURL((url) => url.pathname === `/plans/${plan.id}`);
+  await expect(page.getByTestId("run-state")).toHaveText("waiting for approval", { timeout: 15_000 });
+  await expect(page.getByTestId("agent-work")).toHaveCount(0);
+  await page.getByTestId("approve").click();
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 20_000 });
+  await expect(page.locator("article.card")).toHaveCount(2);
+  await expect(page.locator("article.card").first()).toContainText("build the release");
+});
+
 test("the agent's question shows on its card and in the banner, and the answer lets it go on", async ({ page, request }) => {
   const res = await request.post("/api/runs", { data: { task: unique("[ask] Compare two libraries"), mode: "complex", approval_required: false } });
   expect(res.status(), await res.text()).toBe(201);
@@ -374,7 +410,7 @@ test("a person gives the agent a catalog to go through in batches; the run heade
 });
 
 test("a guarded shell command waits on the board until a person approves it", async ({ page, request }) => {
-  const res = await request.post("/api/runs", { data: { task: unique("[shell] Say hello"), mode: "complex", approval_required: false } });
+  const res = await request.post("/api/runs", { data: { task: unique("[shell] Say hello"), mode: "complex", approval_required: false, policies: { run_shell: "ask" } } });
   expect(res.status(), await res.text()).toBe(201);
   const run = await res.json();
   await page.goto(`/plans/${run.plan_id}`);

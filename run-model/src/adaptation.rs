@@ -157,10 +157,45 @@ impl Adaptation {
 
 /// Words that name nothing in particular.
 const VAGUE: &[&str] = &[
-    "more", "details", "detail", "information", "info", "data", "work", "steps", "step",
-    "incomplete", "missing", "needed", "additional", "further", "the", "a", "an", "some", "of",
-    "and", "to", "is", "are", "not", "yet", "done", "complete", "completed", "results", "result",
-    "output", "outputs", "everything", "all", "rest", "remaining", "other", "things", "stuff",
+    "more",
+    "details",
+    "detail",
+    "information",
+    "info",
+    "data",
+    "work",
+    "steps",
+    "step",
+    "incomplete",
+    "missing",
+    "needed",
+    "additional",
+    "further",
+    "the",
+    "a",
+    "an",
+    "some",
+    "of",
+    "and",
+    "to",
+    "is",
+    "are",
+    "not",
+    "yet",
+    "done",
+    "complete",
+    "completed",
+    "results",
+    "result",
+    "output",
+    "outputs",
+    "everything",
+    "all",
+    "rest",
+    "remaining",
+    "other",
+    "things",
+    "stuff",
 ];
 
 /// The lowercase words of a text (letters and digits; CJK characters one
@@ -215,7 +250,13 @@ mod tests {
         let mut a = Adaptation::default();
         a.start(6, MIN_ADDED);
         a.start(40, MIN_ADDED); // the approved plan counts, not what it grew to
-        assert_eq!(a.limits(), AdaptLimits { rounds: 5, added: 6 });
+        assert_eq!(
+            a.limits(),
+            AdaptLimits {
+                rounds: 5,
+                added: 6
+            }
+        );
         a.spent(0);
         assert_eq!(a.rounds, 0, "a round that added nothing is free");
         a.spent(4);
@@ -225,7 +266,13 @@ mod tests {
         assert!(a.exhausted().unwrap().contains("added 6 subtasks"));
         let mut small = Adaptation::default();
         small.start(1, 0);
-        assert_eq!(small.limits(), AdaptLimits { rounds: 3, added: 3 });
+        assert_eq!(
+            small.limits(),
+            AdaptLimits {
+                rounds: 3,
+                added: 3
+            }
+        );
         small.spent(1);
         small.spent(1);
         assert_eq!(small.exhausted(), None);
@@ -233,7 +280,13 @@ mod tests {
         assert!(small.exhausted().unwrap().contains("adapted 3 times"));
         let mut emergent = Adaptation::default();
         emergent.start(2, 20);
-        assert_eq!(emergent.limits(), AdaptLimits { rounds: 12, added: 20 });
+        assert_eq!(
+            emergent.limits(),
+            AdaptLimits {
+                rounds: 12,
+                added: 20
+            }
+        );
     }
 
     #[test]
@@ -244,7 +297,11 @@ mod tests {
         assert_eq!(a.gap(""), Gap::Vague);
         assert_eq!(a.gap("the revenue for March"), Gap::New);
         assert_eq!(a.gap("Revenue for March!"), Gap::Repeated);
-        assert_eq!(a.gap("march revenue"), Gap::Repeated, "fewer of the same words");
+        assert_eq!(
+            a.gap("march revenue"),
+            Gap::Repeated,
+            "fewer of the same words"
+        );
         assert_eq!(a.gap("the revenue for April"), Gap::New);
         assert_eq!(a.gap("缺少 三月 收入"), Gap::New);
         assert_eq!(a.gap("三月收入"), Gap::Repeated);
@@ -252,9 +309,27 @@ mod tests {
 
     #[test]
     fn a_step_is_the_same_by_its_words_or_by_the_name_of_one_done() {
-        assert!(same_step("Check results", "look again", "check  RESULTS", "Look again.", false));
-        assert!(!same_step("Check results", "look at B", "Check results", "look at A", false));
-        assert!(same_step("Check results", "anything", "Check results", "else", true));
+        assert!(same_step(
+            "Check results",
+            "look again",
+            "check  RESULTS",
+            "Look again.",
+            false
+        ));
+        assert!(!same_step(
+            "Check results",
+            "look at B",
+            "Check results",
+            "look at A",
+            false
+        ));
+        assert!(same_step(
+            "Check results",
+            "anything",
+            "Check results",
+            "else",
+            true
+        ));
         assert!(!same_step("", "", "", "", true));
     }
 }

@@ -103,6 +103,11 @@ pub struct RunConfig {
     /// 002's iterative batches; the complex mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<crate::Batching>,
+    /// A plan people (or another agent) wrote, for the agent to work as it
+    /// is: no classifier and no planner; the usual approval, steering,
+    /// retries and memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<plan_engine::PlanId>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -177,6 +182,7 @@ impl Default for RunConfig {
             memory: true,
             template: None,
             batches: None,
+            plan: None,
         }
     }
 }

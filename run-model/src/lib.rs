@@ -31,6 +31,8 @@
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
+//! - [`model_status`]: whether the agent's model answers, or is still
+//!   building, or died ([`ModelStatus`]).
 //! - [`needs`]: what waits for a person across plans and runs ([`Need`]).
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
 //! - [`template`]: plans saved as [`Template`]s, and what the planner
@@ -45,6 +47,7 @@ pub mod config;
 pub mod cost;
 pub mod entry;
 pub mod memory;
+pub mod model_status;
 pub mod needs;
 pub mod record;
 pub mod review;
@@ -69,6 +72,7 @@ pub use entry::{
     RunEntry, ToolPolicy, Verdict, MESSAGE_CAP,
 };
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
+pub use model_status::ModelStatus;
 pub use needs::{Need, NeedKind};
 pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};

@@ -1,6 +1,6 @@
 //! The MCP servers whose tools the agent offers, as the Tools page and
 //! `GET /api/tool-servers` show them ([`ToolServerView`]): never a token
-//! or an environment value.
+//! or an environment value, and a command's arguments to admins only.
 
 use plan_engine::Timestamp;
 use schemars::JsonSchema;
@@ -35,9 +35,14 @@ pub struct ToolServerView {
     /// The URL's scheme and host (its path may hold a secret), or the
     /// command.
     pub target: String,
-    /// The command's arguments (stdio).
+    /// The command's arguments (stdio), shown to admins only: an argument
+    /// may hold a password. Empty for others, who get [`Self::hidden_args`].
     #[serde(default)]
     pub args: Vec<String>,
+    /// How many arguments were left out of `args` because the viewer is
+    /// not an admin; `None` when they are all shown.
+    #[serde(default)]
+    pub hidden_args: Option<usize>,
     /// Whether a bearer token is set (it is never shown).
     pub has_token: bool,
     /// The names of the environment variables given (never the values).
@@ -52,4 +57,14 @@ pub struct ToolServerView {
     pub error: Option<String>,
     /// When it was last connected or tried.
     pub checked_at: Timestamp,
+}
+
+impl ToolServerView {
+    /// The view for someone who is not an admin: the command, never its
+    /// arguments (only how many there are).
+    pub fn without_args(mut self) -> ToolServerView {
+        self.hidden_args = Some(self.args.len());
+        self.args = Vec::new();
+        self
+    }
 }

@@ -2,7 +2,9 @@
 //! roles. The middleware puts an [`Identity`] in the request's extensions;
 //! handlers ask for the role they need.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method};
@@ -52,8 +54,150 @@ pub struct Identity {
 pub enum Access {
     /// No login: every request is this user, with every right.
     Local { user: String },
-    /// Bearer tokens: token → who and what they may do.
-    Tokens(std::collections::HashMap<String, Identity>),
+    /// Bearer tokens: token → who and what they may do; and the board's
+    /// sign-in sessions opened with them.
+    Tokens(Tokens),
+}
+
+/// The bearer tokens (read as the map of token → identity) and the
+/// board's sessions. Clones share the sessions: one table per server.
+#[derive(Clone, Default)]
+pub struct Tokens {
+    tokens: HashMap<String, Identity>,
+    pub sessions: Arc<Sessions>,
+}
+
+impl From<HashMap<String, Identity>> for Tokens {
+    fn from(tokens: HashMap<String, Identity>) -> Tokens {
+        Tokens {
+            tokens,
+            sessions: Arc::default(),
+        }
+    }
+}
+
+impl std::ops::Deref for Tokens {
+    type Target = HashMap<String, Identity>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.tokens
+    }
+}
+
+/// How long a board session lasts after signing in (the cookie's
+/// `Max-Age` too); then the person signs in again.
+pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+
+/// The most sessions kept at once; past it the one closest to expiring
+/// is dropped. Only a valid token opens one, so this bounds memory, not
+/// people.
+pub const MAX_SESSIONS: usize = 10_000;
+
+/// Failed sign-ins allowed in [`SIGN_IN_WINDOW`], counted for the whole
+/// server (behind a proxy every client has the proxy's address, so a
+/// count per address would count nobody). While that many have failed in
+/// the window, every sign-in is answered 429, a right token too, or the
+/// limit would not slow guessing. Signed-in sessions and bearer tokens
+/// are unaffected.
+pub const SIGN_IN_FAILURES: usize = 10;
+
+/// The window of [`SIGN_IN_FAILURES`].
+pub const SIGN_IN_WINDOW: Duration = Duration::from_secs(60);
+
+/// The board's sign-in sessions: opaque random ids mapped to who signed
+/// in, kept in memory (so a restart, or another replica behind a load
+/// balancer without sticky sessions, asks to sign in again), and the
+/// recent failed sign-ins.
+#[derive(Default)]
+pub struct Sessions {
+    open: Mutex<HashMap<String, Session>>,
+    failures: Mutex<VecDeque<Instant>>,
+}
+
+struct Session {
+    identity: Identity,
+    expires: Instant,
+}
+
+/// A lock whose holder panicked still holds a consistent map: every
+/// change to it is one insert or remove.
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Sessions {
+    /// Opens a session for `identity`; its id, for the cookie: 64 hex
+    /// digits, 244 random bits from the system's generator (two UUIDv4s).
+    pub fn open(&self, identity: Identity) -> String {
+        let id = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let now = Instant::now();
+        let mut open = locked(&self.open);
+        open.retain(|_, s| s.expires > now);
+        if open.len() >= MAX_SESSIONS {
+            let first = open
+                .iter()
+                .min_by_key(|(_, s)| s.expires)
+                .map(|(id, _)| id.clone());
+            if let Some(first) = first {
+                open.remove(&first);
+            }
+        }
+        open.insert(
+            id.clone(),
+            Session {
+                identity,
+                expires: now + SESSION_TTL,
+            },
+        );
+        id
+    }
+
+    /// Who the session `id` is, while it is open.
+    pub fn identity(&self, id: &str) -> Option<Identity> {
+        let open = locked(&self.open);
+        open.get(id)
+            .filter(|s| s.expires > Instant::now())
+            .map(|s| s.identity.clone())
+    }
+
+    /// Closes the session `id` (signing out): its cookie opens nothing more.
+    pub fn close(&self, id: &str) {
+        locked(&self.open).remove(id);
+    }
+
+    /// Whether a sign-in may be tried now; if not, how long until one may.
+    pub fn may_sign_in(&self) -> Result<(), Duration> {
+        let now = Instant::now();
+        let mut failures = locked(&self.failures);
+        while failures
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= SIGN_IN_WINDOW)
+        {
+            failures.pop_front();
+        }
+        match failures.front() {
+            Some(oldest) if failures.len() >= SIGN_IN_FAILURES => {
+                Err(SIGN_IN_WINDOW.saturating_sub(now.duration_since(*oldest)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a failed sign-in.
+    pub fn failed_sign_in(&self) {
+        let mut failures = locked(&self.failures);
+        failures.push_back(Instant::now());
+        // Only the newest SIGN_IN_FAILURES decide anything.
+        while failures.len() > SIGN_IN_FAILURES {
+            failures.pop_front();
+        }
+    }
 }
 
 /// Tokens never print: only who holds one and their role.
@@ -135,8 +279,9 @@ impl Identity {
     }
 }
 
-/// The board's session cookie: holds the token the person signed in with
-/// (HttpOnly, SameSite=Strict).
+/// The board's session cookie: holds the id of a session in
+/// [`Sessions`], never the token the person signed in with, so signing
+/// out ends it (HttpOnly, SameSite=Strict).
 pub const SESSION_COOKIE: &str = "planboard_session";
 
 /// How a request proved who it is.
@@ -147,7 +292,8 @@ enum Proof {
     Cookie,
 }
 
-fn session_token(headers: &HeaderMap) -> Option<String> {
+/// The session id the request's cookie carries.
+pub fn session_id(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -186,20 +332,18 @@ fn identity_of(access: &Access, headers: &HeaderMap) -> Result<(Identity, Proof)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let cookie = session_token(headers);
-    let (presented, proof) = match (bearer, cookie.as_deref()) {
-        (Some(t), _) => (t, Proof::Bearer),
-        (None, Some(t)) => (t, Proof::Cookie),
-        (None, None) => {
-            return Err("this server is in token mode: send Authorization: Bearer <token>")
-        }
-    };
-    match tokens.get(presented) {
-        Some(identity) => Ok((identity.clone(), proof)),
-        None if proof == Proof::Cookie => {
-            Err("the session has expired or its token was revoked; sign in again")
-        }
-        None => Err("the bearer token is not valid"),
+    if let Some(token) = bearer {
+        return match tokens.get(token) {
+            Some(identity) => Ok((identity.clone(), Proof::Bearer)),
+            None => Err("the bearer token is not valid"),
+        };
+    }
+    match session_id(headers) {
+        Some(id) => match tokens.sessions.identity(&id) {
+            Some(identity) => Ok((identity, Proof::Cookie)),
+            None => Err("the session has expired or was signed out; sign in again"),
+        },
+        None => Err("this server is in token mode: send Authorization: Bearer <token>"),
     }
 }
 

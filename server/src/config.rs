@@ -18,6 +18,8 @@
 //! | `PLANBOARD_WORKSPACES` | `data/workspaces` | one folder per run for the file tools |
 //! | `PLANBOARD_RUN_LEASE_SECS` | `30` | how long a run's lease lasts without a heartbeat |
 //! | `PLANBOARD_MCP_SERVERS` | — | a JSON file of MCP servers (`mcpServers`) whose tools the agent may use |
+//! | `PLANBOARD_LOCAL_MODEL_HOME` | set by `scripts/run` when it starts the local model | the local model's folder (`scripts/local-model.sh`): the task box tells "building" and "starting" from "died" by it |
+//! | `PLANBOARD_WORKSPACE_QUOTA_MB` | `1024` | the most a run's workspace may hold, in MiB: writes past it are refused, and code does not run while it is past |
 //! | `PLANBOARD_WORKSPACE_ROOTS` | — | folders (separated by `:`) a run may start from: a folder or git repository inside one is copied into the run's workspace |
 //! | `PLANBOARD_TOOL_POLICY` | — | `tool=auto\|ask\|never` entries separated by `,`, over the defaults (`run_shell` and MCP tools not marked read-only: `ask`) |
 //! | `PLANBOARD_SANDBOX` | `on` | `off`: no `run_python` / `run_shell` even where bubblewrap works |
@@ -30,7 +32,8 @@
 //! | `PLANBOARD_WEBHOOK_FORMAT` | `json` | `slack`: Slack's incoming-webhook shape (`{"text": …}`) |
 //! | `PLANBOARD_WEBHOOK_RETENTION_DAYS` | `30` | deliveries that are over (delivered or given up) are deleted after this many days |
 //! | `PLANBOARD_RUN_LOG_RETENTION_HOURS` | — (kept) | a finished run's log (its model calls and their messages, tool calls, activity) is deleted this many hours after the run ended (seed 002's `memoryRetention`, 24 there); the run's row, its plan, memories and reviews stay |
-//! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links |
+//! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links; its host is answered and its origin may write (see `guard`) |
+//! | `PLANBOARD_ALLOWED_HOSTS` | — | host names the server answers to besides `localhost` and IP addresses, separated by `,`: `board.example` (any port), `board.example:8443`, `.example.org` (and its subdomains) |
 //! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | — | OpenTelemetry spans over OTLP/HTTP protobuf (see `telemetry`) |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
@@ -54,6 +57,10 @@ pub struct Config {
     /// planboard's own agent; `None` when no model is configured.
     pub llm: Option<agent::LlmConfig>,
     pub workspaces: std::path::PathBuf,
+    /// The most bytes a run's workspace may hold.
+    pub workspace_quota: u64,
+    /// The local model's folder, when `scripts/run` started one.
+    pub local_model_home: Option<std::path::PathBuf>,
     pub run_lease: Duration,
     /// MCP servers whose tools the agent offers the model.
     pub mcp_servers: std::collections::BTreeMap<String, agent::mcp::McpServer>,
@@ -75,6 +82,12 @@ pub struct Config {
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
     /// How long a finished run's log is kept; `None`: for good.
     pub run_log_retention: Option<Duration>,
+    /// `PLANBOARD_PUBLIC_URL`, when set: the address people open the board
+    /// at, whose host the server answers to.
+    pub public_url: Option<reqwest::Url>,
+    /// `PLANBOARD_ALLOWED_HOSTS`: more names the server answers to (see
+    /// `guard`), lower case.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Debug output ends up in logs: the database password and the tokens are
@@ -101,6 +114,11 @@ impl std::fmt::Debug for Config {
             .field("prices", &self.prices)
             .field("webhooks", &self.webhooks)
             .field("telemetry", &self.telemetry)
+            .field(
+                "public_url",
+                &self.public_url.as_ref().map(|u| redact_url(u.as_str())),
+            )
+            .field("allowed_hosts", &self.allowed_hosts)
             .finish()
     }
 }
@@ -204,6 +222,8 @@ impl Config {
             instance: None,
             llm: None,
             workspaces: "data/workspaces".into(),
+            workspace_quota: agent::workspace::DEFAULT_QUOTA,
+            local_model_home: None,
             run_lease: Duration::from_secs(30),
             mcp_servers: Default::default(),
             workspace_roots: Vec::new(),
@@ -215,6 +235,8 @@ impl Config {
             webhooks: crate::webhooks::WebhookConfig::default(),
             telemetry: None,
             run_log_retention: None,
+            public_url: None,
+            allowed_hosts: Vec::new(),
         }
     }
 
@@ -254,7 +276,7 @@ impl Config {
                 .unwrap_or_else(|| "local".into());
             Access::Local { user }
         } else {
-            Access::Tokens(tokens)
+            Access::Tokens(tokens.into())
         };
         let lease = match var("PLANBOARD_LEASE_SECS") {
             None => Duration::from_secs(1800),
@@ -287,6 +309,17 @@ impl Config {
                 }
             },
         };
+        let workspace_quota = match var("PLANBOARD_WORKSPACE_QUOTA_MB") {
+            None => agent::workspace::DEFAULT_QUOTA,
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(mb) if mb >= 1 => mb.saturating_mul(1024 * 1024),
+                _ => {
+                    return Err(ConfigError::Invalid(format!(
+                        "PLANBOARD_WORKSPACE_QUOTA_MB must be a whole number of MiB, at least 1, not '{v}'"
+                    )))
+                }
+            },
+        };
         Ok(Config {
             database_url,
             access,
@@ -296,6 +329,8 @@ impl Config {
             workspaces: var("PLANBOARD_WORKSPACES")
                 .unwrap_or_else(|| "data/workspaces".into())
                 .into(),
+            workspace_quota,
+            local_model_home: var("PLANBOARD_LOCAL_MODEL_HOME").map(Into::into),
             run_lease,
             mcp_servers: match var("PLANBOARD_MCP_SERVERS") {
                 Some(path) => agent::mcp::read_servers(std::path::Path::new(&path))
@@ -365,6 +400,21 @@ impl Config {
                     }
                 },
             },
+            public_url: match var("PLANBOARD_PUBLIC_URL") {
+                None => None,
+                Some(url) => Some(
+                    reqwest::Url::parse(url.trim())
+                        .ok()
+                        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+                        .ok_or_else(|| {
+                            ConfigError::Invalid(format!(
+                                "PLANBOARD_PUBLIC_URL must be an http(s) URL, not '{}'",
+                                redact_url(&url)
+                            ))
+                        })?,
+                ),
+            },
+            allowed_hosts: allowed_hosts(var("PLANBOARD_ALLOWED_HOSTS"))?,
             search_url: match var("PLANBOARD_SEARCH_URL") {
                 None => None,
                 Some(url) => Some(
@@ -392,6 +442,37 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// `PLANBOARD_ALLOWED_HOSTS`: host names (with a port, or a leading `.`
+/// for subdomains), not URLs: a scheme or a path is a mistake worth naming.
+fn allowed_hosts(list: Option<String>) -> Result<Vec<String>, ConfigError> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .map(|entry| {
+            let (name, port) = match entry.trim_start_matches('.').split_once(':') {
+                Some((name, port)) => (name.to_string(), Some(port.to_string())),
+                None => (entry.trim_start_matches('.').to_string(), None),
+            };
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+            let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok());
+            if name_ok && port_ok {
+                Ok(entry)
+            } else {
+                Err(ConfigError::Invalid(format!(
+                    "PLANBOARD_ALLOWED_HOSTS takes host names separated by commas \
+                     (board.example, board.example:8443, .example.org), not '{entry}'"
+                )))
+            }
+        })
+        .collect()
 }
 
 /// The two kinds of database planboard speaks; anything else is a typo
@@ -471,7 +552,7 @@ mod tests {
             llm,
             ..Config::defaults(
                 "postgres://planner:hunter2@db:5432/plans",
-                Access::Tokens(tokens),
+                Access::Tokens(tokens.into()),
             )
         };
         let shown = format!("{config:?}");
@@ -614,6 +695,39 @@ mod tests {
         assert_eq!(local.lease, Duration::from_secs(90));
         let bad = config(&[("PLANBOARD_LEASE_SECS", "soon")]).unwrap_err();
         assert!(bad.to_string().contains("PLANBOARD_LEASE_SECS"), "{bad}");
+    }
+
+    #[test]
+    fn the_public_url_and_allowed_hosts_are_checked_names_not_urls() {
+        let c = config(&[
+            ("PLANBOARD_PUBLIC_URL", "https://board.example/"),
+            (
+                "PLANBOARD_ALLOWED_HOSTS",
+                " Plans.Internal:8443, .corp.example ,,",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.public_url
+                .map(|u| u.host_str().unwrap_or_default().to_string()),
+            Some("board.example".into())
+        );
+        assert_eq!(c.allowed_hosts, ["plans.internal:8443", ".corp.example"]);
+        assert!(config(&[]).unwrap().public_url.is_none());
+        for bad in [
+            "https://board.example",
+            "board.example/x",
+            "board.example:http",
+            "a b",
+        ] {
+            let err = config(&[("PLANBOARD_ALLOWED_HOSTS", bad)]).unwrap_err();
+            assert!(
+                err.to_string().contains("PLANBOARD_ALLOWED_HOSTS"),
+                "{bad}: {err}"
+            );
+        }
+        let err = config(&[("PLANBOARD_PUBLIC_URL", "board.example")]).unwrap_err();
+        assert!(err.to_string().contains("PLANBOARD_PUBLIC_URL"), "{err}");
     }
 
     #[test]

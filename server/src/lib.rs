@@ -18,6 +18,7 @@
 //! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
+//! - [`guard`]: hosts answered, writes only from planboard's own pages, JSON bodies, security headers;
 //! - [`router`] / [`start`]: everything wired together; `main.rs` binds it.
 
 // The board's view types nest deeply in release builds (without
@@ -29,6 +30,7 @@ pub mod auth;
 pub mod board;
 pub mod book;
 pub mod config;
+pub mod guard;
 pub mod hints;
 pub mod live;
 pub mod mcp;
@@ -70,6 +72,8 @@ pub struct Services {
     pub webhooks: Arc<webhooks::WebhookConfig>,
     /// Spans of runs and requests, when an OTLP endpoint is set.
     pub telemetry: Option<Arc<telemetry::Telemetry>>,
+    /// The hosts the server answers to and the origin its pages write from.
+    pub guard: Arc<guard::Guard>,
 }
 
 /// The body of a request that carries a run's files: the files' limit
@@ -178,6 +182,10 @@ pub async fn start_with_model(
         keep_alive: Duration::from_secs(15),
         webhooks: Arc::new(config.webhooks.clone()),
         telemetry,
+        guard: Arc::new(guard::Guard::new(
+            config.public_url.as_ref(),
+            &config.allowed_hosts,
+        )),
     })
 }
 
@@ -251,6 +259,14 @@ pub fn router_with_pages(
             axum::routing::post(board::forms::answer_form).with_state(board.clone()),
         )
         .route(
+            "/plans/{id}/agent",
+            axum::routing::post(board::forms::agent_work_form).with_state(board.clone()),
+        )
+        .route(
+            "/plans/{id}/budget",
+            axum::routing::post(board::forms::budget_form).with_state(board.clone()),
+        )
+        .route(
             "/plans/{id}/tool-call",
             axum::routing::post(board::forms::tool_call_form).with_state(board.clone()),
         )
@@ -301,6 +317,8 @@ pub fn router_with_pages(
         )
         .fallback(leptos_axum::file_and_error_handler(shell))
         .with_state(options);
+    // Leptos reads a server function's body with no limit of its own.
+    let site = site.layer(axum::middleware::from_fn(board::bounded_server_fn_bodies));
     let site = bounded_responses(site).layer(axum::middleware::from_fn_with_state(
         services.access.clone(),
         auth::identify_viewer,
@@ -325,6 +343,13 @@ pub fn router_with_pages(
     let app = app.layer(axum::middleware::from_fn_with_state(
         services.telemetry.clone(),
         telemetry::trace_requests,
+    ));
+    // Outside every route (the API, MCP, the board's server functions and
+    // forms, sign-in): nothing is handled before its host and origin are
+    // checked, and every answer, a refusal too, gets the security headers.
+    let app = app.layer(axum::middleware::from_fn_with_state(
+        services.guard.clone(),
+        guard::guard,
     ));
     with_operations(app, services.plans)
 }

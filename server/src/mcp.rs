@@ -30,7 +30,7 @@ use serde_json::Value;
 use crate::api::runs::StartRun;
 use crate::auth::Identity;
 use crate::runs::Runs;
-use crate::service::PlanService;
+use crate::service::{PlanService, ToolRights};
 
 #[derive(Clone)]
 pub struct PlanMcp {
@@ -97,6 +97,51 @@ struct McpFile {
 }
 
 impl McpFile {
+    /// How many bytes the file has, known without decoding: the text's
+    /// length, or what valid base64 of this length decodes to (three bytes
+    /// for every four characters, less the padding).
+    fn size(&self) -> usize {
+        match (&self.text, &self.base64) {
+            (Some(text), _) => text.len(),
+            (None, Some(encoded)) => {
+                let encoded = encoded.trim();
+                let padding = encoded.bytes().rev().take_while(|b| *b == b'=').count();
+                (encoded.len() / 4 * 3 + encoded.len() % 4 * 3 / 4).saturating_sub(padding)
+            }
+            (None, None) => 0,
+        }
+    }
+
+    /// The run's limits on files, checked on their sizes before any is
+    /// decoded, so a huge base64 string is refused without its decoded copy
+    /// being made (the workspace checks the decoded files again).
+    fn check_sizes(files: &[McpFile]) -> Result<(), String> {
+        use run_model::{MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES};
+        if files.len() > MAX_FILES {
+            return Err(format!(
+                "a run starts with at most {MAX_FILES} files, not {}",
+                files.len()
+            ));
+        }
+        let mut total = 0usize;
+        for file in files {
+            let size = file.size();
+            if size > MAX_FILE_BYTES {
+                return Err(format!(
+                    "{} has {size} bytes; a file may have at most {MAX_FILE_BYTES}",
+                    file.name
+                ));
+            }
+            total = total.saturating_add(size);
+        }
+        if total > MAX_FILES_BYTES {
+            return Err(format!(
+                "the files have {total} bytes in all; at most {MAX_FILES_BYTES} are taken"
+            ));
+        }
+        Ok(())
+    }
+
     fn upload(self) -> Result<crate::runs::inputs::Upload, String> {
         use base64::Engine;
         let bytes = match (self.text, self.base64) {
@@ -130,12 +175,30 @@ const REVISIONS: [ProtocolVersion; 3] = [
     ProtocolVersion::V_2025_06_18,
 ];
 
+/// The largest `/mcp` request body: `start_run`'s files at their limit,
+/// as base64 (four characters for three bytes), and room for the rest of
+/// the call.
+pub const MCP_BODY_LIMIT: usize = run_model::MAX_FILES_BYTES.div_ceil(3) * 4 + 1024 * 1024;
+
 /// `/mcp` with the HTTP details of the module docs, to nest behind the
-/// identity middleware.
+/// identity middleware. rmcp reads a request's body whole, without a
+/// limit of its own, so the body is bounded first ([`MCP_BODY_LIMIT`]).
+/// The timeout, as for pages and API calls, covers reading the body and
+/// waiting for the response's head, never the response's body: rmcp
+/// answers each call as an event stream whose head goes out at once, and a
+/// client's standing event stream (`GET /mcp`) may stay open for hours.
 pub fn router(plans: Arc<PlanService>, runs: Arc<Runs>) -> axum::Router {
     axum::Router::new()
         .fallback_service(service(plans, runs))
         .layer(axum::middleware::from_fn(http_details))
+        .layer(axum::middleware::from_fn_with_state(
+            MCP_BODY_LIMIT,
+            crate::api::extract::bounded_body,
+        ))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            crate::REQUEST_TIMEOUT,
+        ))
 }
 
 async fn http_details(request: Request, next: Next) -> Response {
@@ -286,6 +349,7 @@ impl PlanMcp {
                 let source = body.source.clone();
                 let template = body.template;
                 let config = body.into_config().map_err(|e| e.message())?;
+                McpFile::check_sizes(&files)?;
                 let uploads = files
                     .into_iter()
                     .map(McpFile::upload)
@@ -300,7 +364,7 @@ impl PlanMcp {
                     ),
                     (true, Some(source)) => Some(
                         self.runs
-                            .stage_folder(&source)
+                            .stage_folder(&source, false)
                             .await
                             .map_err(|e| e.to_string())?,
                     ),
@@ -385,14 +449,16 @@ impl ServerHandler for PlanMcp {
             .peer
             .peer_info()
             .map_or_else(|| "mcp".to_string(), |info| info.client_info.name.clone());
-        let actor = context
+        let who = context
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Identity>())
-            .map_or_else(
-                || format!("mcp · {client}"),
-                |who| who.clone().acting_as(&client).actor(),
-            );
+            .and_then(|parts| parts.extensions.get::<Identity>());
+        let actor = who.map_or_else(
+            || format!("mcp · {client}"),
+            |who| who.clone().acting_as(&client).actor(),
+        );
+        // Without an identity (the middleware always puts one), the least.
+        let rights = who.map_or(ToolRights::Operator, crate::api::tools::rights);
         let args = request.arguments.map_or(Value::Null, Value::Object);
         if REVIEW_TOOLS.contains(&request.name.as_ref()) {
             return Ok(match self.review_tool(&request.name, args, &actor).await {
@@ -414,12 +480,26 @@ impl ServerHandler for PlanMcp {
                 &args,
                 &self.session,
                 &actor,
+                rights,
             )
-            .await
-            .map_err(|e| {
-                tracing::error!("MCP tool call failed: {e}");
-                McpError::internal_error("internal error; the server log has the details", None)
-            })?;
+            .await;
+        // The API's one mapping decides: a refusal (a viewer's or an
+        // operator's deletion, a conflict) is the tool's error with the
+        // API's sentence; only the server's own failure is a protocol error.
+        let result = match result.map_err(crate::api::error::ApiError::from) {
+            Ok(result) => result,
+            Err(crate::api::error::ApiError::Internal) => {
+                return Err(McpError::internal_error(
+                    "internal error; the server log has the details",
+                    None,
+                ))
+            }
+            Err(refused) => {
+                return Ok(CallToolResult::error(vec![Content::text(
+                    refused.message(),
+                )]))
+            }
+        };
         let content = vec![Content::text(result.text)];
         Ok(if result.ok {
             CallToolResult::success(content)

@@ -1,7 +1,11 @@
 //! Signing in to the board in token mode: a form that takes a token once
-//! and keeps it in an HttpOnly, SameSite=Strict cookie; signing out clears
-//! it. In local mode there is nothing to sign in to. Also the language
-//! switch, which needs no sign-in: it only sets a cookie.
+//! and opens a session ([`crate::auth::Sessions`]) whose opaque id, never
+//! the token, goes in an HttpOnly, SameSite=Strict cookie for 12 hours;
+//! signing out closes the session, so the old cookie opens nothing.
+//! Failed sign-ins are limited (10 a minute for the whole server; past
+//! that, a 429 until the minute is over). In local mode there is nothing
+//! to sign in to. Also the language switch, which needs no sign-in: it
+//! only sets a cookie.
 
 use std::sync::Arc;
 
@@ -14,7 +18,7 @@ use serde::Deserialize;
 
 use cookie::{Cookie, SameSite};
 
-use crate::auth::{over_https, same_origin, SESSION_COOKIE};
+use crate::auth::{over_https, same_origin, session_id, SESSION_COOKIE, SESSION_TTL};
 use crate::config::Access;
 
 #[derive(Deserialize)]
@@ -76,12 +80,25 @@ pub async fn sign_in(
         );
         return (StatusCode::FORBIDDEN, page(lang, Some(why))).into_response();
     }
-    let token = input.token.trim();
-    if !tokens.contains_key(token) {
+    if let Err(wait) = tokens.sessions.may_sign_in() {
+        let seconds = wait.as_secs().max(1);
+        let why = lang.pick(
+            format!("Too many failed sign-ins; try again in {seconds} seconds."),
+            format!("登录失败次数过多，请 {seconds} 秒后再试。"),
+        );
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, seconds.to_string())],
+            page(lang, Some(why.as_str())),
+        )
+            .into_response();
+    }
+    let Some(identity) = tokens.get(input.token.trim()) else {
+        tokens.sessions.failed_sign_in();
         let why = lang.pick("That token is not valid.", "这个令牌无效。");
         return (StatusCode::UNAUTHORIZED, page(lang, Some(why))).into_response();
-    }
-    let cookie = session_cookie(token.to_string(), &headers);
+    };
+    let cookie = session_cookie(tokens.sessions.open(identity.clone()), &headers);
     (
         [(header::SET_COOKIE, cookie.to_string())],
         Redirect::to("/"),
@@ -89,18 +106,26 @@ pub async fn sign_in(
         .into_response()
 }
 
-/// The session cookie: HttpOnly, SameSite=Strict, and Secure when the board
-/// is served over HTTPS.
+/// The session cookie: HttpOnly, SameSite=Strict, for the whole site, as
+/// long as the session lasts, and Secure when the board is served over
+/// HTTPS.
 fn session_cookie(value: String, headers: &HeaderMap) -> Cookie<'static> {
+    let ttl = cookie::time::Duration::seconds(SESSION_TTL.as_secs() as i64);
     Cookie::build((SESSION_COOKIE, value))
         .http_only(true)
         .same_site(SameSite::Strict)
         .path("/")
+        .max_age(ttl)
         .secure(over_https(headers))
         .build()
 }
 
-pub async fn sign_out(headers: HeaderMap) -> Response {
+/// Closes the cookie's session (server-side: a copy of the cookie kept
+/// elsewhere opens nothing either) and clears the cookie.
+pub async fn sign_out(State(access): State<Arc<Access>>, headers: HeaderMap) -> Response {
+    if let (Access::Tokens(tokens), Some(id)) = (access.as_ref(), session_id(&headers)) {
+        tokens.sessions.close(&id);
+    }
     let mut cookie = session_cookie(String::new(), &headers);
     cookie.make_removal();
     (

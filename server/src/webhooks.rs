@@ -203,6 +203,7 @@ fn body_for(
         let link = link
             .map(|l| format!(" <{l}|open the plan>"))
             .unwrap_or_default();
+        let text = slack_escaped(&text);
         serde_json::json!({ "text": format!("planboard · {words}: {text}{link}") }).to_string()
     } else {
         serde_json::to_string(&Payload {
@@ -218,6 +219,16 @@ fn body_for(
         .ok()?
     };
     Some((event, body))
+}
+
+/// Text for Slack's mrkdwn with `&`, `<` and `>` as Slack asks them
+/// escaped: the words of a plan, a task or a model are shown as written,
+/// so a title `<!channel>` pings nobody and `<https://evil|click>` links
+/// nowhere. Only planboard's own link is written as Slack's `<url|label>`.
+pub fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// `X-Planboard-Signature`'s value for `body` sent at `t` (unix seconds).
@@ -526,6 +537,50 @@ mod tests {
         let payload: Payload = serde_json::from_str(&body).unwrap();
         assert_eq!(payload.seq, 7);
         assert_eq!(payload.text, "#2: Which region?");
+    }
+
+    #[test]
+    fn a_slack_message_shows_what_a_plan_or_model_wrote_and_never_pings_or_links() {
+        let plan = uuid::Uuid::new_v4();
+        let entry = StoredRunEntry {
+            seq: 8,
+            run_id: uuid::Uuid::new_v4(),
+            plan_id: Some(plan),
+            kind: run_model::EntryKind::Asked,
+            at: chrono::Utc::now(),
+            entry: serde_json::to_value(RunEntry::Asked {
+                subtask: plan_engine::SubtaskId(3),
+                question: "<!channel> see <https://evil.example|click> & <@U123>".into(),
+            })
+            .unwrap(),
+        };
+        let endpoint = Endpoint {
+            url: "https://hooks.slack.com/services/x".parse().unwrap(),
+            secret: None,
+            slack: true,
+        };
+        let (_, body) = body_for(&endpoint, &entry, "https://board.example").unwrap();
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body["text"],
+            format!(
+                "planboard · question asked: #3: &lt;!channel&gt; see \
+                 &lt;https://evil.example|click&gt; &amp; &lt;@U123&gt; \
+                 <https://board.example/plans/{plan}|open the plan>"
+            )
+        );
+        // The JSON payload carries the text as written: it is not mrkdwn.
+        let endpoint = Endpoint {
+            slack: false,
+            ..endpoint
+        };
+        let (_, body) = body_for(&endpoint, &entry, "https://board.example").unwrap();
+        let payload: Payload = serde_json::from_str(&body).unwrap();
+        assert!(
+            payload.text.starts_with("#3: <!channel>"),
+            "{}",
+            payload.text
+        );
     }
 
     #[test]

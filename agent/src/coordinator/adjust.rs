@@ -53,7 +53,9 @@ impl Driver {
         ops.extend(Self::todo_edits(&plan, &answer));
         let mut added = 0;
         if answer.needs_update && !compact && !answer.new_todos.is_empty() {
-            self.run.adaptation.start(plan.subtasks().len(), EMERGENT_CAP);
+            self.run
+                .adaptation
+                .start(plan.subtasks().len(), EMERGENT_CAP);
             let proposed: Vec<(&str, &str)> = answer
                 .new_todos
                 .iter()
@@ -105,7 +107,11 @@ impl Driver {
     /// plan holds already (or one proposed twice) is refused, and so is
     /// what passes the budget's room. Returns the indices kept and a
     /// sentence for each refusal, for the model and the run log.
-    pub(super) fn screen(&mut self, plan: &Plan, proposed: &[(&str, &str)]) -> (Vec<usize>, Vec<String>) {
+    pub(super) fn screen(
+        &mut self,
+        plan: &Plan,
+        proposed: &[(&str, &str)],
+    ) -> (Vec<usize>, Vec<String>) {
         let mut kept: Vec<usize> = Vec::new();
         let mut refused = Vec::new();
         let room = self.run.adaptation.room() as usize;
@@ -233,7 +239,11 @@ impl Driver {
     }
 
     /// Applies an adjustment and logs it; whether it landed.
-    pub(super) async fn adjust(&mut self, ops: Vec<Op>, reason: String) -> Result<bool, RunFailure> {
+    pub(super) async fn adjust(
+        &mut self,
+        ops: Vec<Op>,
+        reason: String,
+    ) -> Result<bool, RunFailure> {
         if ops.is_empty() {
             return Ok(false);
         }

@@ -147,6 +147,9 @@ impl Agent {
         who: &str,
         trace: Option<run_model::TraceParent>,
     ) -> Result<RunRecord, HostError> {
+        if let Some(given) = config.plan {
+            return self.start_on(id, config, given, who, trace).await;
+        }
         let title = config.task.lines().next().unwrap_or_default();
         let spec = NewPlan {
             title: cut(title.trim(), 80),
@@ -169,6 +172,46 @@ impl Agent {
                     from: None,
                     to: run.state,
                     reason: format!("started by {who}"),
+                },
+            )
+            .await?;
+        Ok(run)
+    }
+
+    /// A run on a plan people wrote: the plan stays as it is (no new plan,
+    /// no planner); refused when the plan is finished.
+    async fn start_on(
+        &self,
+        id: RunId,
+        config: RunConfig,
+        given: plan_engine::PlanId,
+        who: &str,
+        trace: Option<run_model::TraceParent>,
+    ) -> Result<RunRecord, HostError> {
+        let plan = self.host.plan(given).await?;
+        if plan.state().is_finished() {
+            return Err(HostError::NotWorkable(format!(
+                "plan {given} is {}; the agent works a plan that has not finished",
+                plan.state().as_str()
+            )));
+        }
+        if plan.subtasks().is_empty() {
+            return Err(HostError::NotWorkable(format!(
+                "plan {given} has no subtasks for the agent to work"
+            )));
+        }
+        let mut run = RunRecord::new(id, config);
+        run.plan_id = Some(given);
+        run.started_by = who.to_string();
+        run.trace_parent = trace;
+        self.host.save_run(&run).await?;
+        self.host
+            .log(
+                run.id,
+                RunEntry::StateChanged {
+                    from: None,
+                    to: run.state,
+                    reason: format!("started by {who} on a plan people wrote"),
                 },
             )
             .await?;

@@ -7,7 +7,31 @@ impl Driver {
     pub(super) async fn classify(&mut self) -> Flow {
         let task = self.run.config.task.clone();
         let memory = self.recalled().await;
+        let given = match self.run.config.plan {
+            Some(id) => Some(self.host.plan(id).await?),
+            None => None,
+        };
         let decided = match self.run.config.mode.forced() {
+            // A plan people wrote keeps its mode; a plan made by hand
+            // (manual) runs one step at a time, or in super-steps when it
+            // allows several at once.
+            _ if given.is_some() => {
+                let plan = given.as_ref().expect("just matched");
+                let mode = match plan.mode() {
+                    Mode::Manual if plan.max_parallel().unwrap_or(1) > 1 => Mode::Complex,
+                    Mode::Manual => Mode::Simple,
+                    mode => mode,
+                };
+                Classification {
+                    mode,
+                    reason: format!(
+                        "the agent works a plan people wrote ({} subtasks), as it is",
+                        plan.subtasks().len()
+                    ),
+                    confidence: 1.0,
+                    by: DecidedBy::Person,
+                }
+            }
             // A run in batches plans each batch as independent subtasks.
             _ if self.batching() => Classification {
                 mode: Mode::Complex,
@@ -87,6 +111,11 @@ impl Driver {
         if self.batching() {
             return self.plan_first_batch(&old, comment).await;
         }
+        // A plan people wrote is worked as it is, until a rejection asks
+        // the planner for a revision.
+        if self.run.config.plan.is_some() && comment.is_none() {
+            return self.take_given(old).await;
+        }
         let revision = comment.as_deref().map(|comment| Revision {
             plan: &old,
             comment,
@@ -146,6 +175,22 @@ impl Driver {
             Err(e) => return Err(RunFailure::PlanRefused(e)),
         };
         self.proposed(&plan, "planned").await;
+        Ok(())
+    }
+
+    /// A plan people wrote, taken as the run's first proposal: a draft is
+    /// submitted (the plan's own approval setting decides whether it waits
+    /// for one: its authors chose it); an approved or running one runs.
+    async fn take_given(&mut self, plan: Plan) -> Flow {
+        let plan = match plan.state() {
+            PlanState::Draft => (*self
+                .apply(vec![Op::Submit])
+                .await
+                .map_err(RunFailure::PlanRefused)?)
+            .clone(),
+            _ => plan,
+        };
+        self.proposed(&plan, "the plan people wrote").await;
         Ok(())
     }
 

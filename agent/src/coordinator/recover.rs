@@ -171,10 +171,7 @@ impl Driver {
                 let (kept, refused) =
                     self.screen(&plan, &[(answer.name.trim(), answer.description.trim())]);
                 if kept.is_empty() {
-                    let why = format!(
-                        "the workaround was refused: {}",
-                        refused.join("; ")
-                    );
+                    let why = format!("the workaround was refused: {}", refused.join("; "));
                     return self.finish_recovery(id, failed, gave_up(why)).await;
                 }
                 let new_id = SubtaskId(plan.next_subtask_id());

@@ -29,8 +29,8 @@ fn adjusted(world: &World) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_complex_run_whose_model_always_wants_three_new_steps_ends_within_its_adaptation_budget(
-) {
+async fn a_complex_run_whose_model_always_wants_three_new_steps_ends_within_its_adaptation_budget()
+{
     // Every result is short of something new, and every adapt call adds
     // three steps never seen before: only the budget can stop it.
     let adapts = Arc::new(AtomicUsize::new(0));
@@ -62,11 +62,23 @@ async fn a_complex_run_whose_model_always_wants_three_new_steps_ends_within_its_
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
     // The approved plan had 3 subtasks: at most 3 added, in at most 3 rounds.
-    assert!(plan.subtasks().len() <= 6, "{} subtasks", plan.subtasks().len());
+    assert!(
+        plan.subtasks().len() <= 6,
+        "{} subtasks",
+        plan.subtasks().len()
+    );
     assert!(plan.subtasks().len() > 3, "it did adapt");
     assert_eq!(run.adaptation.added, 3);
-    assert!(adapts.load(Ordering::SeqCst) <= 4, "{} adapt calls", adapts.load(Ordering::SeqCst));
-    assert!(run.spent.llm_calls < 40, "{} calls of the 200 budget", run.spent.llm_calls);
+    assert!(
+        adapts.load(Ordering::SeqCst) <= 4,
+        "{} adapt calls",
+        adapts.load(Ordering::SeqCst)
+    );
+    assert!(
+        run.spent.llm_calls < 40,
+        "{} calls of the 200 budget",
+        run.spent.llm_calls
+    );
     let said = adjusted(&world);
     assert!(
         said.iter().any(|r| r.contains("the run goes on without")),
@@ -81,7 +93,12 @@ async fn the_same_three_steps_proposed_again_are_refused_and_the_same_gap_buys_n
     let llm = worker()
         .push_json(
             CallRole::Planner,
-            plan_json(&[("gather", &[]), ("check", &[]), ("report", &[1, 2]), ("archive", &[3])]),
+            plan_json(&[
+                ("gather", &[]),
+                ("check", &[]),
+                ("report", &[1, 2]),
+                ("archive", &[3]),
+            ]),
         )
         .responder(move |request| {
             if is(request, "adapt") {
@@ -107,17 +124,25 @@ async fn the_same_three_steps_proposed_again_are_refused_and_the_same_gap_buys_n
     let plan = world.plan();
     let names: Vec<&str> = plan.subtasks().iter().map(|s| s.name()).collect();
     assert_eq!(
-        names.iter().filter(|n| n.eq_ignore_ascii_case("check")).count(),
+        names
+            .iter()
+            .filter(|n| n.eq_ignore_ascii_case("check"))
+            .count(),
         1,
         "{names:?}"
     );
-    assert_eq!(names.iter().filter(|n| **n == "verify totals").count(), 1, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| **n == "verify totals").count(),
+        1,
+        "{names:?}"
+    );
     // The same gap ("the totals per region") paid for one round only: one
     // adapt call, answered once more after the refusal.
     assert_eq!(adapts.load(Ordering::SeqCst), 2, "{names:?}");
     let said = adjusted(&world);
     assert!(
-        said.iter().any(|r| r.contains("'Gather' is already in the plan as #1")),
+        said.iter()
+            .any(|r| r.contains("'Gather' is already in the plan as #1")),
         "{said:?}"
     );
 }
@@ -146,9 +171,16 @@ async fn an_emergent_list_whose_update_always_adds_todos_still_finishes() {
     let run = world.run(c).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
-    assert!(plan.subtasks().len() <= 21, "{} TODOs", plan.subtasks().len());
+    assert!(
+        plan.subtasks().len() <= 21,
+        "{} TODOs",
+        plan.subtasks().len()
+    );
     assert!(run.adaptation.added <= 20, "{:?}", run.adaptation);
-    assert!(run.spent.llm_calls < 200, "ended by design, not by the call budget");
+    assert!(
+        run.spent.llm_calls < 200,
+        "ended by design, not by the call budget"
+    );
     let names: Vec<&str> = plan.subtasks().iter().map(|s| s.name()).collect();
     assert_eq!(
         names.iter().filter(|n| **n == "follow-up").count(),
@@ -166,12 +198,17 @@ async fn a_model_that_fails_everything_and_always_proposes_a_workaround_stops_fo
     let recovers = Arc::new(AtomicUsize::new(0));
     let calls = recovers.clone();
     let llm = worker()
-        .push_json(CallRole::Planner, plan_json(&[("fetch", &[]), ("sum", &[1])]))
+        .push_json(
+            CallRole::Planner,
+            plan_json(&[("fetch", &[]), ("sum", &[1])]),
+        )
         .responder(move |request| {
             if is(request, "recover") {
                 let n = calls.fetch_add(1, Ordering::SeqCst);
-                return Reply::Json(json!({"decision": "workaround", "reason": "try another way",
-                    "name": format!("another way {n}"), "description": format!("way {n}")}));
+                return Reply::Json(
+                    json!({"decision": "workaround", "reason": "try another way",
+                    "name": format!("another way {n}"), "description": format!("way {n}")}),
+                );
             }
             if request.role == CallRole::Executor {
                 return Reply::Json(json!({"action": "fail", "reason": "it does not work"}));
@@ -185,7 +222,12 @@ async fn a_model_that_fails_everything_and_always_proposes_a_workaround_stops_fo
     c.retry_delay_ms = 1;
     let _driving = world.start(c).await;
     let run = world
-        .wait_run(|r| matches!(r.state, RunState::Paused | RunState::Failed | RunState::Done))
+        .wait_run(|r| {
+            matches!(
+                r.state,
+                RunState::Paused | RunState::Failed | RunState::Done
+            )
+        })
         .await;
     assert_eq!(run.state, RunState::Paused, "{:?}", run.reason);
     assert!(run.reason.is_some(), "a reason a person can act on");

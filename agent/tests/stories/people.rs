@@ -546,3 +546,68 @@ async fn a_fourth_rejection_ends_the_run_with_the_last_comment() {
         "{reason}"
     );
 }
+
+#[tokio::test]
+async fn the_agent_works_a_plan_people_wrote_as_it_is_after_their_approval() {
+    use agent::Host;
+    use plan_engine::{NewPlan, NewSubtask};
+    let world = World::new(worker());
+    let written = world
+        .host
+        .create_plan(
+            NewPlan {
+                title: "Release 2.0".into(),
+                approval_required: true,
+                draft: true,
+                subtasks: vec![
+                    NewSubtask {
+                        name: "build the release".into(),
+                        description: "run the build".into(),
+                        ..NewSubtask::default()
+                    },
+                    NewSubtask {
+                        name: "ship it".into(),
+                        dependencies: vec![plan_engine::SubtaskId(1)],
+                        ..NewSubtask::default()
+                    },
+                ],
+                ..NewPlan::default()
+            },
+            "ada",
+        )
+        .await
+        .unwrap();
+    let mut c = config("Release 2.0");
+    c.plan = Some(written.id());
+    let driving = world.start(c).await;
+    let waiting = world
+        .wait_run(|r| r.state == RunState::AwaitingApproval)
+        .await;
+    assert_eq!(waiting.plan_id, Some(written.id()), "no new plan");
+    world
+        .person(written.id(), vec![Op::Approve { comment: None }])
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    let names: Vec<&str> = plan.subtasks().iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["build the release", "ship it"], "worked as written");
+    assert!(plan
+        .subtasks()
+        .iter()
+        .all(|s| s.state() == plan_engine::SubtaskState::Done));
+    let roles: Vec<CallRole> = world.llm.requests().iter().map(|r| r.role).collect();
+    assert!(
+        !roles.contains(&CallRole::Classifier) && !roles.contains(&CallRole::Planner),
+        "no classifier, no planner: {roles:?}"
+    );
+    assert_eq!(run.classification.unwrap().mode, plan_engine::Mode::Simple);
+    // A finished plan is not given to the agent.
+    let mut again = config("Release 2.0 again");
+    again.plan = Some(written.id());
+    let refused = world.agent.start(again, "ada").await.unwrap_err();
+    assert!(
+        refused.to_string().contains("has not finished"),
+        "{refused}"
+    );
+}

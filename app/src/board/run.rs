@@ -166,6 +166,48 @@ fn run_panel_html(
             <button type="submit" data-testid="replan">{lang.pick("Re-plan", "重新规划")}</button>
         </form>
     });
+    // A run its budget paused: which budget, and new limits to resume
+    // with in one step (a plain form; the suggested values double what
+    // was reached). Resume alone would pause again at once.
+    let raise = r
+        .budget_reached
+        .clone()
+        .filter(|_| live && can_edit)
+        .map(|why| {
+            let minutes = r.max_wall_secs.div_ceil(60);
+            let calls_hit = r.llm_calls >= r.max_llm_calls;
+            let tokens_hit = r.tokens >= r.max_tokens;
+            let time_hit = r.wall_secs >= r.max_wall_secs;
+            let cost_hit = r.max_cost.is_some_and(|max| r.cost >= max);
+            let twice = |hit: bool, n: u64| if hit { n.saturating_mul(2) } else { n };
+            let cost = r
+                .max_cost
+                .map(|max| {
+                    let dollars = max.dollars();
+                    format!("{:.2}", if cost_hit { dollars * 2.0 } else { dollars })
+                })
+                .unwrap_or_default();
+            view! {
+                <form class="run-budget" method="post" action=format!("/plans/{id}/budget") data-testid="run-budget">
+                    <p data-testid="budget-reached">
+                        <strong>{lang.pick("Budget reached: ", "预算已用完：")}</strong>{why}
+                    </p>
+                    <label class="field">{lang.pick("LLM calls", "LLM 调用次数")}
+                        <input name="max_llm_calls" type="number" min="1" required value=twice(calls_hit, r.max_llm_calls as u64) data-testid="budget-calls"/>
+                    </label>
+                    <label class="field">{lang.pick("Tokens", "tokens")}
+                        <input name="max_tokens" type="number" min="1" required value=twice(tokens_hit, r.max_tokens) data-testid="budget-tokens"/>
+                    </label>
+                    <label class="field">{lang.pick("Minutes of running", "运行分钟数")}
+                        <input name="max_minutes" type="number" min="1" max="10080" required value=twice(time_hit, minutes) data-testid="budget-minutes"/>
+                    </label>
+                    <label class="field">{lang.pick("Cost in US$ (empty: as it is)", "费用（美元，留空则不变）")}
+                        <input name="max_cost" type="number" min="0.000001" step="any" value=cost data-testid="budget-cost"/>
+                    </label>
+                    <button type="submit" data-testid="raise-budget">{lang.pick("Raise and resume", "提高预算并继续")}</button>
+                </form>
+            }
+        });
     view! {
         <section class="run-header" data-testid="run-header">
             <div class="run-row">
@@ -198,6 +240,7 @@ fn run_panel_html(
             {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
             {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
+            {raise}
             {questions
                 .into_iter()
                 .map(|(s, q)| question_form(id, s, q, can_edit, lang))

@@ -8,6 +8,28 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::board::View;
 use crate::i18n::use_lang;
 
+/// "Let the agent work this plan" on a plan no agent run works and that
+/// has not finished (made by hand, imported, or by another agent): a
+/// plain form; the agent takes the plan as it is.
+#[component]
+fn AgentWork(id: plan_engine::PlanId) -> impl IntoView {
+    let lang = use_lang();
+    let panel = crate::codec::load(move || id, crate::api::load_reviews);
+    view! {
+        <Transition fallback=|| ()>
+            {move || panel.get().and_then(Result::ok).filter(|p| !p.finished && p.run.is_none() && p.can_review).map(|_| view! {
+                <form class="agent-work" method="post" action=format!("/plans/{id}/agent") data-testid="agent-work">
+                    <p class="hint">{lang.pick(
+                        "planboard's agent can work this plan as it is: no new plan, the plan's own approval, then the usual steering, retries and memory.",
+                        "planboard 的智能体可以按原样执行这个计划：不重新规划，沿用计划自身的审批，然后照常可以干预、重试并记忆。",
+                    )}</p>
+                    <button type="submit" data-testid="agent-work-start">{lang.pick("Let the agent work this plan", "让智能体执行这个计划")}</button>
+                </form>
+            })}
+        </Transition>
+    }
+}
+
 /// The page around the board, rendered on the server: it reads the address
 /// and hands the plan's id and view to the island.
 #[component]
@@ -22,6 +44,7 @@ pub fn BoardPage() -> impl IntoView {
         Some(id) => view! {
             <crate::board::BoardIsland id view/>
             <super::reviews::ReviewSection id/>
+            <AgentWork id/>
             <super::templates::SaveTemplate id/>
         }
         .into_any(),

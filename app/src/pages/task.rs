@@ -22,7 +22,11 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
     let lang = use_lang();
     let model = agent.model;
     let no_model = model.is_none();
-    let waiting = agent.model_waiting;
+    let (waiting, doing, died) = match agent.model_status {
+        run_model::ModelStatus::Waiting { doing } => (true, doing, None),
+        run_model::ModelStatus::Died { reason, log } => (false, None, Some((reason, log))),
+        run_model::ModelStatus::None | run_model::ModelStatus::Ready => (false, None, None),
+    };
     let tools = agent
         .tools
         .into_iter()
@@ -60,9 +64,25 @@ pub fn TaskBox(agent: crate::api::AgentInfo) -> impl IntoView {
             {waiting.then(|| view! {
                 <div class="note" data-testid="model-waiting">
                     <p>{lang.pick(
-                        "The model does not answer yet. A local model may still be starting: its first start builds it (15–30 minutes; scripts/run writes data/local-model.log). Reload this page to see when it is up; a task started before then fails with the reason.",
-                        "模型还没有响应。本地模型可能仍在启动：第一次启动需要构建（15–30 分钟；scripts/run 会写 data/local-model.log）。重新加载本页即可看到它是否就绪；在此之前开始的任务会失败并说明原因。",
+                        "The model does not answer yet. A local model may still be starting: its first start builds it (10–30 minutes; scripts/run writes data/local-model.log). Reload this page to see when it is up; a task started before then fails with the reason.",
+                        "模型还没有响应。本地模型可能仍在启动：第一次启动需要构建（10–30 分钟；scripts/run 会写 data/local-model.log）。重新加载本页即可看到它是否就绪；在此之前开始的任务会失败并说明原因。",
                     )}</p>
+                    {doing.map(|d| view! {
+                        <p class="hint" data-testid="model-doing">{lang.pick("Now: ", "现在：")}<code>{d}</code></p>
+                    })}
+                </div>
+            })}
+            {died.map(|(reason, log)| view! {
+                <div class="note error" data-testid="model-died">
+                    <p>{lang.pick(
+                        "The local model stopped, so the agent cannot run: ",
+                        "本地模型已停止，智能体无法运行：",
+                    )}{reason}</p>
+                    <p>{lang.pick(
+                        "Start it again with bash scripts/local-model.sh (its output says why it stops; data/local-model.log has the first start's), point planboard at another model with PLANBOARD_LLM_BASE_URL and PLANBOARD_LLM_MODEL, or turn the agent off with PLANBOARD_LLM=none. The last lines of its log:",
+                        "用 bash scripts/local-model.sh 重新启动它（它的输出会说明停止的原因；data/local-model.log 记录了第一次启动），或用 PLANBOARD_LLM_BASE_URL 和 PLANBOARD_LLM_MODEL 指向另一个模型，或用 PLANBOARD_LLM=none 关闭智能体。它日志的最后几行：",
+                    )}</p>
+                    <pre data-testid="model-log">{log}</pre>
                 </div>
             })}
             {model.map(|m| view! {

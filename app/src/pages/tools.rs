@@ -3,8 +3,9 @@
 //! tools, or why not). Admins add a server (a URL, or a command to start),
 //! change, test and remove the ones added here; the file's
 //! (`PLANBOARD_MCP_SERVERS`) are shown and left alone. A token or an
-//! environment value is never shown. Rendered on the server only; the
-//! buttons are plain forms (`POST /tools/servers…`).
+//! environment value is never shown, and a command's arguments only to
+//! admins. Rendered on the server only; the buttons are plain forms
+//! (`POST /tools/servers…`).
 
 use leptos::prelude::*;
 use run_model::{ToolServerView, ToolSource, ToolTransport};
@@ -32,6 +33,14 @@ fn server_row(s: ToolServerView, can_manage: bool, lang: Lang) -> impl IntoView 
             for arg in &s.args {
                 line.push(' ');
                 line.push_str(arg);
+            }
+            // Only admins get the arguments (one may hold a password).
+            match s.hidden_args {
+                Some(n) if n > 0 => line.push_str(&lang.pick(
+                    format!(" … ({n} argument(s), shown to admins)"),
+                    format!(" …（{n} 个参数，仅管理员可见）"),
+                )),
+                _ => {}
             }
             line
         }

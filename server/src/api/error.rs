@@ -146,6 +146,7 @@ impl From<ServiceError> for ApiError {
                     ApiError::Internal
                 }
             },
+            ServiceError::Forbidden(m) => ApiError::Forbidden(m),
             e @ (ServiceError::Store(_) | ServiceError::Busy) => {
                 tracing::error!("store failure: {e}");
                 ApiError::Internal

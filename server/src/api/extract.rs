@@ -101,3 +101,51 @@ pub fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         ))
     })
 }
+
+/// Middleware for services that read request bodies themselves, past
+/// axum's `DefaultBodyLimit` (MCP's, the board's server functions): the
+/// body is read here, at most `limit` bytes of it, and handed on whole. A
+/// longer one is a 413 as soon as its `Content-Length` or its bytes say
+/// so, and nothing past the limit is read or kept.
+pub async fn bounded_body(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use futures_util::StreamExt;
+
+    let too_large = || {
+        ApiError::TooLarge(format!(
+            "the request body is larger than the limit of {limit} bytes"
+        ))
+        .into_response()
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
+    let (parts, body) = request.into_parts();
+    let mut chunks = body.into_data_stream();
+    // `declared` is within the limit here.
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    while let Some(chunk) = chunks.next().await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                return ApiError::BadRequest(format!("the request body could not be read: {e}"))
+                    .into_response()
+            }
+        };
+        if bytes.len() + chunk.len() > limit {
+            return too_large();
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}

@@ -80,6 +80,15 @@ impl From<RunError> for ApiError {
                     tracing::error!("writing a run's files failed: {e}");
                     ApiError::Internal
                 }
+                InputError::Workspace(ref w) if !w.is_client_error() => {
+                    tracing::error!("a run's workspace failed: {e}");
+                    ApiError::Internal
+                }
+                // A name refused, a link in the way, the quota passed.
+                InputError::Workspace(_) => ApiError::Refused {
+                    code: "invalid",
+                    message: e.to_string(),
+                },
                 // A well-formed request whose file name or folder is refused.
                 InputError::BadName(_)
                 | InputError::NotAllowed { .. }
@@ -125,7 +134,9 @@ pub struct BudgetBody {
 }
 
 impl BudgetBody {
-    fn onto(self, base: Budget) -> Result<Budget, ApiError> {
+    /// The limits given over `base`, checked against the API's bounds (the
+    /// board's "Raise and resume" form goes through the same check).
+    pub fn onto(self, base: Budget) -> Result<Budget, ApiError> {
         let positive = |name: &str, v: u64| {
             if v == 0 {
                 Err(ApiError::Refused {
@@ -179,8 +190,9 @@ impl BudgetBody {
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRun {
-    /// What to do, in words (any language).
-    #[schemars(length(min = 1, max = run_model::MAX_TASK_CHARS))]
+    /// What to do, in words (any language); may be empty with `plan`.
+    #[serde(default)]
+    #[schemars(length(max = run_model::MAX_TASK_CHARS))]
     pub task: String,
     /// `auto` (the classifier decides), `simple`, `complex` or `emergent`.
     #[serde(default)]
@@ -205,6 +217,11 @@ pub struct StartRun {
     #[serde(default)]
     #[schemars(length(min = 1, max = 1000))]
     pub source: Option<String>,
+    /// With `source`: copy also the files that usually hold secrets
+    /// (`.env`, `.env.*`, private keys, `.netrc`, …), which are left out
+    /// by default since what the model reads may leave the machine.
+    #[serde(default)]
+    pub include_secret_files: bool,
     /// Per-tool policies for this run (`auto`, `ask`: each call waits for
     /// a person, `never`), over the operator's; the operator's `never`
     /// stays.
@@ -236,6 +253,13 @@ pub struct StartRun {
     /// CSV rows or one item per line); the run plans in the complex mode.
     #[serde(default)]
     pub batches: Option<run_model::Batching>,
+    /// A plan that has not finished, made by hand, imported or built by
+    /// another agent, for planboard's agent to work as it is (no
+    /// classifier, no planner; the plan's own approval, then the usual
+    /// steering, retries and memory). `task` may then be left empty: the
+    /// plan's title and goal are the task.
+    #[serde(default)]
+    pub plan: Option<plan_engine::PlanId>,
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -370,6 +394,7 @@ impl StartRun {
             // `template` names a stored one; `Runs::start_with` reads it.
             template: None,
             batches: self.batches,
+            plan: self.plan,
         })
     }
 }
@@ -466,12 +491,13 @@ pub async fn start_run(
     StartRequest { run, files }: StartRequest,
 ) -> Result<impl IntoResponse, ApiError> {
     let source = run.source.clone();
+    let secrets = run.include_secret_files;
     let template = run.template;
     let config = run.into_config()?;
     let staged = match (files.is_empty(), source) {
         (true, None) => None,
         (false, None) => Some(state.runs.stage_uploads(files).await?),
-        (true, Some(source)) => Some(state.runs.stage_folder(&source).await?),
+        (true, Some(source)) => Some(state.runs.stage_folder(&source, secrets).await?),
         (false, Some(_)) => {
             return Err(ApiError::BadRequest(
                 "give files or a source folder, not both".into(),
@@ -766,6 +792,9 @@ pub struct AgentTools {
     pub tools: Vec<AgentTool>,
     /// Why `run_python` and `run_shell` are not among them, when they are not.
     pub code_runner_off: Option<String>,
+    /// Whether the model answers, is still building or starting, or died
+    /// (with the last lines of its log).
+    pub model: run_model::ModelStatus,
 }
 
 #[derive(Clone, Debug, serde::Serialize, JsonSchema)]
@@ -795,6 +824,7 @@ pub async fn agent_tools(State(state): State<ApiState>) -> Json<AgentTools> {
             .runs
             .sandbox_unavailable()
             .map(|e| e.reason().to_string()),
+        model: state.runs.model_status(),
     })
 }
 

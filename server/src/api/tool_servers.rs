@@ -1,5 +1,6 @@
 //! MCP servers over HTTP: anyone may see them and their state (never a
-//! token or an environment value); admins add, change, test and remove
+//! token or an environment value, and a command's arguments, which may
+//! hold a password, only when an admin looks); admins add, change, test and remove
 //! the ones added here (those of `PLANBOARD_MCP_SERVERS` change with the
 //! file). Adding a stdio server lets an admin start a program on the
 //! server's machine: that is what the admin role is for.
@@ -53,11 +54,24 @@ impl From<ToolServerError> for ApiError {
     }
 }
 
-/// Every MCP server, the file's and the added ones, with its state.
+/// Every MCP server, the file's and the added ones, with its state; a
+/// command's arguments only for admins (others get their count).
 #[utoipa::path(get, path = "/tool-servers", tag = "tools",
     responses((status = 200, body = Vec<super::schema::ToolServerDoc>), ListErrors))]
-pub async fn list_servers(State(state): State<ApiState>) -> Json<Vec<ToolServerView>> {
-    Json(state.runs.tool_servers().views())
+pub async fn list_servers(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+) -> Json<Vec<ToolServerView>> {
+    let views = state.runs.tool_servers().views();
+    if who.role >= Role::Admin {
+        return Json(views);
+    }
+    Json(
+        views
+            .into_iter()
+            .map(ToolServerView::without_args)
+            .collect(),
+    )
 }
 
 /// Adds a server, connects it and offers its tools to runs started from

@@ -16,7 +16,8 @@ use super::docs::{ListErrors, ReadErrors, ToolErrors};
 use super::error::{ApiError, MaybeBody};
 use super::extract::Params;
 use super::ApiState;
-use crate::auth::Identity;
+use crate::auth::{Identity, Role};
+use crate::service::ToolRights;
 
 /// The header that names the agent session (its own active plan).
 pub const SESSION_HEADER: &str = "x-planboard-session";
@@ -138,7 +139,7 @@ pub async fn call_tool(
     let who = if named { who.acting_as(&session) } else { who };
     let result = state
         .service
-        .tool(dialect, &tool, &args, &session, &who.actor())
+        .tool(dialect, &tool, &args, &session, &who.actor(), rights(&who))
         .await?;
     let status = if result.ok {
         StatusCode::OK
@@ -154,6 +155,16 @@ pub async fn call_tool(
         session,
     };
     Ok((status, Json(body)).into_response())
+}
+
+/// What the caller's role lets a tool call do (the API's rules, for
+/// every dialect and MCP alike).
+pub fn rights(who: &Identity) -> ToolRights {
+    if who.role >= Role::Admin {
+        ToolRights::Admin
+    } else {
+        ToolRights::Operator
+    }
 }
 
 fn hint_options(dialect_name: &str, q: &SessionQuery) -> Result<HintOptions, ApiError> {

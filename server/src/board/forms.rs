@@ -296,7 +296,7 @@ impl Board {
                 .map_err(run_error),
             (true, false) => self
                 .runs
-                .stage_folder(source)
+                .stage_folder(source, false)
                 .await
                 .map(Some)
                 .map_err(run_error),
@@ -376,6 +376,94 @@ pub async fn answer_form(
             "an answer needs a subtask number and some text".into(),
         )),
     };
+    back_to_board(result, lang)
+}
+
+/// `POST /plans/{id}/agent`: planboard's agent works the plan as it is
+/// (the same service as `POST /api/runs {plan}`), and the board opens.
+pub async fn agent_work_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    on: PlanForm,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let config = agent::RunConfig {
+        plan: Some(plan),
+        ..agent::RunConfig::default()
+    };
+    let result = board
+        .runs
+        .start(config, &viewer.name)
+        .await
+        .map(|_| plan)
+        .map_err(run_error);
+    back_to_board(result, lang)
+}
+
+/// New limits for a run its budget paused, as the run header's form posts
+/// them (each a number, or empty to keep it).
+#[derive(serde::Deserialize)]
+pub struct BudgetForm {
+    #[serde(default)]
+    max_llm_calls: String,
+    #[serde(default)]
+    max_tokens: String,
+    #[serde(default)]
+    max_minutes: String,
+    #[serde(default)]
+    max_cost: String,
+}
+
+/// `POST /plans/{id}/budget`: raises the budget of the run on the plan and
+/// resumes it, in one step; the same service and bounds as
+/// `POST /api/runs/{id}/resume` with a budget.
+pub async fn budget_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    on: PlanForm,
+    axum::Form(form): axum::Form<BudgetForm>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let run = board
+            .run_on(plan)
+            .await?
+            .ok_or_else(|| BoardError::NotFound("no agent run works on this plan".into()))?;
+        let number = |name: &str, text: &str| -> Result<Option<f64>, BoardError> {
+            let text = text.trim();
+            if text.is_empty() {
+                return Ok(None);
+            }
+            text.parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite() && *n > 0.0)
+                .map(Some)
+                .ok_or_else(|| {
+                    BoardError::Refused(lang.pick(
+                        format!("{name} must be a positive number, not '{text}'"),
+                        format!("{name} 必须是正数，而不是“{text}”"),
+                    ))
+                })
+        };
+        let whole = |n: Option<f64>| n.map(|n| n.round() as u64);
+        let body = crate::api::runs::BudgetBody {
+            max_llm_calls: whole(number("max_llm_calls", &form.max_llm_calls)?)
+                .map(|n| n.min(u32::MAX as u64) as u32),
+            max_tokens: whole(number("max_tokens", &form.max_tokens)?),
+            max_wall_secs: whole(number("max_minutes", &form.max_minutes)?)
+                .map(|m| m.saturating_mul(60)),
+            max_turns: None,
+            max_cost: number("max_cost", &form.max_cost)?,
+        };
+        let budget = body
+            .onto(run.record.config.budget.clone())
+            .map_err(super::board_error)?;
+        board
+            .runs
+            .resume(run.record.id, Some(budget), &viewer.name)
+            .await
+            .map_err(run_error)?;
+        Ok(plan)
+    }
+    .await;
     back_to_board(result, lang)
 }
 

@@ -35,6 +35,29 @@ use crate::store::StoreError;
 /// Log rows read per query.
 const PAGE: u32 = 1000;
 
+/// Where the app's server functions are served (their `prefix`).
+pub const SERVER_FN_PREFIX: &str = "/_board/";
+
+/// The largest body a server function takes: a whole plan
+/// (`create_plan`), as the API's `POST /api/plans` takes one. None takes
+/// files (the task box is a plain form with its own limit).
+pub const SERVER_FN_BODY_LIMIT: usize = crate::api::BODY_LIMIT;
+
+/// Middleware for the site: Leptos reads a server function's body whole,
+/// with no limit, so it is bounded here first (a 413 past
+/// [`SERVER_FN_BODY_LIMIT`]). Other routes keep their own limits.
+pub async fn bounded_server_fn_bodies(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.uri().path().starts_with(SERVER_FN_PREFIX) {
+        let limit = axum::extract::State(SERVER_FN_BODY_LIMIT);
+        crate::api::extract::bounded_body(limit, request, next).await
+    } else {
+        next.run(request).await
+    }
+}
+
 pub struct Board {
     pub plans: Arc<PlanService>,
     pub runs: Arc<crate::runs::Runs>,
@@ -328,7 +351,7 @@ impl BoardBackend for Board {
                 .runs
                 .sandbox_unavailable()
                 .map(|e| e.reason().to_string()),
-            model_waiting: self.runs.model_name().is_some() && !self.runs.model_answers(),
+            model_status: self.runs.model_status(),
         }
     }
 
@@ -530,8 +553,12 @@ impl BoardBackend for Board {
                 mode_reason: r.classification.as_ref().map(|c| c.reason.clone()),
                 decided_by: r.classification.as_ref().map(|c| c.by),
                 llm_calls: r.spent.llm_calls,
+                max_llm_calls: r.config.budget.max_llm_calls,
                 tokens: r.spent.tokens(),
                 max_tokens: r.config.budget.max_tokens,
+                budget_reached: (r.state == agent::RunState::Paused)
+                    .then(|| r.spent.reached(&r.config.budget))
+                    .flatten(),
                 cost: r.spent.cost,
                 max_cost: r.config.budget.max_cost,
                 unpriced_calls: r.spent.unpriced_calls,

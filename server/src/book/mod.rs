@@ -185,6 +185,12 @@ impl Book {
         self.calls.back().map(|c| c.done.subscribe())
     }
 
+    /// Whether the call being made has deleted a plan (which only admins
+    /// may do, whatever tool or dialect it came through).
+    pub fn deletes_a_plan(&self) -> bool {
+        self.open && self.calls.back().is_some_and(|c| !c.deleted.is_empty())
+    }
+
     /// Undoes what the call being made has changed so far; it stays open.
     pub fn undo(&mut self) {
         if self.open {

@@ -33,7 +33,12 @@ impl Runs {
         let (config, agent) = self.check_start(record.config.clone())?;
         let id = uuid::Uuid::new_v4();
         let workspace = self.workspace(id);
-        super::inputs::copy_workspace(self.workspace(earlier), workspace.clone()).await?;
+        super::inputs::copy_workspace(
+            self.workspace(earlier),
+            workspace.clone(),
+            self.workspace_quota,
+        )
+        .await?;
         let started = agent
             .start_again(id, config, who, earlier, &source, from)
             .await;

@@ -263,21 +263,21 @@ impl Host for ServerHost {
     }
 
     async fn input(&self, run: RunId, path: &str) -> Result<Vec<u8>, HostError> {
-        let relative = std::path::Path::new(path);
-        // The path comes from the run's own config; still, only a plain
-        // relative path inside the workspace is read.
-        if !relative
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
-        {
-            return Err(HostError::Unavailable(format!(
-                "{path} is not a path inside the workspace"
-            )));
-        }
-        let file = self.workspaces.join(run.to_string()).join(relative);
-        tokio::fs::read(&file)
-            .await
-            .map_err(|e| HostError::Unavailable(format!("the input {path} could not be read: {e}")))
+        // The path comes from the run's own config, but the file is in the
+        // workspace the run's code can change: read through the one
+        // module that never follows a link out.
+        let root = self.workspaces.join(run.to_string());
+        let name = path.to_string();
+        tokio::task::spawn_blocking(move || {
+            let ws = agent::workspace::Workspace::open(&root)
+                .map_err(|e| format!("the workspace could not be opened: {e}"))?;
+            ws.read(&name, run_model::MAX_FILE_BYTES as u64)
+                .map(|(bytes, _)| bytes)
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| HostError::Unavailable(e.to_string()))?
+        .map_err(|e| HostError::Unavailable(format!("the input {path} could not be read: {e}")))
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

@@ -5,7 +5,9 @@
 //! run's workspace before the agent starts, so the planner already sees
 //! them. A refused upload leaves nothing behind.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use agent::workspace::{check_name, copy_tree, CopyError, CopyRules, Workspace, WorkspaceError};
 
 use run_model::{InputFile, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, PREVIEW_CHARS};
 
@@ -43,12 +45,30 @@ pub enum InputError {
     SourceTooLarge { path: String },
     #[error("the workspace could not be written: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
 }
 
 impl InputError {
     /// The person's mistake (400), or the server's (500).
     pub fn is_client_error(&self) -> bool {
-        !matches!(self, InputError::Io(_))
+        match self {
+            InputError::Io(_) => false,
+            InputError::Workspace(e) => e.is_client_error(),
+            _ => true,
+        }
+    }
+}
+
+impl From<CopyError> for InputError {
+    fn from(e: CopyError) -> InputError {
+        match e {
+            CopyError::Workspace(e) => InputError::Workspace(e),
+            // The caller names what was too large.
+            CopyError::TooLarge { .. } => InputError::SourceTooLarge {
+                path: "the folder".into(),
+            },
+        }
     }
 }
 
@@ -58,19 +78,30 @@ pub struct Staged {
     pub inputs: Vec<InputFile>,
 }
 
+/// Runs blocking workspace work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, InputError> + Send + 'static,
+) -> Result<T, InputError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| InputError::Io(std::io::Error::other(e.to_string())))?
+}
+
 /// The last component of a client's file name, or why it is unusable.
 fn file_name(raw: &str) -> Result<String, InputError> {
     // A part without a file name is a file all the same.
     if raw.trim().is_empty() {
         return Ok("file".into());
     }
-    // Browsers on Windows send `C:\fakepath\a.csv`.
+    // Browsers on Windows send `C:\fakepath\a.csv`: the file's name is
+    // what follows the last separator. The rest is taken as it is or
+    // refused (a control character is not dropped silently).
     let last = raw.rsplit(['/', '\\']).next().unwrap_or("").trim();
-    let cleaned: String = last.chars().filter(|c| !c.is_control()).collect();
-    if cleaned.is_empty() || cleaned == "." || cleaned == ".." || cleaned.len() > 200 {
+    if last.is_empty() || last == "." || last == ".." || last.len() > 200 {
         return Err(InputError::BadName(raw.to_string()));
     }
-    Ok(cleaned)
+    check_name(last).map_err(|_| InputError::BadName(raw.to_string()))?;
+    Ok(last.to_string())
 }
 
 /// What the model is told of a file: its start when it is text.
@@ -125,17 +156,30 @@ impl Staged {
             named.push((unique, upload));
         }
         let staged = Staged::empty(workspaces).await?;
-        let mut inputs = Vec::new();
-        for (name, upload) in named {
-            if let Err(e) = tokio::fs::write(staged.dir.join(&name), &upload.bytes).await {
-                staged.discard().await;
-                return Err(e.into());
-            }
-            inputs.push(InputFile {
-                path: name,
+        let inputs: Vec<InputFile> = named
+            .iter()
+            .map(|(name, upload)| InputFile {
+                path: name.clone(),
                 bytes: upload.bytes.len() as u64,
                 preview: preview(&upload.bytes),
-            });
+            })
+            .collect();
+        let files: Vec<(String, Vec<u8>)> = named
+            .into_iter()
+            .map(|(name, upload)| (name, upload.bytes.clone()))
+            .collect();
+        let dir = staged.dir.clone();
+        let written = blocking(move || {
+            let ws = Workspace::open(&dir)?;
+            for (name, bytes) in &files {
+                ws.write(name, bytes)?;
+            }
+            Ok(())
+        })
+        .await;
+        if let Err(e) = written {
+            staged.discard().await;
+            return Err(e);
         }
         Ok(Staged { inputs, ..staged })
     }
@@ -154,11 +198,14 @@ impl Staged {
     /// Copies `source` (a folder, or a git repository's working tree; its
     /// `.git` is left out) into the staging folder, when it lies inside one
     /// of `roots`. Symlinks are not followed (a link inside the source could
-    /// point anywhere); they are skipped.
+    /// point anywhere); they are skipped. Files that usually hold secrets
+    /// (`.env`, private keys: [`agent::workspace::is_secret_file`]) are left out unless
+    /// `secrets` is set.
     pub async fn folder(
         workspaces: &Path,
         source: &str,
         roots: &[PathBuf],
+        secrets: bool,
     ) -> Result<Staged, InputError> {
         let not_allowed = || InputError::NotAllowed {
             path: source.to_string(),
@@ -186,13 +233,22 @@ impl Staged {
             });
         }
         let staged = Staged::empty(workspaces).await?;
-        let (dir, real2, source2) = (staged.dir.clone(), real.clone(), source.to_string());
-        let copied = tokio::task::spawn_blocking(move || copy_tree(&real2, &dir, &source2))
-            .await
-            .map_err(|e| InputError::Io(std::io::Error::other(e.to_string())));
+        let (dir, source2) = (staged.dir.clone(), source.to_string());
+        let rules = CopyRules {
+            skip_git: true,
+            skip_secrets: !secrets,
+            max_files: MAX_COPY_FILES,
+            max_bytes: MAX_COPY_BYTES,
+        };
+        let copied = blocking(move || {
+            let from = Workspace::open(&real)?;
+            let to = Workspace::open(&dir)?;
+            copy_with_previews(&from, &to, &rules, &source2)
+        })
+        .await;
         let inputs = match copied {
-            Ok(Ok(inputs)) => inputs,
-            Ok(Err(e)) | Err(e) => {
+            Ok(inputs) => inputs,
+            Err(e) => {
                 staged.discard().await;
                 return Err(e);
             }
@@ -212,35 +268,38 @@ impl Staged {
         Ok(self.inputs)
     }
 
-    /// Moves the files into an existing workspace next to what is there;
-    /// a name that is taken gets ` (2)` and so on. Returns where each went.
-    pub async fn add_to(self, workspace: &Path) -> Result<Vec<InputFile>, InputError> {
-        tokio::fs::create_dir_all(workspace).await?;
-        let mut placed = Vec::new();
-        for mut input in self.inputs.clone() {
-            let mut name = input.path.clone();
-            let mut n = 2;
-            while tokio::fs::symlink_metadata(workspace.join(&name))
-                .await
-                .is_ok()
-            {
-                name = match input.path.rsplit_once('.') {
-                    Some((stem, ext)) if !stem.is_empty() => format!("{stem} ({n}).{ext}"),
-                    _ => format!("{} ({n})", input.path),
-                };
-                n += 1;
+    /// Moves the files into an existing workspace (a running run's, which
+    /// its code may have filled with links) next to what is there; a name
+    /// that is taken gets ` (2)` and so on. Returns where each went.
+    pub async fn add_to(self, workspace: &Path, quota: u64) -> Result<Vec<InputFile>, InputError> {
+        let (dir, root, inputs) = (
+            self.dir.clone(),
+            workspace.to_path_buf(),
+            self.inputs.clone(),
+        );
+        let placed = blocking(move || {
+            let from = Workspace::open(&dir)?;
+            let to = Workspace::create(&root)?.with_quota(quota);
+            let mut placed = Vec::new();
+            for mut input in inputs {
+                let mut name = input.path.clone();
+                let mut n = 2;
+                while to.is_taken(&name) {
+                    name = match input.path.rsplit_once('.') {
+                        Some((stem, ext)) if !stem.is_empty() => format!("{stem} ({n}).{ext}"),
+                        _ => format!("{} ({n})", input.path),
+                    };
+                    n += 1;
+                }
+                to.take_from(&from, &input.path, &name)?;
+                input.path = name;
+                placed.push(input);
             }
-            if let Err(e) =
-                tokio::fs::rename(self.dir.join(&input.path), workspace.join(&name)).await
-            {
-                let _ = tokio::fs::remove_dir_all(&self.dir).await;
-                return Err(e.into());
-            }
-            input.path = name;
-            placed.push(input);
-        }
+            Ok(placed)
+        })
+        .await;
         let _ = tokio::fs::remove_dir_all(&self.dir).await;
-        Ok(placed)
+        placed
     }
 
     /// Removes what was staged.
@@ -250,70 +309,54 @@ impl Staged {
 }
 
 /// Copies an earlier run's workspace into a new run's ("Run again from
-/// here"): regular files and folders, links not followed, bounded like a
-/// source folder. A run that left no workspace gives an empty one.
-pub async fn copy_workspace(from: PathBuf, to: PathBuf) -> Result<(), InputError> {
-    tokio::task::spawn_blocking(move || {
-        std::fs::create_dir_all(&to)?;
-        if from.is_dir() {
-            copy_tree(&from, &to, "the earlier run's workspace")?;
-        }
-        Ok(())
+/// here"): regular files and folders, links neither copied nor followed,
+/// bounded like a source folder. A run that left no workspace gives an
+/// empty one.
+pub async fn copy_workspace(from: PathBuf, to: PathBuf, quota: u64) -> Result<(), InputError> {
+    blocking(move || {
+        let to = Workspace::create(&to)?.with_quota(quota);
+        let from = match Workspace::open(&from) {
+            Ok(from) => from,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let rules = CopyRules {
+            max_files: MAX_COPY_FILES,
+            max_bytes: MAX_COPY_BYTES,
+            ..CopyRules::everything()
+        };
+        copy_with_previews(&from, &to, &rules, "the earlier run's workspace").map(|_| ())
     })
     .await
-    .map_err(|e| InputError::Io(std::io::Error::other(e)))?
 }
 
-/// Copies the regular files and folders of `from` into `to`, bounded.
-fn copy_tree(from: &Path, to: &Path, shown: &str) -> Result<Vec<InputFile>, InputError> {
-    let mut inputs = Vec::new();
-    let mut bytes = 0u64;
-    let mut stack = vec![PathBuf::new()];
-    while let Some(relative) = stack.pop() {
-        let entries = std::fs::read_dir(from.join(&relative))?;
-        let mut entries: Vec<_> = entries.collect::<Result<_, _>>()?;
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let name = entry.file_name();
-            if relative.as_os_str().is_empty() && name == ".git" {
-                continue;
+/// Copies `from` into `to` under `rules` and describes each file copied
+/// (its start as a preview, read back through the workspace).
+fn copy_with_previews(
+    from: &Workspace,
+    to: &Workspace,
+    rules: &CopyRules,
+    shown: &str,
+) -> Result<Vec<InputFile>, InputError> {
+    let copied = copy_tree(from, to, rules).map_err(|e| match e {
+        CopyError::TooLarge { .. } => InputError::SourceTooLarge {
+            path: shown.to_string(),
+        },
+        other => other.into(),
+    })?;
+    Ok(copied
+        .into_iter()
+        .map(|file| {
+            let head = to
+                .read_head(&file.path, (PREVIEW_CHARS * 4) as u64)
+                .unwrap_or_default();
+            InputFile {
+                preview: preview(&head),
+                path: file.path,
+                bytes: file.bytes,
             }
-            let path = relative.join(&name);
-            debug_assert!(path.components().all(|c| matches!(c, Component::Normal(_))));
-            // Not followed: `file_type` of a symlink is the link itself.
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                std::fs::create_dir_all(to.join(&path))?;
-                stack.push(path);
-            } else if kind.is_file() {
-                let size = entry.metadata()?.len();
-                bytes += size;
-                if inputs.len() >= MAX_COPY_FILES || bytes > MAX_COPY_BYTES {
-                    return Err(InputError::SourceTooLarge {
-                        path: shown.to_string(),
-                    });
-                }
-                std::fs::copy(entry.path(), to.join(&path))?;
-                let head = read_head(&entry.path())?;
-                inputs.push(InputFile {
-                    path: path.to_string_lossy().into_owned(),
-                    bytes: size,
-                    preview: preview(&head),
-                });
-            }
-        }
-    }
-    inputs.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(inputs)
-}
-
-fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(PREVIEW_CHARS * 4);
-    std::fs::File::open(path)?
-        .take((PREVIEW_CHARS * 4) as u64)
-        .read_to_end(&mut head)?;
-    Ok(head)
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -403,6 +446,7 @@ mod tests {
             &workspaces,
             repo.to_str().unwrap(),
             std::slice::from_ref(&root),
+            false,
         )
         .await
         .unwrap();
@@ -422,19 +466,24 @@ mod tests {
             dir.path().to_str().unwrap().to_string(),
             format!("{}/../../", repo.display()),
         ] {
-            let e = Staged::folder(&workspaces, &path, std::slice::from_ref(&root))
+            let e = Staged::folder(&workspaces, &path, std::slice::from_ref(&root), false)
                 .await
                 .err()
                 .unwrap();
             assert!(matches!(e, InputError::NotAllowed { .. }), "{path}: {e}");
         }
         std::os::unix::fs::symlink(dir.path(), root.join("escape")).unwrap();
-        let e = Staged::folder(&workspaces, root.join("escape").to_str().unwrap(), &[root])
-            .await
-            .err()
-            .unwrap();
+        let e = Staged::folder(
+            &workspaces,
+            root.join("escape").to_str().unwrap(),
+            &[root],
+            false,
+        )
+        .await
+        .err()
+        .unwrap();
         assert!(matches!(e, InputError::NotAllowed { .. }), "{e}");
-        let e = Staged::folder(&workspaces, repo.to_str().unwrap(), &[])
+        let e = Staged::folder(&workspaces, repo.to_str().unwrap(), &[], false)
             .await
             .err()
             .unwrap();

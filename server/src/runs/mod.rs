@@ -14,6 +14,8 @@
 //! # Layout
 //! - this file: [`Runs`], the service the API calls;
 //! - `host.rs`: the agent's `Host` over [`PlanService`] and the run store;
+//! - `local_model.rs`: the local model `scripts/run` started: building,
+//!   starting or died;
 //! - `log_writer.rs`: the run log's writer, which batches what the agents
 //!   log so that no step waits for it;
 //! - `recall.rs`: what a run recalls: full-text or hybrid ranking;
@@ -24,6 +26,7 @@ mod again;
 mod delta_relay;
 mod host;
 pub mod inputs;
+pub mod local_model;
 mod log_writer;
 mod needs;
 mod recall;
@@ -37,7 +40,7 @@ pub use tool_servers::ToolServers;
 use crate::telemetry::Telemetry;
 use run_model::TraceParent;
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -46,6 +49,7 @@ use agent::run::{Budget, RunConfig, RunEntry, RunProgress, RunRecord, RunState, 
 use agent::sandbox::{CodeTools, Sandbox, SandboxLimits, SandboxUnavailable};
 use agent::tools::{FileTools, ToolBox, Toolset};
 use agent::web::WebTools;
+use agent::workspace::{Workspace, WorkspaceError};
 use agent::{Agent, Llm, OpenAiLlm, RunId};
 use host::whole_log;
 use inputs::{InputError, Staged, Upload};
@@ -158,6 +162,8 @@ pub struct Runs {
     owner: String,
     lease: Duration,
     workspaces: PathBuf,
+    /// The most a run's workspace may hold.
+    workspace_quota: u64,
     driving: Mutex<HashSet<RunId>>,
     /// The agent's host, for what people add to a run's log.
     host: Arc<ServerHost>,
@@ -173,6 +179,8 @@ pub struct Runs {
     /// The MCP servers (the file's and the board's).
     tool_servers: Arc<ToolServers>,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
+    /// The local model's folder (`PLANBOARD_LOCAL_MODEL_HOME`).
+    local_model_home: Option<PathBuf>,
     /// Spans of the runs (OpenTelemetry), when an endpoint is set.
     telemetry: Option<Arc<Telemetry>>,
 }
@@ -300,18 +308,21 @@ impl Runs {
         // The built-in tools every run gets, built for one workspace.
         let builtin = {
             let (root, sandbox, web) = (workspaces.clone(), sandbox.clone(), web.clone());
+            let quota = config.workspace_quota;
             move |run: RunId| {
                 let dir = root.join(run.to_string());
                 let mut sources = Vec::new();
-                match FileTools::new(&dir) {
-                    Ok(files) => sources.push(Arc::new(files) as Arc<dyn ToolBox>),
-                    Err(e) => tracing::error!("run {run}: no workspace folder: {e}"),
-                }
-                if let Ok(sandbox) = &sandbox {
-                    match CodeTools::new(sandbox.clone(), &dir) {
-                        Ok(code) => sources.push(Arc::new(code) as Arc<dyn ToolBox>),
-                        Err(e) => tracing::error!("run {run}: no code runner: {e}"),
+                match Workspace::create(&dir) {
+                    Ok(ws) => {
+                        let ws = ws.with_quota(quota);
+                        sources.push(Arc::new(FileTools::on(ws.clone())) as Arc<dyn ToolBox>);
+                        if let Ok(sandbox) = &sandbox {
+                            sources
+                                .push(Arc::new(CodeTools::on(sandbox.clone(), ws))
+                                    as Arc<dyn ToolBox>);
+                        }
                     }
+                    Err(e) => tracing::error!("run {run}: no workspace folder: {e}"),
                 }
                 sources.push(web.clone());
                 sources
@@ -361,6 +372,7 @@ impl Runs {
             owner: owner_name(config),
             lease: config.run_lease,
             workspaces,
+            workspace_quota: config.workspace_quota,
             driving: Mutex::new(HashSet::new()),
             host: host_for_people,
             deciding: tokio::sync::Mutex::new(()),
@@ -369,6 +381,7 @@ impl Runs {
             builtin_tools,
             tool_servers,
             model_answers,
+            local_model_home: config.local_model_home.clone(),
             telemetry,
         }))
     }
@@ -379,6 +392,17 @@ impl Runs {
     pub fn model_answers(&self) -> bool {
         self.model_answers
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the model answers, is still building or starting, or died
+    /// (read afresh on every call: a few small files and `/proc`).
+    pub fn model_status(&self) -> run_model::ModelStatus {
+        let local = self.local_model_home.as_deref().map(local_model::observe);
+        local_model::status(
+            self.model_name().is_some(),
+            self.model_answers(),
+            local.as_ref(),
+        )
     }
 
     /// The work tools a run can be given.
@@ -494,6 +518,14 @@ impl Runs {
         who: &str,
         trace: Option<TraceParent>,
     ) -> Result<RunView, RunError> {
+        if let Some(plan) = config.plan {
+            if let Err(e) = self.check_given_plan(plan, &mut config).await {
+                if let Some(files) = files {
+                    files.discard().await;
+                }
+                return Err(e);
+            }
+        }
         if let Some(id) = template {
             match self.store.template(id).await {
                 Ok(Some(template)) => config.template = Some(template),
@@ -545,6 +577,40 @@ impl Runs {
         self.view(record).await
     }
 
+    /// A plan given to the agent: it exists, no unfinished run works it
+    /// already, and an empty task becomes the plan's title and goal.
+    async fn check_given_plan(
+        &self,
+        plan: plan_engine::PlanId,
+        config: &mut RunConfig,
+    ) -> Result<(), RunError> {
+        let (title, goal) = self
+            .plans
+            .read(plan, |p| (p.title().to_string(), p.goal().to_string()))
+            .await
+            .ok_or_else(|| RunError::Invalid(format!("no plan has id {plan}")))?;
+        let busy = self
+            .store
+            .runs_on(&[plan])
+            .await?
+            .into_iter()
+            .find(|r| !r.state.is_finished());
+        if let Some(run) = busy {
+            return Err(RunError::Invalid(format!(
+                "run {} already works plan {plan} ({})",
+                run.id, run.state
+            )));
+        }
+        if config.task.trim().is_empty() {
+            config.task = if goal.trim().is_empty() || goal == title {
+                title
+            } else {
+                format!("{title}\n\n{goal}")
+            };
+        }
+        Ok(())
+    }
+
     /// The config as a run may start with it, and the agent to run it.
     fn check_start(&self, config: RunConfig) -> Result<(RunConfig, Arc<Agent>), RunError> {
         let config = config
@@ -577,9 +643,10 @@ impl Runs {
             .map_err(RunError::Input)
     }
 
-    /// Stages a copy of an allowed folder for a run (see [`inputs`]).
-    pub async fn stage_folder(&self, source: &str) -> Result<Staged, RunError> {
-        Staged::folder(&self.workspaces, source, &self.workspace_roots)
+    /// Stages a copy of an allowed folder for a run (see [`inputs`]);
+    /// secret-looking files only when `secrets` is set.
+    pub async fn stage_folder(&self, source: &str, secrets: bool) -> Result<Staged, RunError> {
+        Staged::folder(&self.workspaces, source, &self.workspace_roots, secrets)
             .await
             .map_err(RunError::Input)
     }
@@ -867,7 +934,7 @@ impl Runs {
             .ok_or_else(|| RunError::Invalid("the run has no plan yet".into()))?;
         let staged = self.stage_uploads(uploads).await?;
         let placed = staged
-            .add_to(&self.workspace(id))
+            .add_to(&self.workspace(id), self.workspace_quota)
             .await
             .map_err(RunError::Input)?;
         let list: Vec<String> = placed
@@ -966,40 +1033,49 @@ impl Runs {
         self.get(id).await
     }
 
-    /// The files the run wrote, relative to its workspace.
+    /// The run's workspace, opened through the one module that touches a
+    /// workspace's files ([`Workspace`]); `None` when the run left none.
+    async fn open_workspace(&self, id: RunId) -> Result<Option<Workspace>, RunError> {
+        let root = self.workspace(id);
+        let quota = self.workspace_quota;
+        tokio::task::spawn_blocking(move || match Workspace::open(&root) {
+            Ok(ws) => Ok(Some(ws.with_quota(quota))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RunError::Input(InputError::Io(e))),
+        })
+        .await
+        .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?
+    }
+
+    /// The files the run wrote, relative to its workspace. Links are
+    /// neither listed nor followed; names planboard does not take (a
+    /// backslash, a control character, not UTF-8) are left out.
     pub async fn artifacts(&self, id: RunId) -> Result<Vec<Artifact>, RunError> {
         self.record(id).await?;
-        let root = self.workspace(id);
-        let mut out = Vec::new();
-        let mut stack = vec![PathBuf::new()];
-        while let Some(dir) = stack.pop() {
-            let Ok(mut entries) = tokio::fs::read_dir(root.join(&dir)).await else {
-                continue;
-            };
-            while let Ok(Some(entry)) = entries.next_entry().await {
-                let path = dir.join(entry.file_name());
-                let Ok(kind) = entry.file_type().await else {
-                    continue;
-                };
-                if kind.is_dir() {
-                    stack.push(path);
-                } else if kind.is_file() {
-                    let bytes = entry.metadata().await.map(|m| m.len()).unwrap_or(0);
-                    out.push(Artifact {
-                        path: path.to_string_lossy().replace('\\', "/"),
-                        bytes,
-                        preview: None,
-                    });
+        let Some(ws) = self.open_workspace(id).await? else {
+            return Ok(Vec::new());
+        };
+        blocking(move || {
+            let listing = ws.files()?;
+            let mut out: Vec<Artifact> = listing
+                .files
+                .into_iter()
+                .map(|f| Artifact {
+                    path: f.path,
+                    bytes: f.bytes,
+                    preview: None,
+                })
+                .collect();
+            for artifact in out.iter_mut().take(PREVIEWED) {
+                if let Ok(head) =
+                    ws.read_head(&artifact.path, (run_model::PREVIEW_CHARS * 4) as u64)
+                {
+                    artifact.preview = inputs::preview(&head);
                 }
             }
-        }
-        out.sort_by(|a, b| a.path.cmp(&b.path));
-        for artifact in out.iter_mut().take(PREVIEWED) {
-            if let Ok(head) = read_head(&root.join(&artifact.path)).await {
-                artifact.preview = inputs::preview(&head);
-            }
-        }
-        Ok(out)
+            Ok(out)
+        })
+        .await
     }
 
     /// The whole workspace as a zip archive (regular files only; links are
@@ -1015,41 +1091,46 @@ impl Runs {
                 ),
             }));
         }
-        let root = self.workspace(id);
-        tokio::task::spawn_blocking(move || zip_files(&root, &files))
-            .await
-            .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?
-            .map_err(|e| RunError::Input(InputError::Io(e)))
+        let Some(ws) = self.open_workspace(id).await? else {
+            return blocking(move || zip_files(None, &files)).await;
+        };
+        blocking(move || zip_files(Some(&ws), &files)).await
     }
 
-    /// One artifact's bytes; paths out of the workspace are refused.
+    /// One artifact's bytes; names out of the workspace, links and names
+    /// planboard does not take are refused.
     pub async fn artifact(&self, id: RunId, relative: &str) -> Result<Vec<u8>, RunError> {
         self.record(id).await?;
-        let path = Path::new(relative);
-        if path.is_absolute()
-            || path
-                .components()
-                .any(|c| !matches!(c, Component::Normal(_)))
-        {
-            return Err(RunError::Invalid(format!(
-                "{relative} is not a path inside the run's workspace"
-            )));
-        }
-        let root = self.workspace(id);
         let missing = || RunError::Invalid(format!("the run has no artifact {relative}"));
-        let real = tokio::fs::canonicalize(root.join(path))
+        let Some(ws) = self.open_workspace(id).await? else {
+            return Err(missing());
+        };
+        let name = relative.to_string();
+        let read = tokio::task::spawn_blocking(move || ws.read(&name, ZIP_MAX_BYTES))
             .await
-            .map_err(|_| missing())?;
-        let root = tokio::fs::canonicalize(&root)
-            .await
-            .map_err(|_| missing())?;
-        if !real.starts_with(&root) {
-            return Err(RunError::Invalid(format!(
-                "{relative} leads outside the run's workspace"
-            )));
+            .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?;
+        match read {
+            Ok((bytes, len)) if len <= ZIP_MAX_BYTES => Ok(bytes),
+            Ok((_, len)) => Err(RunError::Invalid(format!(
+                "{relative} has {len} bytes; an artifact is served up to {ZIP_MAX_BYTES}"
+            ))),
+            Err(WorkspaceError::NotFound { .. }) | Err(WorkspaceError::NotAFile { .. }) => {
+                Err(missing())
+            }
+            Err(e @ WorkspaceError::Io { .. }) => Err(RunError::Input(InputError::Workspace(e))),
+            Err(e) => Err(RunError::Invalid(e.to_string())),
         }
-        tokio::fs::read(real).await.map_err(|_| missing())
     }
+}
+
+/// Runs blocking workspace work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, RunError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?
+        .map_err(|e| RunError::Input(InputError::Workspace(e)))
 }
 
 /// A guarded tool call that waits for a person.
@@ -1099,36 +1180,29 @@ pub const PREVIEWED: usize = 100;
 /// The most bytes a workspace zip is made of.
 pub const ZIP_MAX_BYTES: u64 = 200 * 1024 * 1024;
 
-/// The first bytes of a file, enough for a preview.
-async fn read_head(path: &Path) -> std::io::Result<Vec<u8>> {
-    use tokio::io::AsyncReadExt;
-    let mut head = Vec::new();
-    tokio::fs::File::open(path)
-        .await?
-        .take((run_model::PREVIEW_CHARS * 4) as u64)
-        .read_to_end(&mut head)
-        .await?;
-    Ok(head)
-}
-
-/// A zip of `files` (paths relative to `root`), deflated.
-fn zip_files(root: &Path, files: &[Artifact]) -> std::io::Result<Vec<u8>> {
+/// A zip of `files` (paths relative to the workspace), deflated; each is
+/// read through the workspace, so a file swapped for a link since the
+/// listing is left out, not followed.
+fn zip_files(ws: Option<&Workspace>, files: &[Artifact]) -> Result<Vec<u8>, WorkspaceError> {
     use std::io::Write;
+    let io = |e: std::io::Error| WorkspaceError::Io {
+        name: "the zip".into(),
+        error: e,
+    };
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .large_file(false);
     for file in files {
-        // Listed as a regular file a moment ago; a link since is not followed.
-        let path = root.join(&file.path);
-        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        let Some(ws) = ws else { break };
+        let Ok((bytes, _)) = ws.read(&file.path, ZIP_MAX_BYTES) else {
             continue;
-        }
+        };
         zip.start_file(file.path.as_str(), options)
-            .map_err(std::io::Error::other)?;
-        zip.write_all(&std::fs::read(&path)?)?;
+            .map_err(|e| io(std::io::Error::other(e)))?;
+        zip.write_all(&bytes).map_err(io)?;
     }
-    let cursor = zip.finish().map_err(std::io::Error::other)?;
+    let cursor = zip.finish().map_err(|e| io(std::io::Error::other(e)))?;
     Ok(cursor.into_inner())
 }
 
@@ -1167,8 +1241,16 @@ async fn check_batch_input(
     if !inputs.iter().any(|f| f.path == path) {
         return Err(run_model::BatchInputError::Missing(path.into()));
     }
-    let bytes = tokio::fs::read(workspace.join(path))
-        .await
-        .map_err(|_| run_model::BatchInputError::Missing(path.into()))?;
+    let (root, name) = (workspace.to_path_buf(), path.to_string());
+    let bytes = tokio::task::spawn_blocking(move || {
+        Workspace::open(&root)
+            .ok()
+            .and_then(|ws| ws.read(&name, run_model::MAX_FILE_BYTES as u64).ok())
+    })
+    .await
+    .ok()
+    .flatten()
+    .ok_or_else(|| run_model::BatchInputError::Missing(path.into()))?
+    .0;
     run_model::BatchInput::parse(path, &bytes).map(|_| ())
 }

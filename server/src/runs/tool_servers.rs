@@ -387,6 +387,7 @@ fn view_of(name: &str, e: &Entry) -> ToolServerView {
         transport,
         target,
         args: e.server.args.clone(),
+        hidden_args: None,
         has_token: e.server.token.is_some(),
         env: e.server.env.keys().cloned().collect(),
         connected: e.tools.is_some(),

@@ -57,6 +57,18 @@ pub enum ServiceError {
     /// The call was undone again and again because commits kept failing.
     #[error("the plan store keeps failing to commit; try again later")]
     Busy,
+    /// The caller's role does not allow what the call did (it was undone).
+    #[error("{0}")]
+    Forbidden(String),
+}
+
+/// What a tool call may do besides an operator's changes to plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolRights {
+    /// Change plans, but not delete one.
+    Operator,
+    /// Delete plans too (`DELETE /api/plans/{id}` is the admins' as well).
+    Admin,
 }
 
 pub struct PlanService {
@@ -284,7 +296,11 @@ impl PlanService {
     }
 
     /// One tool call in a dialect, on the session's active plan unless the
-    /// arguments name another.
+    /// arguments name another. A call that deletes a plan (OpenManus'
+    /// `planning` `delete`, or any tool that comes to) without
+    /// [`ToolRights::Admin`] is undone and refused: the roles are the
+    /// API's whatever the dialect. The check is on what the call did, not
+    /// on its name, so no spelling of a tool or its arguments gets past it.
     pub async fn tool(
         &self,
         dialect: Dialect,
@@ -292,6 +308,7 @@ impl PlanService {
         args: &Value,
         session: &str,
         actor: &str,
+        rights: ToolRights,
     ) -> Result<ToolResult, ServiceError> {
         if self.shared {
             // Another replica may have moved this session's pointer.
@@ -318,6 +335,12 @@ impl PlanService {
         };
         self.write(actor, |book| {
             let result = call(book, dialect, tool, args, &ctx);
+            if result.ok && rights != ToolRights::Admin && book.deletes_a_plan() {
+                // `write` undoes the call.
+                return Err(ServiceError::Forbidden(format!(
+                    "'{actor}' may not delete a plan: deleting needs the admin role"
+                )));
+            }
             if !result.ok {
                 // A call that fails halfway (say, archived the old plan, then
                 // failed to create the new one) keeps nothing.

@@ -24,9 +24,54 @@ pub async fn token_mode() -> TestServer {
     }
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
-    let mut server = TestServer::on(&url, Access::Tokens(tokens)).await;
+    let mut server = TestServer::on(&url, Access::Tokens(tokens.into())).await;
     server._dir = Some(dir);
     server
+}
+
+/// A board session for each of the three tokens: token → `cookie` header.
+pub async fn session_cookies(server: &TestServer) -> HashMap<&'static str, String> {
+    let mut cookies = HashMap::new();
+    for token in [VIEWER, OPERATOR, ADMIN] {
+        cookies.insert(token, sign_in(server, token).await.1);
+    }
+    cookies
+}
+
+/// A client that shows redirects instead of following them.
+pub fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// The page's origin, which a sign-in and a cookie-carried change need.
+pub fn origin(server: &TestServer) -> String {
+    server.url("").trim_end_matches('/').to_string()
+}
+
+/// Signs in on the board with `token`: the `Set-Cookie` header and the
+/// `cookie` header value that carries the session.
+pub async fn sign_in(server: &TestServer, token: &str) -> (String, String) {
+    let response = no_redirects()
+        .post(server.url("/login"))
+        .header("origin", origin(server))
+        .form(&[("token", token)])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.status().is_redirection(),
+        "signed in: {}",
+        response.status()
+    );
+    let set = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let cookie = set.split(';').next().unwrap().to_string();
+    (set, cookie)
 }
 
 #[tokio::test]
@@ -89,7 +134,7 @@ fn local_mode_refuses_to_listen_beyond_loopback() {
         .unwrap_err();
     assert!(err.to_string().contains("PLANBOARD_TOKENS"), "{err}");
     let tokens = Config {
-        access: Access::Tokens(HashMap::new()),
+        access: Access::Tokens(HashMap::new().into()),
         ..local
     };
     assert!(tokens.check_bind("0.0.0.0:3000".parse().unwrap()).is_ok());
@@ -113,7 +158,7 @@ async fn in_token_mode_viewers_read_runs_and_only_operators_start_and_steer_them
         workspaces: dir.path().join("workspaces"),
         ..Config::defaults(
             format!("sqlite://{}", dir.path().join("t.db").display()),
-            Access::Tokens(tokens),
+            Access::Tokens(tokens.into()),
         )
     };
     let anonymous = TestServer::with_config(&config, |_| {}).await;
@@ -173,4 +218,200 @@ async fn in_token_mode_viewers_read_runs_and_only_operators_start_and_steer_them
         .post(&format!("/api/runs/{id}/cancel"), json!({}))
         .await;
     assert_eq!(status, StatusCode::OK, "operators steer runs");
+}
+
+/// The board's cookie is a session's opaque id, not the token: the token
+/// as a cookie opens nothing, and signing out closes the session on the
+/// server, so a copy of the old cookie gets the sign-in page (a 401 from
+/// the API) while another session of the same person goes on.
+#[tokio::test]
+async fn the_session_cookie_is_an_opaque_id_and_signing_out_ends_it() {
+    let server = token_mode().await;
+    let plain = no_redirects();
+    let (set, cookie) = sign_in(&server, OPERATOR).await;
+    assert!(
+        !set.contains(OPERATOR),
+        "the token is not in the cookie: {set}"
+    );
+    let id = cookie
+        .strip_prefix(&format!("{}=", server::auth::SESSION_COOKIE))
+        .unwrap();
+    assert!(
+        id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{id}"
+    );
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=43200"] {
+        assert!(set.contains(part), "{part} in {set}");
+    }
+    let (_, other) = sign_in(&server, OPERATOR).await;
+    assert_ne!(other, cookie, "each sign-in opens its own session");
+    let open = |cookie: String, path: &'static str| {
+        let request = plain.get(server.url(path)).header("cookie", cookie);
+        async move { request.send().await.unwrap().status() }
+    };
+    assert_eq!(open(cookie.clone(), "/").await, StatusCode::OK);
+    assert_eq!(open(cookie.clone(), "/api/plans").await, StatusCode::OK);
+    let token_as_cookie = format!("{}={OPERATOR}", server::auth::SESSION_COOKIE);
+    assert_eq!(
+        open(token_as_cookie.clone(), "/").await,
+        StatusCode::SEE_OTHER,
+        "the token itself is no session"
+    );
+    assert_eq!(
+        open(token_as_cookie, "/api/plans").await,
+        StatusCode::UNAUTHORIZED
+    );
+
+    let out = plain
+        .post(server.url("/logout"))
+        .header("cookie", &cookie)
+        .header("origin", origin(&server))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.headers()["location"], "/login");
+    let page = plain
+        .get(server.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::SEE_OTHER, "signed out");
+    assert_eq!(page.headers()["location"], "/login");
+    assert_eq!(
+        open(cookie.clone(), "/api/plans").await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(open(other, "/").await, StatusCode::OK, "the other session");
+}
+
+/// Ten failed sign-ins in a minute, and the eleventh attempt is a 429 that
+/// says when to try again, even with a right token (or guessing would go
+/// on); bearer tokens keep working.
+#[tokio::test]
+async fn eleven_sign_ins_after_ten_wrong_tokens_in_a_minute_are_refused_with_429() {
+    let server = token_mode().await;
+    let attempt = |token: &'static str| {
+        let request = no_redirects()
+            .post(server.url("/login"))
+            .header("origin", origin(&server))
+            .form(&[("token", token)]);
+        async move {
+            let response = request.send().await.unwrap();
+            let retry = response.headers().get("retry-after").cloned();
+            (response.status(), retry, response.text().await.unwrap())
+        }
+    };
+    for n in 1..=server::auth::SIGN_IN_FAILURES {
+        let (status, _, _) = attempt("wrong-token-0123456789").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {n}");
+    }
+    let (status, retry, page) = attempt("wrong-token-0123456789").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{page}");
+    let seconds: u64 = retry.unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&seconds), "{seconds}");
+    assert!(page.contains("Too many failed sign-ins"), "{page}");
+    let (status, _, _) = attempt(ADMIN).await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a right token waits too"
+    );
+    let (status, _) = server.with_token(ADMIN).get("/api/plans").await;
+    assert_eq!(status, StatusCode::OK, "bearer tokens are not sign-ins");
+}
+
+/// `DELETE /api/plans/{id}` is the admins', and so is deleting a plan
+/// through any tool: OpenManus' `planning` `delete` is refused to an
+/// operator with the API's 403 and the plan stays; the other dialects and
+/// MCP have no tool that deletes a plan; an admin's `delete` works.
+#[tokio::test]
+async fn deleting_a_plan_needs_an_admin_in_every_dialect_and_over_mcp() {
+    let operator = token_mode().await.with_token(OPERATOR);
+    let id = operator.create(chain("keep me")).await;
+    let (status, body) = operator
+        .post(
+            "/api/tools/openmanus/planning",
+            json!({"command": "delete", "plan_id": id}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["error"], "forbidden", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("admin"),
+        "{body}"
+    );
+    // As a string of arguments, and by its key, the same.
+    let (status, _) = operator
+        .post(
+            "/api/tools/openmanus/planning",
+            json!(format!(r#"{{"command": "delete", "plan_id": "{id}"}}"#)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, created) = operator
+        .post(
+            "/api/tools/openmanus/planning",
+            json!({"command": "create", "plan_id": "keyed", "title": "keyed", "steps": ["a"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    let keyed = created["plan_id"].as_str().unwrap().to_string();
+    let (status, _) = operator
+        .post(
+            "/api/tools/openmanus/planning",
+            json!({"command": "delete", "plan_id": "keyed"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    for (dialect, tool) in [
+        ("canonical", "delete_plan"),
+        ("planmanager", "deletePlan"),
+        ("agentscope", "delete_plan"),
+    ] {
+        let (status, body) = operator
+            .post(
+                &format!("/api/tools/{dialect}/{tool}"),
+                json!({"plan_id": id}),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{dialect}: {body}"
+        );
+        assert_eq!(body["error"], "unknown_tool", "{dialect}: {body}");
+    }
+    let mcp = crate::mcp::client(&operator, OPERATOR).await;
+    for tool in ["delete_plan", "planning"] {
+        let refused = mcp
+            .call_tool(crate::mcp::params(
+                tool,
+                json!({"command": "delete", "plan_id": id}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            refused.is_error,
+            Some(true),
+            "{}",
+            crate::mcp::text(&refused)
+        );
+    }
+    mcp.cancel().await.ok();
+    for plan in [&id, &keyed] {
+        let (status, _) = operator.get(&format!("/api/plans/{plan}")).await;
+        assert_eq!(status, StatusCode::OK, "the plan is still there");
+    }
+
+    let admin = operator.with_token(ADMIN);
+    let (status, body) = admin
+        .post(
+            "/api/tools/openmanus/planning",
+            json!({"command": "delete", "plan_id": id}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = admin.get(&format!("/api/plans/{id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "an admin deletes");
 }

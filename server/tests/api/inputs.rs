@@ -386,6 +386,120 @@ async fn the_executor_computes_from_an_uploaded_file_with_run_python_in_the_sand
     assert_eq!(std::fs::read_to_string(total).unwrap(), "12");
 }
 
+#[tokio::test]
+async fn links_and_odd_names_planted_by_run_python_never_lead_the_server_out_of_the_workspace() {
+    if !sandbox_works() {
+        return;
+    }
+    // What a page the model fetched could make it do: plant a dangling
+    // link to a host path, links to a host secret and folder, and a file
+    // named like a Windows path up to the server's database.
+    let host = tempfile::tempdir().unwrap();
+    let secret = host.path().join("secret.txt");
+    std::fs::write(&secret, "HOST-SECRET-42").unwrap();
+    let cron = host.path().join("cron-x");
+    let fake = FakeOpenAi::start().await;
+    fake.content(json!({"title": "plant", "subtasks": [
+        {"name": "plant", "description": "plant links", "expected_outcome": "", "depends_on": []}
+    ]}));
+    let code = format!(
+        "import os\nos.symlink({cron:?}, 'notes.md')\nos.symlink({secret:?}, 'leak.txt')\n\
+         os.symlink({dir:?}, 'hostdir')\nopen('..\\\\..\\\\runs.db', 'w').write('x')\n\
+         open('real.txt', 'w').write('mine')\nprint(sorted(os.listdir('.')))",
+        cron = cron.display().to_string(),
+        secret = secret.display().to_string(),
+        dir = host.path().display().to_string(),
+    );
+    fake.content(json!({"action": "run_python", "arguments": {"code": code}}));
+    fake.content(json!({"action": "write_file", "arguments": {"path": "notes.md", "content": "* * * * * root evil"}}));
+    fake.content(json!({"action": "write_file", "arguments": {"path": "hostdir/new.txt", "content": "evil"}}));
+    fake.content(json!({"action": "read_file", "arguments": {"path": "leak.txt"}}));
+    fake.content(json!({"action": "complete", "result": "planted"}));
+    let server = server(&fake, Vec::new()).await;
+    let (status, view) = server
+        .post(
+            "/api/runs",
+            json!({"task": "Plant", "mode": "simple", "approval_required": false}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let run = view["id"].as_str().unwrap().to_string();
+    let view = wait_until(&server, &run, |v| {
+        ["done", "failed", "paused"].contains(&v["state"].as_str().unwrap_or_default())
+    })
+    .await;
+    let (_, events) = server.get(&format!("/api/runs/{run}/events")).await;
+    let log = events.to_string();
+    assert!(log.contains("leak.txt"), "the links were planted: {log}");
+    // Written through: nothing on the host; read through: no secret.
+    assert!(!cron.exists(), "write_file wrote through the dangling link");
+    assert!(
+        !host.path().join("new.txt").exists(),
+        "written through a linked folder"
+    );
+    assert!(
+        !log.contains("HOST-SECRET-42"),
+        "read_file read the host secret: {log}"
+    );
+    assert!(
+        view["state"] == "done" || view["state"] == "failed",
+        "{view}"
+    );
+    // Listed and previewed: only the run's own file.
+    let (status, files) = server.get(&format!("/api/runs/{run}/artifacts")).await;
+    assert_eq!(status, StatusCode::OK);
+    let paths: Vec<&str> = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["real.txt"], "{files}");
+    assert!(!files.to_string().contains("HOST-SECRET"), "{files}");
+    // One artifact: the link, the backslash name and `..` are refused.
+    for path in [
+        "leak.txt",
+        "hostdir/secret.txt",
+        "..%5C..%5Cruns.db",
+        "..%2F..%2Fruns.db",
+    ] {
+        let response = reqwest::get(server.url(&format!("/api/runs/{run}/artifacts/{path}")))
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert!(status.is_client_error(), "{path}: {status} {body}");
+        assert!(!body.contains("HOST-SECRET"), "{path}: {body}");
+    }
+    // Zipped: only the run's own file.
+    let bytes = reqwest::get(server.url(&format!("/api/runs/{run}/workspace.zip")))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let archive = zip::ZipArchive::new(std::io::Cursor::new(bytes.to_vec())).unwrap();
+    let names: Vec<&str> = archive.file_names().collect();
+    assert_eq!(names, ["real.txt"]);
+    // Copied by Run again: the links stay behind, the file comes along.
+    let (status, second) = server
+        .post(&format!("/api/runs/{run}/again"), json!({"from": 1}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{second}");
+    let copy = workspaces(&server).join(second["id"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(copy.join("real.txt")).unwrap(),
+        "mine"
+    );
+    for name in ["leak.txt", "notes.md", "hostdir"] {
+        assert!(
+            std::fs::symlink_metadata(copy.join(name)).is_err(),
+            "{name} was copied"
+        );
+    }
+    assert!(!copy.join("secret.txt").exists());
+}
+
 async fn pending(server: &TestServer, run: &str) -> Value {
     for _ in 0..400 {
         let (status, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
@@ -411,7 +525,10 @@ async fn run_shell_waits_for_a_persons_decision_over_http_and_a_denial_reaches_t
         ]})
     };
     let shell = |command: &str| json!({"action": "run_shell", "arguments": {"command": command}});
-    let start = json!({"task": "Use the shell", "mode": "simple", "approval_required": false});
+    // run_shell is `auto` by default (the jail is the guard); this run
+    // tightens it to `ask`, which a run may do.
+    let start = json!({"task": "Use the shell", "mode": "simple", "approval_required": false,
+        "policies": {"run_shell": "ask"}});
     // First run: approved as edited.
     fake.content(one("write"));
     fake.content(shell("echo hi > shell.txt"));

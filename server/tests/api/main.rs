@@ -9,6 +9,7 @@ mod bad_input;
 mod concurrency;
 mod crash;
 mod fake_openai;
+mod guard;
 mod inputs;
 mod live;
 mod mcp;

@@ -27,7 +27,7 @@ pub(crate) fn text(result: &rmcp::model::CallToolResult) -> String {
         .join("\n")
 }
 
-async fn client(
+pub(crate) async fn client(
     server: &TestServer,
     token: &str,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
@@ -189,4 +189,117 @@ async fn mcp_speaks_every_revision_rmcp_knows_and_ends_a_session_with_204() {
         .await
         .unwrap();
     assert_eq!(ended.status(), 204);
+}
+
+/// A body past `/mcp`'s limit is a 413, refused before rmcp reads it, by
+/// its declared length or, sent in chunks without one, by its bytes; the
+/// server answers the next call as before.
+#[tokio::test]
+async fn an_mcp_body_over_the_limit_is_a_413_and_the_server_stays_up() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = token_mode().await;
+    let limit = server::mcp::MCP_BODY_LIMIT;
+    // Declared: the answer comes before a byte of the body is sent.
+    let mut stream = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {}\r\n\
+         accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n",
+        crate::auth::OPERATOR,
+        limit + 1
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 1024];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .expect("answered without the body")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    drop(stream);
+    // Streamed without a length: limit + 1 bytes, cut at the limit.
+    let chunk = vec![b' '; 1024 * 1024];
+    let chunks = (limit + 1).div_ceil(chunk.len());
+    let last = limit + 1 - (chunks - 1) * chunk.len();
+    let body = futures_util::stream::iter((0..chunks).map(move |i| {
+        let n = if i + 1 == chunks { last } else { chunk.len() };
+        Ok::<_, std::io::Error>(bytes::Bytes::from(chunk[..n].to_vec()))
+    }));
+    let response = server
+        .client
+        .post(server.url("/mcp"))
+        .bearer_auth(crate::auth::OPERATOR)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(body))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "too_large", "{body}");
+    // Still up: a whole MCP session works.
+    let mcp = client(&server, crate::auth::OPERATOR).await;
+    assert!(!mcp.list_all_tools().await.unwrap().is_empty());
+    mcp.cancel().await.ok();
+}
+
+/// `start_run`'s base64 files are measured before they are decoded: one
+/// file, or all of them together, past the run's limits is refused with
+/// the limit named. The base64 here is not even valid, so a refusal that
+/// came from decoding would say so instead.
+#[tokio::test]
+async fn start_run_refuses_base64_files_over_the_limits_before_decoding_them() {
+    let server = token_mode().await;
+    let mcp = client(&server, crate::auth::OPERATOR).await;
+    // Valid-looking base64 of `bytes` bytes, but for its last characters.
+    let encoded = |bytes: usize| {
+        let mut text = "A".repeat(bytes / 3 * 4);
+        text.replace_range(text.len() - 4.., "*!*!");
+        text
+    };
+    // Whole groups of three bytes, so the size is exact without padding.
+    let one = (run_model::MAX_FILE_BYTES / 3 + 1) * 3;
+    let refused = mcp
+        .call_tool(params(
+            "start_run",
+            json!({"task": "read it", "files": [{"name": "big.bin", "base64": encoded(one)}]}),
+        ))
+        .await
+        .unwrap();
+    let said = text(&refused);
+    assert_eq!(refused.is_error, Some(true), "{said}");
+    assert!(
+        said.contains(&format!(
+            "big.bin has {one} bytes; a file may have at most {}",
+            run_model::MAX_FILE_BYTES
+        )),
+        "{said}"
+    );
+    // Three files, each within its limit, over the limit together.
+    let each = (run_model::MAX_FILES_BYTES / 9 + 1) * 3;
+    assert!(each <= run_model::MAX_FILE_BYTES && each * 3 > run_model::MAX_FILES_BYTES);
+    let files: Vec<Value> = (0..3)
+        .map(|i| json!({"name": format!("part{i}.bin"), "base64": encoded(each)}))
+        .collect();
+    let refused = mcp
+        .call_tool(params(
+            "start_run",
+            json!({"task": "read them", "files": files}),
+        ))
+        .await
+        .unwrap();
+    let said = text(&refused);
+    assert_eq!(refused.is_error, Some(true), "{said}");
+    assert!(
+        said.contains(&format!(
+            "the files have {} bytes in all; at most {} are taken",
+            each * 3,
+            run_model::MAX_FILES_BYTES
+        )),
+        "{said}"
+    );
+    mcp.cancel().await.ok();
 }

@@ -597,6 +597,143 @@ async fn the_task_box_form_starts_a_run_and_opens_its_board_or_says_why_not() {
 }
 
 #[tokio::test]
+async fn the_agent_works_a_plan_made_by_hand_over_the_api_and_from_the_boards_form() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let (status, made) = server
+        .post(
+            "/api/plans",
+            json!({"title": "Release 2.0", "goal": "ship the release",
+                   "approval_required": true,
+                   "subtasks": [{"name": "build the release"}, {"name": "ship it", "dependencies": [1]}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let plan = made["plan"]["id"].as_str().unwrap().to_string();
+    let planner_calls = || {
+        fake.requests()
+            .iter()
+            .filter(|r| crate::fake_openai::shape(r) == "plan")
+            .count()
+    };
+    let before = planner_calls();
+    let (status, view) = server.post("/api/runs", json!({"plan": plan})).await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let run = view["id"].as_str().unwrap().to_string();
+    assert_eq!(view["plan_id"], plan.as_str(), "no new plan");
+    assert_eq!(view["config"]["task"], "Release 2.0\n\nship the release");
+    // A second run on the same plan is refused while this one works it.
+    let (status, body) = server.post("/api/runs", json!({"plan": plan})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("already works plan"),
+        "{body}"
+    );
+    wait_for(&server, &run, "awaiting_approval").await;
+    let (status, _) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    wait_for(&server, &run, "done").await;
+    let done = server.plan(&plan).await;
+    let names: Vec<&str> = done["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["build the release", "ship it"], "worked as written");
+    assert_eq!(planner_calls(), before, "no planner call");
+    // A finished plan is refused, with the reason.
+    let (status, body) = server.post("/api/runs", json!({"plan": plan})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("has not finished"),
+        "{body}"
+    );
+    // From the board: a plain form starts the run and opens the board.
+    let (_, other) = server
+        .post(
+            "/api/plans",
+            json!({"title": "By hand", "subtasks": [{"name": "one"}]}),
+        )
+        .await;
+    let other = other["plan"]["id"].as_str().unwrap().to_string();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let started = client
+        .post(server.url(&format!("/plans/{other}/agent")))
+        .form(&[("go", "1")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), StatusCode::SEE_OTHER);
+    let (_, runs) = server.get(&format!("/api/runs?plan={other}")).await;
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+}
+
+#[tokio::test]
+async fn a_run_paused_by_its_budget_is_raised_and_resumed_from_the_board_in_one_step() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    // Two calls: the classifier is skipped (mode given), the planner is one,
+    // the first executor turn the second; then the budget pauses the run.
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Say hello", "mode": "simple", "approval_required": false,
+               "budget": {"max_llm_calls": 2}}),
+    )
+    .await;
+    let paused = wait_for(&server, &run, "paused").await;
+    assert!(
+        paused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("budget reached"),
+        "{paused}"
+    );
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let post = |form: Vec<(&'static str, &'static str)>| {
+        client
+            .post(server.url(&format!("/plans/{plan}/budget")))
+            .form(&form)
+            .send()
+    };
+    // Refused with a sentence, and nothing changed.
+    let refused = post(vec![("max_llm_calls", "many")]).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().await.unwrap().contains("max_llm_calls"));
+    assert_eq!(
+        server.get(&format!("/api/runs/{run}")).await.1["state"],
+        "paused"
+    );
+    // Raised and resumed in one step: the run goes on to the end.
+    let raised = post(vec![
+        ("max_llm_calls", "50"),
+        ("max_tokens", ""),
+        ("max_minutes", "30"),
+        ("max_cost", ""),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(raised.status(), StatusCode::SEE_OTHER);
+    let done = wait_for(&server, &run, "done").await;
+    assert_eq!(done["config"]["budget"]["max_llm_calls"], 50, "{done}");
+    assert_eq!(done["config"]["budget"]["max_wall_secs"], 1800, "{done}");
+}
+
+#[tokio::test]
 async fn the_boards_answer_and_replan_forms_change_the_plan_or_say_why_not() {
     let fake = FakeOpenAi::start().await;
     let server = server_with(&fake).await;
@@ -800,6 +937,82 @@ async fn the_task_box_says_while_the_model_does_not_answer_and_not_once_it_does(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(gone, "the note stays while the model answers");
+}
+
+#[tokio::test]
+async fn a_local_model_that_dies_is_reported_dead_within_seconds_with_its_log() {
+    // The local model's folder as scripts/local-model.sh keeps it, with a
+    // model process that is alive, then dies as an AMX build does.
+    let home = tempfile::tempdir().unwrap();
+    let mut model = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    std::fs::write(
+        home.path().join("planboard-model.pid"),
+        model.id().to_string(),
+    )
+    .unwrap();
+    std::fs::write(home.path().join("state"), "starting\n").unwrap();
+    std::fs::write(
+        home.path().join("planboard-model.log"),
+        "load_tensors: loaded\nggml_compute_forward: Illegal instruction (core dumped)\n",
+    )
+    .unwrap();
+    let fake = FakeOpenAi::start().await;
+    let mut away = fake.config(Duration::from_secs(2));
+    away.base_url = format!("http://127.0.0.1:{}/v1", crate::support::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        llm: Some(away),
+        workspaces: dir.path().join("workspaces"),
+        local_model_home: Some(home.path().to_path_buf()),
+        ..Config::defaults(
+            format!("sqlite://{}", dir.path().join("dying.db").display()),
+            local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (_, tools) = server.get("/api/agent/tools").await;
+    assert_eq!(tools["model"]["state"], "waiting", "{tools}");
+    assert_eq!(tools["model"]["doing"], "starting", "{tools}");
+    // It dies: the next look says so, with the log, at once.
+    model.kill().unwrap();
+    model.wait().unwrap();
+    let died = std::time::Instant::now();
+    let (_, tools) = server.get("/api/agent/tools").await;
+    assert_eq!(tools["model"]["state"], "died", "{tools}");
+    assert!(died.elapsed() < Duration::from_secs(3));
+    assert!(
+        tools["model"]["log"]
+            .as_str()
+            .unwrap()
+            .contains("Illegal instruction"),
+        "{tools}"
+    );
+    let page = server
+        .client
+        .get(server.url("/plans/new"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("data-testid=\"model-died\""), "{page}");
+    assert!(page.contains("Illegal instruction"));
+    assert!(!page.contains("data-testid=\"model-waiting\""));
+    // A build that failed says why, with the script's own words.
+    std::fs::write(
+        home.path().join("state"),
+        "failed: llama-server died at its first completion\n",
+    )
+    .unwrap();
+    let (_, tools) = server.get("/api/agent/tools").await;
+    assert_eq!(
+        tools["model"]["reason"],
+        "llama-server died at its first completion"
+    );
 }
 
 #[tokio::test]

@@ -269,11 +269,12 @@ async fn viewers_see_the_board_without_edit_controls() {
     let id = server
         .create(json!({"title": "look only", "subtasks": [{"name": "a"}]}))
         .await;
+    let cookies = crate::auth::session_cookies(&server).await;
     let board = |token: &'static str| {
         let url = server.url(&format!("/plans/{id}"));
         let client = server.client.clone();
+        let cookie = cookies[token].clone();
         async move {
-            let cookie = format!("{}={token}", server::auth::SESSION_COOKIE);
             let response = client
                 .get(url)
                 .header("cookie", cookie)
@@ -391,14 +392,12 @@ async fn the_boards_write_function_refuses_foreign_or_missing_origins_and_viewer
     let path = <app::api::RunCommand as ServerFn>::PATH;
     let origin = server.url("");
     let origin = origin.trim_end_matches('/').to_string();
+    let cookies = crate::auth::session_cookies(&server).await;
     let send = |token: &'static str, origin: Option<String>| {
         let mut request = server
             .client
             .post(server.url(path))
-            .header(
-                "cookie",
-                format!("{}={token}", server::auth::SESSION_COOKIE),
-            )
+            .header("cookie", cookies[token].clone())
             .json(&json!({"id": id, "command": {"op": "pause"}}));
         if let Some(origin) = origin {
             request = request.header("origin", origin);
@@ -526,14 +525,12 @@ async fn a_viewer_reads_reviews_but_neither_reviews_nor_runs_a_plan_again_from_t
         .await;
     assert_eq!(status, StatusCode::OK);
     let origin = server.url("").trim_end_matches('/').to_string();
+    let cookies = crate::auth::session_cookies(&server).await;
     let post = |token: &'static str, path: String, fields: Vec<(&'static str, &'static str)>| {
         server
             .client
             .post(server.url(&path))
-            .header(
-                "cookie",
-                format!("{}={token}", server::auth::SESSION_COOKIE),
-            )
+            .header("cookie", cookies[token].clone())
             .header("origin", origin.clone())
             .form(&fields)
             .send()
@@ -566,10 +563,7 @@ async fn a_viewer_reads_reviews_but_neither_reviews_nor_runs_a_plan_again_from_t
     let board = server
         .client
         .get(server.url(&format!("/plans/{id}")))
-        .header(
-            "cookie",
-            format!("{}={}", server::auth::SESSION_COOKIE, crate::auth::VIEWER),
-        )
+        .header("cookie", cookies[crate::auth::VIEWER].clone())
         .send()
         .await
         .unwrap()
@@ -578,4 +572,41 @@ async fn a_viewer_reads_reviews_but_neither_reviews_nor_runs_a_plan_again_from_t
         .unwrap();
     assert!(board.contains(r#"data-testid="review""#), "{board}");
     assert!(!board.contains(r#"data-testid="review-form""#));
+}
+
+/// Leptos reads a server function's body whole: past the board's limit it
+/// is a 413 before that, and the board answers the next call as before.
+#[tokio::test]
+async fn a_server_function_body_over_the_limit_is_a_413() {
+    use leptos::server_fn::ServerFn;
+    let server = TestServer::start().await;
+    let id = server
+        .create(json!({"title": "bounded", "subtasks": [{"name": "a"}]}))
+        .await;
+    let path = <app::api::RunCommand as ServerFn>::PATH;
+    assert!(path.starts_with(server::board::SERVER_FN_PREFIX), "{path}");
+    let call = |body: Vec<u8>| {
+        let request = server
+            .client
+            .post(server.url(path))
+            .header("content-type", "application/json")
+            .body(body);
+        async move { request.send().await.unwrap().status() }
+    };
+    let head = format!(r#"{{"id": "{id}", "command": {{"op": "pause", "pad": ""#);
+    let mut huge = head.into_bytes();
+    let tail = br#""}}"#;
+    huge.resize(server::board::SERVER_FN_BODY_LIMIT + 1 - tail.len(), b'x');
+    huge.extend_from_slice(tail);
+    assert_eq!(huge.len(), server::board::SERVER_FN_BODY_LIMIT + 1);
+    assert_eq!(call(huge).await, StatusCode::PAYLOAD_TOO_LARGE);
+    let whoami = server
+        .client
+        .post(server.url(<app::api::Whoami as ServerFn>::PATH))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(whoami.status(), StatusCode::OK);
 }

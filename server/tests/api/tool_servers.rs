@@ -310,3 +310,53 @@ async fn only_admins_manage_mcp_servers_and_everyone_may_look() {
         .await;
     assert_eq!(status, StatusCode::CREATED);
 }
+
+/// A command's arguments may hold a password: viewers and operators see
+/// the command and how many arguments it has, over the API and on the
+/// Tools page; admins see the arguments. An environment value is shown to
+/// nobody.
+#[tokio::test]
+async fn a_commands_arguments_are_shown_to_admins_only() {
+    let admin = crate::auth::token_mode()
+        .await
+        .with_token(crate::auth::ADMIN);
+    let secret = "--password=hunter2-secret";
+    let (status, added) = admin
+        .post(
+            "/api/tool-servers",
+            json!({"name": "db", "command": "/nonexistent/mcp-db",
+                   "args": ["--user", "planboard", secret],
+                   "env": {"DB_PASSWORD": "env-secret-value"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    let (_, list) = admin.get("/api/tool-servers").await;
+    assert_eq!(list[0]["args"], json!(["--user", "planboard", secret]));
+    assert!(list[0]["hidden_args"].is_null(), "{list}");
+    let cookies = crate::auth::session_cookies(&admin).await;
+    let (client, url) = (admin.client.clone(), admin.url("/tools"));
+    let tools_page = |token: &'static str| {
+        let request = client.get(&url).header("cookie", cookies[token].clone());
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            response.text().await.unwrap()
+        }
+    };
+    assert!(tools_page(crate::auth::ADMIN).await.contains(secret));
+    let mut server = admin;
+    for token in [crate::auth::VIEWER, crate::auth::OPERATOR] {
+        server = server.with_token(token);
+        let (status, list) = server.get("/api/tool-servers").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(!list.to_string().contains("hunter2"), "{token}: {list}");
+        assert_eq!(list[0]["target"], "/nonexistent/mcp-db", "the command");
+        assert_eq!(list[0]["args"], json!([]), "{token}: {list}");
+        assert_eq!(list[0]["hidden_args"], 3, "{token}: {list}");
+        assert_eq!(list[0]["env"], json!(["DB_PASSWORD"]));
+        let page = tools_page(token).await;
+        assert!(page.contains("/nonexistent/mcp-db"), "{token}: {page}");
+        assert!(!page.contains("hunter2"), "{token}: {page}");
+        assert!(!page.contains("env-secret-value"), "{token}");
+    }
+}
