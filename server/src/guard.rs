@@ -42,7 +42,11 @@
 //!   `multipart/form-data`. Otherwise a 415. The API's JSON extractor
 //!   refused other types already (a 400), but the routes that read raw
 //!   bytes (tool calls, actions without fields) took any, and `text/plain`
-//!   is what a page may post to another site without a preflight.
+//!   is what a page may post to another site without a preflight. The
+//!   rule is applied after routing, so a method a path does not take stays
+//!   the router's 405 (the API fuzzer sent `PUT` with files to a `POST`
+//!   route): on `/api` by the body extractors (`api::error::json_typed`;
+//!   axum's `Json` already answers 415), on `/mcp` by [`json_bodies`].
 //! - **Headers** on every answer: `X-Content-Type-Options: nosniff`,
 //!   `X-Frame-Options: DENY`, `Referrer-Policy: same-origin` and a
 //!   `Content-Security-Policy` of `frame-ancestors 'none'; base-uri 'self';
@@ -215,7 +219,7 @@ impl Guard {
 pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let api = path.starts_with("/api/") || path == "/mcp" || path.starts_with("/mcp/");
-    let refused = check(&guard, &request, api);
+    let refused = check(&guard, &request);
     let mut response = match refused {
         Some((status, code, message)) => refusal(status, code, message, api),
         None => next.run(request).await,
@@ -226,11 +230,7 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
 
 /// The first rule `request` breaks: its status, the API's error code and
 /// the sentence.
-fn check(
-    guard: &Guard,
-    request: &Request,
-    api: bool,
-) -> Option<(StatusCode, &'static str, String)> {
+fn check(guard: &Guard, request: &Request) -> Option<(StatusCode, &'static str, String)> {
     let headers = request.headers();
     let named = match headers.get(header::HOST) {
         Some(value) => Some(value.to_str().unwrap_or("")),
@@ -264,16 +264,25 @@ fn check(
     if let Some(why) = guard.foreign_write(headers, host.as_ref()) {
         return Some((StatusCode::FORBIDDEN, "forbidden", why));
     }
-    if api && has_body(request) {
-        if let Some(why) = body_type_problem(request) {
-            return Some((
+    None
+}
+
+/// The JSON-bodies rule as a layer on `/mcp`, whose one service takes
+/// every method (the API's routes check it in their body extractors).
+pub async fn json_bodies(request: Request, next: Next) -> Response {
+    if has_body(&request) {
+        if let Some(why) = body_type_problem(&request) {
+            let mut response = refusal(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
                 why,
-            ));
+                true,
+            );
+            secure_headers(response.headers_mut());
+            return response;
         }
     }
-    None
+    next.run(request).await
 }
 
 /// Whether a request carries a body: a length over 0, or a body whose
@@ -294,6 +303,14 @@ fn has_body(request: &Request) -> bool {
 
 /// Why a write's body to the API is not of a type it takes, if it is not.
 fn body_type_problem(request: &Request) -> Option<String> {
+    // Only the methods the API takes bodies with: another one (TRACE, say)
+    // is answered by the router, with a 405.
+    if !matches!(
+        *request.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) {
+        return None;
+    }
     let given = request
         .headers()
         .get(header::CONTENT_TYPE)

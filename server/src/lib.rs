@@ -227,7 +227,8 @@ pub fn router_with_pages(
         .nest("/api", api)
         .nest_service(
             "/mcp",
-            mcp::router(services.plans.clone(), services.runs.clone()),
+            mcp::router(services.plans.clone(), services.runs.clone())
+                .layer(axum::middleware::from_fn(guard::json_bodies)),
         )
         .layer(axum::middleware::from_fn_with_state(
             services.access.clone(),

@@ -41,6 +41,11 @@ const NO_MODEL: (u16, &str) = (
     "`no_model`: planboard's agent has no model configured; the message says what to set",
 );
 const TOO_LARGE: (u16, &str) = (413, "the body is over 2 MiB");
+const NOT_JSON: (u16, &str) = (
+    415,
+    "the body was not sent as `Content-Type: application/json` (what a page on another site \
+     could post without a preflight); nothing changed",
+);
 const REFUSED: (u16, &str) = (
     422,
     "the engine refused: a cycle, an illegal transition, a full plan, an empty name…; \
@@ -84,17 +89,17 @@ error_set!(
 );
 error_set!(
     /// A change to an existing plan.
-    WriteErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, REFUSED, UNAVAILABLE]
+    WriteErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, UNAVAILABLE]
 );
 error_set!(
     /// A new plan (create, import).
-    CreateErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, CONFLICT, TOO_LARGE, REFUSED, UNAVAILABLE]
+    CreateErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, UNAVAILABLE]
 );
 error_set!(
     /// Starting a run (409 `no_model` when no model is configured).
-    RunStartErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NO_MODEL, TOO_LARGE, REFUSED, UNAVAILABLE]
+    RunStartErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NO_MODEL, TOO_LARGE, NOT_JSON, REFUSED, UNAVAILABLE]
 );
 error_set!(
     /// A tool call (a refusal is a 422 with the tool's own reply).
-    ToolErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, UNAVAILABLE]
+    ToolErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, UNAVAILABLE]
 );

@@ -25,6 +25,9 @@ pub enum ApiError {
         current_version: u64,
     },
     TooLarge(String),
+    /// A body in another type than JSON (415): `text/plain` is what a page
+    /// may post to another site without a preflight.
+    UnsupportedMediaType(String),
     /// The database refused the write as clashing with what is stored.
     AlreadyExists(String),
     /// The server is not set up for this (no model for runs): a 409.
@@ -50,6 +53,7 @@ impl ApiError {
             | ApiError::NotFound(m)
             | ApiError::MethodNotAllowed(m)
             | ApiError::TooLarge(m)
+            | ApiError::UnsupportedMediaType(m)
             | ApiError::AlreadyExists(m) => m.clone(),
             ApiError::Conflict { message, .. }
             | ApiError::State { message, .. }
@@ -92,6 +96,10 @@ impl IntoResponse for ApiError {
             ApiError::TooLarge(m) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({"error": "too_large", "message": m}),
+            ),
+            ApiError::UnsupportedMediaType(m) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                json!({"error": "unsupported_media_type", "message": m}),
             ),
             ApiError::AlreadyExists(m) => (
                 StatusCode::CONFLICT,
@@ -225,6 +233,11 @@ fn whole_numbers_as_integers(value: &mut serde_json::Value) {
 /// One mapping for every body rejection (JSON or raw bytes): over the limit
 /// is a 413, anything else a 400 with axum's explanation.
 pub(super) fn from_rejection(status: StatusCode, text: String) -> ApiError {
+    if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return ApiError::UnsupportedMediaType(format!(
+            "{text}; send the body as Content-Type: application/json; nothing was changed"
+        ));
+    }
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::TooLarge(format!(
             "the request body is larger than the limit of {} bytes",
@@ -235,6 +248,34 @@ pub(super) fn from_rejection(status: StatusCode, text: String) -> ApiError {
     }
 }
 
+/// Whether a request says its body is JSON (`application/json` or
+/// `application/*+json`). The extractors that read raw bytes ask it, after
+/// routing, so a method a route does not take stays the router's 405.
+pub(super) fn json_typed(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let given = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap_or("?"));
+    let media = given
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let json = media == "application/json"
+        || media
+            .strip_prefix("application/")
+            .is_some_and(|sub| sub.ends_with("+json"));
+    if json {
+        return Ok(());
+    }
+    Err(ApiError::UnsupportedMediaType(format!(
+        "the body must be sent as Content-Type: application/json, not {}; nothing was changed",
+        match given {
+            Some(given) => format!("'{}'", plan_engine::text::ellipsis(given, 100)),
+            None => "without a Content-Type".into(),
+        }
+    )))
+}
+
 /// A JSON body that may be absent (`null` then): for actions such as
 /// `/pause` that need no fields.
 pub struct MaybeBody(pub serde_json::Value);
@@ -243,12 +284,14 @@ impl<S: Send + Sync> FromRequest<S> for MaybeBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let typed = json_typed(req.headers());
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(MaybeBody(serde_json::Value::Null));
         }
+        typed?;
         serde_json::from_slice(&bytes)
             .map(MaybeBody)
             .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))

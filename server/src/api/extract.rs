@@ -74,12 +74,14 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let typed = super::error::json_typed(req.headers());
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalBody(T::default()));
         }
+        typed?;
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
         if value.is_null() {

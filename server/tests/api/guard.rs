@@ -336,6 +336,29 @@ async fn a_json_body_sent_as_text_is_refused_with_415_and_changes_nothing() {
     assert_eq!(plan_count(&server).await, 0, "nothing was created");
     let mcp = send("/mcp", Some("text/plain"), "{}".into()).await.unwrap();
     assert_eq!(mcp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    // A method the API does not take is the router's 405, whatever its
+    // body (found by the API fuzzer: a TRACE with files got a 415).
+    let trace = server
+        .client
+        .request(
+            reqwest::Method::TRACE,
+            server.url(&format!("/api/runs/{}/files", uuid::Uuid::new_v4())),
+        )
+        .header("content-type", "multipart/form-data; boundary=x")
+        .body("--x--\r\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(trace.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let put = server
+        .client
+        .put(server.url(&format!("/api/runs/{}/files", uuid::Uuid::new_v4())))
+        .header("content-type", "multipart/form-data; boundary=x")
+        .body("--x--\r\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), StatusCode::METHOD_NOT_ALLOWED);
     // JSON, with a charset or a +json type, passes; so does a write with
     // no body, and a run's files as multipart.
     let typed = send(

@@ -1383,10 +1383,37 @@ async fn a_replica_killed_mid_run_leaves_its_runs_to_the_other_which_finishes_th
                     .or_default() += 1;
             }
         }
-        assert_eq!(finished.len(), 4, "run {run}: {finished:?}");
+        // As in the crash test: the kill may cost a run-log line that the
+        // log writer had not flushed (never a plan event, never a result
+        // twice), so one result line per run may be missing; the plan
+        // itself has every step done.
+        assert!(finished.len() >= 3, "run {run}: {finished:?}");
         assert!(
             finished.values().all(|n| *n == 1),
             "run {run}: {finished:?}"
         );
+        let view: serde_json::Value = client
+            .get(format!("{}/api/runs/{run}", b.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let plan: serde_json::Value = client
+            .get(format!(
+                "{}/api/plans/{}",
+                b.base,
+                view["plan_id"].as_str().unwrap()
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let subtasks = plan["plan"]["subtasks"].as_array().unwrap();
+        assert_eq!(subtasks.len(), 4, "{plan}");
+        assert!(subtasks.iter().all(|s| s["state"] == "done"), "{plan}");
     }
 }
