@@ -438,7 +438,8 @@ impl Driver {
                 .given_up
                 .iter()
                 .take(20)
-                .map(|n| format!("#{n}"))
+                // "item 7": on the board `#7` is a subtask's id.
+                .map(|n| format!("item {n}"))
                 .collect();
             line.push_str(&format!(
                 " ({}{})",

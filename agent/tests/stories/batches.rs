@@ -131,7 +131,7 @@ async fn a_catalog_is_worked_a_batch_at_a_time_with_failures_planned_again_until
         .answer
         .as_deref()
         .unwrap()
-        .ends_with("Covered 12 of 12 items in 4 batches: 11 done, 1 given up (#7)."));
+        .ends_with("Covered 12 of 12 items in 4 batches: 11 done, 1 given up (item 7)."));
 
     // The planner read each batch's outcome and planned the failures first.
     let prompts = planner_prompts(&world);
