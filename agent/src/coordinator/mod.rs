@@ -160,8 +160,29 @@ impl Agent {
             ..NewPlan::default()
         };
         let plan = self.host.create_plan(spec, AGENT_ACTOR).await?;
+        self.begin(
+            id,
+            config,
+            plan.id(),
+            who,
+            trace,
+            format!("started by {who}"),
+        )
+        .await
+    }
+
+    /// A new run's row on `plan`, saved, with its first log line.
+    async fn begin(
+        &self,
+        id: RunId,
+        config: RunConfig,
+        plan: plan_engine::PlanId,
+        who: &str,
+        trace: Option<run_model::TraceParent>,
+        reason: String,
+    ) -> Result<RunRecord, HostError> {
         let mut run = RunRecord::new(id, config);
-        run.plan_id = Some(plan.id());
+        run.plan_id = Some(plan);
         run.started_by = who.to_string();
         run.trace_parent = trace;
         self.host.save_run(&run).await?;
@@ -171,7 +192,7 @@ impl Agent {
                 RunEntry::StateChanged {
                     from: None,
                     to: run.state,
-                    reason: format!("started by {who}"),
+                    reason,
                 },
             )
             .await?;
@@ -200,22 +221,8 @@ impl Agent {
                 "plan {given} has no subtasks for the agent to work"
             )));
         }
-        let mut run = RunRecord::new(id, config);
-        run.plan_id = Some(given);
-        run.started_by = who.to_string();
-        run.trace_parent = trace;
-        self.host.save_run(&run).await?;
-        self.host
-            .log(
-                run.id,
-                RunEntry::StateChanged {
-                    from: None,
-                    to: run.state,
-                    reason: format!("started by {who} on a plan people wrote"),
-                },
-            )
-            .await?;
-        Ok(run)
+        let reason = format!("started by {who} on a plan people wrote");
+        self.begin(id, config, given, who, trace, reason).await
     }
 
     /// A live run's budget, so a person can raise it (then resume).

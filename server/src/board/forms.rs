@@ -423,10 +423,7 @@ pub async fn budget_form(
 ) -> axum::response::Response {
     let PlanForm { plan, viewer, lang } = on;
     let result = async {
-        let run = board
-            .run_on(plan)
-            .await?
-            .ok_or_else(|| BoardError::NotFound("no agent run works on this plan".into()))?;
+        let run = board.run_working(plan).await?;
         let number = |name: &str, text: &str| -> Result<Option<f64>, BoardError> {
             let text = text.trim();
             if text.is_empty() {
@@ -491,10 +488,7 @@ pub async fn tool_call_form(
 ) -> axum::response::Response {
     let PlanForm { plan, viewer, lang } = on;
     let result = async {
-        let run = board
-            .run_on(plan)
-            .await?
-            .ok_or_else(|| BoardError::NotFound("no agent run works on this plan".into()))?;
+        let run = board.run_working(plan).await?;
         let verdict = match form.verdict.as_str() {
             "approve" => crate::runs::DecisionKind::Approve,
             "edit" => crate::runs::DecisionKind::Edit,

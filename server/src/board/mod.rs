@@ -613,6 +613,13 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
 }
 
 impl Board {
+    /// The run on `plan`, or the 404 a form about a run answers.
+    async fn run_working(&self, plan: PlanId) -> Result<crate::runs::RunView, BoardError> {
+        self.run_on(plan)
+            .await?
+            .ok_or_else(|| BoardError::NotFound("no agent run works on this plan".into()))
+    }
+
     /// The run working on `plan` (the newest, if there were several).
     async fn run_on(&self, plan: PlanId) -> Result<Option<crate::runs::RunView>, BoardError> {
         let runs = self
