@@ -219,18 +219,17 @@ impl Guard {
 pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let api = path.starts_with("/api/") || path == "/mcp" || path.starts_with("/mcp/");
-    let refused = check(&guard, &request);
-    let mut response = match refused {
-        Some((status, code, message)) => refusal(status, code, message, api),
+    let mut response = match check(&guard, &request) {
+        Some(why) => forbidden(why, api),
         None => next.run(request).await,
     };
     secure_headers(response.headers_mut());
     response
 }
 
-/// The first rule `request` breaks: its status, the API's error code and
-/// the sentence.
-fn check(guard: &Guard, request: &Request) -> Option<(StatusCode, &'static str, String)> {
+/// Why `request` is refused (a 403), if it is: the first rule it breaks,
+/// as a sentence.
+fn check(guard: &Guard, request: &Request) -> Option<String> {
     let headers = request.headers();
     let named = match headers.get(header::HOST) {
         Some(value) => Some(value.to_str().unwrap_or("")),
@@ -242,16 +241,12 @@ fn check(guard: &Guard, request: &Request) -> Option<(StatusCode, &'static str, 
         && request.uri().path() == "/healthz";
     if let Some(named) = named {
         if !probe && !host.as_ref().is_some_and(|host| guard.answers_to(host)) {
-            return Some((
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                format!(
-                    "planboard does not answer to the host '{}' (a page on another name could \
-                     be using it to reach this server). If that is this server's address, add \
-                     it to PLANBOARD_ALLOWED_HOSTS (names separated by commas) or set \
-                     PLANBOARD_PUBLIC_URL to it",
-                    shown(named)
-                ),
+            return Some(format!(
+                "planboard does not answer to the host '{}' (a page on another name could \
+                 be using it to reach this server). If that is this server's address, add \
+                 it to PLANBOARD_ALLOWED_HOSTS (names separated by commas) or set \
+                 PLANBOARD_PUBLIC_URL to it",
+                shown(named)
             ));
         }
     }
@@ -261,25 +256,16 @@ fn check(guard: &Guard, request: &Request) -> Option<(StatusCode, &'static str, 
     ) {
         return None;
     }
-    if let Some(why) = guard.foreign_write(headers, host.as_ref()) {
-        return Some((StatusCode::FORBIDDEN, "forbidden", why));
-    }
-    None
+    guard.foreign_write(headers, host.as_ref())
 }
 
 /// The JSON-bodies rule as a layer on `/mcp`, whose one service takes
 /// every method (the API's routes check it in their body extractors).
 pub async fn json_bodies(request: Request, next: Next) -> Response {
     if has_body(&request) {
-        if let Some(why) = body_type_problem(&request) {
-            let mut response = refusal(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
-                why,
-                true,
-            );
-            secure_headers(response.headers_mut());
-            return response;
+        if let Err(refused) = crate::api::error::json_typed(request.headers()) {
+            // The guard around every route adds the security headers.
+            return refused.into_response();
         }
     }
     next.run(request).await
@@ -301,81 +287,17 @@ fn has_body(request: &Request) -> bool {
     }
 }
 
-/// Why a write's body to the API is not of a type it takes, if it is not.
-fn body_type_problem(request: &Request) -> Option<String> {
-    // Only the methods the API takes bodies with: another one (TRACE, say)
-    // is answered by the router, with a 405.
-    if !matches!(
-        *request.method(),
-        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-    ) {
-        return None;
+/// A 403: the API's JSON error under `/api` and `/mcp`, else a sentence.
+fn forbidden(message: String, api: bool) -> Response {
+    if api {
+        return ApiError::Forbidden(message).into_response();
     }
-    let given = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap_or(""));
-    let media = given
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .unwrap_or_default();
-    let json = media == "application/json"
-        || media
-            .strip_prefix("application/")
-            .is_some_and(|sub| sub.ends_with("+json"));
-    let path = request.uri().path();
-    let uploads = request.method() == Method::POST && takes_files(path);
-    if json || (uploads && media == "multipart/form-data") {
-        return None;
-    }
-    let wanted = if uploads {
-        "application/json, or multipart/form-data with its files"
-    } else {
-        "application/json"
-    };
-    let was = match given {
-        Some(given) => format!("'{}'", shown(given)),
-        None => "no Content-Type".into(),
-    };
-    Some(format!(
-        "the body of {} {path} must be sent as Content-Type: {wanted}, not {was}; nothing was changed",
-        request.method()
-    ))
-}
-
-/// The routes that take a run's files as a multipart body.
-fn takes_files(path: &str) -> bool {
-    let path = path.trim_end_matches('/');
-    path == "/api/runs"
-        || path
-            .strip_prefix("/api/runs/")
-            .and_then(|rest| rest.strip_suffix("/files"))
-            .is_some_and(|id| !id.is_empty() && !id.contains('/'))
-}
-
-fn refusal(status: StatusCode, code: &'static str, message: String, api: bool) -> Response {
-    if !api {
-        return (
-            status,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            message,
-        )
-            .into_response();
-    }
-    match status {
-        StatusCode::FORBIDDEN => ApiError::Forbidden(message).into_response(),
-        // `ApiError` has no 415; the same body shape.
-        _ => (
-            status,
-            axum::Json(serde_json::json!({"error": code, "message": message})),
-        )
-            .into_response(),
-    }
+    (
+        StatusCode::FORBIDDEN,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        message,
+    )
+        .into_response()
 }
 
 /// The headers every answer carries (a handler's own value is kept).
@@ -553,14 +475,5 @@ mod tests {
         let unsaid =
             |origin: &str| parse_origin(origin).is_some_and(|o| same_origin(&o, &bare, false));
         assert!(unsaid("http://board.example") && unsaid("https://board.example"));
-    }
-
-    #[test]
-    fn only_the_upload_routes_take_multipart() {
-        assert!(takes_files("/api/runs"));
-        assert!(takes_files("/api/runs/0b6f/files"));
-        assert!(!takes_files("/api/runs/0b6f/answer"));
-        assert!(!takes_files("/api/runs//files"));
-        assert!(!takes_files("/api/plans"));
     }
 }

@@ -251,7 +251,7 @@ pub(super) fn from_rejection(status: StatusCode, text: String) -> ApiError {
 /// Whether a request says its body is JSON (`application/json` or
 /// `application/*+json`). The extractors that read raw bytes ask it, after
 /// routing, so a method a route does not take stays the router's 405.
-pub(super) fn json_typed(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn json_typed(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     let given = headers
         .get(axum::http::header::CONTENT_TYPE)
         .map(|v| v.to_str().unwrap_or("?"));

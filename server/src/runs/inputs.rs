@@ -60,15 +60,11 @@ impl InputError {
     }
 }
 
-impl From<CopyError> for InputError {
-    fn from(e: CopyError) -> InputError {
-        match e {
-            CopyError::Workspace(e) => InputError::Workspace(e),
-            // The caller names what was too large.
-            CopyError::TooLarge { .. } => InputError::SourceTooLarge {
-                path: "the folder".into(),
-            },
-        }
+/// `name (n).ext`: the name a file gets when `name` is taken.
+fn numbered(name: &str, n: u32) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => format!("{stem} ({n}).{ext}"),
+        _ => format!("{name} ({n})"),
     }
 }
 
@@ -134,7 +130,7 @@ impl Staged {
         if total > MAX_FILES_BYTES {
             return Err(InputError::TooLarge { bytes: total });
         }
-        let mut named = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         for upload in &uploads {
             let name = file_name(&upload.name)?;
             if upload.bytes.len() > MAX_FILE_BYTES {
@@ -146,27 +142,25 @@ impl Staged {
             // Two files of one name: the second becomes `name (2).ext`.
             let mut unique = name.clone();
             let mut n = 2;
-            while named.iter().any(|(taken, _)| *taken == unique) {
-                unique = match name.rsplit_once('.') {
-                    Some((stem, ext)) if !stem.is_empty() => format!("{stem} ({n}).{ext}"),
-                    _ => format!("{name} ({n})"),
-                };
+            while names.contains(&unique) {
+                unique = numbered(&name, n);
                 n += 1;
             }
-            named.push((unique, upload));
+            names.push(unique);
         }
         let staged = Staged::empty(workspaces).await?;
-        let inputs: Vec<InputFile> = named
-            .iter()
-            .map(|(name, upload)| InputFile {
-                path: name.clone(),
-                bytes: upload.bytes.len() as u64,
-                preview: preview(&upload.bytes),
-            })
-            .collect();
-        let files: Vec<(String, Vec<u8>)> = named
+        // The bytes move to the writer; nothing is copied.
+        let files: Vec<(String, Vec<u8>)> = names
             .into_iter()
-            .map(|(name, upload)| (name, upload.bytes.clone()))
+            .zip(uploads.into_iter().map(|u| u.bytes))
+            .collect();
+        let inputs: Vec<InputFile> = files
+            .iter()
+            .map(|(name, bytes)| InputFile {
+                path: name.clone(),
+                bytes: bytes.len() as u64,
+                preview: preview(bytes),
+            })
             .collect();
         let dir = staged.dir.clone();
         let written = blocking(move || {
@@ -285,10 +279,7 @@ impl Staged {
                 let mut name = input.path.clone();
                 let mut n = 2;
                 while to.is_taken(&name) {
-                    name = match input.path.rsplit_once('.') {
-                        Some((stem, ext)) if !stem.is_empty() => format!("{stem} ({n}).{ext}"),
-                        _ => format!("{} ({n})", input.path),
-                    };
+                    name = numbered(&input.path, n);
                     n += 1;
                 }
                 to.take_from(&from, &input.path, &name)?;
@@ -342,7 +333,7 @@ fn copy_with_previews(
         CopyError::TooLarge { .. } => InputError::SourceTooLarge {
             path: shown.to_string(),
         },
-        other => other.into(),
+        CopyError::Workspace(e) => InputError::Workspace(e),
     })?;
     Ok(copied
         .into_iter()

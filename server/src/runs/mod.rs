@@ -1081,20 +1081,30 @@ impl Runs {
     /// The whole workspace as a zip archive (regular files only; links are
     /// not followed), or why not.
     pub async fn workspace_zip(&self, id: RunId) -> Result<Vec<u8>, RunError> {
-        let files = self.artifacts(id).await?;
-        let total: u64 = files.iter().map(|f| f.bytes).sum();
-        if total > ZIP_MAX_BYTES {
-            return Err(RunError::Input(InputError::Source {
+        self.record(id).await?;
+        let ws = self.open_workspace(id).await?;
+        // One walk of the workspace: the listing (without previews) and
+        // the files' bytes, each read through the workspace.
+        let zipped = blocking(move || {
+            let files = match &ws {
+                Some(ws) => ws.files()?.files,
+                None => Vec::new(),
+            };
+            let total: u64 = files.iter().map(|f| f.bytes).sum();
+            if total > ZIP_MAX_BYTES {
+                return Ok(Err(total));
+            }
+            zip_files(ws.as_ref(), &files).map(Ok)
+        })
+        .await?;
+        zipped.map_err(|total| {
+            RunError::Input(InputError::Source {
                 path: format!("the workspace of run {id}"),
                 error: format!(
                     "it holds {total} bytes; a zip of it is made up to {ZIP_MAX_BYTES} bytes (download the files one by one)"
                 ),
-            }));
-        }
-        let Some(ws) = self.open_workspace(id).await? else {
-            return blocking(move || zip_files(None, &files)).await;
-        };
-        blocking(move || zip_files(Some(&ws), &files)).await
+            })
+        })
     }
 
     /// One artifact's bytes; names out of the workspace, links and names
@@ -1183,7 +1193,10 @@ pub const ZIP_MAX_BYTES: u64 = 200 * 1024 * 1024;
 /// A zip of `files` (paths relative to the workspace), deflated; each is
 /// read through the workspace, so a file swapped for a link since the
 /// listing is left out, not followed.
-fn zip_files(ws: Option<&Workspace>, files: &[Artifact]) -> Result<Vec<u8>, WorkspaceError> {
+fn zip_files(
+    ws: Option<&Workspace>,
+    files: &[agent::workspace::FileEntry],
+) -> Result<Vec<u8>, WorkspaceError> {
     use std::io::Write;
     let io = |e: std::io::Error| WorkspaceError::Io {
         name: "the zip".into(),
