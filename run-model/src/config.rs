@@ -36,6 +36,36 @@ impl ModeChoice {
     }
 }
 
+/// What the use of a work tool needs (Magentic-UI's action guards).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPolicy {
+    /// The agent uses it freely.
+    #[default]
+    Auto,
+    /// Each call waits for a person to approve, edit or deny it.
+    Ask,
+    /// Not offered at all.
+    Never,
+}
+
+impl ToolPolicy {
+    /// The stricter of two policies (`auto` < `ask` < `never`): how a
+    /// run's own choice meets the operator's.
+    pub fn stricter(self, other: ToolPolicy) -> ToolPolicy {
+        let rank = |p: ToolPolicy| match p {
+            ToolPolicy::Auto => 0,
+            ToolPolicy::Ask => 1,
+            ToolPolicy::Never => 2,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 /// Limits per run; reaching one pauses the run with the reason.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -84,7 +114,7 @@ pub struct RunConfig {
     /// Per-tool policies for this run, over the operator's (which keep
     /// their `never`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub policies: std::collections::BTreeMap<String, crate::ToolPolicy>,
+    pub policies: std::collections::BTreeMap<String, ToolPolicy>,
     /// Attempts the agent makes at a failing subtask before the planner
     /// decides what to do with it (seed 002 `maxRetries`, default 3).
     pub max_attempts: u32,

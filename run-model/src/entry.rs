@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::state::{Classification, RunState};
 
+// A setting of a run's config, defined there; `entry::ToolPolicy`, where
+// it was first, still names it.
+pub use crate::config::ToolPolicy;
+
 /// What a model call is for: recorded on the run log and used to pick the
 /// model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -54,36 +58,6 @@ impl ErrorClass {
                 | ErrorClass::Timeout
                 | ErrorClass::Dropped
         )
-    }
-}
-
-/// What the use of a work tool needs (Magentic-UI's action guards).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolPolicy {
-    /// The agent uses it freely.
-    #[default]
-    Auto,
-    /// Each call waits for a person to approve, edit or deny it.
-    Ask,
-    /// Not offered at all.
-    Never,
-}
-
-impl ToolPolicy {
-    /// The stricter of two policies (`auto` < `ask` < `never`): how a
-    /// run's own choice meets the operator's.
-    pub fn stricter(self, other: ToolPolicy) -> ToolPolicy {
-        let rank = |p: ToolPolicy| match p {
-            ToolPolicy::Auto => 0,
-            ToolPolicy::Ask => 1,
-            ToolPolicy::Never => 2,
-        };
-        if rank(other) > rank(self) {
-            other
-        } else {
-            self
-        }
     }
 }
 

@@ -18,16 +18,19 @@
 //! - [`batch`]: seed 002's iterative batches: [`Batching`] (the setting),
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
-//! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`] and the typed
-//!   [`ConfigError`] a refused config gives.
+//! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`], the
+//!   [`ToolPolicy`] per tool and the typed [`ConfigError`] a refused
+//!   config gives.
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
 //!   [`DecidedBy`].
 //! - [`entry`]: [`RunEntry`] (one line of the run log) and its
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
 //! - [`record`]: [`RunRecord`] (a stored run), [`Spent`], [`RunProgress`].
-//! - [`cost`]: money: [`Usd`], a model's [`Price`], the [`PriceTable`]
+//! - [`money`]: [`Usd`], a model's [`Price`], the [`PriceTable`]
 //!   (built-in list prices, the operator's, local models free).
+//! - [`cost`]: what a run's calls cost, the [`CostReport`] read from its
+//!   log (the money types re-exported).
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
@@ -48,6 +51,7 @@ pub mod cost;
 pub mod entry;
 pub mod memory;
 pub mod model_status;
+pub mod money;
 pub mod needs;
 pub mod record;
 pub mod review;
@@ -63,16 +67,17 @@ pub use batch::{
     InputError as BatchInputError,
 };
 pub use config::{
-    Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, MAX_FILES, MAX_FILES_BYTES,
-    MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
+    Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, MAX_FILES,
+    MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
 };
-pub use cost::{BadPrices, CostReport, ModelUse, Price, PriceTable, SubtaskUse, Usd, Use};
+pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
 pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
-    RunEntry, ToolPolicy, Verdict, MESSAGE_CAP,
+    RunEntry, Verdict, MESSAGE_CAP,
 };
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
 pub use model_status::ModelStatus;
+pub use money::{BadPrices, Price, PriceTable, Usd};
 pub use needs::{Need, NeedKind};
 pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};

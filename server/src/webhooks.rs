@@ -37,6 +37,10 @@ use sha2::Sha256;
 use crate::pages::Pages;
 use crate::store::{NewDelivery, RunStore, StoreError, StoredRunEntry};
 
+/// Defined with the store (whose rows hide their URLs with it too); used
+/// here and by the API, the board and the config.
+pub use crate::store::shown_url;
+
 /// One place notifications go.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -46,15 +50,6 @@ pub struct Endpoint {
     /// Slack's incoming-webhook shape (`{"text": …}`) instead of the JSON
     /// payload.
     pub slack: bool,
-}
-
-/// The URL's path and query may hold a secret (Slack's URLs are one):
-/// only the scheme and host are shown.
-pub fn shown_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(u) => format!("{}://{}/…", u.scheme(), u.host_str().unwrap_or_default()),
-        Err(_) => "<unreadable URL>".into(),
-    }
 }
 
 impl std::fmt::Debug for Endpoint {

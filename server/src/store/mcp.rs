@@ -28,7 +28,7 @@ impl std::fmt::Debug for StoredMcpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoredMcpServer")
             .field("name", &self.name)
-            .field("url", &self.url.as_deref().map(crate::webhooks::shown_url))
+            .field("url", &self.url.as_deref().map(super::shown_url))
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("command", &self.command)
             .field("args", &self.args)

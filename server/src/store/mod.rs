@@ -234,6 +234,17 @@ pub trait PlanStore: Send + Sync {
     async fn listen(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
 }
 
+/// The URL's path and query may hold a secret (Slack's URLs are one):
+/// only the scheme and host are shown. Here, at the bottom, so the store's
+/// rows can hide their URLs in Debug output; `crate::webhooks::shown_url`
+/// re-exports it.
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => format!("{}://{}/…", u.scheme(), u.host_str().unwrap_or_default()),
+        Err(_) => "<unreadable URL>".into(),
+    }
+}
+
 /// `postgres://user:secret@host/db` → `postgres://user:<redacted>@host/db`.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {

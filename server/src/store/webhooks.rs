@@ -83,7 +83,7 @@ impl std::fmt::Debug for StoredEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoredEndpoint")
             .field("id", &self.id)
-            .field("url", &crate::webhooks::shown_url(&self.url))
+            .field("url", &super::shown_url(&self.url))
             .field("secret", &self.secret.as_ref().map(|_| "<set>"))
             .field("slack", &self.slack)
             .finish()
