@@ -159,6 +159,25 @@ test("direct edits: add, refuse a cycle inline, and a stale edit keeps the typed
   await shot(page, "board-edit");
 });
 
+test("a subtask's tool shows as a chip on its card and is edited in its details", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Tools"), [
+    { name: "Read sales.csv", tool: "read_file" },
+    { name: "Sum March revenue from sales.csv", dependencies: [1] },
+  ]);
+  await openBoard(page, id);
+  await expect(page.getByTestId("tool-1")).toHaveText("read_file");
+  await expect(page.getByTestId("tool-2")).toHaveCount(0);
+  await page.getByTestId("open-2").click();
+  await page.getByTestId("edit-tool").fill("run_python");
+  await page.getByTestId("edit-save").click();
+  await expect(page.getByTestId("tool-2")).toHaveText("run_python");
+  await expect(page.getByTestId("selected-tool")).toHaveText("run_python");
+  await page.getByTestId("edit-tool").fill("run python");
+  await page.getByTestId("edit-save").click();
+  await expect(page.getByTestId("edit-error")).toContainText("tool");
+  await expect(page.getByTestId("tool-2")).toHaveText("run_python");
+});
+
 test("comments on the plan and on a subtask appear live for another viewer", async ({ browser, request }) => {
   const id = await createPlan(request, unique("Discuss"), [{ name: "a" }]);
   const alice = await (await browser.newContext()).newPage();

@@ -1,6 +1,6 @@
 import { APIRequestContext, expect, Page } from "@playwright/test";
 
-export type Sub = { name: string; dependencies?: number[] };
+export type Sub = { name: string; dependencies?: number[]; tool?: string };
 
 /** Creates a plan through the agents' REST API; returns its id. */
 export async function createPlan(

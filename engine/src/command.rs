@@ -84,6 +84,10 @@ pub struct SubtaskPatch {
     /// An empty string clears the assignee.
     #[serde(default)]
     pub assignee: Option<String>,
+    /// The work tool the subtask is meant to use; an empty string clears it.
+    /// Like the description, it changes only before the subtask starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 impl SubtaskPatch {
@@ -93,6 +97,7 @@ impl SubtaskPatch {
             && self.description.is_none()
             && self.expected_outcome.is_none()
             && self.reasoning.is_none()
+            && self.tool.is_none()
     }
 }
 

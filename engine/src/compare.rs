@@ -114,6 +114,12 @@ fn subtask_fields(a: &Subtask, b: &Subtask) -> Vec<FieldChange> {
         b.assignee().unwrap_or_default().into(),
         &mut out,
     );
+    change(
+        "tool",
+        a.tool().unwrap_or_default().into(),
+        b.tool().unwrap_or_default().into(),
+        &mut out,
+    );
     out
 }
 
@@ -319,5 +325,32 @@ mod tests {
         assert!(c.steps[1].what.contains("'tag'"), "{}", c.steps[1].what);
         assert!(compare(&now, &now, &log, Lang::En).is_empty());
         assert!(at_version(&log, 99).is_none());
+    }
+
+    #[test]
+    fn a_changed_tool_is_compared_as_a_field_of_its_own() {
+        let spec = NewPlan {
+            title: "Revenue".into(),
+            subtasks: vec![NewSubtask::named("Sum March revenue from sales.csv")],
+            ..NewPlan::default()
+        };
+        let (mut plan, mut log) = Plan::create(&spec, "ana", at()).unwrap();
+        let op = Op::EditSubtask {
+            id: SubtaskId(1),
+            patch: SubtaskPatch {
+                tool: Some("run_python".into()),
+                ..Default::default()
+            },
+        };
+        log.extend(plan.execute(&op.into(), "bo", at()).unwrap());
+        let first = at_version(&log, 1).unwrap();
+        let c = compare(&first, &plan, &log, Lang::En);
+        let fields: Vec<(&str, &str, &str)> = c
+            .changed
+            .iter()
+            .flat_map(|s| s.fields.iter())
+            .map(|f| (f.field, f.before.as_str(), f.after.as_str()))
+            .collect();
+        assert_eq!(fields, vec![("tool", "", "run_python")]);
     }
 }

@@ -102,6 +102,9 @@ pub struct SubtaskFields {
     pub expected_outcome: String,
     pub reasoning: String,
     pub assignee: Option<String>,
+    /// Absent in events logged before subtasks had tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 impl EventKind {
@@ -216,6 +219,7 @@ impl Plan {
                     s.expected_outcome.clone_from(&fields.expected_outcome);
                     s.reasoning.clone_from(&fields.reasoning);
                     s.assignee.clone_from(&fields.assignee);
+                    s.tool.clone_from(&fields.tool);
                 }
             }
             EventKind::DependenciesSet { id, dependencies } => {

@@ -216,6 +216,10 @@ pub struct Subtask {
     /// How many times the subtask was started; a retry after a failure adds one.
     pub(crate) attempts: u32,
     pub(crate) assignee: Option<String>,
+    /// The work tool the subtask is meant to use (`run_python`, `read_file`,
+    /// an MCP tool as `server.tool`); the name says what it achieves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool: Option<String>,
     pub(crate) created_at: Timestamp,
     pub(crate) started_at: Option<Timestamp>,
     pub(crate) finished_at: Option<Timestamp>,
@@ -273,6 +277,11 @@ pub struct NewSubtask {
     pub dependencies: Vec<SubtaskId>,
     #[serde(default)]
     pub assignee: Option<String>,
+    /// The work tool the subtask is meant to use (`run_python`, `read_file`,
+    /// an MCP tool as `server.tool`): one word of letters, digits, `_`, `-`
+    /// and `.`. Empty or absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 impl NewSubtask {
@@ -436,6 +445,8 @@ pub mod limits {
     pub const TEXT: usize = 8_000;
     pub const COMMENT: usize = 4_000;
     pub const ACTOR: usize = 100;
+    /// A subtask's tool name (`run_python`, `server.tool`).
+    pub const TOOL: usize = 100;
     pub const KEY: usize = 100;
     /// Applies even when a plan sets no `max_subtasks`.
     pub const SUBTASKS: usize = 5_000;
@@ -580,6 +591,11 @@ impl Subtask {
 
     pub fn assignee(&self) -> Option<&str> {
         self.assignee.as_deref()
+    }
+
+    /// The work tool the subtask is meant to use, if one was named.
+    pub fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
     }
 
     pub fn created_at(&self) -> Timestamp {

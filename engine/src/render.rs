@@ -39,7 +39,7 @@ pub fn markdown(plan: &Plan) -> String {
     out
 }
 
-/// `- [x] #3 Name — outcome (after #1, #2)`.
+/// `- [x] #3 Name · tool: run_python (after #1, #2) — outcome`.
 pub fn subtask_line(s: &Subtask) -> String {
     let check = if s.state == SubtaskState::Done {
         "x"
@@ -49,6 +49,9 @@ pub fn subtask_line(s: &Subtask) -> String {
     let mut line = format!("- [{check}] #{} {}", s.id, s.name);
     if !matches!(s.state, SubtaskState::Todo | SubtaskState::Done) {
         let _ = write!(line, " _{}_", s.state);
+    }
+    if let Some(tool) = &s.tool {
+        let _ = write!(line, " · tool: {tool}");
     }
     if !s.dependencies.is_empty() {
         let deps: Vec<String> = s.dependencies.iter().map(|d| format!("#{d}")).collect();

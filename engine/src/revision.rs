@@ -53,8 +53,8 @@ fn dependency_names<'a>(plan: &'a Plan, s: &Subtask) -> Vec<&'a str> {
 }
 
 /// Whether namesakes `old` (of `rejected`) and `new` (of `revised`) say
-/// the same: description, expected outcome, and dependencies by name in
-/// any order (no sort: this runs in the board's wasm too).
+/// the same: description, expected outcome, tool, and dependencies by name
+/// in any order (no sort: this runs in the board's wasm too).
 fn same(rejected: &Plan, old: &Subtask, revised: &Plan, new: &Subtask) -> bool {
     let (before, after) = (
         dependency_names(rejected, old),
@@ -62,6 +62,7 @@ fn same(rejected: &Plan, old: &Subtask, revised: &Plan, new: &Subtask) -> bool {
     );
     old.description() == new.description()
         && old.expected_outcome() == new.expected_outcome()
+        && old.tool() == new.tool()
         && before.len() == after.len()
         && before.iter().all(|n| after.contains(n))
 }
@@ -189,5 +190,30 @@ mod tests {
         assert_eq!(revision.mark(SubtaskId(4)), None, "read stayed as it was");
         assert_eq!(revision.mark(SubtaskId(5)), Some(RevisionMark::Added));
         assert!(plan.revision_of(&plan).is_empty());
+    }
+
+    #[test]
+    fn a_subtask_revised_only_in_its_tool_is_marked_changed() {
+        let spec = NewPlan {
+            subtasks: vec![NewSubtask {
+                tool: Some("read_file".into()),
+                ..step("read", "read it", &[])
+            }],
+            title: "Essay".into(),
+            draft: true,
+            ..NewPlan::default()
+        };
+        let (rejected, mut log) = Plan::create(&spec, "someone", at()).unwrap();
+        let mut plan = rejected.clone();
+        let patch = crate::command::SubtaskPatch {
+            tool: Some("fetch_url".into()),
+            ..Default::default()
+        };
+        let ops = vec![Op::EditSubtask {
+            id: SubtaskId(1),
+            patch,
+        }];
+        run(&mut plan, &mut log, ops);
+        assert_eq!(plan.revision_of(&rejected).changed, [SubtaskId(1)]);
     }
 }

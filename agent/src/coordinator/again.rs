@@ -87,6 +87,7 @@ pub fn again_from(source: &Plan, from: SubtaskId) -> Result<(NewPlan, Vec<Op>), 
                 reasoning: s.reasoning().to_string(),
                 dependencies: s.dependencies().iter().filter_map(|d| new_id(*d)).collect(),
                 assignee: s.assignee().map(str::to_string),
+                tool: s.tool().map(str::to_string),
             })
             .collect(),
         ..NewPlan::default()

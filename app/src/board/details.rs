@@ -69,6 +69,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
     let description = RwSignal::new(subtask.description().to_string());
     let outcome = RwSignal::new(subtask.expected_outcome().to_string());
     let assignee = RwSignal::new(subtask.assignee().map(str::to_string).unwrap_or_default());
+    let tool = RwSignal::new(subtask.tool().map(str::to_string).unwrap_or_default());
     let deps = RwSignal::new(ids_text(subtask.dependencies()));
     let error = RwSignal::new(None::<String>);
     let saved = RwSignal::new(false);
@@ -86,6 +87,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
             return error.set(Some(gone.into()));
         };
         let typed_assignee = assignee.get_untracked();
+        let typed_tool = tool.get_untracked();
         let patch = SubtaskPatch {
             name: Some(name.get_untracked()).filter(|n| *n != before.name()),
             description: Some(description.get_untracked()).filter(|d| *d != before.description()),
@@ -94,6 +96,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
             reasoning: None,
             assignee: (typed_assignee != before.assignee().map(str::to_string).unwrap_or_default())
                 .then_some(typed_assignee),
+            tool: (typed_tool.trim() != before.tool().unwrap_or_default()).then_some(typed_tool),
         };
         let changed_fields = patch != SubtaskPatch::default();
         let changed_deps = dependencies != before.dependencies();
@@ -169,6 +172,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
     view! {
         <h2>"#"{id.0}" "{move || live().map(|s| s.name().to_string()).unwrap_or_default()}</h2>
         <p class=move || format!("badge state-{}", state_class())>{state_label}</p>
+        {move || live().and_then(|s| s.tool().map(str::to_string)).map(|t| view! { <span class="tool-chip" title=lang.pick("tool", "工具") data-testid="selected-tool">{t}</span> })}
         {move || live().and_then(|s| s.outcome().map(str::to_string)).map(|o| view! { <p class="result">{lang.pick("Result: ", "结果：")}{o}</p> })}
         {move || live().map(|s| s.notes().to_string()).filter(|n| !n.is_empty()).map(|n| view! { <p class="notes">{n}</p> })}
         <form class="edit" on:submit=save>
@@ -179,6 +183,7 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
             </label>
             {field(lang.pick("Expected outcome", "预期结果"), outcome, "outcome")}
             {field(lang.pick("Assignee", "负责人"), assignee, "assignee")}
+            {field(lang.pick("Tool (e.g. run_python)", "工具（如 run_python）"), tool, "tool")}
             {field(lang.pick("Depends on (numbers)", "依赖（编号）"), deps, "deps")}
             <Show when=editable fallback=move || board.can_edit().then(|| view! {
                 <p class="hint">{lang.pick("Only subtasks that have not started can be edited.", "只有尚未开始的子任务可以编辑。")}</p>

@@ -87,6 +87,7 @@ impl Drawn {
         subtask.name().hash(&mut h);
         subtask.dependencies().hash(&mut h);
         subtask.assignee().hash(&mut h);
+        subtask.tool().hash(&mut h);
         subtask.attempts().hash(&mut h);
         subtask.outcome().hash(&mut h);
         subtask.question().hash(&mut h);
@@ -240,6 +241,9 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
                     {subtask.name().to_string()}
                 </button>
             </header>
+            {subtask.tool().map(str::to_string).map(|t| view! {
+                <p class="meta"><span class="tool-chip" title=lang.pick("tool", "工具") data-testid=format!("tool-{}", id.0)>{t}</span></p>
+            })}
             {deps.map(|d| view! { <p class="meta">{lang.pick("after ", "依赖 ")}{d}</p> })}
             {subtask.assignee().map(str::to_string).map(|a| view! { <p class="meta">{lang.pick("assignee: ", "负责人：")}{a}</p> })}
             {(subtask.attempts() > 1).then(|| view! { <p class="meta">{lang.pick("attempts: ", "尝试次数：")}{subtask.attempts()}</p> })}

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::validate::{check_capacity, required_text, text};
+use super::validate::{check_capacity, required_text, text, tool_name};
 use crate::command::{Position, SubtaskPatch};
 use crate::dag::{check_new_edges, require_known};
 use crate::error::PlanError;
@@ -102,6 +102,9 @@ pub(super) fn edit_subtask(
         text("assignee", a, limits::ACTOR)?;
         edited.assignee = (!a.trim().is_empty()).then(|| a.trim().to_string());
     }
+    if let Some(t) = &patch.tool {
+        edited.tool = tool_name(t)?;
+    }
     Ok(vec![EventKind::SubtaskEdited {
         id,
         fields: Box::new(SubtaskFields {
@@ -110,6 +113,7 @@ pub(super) fn edit_subtask(
             expected_outcome: edited.expected_outcome,
             reasoning: edited.reasoning,
             assignee: edited.assignee,
+            tool: edited.tool,
         }),
     }])
 }
@@ -219,6 +223,10 @@ pub(super) fn new_subtask(
     if let Some(a) = &new.assignee {
         text("assignee", a, limits::ACTOR)?;
     }
+    let tool = match &new.tool {
+        Some(t) => tool_name(t)?,
+        None => None,
+    };
     let dependencies = dedup(&new.dependencies);
     if dependencies.len() > limits::DEPENDENCIES {
         return Err(PlanError::TooLong {
@@ -243,6 +251,7 @@ pub(super) fn new_subtask(
             .as_ref()
             .filter(|a| !a.trim().is_empty())
             .map(|a| a.trim().to_string()),
+        tool,
         created_at: now,
         started_at: None,
         finished_at: None,

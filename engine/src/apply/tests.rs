@@ -310,6 +310,101 @@ fn a_started_subtask_cannot_be_edited_but_can_be_reassigned() {
     assert_eq!(p.subtasks[0].assignee.as_deref(), Some("bob"));
 }
 
+fn with_tool(name: &str, tool: &str) -> NewSubtask {
+    NewSubtask {
+        tool: Some(tool.into()),
+        ..NewSubtask::named(name)
+    }
+}
+
+fn edit_tool(id: u32, tool: &str) -> Op {
+    Op::EditSubtask {
+        id: SubtaskId(id),
+        patch: SubtaskPatch {
+            tool: Some(tool.into()),
+            ..SubtaskPatch::default()
+        },
+    }
+}
+
+#[test]
+fn a_tool_is_kept_trimmed_on_create_add_and_edit_and_an_empty_one_clears_it() {
+    let mut s = spec(&[]);
+    s.subtasks = vec![with_tool(
+        "Sum March revenue from sales.csv",
+        " run_python ",
+    )];
+    let mut p = Plan::create(&s, "tester", at(0)).unwrap().0;
+    assert_eq!(p.subtasks[0].tool(), Some("run_python"));
+    let add = |tool: &str| Op::AddSubtask {
+        subtask: with_tool("Ask the docs server", tool),
+        position: Position::End,
+        rewire_after: None,
+        required_by: vec![],
+    };
+    run(&mut p, add("docs-server.search_v2")).unwrap();
+    assert_eq!(p.subtasks[1].tool(), Some("docs-server.search_v2"));
+    run(&mut p, add("  ")).unwrap();
+    assert_eq!(p.subtasks[2].tool(), None, "a blank tool is no tool");
+    run(&mut p, edit_tool(1, "read_file")).unwrap();
+    assert_eq!(p.subtasks[0].tool(), Some("read_file"));
+    run(&mut p, edit_tool(1, "")).unwrap();
+    assert_eq!(p.subtasks[0].tool(), None, "an empty string clears it");
+}
+
+#[test]
+fn an_invalid_tool_name_is_refused_with_the_engines_error() {
+    let invalid = |e: &PlanError| matches!(e, PlanError::Invalid { field, .. } if field == "tool");
+    for bad in ["run python", "read_file()", "fetch/url", "工具", "a\nb"] {
+        let mut s = spec(&[]);
+        s.subtasks = vec![with_tool("a", bad)];
+        let e = Plan::create(&s, "tester", at(0)).unwrap_err();
+        assert!(invalid(&e), "create with {bad:?}: {e}");
+        assert!(
+            e.to_string().contains("run_python"),
+            "says what to write: {e}"
+        );
+        let mut p = plan(&[("a", &[])]);
+        let before = p.clone();
+        let add = Op::AddSubtask {
+            subtask: with_tool("b", bad),
+            position: Position::End,
+            rewire_after: None,
+            required_by: vec![],
+        };
+        let e = run(&mut p, add).unwrap_err();
+        assert!(invalid(&e), "add with {bad:?}: {e}");
+        let e = run(&mut p, edit_tool(1, bad)).unwrap_err();
+        assert!(invalid(&e), "edit with {bad:?}: {e}");
+        assert_eq!(p, before, "a refused tool changes nothing");
+    }
+    let long = "t".repeat(limits::TOOL + 1);
+    assert_eq!(
+        run(&mut plan(&[("a", &[])]), edit_tool(1, &long)).unwrap_err(),
+        PlanError::TooLong {
+            field: "tool",
+            len: limits::TOOL + 1,
+            max: limits::TOOL
+        }
+    );
+}
+
+#[test]
+fn editing_a_started_subtasks_tool_is_refused() {
+    let mut p = plan(&[("a", &[])]);
+    run(&mut p, edit_tool(1, "run_python")).unwrap();
+    run(&mut p, set(1, SubtaskState::InProgress)).unwrap();
+    assert_eq!(
+        run(&mut p, edit_tool(1, "run_shell")).unwrap_err(),
+        PlanError::NotEditable {
+            id: SubtaskId(1),
+            state: SubtaskState::InProgress,
+            what: "edited"
+        }
+    );
+    assert_eq!(p.subtasks[0].tool(), Some("run_python"));
+}
+
 #[test]
 fn a_plan_is_done_only_when_every_subtask_is_done_or_skipped() {
     let mut p = plan(&[("a", &[]), ("b", &[])]);

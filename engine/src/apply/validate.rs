@@ -46,3 +46,26 @@ pub(super) fn text(field: &'static str, value: &str, max: usize) -> Result<(), P
     }
     Ok(())
 }
+
+/// A subtask's tool as given: blank means none; otherwise one word of ASCII
+/// letters, digits, `_`, `-` and `.` (`run_python`, `server.tool`), trimmed.
+pub(super) fn tool_name(value: &str) -> Result<Option<String>, PlanError> {
+    let name = value.trim();
+    text("tool", name, limits::TOOL)?;
+    if name.is_empty() {
+        return Ok(None);
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(PlanError::invalid(
+            "tool",
+            format!(
+                "{bad:?} cannot be part of a tool name; name one tool in letters, digits, '_', '-' and '.', \
+                 such as run_python, read_file or an MCP tool as server.tool"
+            ),
+        ));
+    }
+    Ok(Some(name.to_string()))
+}

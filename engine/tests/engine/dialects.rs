@@ -294,6 +294,62 @@ fn canonical_tools_cover_the_whole_life_of_a_plan() {
 }
 
 #[test]
+fn canonical_tools_set_edit_and_clear_a_subtasks_tool() {
+    let mut a = Agent::new(Dialect::Canonical);
+    a.ok(
+        "create_plan",
+        json!({"title": "Revenue", "subtasks": [{"name": "Read sales.csv", "tool": "read_file"}]}),
+    );
+    let added = a.ok(
+        "add_subtask",
+        json!({"name": "Sum March revenue from sales.csv", "tool": "run_python"}),
+    );
+    assert!(added.contains("tool: run_python"), "{added}");
+    let tool = |a: &Agent, id: u32| {
+        a.plan()
+            .subtask(plan_engine::SubtaskId(id))
+            .unwrap()
+            .tool()
+            .map(str::to_string)
+    };
+    assert_eq!(tool(&a, 1).as_deref(), Some("read_file"));
+    a.ok(
+        "edit_subtask",
+        json!({"subtask_id": 2, "tool": "docs.search"}),
+    );
+    assert_eq!(tool(&a, 2).as_deref(), Some("docs.search"));
+    a.ok("edit_subtask", json!({"subtask_id": 2, "tool": ""}));
+    assert_eq!(tool(&a, 2), None);
+    let refused = a.err(
+        "edit_subtask",
+        json!({"subtask_id": 1, "tool": "run python"}),
+    );
+    assert!(refused.contains("tool"), "{refused}");
+    a.ok("start_subtask", json!({"subtask_id": 1}));
+    let refused = a.err(
+        "edit_subtask",
+        json!({"subtask_id": 1, "tool": "run_shell"}),
+    );
+    assert!(
+        refused.contains("in_progress") || refused.contains("in progress"),
+        "{refused}"
+    );
+    let schema = |name: &str| {
+        tools(Dialect::Canonical)
+            .into_iter()
+            .find(|s| s["function"]["name"] == name)
+            .unwrap()
+    };
+    for name in ["add_subtask", "edit_subtask"] {
+        assert_eq!(
+            schema(name)["function"]["parameters"]["properties"]["tool"]["type"],
+            json!(["string", "null"]),
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn planmanager_asks_for_an_id_when_several_tasks_run() {
     let mut a = Agent::new(Dialect::PlanManager);
     a.ok(

@@ -26,8 +26,26 @@ fn name() -> impl Strategy<Value = String> {
         .prop_map(str::to_string)
 }
 
+/// Tool names a planner writes.
+fn valid_tool() -> impl Strategy<Value = String> {
+    "[a-z][a-z0-9_]{0,10}(\\.[a-z][a-z0-9_-]{0,8})?"
+}
+
+/// Tool names as a planner writes them, valid or not: blank ones clear the
+/// tool, the others are refused.
+fn tool() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => valid_tool(),
+        1 => proptest::sample::select(vec!["", "  ", "run python", "read_file()", "fetch/url"])
+            .prop_map(str::to_string),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
+        2 => (id(), tool()).prop_map(|(id, tool)| Op::EditSubtask {
+            id, patch: plan_engine::SubtaskPatch { tool: Some(tool), ..Default::default() }
+        }),
         6 => (id(), state(), any::<bool>()).prop_map(|(id, state, start_next)| Op::SetSubtaskState {
             id, state, note: Some("n".into()), start_next
         }),
@@ -132,6 +150,7 @@ fn aim(op: Op, plan: &Plan) -> Op {
             dependencies: many(dependencies),
         },
         Op::DeleteSubtask { id } => Op::DeleteSubtask { id: map(id) },
+        Op::EditSubtask { id, patch } => Op::EditSubtask { id: map(id), patch },
         Op::MoveSubtask { id, to_index } => Op::MoveSubtask {
             id: map(id),
             to_index,
@@ -269,6 +288,48 @@ proptest! {
         prop_assert!(replayed.index_is_consistent());
         let round_trip = import_json(&export_json(&plan)).expect("export imports");
         prop_assert_eq!(&round_trip, &plan, "JSON export round-trips");
+    }
+
+    #[test]
+    fn a_tool_set_on_create_survives_an_event_replay(
+        spec in initial(),
+        tools in prop::collection::vec(proptest::option::of(valid_tool()), 7),
+        ops in prop::collection::vec(op(), 0..30),
+    ) {
+        let mut spec = spec;
+        for (s, tool) in spec.subtasks.iter_mut().zip(tools) {
+            s.tool = tool;
+        }
+        let Ok((mut plan, mut log)) = Plan::create(&spec, "p", at(0)) else { return Ok(()) };
+        // What each subtask's tool should be, kept beside the engine: the
+        // one it was created with until an accepted edit changes it.
+        let mut expected: std::collections::HashMap<SubtaskId, Option<String>> = plan
+            .subtasks()
+            .iter()
+            .zip(&spec.subtasks)
+            .map(|(s, new)| (s.id(), new.tool.clone()))
+            .collect();
+        for (i, op) in ops.into_iter().enumerate() {
+            let op = aim(op, &plan);
+            if let Ok(events) = plan.execute(&Command::from(op.clone()), "p", at(i as u32 + 1)) {
+                log.extend(events);
+                if let Op::EditSubtask { id, patch } = &op {
+                    let t = patch.tool.as_deref().unwrap_or_default().trim();
+                    expected.insert(*id, (!t.is_empty()).then(|| t.to_string()));
+                }
+                for s in plan.subtasks() {
+                    expected.entry(s.id()).or_insert(None);
+                }
+            }
+        }
+        // Replayed from the log as a store keeps it: JSON.
+        let stored: Vec<plan_engine::Event> =
+            serde_json::from_str(&serde_json::to_string(&log).unwrap()).unwrap();
+        let replayed = Plan::replay(&stored).expect("the log replays");
+        for s in replayed.subtasks() {
+            prop_assert_eq!(s.tool(), expected[&s.id()].as_deref(), "the tool of {}", s.id());
+        }
+        prop_assert_eq!(&replayed, &plan);
     }
 
     #[test]

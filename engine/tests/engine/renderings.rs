@@ -53,6 +53,47 @@ fn markdown_has_a_progress_header_and_a_checkbox_per_subtask() {
 }
 
 #[test]
+fn a_subtasks_tool_shows_on_its_markdown_line_and_in_the_json() {
+    let spec = NewPlan {
+        title: "Revenue".into(),
+        subtasks: vec![
+            NewSubtask {
+                tool: Some("read_file".into()),
+                ..NewSubtask::named("Read sales.csv")
+            },
+            NewSubtask {
+                tool: Some("run_python".into()),
+                ..NewSubtask::named("Sum March revenue from sales.csv").after(&[1])
+            },
+            NewSubtask::named("Write the summary").after(&[2]),
+        ],
+        ..NewPlan::default()
+    };
+    let (plan, _) = Plan::create(&spec, "agent", at(0)).unwrap();
+    let md = markdown(&plan);
+    assert!(
+        md.contains("- [ ] #1 Read sales.csv · tool: read_file\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- [ ] #2 Sum March revenue from sales.csv · tool: run_python (after #1)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- [ ] #3 Write the summary (after #2)\n"),
+        "{md}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&export_json(&plan)).unwrap();
+    assert_eq!(json["subtasks"][1]["tool"], "run_python");
+    assert!(
+        json["subtasks"][2].get("tool").is_none(),
+        "no tool, no field: {}",
+        json["subtasks"][2]
+    );
+    assert_eq!(import_json(&export_json(&plan)).unwrap(), plan);
+}
+
+#[test]
 fn mermaid_draws_each_dependency_as_an_edge_with_escaped_labels() {
     let m = mermaid(&sample());
     assert!(m.starts_with("flowchart TD\n"));

@@ -64,10 +64,33 @@ pub async fn story(server: &TestServer, tag: &str) {
         .send(
             Method::PATCH,
             &format!("/api/plans/{id}/subtasks/3"),
-            Some(json!({"name": "write the report"})),
+            Some(json!({"name": "write the report", "tool": "write_file"})),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{changed}");
+    let tool_of_3 = |plan: &serde_json::Value| {
+        plan["subtasks"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["id"] == 3))
+            .map(|s| s["tool"].clone())
+    };
+    assert_eq!(tool_of_3(&changed["plan"]), Some(json!("write_file")));
+    // A tool is one name: a sentence is refused and changes nothing.
+    let (status, refused) = server
+        .send(
+            Method::PATCH,
+            &format!("/api/plans/{id}/subtasks/3"),
+            Some(json!({"tool": "write the file"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"], "invalid", "{refused}");
+    let (_, read) = server.get(&format!("/api/plans/{id}")).await;
+    assert_eq!(
+        tool_of_3(&read["plan"]),
+        Some(json!("write_file")),
+        "{read}"
+    );
     let (status, changed) = server
         .send(
             Method::PATCH,

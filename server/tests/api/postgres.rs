@@ -825,9 +825,9 @@ async fn the_memory_store_works_on_sqlite() {
 
 /// A plan changed past several snapshot intervals reads back from a fresh
 /// store exactly as the writer holds it (snapshot plus folded events), by
-/// itself and in the whole list.
+/// itself and in the whole list; subtasks' tools with it.
 pub async fn snapshot_story(url: &str) {
-    use plan_engine::{NewPlan, NewSubtask, Op, SubtaskId, SubtaskState};
+    use plan_engine::{NewPlan, NewSubtask, Op, SubtaskId, SubtaskPatch, SubtaskState};
     use server::store::{PlanStore, SqlStore};
     let store = std::sync::Arc::new(SqlStore::connect(url).await.unwrap());
     let plans = server::service::PlanService::open(store, false)
@@ -838,7 +838,10 @@ pub async fn snapshot_story(url: &str) {
         id: uuid::Uuid::new_v4(),
         title: format!("snapshots {}", uuid::Uuid::new_v4()),
         subtasks: (1..=30)
-            .map(|i| NewSubtask::named(format!("step {i}")))
+            .map(|i| NewSubtask {
+                tool: (i % 3 == 0).then(|| "run_python".to_string()),
+                ..NewSubtask::named(format!("step {i}"))
+            })
             .collect(),
         ..NewPlan::default()
     };
@@ -861,9 +864,41 @@ pub async fn snapshot_story(url: &str) {
             plans.execute(id, vec![op], "tester").await.unwrap();
         }
     }
+    // A tool given and changed after the last snapshot: in the events only.
+    let add = Op::AddSubtask {
+        subtask: NewSubtask {
+            tool: Some("read_file".into()),
+            ..NewSubtask::named("step 31")
+        },
+        position: Default::default(),
+        rewire_after: None,
+        required_by: Vec::new(),
+    };
+    let edit = Op::EditSubtask {
+        id: SubtaskId(31),
+        patch: SubtaskPatch {
+            tool: Some("docs.search".into()),
+            ..SubtaskPatch::default()
+        },
+    };
+    plans.execute(id, vec![add], "tester").await.unwrap();
+    plans.execute(id, vec![edit], "tester").await.unwrap();
     let held = plans.get(id).await.unwrap();
     assert!(held.version() > 64, "past two snapshot intervals");
+    let tool = |plan: &plan_engine::Plan, i: u32| {
+        plan.subtask(SubtaskId(i))
+            .and_then(|s| s.tool())
+            .map(str::to_string)
+    };
     let fresh = SqlStore::connect(url).await.unwrap();
+    let loaded = fresh.load(id).await.unwrap().unwrap();
+    for (i, want) in [
+        (3, Some("run_python")),
+        (4, None),
+        (31, Some("docs.search")),
+    ] {
+        assert_eq!(tool(&loaded, i).as_deref(), want, "the tool of step {i}");
+    }
     assert_eq!(fresh.load(id).await.unwrap().unwrap(), held);
     let all = fresh.load_all().await.unwrap();
     assert_eq!(all.iter().find(|p| p.id() == id), Some(&held));

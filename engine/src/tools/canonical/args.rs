@@ -26,6 +26,9 @@ pub(super) struct SubtaskSpec {
     pub(super) dependencies: Ints,
     #[serde(default)]
     pub(super) assignee: Option<String>,
+    /// The one work tool this subtask is meant to use, e.g. run_python, read_file or an MCP tool as server.tool.
+    #[serde(default)]
+    pub(super) tool: Option<String>,
 }
 
 impl SubtaskSpec {
@@ -37,6 +40,7 @@ impl SubtaskSpec {
             reasoning: self.reasoning,
             dependencies: self.dependencies.0.into_iter().map(subtask_id).collect(),
             assignee: self.assignee,
+            tool: self.tool,
         }
     }
 }
@@ -131,6 +135,9 @@ pub(super) struct EditSubtask {
     /// An empty string clears it.
     #[serde(default)]
     pub(super) assignee: Option<String>,
+    /// The work tool to use, e.g. run_python; an empty string clears it.
+    #[serde(default)]
+    pub(super) tool: Option<String>,
 }
 
 /// Replace the dependencies of a subtask that has not started. Cycles are refused.

@@ -150,6 +150,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 expected_outcome: a.expected_outcome,
                 reasoning: a.reasoning,
                 assignee: a.assignee,
+                tool: a.tool,
             };
             mutate(s, Op::EditSubtask { id, patch }, |plan| {
                 format!("Edited {}", line(plan, id))
