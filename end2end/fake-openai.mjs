@@ -6,6 +6,23 @@ import http from "node:http";
 const port = Number(process.argv[2] ?? 0);
 const delay = Number(process.env.FAKE_OPENAI_DELAY_MS ?? 400);
 
+// [chart]'s code: a 120×80 bar chart as a PNG (zlib and struct only, so
+// it runs without the data stack) and an SVG trend line with a script.
+const CHART_CODE = String.raw`import struct, zlib
+def chunk(kind, data):
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff)
+w, h, bars = 120, 80, [20, 50, 35, 70]
+rows = b''
+for y in range(h):
+    rows += b'\x00'
+    for x in range(w):
+        on = h - y <= bars[x // 30] and x % 30 > 4
+        rows += bytes([21, 101, 192] if on else [255, 255, 255])
+png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b'')
+open('chart.png', 'wb').write(png)
+open('trend.svg', 'w').write('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="60"><script>top.svgPwned = true</script><polyline points="0,50 40,30 80,35 120,10" style="fill:none;stroke:#b3261e;stroke-width:3"/></svg>')
+print('wrote chart.png and trend.svg')`;
+
 function answer(request) {
   const shape = request?.response_format?.json_schema?.name ?? "text";
   const brief = request?.messages?.[1]?.content ?? "";
@@ -47,6 +64,12 @@ function answer(request) {
       if (subtask === "look at the first" && brief.includes("[file]") && (request.messages?.length ?? 0) <= 2) {
         return { action: "write_file", arguments: { path: "notes/first.md", content: "# The first library\n\nIts notes." } };
       }
+      // [chart]: the first subtask's code draws a bar chart (a PNG, with
+      // the standard library alone) and a trend line (an SVG carrying a
+      // script that must never run), then completes.
+      if (subtask === "look at the first" && brief.includes("[chart]") && (request.messages?.length ?? 0) <= 2) {
+        return { action: "run_python", arguments: { code: CHART_CODE } };
+      }
       // [shell]: the first subtask asks to run a shell command (a guarded
       // tool: a person decides), then completes once it has seen the result.
       if (subtask === "look at the first" && brief.includes("[shell]") && (request.messages?.length ?? 0) <= 2) {
@@ -73,6 +96,10 @@ function answer(request) {
     case "todo_update":
       return { drop: [], needs_update: false, reason: "fine", new_todos: [] };
     default:
+      // [chart]: the answer names the SVG before the PNG.
+      if (JSON.stringify(request.messages ?? []).includes("[chart]")) {
+        return "The trend is drawn in trend.svg, the sales per region in chart.png.";
+      }
       // A hostile reply: it must stay text on the board.
       return "The final answer <b>not bold</b><script>window.pwned = true</script>";
   }

@@ -455,7 +455,18 @@ pub struct FileRow {
     pub path: String,
     pub bytes: u64,
     pub preview: Option<String>,
+    /// Where it is served (the server encodes the path).
+    #[serde(default)]
+    pub url: String,
+    /// Shown as an image: a png, jpeg, gif, webp or svg file (by its
+    /// extension) small enough to show.
+    #[serde(default)]
+    pub image: bool,
 }
+
+/// The most images one page shows: the activity page's files, the images
+/// under an answer.
+pub const IMAGES_SHOWN: usize = 12;
 
 /// The newest lines of a run's activity (the board's live panel).
 #[cfg(feature = "ssr")]
@@ -489,6 +500,10 @@ pub struct RunPanel {
     pub max_cost: Option<run_model::Usd>,
     pub unpriced_calls: u32,
     pub answer: Option<String>,
+    /// The images the run wrote, shown under its answer: those the answer
+    /// names first (at most [`IMAGES_SHOWN`]).
+    #[serde(default)]
+    pub images: Vec<FileRow>,
     /// Subtasks settled (done or skipped), in percent.
     pub percent: u8,
     /// Seconds the run has been running (pauses not counted), and its limit.

@@ -431,6 +431,45 @@ test("a guarded shell command waits on the board until a person approves it", as
   await expect(page.getByTestId("activity-row").filter({ hasText: "run_shell · ok" }).first()).toBeVisible();
 });
 
+test("the chart the agent's code drew shows under the answer and on the activity page", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[chart] Draw the sales per region"), mode: "complex", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 30_000 });
+  const loaded = (img: HTMLImageElement) => img.complete && img.naturalWidth;
+  // Under the answer: the SVG it names first, then the PNG; both drawn.
+  const answer = page.getByTestId("run-answer");
+  await expect(answer).toContainText("The trend is drawn in trend.svg");
+  const shown = answer.getByTestId("answer-image");
+  await expect(shown).toHaveCount(2);
+  await expect(shown.nth(0)).toHaveAttribute("data-path", "trend.svg");
+  await expect(shown.nth(1)).toHaveAttribute("data-path", "chart.png");
+  await expect.poll(() => shown.nth(0).evaluate(loaded)).toBeGreaterThan(0);
+  await expect.poll(() => shown.nth(1).evaluate(loaded)).toBe(120);
+  // The SVG's script never ran (an image runs none).
+  expect(await page.evaluate(() => (window as unknown as { svgPwned?: boolean }).svgPwned)).toBeUndefined();
+  await shot(page, "agent-chart-1-answer");
+  // The activity page shows what the code wrote as thumbnails; a click
+  // opens the chart at full size.
+  await page.getByTestId("run-activity").click();
+  await page.waitForURL(/\/activity$/);
+  const thumbs = page.getByTestId("artifact-images").getByTestId("artifact-image");
+  await expect(thumbs).toHaveCount(2);
+  await expect(thumbs.nth(0)).toHaveAttribute("data-path", "chart.png");
+  await expect.poll(() => thumbs.nth(0).evaluate(loaded)).toBe(120);
+  await expect.poll(() => thumbs.nth(1).evaluate(loaded)).toBeGreaterThan(0);
+  await expect(page.getByTestId("activity-row").filter({ hasText: "run_python · ok" }).first()).toBeVisible();
+  await shot(page, "agent-chart-2-activity");
+  const [full] = await Promise.all([page.waitForEvent("popup"), thumbs.nth(0).click()]);
+  await full.waitForLoadState();
+  expect(full.url()).toMatch(/\/api\/runs\/[0-9a-f-]{36}\/artifacts\/chart\.png$/);
+  const image = await request.get(full.url());
+  expect(image.headers()["content-type"]).toBe("image/png");
+  expect(image.headers()["x-content-type-options"]).toBe("nosniff");
+  await full.close();
+});
+
 test("a finished run is remembered; a person finds it on the Memory page, pins it and forgets it", async ({ page, request }) => {
   const task = unique("Measure the kettle temperature");
   const res = await request.post("/api/runs", { data: { task, mode: "simple", approval_required: false } });

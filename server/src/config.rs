@@ -25,7 +25,10 @@
 //! | `PLANBOARD_SANDBOX` | `on` | `off`: no `run_python` / `run_shell` even where bubblewrap works |
 //! | `PLANBOARD_FETCH_ALLOW_PRIVATE` | `false` | `fetch_url` may read loopback, private and link-local addresses |
 //! | `PLANBOARD_FETCH_ALLOW` | — | private addresses `fetch_url` may read, as `host:port` entries separated by `,` |
-//! | `PLANBOARD_SEARCH_URL` | — | a SearXNG-compatible search endpoint (`…/search`); unset: no `web_search` |
+//! | `PLANBOARD_SEARCH` | `duckduckgo` (`searxng` when only `PLANBOARD_SEARCH_URL` is set) | where `web_search` sends the query: `duckduckgo` (no key), `searxng`, `brave`, `tavily`, or `off` (no `web_search`) |
+//! | `PLANBOARD_SEARCH_URL` | — | `searxng`: a SearXNG-compatible endpoint (`…/search`) |
+//! | `PLANBOARD_BRAVE_API_KEY` | — | `brave`: its key, sent only to Brave, never logged or shown |
+//! | `PLANBOARD_TAVILY_API_KEY` | — | `tavily`: its key, sent only to Tavily, never logged or shown |
 //! | `PLANBOARD_PRICES` | — | model prices over the built-in list: a JSON object `{"model": {"prompt": 2.5, "completion": 10}}` (USD per million tokens), inline or the path of a file holding it; a model on a loopback or private address is free unless priced here |
 //! | `PLANBOARD_WEBHOOK_URL` | — | an endpoint notified (POST, JSON) when a plan waits for approval, the agent asks, a run finishes, fails, is stuck or reaches its budget |
 //! | `PLANBOARD_WEBHOOK_SECRET` | — | signs each notification: `X-Planboard-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")` |
@@ -72,8 +75,8 @@ pub struct Config {
     pub sandbox: bool,
     /// What `fetch_url` may reach.
     pub fetch: agent::web::WebPolicy,
-    /// The search endpoint of `web_search`.
-    pub search_url: Option<agent::web::Url>,
+    /// Where `web_search` asks (its key, if any, redacted in `Debug`).
+    pub search: agent::web::SearchProvider,
     /// What the agent's model calls cost.
     pub prices: run_model::PriceTable,
     /// Where notifications go.
@@ -107,10 +110,7 @@ impl std::fmt::Debug for Config {
             .field("tool_policies", &self.tool_policies)
             .field("sandbox", &self.sandbox)
             .field("fetch", &self.fetch)
-            .field(
-                "search_url",
-                &self.search_url.as_ref().map(|u| redact_url(u.as_str())),
-            )
+            .field("search", &self.search)
             .field("prices", &self.prices)
             .field("webhooks", &self.webhooks)
             .field("telemetry", &self.telemetry)
@@ -182,6 +182,81 @@ fn webhooks(
     })
 }
 
+/// Where `web_search` asks: `PLANBOARD_SEARCH` (DuckDuckGo, which needs no
+/// key, unless `PLANBOARD_SEARCH_URL` alone picks SearXNG as it always
+/// did), with the chosen provider's URL or key. A setting the choice would
+/// ignore is an error, so that the query never goes somewhere other than
+/// where the operator thinks. Keys are never in a message.
+fn search(
+    var: &impl Fn(&str) -> Option<String>,
+) -> Result<agent::web::SearchProvider, ConfigError> {
+    use agent::web::{ApiKey, SearchProvider};
+    let url = var("PLANBOARD_SEARCH_URL");
+    let brave = var("PLANBOARD_BRAVE_API_KEY");
+    let tavily = var("PLANBOARD_TAVILY_API_KEY");
+    let chosen = var("PLANBOARD_SEARCH").map(|s| s.trim().to_ascii_lowercase());
+    let chosen = match chosen.as_deref() {
+        Some(name) => name,
+        None if url.is_some() => "searxng",
+        None => "duckduckgo",
+    };
+    let unused = [
+        ("PLANBOARD_SEARCH_URL", url.is_some(), "searxng"),
+        ("PLANBOARD_BRAVE_API_KEY", brave.is_some(), "brave"),
+        ("PLANBOARD_TAVILY_API_KEY", tavily.is_some(), "tavily"),
+    ]
+    .into_iter()
+    // `off` sends nothing anywhere: a leftover setting does no harm there.
+    .find(|(_, set, user)| *set && *user != chosen && chosen != "off");
+    let provider = match chosen {
+        "duckduckgo" => SearchProvider::duckduckgo(),
+        "off" => SearchProvider::Off,
+        "searxng" => {
+            let url = url.ok_or_else(|| {
+                ConfigError::Invalid(
+                    "PLANBOARD_SEARCH=searxng needs PLANBOARD_SEARCH_URL, the endpoint \
+                     (http://searxng.internal:8080/search)"
+                        .into(),
+                )
+            })?;
+            SearchProvider::SearXng {
+                url: agent::web::Url::parse(url.trim())
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or_else(|| {
+                        ConfigError::Invalid(format!(
+                            "PLANBOARD_SEARCH_URL must be an http(s) URL, not '{}'",
+                            redact_url(&url)
+                        ))
+                    })?,
+            }
+        }
+        "brave" => SearchProvider::brave(ApiKey::new(brave.ok_or_else(|| {
+            ConfigError::Invalid(
+                "PLANBOARD_SEARCH=brave needs PLANBOARD_BRAVE_API_KEY (a Brave Search API key)"
+                    .into(),
+            )
+        })?)),
+        "tavily" => SearchProvider::tavily(ApiKey::new(tavily.ok_or_else(|| {
+            ConfigError::Invalid(
+                "PLANBOARD_SEARCH=tavily needs PLANBOARD_TAVILY_API_KEY (a Tavily API key)".into(),
+            )
+        })?)),
+        other => {
+            return Err(ConfigError::Invalid(format!(
+                "PLANBOARD_SEARCH must be duckduckgo, searxng, brave, tavily or off, not '{other}'"
+            )))
+        }
+    };
+    if let Some((name, _, user)) = unused {
+        return Err(ConfigError::Invalid(format!(
+            "{name} is set, but web_search uses {chosen} (PLANBOARD_SEARCH); \
+             set PLANBOARD_SEARCH={user} or unset {name}"
+        )));
+    }
+    Ok(provider)
+}
+
 /// The price table: the built-in list, the operator's `PLANBOARD_PRICES`
 /// (inline JSON, or a file's path) over it, and every other model free when
 /// the endpoint is on this machine or the local network.
@@ -230,7 +305,9 @@ impl Config {
             tool_policies: Vec::new(),
             sandbox: true,
             fetch: agent::web::WebPolicy::default(),
-            search_url: None,
+            // No search where nothing asked for one: tests and benches
+            // reach no outside service.
+            search: agent::web::SearchProvider::Off,
             prices: run_model::PriceTable::builtin(),
             webhooks: crate::webhooks::WebhookConfig::default(),
             telemetry: None,
@@ -415,19 +492,7 @@ impl Config {
                 ),
             },
             allowed_hosts: allowed_hosts(var("PLANBOARD_ALLOWED_HOSTS"))?,
-            search_url: match var("PLANBOARD_SEARCH_URL") {
-                None => None,
-                Some(url) => Some(
-                    agent::web::Url::parse(url.trim())
-                        .ok()
-                        .filter(|u| matches!(u.scheme(), "http" | "https"))
-                        .ok_or_else(|| {
-                            ConfigError::Invalid(format!(
-                                "PLANBOARD_SEARCH_URL must be an http(s) URL, not '{url}'"
-                            ))
-                        })?,
-                ),
-            },
+            search: search(&var)?,
         })
     }
 
@@ -643,6 +708,112 @@ mod tests {
             missing.to_string().contains("cannot read PLANBOARD_PRICES"),
             "{missing}"
         );
+    }
+
+    #[test]
+    fn search_is_duckduckgo_unless_another_provider_is_chosen_with_its_setting() {
+        use agent::web::SearchProvider;
+        let name = |vars: &[(&str, &str)]| config(vars).unwrap().search.name();
+        assert_eq!(name(&[]), "DuckDuckGo");
+        assert_eq!(name(&[("PLANBOARD_SEARCH", " DuckDuckGo ")]), "DuckDuckGo");
+        assert_eq!(name(&[("PLANBOARD_SEARCH", "off")]), "none");
+        // The URL alone still picks SearXNG, as before there was a choice.
+        let searxng = config(&[("PLANBOARD_SEARCH_URL", "http://10.0.0.5:8080/search")]).unwrap();
+        assert!(
+            matches!(&searxng.search, SearchProvider::SearXng { url } if url.as_str() == "http://10.0.0.5:8080/search"),
+            "{:?}",
+            searxng.search
+        );
+        assert_eq!(
+            name(&[
+                ("PLANBOARD_SEARCH", "searxng"),
+                ("PLANBOARD_SEARCH_URL", "https://search.internal/search"),
+            ]),
+            "SearXNG"
+        );
+        let brave = config(&[
+            ("PLANBOARD_SEARCH", "brave"),
+            ("PLANBOARD_BRAVE_API_KEY", "BSA-brave-secret"),
+        ])
+        .unwrap();
+        assert!(
+            matches!(&brave.search, SearchProvider::Brave { base, .. } if base.as_str() == SearchProvider::BRAVE_URL)
+        );
+        let tavily = config(&[
+            ("PLANBOARD_SEARCH", "tavily"),
+            ("PLANBOARD_TAVILY_API_KEY", "tvly-secret"),
+        ])
+        .unwrap();
+        assert!(
+            matches!(&tavily.search, SearchProvider::Tavily { base, .. } if base.as_str() == SearchProvider::TAVILY_URL)
+        );
+        // Clear errors: a missing key or URL, an unknown provider, a
+        // setting the choice would ignore; no key in any of them.
+        for (vars, says) in [
+            (
+                &[("PLANBOARD_SEARCH", "brave")][..],
+                "needs PLANBOARD_BRAVE_API_KEY",
+            ),
+            (
+                &[("PLANBOARD_SEARCH", "tavily")][..],
+                "needs PLANBOARD_TAVILY_API_KEY",
+            ),
+            (
+                &[("PLANBOARD_SEARCH", "searxng")][..],
+                "needs PLANBOARD_SEARCH_URL",
+            ),
+            (
+                &[("PLANBOARD_SEARCH", "google")][..],
+                "PLANBOARD_SEARCH must be duckduckgo, searxng, brave, tavily or off, not 'google'",
+            ),
+            (
+                &[("PLANBOARD_SEARCH_URL", "searxng.internal/search")][..],
+                "PLANBOARD_SEARCH_URL must be an http(s) URL",
+            ),
+            (
+                &[("PLANBOARD_BRAVE_API_KEY", "BSA-brave-secret")][..],
+                "set PLANBOARD_SEARCH=brave or unset PLANBOARD_BRAVE_API_KEY",
+            ),
+            (
+                &[
+                    ("PLANBOARD_SEARCH", "brave"),
+                    ("PLANBOARD_BRAVE_API_KEY", "BSA-brave-secret"),
+                    ("PLANBOARD_TAVILY_API_KEY", "tvly-secret"),
+                ][..],
+                "PLANBOARD_TAVILY_API_KEY is set, but web_search uses brave",
+            ),
+        ] {
+            let err = config(vars).unwrap_err().to_string();
+            assert!(err.contains(says), "{vars:?}: {err}");
+            assert!(!err.contains("secret"), "{err}");
+        }
+        // Off ignores leftovers: it sends nothing anywhere.
+        assert_eq!(
+            name(&[
+                ("PLANBOARD_SEARCH", "off"),
+                ("PLANBOARD_BRAVE_API_KEY", "BSA-brave-secret"),
+            ]),
+            "none"
+        );
+    }
+
+    #[test]
+    fn debug_output_redacts_the_search_keys_and_the_search_urls_password() {
+        for (provider, key) in [("brave", "BSA-brave-secret"), ("tavily", "tvly-secret")] {
+            let variable = format!("PLANBOARD_{}_API_KEY", provider.to_ascii_uppercase());
+            let c = config(&[("PLANBOARD_SEARCH", provider), (&variable, key)]).unwrap();
+            let shown = format!("{c:?}");
+            assert!(!shown.contains(key), "{shown}");
+            assert!(shown.contains("key: <redacted>"), "{shown}");
+        }
+        let c = config(&[(
+            "PLANBOARD_SEARCH_URL",
+            "https://bot:pa55word@search.internal/search",
+        )])
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("pa55word"), "{shown}");
+        assert!(shown.contains("search.internal"), "{shown}");
     }
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {

@@ -92,6 +92,38 @@ pub(crate) fn activity_row(
     }
 }
 
+/// Images a run wrote, each a thumbnail (at most 480 px wide) that opens
+/// the file at full size: the activity page's files and the answer's.
+/// The files were written by the model's code, so they are only ever
+/// shown in `<img>` (an SVG's scripts never run there) and their names
+/// as text; `test_id` names the gallery, `test_id` without its `s` each
+/// image. At most [`crate::api::IMAGES_SHOWN`] of `images` are shown.
+pub(crate) fn image_gallery(
+    images: Vec<crate::api::FileRow>,
+    test_id: &'static str,
+) -> Option<impl IntoView> {
+    if images.is_empty() {
+        return None;
+    }
+    let each = test_id.trim_end_matches('s');
+    let figures = images
+        .into_iter()
+        .take(crate::api::IMAGES_SHOWN)
+        .map(|f| {
+            let (href, alt, path) = (f.url.clone(), f.path.clone(), f.path.clone());
+            view! {
+                <figure class="image-thumb">
+                    <a href=href target="_blank" rel="noopener">
+                        <img src=f.url alt=alt data-path=path data-testid=each/>
+                    </a>
+                    <figcaption>{f.path}</figcaption>
+                </figure>
+            }
+        })
+        .collect_view();
+    Some(view! { <div class="image-gallery" data-testid=test_id>{figures}</div> })
+}
+
 /// The newest lines of a run's activity, newest first, as HTML for the
 /// board's live activity panel: drawn here with the page's own rows, so
 /// the wasm carries none of it, and model text is escaped like anywhere

@@ -19,6 +19,8 @@ use plan_engine::{Op, PlanId, PlanState};
 use run_model::{DecidedBy, RunState};
 
 use super::activity::activity_html;
+#[cfg(feature = "ssr")]
+use super::activity::image_gallery;
 use crate::api::BoardError;
 #[cfg(feature = "ssr")]
 use crate::api::{answered, backend, viewer, RunPanel};
@@ -250,6 +252,9 @@ fn run_panel_html(
                 <div class="run-answer" data-testid="run-answer">
                     <h2>{lang.pick("Answer", "答案")}</h2>
                     <p>{answer}</p>
+                    // The images the run wrote, those the answer names
+                    // first.
+                    {image_gallery(r.images, "answer-images")}
                 </div>
             })}
         </section>

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{load_activity, Activity};
-use crate::board::activity::activity_row;
+use crate::board::activity::{activity_row, image_gallery};
 use crate::i18n::use_lang;
 
 /// What the run's model calls used and cost: in all and per model, or
@@ -88,8 +88,10 @@ pub fn ActivityPage() -> impl IntoView {
                         };
                         let empty = log.rows.is_empty();
                         // The workspace's files, each a download with its
-                        // start shown, and the whole workspace as a zip.
+                        // start shown, the images among them as
+                        // thumbnails, and the whole workspace as a zip.
                         let files = log.run_id.filter(|_| !log.artifacts.is_empty()).map(|run| {
+                            let images = log.artifacts.iter().filter(|f| f.image).cloned().collect();
                             let links = log.artifacts.iter().map(|f| {
                                 let preview = f.preview.clone().map(|text| view! {
                                     <details class="file-preview">
@@ -99,7 +101,7 @@ pub fn ActivityPage() -> impl IntoView {
                                 });
                                 view! {
                                     <li>
-                                        <a href=format!("/api/runs/{run}/artifacts/{}", f.path) download data-testid="artifact">{f.path.clone()}</a>
+                                        <a href=f.url.clone() download data-testid="artifact">{f.path.clone()}</a>
                                         " "<span class="hint">{format!("{} B", f.bytes)}</span>
                                         {preview}
                                     </li>
@@ -108,6 +110,7 @@ pub fn ActivityPage() -> impl IntoView {
                             view! {
                                 <h2>{lang.pick("Files in the workspace", "工作区中的文件")}</h2>
                                 <p><a href=format!("/api/runs/{run}/workspace.zip") download data-testid="workspace-zip">{lang.pick("Download the whole workspace (zip)", "下载整个工作区（zip）")}</a></p>
+                                {image_gallery(images, "artifact-images")}
                                 <ul class="artifacts">{links}</ul>
                             }
                         });

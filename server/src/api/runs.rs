@@ -6,7 +6,7 @@ use agent::run::{Budget, ModeChoice, RunConfig, RunState};
 use agent::RunId;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use plan_engine::SubtaskId;
@@ -851,8 +851,9 @@ pub async fn workspace_zip(
 #[utoipa::path(get, path = "/api/runs/{id}/artifacts/{path}", tag = "runs",
     params(("id" = uuid::Uuid, Path, description = "run UUID"),
            ("path" = String, Path, description = "the file's path in the run's workspace")),
-    responses((status = 200, description = "the file: text/plain (UTF-8) when it is text, else application/octet-stream",
-        content((String = "text/plain"), (String = "application/octet-stream"))), ReadErrors))]
+    responses((status = 200, description = "the file: a png, jpeg, gif or webp image (by its extension, and only when its bytes start as that format does) with its image type; an svg as image/svg+xml with `Content-Security-Policy: sandbox; default-src 'none'` and `Content-Disposition: attachment` (never an active page of this site); else text/plain (UTF-8) when it is text, application/octet-stream when not",
+        content((String = "text/plain"), (String = "application/octet-stream"), (String = "image/png"),
+            (String = "image/jpeg"), (String = "image/gif"), (String = "image/webp"), (String = "image/svg+xml"))), ReadErrors))]
 pub async fn get_artifact(
     State(state): State<ApiState>,
     RunRef(id): RunRef,
@@ -863,10 +864,29 @@ pub async fn get_artifact(
         RunError::Invalid(m) => ApiError::NotFound(m),
         other => other.into(),
     })?;
-    let content_type = if std::str::from_utf8(&bytes).is_ok() {
-        "text/plain; charset=utf-8"
-    } else {
-        "application/octet-stream"
-    };
-    Ok(([(header::CONTENT_TYPE, content_type)], bytes))
+    // The type from the name's extension (images) or the bytes (text or
+    // not); an SVG never as an active page of this origin.
+    let served = crate::runs::images::served_as(path, &bytes);
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(served.content_type),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Some(policy) = served.policy {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(policy),
+        );
+    }
+    if let Some(disposition) = served
+        .disposition
+        .and_then(|d| HeaderValue::from_str(&d).ok())
+    {
+        headers.insert(header::CONTENT_DISPOSITION, disposition);
+    }
+    Ok((headers, bytes))
 }

@@ -391,6 +391,8 @@ impl BoardBackend for Board {
                 path: a.path,
                 bytes: a.bytes,
                 preview: a.preview,
+                url: a.url,
+                image: a.image,
             })
             .collect();
         let cost = self.runs.cost(run).await.map_err(run_error)?;
@@ -525,6 +527,29 @@ impl BoardBackend for Board {
                 name: p.name,
             })
             .collect();
+        // The images the run wrote, under its answer (none before it
+        // answered). A workspace that cannot be read shows none: the
+        // header still shows the answer.
+        let images = match &view.record.answer {
+            Some(answer) => self
+                .runs
+                .answer_images(view.record.id, answer, &view.record.config.inputs)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(run = %view.record.id, error = %e, "the answer's images could not be listed");
+                    Vec::new()
+                })
+                .into_iter()
+                .map(|f| app::api::FileRow {
+                    url: crate::runs::images::artifact_url(view.record.id, &f.path),
+                    path: f.path,
+                    bytes: f.bytes,
+                    preview: None,
+                    image: true,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         Ok(Some(view).map(|view| {
             let r = view.record;
             let progress = view.progress;
@@ -563,6 +588,7 @@ impl BoardBackend for Board {
                 max_cost: r.config.budget.max_cost,
                 unpriced_calls: r.spent.unpriced_calls,
                 answer: r.answer,
+                images,
                 pending,
             }
         }))

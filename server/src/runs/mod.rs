@@ -25,6 +25,7 @@
 mod again;
 mod delta_relay;
 mod host;
+pub mod images;
 pub mod inputs;
 pub mod local_model;
 mod log_writer;
@@ -301,10 +302,8 @@ impl Runs {
         let host_for_people = host.clone();
         let workspaces = config.workspaces.clone();
         let sandbox = sandbox_of(config);
-        let web = Arc::new(WebTools::new(
-            config.fetch.clone(),
-            config.search_url.clone(),
-        )) as Arc<dyn ToolBox>;
+        let web = Arc::new(WebTools::new(config.fetch.clone(), config.search.clone()))
+            as Arc<dyn ToolBox>;
         // The built-in tools every run gets, built for one workspace.
         let builtin = {
             let (root, sandbox, web) = (workspaces.clone(), sandbox.clone(), web.clone());
@@ -1061,6 +1060,8 @@ impl Runs {
                 .files
                 .into_iter()
                 .map(|f| Artifact {
+                    url: images::artifact_url(id, &f.path),
+                    image: images::shown_as_image(&f.path, f.bytes),
                     path: f.path,
                     bytes: f.bytes,
                     preview: None,
@@ -1183,6 +1184,12 @@ pub struct Artifact {
     /// The start of the file when it is text (for the first
     /// [`PREVIEWED`] files of the listing).
     pub preview: Option<String>,
+    /// Where it is served (`/api/runs/{id}/artifacts/{path}`, its path
+    /// percent-encoded).
+    pub url: String,
+    /// Whether the board shows it as an image: a png, jpeg, gif, webp or
+    /// svg file (by its extension) of at most 10 MiB.
+    pub image: bool,
 }
 
 /// Files of a listing that get a preview.

@@ -10,6 +10,7 @@ mod concurrency;
 mod crash;
 mod fake_openai;
 mod guard;
+mod images;
 mod inputs;
 mod live;
 mod mcp;
