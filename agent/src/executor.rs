@@ -102,6 +102,9 @@ pub fn brief(job: &Job) -> String {
         s.name(),
         s.description()
     ));
+    if let Some(tool) = s.tool() {
+        out.push_str(&format!("Tool to use: {tool}\n"));
+    }
     if !s.expected_outcome().is_empty() {
         out.push_str(&format!("Expected outcome: {}\n", s.expected_outcome()));
     }
@@ -239,11 +242,16 @@ impl ToolRouter {
     }
 }
 
-/// The offered tool the subtask's own words name (its name, description
-/// or expected outcome), if any: the planner is told to name the tool a
-/// subtask needs.
+/// The offered tool the subtask is to use: its `tool` field, else the
+/// first offered tool its own words name (its name, description or
+/// expected outcome; plans written by people or older planners).
 fn named_tool<'a>(job: &Job, specs: &'a [ToolSpec]) -> Option<&'a str> {
     let s = job.plan.subtask(job.subtask)?;
+    if let Some(tool) = s.tool() {
+        if let Some(spec) = specs.iter().find(|spec| spec.name == tool) {
+            return Some(spec.name.as_str());
+        }
+    }
     let text = format!("{} {} {}", s.name(), s.description(), s.expected_outcome());
     specs
         .iter()
@@ -338,9 +346,14 @@ async fn run_tool(
 /// through the host, so people see it while the subtask goes on.
 pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job) -> Outcome {
     let specs = tools.specs();
+    let first = brief(&job);
+    // What the model was given and what its tools printed: the numbers of
+    // its result must be found here (see `grounded`).
+    let mut evidence = vec![first.clone()];
+    let mut grounding_checked = false;
     let mut messages = vec![
         Message::system(system(&specs, job.offered)),
-        Message::user(brief(&job)),
+        Message::user(first),
     ];
     let mut router = ToolRouter::default();
     // The tools this attempt called, and whether the checking turn (a
@@ -376,10 +389,18 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                         )
                     }
                     None => {
-                        return Outcome::Done {
-                            result: result.clone(),
-                            short_of: short_of.clone(),
+                        let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
+                        let missing = crate::grounded::unsupported(result, &sources);
+                        if missing.is_empty() || grounding_checked {
+                            return Outcome::Done {
+                                result: result.clone(),
+                                short_of: short_of.clone(),
+                            };
                         }
+                        // One checking turn: the result states numbers
+                        // nothing printed (a small model's guess).
+                        grounding_checked = true;
+                        ungrounded(&missing, &specs)
                     }
                 }
             }
@@ -443,6 +464,9 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     Ok(out) => (true, out),
                     Err(e) => (false, e.message),
                 };
+                if ok {
+                    evidence.push(text.clone());
+                }
                 caller
                     .log(RunEntry::ToolCall {
                         subtask: job.subtask,
@@ -481,6 +505,28 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         ),
         again: true,
     }
+}
+
+/// What the model reads when its result states numbers that neither its
+/// brief nor a tool's output holds.
+fn ungrounded(missing: &[String], specs: &[ToolSpec]) -> String {
+    let list = missing
+        .iter()
+        .take(5)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let code = specs.iter().any(|s| s.name == "run_python");
+    format!(
+        "Your result states {list}, but no tool output and nothing you were given shows that. \
+         Do not state numbers you did not see. {}",
+        if code {
+            "Call run_python with a program that computes and prints them, then complete with \
+             the values exactly as printed."
+        } else {
+            "Complete with the values exactly as the tools printed them, or fail with the reason."
+        }
+    )
 }
 
 fn action_text(action: &Action) -> String {

@@ -18,6 +18,8 @@
 //!   both protocols (JSON schema and native tool calls).
 //! - [`prompts`]: the words.
 //! - [`classify`], [`planner`], [`executor`]: the three roles.
+//! - [`grounded`]: whether the numbers a model states come from what it
+//!   saw (checked before a subtask completes and an answer is kept).
 //! - [`batch_planner`]: seed 002's planner for a long input, a batch of
 //!   items at a time, whose answer is mended to cover exactly its items.
 //! - [`coordinator`]: [`coordinator::Agent`] drives a run from its stored
@@ -32,13 +34,15 @@
 //!   network, the workspace the only writable place, limits on CPU,
 //!   memory, processes, file size, wall time and output.
 //! - [`web`]: `fetch_url` (private addresses refused, redirects checked
-//!   again) and `web_search` through a configured endpoint.
+//!   again) and `web_search` (DuckDuckGo's keyless page by default;
+//!   SearXNG, Brave or Tavily when configured), through the same guard.
 
 pub mod batch_planner;
 pub mod call;
 pub mod classify;
 pub mod coordinator;
 pub mod executor;
+pub mod grounded;
 pub mod host;
 pub mod llm;
 pub mod mcp;

@@ -41,9 +41,17 @@ pub fn max_subtasks(mode: Mode) -> usize {
 /// The answer's schema for `mode`: its own bounds on the subtasks (so a
 /// grammar-constrained server cannot write more than the mode takes) and
 /// `depends_on` only where dependencies mean something (complex plans).
-pub fn plan_schema(mode: Mode) -> serde_json::Value {
+pub fn plan_schema(mode: Mode, tools: &[crate::protocol::ToolSpec]) -> serde_json::Value {
     let mut schema = crate::protocol::schema_of::<PlanAnswer>();
     let max = max_subtasks(mode);
+    // The tool field names an offered tool or none: a grammar-constrained
+    // server cannot invent one.
+    if let Some(tool) = schema.pointer_mut("/properties/subtasks/items/properties/tool") {
+        let mut names: Vec<serde_json::Value> =
+            tools.iter().map(|t| t.name.clone().into()).collect();
+        names.push("".into());
+        tool["enum"] = names.into();
+    }
     if let Some(subtasks) = schema.pointer_mut("/properties/subtasks") {
         subtasks["maxItems"] = max.into();
         subtasks["minItems"] = 1.into();
@@ -80,9 +88,11 @@ fn system(mode: Mode) -> &'static str {
 }
 
 pub fn subtask_of(p: &Proposed, dependencies: Vec<SubtaskId>) -> NewSubtask {
+    let tool = p.tool.trim();
     NewSubtask {
         name: p.name.trim().to_string(),
         description: p.description.trim().to_string(),
+        tool: (!tool.is_empty()).then(|| tool.to_string()),
         expected_outcome: p.expected_outcome.trim().to_string(),
         dependencies,
         ..NewSubtask::default()
@@ -186,6 +196,149 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
     })
 }
 
+/// Tools whose only work is reading what is there: a step of them before
+/// a code step is part of that code step's work.
+const READING: [&str; 2] = ["read_file", "list_files"];
+/// The tool that runs code.
+const CODE: &str = "run_python";
+
+/// Mends what small models do to plans that the engine cannot see (seen
+/// on Qwen2.5-Coder-1.5B, which plans "list_files, read_file, run_python,
+/// run_python" for one sum over one given file):
+/// - a subtask named after its tool gets a name from its description (a
+///   card saying `run_python` tells a person nothing);
+/// - in a simple plan, or a complex one that is a chain, whose files were
+///   all listed to the planner
+///   (`inputs_listed`), a step that only lists files is dropped: the
+///   planner already knew them;
+/// - in a simple plan, reading steps and code steps right before a code
+///   step become part of it: one program reads, filters and sums, where a
+///   chain of steps passes the data between them as text through the
+///   model and loses it.
+///
+/// Each mend is said in `repairs`.
+pub fn tidy(planned: &mut Planned, mode: Mode, tools: &[&str], inputs_listed: bool) {
+    let mut renamed = 0;
+    for s in &mut planned.subtasks {
+        let named_for_tool = tools.iter().any(|t| s.name.eq_ignore_ascii_case(t))
+            || s.tool
+                .as_deref()
+                .is_some_and(|t| s.name.eq_ignore_ascii_case(t));
+        if named_for_tool && !s.description.trim().is_empty() {
+            if s.tool.is_none() {
+                s.tool = tools
+                    .iter()
+                    .find(|t| s.name.eq_ignore_ascii_case(t))
+                    .map(|t| t.to_string());
+            }
+            s.name = name_from(&s.description);
+            renamed += 1;
+        }
+    }
+    if renamed > 0 {
+        planned.repairs.push(format!(
+            "named {renamed} subtasks named after a tool for what they do"
+        ));
+    }
+    // A complex plan that is a chain all the same (each subtask after the
+    // one before it, or after none) is mended like a simple one.
+    let chain = planned
+        .subtasks
+        .iter()
+        .enumerate()
+        .all(|(i, s)| s.dependencies.is_empty() || s.dependencies == [SubtaskId(i as u32)]);
+    let linear = matches!(mode, Mode::Simple) || (mode == Mode::Complex && chain);
+    if !linear || planned.subtasks.len() < 2 {
+        return;
+    }
+    let before = planned.subtasks.len();
+    if inputs_listed {
+        let listing = |s: &NewSubtask| s.tool.as_deref() == Some("list_files");
+        if !planned.subtasks.iter().all(listing) {
+            planned.subtasks.retain(|s| !listing(s));
+        }
+    }
+    let dropped = before - planned.subtasks.len();
+    if dropped > 0 {
+        planned.repairs.push(format!(
+            "dropped {dropped} steps that only list the files the planner was given"
+        ));
+    }
+    let has_code = tools.contains(&CODE);
+    // Each kept subtask with the descriptions of the steps it took in.
+    let mut merged: Vec<(NewSubtask, Vec<String>)> = Vec::new();
+    let mut absorbed = 0;
+    for s in std::mem::take(&mut planned.subtasks) {
+        let mut steps = vec![s.description.trim().to_string()];
+        if has_code && s.tool.as_deref() == Some(CODE) {
+            while let Some((last, _)) = merged.last() {
+                let t = last.tool.as_deref().unwrap_or("");
+                if t != CODE && !READING.contains(&t) {
+                    break;
+                }
+                let (_, earlier) = merged.pop().unwrap_or_default();
+                absorbed += 1;
+                steps.splice(0..0, earlier);
+            }
+        }
+        merged.push((s, steps));
+    }
+    if absorbed > 0 {
+        planned.repairs.push(format!(
+            "joined {absorbed} reading and code steps into the code step after them"
+        ));
+    }
+    let mut merged: Vec<NewSubtask> = merged
+        .into_iter()
+        .map(|(s, steps)| {
+            if steps.len() == 1 {
+                return s;
+            }
+            let numbered = steps
+                .iter()
+                .enumerate()
+                .map(|(i, d)| format!("{}. {d}", i + 1))
+                .collect::<Vec<_>>()
+                .join(" ");
+            NewSubtask {
+                description: cut_to(&format!("In one program: {numbered}"), 1_000).to_string(),
+                ..s
+            }
+        })
+        .collect();
+    // A simple plan is a chain again.
+    for (i, s) in merged.iter_mut().enumerate() {
+        s.dependencies = if i == 0 {
+            Vec::new()
+        } else {
+            vec![SubtaskId(i as u32)]
+        };
+    }
+    planned.subtasks = merged;
+}
+
+/// A subtask's name from its description: the first sentence, at most 60
+/// characters, cut at a word.
+fn name_from(description: &str) -> String {
+    let text = description.trim();
+    // The first sentence: up to a full stop before a space or the end (not
+    // the one in `sales.csv`), a line break or a semicolon.
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            c == '\n' || c == ';' || (c == '.' && text[i + 1..].starts_with([' ', '\n']))
+        })
+        .map(|(i, _)| i)
+        .unwrap_or(text.len());
+    let first = text[..end].trim_end_matches('.').trim();
+    if first.chars().count() <= 60 {
+        return first.to_string();
+    }
+    let cut = cut_to(first, 57);
+    let at_word = cut.rfind(' ').map(|i| &cut[..i]).unwrap_or(cut);
+    format!("{at_word}…")
+}
+
 /// The engine's verdict on a planned plan, without creating it.
 pub fn check(planned: &Planned, mode: Mode) -> Result<(), Unreadable> {
     let spec = NewPlan {
@@ -233,8 +386,14 @@ pub async fn plan(
     tools: &[crate::protocol::ToolSpec],
     memory: &str,
     revision: Option<Revision<'_>>,
+    given_files: bool,
 ) -> Result<Planned, CallError> {
-    let mut user = format!("Task: {task}\n{}", prompts::LANGUAGE);
+    let files = if given_files {
+        prompts::PLAN_FILES
+    } else {
+        prompts::PLAN_NO_FILES
+    };
+    let mut user = format!("Task: {task}\n{files}\n{}", prompts::LANGUAGE);
     if !memory.is_empty() {
         user.push_str("\n\n");
         user.push_str(memory);
@@ -261,7 +420,7 @@ pub async fn plan(
             .json_with(
                 CallRole::Planner,
                 "plan",
-                plan_schema(mode),
+                plan_schema(mode, tools),
                 messages.clone(),
                 1500,
                 None,
@@ -300,6 +459,7 @@ mod tests {
             description: format!("do {name}"),
             expected_outcome: String::new(),
             name: name.into(),
+            tool: String::new(),
         }
     }
 
@@ -382,6 +542,110 @@ mod tests {
         }
     }
 
+    fn step(name: &str, tool: &str, description: &str) -> NewSubtask {
+        NewSubtask {
+            name: name.into(),
+            description: description.into(),
+            tool: (!tool.is_empty()).then(|| tool.to_string()),
+            ..NewSubtask::default()
+        }
+    }
+
+    const TOOLS: [&str; 4] = ["list_files", "read_file", "run_python", "fetch_url"];
+
+    #[test]
+    fn a_simple_plan_of_listing_reading_and_code_steps_becomes_one_named_code_step() {
+        // Qwen2.5-Coder-1.5B's plan for one sum over one given CSV.
+        let mut planned = Planned {
+            title: "Sum".into(),
+            subtasks: vec![
+                step("list_files", "", "List the files in the workspace."),
+                step("read_file", "read_file", "Read the sales.csv file."),
+                step(
+                    "run_python",
+                    "run_python",
+                    "Filter the rows of north in March.",
+                ),
+                step("run_python", "run_python", "Sum the revenue column."),
+            ],
+            repairs: Vec::new(),
+        };
+        tidy(&mut planned, Mode::Simple, &TOOLS, true);
+        assert_eq!(planned.subtasks.len(), 1, "{:#?}", planned.subtasks);
+        let s = &planned.subtasks[0];
+        assert_eq!(s.tool.as_deref(), Some("run_python"));
+        assert_eq!(s.name, "Sum the revenue column");
+        assert_eq!(
+            s.description,
+            "In one program: 1. Read the sales.csv file. 2. Filter the rows of north in March. \
+             3. Sum the revenue column."
+        );
+        assert!(s.dependencies.is_empty());
+        assert_eq!(planned.repairs.len(), 3, "{:?}", planned.repairs);
+    }
+
+    #[test]
+    fn steps_that_are_not_reading_or_code_stay_and_the_chain_is_rebuilt() {
+        let mut planned = Planned {
+            title: "t".into(),
+            subtasks: vec![
+                step("Fetch the page", "fetch_url", "Fetch it."),
+                step("Count the words", "run_python", "Count."),
+                step("Write the summary", "", "Write."),
+            ],
+            repairs: Vec::new(),
+        };
+        let before = planned.subtasks.clone();
+        tidy(&mut planned, Mode::Simple, &TOOLS, true);
+        assert_eq!(planned.subtasks.len(), 3);
+        assert_eq!(planned.subtasks[0].name, before[0].name);
+        assert_eq!(planned.subtasks[2].dependencies, vec![SubtaskId(2)]);
+        assert!(planned.repairs.is_empty());
+    }
+
+    #[test]
+    fn listing_steps_stay_when_the_planner_was_not_given_every_file_and_complex_graphs_keep_their_shape(
+    ) {
+        let plan = || Planned {
+            title: "t".into(),
+            subtasks: vec![
+                step("See the files", "list_files", "List them."),
+                step("Summarise", "", "Write it."),
+            ],
+            repairs: Vec::new(),
+        };
+        let mut unlisted = plan();
+        tidy(&mut unlisted, Mode::Simple, &TOOLS, false);
+        assert_eq!(unlisted.subtasks.len(), 2);
+        let mut complex = Planned {
+            subtasks: vec![
+                step("read_file", "read_file", "Read a.csv."),
+                step("read_file", "read_file", "Read b.csv."),
+                NewSubtask {
+                    dependencies: vec![SubtaskId(1), SubtaskId(2)],
+                    ..step("run_python", "run_python", "Sum both.")
+                },
+            ],
+            ..plan()
+        };
+        tidy(&mut complex, Mode::Complex, &TOOLS, true);
+        assert_eq!(complex.subtasks.len(), 3, "a graph is only renamed");
+        assert_eq!(complex.subtasks[0].name, "Read a.csv");
+        let mut chained = Planned {
+            subtasks: vec![
+                step("read_file", "read_file", "Read a.csv."),
+                step("run_python", "run_python", "Sum it.").after(&[1]),
+            ],
+            ..plan()
+        };
+        tidy(&mut chained, Mode::Complex, &TOOLS, true);
+        assert_eq!(
+            chained.subtasks.len(),
+            1,
+            "a chain is mended like a simple plan"
+        );
+    }
+
     #[test]
     fn an_answer_with_no_usable_subtask_is_refused() {
         let answer = PlanAnswer {
@@ -395,7 +659,7 @@ mod tests {
     #[test]
     fn each_modes_schema_states_its_own_bounds() {
         for (mode, max) in [(Mode::Simple, 7), (Mode::Complex, 100), (Mode::Emergent, 3)] {
-            let schema = plan_schema(mode);
+            let schema = plan_schema(mode, &[]);
             assert_eq!(
                 schema["properties"]["subtasks"]["maxItems"], max,
                 "{mode:?}"

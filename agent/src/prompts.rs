@@ -19,12 +19,13 @@ Examples (not from your tasks):
 - \"调查一下为什么夜间任务经常超时\" → emergent
 confidence is 0..1. reason is one short sentence.";
 
-pub const SIMPLE_PLANNER: &str = "You plan a simple task as a short linear list of 1 to 7 subtasks, done one after another.
-Each subtask: a short name (imperative), a description of what to do, the expected outcome. No depends_on.
+pub const SIMPLE_PLANNER: &str = "You plan a simple task as a short linear list of 1 to 7 subtasks, done one after another. Plan as few as the task needs: when one program can answer it (a count, a sum, a lookup, a conversion), plan exactly one subtask.
+Each subtask: a name saying what it achieves (\"Convert the prices to euros\", not \"run_python\"), a description of what to do, the expected outcome, and the tool it uses (empty if none). No depends_on.
+Plan nothing the task does not ask for (no file to write unless it asks for one).
 Answer with JSON.";
 
 pub const COMPLEX_PLANNER: &str = "You plan a task as a dependency graph of 2 to 20 subtasks.
-Each subtask: a short name, a description, the expected outcome, and depends_on: the 1-based positions of the subtasks it needs first.
+Each subtask: a name saying what it achieves (not a tool's name), a description, the expected outcome, the tool it uses (empty if none), and depends_on: the 1-based positions of the subtasks it needs first.
 Subtasks that do not need each other must not depend on each other, so they run in parallel. No cycles.
 Answer with JSON.";
 
@@ -40,7 +41,15 @@ Answer with JSON.";
 
 /// The planner learns which tools the executor has, so it can say which a
 /// subtask needs (the executor is then held to it).
-pub const PLAN_TOOLS: &str = "The executor of each subtask can use these tools. When a subtask needs one (a computation, a file, a web page), write the tool's name in that subtask's description, e.g. \"with run_python, compute …\".";
+pub const PLAN_TOOLS: &str = "The executor of each subtask can use these tools. A subtask that computes, counts or reads data uses run_python when it is offered; give the tool in the subtask's tool field.";
+
+/// After the task, when the person gave files (their names and first
+/// lines are in the task).
+pub const PLAN_FILES: &str = "The files above and their first lines are already known: plan no step to list, open or look at them.";
+
+/// After the task, when the workspace starts empty (Qwen2.5-1.5B planned
+/// "list the files, read sales.csv" for a task that gave none).
+pub const PLAN_NO_FILES: &str = "No files were given: the workspace starts empty. Plan no step to list or read files the task does not name.";
 
 pub const UPDATE: &str = "You keep the TODO list of an exploratory task up to date after a TODO finished.
 needs_update is true only if the result revealed work not yet on the list. new_todos: at most 3, each with a short name and description; depends_on holds 1-based positions of existing TODOs.
@@ -55,7 +64,7 @@ pub const EXECUTOR: &str = "You carry out one subtask of a plan, one action per 
 - complete: the subtask is done; result holds what it produced (the facts, numbers, text), not a promise. If it falls short of the expected outcome, short_of says what is missing.
 - fail: it cannot be done; reason says why.
 - a tool name: call that tool with its arguments; you will see its result.
-Do only this subtask. Use the results of earlier subtasks given below.";
+Do only this subtask. Use the results of earlier subtasks given below. Never work out numbers in your head: compute them with a tool and state them exactly as it printed them.";
 
 pub const EXECUTOR_ASK: &str =
     "- ask: only a person can answer something you need; ask one clear question.";
@@ -74,7 +83,7 @@ pub const RECOVER: &str = "A subtask of a plan failed every attempt; the reasons
 - give_up: only a person can help (missing access, a decision, a wrong task); reason says what they must do.
 reason is one short sentence. Answer with JSON.";
 
-pub const COMPILER: &str = "You write the final answer to the task from the results of its subtasks. Be direct and complete; do not mention subtasks, plans or tools. At most 400 words.";
+pub const COMPILER: &str = "You write the final answer for the person who asked the task, from the results below. Begin with the result itself (the number, the name, the file written) in one sentence; then, briefly, how it was found. Use only numbers that appear in the results; do not mention subtasks, plans or tool names. At most 200 words.";
 
 pub const REVISE: &str =
     "A person rejected the plan below with a comment. Make a new plan that follows the comment.";

@@ -51,6 +51,10 @@ pub struct Proposed {
     pub expected_outcome: String,
     #[schemars(length(min = 1, max = 80))]
     pub name: String,
+    /// The work tool the subtask uses, by name; empty for none.
+    #[serde(default)]
+    #[schemars(length(max = 100))]
+    pub tool: String,
 }
 
 /// A plan as a planner proposes it.
@@ -419,6 +423,26 @@ pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, Unreadable> {
     serde_json::from_value(value).map_err(|e| Unreadable::Schema(e.to_string()))
 }
 
+/// Whether a `short_of` says nothing is missing: small models fill the
+/// field they must write with "nothing", "none" or "N/A" (Qwen2.5-1.5B
+/// did on every complete), which is no gap to adapt for or to show.
+fn says_nothing(short_of: &str) -> bool {
+    let text = short_of.trim().trim_end_matches('.').to_ascii_lowercase();
+    matches!(
+        text.as_str(),
+        "" | "nothing"
+            | "none"
+            | "n/a"
+            | "na"
+            | "-"
+            | "null"
+            | "no"
+            | "nothing is missing"
+            | "nothing missing"
+            | "not applicable"
+    )
+}
+
 /// Reads the executor's action from a json-schema reply or a tool call.
 pub fn parse_action(
     content: &str,
@@ -471,7 +495,7 @@ pub fn parse_action(
     Ok(match fixed {
         FixedAction::Complete { result, short_of } => Action::Complete {
             result,
-            short_of: Some(short_of.trim().to_string()).filter(|s| !s.is_empty()),
+            short_of: Some(short_of.trim().to_string()).filter(|s| !says_nothing(s)),
         },
         FixedAction::Fail { reason } => Action::Fail { reason },
         FixedAction::Ask { question } => Action::Ask { question },
@@ -522,6 +546,27 @@ mod tests {
             plan["properties"]["subtasks"]["items"]["properties"]["name"]["maxLength"],
             80
         );
+    }
+
+    #[test]
+    fn a_short_of_that_says_nothing_is_missing_is_no_gap() {
+        for nothing in ["nothing", "None.", "N/A", " ", "Nothing is missing"] {
+            let text = json!({"action": "complete", "result": "42", "short_of": nothing});
+            let a = parse_action(&text.to_string(), &[], &[]).unwrap();
+            assert_eq!(
+                a,
+                Action::Complete {
+                    result: "42".into(),
+                    short_of: None,
+                },
+                "{nothing:?}"
+            );
+        }
+        let gap = json!({"action": "complete", "result": "42", "short_of": "the March rows"});
+        assert!(matches!(
+            parse_action(&gap.to_string(), &[], &[]).unwrap(),
+            Action::Complete { short_of: Some(s), .. } if s == "the March rows"
+        ));
     }
 
     #[test]

@@ -504,22 +504,41 @@ impl Driver {
             }
             results.push_str(&line);
         }
-        let messages = vec![
+        let given = format!(
+            "Task: {}\n\nResults:\n{results}\n{}",
+            self.run.config.task_for_model(),
+            prompts::LANGUAGE
+        );
+        let mut messages = vec![
             Message::system(prompts::COMPILER),
-            Message::user(format!(
-                "Task: {}\n\nResults:\n{results}\n{}",
-                self.run.config.task,
-                prompts::LANGUAGE
-            )),
+            Message::user(given.clone()),
         ];
-        match self
-            .caller
-            .text(CallRole::Compiler, messages, 900, None)
-            .await
-        {
-            Ok(answer) if !answer.is_empty() => answer,
-            Ok(_) | Err(_) => results.trim().to_string(),
+        // The answer may state only numbers the task or the results hold;
+        // one more try when it states others, then the results themselves.
+        for last in [false, true] {
+            let answer = match self
+                .caller
+                .text(CallRole::Compiler, messages.clone(), 900, None)
+                .await
+            {
+                Ok(answer) if !answer.is_empty() => answer,
+                Ok(_) | Err(_) => return results.trim().to_string(),
+            };
+            let missing = crate::grounded::unsupported(&answer, &[&given]);
+            if missing.is_empty() {
+                return answer;
+            }
+            if last {
+                break;
+            }
+            messages.push(Message::assistant(answer));
+            messages.push(Message::user(format!(
+                "Your answer states {}, which the results do not show. Write the answer again, \
+                 the result first, with only the numbers the results give.",
+                missing.join(", ")
+            )));
         }
+        results.trim().to_string()
     }
 }
 

@@ -125,9 +125,25 @@ impl Driver {
         if let Some(template) = &self.run.config.template {
             memory = format!("{}\n{memory}", template.prompt_section());
         }
-        let planned = planner::plan(&self.caller, mode, &task, &tools, &memory, revision)
-            .await
-            .map_err(RunFailure::Planning)?;
+        let inputs = &self.run.config.inputs;
+        let mut planned = planner::plan(
+            &self.caller,
+            mode,
+            &task,
+            &tools,
+            &memory,
+            revision,
+            !inputs.is_empty(),
+        )
+        .await
+        .map_err(RunFailure::Planning)?;
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        planner::tidy(
+            &mut planned,
+            mode,
+            &names,
+            !inputs.is_empty() && inputs.len() <= run_model::config::INPUTS_LISTED,
+        );
         if !planned.repairs.is_empty() {
             self.caller
                 .log(RunEntry::PlanRepaired {

@@ -6,6 +6,7 @@
 mod batches;
 mod convergence;
 mod failure;
+mod grounding;
 mod guards;
 mod memory;
 mod people;

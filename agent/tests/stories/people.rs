@@ -404,7 +404,8 @@ async fn reaching_the_money_budget_pauses_the_run_and_raising_it_lets_it_finish(
     let run = world.wait_run(|r| r.state == RunState::Paused).await;
     let reason = run.reason.clone().unwrap();
     assert!(
-        reason.starts_with("budget reached: the run cost $0.0005"),
+        reason.starts_with("budget reached: the run cost $0.000")
+            && reason.ends_with("(budget $0.0005)"),
         "{reason}"
     );
     assert!(run.spent.cost >= run_model::Usd::from_dollars(0.0005).unwrap());

@@ -1,0 +1,133 @@
+//! Numbers come from what the model saw: a subtask's result that states a
+//! number no tool printed is sent back once, and so is a final answer that
+//! states one the results do not hold (small models answer data questions
+//! from their own head).
+
+use std::sync::Arc;
+
+use crate::support::*;
+use agent::llm::{CallRole, Reply};
+use agent::tools::{FileTools, ToolBox, Toolset};
+use agent::{ModeChoice, RunState};
+use serde_json::json;
+
+/// A world whose agent reads files in `dir`.
+fn reading_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
+    let root = dir.to_path_buf();
+    World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            Toolset::new(vec![files])
+        })
+    })
+}
+
+fn simple(task: &str) -> agent::RunConfig {
+    let mut c = config(task);
+    c.mode = ModeChoice::Simple;
+    c
+}
+
+#[tokio::test]
+async fn a_result_stating_a_number_no_tool_printed_is_sent_back_once_and_the_printed_one_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("totals.txt"), "north 1526\neast 2210\n").unwrap();
+    let llm = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "totals.txt"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "North sold 1800."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "North sold 1,526."}),
+        );
+    let world = reading_world(llm, dir.path());
+    let run = world.run(simple("How much did north sell?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    assert_eq!(plan.subtasks()[0].outcome(), Some("North sold 1,526."));
+    let requests = world.llm.requests();
+    let checked = requests
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .any(|m| m.content.contains("Your result states 1800"));
+    assert!(checked, "the model was told which number nothing printed");
+}
+
+#[tokio::test]
+async fn a_result_sent_back_once_is_kept_the_second_time_so_the_subtask_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "About 1800."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "About 1800, I am sure."}),
+        );
+    let world = reading_world(llm, dir.path());
+    let run = world.run(simple("Guess a number")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("About 1800, I am sure.")
+    );
+    assert_eq!(world.llm.calls(CallRole::Executor), 2);
+}
+
+#[tokio::test]
+async fn an_answer_stating_a_number_the_results_lack_is_written_again_and_else_the_results_stand() {
+    // The executor's result holds 1229 (said twice: a number no tool
+    // printed is questioned once); the answer's 1300 is in no result.
+    let llm = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The count is 1229."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The count is 1229."}),
+        )
+        .push(
+            CallRole::Compiler,
+            Reply::Text("There are 1300 of them.".into()),
+        )
+        .push(
+            CallRole::Compiler,
+            Reply::Text("There are 1229 primes below the bound.".into()),
+        );
+    let world = World::new(llm);
+    let run = world.run(simple("Count the primes")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        run.answer.as_deref(),
+        Some("There are 1229 primes below the bound.")
+    );
+
+    let stubborn = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The count is 1229."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The count is 1229."}),
+        )
+        .push(CallRole::Compiler, Reply::Text("There are 1300.".into()))
+        .push(CallRole::Compiler, Reply::Text("Still 1300.".into()));
+    let world = World::new(stubborn);
+    let run = world.run(simple("Count the primes")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let answer = run.answer.unwrap_or_default();
+    assert!(
+        answer.contains("1229") && !answer.contains("1300"),
+        "the results stand: {answer}"
+    );
+    assert_eq!(world.llm.calls(CallRole::Compiler), 2);
+}
