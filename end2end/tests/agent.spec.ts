@@ -119,6 +119,11 @@ test("a run paused by its budget says which budget on the board, and a person ra
   await page.goto(`/plans/${run.plan_id}`);
   await expect(page.getByTestId("run-state")).toHaveText("paused", { timeout: 15_000 });
   await expect(page.getByTestId("budget-reached")).toContainText("LLM calls (budget 2)");
+  // The header tells the reason once, and offers no plain Resume (it
+  // would pause again at once): only "Raise and resume".
+  expect((await page.getByTestId("run-header").innerText()).split("(budget 2)")).toHaveLength(2);
+  await expect(page.getByTestId("run-resume")).toHaveCount(0);
+  await expect(page.getByTestId("raise-budget")).toBeVisible();
   // The suggestion doubles what was reached.
   await expect(page.getByTestId("budget-calls")).toHaveValue("4");
   await shot(page, "agent-5c-budget-reached");
@@ -136,6 +141,11 @@ test("a person hands a plan made by hand to the agent, approves it and sees it w
   const plan = (await made.json()).plan;
   await page.goto(`/plans/${plan.id}`);
   await expect(page.getByTestId("connection")).toHaveText("live");
+  // The offer sits above the board, where a person looks first.
+  await expect(page.getByTestId("agent-work-start")).toBeInViewport();
+  const offer = (await page.getByTestId("agent-work").boundingBox())!;
+  const board = (await page.getByTestId("board").boundingBox())!;
+  expect(offer.y + offer.height).toBeLessThanOrEqual(board.y);
   await shot(page, "agent-5d-hand-made-plan");
   await page.getByTestId("agent-work-start").click();
   await page.waitForURL((url) => url.pathname === `/plans/${plan.id}`);

@@ -178,6 +178,41 @@ test("a subtask's tool shows as a chip on its card and is edited in its details"
   await expect(page.getByTestId("tool-2")).toHaveText("run_python");
 });
 
+test("a person adds a subtask with its description, expected outcome and tool after #1, and a refusal writes nothing", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Add in place"), [{ name: "fetch the data" }, { name: "write the report", dependencies: [1] }]);
+  await openBoard(page, id);
+  await page.getByTestId("add-name").fill("clean the data");
+  await page.getByTestId("add-description").fill("Drop the rows without a date");
+  await page.getByTestId("add-outcome").fill("a table with only dated rows");
+  await page.getByTestId("add-deps").fill("1");
+  await page.getByTestId("add-position").selectOption({ label: "After #1 fetch the data" });
+  // A tool that is not one word: the engine's refusal is the form's
+  // error, nothing is written and what was typed stays.
+  await page.getByTestId("add-tool").fill("run python");
+  await page.getByTestId("add-submit").click();
+  await expect(page.getByTestId("add-error")).toContainText("tool");
+  await expect(page.getByTestId("card-3")).toHaveCount(0);
+  expect((await (await request.get(`/api/plans/${id}`)).json()).plan.subtasks).toHaveLength(2);
+  await expect(page.getByTestId("add-description")).toHaveValue("Drop the rows without a date");
+  await expect(page.getByTestId("add-position")).toHaveValue("after:1");
+  await page.getByTestId("add-tool").fill("run_python");
+  await page.getByTestId("add-submit").click();
+  await expect(page.getByTestId("tool-3")).toHaveText("run_python");
+  await expect(page.getByTestId("add-error")).toHaveCount(0);
+  await expect(page.getByTestId("add-name")).toHaveValue("");
+  await shot(page, "board-add-subtask-in-place");
+  const plan = (await (await request.get(`/api/plans/${id}`)).json()).plan;
+  expect(plan.subtasks.map((s: { id: number }) => s.id)).toEqual([1, 3, 2]);
+  const added = plan.subtasks[1];
+  expect(added).toMatchObject({
+    name: "clean the data",
+    description: "Drop the rows without a date",
+    expected_outcome: "a table with only dated rows",
+    tool: "run_python",
+    dependencies: [1],
+  });
+});
+
 test("comments on the plan and on a subtask appear live for another viewer", async ({ browser, request }) => {
   const id = await createPlan(request, unique("Discuss"), [{ name: "a" }]);
   const alice = await (await browser.newContext()).newPage();

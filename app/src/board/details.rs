@@ -206,11 +206,30 @@ fn Selected(board: Board, id: SubtaskId) -> impl IntoView {
     .into_any()
 }
 
+/// Where the add form puts the new subtask: "end", "start" or "after:n".
+fn position_of(value: &str) -> Position {
+    match value.split_once(':') {
+        Some(("after", n)) => n
+            .parse()
+            .map_or(Position::End, |n| Position::After(SubtaskId(n))),
+        _ if value == "start" => Position::Index(0),
+        _ => Position::End,
+    }
+}
+
+/// Adds a subtask with all a person gives it (name, description, expected
+/// outcome, tool, dependencies) where they put it, in one change: the
+/// engine checks it all and a refusal is the form's error, with nothing
+/// written and what was typed kept.
 #[component]
 fn AddSubtask(board: Board) -> impl IntoView {
     let lang = board.lang;
     let name = RwSignal::new(String::new());
+    let description = RwSignal::new(String::new());
+    let outcome = RwSignal::new(String::new());
+    let tool = RwSignal::new(String::new());
     let deps = RwSignal::new(String::new());
+    let position = RwSignal::new("end".to_string());
     let error = RwSignal::new(None::<String>);
     let add = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -218,37 +237,70 @@ fn AddSubtask(board: Board) -> impl IntoView {
             Ok(d) => d,
             Err(e) => return error.set(Some(e)),
         };
+        let typed_tool = tool.get_untracked();
         let subtask = NewSubtask {
+            description: description.get_untracked(),
+            expected_outcome: outcome.get_untracked(),
+            tool: (!typed_tool.trim().is_empty()).then_some(typed_tool),
             dependencies,
             ..NewSubtask::named(name.get_untracked())
         };
         let op = Op::AddSubtask {
             subtask,
-            position: Position::End,
+            position: position_of(&position.get_untracked()),
             rewire_after: None,
             required_by: Vec::new(),
         };
         leptos::task::spawn_local(async move {
             match board.send(op, false).await {
                 Ok(_) => {
-                    name.set(String::new());
-                    deps.set(String::new());
+                    for typed in [name, description, outcome, tool, deps] {
+                        typed.set(String::new());
+                    }
+                    position.set("end".into());
                     error.set(None);
                 }
                 Err(e) => error.set(Some(explain(&e, lang))),
             }
         });
     };
+    // "After #n name" for each subtask, in the plan's order.
+    let places = move || {
+        board.plan.with(|p| {
+            p.subtasks()
+                .iter()
+                .map(|s| (s.id().0, s.name().to_string()))
+                .collect::<Vec<_>>()
+        })
+    };
+    let text = move |label: &'static str, value: RwSignal<String>, key: &'static str| {
+        view! {
+            <label class="field">
+                {label}
+                <input prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev)) data-testid=format!("add-{key}")/>
+            </label>
+        }
+    };
     view! {
         <form class="add" on:submit=add aria-label=lang.pick("Add a subtask", "添加子任务")>
             <h2>{lang.pick("Add a subtask", "添加子任务")}</h2>
+            {text(lang.pick("Name", "名称"), name, "name")}
             <label class="field">
-                {lang.pick("Name", "名称")}
-                <input prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) data-testid="add-name"/>
+                {lang.pick("Description (optional)", "描述（可选）")}
+                <textarea prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev)) data-testid="add-description"></textarea>
             </label>
+            {text(lang.pick("Expected outcome (optional)", "预期结果（可选）"), outcome, "outcome")}
+            {text(lang.pick("Tool (optional, e.g. run_python)", "工具（可选，如 run_python）"), tool, "tool")}
+            {text(lang.pick("Depends on (numbers, optional)", "依赖（编号，可选）"), deps, "deps")}
             <label class="field">
-                {lang.pick("Depends on (numbers, optional)", "依赖（编号，可选）")}
-                <input prop:value=move || deps.get() on:input=move |ev| deps.set(event_target_value(&ev)) data-testid="add-deps"/>
+                {lang.pick("Place", "位置")}
+                <select prop:value=move || position.get() on:change=move |ev| position.set(event_target_value(&ev)) data-testid="add-position">
+                    <option value="end">{lang.pick("At the end", "放在最后")}</option>
+                    <option value="start">{lang.pick("At the start", "放在最前")}</option>
+                    <For each=places key=|place| place.clone() let((id, name))>
+                        <option value=format!("after:{id}")>{lang.pick(format!("After #{id} {name}"), format!("放在 #{id} {name} 之后"))}</option>
+                    </For>
+                </select>
             </label>
             <button type="submit" data-testid="add-submit">{lang.pick("Add", "添加")}</button>
             <Show when=move || error.get().is_some()>
@@ -269,6 +321,14 @@ mod tests {
             Ok(vec![SubtaskId(1), SubtaskId(2), SubtaskId(3)])
         );
         assert_eq!(parse_ids("  ", Lang::En), Ok(vec![]));
+    }
+
+    #[test]
+    fn the_add_forms_place_reads_as_the_engines_position() {
+        assert_eq!(position_of("end"), Position::End);
+        assert_eq!(position_of("start"), Position::Index(0));
+        assert_eq!(position_of("after:3"), Position::After(SubtaskId(3)));
+        assert_eq!(position_of("after:x"), Position::End);
     }
 
     #[test]

@@ -170,7 +170,9 @@ fn run_panel_html(
     });
     // A run its budget paused: which budget, and new limits to resume
     // with in one step (a plain form; the suggested values double what
-    // was reached). Resume alone would pause again at once.
+    // was reached). Resume alone would pause again at once, so a budget
+    // pause offers no plain Resume.
+    let budget_paused = paused && r.budget_reached.is_some();
     let raise = r
         .budget_reached
         .clone()
@@ -210,6 +212,9 @@ fn run_panel_html(
                 </form>
             }
         });
+    // The budget form's heading says why its budget paused the run: the
+    // reason is told once.
+    let reason = r.reason.filter(|_| raise.is_none());
     view! {
         <section class="run-header" data-testid="run-header">
             <div class="run-row">
@@ -232,7 +237,7 @@ fn run_panel_html(
                 <span class="run-actions">
                     {replan}
                     {running.then(|| view! { <button data-op="pause" data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
-                    {(live && paused).then(|| view! { <button data-op="resume" data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
+                    {(live && paused && !budget_paused).then(|| view! { <button data-op="resume" data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
                     {live.then(|| view! { <button class="danger" data-op="cancel" data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
                 </span>
             </div>
@@ -241,7 +246,7 @@ fn run_panel_html(
             </div>
             {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
-            {r.reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
+            {reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
             {raise}
             {questions
                 .into_iter()
@@ -452,5 +457,58 @@ mod tests {
         assert_eq!(clock(65), "1:05");
         assert_eq!(clock(1800), "30:00");
         assert_eq!(clock(3725), "1:02:05");
+    }
+
+    #[cfg(feature = "ssr")]
+    fn paused_panel(reason: &str, budget_reached: Option<&str>) -> crate::api::RunPanel {
+        crate::api::RunPanel {
+            run_id: uuid::Uuid::nil(),
+            state: run_model::RunState::Paused,
+            reason: Some(reason.into()),
+            mode: None,
+            mode_reason: None,
+            decided_by: None,
+            llm_calls: 2,
+            max_llm_calls: 2,
+            tokens: 300,
+            max_tokens: 50_000,
+            budget_reached: budget_reached.map(str::to_string),
+            cost: Default::default(),
+            max_cost: None,
+            unpriced_calls: 0,
+            answer: None,
+            images: Vec::new(),
+            percent: 0,
+            wall_secs: 5,
+            max_wall_secs: 1800,
+            eta_secs: None,
+            pending: Vec::new(),
+            batches: None,
+        }
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn a_budget_pause_says_why_once_and_offers_only_raise_and_resume() {
+        use plan_engine::Lang;
+        let why = "the run made 2 LLM calls (budget 2)";
+        let id = uuid::Uuid::nil();
+        let panel = paused_panel(&format!("budget reached: {why}"), Some(why));
+        let html = super::run_panel_html(id, panel, Vec::new(), true, Lang::En);
+        assert_eq!(html.matches("(budget 2)").count(), 1, "{html}");
+        assert!(html.contains("data-testid=\"raise-budget\""), "{html}");
+        assert!(!html.contains("data-testid=\"run-resume\""), "{html}");
+        // One who may only look is told the reason once, and offered no
+        // Resume either.
+        let panel = paused_panel(&format!("budget reached: {why}"), Some(why));
+        let html = super::run_panel_html(id, panel, Vec::new(), false, Lang::En);
+        assert_eq!(html.matches("(budget 2)").count(), 1, "{html}");
+        assert!(!html.contains("data-testid=\"run-resume\""), "{html}");
+        // A person's pause keeps its reason and its Resume.
+        let panel = paused_panel("a person paused the plan", None);
+        let html = super::run_panel_html(id, panel, Vec::new(), true, Lang::En);
+        assert!(html.contains("a person paused the plan"), "{html}");
+        assert!(html.contains("data-testid=\"run-resume\""), "{html}");
+        assert!(!html.contains("data-testid=\"raise-budget\""), "{html}");
     }
 }
