@@ -561,6 +561,15 @@ pub enum BoardError {
     Forbidden(String),
     #[error("{0}")]
     Unavailable(String),
+    /// Refused or failed as the server's one mapping of errors (the API's)
+    /// decided: its HTTP status, its machine code and its sentence, the
+    /// same as the API answers for the same error.
+    #[error("{message}")]
+    Server {
+        status: u16,
+        code: String,
+        message: String,
+    },
     /// The call never completed: the network, or the server function layer
     /// itself (what `ServerFnError` would have carried). Nothing was done.
     #[error("the server did not answer ({0}); nothing was changed")]
@@ -632,7 +641,7 @@ pub trait BoardBackend: Send + Sync {
 #[cfg(feature = "ssr")]
 impl BoardError {
     /// The one status of each kind, for server functions and the plain
-    /// forms alike.
+    /// forms alike; [`BoardError::Server`] carries the API's status.
     pub fn status(&self) -> axum::http::StatusCode {
         use axum::http::StatusCode;
         match self {
@@ -640,6 +649,9 @@ impl BoardError {
             BoardError::Stale { .. } => StatusCode::CONFLICT,
             BoardError::NotFound(_) => StatusCode::NOT_FOUND,
             BoardError::Forbidden(_) => StatusCode::FORBIDDEN,
+            BoardError::Server { status, .. } => {
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            }
             BoardError::Unavailable(_) | BoardError::Unreachable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }

@@ -11,7 +11,18 @@ use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::api::error::ApiError;
+/// Why a caller may not do what it asked. The API's one mapping of errors
+/// (`api::error`, a layer above this one) gives it its status and body.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// Nobody: no token, an unknown one, an expired session (401).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Someone without the right: their role, or a change carried by the
+    /// session cookie from another site (403).
+    #[error("{0}")]
+    Forbidden(String),
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
@@ -265,11 +276,11 @@ impl Identity {
         }
     }
 
-    pub fn require(&self, role: Role) -> Result<(), ApiError> {
+    pub fn require(&self, role: Role) -> Result<(), AuthError> {
         if self.role >= role {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!(
+            Err(AuthError::Forbidden(format!(
                 "'{}' is a {} and this needs the {} role",
                 self.name,
                 self.role.as_str(),
@@ -375,14 +386,14 @@ pub async fn identify(
 ) -> Response {
     let (identity, proof) = match identity_of(&access, request.headers()) {
         Ok(found) => found,
-        Err(why) => return ApiError::Unauthorized(why.into()).into_response(),
+        Err(why) => return AuthError::Unauthorized(why.into()).into_response(),
     };
     if !is_reading(request.method()) {
         if let Err(e) = identity.require(Role::Operator) {
             return e.into_response();
         }
         if proof == Proof::Cookie && !same_origin(request.headers()) {
-            return ApiError::Forbidden(
+            return AuthError::Forbidden(
                 "a change sent with the session cookie must come from a planboard page".into(),
             )
             .into_response();
@@ -421,10 +432,10 @@ pub async fn identify_viewer(
         Err(_) if is_reading(request.method()) && !path.starts_with("/_board/") => {
             return axum::response::Redirect::to("/login").into_response();
         }
-        Err(why) => return ApiError::Unauthorized(why.into()).into_response(),
+        Err(why) => return AuthError::Unauthorized(why.into()).into_response(),
     };
     if !is_reading(request.method()) && proof == Proof::Cookie && !same_origin(request.headers()) {
-        return ApiError::Forbidden(
+        return AuthError::Forbidden(
             "a change sent with the session cookie must come from a planboard page".into(),
         )
         .into_response();

@@ -27,6 +27,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::ErrorData as McpError;
 use serde_json::Value;
 
+use crate::api::error::ApiError;
 use crate::api::runs::StartRun;
 use crate::auth::Identity;
 use crate::runs::Runs;
@@ -293,11 +294,10 @@ fn run_tools() -> Vec<Tool> {
 }
 
 impl PlanMcp {
-    async fn review_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, String> {
-        let text = |e: crate::runs::RunError| e.to_string();
+    async fn review_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, ApiError> {
         let answer = match name {
             "review_plan" => {
-                let body: ReviewPlan = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                let body: ReviewPlan = serde_json::from_value(args).map_err(bad_arguments)?;
                 serde_json::to_value(
                     self.runs
                         .review(
@@ -309,79 +309,73 @@ impl PlanMcp {
                                 subtasks: body.subtasks,
                             },
                         )
-                        .await
-                        .map_err(text)?,
+                        .await?,
                 )
             }
             "plan_reviews" => {
-                let body: PlanReviews = serde_json::from_value(args).map_err(|e| e.to_string())?;
-                serde_json::to_value(self.runs.reviews_of(body.plan_id).await.map_err(text)?)
+                let body: PlanReviews = serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(self.runs.reviews_of(body.plan_id).await?)
             }
             _ => {
-                let body: QueuePage = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                let body: QueuePage = serde_json::from_value(args).map_err(bad_arguments)?;
                 let limit = body.limit.unwrap_or(20);
                 if !(1..=200).contains(&limit) {
-                    return Err(format!("limit must be 1 to 200 (got {limit})"));
+                    return Err(ApiError::BadRequest(format!(
+                        "limit must be 1 to 200 (got {limit})"
+                    )));
                 }
                 let (plans, total) = self
                     .runs
                     .review_queue(body.offset as usize, limit as usize, |_| true)
-                    .await
-                    .map_err(text)?;
+                    .await?;
                 Ok(serde_json::json!({ "total": total, "plans": plans }))
             }
         };
-        answer.map(|v| v.to_string()).map_err(|e| e.to_string())
+        answer.map(|v| v.to_string()).map_err(|e| {
+            tracing::error!("an MCP answer could not be written: {e}");
+            ApiError::Internal
+        })
     }
 
-    async fn run_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, String> {
+    async fn run_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, ApiError> {
         let view = match name {
             "start_run" => {
                 let mut args = args;
                 let files: Vec<McpFile> = match args.as_object_mut().and_then(|a| a.remove("files"))
                 {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(files) => {
-                        serde_json::from_value(files).map_err(|e| format!("files: {e}"))?
-                    }
+                    Some(files) => serde_json::from_value(files)
+                        .map_err(|e| ApiError::BadRequest(format!("files: {e}")))?,
                 };
-                let body: StartRun = serde_json::from_value(args).map_err(|e| e.to_string())?;
+                let body: StartRun = serde_json::from_value(args).map_err(bad_arguments)?;
                 let source = body.source.clone();
                 let template = body.template;
-                let config = body.into_config().map_err(|e| e.message())?;
-                McpFile::check_sizes(&files)?;
+                let config = body.into_config()?;
+                McpFile::check_sizes(&files).map_err(ApiError::TooLarge)?;
                 let uploads = files
                     .into_iter()
                     .map(McpFile::upload)
-                    .collect::<Result<Vec<_>, _>>()?;
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(ApiError::BadRequest)?;
                 let staged = match (uploads.is_empty(), source) {
                     (true, None) => None,
-                    (false, None) => Some(
-                        self.runs
-                            .stage_uploads(uploads)
-                            .await
-                            .map_err(|e| e.to_string())?,
-                    ),
-                    (true, Some(source)) => Some(
-                        self.runs
-                            .stage_folder(&source, false)
-                            .await
-                            .map_err(|e| e.to_string())?,
-                    ),
+                    (false, None) => Some(self.runs.stage_uploads(uploads).await?),
+                    (true, Some(source)) => Some(self.runs.stage_folder(&source, false).await?),
                     (false, Some(_)) => {
-                        return Err("give files or a source folder, not both".into())
+                        return Err(ApiError::BadRequest(
+                            "give files or a source folder, not both".into(),
+                        ))
                     }
                 };
                 self.runs
                     .start_with(config, template, staged, actor, None)
-                    .await
+                    .await?
             }
             _ => {
-                let body: GetRun = serde_json::from_value(args).map_err(|e| e.to_string())?;
-                self.runs.get(body.run_id).await
+                let body: GetRun = serde_json::from_value(args).map_err(bad_arguments)?;
+                self.runs.get(body.run_id).await?
             }
-        }
-        .map_err(|e| e.to_string())?;
+        };
         let summary = serde_json::json!({
             "run_id": view.record.id,
             "plan_id": view.record.plan_id,
@@ -461,16 +455,12 @@ impl ServerHandler for PlanMcp {
         let rights = who.map_or(ToolRights::Operator, crate::api::tools::rights);
         let args = request.arguments.map_or(Value::Null, Value::Object);
         if REVIEW_TOOLS.contains(&request.name.as_ref()) {
-            return Ok(match self.review_tool(&request.name, args, &actor).await {
-                Ok(text) => CallToolResult::success(vec![Content::text(text)]),
-                Err(e) => CallToolResult::error(vec![Content::text(e)]),
-            });
+            let answer = self.review_tool(&request.name, args, &actor).await;
+            return answered(answer.map(|text| (text, true)));
         }
         if matches!(request.name.as_ref(), "start_run" | "get_run") {
-            return Ok(match self.run_tool(&request.name, args, &actor).await {
-                Ok(text) => CallToolResult::success(vec![Content::text(text)]),
-                Err(e) => CallToolResult::error(vec![Content::text(e)]),
-            });
+            let answer = self.run_tool(&request.name, args, &actor).await;
+            return answered(answer.map(|text| (text, true)));
         }
         let result = self
             .service
@@ -483,28 +473,34 @@ impl ServerHandler for PlanMcp {
                 rights,
             )
             .await;
-        // The API's one mapping decides: a refusal (a viewer's or an
-        // operator's deletion, a conflict) is the tool's error with the
-        // API's sentence; only the server's own failure is a protocol error.
-        let result = match result.map_err(crate::api::error::ApiError::from) {
-            Ok(result) => result,
-            Err(crate::api::error::ApiError::Internal) => {
-                return Err(McpError::internal_error(
-                    "internal error; the server log has the details",
-                    None,
-                ))
-            }
-            Err(refused) => {
-                return Ok(CallToolResult::error(vec![Content::text(
-                    refused.message(),
-                )]))
-            }
-        };
-        let content = vec![Content::text(result.text)];
-        Ok(if result.ok {
-            CallToolResult::success(content)
-        } else {
-            CallToolResult::error(content)
-        })
+        answered(
+            result
+                .map(|result| (result.text, result.ok))
+                .map_err(ApiError::from),
+        )
+    }
+}
+
+/// Arguments that do not fit the tool's schema.
+fn bad_arguments(e: serde_json::Error) -> ApiError {
+    ApiError::BadRequest(e.to_string())
+}
+
+/// Every tool's answer through the API's one mapping of errors: a refusal
+/// (a bad argument, a viewer's or an operator's deletion, a conflict) is
+/// the tool's error with the API's sentence; the server's own failure (a
+/// 5xx: the store, anything else) is a protocol error with the API's
+/// generic sentence, never the store's words.
+fn answered(answer: Result<(String, bool), ApiError>) -> Result<CallToolResult, McpError> {
+    match answer {
+        Ok((text, true)) => Ok(CallToolResult::success(vec![Content::text(text)])),
+        Ok((text, false)) => Ok(CallToolResult::error(vec![Content::text(text)])),
+        Err(e) if e.status().is_server_error() => Err(McpError::internal_error(
+            e.message(),
+            Some(serde_json::json!({"error": e.code()})),
+        )),
+        Err(refused) => Ok(CallToolResult::error(vec![Content::text(
+            refused.message(),
+        )])),
     }
 }

@@ -100,6 +100,49 @@ impl Default for WebhookConfig {
     }
 }
 
+/// Why an endpoint was not added or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// The URL (shown by scheme and host) is configured or added already.
+    #[error("an endpoint with this URL exists already ({0})")]
+    Taken(String),
+    #[error("no webhook endpoint has id {0}")]
+    NotFound(uuid::Uuid),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl WebhookConfig {
+    /// Adds a checked endpoint, unless its URL is configured or added
+    /// already (the API and the board's settings form both call this).
+    pub async fn add_endpoint(
+        &self,
+        store: &dyn RunStore,
+        endpoint: &crate::store::StoredEndpoint,
+    ) -> Result<(), EndpointError> {
+        let configured = self
+            .endpoints
+            .iter()
+            .any(|e| e.url.as_str() == endpoint.url);
+        if configured || !store.add_webhook_endpoint(endpoint).await? {
+            return Err(EndpointError::Taken(shown_url(&endpoint.url)));
+        }
+        Ok(())
+    }
+
+    /// Removes an added endpoint.
+    pub async fn remove_endpoint(
+        &self,
+        store: &dyn RunStore,
+        id: uuid::Uuid,
+    ) -> Result<(), EndpointError> {
+        match store.remove_webhook_endpoint(id).await? {
+            true => Ok(()),
+            false => Err(EndpointError::NotFound(id)),
+        }
+    }
+}
+
 /// What a notification is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -13,11 +13,8 @@ use utoipa::openapi::{Ref, RefOr};
 /// `expected_version` also carries `current_version`.
 #[derive(Serialize, JsonSchema)]
 pub struct ErrorBody {
-    /// `bad_request`, `unauthorized`, `forbidden`, `not_found`,
-    /// `method_not_allowed`, `conflict`, `already_exists`, `too_large`,
-    /// `internal`, `no_model`, or the engine's refusal (`cycle`, `illegal_transition`,
-    /// `not_ready`, `plan_full`, `invalid`, …).
-    pub error: String,
+    /// The machine code: one mapping of errors gives each its status.
+    pub error: super::error::ErrorCode,
     /// A sentence for the person or model that sent the request.
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,8 +30,9 @@ const FORBIDDEN: (u16, &str) = (
 const NOT_FOUND: (u16, &str) = (404, "no such plan (or subtask)");
 const CONFLICT: (u16, &str) = (
     409,
-    "`expected_version` (or If-Match) is stale: `current_version` says where the plan is; or \
-     the database already holds what this would create",
+    "`conflict`: `expected_version` (or If-Match) is stale, `current_version` says where the \
+     plan is; `already_exists`: what this would create (a name, a URL, a key) is stored \
+     already; `from_file`, `not_finished`, `decided`: the state does not allow it now",
 );
 const NO_MODEL: (u16, &str) = (
     409,
@@ -50,6 +48,11 @@ const REFUSED: (u16, &str) = (
     422,
     "the engine refused: a cycle, an illegal transition, a full plan, an empty name…; \
      `message` says what to do instead. Nothing changed",
+);
+const FAILED: (u16, &str) = (
+    500,
+    "the server failed: `store` (the database) or `internal`; the message is generic and the \
+     server log has the details",
 );
 const UNAVAILABLE: (u16, &str) = (503, "the request took longer than 30 s");
 
@@ -81,25 +84,25 @@ macro_rules! error_set {
 
 error_set!(
     /// A read of one plan.
-    ReadErrors: [BAD_REQUEST, UNAUTHORIZED, NOT_FOUND, UNAVAILABLE]
+    ReadErrors: [BAD_REQUEST, UNAUTHORIZED, NOT_FOUND, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A read of lists or documents not tied to one plan.
-    ListErrors: [BAD_REQUEST, UNAUTHORIZED, UNAVAILABLE]
+    ListErrors: [BAD_REQUEST, UNAUTHORIZED, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A change to an existing plan.
-    WriteErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, UNAVAILABLE]
+    WriteErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A new plan (create, import).
-    CreateErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, UNAVAILABLE]
+    CreateErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// Starting a run (409 `no_model` when no model is configured).
-    RunStartErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NO_MODEL, TOO_LARGE, NOT_JSON, REFUSED, UNAVAILABLE]
+    RunStartErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NO_MODEL, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A tool call (a refusal is a 422 with the tool's own reply).
-    ToolErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, UNAVAILABLE]
+    ToolErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, FAILED, UNAVAILABLE]
 );

@@ -1,17 +1,99 @@
-//! The web layer's one error type: every failure becomes a status and a JSON
-//! body `{"error": code, "message": sentence}`. Server-side failures are
-//! logged in full and shown only as "internal error".
+//! The server's one mapping of errors: every service error (the plan
+//! service's, the stores', the runs', the tool servers', the webhook
+//! endpoints', auth's) becomes an [`ApiError`], which owns the answer's
+//! status, its machine [`ErrorCode`] and its sentence. The API answers
+//! with them as a JSON body `{"error": code, "message": sentence}`; the
+//! board and MCP read the same three. Server-side failures are logged in
+//! full here and shown only as a generic sentence: a store's text never
+//! reaches a client.
 
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use plan_engine::PlanError;
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::auth::AuthError;
+use crate::runs::inputs::InputError;
+use crate::runs::tool_servers::ToolServerError;
+use crate::runs::RunError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
+use crate::webhooks::EndpointError;
+
+/// The machine code of an error: the `error` field of every error body,
+/// and what the board and MCP read beside the sentence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// Malformed JSON, fields or parameters (400).
+    BadRequest,
+    /// Token mode: no token, or an unknown one (401).
+    Unauthorized,
+    /// The caller's role may not do this, or a cookie-carried change came
+    /// from another site (403).
+    Forbidden,
+    /// No such plan, subtask, run, memory, … (404; a 422 when the body,
+    /// not the path, names the missing thing).
+    NotFound,
+    /// The path does not take this method (405).
+    MethodNotAllowed,
+    /// `expected_version` is stale, or the plan kept changing (409, with
+    /// `current_version`).
+    Conflict,
+    /// What this would create is stored already: a name or URL taken, a
+    /// key in use (409).
+    AlreadyExists,
+    /// planboard's agent has no model configured (409).
+    NoModel,
+    /// The plan or run is not finished yet (409).
+    NotFinished,
+    /// The guarded tool call was decided already (409).
+    Decided,
+    /// The MCP server comes from `PLANBOARD_MCP_SERVERS`: change the file (409).
+    FromFile,
+    /// The body is over the limit (413).
+    TooLarge,
+    /// The body was not sent as JSON (415).
+    UnsupportedMediaType,
+    /// The engine refused: a cycle (422).
+    Cycle,
+    /// The engine refused: a move the state does not allow (422).
+    IllegalTransition,
+    /// The engine refused: the subtask or plan is not ready (422).
+    NotReady,
+    /// The engine refused: the plan is full (422).
+    PlanFull,
+    /// A value refused: too long, empty, out of range, unknown (422).
+    Invalid,
+    /// The database failed (500); the server log has its words.
+    Store,
+    /// Another failure of the server (500); the server log has the details.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The engine's name for its refusal, read through serde's names.
+    fn of_engine(e: &PlanError) -> ErrorCode {
+        run_model::from_wire_name(e.code()).unwrap_or(ErrorCode::Invalid)
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&run_model::wire_name(self))
+    }
+}
+
+/// The sentence a store failure is shown as, wherever it surfaces.
+pub const STORE_FAILED: &str = "the database failed; see the server log";
+
+/// The sentence any other server failure is shown as.
+pub const INTERNAL: &str = "internal error; the server log has the details";
 
 #[derive(Debug)]
 pub enum ApiError {
@@ -28,23 +110,69 @@ pub enum ApiError {
     /// A body in another type than JSON (415): `text/plain` is what a page
     /// may post to another site without a preflight.
     UnsupportedMediaType(String),
-    /// The database refused the write as clashing with what is stored.
+    /// What this would create is stored already (a name, a URL, a key).
     AlreadyExists(String),
-    /// The server is not set up for this (no model for runs): a 409.
+    /// The server's state does not allow it now (no model for runs, not
+    /// finished, decided already): a 409.
     State {
-        code: &'static str,
+        code: ErrorCode,
         message: String,
     },
     /// The engine refused: a cycle, an illegal transition, a full plan, …
     Refused {
-        code: &'static str,
+        code: ErrorCode,
         message: String,
     },
+    /// The store failed; what it said is in the server log only.
+    Store,
     Internal,
 }
 
 impl ApiError {
-    /// The sentence of the error, for callers that are not HTTP (MCP).
+    /// A store failure: its words go to the server log, the client gets
+    /// [`STORE_FAILED`].
+    pub fn store_failed(what: impl std::fmt::Display) -> ApiError {
+        tracing::error!("store failure: {what}");
+        ApiError::Store
+    }
+
+    /// The one status of each error, for the API, the board and MCP.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict { .. } | ApiError::AlreadyExists(_) | ApiError::State { .. } => {
+                StatusCode::CONFLICT
+            }
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Store | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The machine code of the error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ApiError::BadRequest(_) => ErrorCode::BadRequest,
+            ApiError::Unauthorized(_) => ErrorCode::Unauthorized,
+            ApiError::Forbidden(_) => ErrorCode::Forbidden,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::MethodNotAllowed(_) => ErrorCode::MethodNotAllowed,
+            ApiError::Conflict { .. } => ErrorCode::Conflict,
+            ApiError::TooLarge(_) => ErrorCode::TooLarge,
+            ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
+            ApiError::AlreadyExists(_) => ErrorCode::AlreadyExists,
+            ApiError::State { code, .. } | ApiError::Refused { code, .. } => *code,
+            ApiError::Store => ErrorCode::Store,
+            ApiError::Internal => ErrorCode::Internal,
+        }
+    }
+
+    /// The sentence of the error.
     pub fn message(&self) -> String {
         match self {
             ApiError::BadRequest(m)
@@ -58,67 +186,39 @@ impl ApiError {
             ApiError::Conflict { message, .. }
             | ApiError::State { message, .. }
             | ApiError::Refused { message, .. } => message.clone(),
-            ApiError::Internal => "internal error".into(),
+            ApiError::Store => STORE_FAILED.into(),
+            ApiError::Internal => INTERNAL.into(),
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, body) = match self {
-            ApiError::BadRequest(m) => (
-                StatusCode::BAD_REQUEST,
-                json!({"error": "bad_request", "message": m}),
-            ),
-            ApiError::Unauthorized(m) => (
-                StatusCode::UNAUTHORIZED,
-                json!({"error": "unauthorized", "message": m}),
-            ),
-            ApiError::Forbidden(m) => (
-                StatusCode::FORBIDDEN,
-                json!({"error": "forbidden", "message": m}),
-            ),
-            ApiError::NotFound(m) => (
-                StatusCode::NOT_FOUND,
-                json!({"error": "not_found", "message": m}),
-            ),
-            ApiError::MethodNotAllowed(m) => (
-                StatusCode::METHOD_NOT_ALLOWED,
-                json!({"error": "method_not_allowed", "message": m}),
-            ),
-            ApiError::Conflict {
-                message,
-                current_version,
-            } => (
-                StatusCode::CONFLICT,
-                json!({"error": "conflict", "message": message, "current_version": current_version}),
-            ),
-            ApiError::TooLarge(m) => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                json!({"error": "too_large", "message": m}),
-            ),
-            ApiError::UnsupportedMediaType(m) => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                json!({"error": "unsupported_media_type", "message": m}),
-            ),
-            ApiError::AlreadyExists(m) => (
-                StatusCode::CONFLICT,
-                json!({"error": "already_exists", "message": m}),
-            ),
-            ApiError::State { code, message } => (
-                StatusCode::CONFLICT,
-                json!({"error": code, "message": message}),
-            ),
-            ApiError::Refused { code, message } => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                json!({"error": code, "message": message}),
-            ),
-            ApiError::Internal => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "internal", "message": "internal error; the server log has the details"}),
-            ),
-        };
-        (status, Json(body)).into_response()
+        let mut body = json!({"error": self.code(), "message": self.message()});
+        if let ApiError::Conflict {
+            current_version, ..
+        } = self
+        {
+            body["current_version"] = json!(current_version);
+        }
+        (self.status(), Json(body)).into_response()
+    }
+}
+
+/// Auth's refusals answer as the API's errors (the middleware in `auth`
+/// returns them as responses without knowing this layer).
+impl IntoResponse for AuthError {
+    fn into_response(self) -> Response {
+        ApiError::from(self).into_response()
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthorized(m) => ApiError::Unauthorized(m),
+            AuthError::Forbidden(m) => ApiError::Forbidden(m),
+        }
     }
 }
 
@@ -129,11 +229,24 @@ impl From<PlanError> for ApiError {
                 message: format!("{e}; reload the plan and try again"),
                 current_version: actual,
             },
-            e if e.code() == "not_found" => ApiError::NotFound(e.to_string()),
-            e => ApiError::Refused {
-                code: e.code(),
-                message: e.to_string(),
+            e => match ErrorCode::of_engine(&e) {
+                ErrorCode::NotFound => ApiError::NotFound(e.to_string()),
+                code => ApiError::Refused {
+                    code,
+                    message: e.to_string(),
+                },
             },
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict { plan_id, current } => kept_changing(plan_id, current),
+            // A sentence made for the client (see `StoreError::Constraint`).
+            StoreError::Constraint(m) => ApiError::AlreadyExists(m),
+            e => ApiError::store_failed(e),
         }
     }
 }
@@ -142,23 +255,14 @@ impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         match e {
             ServiceError::Plan(e) => e.into(),
-            ServiceError::Store(StoreError::Conflict { plan_id, current }) => {
-                kept_changing(plan_id, current)
-            }
-            ServiceError::Store(StoreError::Constraint(m)) => ApiError::AlreadyExists(m),
-            ServiceError::Commit(e) => match *e {
-                StoreError::Conflict { plan_id, current } => kept_changing(plan_id, current),
-                StoreError::Constraint(ref m) => ApiError::AlreadyExists(m.clone()),
-                ref e => {
-                    tracing::error!("commit failed: {e}");
-                    ApiError::Internal
-                }
+            ServiceError::Store(e) => e.into(),
+            ServiceError::Commit(e) => match &*e {
+                StoreError::Conflict { plan_id, current } => kept_changing(*plan_id, *current),
+                StoreError::Constraint(m) => ApiError::AlreadyExists(m.clone()),
+                e => ApiError::store_failed(format_args!("commit failed: {e}")),
             },
             ServiceError::Forbidden(m) => ApiError::Forbidden(m),
-            e @ (ServiceError::Store(_) | ServiceError::Busy) => {
-                tracing::error!("store failure: {e}");
-                ApiError::Internal
-            }
+            e @ ServiceError::Busy => ApiError::store_failed(e),
         }
     }
 }
@@ -167,6 +271,115 @@ fn kept_changing(plan_id: plan_engine::PlanId, current: u64) -> ApiError {
     ApiError::Conflict {
         message: format!("plan {plan_id} kept changing under this request; try again"),
         current_version: current,
+    }
+}
+
+impl From<RunError> for ApiError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::NoModel(m) => ApiError::State {
+                code: ErrorCode::NoModel,
+                message: m,
+            },
+            RunError::NotFound(id) => ApiError::NotFound(format!("no run has id {id}")),
+            RunError::Invalid(m) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: m,
+            },
+            RunError::Plan(e) => e.into(),
+            RunError::Store(e) => e.into(),
+            RunError::StoreFailed(e) => ApiError::store_failed(e),
+            e @ (RunError::NoCall(_)
+            | RunError::NoMemory(_)
+            | RunError::NoReview { .. }
+            | RunError::NoTemplate(_)) => ApiError::NotFound(e.to_string()),
+            RunError::Template(e) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
+            RunError::Review(e @ run_model::ReviewError::NotFinished(_)) => ApiError::State {
+                code: ErrorCode::NotFinished,
+                message: e.to_string(),
+            },
+            RunError::Again(e @ agent::coordinator::again::AgainError::NotFinished(_)) => {
+                ApiError::State {
+                    code: ErrorCode::NotFinished,
+                    message: e.to_string(),
+                }
+            }
+            RunError::Again(e) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
+            RunError::Review(e) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
+            e @ RunError::Decided(_) => ApiError::State {
+                code: ErrorCode::Decided,
+                message: e.to_string(),
+            },
+            RunError::Input(e) => e.into(),
+        }
+    }
+}
+
+impl From<InputError> for ApiError {
+    fn from(e: InputError) -> Self {
+        match e {
+            InputError::TooMany { .. }
+            | InputError::FileTooLarge { .. }
+            | InputError::TooLarge { .. }
+            | InputError::SourceTooLarge { .. } => ApiError::TooLarge(e.to_string()),
+            InputError::Io(_) => {
+                tracing::error!("writing a run's files failed: {e}");
+                ApiError::Internal
+            }
+            InputError::Workspace(ref w) if !w.is_client_error() => {
+                tracing::error!("a run's workspace failed: {e}");
+                ApiError::Internal
+            }
+            // A name refused, a link in the way, the quota passed.
+            InputError::Workspace(_) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
+            // A well-formed request whose file name or folder is refused.
+            InputError::BadName(_) | InputError::NotAllowed { .. } | InputError::Source { .. } => {
+                ApiError::Refused {
+                    code: ErrorCode::Invalid,
+                    message: e.to_string(),
+                }
+            }
+        }
+    }
+}
+
+impl From<ToolServerError> for ApiError {
+    fn from(e: ToolServerError) -> ApiError {
+        match e {
+            ToolServerError::Invalid(message) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message,
+            },
+            ToolServerError::Taken(_) => ApiError::AlreadyExists(e.to_string()),
+            ToolServerError::FromFile(_) => ApiError::State {
+                code: ErrorCode::FromFile,
+                message: e.to_string(),
+            },
+            ToolServerError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            ToolServerError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<EndpointError> for ApiError {
+    fn from(e: EndpointError) -> ApiError {
+        match e {
+            EndpointError::Taken(_) => ApiError::AlreadyExists(e.to_string()),
+            EndpointError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            EndpointError::Store(e) => e.into(),
+        }
     }
 }
 
@@ -301,6 +514,102 @@ impl<S: Send + Sync> FromRequest<S> for MaybeBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_refusal_of_the_engine_keeps_its_code_and_status() {
+        use plan_engine::{PlanState, SubtaskId};
+        let id = SubtaskId(1);
+        for (e, code, status) in [
+            (
+                PlanError::UnknownPlan {
+                    id: uuid::Uuid::nil(),
+                },
+                ErrorCode::NotFound,
+                404,
+            ),
+            (PlanError::Cycle { path: vec![id] }, ErrorCode::Cycle, 422),
+            (
+                PlanError::PlanFinished {
+                    state: PlanState::Done,
+                },
+                ErrorCode::IllegalTransition,
+                422,
+            ),
+            (
+                PlanError::NotReady {
+                    id,
+                    waiting_on: Vec::new(),
+                },
+                ErrorCode::NotReady,
+                422,
+            ),
+            (PlanError::PlanFull { max: 1 }, ErrorCode::PlanFull, 422),
+            (
+                PlanError::StaleVersion {
+                    expected: 1,
+                    actual: 2,
+                },
+                ErrorCode::Conflict,
+                409,
+            ),
+            (
+                PlanError::invalid("title", "empty"),
+                ErrorCode::Invalid,
+                422,
+            ),
+        ] {
+            let engine = e.code();
+            let api = ApiError::from(e);
+            assert_eq!((api.code(), api.status().as_u16()), (code, status));
+            assert_eq!(api.code().to_string(), engine, "the engine's own name");
+        }
+    }
+
+    /// A store failure, however it arrives, is a 500 `store` with the
+    /// generic sentence; the store's words stay in the log.
+    #[test]
+    fn a_store_failure_is_a_500_without_the_stores_words() {
+        let words = "no such table: secret_table";
+        let database = || StoreError::Corrupt(words.into());
+        let host = agent::host::HostError::Unavailable(words.into());
+        for e in [
+            ApiError::from(database()),
+            ApiError::from(ServiceError::Store(database())),
+            ApiError::from(ServiceError::Commit(std::sync::Arc::new(database()))),
+            ApiError::from(RunError::Store(database())),
+            ApiError::from(RunError::from(host.clone())),
+            ApiError::from(RunError::from(
+                agent::coordinator::again::AgainFailure::Host(host),
+            )),
+            ApiError::from(ToolServerError::Store(database())),
+            ApiError::from(EndpointError::Store(database())),
+        ] {
+            assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR, "{e:?}");
+            assert_eq!(e.code(), ErrorCode::Store);
+            assert_eq!(e.message(), STORE_FAILED);
+            let body = axum::body::to_bytes(e.into_response().into_body(), 1 << 16);
+            let body = futures_util::FutureExt::now_or_never(body)
+                .expect("a body at hand")
+                .unwrap();
+            let body = String::from_utf8_lossy(&body);
+            assert!(!body.contains("secret_table"), "{body}");
+            assert!(body.contains(r#""error":"store""#), "{body}");
+        }
+    }
+
+    /// A name or URL taken is one 409 `already_exists`, whichever service
+    /// refused it.
+    #[test]
+    fn a_taken_name_or_url_is_a_409_already_exists() {
+        for e in [
+            ApiError::from(ToolServerError::Taken("twice".into())),
+            ApiError::from(EndpointError::Taken("https://example.com".into())),
+            ApiError::from(StoreError::Constraint("the change was not saved".into())),
+        ] {
+            assert_eq!(e.status(), StatusCode::CONFLICT, "{e:?}");
+            assert_eq!(e.code(), ErrorCode::AlreadyExists);
+        }
+    }
 
     #[test]
     fn whole_numbers_with_a_fraction_are_read_as_integers_and_others_are_left_alone() {

@@ -82,7 +82,7 @@ pub(super) async fn run(
 fn body_fault(e: ApiError) -> ApiError {
     match e {
         ApiError::NotFound(message) => ApiError::Refused {
-            code: "not_found",
+            code: super::error::ErrorCode::NotFound,
             message,
         },
         e => e,

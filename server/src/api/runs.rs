@@ -16,90 +16,13 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::docs::{ListErrors, ReadErrors, RunStartErrors, WriteErrors};
-use super::error::{ApiError, Body};
+use super::error::{ApiError, Body, ErrorCode};
 use super::extract::{path_param, OptionalBody, Params};
 use super::ApiState;
 use crate::auth::Identity;
-use crate::runs::inputs::{InputError, Upload};
+use crate::runs::inputs::Upload;
 use crate::runs::{Artifact, Decision, PendingCall, RunError, RunView};
 use crate::store::StoredRunEntry;
-
-impl From<RunError> for ApiError {
-    fn from(e: RunError) -> Self {
-        match e {
-            RunError::NoModel(m) => ApiError::State {
-                code: "no_model",
-                message: m,
-            },
-            RunError::NotFound(id) => ApiError::NotFound(format!("no run has id {id}")),
-            RunError::Invalid(m) => ApiError::Refused {
-                code: "invalid",
-                message: m,
-            },
-            RunError::Plan(e) => e.into(),
-            RunError::Store(e) => {
-                tracing::error!("run store failure: {e}");
-                ApiError::Internal
-            }
-            e @ (RunError::NoCall(_)
-            | RunError::NoMemory(_)
-            | RunError::NoReview { .. }
-            | RunError::NoTemplate(_)) => ApiError::NotFound(e.to_string()),
-            RunError::Template(e) => ApiError::Refused {
-                code: "invalid",
-                message: e.to_string(),
-            },
-            RunError::Review(e @ run_model::ReviewError::NotFinished(_)) => ApiError::State {
-                code: "not_finished",
-                message: e.to_string(),
-            },
-            RunError::Again(e @ agent::coordinator::again::AgainError::NotFinished(_)) => {
-                ApiError::State {
-                    code: "not_finished",
-                    message: e.to_string(),
-                }
-            }
-            RunError::Again(e) => ApiError::Refused {
-                code: "invalid",
-                message: e.to_string(),
-            },
-            RunError::Review(e) => ApiError::Refused {
-                code: "invalid",
-                message: e.to_string(),
-            },
-            e @ RunError::Decided(_) => ApiError::State {
-                code: "decided",
-                message: e.to_string(),
-            },
-            RunError::Input(e) => match e {
-                InputError::TooMany { .. }
-                | InputError::FileTooLarge { .. }
-                | InputError::TooLarge { .. }
-                | InputError::SourceTooLarge { .. } => ApiError::TooLarge(e.to_string()),
-                InputError::Io(_) => {
-                    tracing::error!("writing a run's files failed: {e}");
-                    ApiError::Internal
-                }
-                InputError::Workspace(ref w) if !w.is_client_error() => {
-                    tracing::error!("a run's workspace failed: {e}");
-                    ApiError::Internal
-                }
-                // A name refused, a link in the way, the quota passed.
-                InputError::Workspace(_) => ApiError::Refused {
-                    code: "invalid",
-                    message: e.to_string(),
-                },
-                // A well-formed request whose file name or folder is refused.
-                InputError::BadName(_)
-                | InputError::NotAllowed { .. }
-                | InputError::Source { .. } => ApiError::Refused {
-                    code: "invalid",
-                    message: e.to_string(),
-                },
-            },
-        }
-    }
-}
 
 /// The `{id}` of a run route.
 pub struct RunRef(pub RunId);
@@ -140,7 +63,7 @@ impl BudgetBody {
         let positive = |name: &str, v: u64| {
             if v == 0 {
                 Err(ApiError::Refused {
-                    code: "invalid",
+                    code: ErrorCode::Invalid,
                     message: format!("budget.{name} must be at least 1"),
                 })
             } else {
@@ -168,7 +91,7 @@ impl BudgetBody {
                     Usd::from_dollars(dollars)
                         .filter(|_| (1e-6..=1e6).contains(&dollars))
                         .ok_or_else(|| ApiError::Refused {
-                            code: "invalid",
+                            code: ErrorCode::Invalid,
                             message: format!(
                                 "budget.max_cost must be from 0.000001 to 1000000 US dollars, not {dollars}"
                             ),
@@ -178,7 +101,7 @@ impl BudgetBody {
         };
         if budget.max_wall_secs > 604_800 || budget.max_turns > 50 {
             return Err(ApiError::Refused {
-                code: "invalid",
+                code: ErrorCode::Invalid,
                 message: "budget.max_wall_secs is at most 604800 (a week) and budget.max_turns at most 50".into(),
             });
         }
@@ -260,6 +183,10 @@ pub struct StartRun {
     /// plan's title and goal are the task.
     #[serde(default)]
     pub plan: Option<plan_engine::PlanId>,
+    /// Complex plans: review the plan after every super-step (seed 004),
+    /// not only after one that fell short or failed (default false).
+    #[serde(default)]
+    pub adapt_every_step: bool,
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -330,7 +257,7 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for StartRequest {
                     // StartRun is refused as content (422), like a bad field.
                     let text = field.bytes().await.map_err(too_large)?;
                     let refused = |message: String| ApiError::Refused {
-                        code: "invalid",
+                        code: ErrorCode::Invalid,
                         message,
                     };
                     let value: serde_json::Value = serde_json::from_slice(&text)
@@ -395,6 +322,7 @@ impl StartRun {
             template: None,
             batches: self.batches,
             plan: self.plan,
+            adapt_every_step: self.adapt_every_step,
         })
     }
 }
@@ -764,7 +692,7 @@ pub async fn answer_run(
     let answer = body.answer.trim();
     if answer.is_empty() || answer.chars().count() > 4000 {
         return Err(ApiError::Refused {
-            code: "invalid",
+            code: ErrorCode::Invalid,
             message: "the answer must have 1 to 4000 characters".into(),
         });
     }

@@ -16,7 +16,7 @@ use super::error::{ApiError, Body};
 use super::extract::path_param;
 use super::ApiState;
 use crate::auth::{Identity, Role};
-use crate::runs::tool_servers::{valid_name, ToolServerError, ToolServerSpec};
+use crate::runs::tool_servers::{valid_name, ToolServerSpec};
 
 /// The `{name}` of a server route.
 pub struct ServerName(pub String);
@@ -32,24 +32,6 @@ impl<S: Send + Sync> FromRequestParts<S> for ServerName {
             Err(ApiError::NotFound(format!(
                 "no MCP server is named '{name}'"
             )))
-        }
-    }
-}
-
-impl From<ToolServerError> for ApiError {
-    fn from(e: ToolServerError) -> ApiError {
-        match e {
-            ToolServerError::Invalid(message) => ApiError::Refused {
-                code: "invalid",
-                message,
-            },
-            ToolServerError::Taken(_) => ApiError::AlreadyExists(e.to_string()),
-            ToolServerError::FromFile(_) => ApiError::State {
-                code: "from_file",
-                message: e.to_string(),
-            },
-            ToolServerError::NotFound(_) => ApiError::NotFound(e.to_string()),
-            ToolServerError::Store(e) => ApiError::from(crate::runs::RunError::from(e)),
         }
     }
 }

@@ -82,15 +82,11 @@ impl<S: Send + Sync> FromRequestParts<S> for EndpointRef {
     }
 }
 
-fn store_error(e: crate::store::StoreError) -> ApiError {
-    ApiError::from(crate::runs::RunError::from(e))
-}
-
 impl NewEndpoint {
     /// The endpoint to store, or why not.
     pub fn check(self, who: &str) -> Result<StoredEndpoint, ApiError> {
         let bad = |message: String| ApiError::Refused {
-            code: "invalid",
+            code: super::error::ErrorCode::Invalid,
             message,
         };
         let url = self.url.trim();
@@ -150,13 +146,7 @@ pub async fn list_endpoints(
             created_by: None,
         })
         .collect();
-    for e in state
-        .runs
-        .store()
-        .webhook_endpoints()
-        .await
-        .map_err(store_error)?
-    {
+    for e in state.runs.store().webhook_endpoints().await? {
         list.push(EndpointView {
             id: Some(e.id),
             url: shown_url(&e.url),
@@ -179,24 +169,10 @@ pub async fn add_endpoint(
 ) -> Result<(StatusCode, Json<EndpointView>), ApiError> {
     who.require(Role::Admin)?;
     let endpoint = body.check(&who.actor())?;
-    let configured = state
+    state
         .webhooks
-        .endpoints
-        .iter()
-        .any(|e| e.url.as_str() == endpoint.url);
-    let added = !configured
-        && state
-            .runs
-            .store()
-            .add_webhook_endpoint(&endpoint)
-            .await
-            .map_err(store_error)?;
-    if !added {
-        return Err(ApiError::AlreadyExists(format!(
-            "an endpoint with this URL exists already ({})",
-            shown_url(&endpoint.url)
-        )));
-    }
+        .add_endpoint(state.runs.store().as_ref(), &endpoint)
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(EndpointView {
@@ -225,18 +201,11 @@ pub async fn remove_endpoint(
     EndpointRef(id): EndpointRef,
 ) -> Result<StatusCode, ApiError> {
     who.require(Role::Admin)?;
-    match state
-        .runs
-        .store()
-        .remove_webhook_endpoint(id)
-        .await
-        .map_err(store_error)?
-    {
-        true => Ok(StatusCode::NO_CONTENT),
-        false => Err(ApiError::NotFound(format!(
-            "no webhook endpoint has id {id}"
-        ))),
-    }
+    state
+        .webhooks
+        .remove_endpoint(state.runs.store().as_ref(), id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -263,12 +232,7 @@ pub async fn webhook_deliveries(
             "limit must be 1 to 500 (got {limit})"
         )));
     }
-    let mut list = state
-        .runs
-        .store()
-        .deliveries(limit)
-        .await
-        .map_err(store_error)?;
+    let mut list = state.runs.store().deliveries(limit).await?;
     for d in &mut list {
         d.endpoint = shown_url(&d.endpoint);
     }

@@ -859,22 +859,16 @@ async fn webhook_change(
     let store = board.runs.store();
     let result = async {
         viewer.may_manage(("webhooks", "Webhook"), lang)?;
-        let store_error = |e| run_error(crate::runs::RunError::Store(e));
         match change {
             WebhookChange::Remove(id) => {
                 let id: uuid::Uuid = id
                     .parse()
                     .map_err(|_| BoardError::NotFound(format!("'{id}' is not an endpoint id")))?;
-                match store
-                    .remove_webhook_endpoint(id)
+                board
+                    .webhooks
+                    .remove_endpoint(store.as_ref(), id)
                     .await
-                    .map_err(store_error)?
-                {
-                    true => Ok(()),
-                    false => Err(BoardError::NotFound(format!(
-                        "no webhook endpoint has id {id}"
-                    ))),
-                }
+                    .map_err(api_error)
             }
             WebhookChange::Add(form) => {
                 let format = match form.format.as_str() {
@@ -890,24 +884,12 @@ async fn webhook_change(
                     format,
                 }
                 .check(&viewer.name)
-                .map_err(|e| BoardError::Refused(e.message()))?;
-                let configured = board
+                .map_err(board_error)?;
+                board
                     .webhooks
-                    .endpoints
-                    .iter()
-                    .any(|e| e.url.as_str() == endpoint.url);
-                if configured
-                    || !store
-                        .add_webhook_endpoint(&endpoint)
-                        .await
-                        .map_err(store_error)?
-                {
-                    return Err(BoardError::Refused(lang.pick(
-                        "an endpoint with this URL exists already".to_string(),
-                        "已有相同 URL 的端点".to_string(),
-                    )));
-                }
-                Ok(())
+                    .add_endpoint(store.as_ref(), &endpoint)
+                    .await
+                    .map_err(api_error)
             }
         }
     }
@@ -967,15 +949,6 @@ impl ToolServerForm {
     }
 }
 
-fn tool_server_error(e: crate::runs::tool_servers::ToolServerError) -> BoardError {
-    use crate::runs::tool_servers::ToolServerError as E;
-    match e {
-        E::NotFound(_) => BoardError::NotFound(e.to_string()),
-        E::Store(e) => run_error(crate::runs::RunError::Store(e)),
-        other => BoardError::Refused(other.to_string()),
-    }
-}
-
 pub async fn tool_server_add_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
     axum::Extension(viewer): axum::Extension<app::api::Viewer>,
@@ -1022,7 +995,7 @@ async fn tool_server_change(
             ("remove", Some(name)) => servers.delete(store.as_ref(), name).await,
             (other, _) => return Err(BoardError::NotFound(format!("no action is called {other}"))),
         }
-        .map_err(tool_server_error)
+        .map_err(api_error)
     }
     .await;
     form_answer(result.map(|()| "/tools".to_string()), lang)

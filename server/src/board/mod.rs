@@ -65,15 +65,17 @@ pub struct Board {
     pub webhooks: Arc<crate::webhooks::WebhookConfig>,
 }
 
-/// The board's words for an error: the API's one mapping of errors
+/// The board's reading of the server's one mapping of errors
 /// ([`ApiError`](crate::api::error::ApiError), which logs what the server
-/// did wrong), read as the board's kinds, so the board and the API agree
-/// on what is a refusal, a conflict, a missing thing or the server's fault.
+/// did wrong): a missing thing, a refusal of the person's role and a stale
+/// version keep the board's kinds (its pages act on them), everything else
+/// carries the API's status, code and sentence, so a form, a server
+/// function and the API answer one error with one status.
 fn board_error(e: crate::api::error::ApiError) -> BoardError {
     use crate::api::error::ApiError as A;
     match e {
         A::NotFound(m) => BoardError::NotFound(m),
-        A::Unauthorized(m) | A::Forbidden(m) => BoardError::Forbidden(m),
+        A::Forbidden(m) => BoardError::Forbidden(m),
         A::Conflict {
             message,
             current_version,
@@ -81,14 +83,11 @@ fn board_error(e: crate::api::error::ApiError) -> BoardError {
             message,
             current_version,
         },
-        A::State {
-            code: "no_model",
-            message,
-        } => BoardError::Unavailable(message),
-        A::Internal => {
-            BoardError::Unavailable("the server could not do it; nothing was changed".into())
-        }
-        other => BoardError::Refused(other.message()),
+        other => BoardError::Server {
+            status: other.status().as_u16(),
+            code: other.code().to_string(),
+            message: other.message(),
+        },
     }
 }
 
@@ -135,7 +134,7 @@ impl Board {
         filter: &ListFilter,
     ) -> Result<(Vec<(PlanRow, Option<agent::RunRecord>)>, bool), BoardError> {
         let store = self.runs.store();
-        let store_error = |e| run_error(crate::runs::RunError::Store(e));
+        let store_error = api_error::<StoreError>;
         let made_by_agent: HashSet<PlanId> = match filter.agent {
             Some(_) => store.agent_plans().await.map_err(store_error)?,
             None => HashSet::new(),
@@ -247,7 +246,7 @@ impl BoardBackend for Board {
             .store()
             .runs_again_of(plan)
             .await
-            .map_err(|e| run_error(crate::runs::RunError::Store(e)))?
+            .map_err(api_error::<StoreError>)?
             .into_iter()
             .filter_map(|r| Some((r.plan_id?, r.again_of?.from.0)))
             .collect();
@@ -273,7 +272,7 @@ impl BoardBackend for Board {
                 .store()
                 .agent_plans()
                 .await
-                .map_err(|e| run_error(crate::runs::RunError::Store(e)))?,
+                .map_err(api_error::<StoreError>)?,
             None => HashSet::new(),
         };
         let keep = |plan: &Plan| {
@@ -419,7 +418,7 @@ impl BoardBackend for Board {
 
     async fn webhook_settings(&self) -> Result<app::api::WebhookSettings, BoardError> {
         let store = self.runs.store();
-        let store_error = |e| run_error(crate::runs::RunError::Store(e));
+        let store_error = api_error::<StoreError>;
         let shown = crate::webhooks::shown_url;
         let mut endpoints: Vec<app::api::EndpointRow> = self
             .webhooks
@@ -638,6 +637,11 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
     board_error(e.into())
 }
 
+/// Any service error, through the one mapping.
+fn api_error<E: Into<crate::api::error::ApiError>>(e: E) -> BoardError {
+    board_error(e.into())
+}
+
 impl Board {
     /// The run on `plan`, or the 404 a form about a run answers.
     async fn run_working(&self, plan: PlanId) -> Result<crate::runs::RunView, BoardError> {
@@ -654,5 +658,46 @@ impl Board {
             .await
             .map_err(run_error)?;
         Ok(runs.into_iter().next())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::error::{ApiError, ErrorCode};
+
+    /// The board answers every error of the one mapping with the API's
+    /// status, and its sentence.
+    #[test]
+    fn the_board_answers_each_error_with_the_apis_status_and_sentence() {
+        let m = || "why".to_string();
+        for e in [
+            ApiError::BadRequest(m()),
+            ApiError::Unauthorized(m()),
+            ApiError::Forbidden(m()),
+            ApiError::NotFound(m()),
+            ApiError::MethodNotAllowed(m()),
+            ApiError::Conflict {
+                message: m(),
+                current_version: 3,
+            },
+            ApiError::TooLarge(m()),
+            ApiError::UnsupportedMediaType(m()),
+            ApiError::AlreadyExists(m()),
+            ApiError::State {
+                code: ErrorCode::NoModel,
+                message: m(),
+            },
+            ApiError::Refused {
+                code: ErrorCode::Cycle,
+                message: m(),
+            },
+            ApiError::Store,
+            ApiError::Internal,
+        ] {
+            let (status, message) = (e.status(), e.message());
+            let board = super::board_error(e);
+            assert_eq!(board.status(), status, "{board:?}");
+            assert_eq!(board.to_string(), message, "{board:?}");
+        }
     }
 }

@@ -46,13 +46,21 @@ impl Runs {
             Ok(record) => record,
             Err(e) => {
                 let _ = tokio::fs::remove_dir_all(&workspace).await;
-                return Err(match e {
-                    AgainFailure::Again(e) => RunError::Again(e),
-                    AgainFailure::Host(e) => RunError::Invalid(e.to_string()),
-                });
+                return Err(e.into());
             }
         };
         self.keep().await;
         self.view(record).await
+    }
+}
+
+/// The plan refused to be run again from there (the caller's), or the
+/// agent's host failed (a failed store: the server's).
+impl From<AgainFailure> for RunError {
+    fn from(e: AgainFailure) -> Self {
+        match e {
+            AgainFailure::Again(e) => RunError::Again(e),
+            AgainFailure::Host(e) => e.into(),
+        }
     }
 }

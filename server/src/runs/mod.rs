@@ -81,6 +81,10 @@ pub enum RunError {
     Plan(#[from] ServiceError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The plan store failed under the agent's host, in the host's words
+    /// (which hold the store's): for the server log, never for a client.
+    #[error("the plan store failed: {0}")]
+    StoreFailed(String),
     /// No guarded call of the run has this id.
     #[error("the run has no guarded call {0}")]
     NoCall(String),
@@ -109,6 +113,21 @@ pub enum RunError {
     Template(run_model::TemplateError),
     #[error("no template has id {0}")]
     NoTemplate(run_model::TemplateId),
+}
+
+/// What the agent's host refused, as the runs' error: the engine's
+/// refusal and a plan that cannot be worked are the caller's (422), a
+/// failed store is the server's.
+impl From<agent::host::HostError> for RunError {
+    fn from(e: agent::host::HostError) -> Self {
+        use agent::host::HostError;
+        match e {
+            HostError::Refused(e) => RunError::Plan(ServiceError::Plan(e)),
+            e @ HostError::NotFound(_) => RunError::Invalid(e.to_string()),
+            HostError::NotWorkable(why) => RunError::Invalid(why),
+            HostError::Unavailable(why) => RunError::StoreFailed(why),
+        }
+    }
 }
 
 /// A run as the API shows it.
@@ -569,7 +588,7 @@ impl Runs {
             Ok(record) => record,
             Err(e) => {
                 let _ = tokio::fs::remove_dir_all(&workspace).await;
-                return Err(RunError::Invalid(e.to_string()));
+                return Err(e.into());
             }
         };
         self.keep().await;
@@ -1027,8 +1046,7 @@ impl Runs {
                     arguments,
                 },
             )
-            .await
-            .map_err(|e| RunError::Invalid(e.to_string()))?;
+            .await?;
         self.get(id).await
     }
 

@@ -8,6 +8,7 @@ mod auth;
 mod bad_input;
 mod concurrency;
 mod crash;
+mod errors;
 mod fake_openai;
 mod guard;
 mod images;

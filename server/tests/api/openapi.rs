@@ -38,6 +38,12 @@ async fn every_operation_has_typed_bodies_and_documents_its_errors() {
                 "{method} {path} documents no 400/401: {:?}",
                 responses.keys().collect::<Vec<_>>()
             );
+            // A failed store is a 500 on every route.
+            assert!(
+                responses.contains_key("500"),
+                "{method} {path} documents no 500: {:?}",
+                responses.keys().collect::<Vec<_>>()
+            );
             // Every $ref points at a component that exists.
             for reference in refs(op) {
                 let name = reference.trim_start_matches("#/components/schemas/");
@@ -57,6 +63,26 @@ async fn every_operation_has_typed_bodies_and_documents_its_errors() {
         }
     }
     assert!(operations >= 34, "{operations} operations");
+    // The error body's code is the one mapping's typed code: every code
+    // a client can get is listed, the store's among them.
+    assert_eq!(
+        schemas["ErrorBody"].pointer("/properties/error/$ref"),
+        Some(&json!("#/components/schemas/ErrorCode"))
+    );
+    let codes: Vec<String> = consts(&schemas["ErrorCode"]);
+    for code in [
+        "bad_request",
+        "not_found",
+        "conflict",
+        "already_exists",
+        "invalid",
+        "cycle",
+        "no_model",
+        "store",
+        "internal",
+    ] {
+        assert!(codes.contains(&code.to_string()), "{code}: {codes:?}");
+    }
     for schema in schemas.values() {
         for reference in refs(schema) {
             let name = reference.trim_start_matches("#/components/schemas/");
@@ -100,6 +126,28 @@ async fn every_operation_has_typed_bodies_and_documents_its_errors() {
         let required = schema["required"].as_array().cloned().unwrap_or_default();
         assert!(!required.contains(&json!("tool")), "{name}: {schema}");
     }
+}
+
+/// The strings an enum's schema allows (`const` or `enum`).
+fn consts(value: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::String(c)) = map.get("const") {
+                    found.push(c.clone());
+                }
+                if let Some(Value::Array(all)) = map.get("enum") {
+                    found.extend(all.iter().filter_map(Value::as_str).map(str::to_string));
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    found
 }
 
 fn refs(value: &Value) -> Vec<String> {
