@@ -86,6 +86,9 @@ pub fn cut_within(text: &str, limit: usize) -> String {
     cut(text, limit.saturating_sub(CUT.chars().count()))
 }
 
+/// The heading of the earlier attempts' reasons in a brief.
+const EARLIER_FAILURES: &str = "\nEarlier attempts at this subtask failed:\n";
+
 /// The first user message of a subtask.
 pub fn brief(job: &Job) -> String {
     let plan = &job.plan;
@@ -166,7 +169,7 @@ pub fn brief(job: &Job) -> String {
         }
     }
     if !job.earlier_failures.is_empty() {
-        out.push_str("\nEarlier attempts at this subtask failed:\n");
+        out.push_str(EARLIER_FAILURES);
         for (i, reason) in job.earlier_failures.iter().enumerate() {
             out.push_str(&format!("- attempt {}: {}\n", i + 1, cut(reason, 500)));
         }
@@ -349,7 +352,13 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     let first = brief(&job);
     // What the model was given and what its tools printed: the numbers of
     // its result must be found here (see `grounded`).
-    let mut evidence = vec![first.clone()];
+    // Not the earlier attempts' failures: their reasons quote the guesses.
+    let given = first
+        .split(EARLIER_FAILURES)
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let mut evidence = vec![given];
     let mut grounding_checked = false;
     let mut messages = vec![
         Message::system(system(&specs, job.offered)),
@@ -391,6 +400,23 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     None => {
                         let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
                         let missing = crate::grounded::unsupported(result, &sources);
+                        // A subtask that works with tools and states,
+                        // after being shown the output, numbers none of
+                        // it holds has guessed (Qwen2.5-1.5B answered
+                        // 134626151315 as 2^100's digit sum): the attempt
+                        // fails and the next starts with the reason. One
+                        // without tools (a text, a plan) keeps its words.
+                        let with_tools = !called.is_empty() || named_tool(&job, &specs).is_some();
+                        if grounding_checked && !missing.is_empty() && with_tools {
+                            return Outcome::Failed {
+                                reason: format!(
+                                    "the result stated {}, which no tool output shows; compute \
+                                     it with a tool and state it exactly as printed",
+                                    missing.join(", ")
+                                ),
+                                again: true,
+                            };
+                        }
                         if missing.is_empty() || grounding_checked {
                             return Outcome::Done {
                                 result: result.clone(),
@@ -400,7 +426,11 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                         // One checking turn: the result states numbers
                         // nothing printed (a small model's guess).
                         grounding_checked = true;
-                        ungrounded(&missing, &specs)
+                        let printed = (evidence.len() > 1)
+                            .then(|| evidence.last())
+                            .flatten()
+                            .map(String::as_str);
+                        ungrounded(&missing, &specs, printed)
                     }
                 }
             }
@@ -509,7 +539,9 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
 
 /// What the model reads when its result states numbers that neither its
 /// brief nor a tool's output holds.
-fn ungrounded(missing: &[String], specs: &[ToolSpec]) -> String {
+/// `printed`: the last tool output, quoted so the model can copy its
+/// values (asked only to look again, Qwen2.5-1.5B repeated its guess).
+fn ungrounded(missing: &[String], specs: &[ToolSpec], printed: Option<&str>) -> String {
     let list = missing
         .iter()
         .take(5)
@@ -517,10 +549,16 @@ fn ungrounded(missing: &[String], specs: &[ToolSpec]) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     let code = specs.iter().any(|s| s.name == "run_python");
+    let quoted = printed
+        .map(|p| format!("The last tool output was:\n{}\n", cut(p, 600)))
+        .unwrap_or_default();
     format!(
         "Your result states {list}, but no tool output and nothing you were given shows that. \
-         Do not state numbers you did not see. {}",
-        if code {
+         Do not state numbers you did not see. {quoted}{}",
+        if printed.is_some() {
+            "Complete with the values exactly as printed, or call a tool to compute what is \
+             missing."
+        } else if code {
             "Call run_python with a program that computes and prints them, then complete with \
              the values exactly as printed."
         } else {

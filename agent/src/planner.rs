@@ -224,7 +224,12 @@ pub fn tidy(planned: &mut Planned, mode: Mode, tools: &[&str], inputs_listed: bo
             || s.tool
                 .as_deref()
                 .is_some_and(|t| s.name.eq_ignore_ascii_case(t));
-        if named_for_tool && !s.description.trim().is_empty() {
+        // `compute_total_revenue`: a function's name, not words for a card.
+        let identifier = s.name.contains('_')
+            && s.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if (named_for_tool || identifier) && !s.description.trim().is_empty() {
             if s.tool.is_none() {
                 s.tool = tools
                     .iter()
@@ -237,7 +242,7 @@ pub fn tidy(planned: &mut Planned, mode: Mode, tools: &[&str], inputs_listed: bo
     }
     if renamed > 0 {
         planned.repairs.push(format!(
-            "named {renamed} subtasks named after a tool for what they do"
+            "named {renamed} subtasks named after a tool or like a function for what they do"
         ));
     }
     // A complex plan that is a chain all the same (each subtask after the
@@ -617,6 +622,12 @@ mod tests {
         let mut unlisted = plan();
         tidy(&mut unlisted, Mode::Simple, &TOOLS, false);
         assert_eq!(unlisted.subtasks.len(), 2);
+        let mut identifier = Planned {
+            subtasks: vec![step("compute_total", "", "Add the totals up.")],
+            ..plan()
+        };
+        tidy(&mut identifier, Mode::Simple, &TOOLS, true);
+        assert_eq!(identifier.subtasks[0].name, "Add the totals up");
         let mut complex = Planned {
             subtasks: vec![
                 step("read_file", "read_file", "Read a.csv."),

@@ -112,11 +112,15 @@ const SYSTEM_DIRS: [&str; 6] = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/sb
 
 /// The entries of `/etc` programs need; never `/etc` itself, whose other
 /// files (`shadow`, keys, the host's configuration) stay invisible.
-const ETC_ENTRIES: [&str; 4] = [
+/// `/etc/fonts`: without it every matplotlib import wrote "Fontconfig
+/// error: Cannot load default config file" to stderr, which the model then
+/// reported as what its result lacked.
+const ETC_ENTRIES: [&str; 5] = [
     "/etc/alternatives",
     "/etc/ssl",
     "/etc/ld.so.cache",
     "/etc/localtime",
+    "/etc/fonts",
 ];
 
 /// The whole environment inside (after `--clearenv`). `USER` keeps
@@ -1108,6 +1112,13 @@ impl ToolBox for CodeTools {
                 self.packages_sentence()
             ));
         }
+        if let Some(note) = (name == "run_python")
+            .then(|| python_note(&outcome))
+            .flatten()
+        {
+            report.push_str("\n--- note ---\n");
+            report.push_str(note);
+        }
         if let Some(used) = self.usage().await.filter(|used| *used > quota) {
             report.push_str(&format!(
                 "\n--- note ---\nThe workspace now holds {used} bytes, past its quota of {quota} \
@@ -1116,6 +1127,32 @@ impl ToolBox for CodeTools {
         }
         Ok(report)
     }
+}
+
+/// What the model should know about a Python run it would otherwise
+/// misread (Qwen2.5-1.5B answered "1" after code whose last line was an
+/// expression printed nothing, and wrote `'\n'` in its JSON three times,
+/// which puts a line break inside a Python string).
+fn python_note(outcome: &RunOutcome) -> Option<&'static str> {
+    let quiet = outcome.stdout.trim().is_empty() && outcome.stderr.trim().is_empty();
+    if outcome.exit_code == Some(0) && quiet {
+        return Some(
+            "Nothing was printed: the value of the code's last line is not shown (this is not a \
+             notebook). print() what you need to see.",
+        );
+    }
+    let broken_string = [
+        "unterminated string literal",
+        "EOL while scanning string literal",
+    ];
+    if broken_string.iter().any(|m| outcome.stderr.contains(m)) {
+        return Some(
+            "A string literal in the code holds a line break. In the JSON of your call, a \
+             newline inside a Python string is written \\\\n (two backslashes and n), so the \
+             code receives \\n; or join lines with chr(10).",
+        );
+    }
+    None
 }
 
 /// The module a Python traceback says is missing (`No module named 'x'`),
@@ -1172,6 +1209,35 @@ mod tests {
             packages_dir: None,
             limits: SandboxLimits::default(),
         }
+    }
+
+    fn outcome(exit: i32, stdout: &str, stderr: &str) -> RunOutcome {
+        RunOutcome {
+            exit_code: Some(exit),
+            signal: None,
+            timed_out: false,
+            duration: Duration::from_millis(10),
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            stdout_cut: 0,
+            stderr_cut: 0,
+            limits: SandboxLimits::default(),
+        }
+    }
+
+    #[test]
+    fn a_python_run_that_printed_nothing_or_broke_a_string_says_what_to_do() {
+        let silent = python_note(&outcome(0, "", "")).unwrap();
+        assert!(silent.contains("print()"), "{silent}");
+        let broken = python_note(&outcome(
+            1,
+            "",
+            "  File \"<string>\", line 4\n    f.write(word + '\nSyntaxError: unterminated string literal",
+        ))
+        .unwrap();
+        assert!(broken.contains("\\\\n (two backslashes and n)"), "{broken}");
+        assert_eq!(python_note(&outcome(0, "46.0\n", "")), None);
+        assert_eq!(python_note(&outcome(1, "", "NameError: json")), None);
     }
 
     #[test]
@@ -1506,6 +1572,15 @@ mod tests {
             .unwrap();
         assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
         assert!(outcome.stdout.contains("'north': 8"), "{}", outcome.stdout);
+        // Where the host has fonts configured, drawing finds them: no
+        // "Fontconfig error" for the model to read as a failure.
+        if Path::new("/etc/fonts/fonts.conf").exists() {
+            assert!(
+                !outcome.stderr.contains("Fontconfig"),
+                "{}",
+                outcome.report()
+            );
+        }
         let png = std::fs::read(tools.root().join("chart.png")).unwrap();
         assert_eq!(&png[..4], b"\x89PNG");
         assert!(tools.root().join("sales.xlsx").is_file());

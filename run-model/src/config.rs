@@ -138,6 +138,11 @@ pub struct RunConfig {
     /// retries and memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<plan_engine::PlanId>,
+    /// A complex plan is reviewed after every super-step (seed 004's
+    /// adaptive re-planning as written), not only after one that fell
+    /// short or failed (the default). What the adapter may add stays
+    /// within the run's adaptation budget either way.
+    pub adapt_every_step: bool,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -213,6 +218,7 @@ impl Default for RunConfig {
             template: None,
             batches: None,
             plan: None,
+            adapt_every_step: false,
         }
     }
 }

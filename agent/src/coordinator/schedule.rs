@@ -275,6 +275,11 @@ impl Driver {
                     // the loop starts what is ready after it.
                     start_next: self.mode() == Mode::Simple && !self.pausing(),
                 };
+                // Seed 004 as written: review the plan after every
+                // super-step, when the run asks for it.
+                if step_over && self.mode() == Mode::Complex && self.run.config.adapt_every_step {
+                    self.adapt_due = true;
+                }
                 let mut ops = vec![done];
                 if let Some(next) = self.next_step_with(id, step_over) {
                     ops.push(next);

@@ -241,3 +241,45 @@ async fn a_model_that_fails_everything_and_always_proposes_a_workaround_stops_fo
         .iter()
         .any(|s| s.state() == SubtaskState::Failed));
 }
+
+/// Seed 004's adaptive re-planning as written: with `adapt_every_step` a
+/// complex plan is reviewed after every super-step, also when nothing fell
+/// short; by default only after one that did. A model that always asks for
+/// more still stays within the adaptation budget.
+#[tokio::test]
+async fn a_run_that_adapts_after_every_super_step_is_reviewed_each_step_and_still_converges() {
+    for every in [false, true] {
+        let adapts = Arc::new(AtomicUsize::new(0));
+        let calls = adapts.clone();
+        let llm = worker()
+            .push_json(
+                CallRole::Planner,
+                plan_json(&[("gather", &[]), ("check", &[1]), ("report", &[2])]),
+            )
+            .responder(move |request| {
+                if request.role == CallRole::Adapter
+                    && matches!(&request.shape, agent::llm::Shape::Json { name: "adapt", .. })
+                {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    return Reply::Json(json!({"needs_change": true, "reason": "more",
+                        "add": [{"name": format!("extra {n}"), "description": format!("more, part {n}")}]}));
+                }
+                answer(request)
+            });
+        let world = World::new(llm);
+        let mut c = config("Gather, check and report");
+        c.mode = ModeChoice::Complex;
+        c.adapt_every_step = every;
+        let run = world.run(c).await;
+        assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+        let asked = adapts.load(Ordering::SeqCst);
+        if every {
+            assert!(asked >= 3, "reviewed after each of the 3 steps: {asked}");
+            // The approved plan had 3 subtasks: at most 3 added.
+            assert!(run.adaptation.added <= 3, "{}", run.adaptation.added);
+            assert!(world.plan().subtasks().len() <= 6);
+        } else {
+            assert_eq!(asked, 0, "nothing fell short: no review");
+        }
+    }
+}

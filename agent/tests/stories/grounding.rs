@@ -60,7 +60,7 @@ async fn a_result_stating_a_number_no_tool_printed_is_sent_back_once_and_the_pri
 }
 
 #[tokio::test]
-async fn a_result_sent_back_once_is_kept_the_second_time_so_the_subtask_ends() {
+async fn a_result_of_a_subtask_without_tools_sent_back_once_is_kept_the_second_time() {
     let dir = tempfile::tempdir().unwrap();
     let llm = worker()
         .push_json(
@@ -130,4 +130,58 @@ async fn an_answer_stating_a_number_the_results_lack_is_written_again_and_else_t
         "the results stand: {answer}"
     );
     assert_eq!(world.llm.calls(CallRole::Compiler), 2);
+}
+
+#[tokio::test]
+async fn a_subtask_with_tools_that_repeats_a_number_nothing_printed_fails_the_attempt_and_tries_again(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("totals.txt"), "north 1526\n").unwrap();
+    let guess = json!({"action": "complete", "result": "North sold 1800."});
+    let llm = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "totals.txt"}}),
+        )
+        .push_json(CallRole::Executor, guess.clone())
+        .push_json(CallRole::Executor, guess.clone())
+        // The next attempt: the reason does not make the guess grounded.
+        .push_json(CallRole::Executor, guess)
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "totals.txt"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "North sold 1526."}),
+        );
+    let world = reading_world(llm, dir.path());
+    let mut c = simple("How much did north sell?");
+    c.retry_delay_ms = 0;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("North sold 1526.")
+    );
+    let retried = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.get(1))
+        .any(|m| {
+            m.content
+                .contains("the result stated 1800, which no tool output shows")
+        });
+    assert!(retried, "the next attempt starts with the reason");
+    let checked = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .filter(|m| m.content.contains("Your result states 1800"))
+        .count();
+    assert_eq!(checked, 2, "the guess is questioned in both attempts");
 }
