@@ -214,6 +214,16 @@ async fn start_server(dir: &Path, model_url: Option<String>) -> Result<String, S
     Ok(url)
 }
 
+async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
+    http.get(url)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))
+}
+
 struct Outcome {
     verdict: Result<(), String>,
     seconds: f64,
@@ -252,14 +262,7 @@ async fn run_task(
     }
     let id = view["id"].as_str().unwrap_or_default().to_string();
     let view = loop {
-        let view: Value = http
-            .get(format!("{base}/api/runs/{id}"))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
+        let view = get_json(http, &format!("{base}/api/runs/{id}")).await?;
         let state = view["state"].as_str().unwrap_or_default();
         if ["done", "failed", "cancelled", "paused"].contains(&state) || started.elapsed() > limit {
             break view;
@@ -278,14 +281,7 @@ async fn run_task(
     let answer = view["answer"].as_str().unwrap_or_default().to_string();
     let mut steps = Vec::new();
     if let Some(plan) = view["plan_id"].as_str() {
-        let plan: Value = http
-            .get(format!("{base}/api/plans/{plan}"))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
+        let plan = get_json(http, &format!("{base}/api/plans/{plan}")).await?;
         for s in plan["plan"]["subtasks"].as_array().into_iter().flatten() {
             steps.push(format!(
                 "#{} {} [{}] → {}",
@@ -298,12 +294,7 @@ async fn run_task(
         }
     }
     // The tool calls, in order: what the model did, for the report.
-    let calls: Value = http
-        .get(format!("{base}/api/runs/{id}/events?limit=1000"))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
+    let calls = get_json(http, &format!("{base}/api/runs/{id}/events?limit=1000"))
         .await
         .unwrap_or(Value::Null);
     for c in calls
