@@ -1064,10 +1064,12 @@ impl ToolBox for CodeTools {
                 })?;
                 let code = string_arg(arguments, "code", CODE_MAX_CHARS)?;
                 // Not `-I`: the environment is already clean, and modules
-                // the code wrote in the workspace should import.
+                // the code wrote in the workspace should import. The code
+                // runs under SHOW_LAST, as a notebook cell does.
                 vec![
                     python.to_string_lossy().into_owned(),
                     "-c".to_string(),
+                    SHOW_LAST.to_string(),
                     code.to_string(),
                 ]
             }
@@ -1085,7 +1087,8 @@ impl ToolBox for CodeTools {
         // call can go past it by at most what the file-size and wall-time
         // limits let it write).
         let quota = self.workspace.quota();
-        if let Some(used) = self.usage().await.filter(|used| *used > quota) {
+        let before = self.usage().await;
+        if let Some(used) = before.filter(|used| *used > quota) {
             return Err(ToolError::refused(format!(
                 "the workspace holds {used} bytes, past its quota of {quota} bytes: code does not \
                  run until a person removes files or raises the quota \
@@ -1112,14 +1115,15 @@ impl ToolBox for CodeTools {
                 self.packages_sentence()
             ));
         }
+        let after = self.usage().await;
         if let Some(note) = (name == "run_python")
-            .then(|| python_note(&outcome))
+            .then(|| python_note(&outcome, before != after))
             .flatten()
         {
             report.push_str("\n--- note ---\n");
             report.push_str(note);
         }
-        if let Some(used) = self.usage().await.filter(|used| *used > quota) {
+        if let Some(used) = after.filter(|used| *used > quota) {
             report.push_str(&format!(
                 "\n--- note ---\nThe workspace now holds {used} bytes, past its quota of {quota} \
                  bytes: later writes are refused and code does not run again."
@@ -1129,17 +1133,47 @@ impl ToolBox for CodeTools {
     }
 }
 
+/// Runs the code (`sys.argv[1]`) as a notebook cell runs: when its last
+/// statement is an expression, its value is printed (Qwen2.5-1.5B wrote
+/// `sum(int(d) for d in str(2**100))` and, shown nothing, answered a
+/// guess). Tracebacks start at the code, not at this runner; the code sees
+/// `sys.argv == ['-c']` as under `python3 -c`.
+const SHOW_LAST: &str = r#"import ast, sys, traceback
+src = sys.argv[1]
+sys.argv = ['-c']
+try:
+    tree = ast.parse(src, '<code>', 'exec')
+except SyntaxError as e:
+    traceback.print_exception(type(e), e, None)
+    sys.exit(1)
+last = None
+if tree.body and isinstance(tree.body[-1], ast.Expr):
+    last = ast.Expression(tree.body.pop().value)
+scope = {'__name__': '__main__', '__builtins__': __builtins__}
+try:
+    exec(compile(tree, '<code>', 'exec'), scope)
+    if last is not None:
+        value = eval(compile(last, '<code>', 'eval'), scope)
+        if value is not None:
+            print(repr(value))
+except SystemExit:
+    raise
+except BaseException as e:
+    traceback.print_exception(type(e), e, e.__traceback__.tb_next)
+    sys.exit(1)
+"#;
+
 /// What the model should know about a Python run it would otherwise
 /// misread (Qwen2.5-1.5B answered "1" after code whose last line was an
 /// expression printed nothing, and wrote `'\n'` in its JSON three times,
 /// which puts a line break inside a Python string).
-fn python_note(outcome: &RunOutcome) -> Option<&'static str> {
+/// `wrote`: the workspace changed (code that writes a file and prints
+/// nothing has done its work: Qwen2.5-1.5B, told "nothing was printed",
+/// failed a subtask whose file was right).
+fn python_note(outcome: &RunOutcome, wrote: bool) -> Option<&'static str> {
     let quiet = outcome.stdout.trim().is_empty() && outcome.stderr.trim().is_empty();
-    if outcome.exit_code == Some(0) && quiet {
-        return Some(
-            "Nothing was printed: the value of the code's last line is not shown (this is not a \
-             notebook). print() what you need to see.",
-        );
+    if outcome.exit_code == Some(0) && quiet && !wrote {
+        return Some("Nothing was printed and no file changed: print() what you need to see.");
     }
     let broken_string = [
         "unterminated string literal",
@@ -1227,17 +1261,22 @@ mod tests {
 
     #[test]
     fn a_python_run_that_printed_nothing_or_broke_a_string_says_what_to_do() {
-        let silent = python_note(&outcome(0, "", "")).unwrap();
+        let silent = python_note(&outcome(0, "", ""), false).unwrap();
         assert!(silent.contains("print()"), "{silent}");
+        assert_eq!(
+            python_note(&outcome(0, "", ""), true),
+            None,
+            "it wrote a file"
+        );
         let broken = python_note(&outcome(
             1,
             "",
             "  File \"<string>\", line 4\n    f.write(word + '\nSyntaxError: unterminated string literal",
-        ))
+        ), false)
         .unwrap();
         assert!(broken.contains("\\\\n (two backslashes and n)"), "{broken}");
-        assert_eq!(python_note(&outcome(0, "46.0\n", "")), None);
-        assert_eq!(python_note(&outcome(1, "", "NameError: json")), None);
+        assert_eq!(python_note(&outcome(0, "46.0\n", ""), false), None);
+        assert_eq!(python_note(&outcome(1, "", "NameError: json"), false), None);
     }
 
     #[test]
@@ -1492,6 +1531,55 @@ mod tests {
         assert!(
             !Path::new(&private).exists(),
             "the sandbox's /tmp is the host's"
+        );
+    }
+
+    #[tokio::test]
+    async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
+        let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+            return;
+        };
+        if sandbox.python().is_none() {
+            return;
+        }
+        let (_dir, ws) = workspace();
+        let tools = CodeTools::new(Arc::new(sandbox), ws).unwrap();
+        let run = |code: &'static str| {
+            let tools = &tools;
+            async move {
+                tools
+                    .call("run_python", &json!({ "code": code }))
+                    .await
+                    .unwrap()
+            }
+        };
+        let report = run("x = 2 ** 100\nsum(int(d) for d in str(x))").await;
+        assert!(report.contains("--- stdout ---\n115\n"), "{report}");
+        // print() as usual; a last expression of None shows nothing.
+        let report = run("import sys\nprint(sys.argv)\nNone").await;
+        assert!(
+            report.contains("--- stdout ---\n['-c']\n--- stderr"),
+            "{report}"
+        );
+        // A traceback starts at the code, with its own line numbers.
+        let report = run("a = 1\nb = a / 0").await;
+        assert!(report.starts_with("exit status 1 ("), "{report}");
+        assert!(report.contains("File \"<code>\", line 2"), "{report}");
+        assert!(report.contains("ZeroDivisionError"), "{report}");
+        assert!(
+            !report.contains("exec(compile"),
+            "not the runner's frame: {report}"
+        );
+        // exit() keeps its status.
+        let report = run("import sys\nsys.exit(3)").await;
+        assert!(report.starts_with("exit status 3 ("), "{report}");
+        // A file written and nothing printed: no note saying nothing happened.
+        let report = run("open('out.txt', 'w').write('x')\npass").await;
+        assert!(!report.contains("--- note ---"), "{report}");
+        let report = run("y = 1").await;
+        assert!(
+            report.contains("Nothing was printed and no file changed"),
+            "{report}"
         );
     }
 
