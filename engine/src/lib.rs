@@ -21,7 +21,7 @@
 //! - [`command`] and [`event`]: what can be asked, what happened, and the fold.
 //! - [`apply`](mod@apply): the decisions; `Plan::create` and `Plan::execute`.
 //! - [`dag`]: cycle checks with the offending path, topological order, critical path.
-//! - `index`: derived lookups (positions, ready set, counts) that keep per-step
+//! - `model`'s child `index`: derived lookups (positions, ready set, counts) that keep per-step
 //!   queries off the O(n) path.
 //! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON;
 //!   [`gantt`]: the plan's timing as an SVG Gantt chart.
@@ -47,7 +47,6 @@ pub mod error;
 pub mod event;
 pub mod gantt;
 pub mod hint;
-mod index;
 pub mod layout;
 pub mod lod;
 pub mod model;

@@ -1,8 +1,9 @@
 //! The plan model: what a plan and its subtasks are, as stored and as sent.
 //!
 //! Every field here is data that the event log can rebuild exactly; derived
-//! lookups (positions, ready set, counts) live in [`crate::index`] and are
-//! never serialized.
+//! lookups (positions, ready set, counts) live in its child module `index`
+//! (a child, so the model and its index do not import each other as
+//! equals) and are never serialized.
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -10,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
 
-use crate::index::DerivedIndex;
+mod index;
+use index::DerivedIndex;
 
 /// Wall-clock time, always handed in by the caller: the engine never reads a clock.
 pub type Timestamp = DateTime<Utc>;

@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
-use crate::model::{Plan, Subtask, SubtaskId, SubtaskState};
+use super::{Plan, Subtask, SubtaskId, SubtaskState};
 
 #[derive(Default)]
 pub(crate) struct DerivedIndex(OnceLock<Index>);
