@@ -19,8 +19,11 @@ Examples (not from your tasks):
 - \"调查一下为什么夜间任务经常超时\" → emergent
 confidence is 0..1. reason is one short sentence.";
 
+/// No example task or name in the planners' prompts: Qwen2.5-1.5B
+/// copied them into its plans ("read sales.csv" for a task without files,
+/// "convert the ages to euros" for a mean age).
 pub const SIMPLE_PLANNER: &str = "You plan a simple task as a short linear list of 1 to 7 subtasks, done one after another. Plan as few as the task needs: when one program can answer it (a count, a sum, a lookup, a conversion), plan exactly one subtask.
-Each subtask: a name saying what it achieves (\"Convert the prices to euros\", not \"run_python\"), a description of what to do, the expected outcome, and the tool it uses (empty if none). No depends_on.
+Each subtask: a name saying in words what it achieves (never a tool's or a function's name), a description of what to do, the expected outcome, and the tool it uses (empty if none). No depends_on.
 Plan nothing the task does not ask for (no file to write unless it asks for one).
 Answer with JSON.";
 

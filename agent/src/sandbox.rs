@@ -1137,15 +1137,31 @@ impl ToolBox for CodeTools {
 /// statement is an expression, its value is printed (Qwen2.5-1.5B wrote
 /// `sum(int(d) for d in str(2**100))` and, shown nothing, answered a
 /// guess). Tracebacks start at the code, not at this runner; the code sees
-/// `sys.argv == ['-c']` as under `python3 -c`.
+/// `sys.argv == ['-c']` as under `python3 -c`. Code that does not parse
+/// because a one-line string literal holds a line break (a `\n` the model
+/// left unescaped in its JSON: it wrote `f.write(w + '\n')` four times
+/// after being told) has that break read as `\n`, and stderr says so;
+/// code that parses is never changed.
 const SHOW_LAST: &str = r#"import ast, sys, traceback
 src = sys.argv[1]
 sys.argv = ['-c']
-try:
-    tree = ast.parse(src, '<code>', 'exec')
-except SyntaxError as e:
-    traceback.print_exception(type(e), e, None)
-    sys.exit(1)
+mended = 0
+while True:
+    try:
+        tree = ast.parse(src, '<code>', 'exec')
+        break
+    except SyntaxError as e:
+        lines = src.split('\n')
+        n = (e.lineno or 0) - 1
+        if 'unterminated string literal' in str(e.msg) and 0 <= n < len(lines) - 1 and mended < 50:
+            lines[n:n + 2] = [lines[n] + '\\n' + lines[n + 1]]
+            src = '\n'.join(lines)
+            mended += 1
+            continue
+        traceback.print_exception(type(e), e, None)
+        sys.exit(1)
+if mended:
+    print(f'(planboard: read {mended} line break(s) inside string literals as \\n)', file=sys.stderr)
 last = None
 if tree.body and isinstance(tree.body[-1], ast.Expr):
     last = ast.Expression(tree.body.pop().value)
@@ -1576,6 +1592,14 @@ mod tests {
         // A file written and nothing printed: no note saying nothing happened.
         let report = run("open('out.txt', 'w').write('x')\npass").await;
         assert!(!report.contains("--- note ---"), "{report}");
+        // A line break the model's JSON left inside a string literal.
+        let report =
+            run("words = ['b', 'a']\nprint('\n'.join(sorted(words)) + '\n', end='')").await;
+        assert!(
+            report.contains("--- stdout ---\na\nb\n--- stderr"),
+            "{report}"
+        );
+        assert!(report.contains("read 2 line break(s)"), "{report}");
         let report = run("y = 1").await;
         assert!(
             report.contains("Nothing was printed and no file changed"),
