@@ -16,9 +16,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    let config_file = std::env::var_os("LEPTOS_OUTPUT_NAME")
-        .is_none()
-        .then_some("Cargo.toml");
+    // The site's name is compiled in by scripts/build.sh and cargo-leptos
+    // (LEPTOS_OUTPUT_NAME at build time), so the binary runs on its own;
+    // only a build without it needs the project's Cargo.toml.
+    let config_file = (std::env::var_os("LEPTOS_OUTPUT_NAME").is_none()
+        && option_env!("LEPTOS_OUTPUT_NAME").is_none())
+    .then_some("Cargo.toml");
     let conf = get_configuration(config_file)?;
     let options = conf.leptos_options;
     let addr = options.site_addr;
