@@ -26,6 +26,10 @@ print('wrote chart.png and trend.svg')`;
 function answer(request) {
   const shape = request?.response_format?.json_schema?.name ?? "text";
   const brief = request?.messages?.[1]?.content ?? "";
+  // The markers ([ask], [fail], ...) are read from the task line only:
+  // the rest of a brief may quote other tasks (recalled memories of
+  // earlier stories' runs), whose markers are not this run's.
+  const task = brief.split("\n")[0];
   const line = brief.split("\n").find((l) => l.startsWith("Your subtask #")) ?? "";
   const subtask = line.split(": ").slice(1).join(": ");
   switch (shape) {
@@ -56,26 +60,26 @@ function answer(request) {
     case "action":
       // Tasks marked [ask] or [fail] make the first subtask ask a person
       // (until someone answered) or fail.
-      if (subtask === "look at the first" && brief.includes("[ask]") && !brief.includes("What people said")) {
+      if (subtask === "look at the first" && task.includes("[ask]") && !brief.includes("What people said")) {
         return { action: "ask", question: "Which of the two libraries do you mean first?" };
       }
       // [file]: the first subtask writes a file in the run's workspace, then
       // completes once it has seen the tool's result.
-      if (subtask === "look at the first" && brief.includes("[file]") && (request.messages?.length ?? 0) <= 2) {
+      if (subtask === "look at the first" && task.includes("[file]") && (request.messages?.length ?? 0) <= 2) {
         return { action: "write_file", arguments: { path: "notes/first.md", content: "# The first library\n\nIts notes." } };
       }
       // [chart]: the first subtask's code draws a bar chart (a PNG, with
       // the standard library alone) and a trend line (an SVG carrying a
       // script that must never run), then completes.
-      if (subtask === "look at the first" && brief.includes("[chart]") && (request.messages?.length ?? 0) <= 2) {
+      if (subtask === "look at the first" && task.includes("[chart]") && (request.messages?.length ?? 0) <= 2) {
         return { action: "run_python", arguments: { code: CHART_CODE } };
       }
       // [shell]: the first subtask asks to run a shell command (a guarded
       // tool: a person decides), then completes once it has seen the result.
-      if (subtask === "look at the first" && brief.includes("[shell]") && (request.messages?.length ?? 0) <= 2) {
+      if (subtask === "look at the first" && task.includes("[shell]") && (request.messages?.length ?? 0) <= 2) {
         return { action: "run_shell", arguments: { command: "echo hello from the sandbox > hello.txt" } };
       }
-      if (subtask === "look at the first" && brief.includes("[fail]")) {
+      if (subtask === "look at the first" && task.includes("[fail]")) {
         return { action: "fail", reason: "the first library's documentation cannot be read" };
       }
       if (subtask === "check item 2" && !brief.includes("an earlier attempt failed")) {
@@ -97,7 +101,7 @@ function answer(request) {
       return { drop: [], needs_update: false, reason: "fine", new_todos: [] };
     default:
       // [chart]: the answer names the SVG before the PNG.
-      if (JSON.stringify(request.messages ?? []).includes("[chart]")) {
+      if (task.includes("[chart]")) {
         return "The trend is drawn in trend.svg, the sales per region in chart.png.";
       }
       // A hostile reply: it must stay text on the board.
@@ -120,7 +124,7 @@ http
       // limited with Retry-After: 8, so the board's countdown can be seen.
       const key = request?.messages?.[1]?.content ?? "";
       const first = key.split("\n").some((l) => l.startsWith("Your subtask #") && l.endsWith(": look at the first"));
-      if (key.includes("[retry]") && request?.response_format?.json_schema?.name === "action" && first) {
+      if (key.split("\n")[0].includes("[retry]") && request?.response_format?.json_schema?.name === "action" && first) {
         if (!limited.has(key)) {
           limited.add(key);
           res.writeHead(429, { "content-type": "application/json", "retry-after": "8" });
@@ -130,7 +134,7 @@ http
       }
       const content = answer(request);
       // Tasks marked [slow] give a person time to act mid-run.
-      const slow = JSON.stringify(request.messages ?? []).includes("[slow]");
+      const slow = (request?.messages?.[1]?.content ?? "").split("\n")[0].includes("[slow]");
       const reply = {
         id: "chatcmpl-fake",
         object: "chat.completion",

@@ -41,6 +41,9 @@ pub struct BatchAsk<'a> {
     pub tools: &'a [ToolSpec],
     /// A person's comment on the rejected first batch.
     pub comment: Option<&'a str>,
+    /// What the run recalled ([`run_model::memory::prompt_section`]; ""
+    /// when nothing).
+    pub memory: &'a str,
 }
 
 /// The answer's schema: as many subtasks as items at most, and `items`
@@ -86,7 +89,9 @@ pub fn batch_prompt(ask: &BatchAsk<'_>) -> String {
         ask.progress.batch + 1
     ));
     for n in ask.items {
-        out.push_str(&format!("#{n}: {}", ask.input.shown(*n)));
+        // Items are "item n" everywhere in a run (the failures above, the
+        // descriptions, the answer): `#n` names subtasks.
+        out.push_str(&format!("item {n}: {}", ask.input.shown(*n)));
         if let Some(retry) = ask.progress.failures_of(*n) {
             out.push_str(&format!(
                 " (failed {} times; last: {})",
@@ -101,6 +106,10 @@ pub fn batch_prompt(ask: &BatchAsk<'_>) -> String {
             cut(comment, 1_000)
         ));
     }
+    if !ask.memory.is_empty() {
+        out.push('\n');
+        out.push_str(ask.memory);
+    }
     out
 }
 
@@ -114,7 +123,9 @@ fn items_block(ask: &BatchAsk<'_>, items: &[u32]) -> String {
          make a reasonable assumption and state it in the result instead of asking a person.\n\nItems:",
     );
     for n in items {
-        out.push_str(&format!("\n#{n}: {}", ask.input.shown(*n)));
+        // "item 4", never "#4": the description shows on the board,
+        // where `#4` is a subtask's id.
+        out.push_str(&format!("\nitem {n}: {}", ask.input.shown(*n)));
         if let Some(retry) = ask.progress.failures_of(*n) {
             out.push_str(&format!(
                 "\n(an earlier attempt failed: {}; try another way)",
@@ -129,9 +140,9 @@ fn items_block(ask: &BatchAsk<'_>, items: &[u32]) -> String {
 fn one_item(ask: &BatchAsk<'_>, n: u32) -> NewSubtask {
     let first = ask.task.lines().next().unwrap_or_default();
     NewSubtask {
-        name: cut_name(&format!("Item #{n}: {}", ask.input.shown(n))),
+        name: cut_name(&format!("Item {n}: {}", ask.input.shown(n))),
         description: format!(
-            "For item #{n} of {}: {}{}",
+            "For item {n} of {}: {}{}",
             ask.path,
             cut(first, 200),
             items_block(ask, &[n])
@@ -212,10 +223,10 @@ pub fn shape_batch(ask: &BatchAsk<'_>, answer: Option<&BatchAnswer>) -> BatchPla
         .collect();
     if !left.is_empty() && answer.is_some() {
         repairs.push(format!(
-            "gave {} items the answer left out a subtask each ({})",
+            "gave {} items the answer left out a subtask each (items {})",
             left.len(),
             left.iter()
-                .map(|n| format!("#{n}"))
+                .map(|n| n.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
@@ -291,6 +302,7 @@ mod tests {
             items: &[2, 3, 4],
             tools: &[],
             comment: None,
+            memory: "",
         };
         let answer = BatchAnswer {
             subtasks: vec![
@@ -306,8 +318,8 @@ mod tests {
         assert!(planned.subtasks[0]
             .0
             .description
-            .ends_with("Items:\n#2: list_orders"));
-        assert_eq!(planned.subtasks[2].0.name, "Item #4: ping");
+            .ends_with("Items:\nitem 2: list_orders"));
+        assert_eq!(planned.subtasks[2].0.name, "Item 4: ping");
         let repairs = planned.repairs.join("; ");
         assert!(
             repairs.contains("1 item numbers outside the batch"),
@@ -315,11 +327,14 @@ mod tests {
         );
         assert!(repairs.contains("2 items covered twice"), "{repairs}");
         assert!(repairs.contains("1 subtasks without a name"), "{repairs}");
-        assert!(repairs.contains("(#3, #4)"), "{repairs}");
+        assert!(repairs.contains("(items 3, 4)"), "{repairs}");
 
         let none = shape_batch(&ask, None);
         assert_eq!(none.subtasks.len(), 3);
-        assert!(none.subtasks[1].0.description.contains("#3: delete_cart"));
+        assert!(none.subtasks[1]
+            .0
+            .description
+            .contains("item 3: delete_cart"));
     }
 
     #[test]
@@ -349,9 +364,10 @@ mod tests {
             items: &items,
             tools: &[],
             comment: None,
+            memory: "",
         };
         let prompt = batch_prompt(&ask);
-        assert!(prompt.contains("#1: get_user (failed 1 times; last: HTTP 500 from /users)"));
+        assert!(prompt.contains("item 1: get_user (failed 1 times; last: HTTP 500 from /users)"));
         assert!(prompt.contains("Batch 2 — its items:"));
         let planned = shape_batch(&ask, None);
         assert!(planned.subtasks[0]

@@ -58,6 +58,9 @@ pub struct Job {
     pub people_changes: Vec<String>,
     /// Why the earlier attempts at this subtask failed, oldest first.
     pub earlier_failures: Vec<String>,
+    /// What people taught that concerns this step (recalled rules and
+    /// corrections, [`run_model::memory::step_section`]); "" when none.
+    pub taught: String,
 }
 
 pub fn cut(text: &str, max: usize) -> String {
@@ -175,6 +178,10 @@ pub fn brief(job: &Job) -> String {
         }
         out.push_str(prompts::TRY_AGAIN);
         out.push('\n');
+    }
+    if !job.taught.is_empty() {
+        out.push('\n');
+        out.push_str(&job.taught);
     }
     if !job.people_changes.is_empty() {
         out.push_str("\nPeople changed the plan while it ran:\n");

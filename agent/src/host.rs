@@ -71,7 +71,8 @@ pub trait Host: Send + Sync {
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError>;
 
     /// The stored memories most like `query` (by [`run_model::memory::terms`]),
-    /// best first, at most `limit`; pinned ones before the rest.
+    /// best first, at most `limit`; pinned ones before the rest; what
+    /// people taught keeps its slots ([`run_model::memory::choose`]).
     async fn recall(&self, query: &str, limit: usize) -> Result<Vec<Memory>, HostError>;
 
     /// Stores what a finished run leaves behind.
@@ -316,11 +317,8 @@ impl Host for MemoryHost {
             .filter(|(_, shared, _)| *shared > 0)
             .collect();
         scored.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
-        Ok(scored
-            .into_iter()
-            .take(limit)
-            .map(|(_, _, m)| m.clone())
-            .collect())
+        let ranked = scored.into_iter().map(|(_, _, m)| m.clone()).collect();
+        Ok(run_model::memory::choose(ranked, limit))
     }
 
     async fn remember(&self, new: Vec<NewMemory>) -> Result<(), HostError> {

@@ -40,7 +40,8 @@ pub fn max_subtasks(mode: Mode) -> usize {
 
 /// The answer's schema for `mode`: its own bounds on the subtasks (so a
 /// grammar-constrained server cannot write more than the mode takes) and
-/// `depends_on` only where dependencies mean something (complex plans).
+/// `depends_on` only where dependencies mean something (complex plans and
+/// an emergent start; a simple plan is a chain), its positions bounded.
 pub fn plan_schema(mode: Mode, tools: &[crate::protocol::ToolSpec]) -> serde_json::Value {
     let mut schema = crate::protocol::schema_of::<PlanAnswer>();
     let max = max_subtasks(mode);
@@ -55,11 +56,17 @@ pub fn plan_schema(mode: Mode, tools: &[crate::protocol::ToolSpec]) -> serde_jso
     if let Some(subtasks) = schema.pointer_mut("/properties/subtasks") {
         subtasks["maxItems"] = max.into();
         subtasks["minItems"] = 1.into();
-        if mode == Mode::Complex {
-            // A dependency names an earlier position: at most `max`.
-            if let Some(items) = subtasks.pointer_mut("/items/properties/depends_on/items") {
-                items["maximum"] = max.into();
-                items["minimum"] = 1.into();
+        if matches!(mode, Mode::Complex | Mode::Emergent) {
+            // A dependency names another position: at most `max`.
+            if let Some(depends) = subtasks.pointer_mut("/items/properties/depends_on") {
+                if mode == Mode::Emergent {
+                    // A TODO waits for at most the others of its start.
+                    depends["maxItems"] = (max - 1).into();
+                }
+                if let Some(items) = depends.get_mut("items") {
+                    items["maximum"] = max.into();
+                    items["minimum"] = 1.into();
+                }
             }
         } else if let Some(item) = subtasks.get_mut("items") {
             if let Some(props) = item.get_mut("properties").and_then(|p| p.as_object_mut()) {
@@ -104,9 +111,15 @@ pub fn subtask_of(p: &Proposed, dependencies: Vec<SubtaskId>) -> NewSubtask {
 /// ones are kept; a subtask without a name: dropped; a dependency on
 /// itself, on a position that does not exist or on a dropped subtask:
 /// dropped; no title: the first subtask's name). Only an answer with no
-/// usable subtask is refused, in words for the model.
+/// usable subtask is refused, in words for the model; and an emergent
+/// start whose TODOs name themselves or a position the answer does not
+/// have (its three TODOs are too few to guess what was meant), which
+/// [`plan`] mends only once the model could not.
 pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
     let max = max_subtasks(mode);
+    if mode == Mode::Emergent {
+        references(answer)?;
+    }
     let mut repairs = Vec::new();
     // Subtasks without a name are dropped; positions are renumbered.
     let named: Vec<(u32, &Proposed)> = answer
@@ -152,7 +165,7 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
         .map(|(i, (old, p))| {
             let dependencies = match mode {
                 // Positions are ids: a new plan numbers its subtasks from 1.
-                Mode::Complex => {
+                Mode::Complex | Mode::Emergent => {
                     let mut deps = Vec::new();
                     for d in &p.depends_on {
                         if d == old {
@@ -167,9 +180,9 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
                     deps.dedup();
                     deps
                 }
-                // A simple plan is a chain; emergent TODOs start unordered.
+                // A simple plan is a chain.
                 Mode::Simple | Mode::Manual if i > 0 => vec![SubtaskId(i as u32)],
-                _ => Vec::new(),
+                Mode::Simple | Mode::Manual => Vec::new(),
             };
             subtask_of(p, dependencies)
         })
@@ -194,6 +207,50 @@ pub fn shape(mode: Mode, answer: &PlanAnswer) -> Result<Planned, Unreadable> {
         subtasks,
         repairs,
     })
+}
+
+/// An emergent start's references, against the answer as the model wrote
+/// it: each names another TODO of the answer by its 1-based position.
+fn references(answer: &PlanAnswer) -> Result<(), Unreadable> {
+    let len = answer.subtasks.len();
+    for (i, p) in answer.subtasks.iter().enumerate() {
+        let at = i + 1;
+        let name = cut_to(p.name.trim(), 80);
+        for &d in &p.depends_on {
+            if d as usize == at {
+                return Err(Unreadable::BadDependency(format!(
+                    "TODO {at} ('{name}') depends on itself; depends_on holds the positions of \
+                     other TODOs it needs first"
+                )));
+            }
+            if d == 0 || d as usize > len {
+                return Err(Unreadable::BadDependency(format!(
+                    "TODO {at} ('{name}') depends on {d}, but the answer has TODOs 1 to {len}; \
+                     depends_on holds the 1-based positions of other TODOs in this answer"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An emergent start without its dependencies, when the model could not
+/// give them right in its repairs: its TODOs then start unordered (as
+/// they may), which is better than no run. `None` when that does not
+/// help either.
+fn unordered(answer: &PlanAnswer, problem: &Unreadable) -> Option<Planned> {
+    let mut answer = answer.clone();
+    for p in &mut answer.subtasks {
+        p.depends_on.clear();
+    }
+    let mut planned = shape(Mode::Emergent, &answer).ok()?;
+    check(&planned, Mode::Emergent).ok()?;
+    planned.repairs.push(format!(
+        "dropped the TODOs' dependencies, refused {} times: {}",
+        REPAIRS + 1,
+        cut_to(&problem.to_string(), 300)
+    ));
+    Some(planned)
 }
 
 /// Tools whose only work is reading what is there: a step of them before
@@ -436,6 +493,14 @@ pub async fn plan(
             Err(problem) => problem,
         };
         if repairs == REPAIRS {
+            // A few TODOs may also run unordered: a model that cannot get
+            // their dependencies right loses those, not the run.
+            if let Some(planned) = (mode == Mode::Emergent)
+                .then(|| unordered(&answer, &problem))
+                .flatten()
+            {
+                return Ok(planned);
+            }
             return Err(CallError::Refused {
                 tries: REPAIRS + 1,
                 last: problem,
@@ -679,9 +744,80 @@ mod tests {
             let item = &schema["properties"]["subtasks"]["items"]["properties"];
             assert_eq!(
                 item.get("depends_on").is_some(),
-                mode == Mode::Complex,
+                mode != Mode::Simple,
                 "{mode:?}"
             );
         }
+        let emergent = plan_schema(Mode::Emergent, &[]);
+        let depends = &emergent["properties"]["subtasks"]["items"]["properties"]["depends_on"];
+        assert_eq!(depends["maxItems"], 2, "the other TODOs of the start");
+        assert_eq!(depends["items"]["maximum"], 3);
+        assert_eq!(depends["items"]["minimum"], 1);
+    }
+
+    #[test]
+    fn an_emergent_starts_dependencies_become_the_plans_and_a_cycle_is_refused_in_the_engines_words(
+    ) {
+        let answer = PlanAnswer {
+            title: "t".into(),
+            subtasks: vec![
+                proposed("look", &[]),
+                proposed("dig", &[1]),
+                proposed("aside", &[]),
+            ],
+        };
+        let planned = shape(Mode::Emergent, &answer).unwrap();
+        let deps: Vec<Vec<SubtaskId>> = planned
+            .subtasks
+            .iter()
+            .map(|s| s.dependencies.clone())
+            .collect();
+        assert_eq!(deps, vec![vec![], vec![SubtaskId(1)], vec![]]);
+        assert!(planned.repairs.is_empty());
+        let cycle = PlanAnswer {
+            title: "t".into(),
+            subtasks: vec![proposed("a", &[2]), proposed("b", &[1])],
+        };
+        let planned = shape(Mode::Emergent, &cycle).unwrap();
+        let e = check(&planned, Mode::Emergent).unwrap_err().to_string();
+        assert!(e.contains("cycle"), "{e}");
+        // Given up on, the start runs unordered and says why.
+        let problem = check(&planned, Mode::Emergent).unwrap_err();
+        let unordered = unordered(&cycle, &problem).unwrap();
+        assert!(unordered.subtasks.iter().all(|s| s.dependencies.is_empty()));
+        assert!(
+            unordered.repairs[0].starts_with("dropped the TODOs' dependencies, refused 3 times: "),
+            "{:?}",
+            unordered.repairs
+        );
+    }
+
+    #[test]
+    fn an_emergent_todo_naming_itself_or_a_position_the_answer_lacks_is_refused_with_the_reason() {
+        for (after, said) in [
+            (
+                3,
+                "TODO 2 ('b') depends on 3, but the answer has TODOs 1 to 2",
+            ),
+            (
+                0,
+                "TODO 2 ('b') depends on 0, but the answer has TODOs 1 to 2",
+            ),
+            (2, "TODO 2 ('b') depends on itself"),
+        ] {
+            let answer = PlanAnswer {
+                title: "t".into(),
+                subtasks: vec![proposed("a", &[]), proposed("b", &[after])],
+            };
+            let e = shape(Mode::Emergent, &answer).unwrap_err();
+            assert!(matches!(e, Unreadable::BadDependency(_)), "{e:?}");
+            assert!(e.to_string().starts_with(said), "{e}");
+        }
+        // A complex plan mends the same answer instead (as before).
+        let answer = PlanAnswer {
+            title: "t".into(),
+            subtasks: vec![proposed("a", &[]), proposed("b", &[3])],
+        };
+        assert!(shape(Mode::Complex, &answer).is_ok());
     }
 }

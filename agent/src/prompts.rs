@@ -39,7 +39,7 @@ Cover every item of this batch exactly once and no other item. An item that fail
 Answer with JSON.";
 
 pub const EMERGENT_PLANNER: &str = "You start an exploratory task with 1 to 3 high-level TODOs; more will be added as work reveals it.
-Each TODO: a short name, a description, the expected outcome. No depends_on.
+Each TODO: a short name, a description, the expected outcome, and depends_on: the 1-based positions of the TODOs of this list it needs first (usually none: TODOs that do not need each other run at the same time). No cycles.
 Answer with JSON.";
 
 /// The planner learns which tools the executor has, so it can say which a
@@ -54,9 +54,17 @@ pub const PLAN_FILES: &str = "The files above and their first lines are already 
 /// "list the files, read sales.csv" for a task that gave none).
 pub const PLAN_NO_FILES: &str = "No files were given: the workspace starts empty. Plan no step to list or read files the task does not name.";
 
-pub const UPDATE: &str = "You keep the TODO list of an exploratory task up to date after a TODO finished.
-needs_update is true only if the result revealed work not yet on the list. new_todos: at most 3, each with a short name and description; depends_on holds 1-based positions of existing TODOs.
+pub const UPDATE: &str = "You keep the TODO list of an exploratory task up to date after a TODO finished or failed.
+needs_update is true only if the result revealed work not yet on the list, or a failed TODO can be reached another way. new_todos: at most 3, each with a short name and description; depends_on holds 1-based positions of existing TODOs.
 drop: 1-based positions of unstarted TODOs that are no longer needed. revise: a new description for an unstarted TODO the result changed (by position). blocked: an unstarted TODO that cannot be done without a person (by position), with the reason. Usually all lists are empty. Answer with JSON.";
+
+/// After a TODO failed every attempt (seed 004 updates the list after
+/// every result, a failure too): the model may add a way around it.
+pub const UPDATE_FAILED: &str = "It will not be tried again unless a person retries it, and TODOs listed after it cannot start. If another way can still reach what it was for, add that as a new TODO (not the same TODO again, and not after it); if none can, add nothing.";
+
+/// After a TODO that was itself added to work around a failure failed:
+/// nothing more is added for it, so failures cannot grow the list.
+pub const UPDATE_FAILED_AGAIN: &str = "It was itself added to work around an earlier failure: add no TODO for it (new_todos empty); a person will look at it.";
 
 pub const COMPACT: &str = "The TODO list is nearly full. Do not add TODOs (new_todos must be empty). Instead drop unstarted TODOs that are covered by others or no longer needed, so the task can finish.";
 

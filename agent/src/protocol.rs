@@ -40,7 +40,8 @@ pub enum ModeWord {
 /// One subtask proposed by a planner.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Proposed {
-    /// 1-based positions of the subtasks this one needs first (complex plans only).
+    /// 1-based positions of the subtasks this one needs first (complex
+    /// plans, emergent TODOs; a simple plan is a chain).
     #[serde(default)]
     #[schemars(length(max = 10))]
     pub depends_on: Vec<u32>,
@@ -396,6 +397,9 @@ pub enum Unreadable {
     /// The engine refused the plan (a cycle, an unknown dependency, …).
     #[error("{0}")]
     PlanRefused(plan_engine::PlanError),
+    /// An emergent TODO names itself or a position the answer lacks.
+    #[error("{0}")]
+    BadDependency(String),
 }
 
 /// Finds the JSON object in a reply: models wrap it in code fences or

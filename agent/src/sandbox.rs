@@ -354,6 +354,7 @@ impl Sandbox {
 
     /// The bwrap arguments that run `program` (an argv; the first word is
     /// looked up on the jail's `PATH`) in `workspace`.
+    #[cfg(test)]
     fn bwrap_args(&self, workspace: &Path, program: &[String]) -> Vec<OsString> {
         self.jail_args(Some(workspace), program)
     }
@@ -361,6 +362,17 @@ impl Sandbox {
     /// The jail; without a workspace (the start-up probes) an empty tmpfs
     /// stands in for it.
     fn jail_args(&self, workspace: Option<&Path>, program: &[String]) -> Vec<OsString> {
+        self.jail_args_with(workspace, program, self.limits.file_bytes)
+    }
+
+    /// [`Sandbox::jail_args`] with the largest file the code may write
+    /// (`--fsize`) set to `file_bytes`.
+    fn jail_args_with(
+        &self,
+        workspace: Option<&Path>,
+        program: &[String],
+        file_bytes: u64,
+    ) -> Vec<OsString> {
         let limits = &self.limits;
         let scratch = limits.file_bytes.to_string();
         let mut args = system_args();
@@ -437,7 +449,7 @@ impl Sandbox {
         );
         let memory = format!("--as={}", limits.memory_bytes);
         let processes = format!("--nproc={}", limits.processes);
-        let file = format!("--fsize={}", limits.file_bytes);
+        let file = format!("--fsize={file_bytes}");
         push(
             &mut args,
             &[
@@ -500,6 +512,20 @@ impl Sandbox {
         workspace: &Path,
         program: Vec<String>,
     ) -> Result<RunOutcome, ToolError> {
+        self.run_within(workspace, program, self.limits.file_bytes)
+            .await
+    }
+
+    /// [`Sandbox::run`], no file growing past `file_bytes` (at most the
+    /// limit's): what the workspace's quota has left, so a write that
+    /// would pass it fails inside the code (`EFBIG`, or `SIGXFSZ`).
+    pub async fn run_within(
+        &self,
+        workspace: &Path,
+        program: Vec<String>,
+        file_bytes: u64,
+    ) -> Result<RunOutcome, ToolError> {
+        let file_bytes = file_bytes.min(self.limits.file_bytes);
         if program.is_empty() {
             return Err(ToolError::refused("there is no program to run"));
         }
@@ -527,7 +553,7 @@ impl Sandbox {
 
         let mut command = tokio::process::Command::new(&self.bwrap);
         command
-            .args(self.bwrap_args(&workspace, &program))
+            .args(self.jail_args_with(Some(&workspace), &program, file_bytes))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -1095,7 +1121,9 @@ impl ToolBox for CodeTools {
                  (PLANBOARD_WORKSPACE_QUOTA_MB)"
             )));
         }
-        let outcome = self.sandbox.run(self.root(), program).await?;
+        // No file of this call may grow past what the quota has left.
+        let left = before.map_or(u64::MAX, |used| quota.saturating_sub(used));
+        let outcome = self.sandbox.run_within(self.root(), program, left).await?;
         tracing::info!(
             "{name} in {}: exit {:?}, signal {:?}, timed out {}, {:.2} s",
             self.root().display(),
@@ -1127,6 +1155,14 @@ impl ToolBox for CodeTools {
             report.push_str(&format!(
                 "\n--- note ---\nThe workspace now holds {used} bytes, past its quota of {quota} \
                  bytes: later writes are refused and code does not run again."
+            ));
+        } else if left < self.sandbox.limits().file_bytes
+            && (outcome.signal == Some(25) || outcome.stderr.contains("File too large"))
+        {
+            report.push_str(&format!(
+                "\n--- note ---\nA file would have passed the workspace's quota of {quota} \
+                 bytes ({left} bytes were left), so the write failed: remove files or write \
+                 less (PLANBOARD_WORKSPACE_QUOTA_MB)."
             ));
         }
         Ok(report)
@@ -1722,11 +1758,12 @@ mod tests {
             Arc::new(sandbox),
             Workspace::open(&ws).unwrap().with_quota(1000),
         );
-        // One call may go past the quota; it is told, and the next is refused.
+        // One call may go past the quota (each file stops at what was
+        // left, two together pass it); it is told, and the next is refused.
         let report = tools
             .call(
                 "run_shell",
-                &json!({"command": "head -c 2000 /dev/zero > big"}),
+                &json!({"command": "head -c 600 /dev/zero > a; head -c 600 /dev/zero > b"}),
             )
             .await
             .unwrap();
@@ -1737,6 +1774,38 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("past its quota"), "{e}");
         assert!(!ws.join("ran").exists());
+    }
+
+    #[tokio::test]
+    async fn a_file_the_code_writes_past_the_quota_fails_inside_the_code_and_says_why() {
+        let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+            return;
+        };
+        let (_dir, ws) = workspace();
+        std::fs::write(ws.join("data.csv"), vec![b'x'; 400]).unwrap();
+        let tools = CodeTools::on(
+            Arc::new(sandbox),
+            Workspace::open(&ws).unwrap().with_quota(1000),
+        );
+        let report = tools
+            .call(
+                "run_shell",
+                &json!({"command": "head -c 5000 /dev/zero > big"}),
+            )
+            .await
+            .unwrap();
+        assert!(
+            report.contains("would have passed the workspace's quota of 1000 bytes")
+                && report.contains("600 bytes were left"),
+            "{report}"
+        );
+        assert_eq!(std::fs::metadata(ws.join("big")).unwrap().len(), 600);
+        // Within the quota, code goes on running.
+        let report = tools
+            .call("run_shell", &json!({"command": "echo ok"}))
+            .await
+            .unwrap();
+        assert!(report.contains("ok"), "{report}");
     }
 
     #[tokio::test]

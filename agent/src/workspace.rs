@@ -415,6 +415,31 @@ impl Workspace {
     pub fn is_taken(&self, name: &str) -> bool {
         check_name(name).is_ok_and(|path| self.dir.symlink_metadata(path).is_ok())
     }
+
+    /// Deletes the workspace: everything in it, then its folder (the
+    /// retention of finished runs' files). Each entry is removed from its
+    /// parent folder's handle (`unlinkat`) and folders are opened without
+    /// following a link, so a link the code planted, to a host file or
+    /// folder, goes as a link: what it pointed at is never touched.
+    pub fn remove(self) -> Result<(), WorkspaceError> {
+        for entry in self.dir.entries().map_err(|e| WorkspaceError::io(".", e))? {
+            let entry = entry.map_err(|e| WorkspaceError::io(".", e))?;
+            let name = entry.file_name();
+            let shown = name.to_string_lossy().into_owned();
+            let kind = entry
+                .file_type()
+                .map_err(|e| WorkspaceError::io(&shown, e))?;
+            let removed = if kind.is_dir() {
+                self.dir.remove_dir_all(&name)
+            } else {
+                self.dir.remove_file(&name)
+            };
+            removed.map_err(|e| WorkspaceError::io(&shown, e))?;
+        }
+        // The folder itself is planboard's (a run's id under the
+        // workspaces folder); `rmdir` does not follow a link either.
+        std::fs::remove_dir(&self.root).map_err(|e| WorkspaceError::io(".", e))
+    }
 }
 
 /// Opens `path` beneath `dir` as a folder; a link as its last component is
@@ -590,6 +615,7 @@ pub fn copy_tree(
     let mut copied = Vec::new();
     let mut bytes = 0u64;
     let mut too_large = false;
+    let mut over_quota = false;
     let used = to.usage()?;
     let result = walk(&from.dir, &mut |path, file| {
         let base = path.rsplit('/').next().unwrap_or(path);
@@ -606,10 +632,8 @@ pub fn copy_tree(
             return Err(io::Error::other("too large"));
         }
         if used.saturating_add(bytes) > to.quota {
-            return Err(io::Error::other(format!(
-                "the copy would pass the workspace's quota of {} bytes",
-                to.quota
-            )));
+            over_quota = true;
+            return Err(io::Error::other("over the quota"));
         }
         let target = Path::new(path);
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -635,6 +659,16 @@ pub fn copy_tree(
                 files: rules.max_files,
                 bytes: rules.max_bytes,
             })
+        }
+        // The person's to fix (a smaller folder, a larger quota), not the
+        // server's: said as the quota's own error.
+        Err(_) if over_quota => {
+            return Err(WorkspaceError::OverQuota {
+                used,
+                adding: bytes,
+                quota: to.quota,
+            }
+            .into())
         }
         Err(e) => return Err(e.into()),
     }
@@ -811,6 +845,58 @@ mod tests {
         );
         assert!(!ws.root().join("b.txt").exists());
         assert_eq!(ws.usage().unwrap(), 8);
+    }
+
+    #[test]
+    fn removing_a_workspace_removes_planted_links_never_what_they_point_at() {
+        let (dir, ws, outside) = setup();
+        std::fs::create_dir_all(outside.join("folder")).unwrap();
+        std::fs::write(outside.join("folder/kept.txt"), "host file").unwrap();
+        ws.write("out/deep/result.csv", b"a,b\n").unwrap();
+        symlink(outside.join("secret.txt"), ws.root().join("leak.txt")).unwrap();
+        symlink(&outside, ws.root().join("out/deep/host")).unwrap();
+        symlink(outside.join("folder"), ws.root().join("folder")).unwrap();
+        symlink("../../outside/secret.txt", ws.root().join("rel.txt")).unwrap();
+        let root = ws.root().to_path_buf();
+        ws.remove().unwrap();
+        assert!(!root.exists(), "the workspace is gone");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+            "host secret"
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.join("folder/kept.txt")).unwrap(),
+            "host file"
+        );
+        assert!(dir.path().join("outside").is_dir());
+    }
+
+    #[test]
+    fn disk_use_counts_the_workspace_files_and_never_what_a_link_points_at() {
+        let (_dir, ws, outside) = setup();
+        std::fs::write(outside.join("big.bin"), vec![0u8; 5000]).unwrap();
+        ws.write("a.txt", b"12345").unwrap();
+        symlink(outside.join("big.bin"), ws.root().join("big.bin")).unwrap();
+        symlink(&outside, ws.root().join("host")).unwrap();
+        assert_eq!(ws.usage().unwrap(), 5);
+    }
+
+    #[test]
+    fn a_copy_past_the_quota_is_refused_with_the_quota_in_its_words() {
+        let (dir, ws, _) = setup();
+        ws.write("a.txt", b"1234567890").unwrap();
+        let small = Workspace::create(dir.path().join("small"))
+            .unwrap()
+            .with_quota(4);
+        let e = ws.copy_into(&small).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CopyError::Workspace(WorkspaceError::OverQuota { quota: 4, .. })
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("quota of 4 bytes"), "{e}");
     }
 
     #[test]

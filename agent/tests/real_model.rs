@@ -133,10 +133,11 @@ fn print_run(host: &MemoryHost, id: agent::RunId, run: &agent::RunRecord) {
     if let Some(plan) = host.only_plan() {
         for s in plan.subtasks() {
             println!(
-                "  #{} {} [{}] → {:?}",
+                "  #{} {} [{}] after {:?} → {:?}",
                 s.id().0,
                 s.name(),
                 s.state().as_str(),
+                s.dependencies(),
                 s.outcome()
             );
         }
@@ -316,6 +317,14 @@ async fn a_real_models_emergent_plan_fits_the_emergent_shape() {
             })
             .collect();
         let todos = host.only_plan().map_or(0, |p| p.subtasks().len());
+        // Which TODOs the model said wait for which (seed 004's
+        // `dependencies`).
+        if let Some(plan) = host.only_plan() {
+            for s in plan.subtasks() {
+                let after: Vec<u32> = s.dependencies().iter().map(|d| d.0).collect();
+                println!("  #{} {} after {after:?}", s.id().0, s.name());
+            }
+        }
         println!(
             "emergent run {i}: {state:?}, {todos} TODOs, repairs {repaired:?}, reason {:?}",
             host.run(id).and_then(|r| r.reason)
@@ -483,4 +492,110 @@ async fn a_real_model_goes_through_a_catalog_in_batches() {
     );
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(progress.done_count() + progress.given_up.len(), 8);
+}
+
+/// The real model's emergent planner and TODO updates, around an executor
+/// that is scripted: TODO #1 fails every attempt ("the site answers 403",
+/// recovery gives up), every other TODO completes. What the update after
+/// the failure decides (a way around it or nothing), for the note that
+/// reports it. Few real calls: the plan and the updates.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_models_emergent_update_after_a_failed_todo() {
+    let Some(config) = real_model() else {
+        println!("skipped: set PLANBOARD_TEST_LLM_URL to run this story against a real model");
+        return;
+    };
+    struct Hybrid {
+        real: OpenAiLlm,
+    }
+    #[async_trait::async_trait]
+    impl agent::Llm for Hybrid {
+        async fn chat(
+            &self,
+            request: &agent::llm::ChatRequest,
+        ) -> Result<agent::llm::ChatReply, agent::llm::LlmError> {
+            use agent::llm::{CallRole, Shape};
+            let text = |content: String| agent::llm::ChatReply {
+                content,
+                calls: Vec::new(),
+                finish_reason: Some("stop".into()),
+                usage: None,
+                model: "scripted".into(),
+            };
+            let scripted = |value: serde_json::Value| text(value.to_string());
+            match request.role {
+                CallRole::Planner => self.real.chat(request).await,
+                CallRole::Adapter
+                    if matches!(
+                        &request.shape,
+                        Shape::Json {
+                            name: "todo_update",
+                            ..
+                        }
+                    ) =>
+                {
+                    let reply = self.real.chat(request).await;
+                    println!(
+                        "update asked:\n{}\nanswered: {:?}",
+                        request.messages[1].content,
+                        reply.as_ref().map(|r| r.content.clone())
+                    );
+                    reply
+                }
+                CallRole::Adapter => Ok(scripted(serde_json::json!({
+                    "decision": "give_up", "reason": "only a person can get past the 403",
+                    "name": "", "description": ""}))),
+                CallRole::Executor => {
+                    let first = request.messages.get(1).is_some_and(|m| {
+                        m.content.lines().any(|l| l.starts_with("Your subtask #1:"))
+                    });
+                    Ok(scripted(if first {
+                        serde_json::json!({"action": "fail", "reason": "the site answers 403 Forbidden to every request"})
+                    } else {
+                        serde_json::json!({"action": "complete", "result": "done: notes written"})
+                    }))
+                }
+                CallRole::Compiler => Ok(text("the answer".into())),
+                CallRole::Classifier => unreachable!("the mode is forced"),
+            }
+        }
+        fn model(&self, role: agent::llm::CallRole) -> String {
+            self.real.model(role)
+        }
+    }
+    let host = MemoryHost::new();
+    let llm = Hybrid {
+        real: OpenAiLlm::new(config).unwrap(),
+    };
+    let agent = Agent::new(host.clone(), Arc::new(llm), 2);
+    let mut c = RunConfig {
+        task: "Find out what our vendor's public price page says about volume discounts.".into(),
+        mode: ModeChoice::Emergent,
+        approval_required: false,
+        tools: Some(Vec::new()),
+        max_attempts: 1,
+        ..RunConfig::default()
+    };
+    c.budget.max_llm_calls = 20;
+    let record = agent.start(c, "test").await.unwrap();
+    let id = record.id;
+    let driving = tokio::spawn(async move { agent.drive(record).await });
+    let mut run = host.run(id).unwrap();
+    for _ in 0..9_000 {
+        run = host.run(id).unwrap_or(run);
+        if matches!(
+            run.state,
+            RunState::Done | RunState::Failed | RunState::Paused | RunState::Cancelled
+        ) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    driving.abort();
+    for e in host.entries(id) {
+        if let RunEntry::PlanAdjusted { reason, changes } = e {
+            println!("update: {changes} changes: {reason}");
+        }
+    }
+    print_run(&host, id, &run);
 }

@@ -11,7 +11,7 @@ use leptos::server_fn::codec::Json;
 use plan_engine::{
     ApprovalStatus, Command, Event, Mode, NewPlan, PlanId, PlanQuery, PlanState, Timestamp,
 };
-use run_model::{DecidedBy, EntryKind, ModeChoice, RunId, RunState};
+use run_model::{DecidedBy, EntryKind, RunId, RunState};
 use serde::{Deserialize, Serialize};
 
 /// Who is looking at the board.
@@ -278,7 +278,7 @@ pub struct MemoryList {
 pub const MEMORIES_PER_PAGE: u32 = 50;
 
 /// A query string's `key=value` pairs, decoded (`+` is a space).
-fn search_pairs(search: &str) -> impl Iterator<Item = (String, String)> + '_ {
+pub(crate) fn search_pairs(search: &str) -> impl Iterator<Item = (String, String)> + '_ {
     use leptos_router::location::Url;
     search
         .trim_start_matches('?')
@@ -398,26 +398,6 @@ pub struct BoardData {
     pub viewer: Viewer,
 }
 
-/// A task for planboard's own agent, as the task box sends it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskSpec {
-    pub task: String,
-    pub mode: ModeChoice,
-    pub approval_required: bool,
-    pub max_parallel: u32,
-    /// The run's budget: tokens, and seconds of wall time while running.
-    pub max_tokens: u64,
-    pub max_wall_secs: u64,
-    /// And money, if the person set a limit.
-    pub max_cost: Option<run_model::Usd>,
-    /// The work tools the run may use; `None`: all of them.
-    pub tools: Option<Vec<String>>,
-    /// The template the run starts from.
-    pub template: Option<run_model::TemplateId>,
-    /// Go through one of the files a batch of items at a time.
-    pub batches: Option<run_model::Batching>,
-}
-
 /// One line of a run's activity, as its page shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Activity {
@@ -517,6 +497,12 @@ pub struct RunPanel {
     /// `percent` and `eta_secs` count the input's items, not the plan's
     /// subtasks (the plan holds only the batches planned so far).
     pub batches: Option<run_model::BatchView>,
+    /// When the workspace retention removed the run's files.
+    #[serde(default)]
+    pub files_removed_at: Option<plan_engine::Timestamp>,
+    /// A person keeps the run from the retentions.
+    #[serde(default)]
+    pub kept: bool,
 }
 
 /// A guarded tool call as the run header shows it.
@@ -541,6 +527,8 @@ pub struct AgentInfo {
     pub code_runner_off: Option<String>,
     /// The model's state: answers, still building or starting, or died.
     pub model_status: run_model::ModelStatus,
+    /// The folders a run may start from (`PLANBOARD_WORKSPACE_ROOTS`).
+    pub workspace_roots: Vec<String>,
 }
 
 /// Why a request was not done, in words for the person who made it.
@@ -623,6 +611,10 @@ pub trait BoardBackend: Send + Sync {
     async fn review_queue(&self, filter: &ListFilter) -> Result<ReviewQueueList, BoardError>;
     /// The webhooks (the caller checked the viewer is an admin).
     async fn webhook_settings(&self) -> Result<WebhookSettings, BoardError>;
+    /// What planboard stores and how much, with the retentions in effect.
+    async fn storage(&self) -> Result<run_model::StorageReport, BoardError>;
+    /// Keeps the finished run on `plan` from the retentions, or lets it go.
+    async fn keep_run(&self, plan: PlanId, kept: bool) -> Result<(), BoardError>;
     /// The built-in tools and the MCP servers with their state.
     async fn tools_overview(
         &self,
@@ -745,6 +737,25 @@ pub async fn load_webhook_settings() -> Result<WebhookSettings, BoardError> {
         }
         .await,
     )
+}
+
+/// Keeps the finished run on `plan` (its files and log) from the
+/// retentions, or lets it go (the run header's Keep button).
+#[server(prefix = "/_board", input = Json)]
+pub async fn keep_run(plan: PlanId, kept: bool) -> Result<(), BoardError> {
+    answered(
+        async {
+            editor().await?;
+            backend()?.keep_run(plan, kept).await
+        }
+        .await,
+    )
+}
+
+/// The settings page's storage view: what planboard stores and how much.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_storage() -> Result<run_model::StorageReport, BoardError> {
+    answered(async { backend()?.storage().await }.await)
 }
 
 /// The Tools page: anyone may look; only admins get the forms and a

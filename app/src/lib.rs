@@ -114,11 +114,7 @@ fn TopBar() -> impl IntoView {
         } else {
             format!("{}?{search}", location.pathname.get())
         };
-        format!(
-            "/lang/{}?back={}",
-            other.code(),
-            pages::plans::urlencode(&here)
-        )
+        format!("/lang/{}?back={}", other.code(), words::urlencode(&here))
     };
     view! {
         <header class="topbar">

@@ -8,8 +8,11 @@
 //! - [`run_state_label`], [`cost_line`], [`connection_text`]: run and
 //!   stream words, in English and Chinese;
 //! - [`stamp`], [`short_time`]: times as the board shows them (UTC);
-//! - [`explain`]: a [`BoardError`] in the person's language.
+//! - [`explain`]: a [`BoardError`] in the person's language;
+//! - [`textarea_text`]: any text put inside a `<textarea>`;
+//! - [`urlencode`], [`table_head`]: a query value, a table's header row.
 
+use leptos::prelude::*;
 use run_model::RunState;
 
 use crate::api::BoardError;
@@ -118,8 +121,53 @@ pub fn explain(e: &BoardError, lang: Lang) -> String {
     }
 }
 
+/// Text for inside a `<textarea>` on a server-rendered page. Leptos
+/// writes a textarea's children as they are (tachys marks the element's
+/// children as not escaped), so text holding `</textarea>` would close the
+/// field and add markup of its own: a model's tool arguments, a memory, a
+/// review note or a task carried back in the address. Escaped here, the
+/// browser shows it as written (a textarea decodes `&lt;` and `&amp;`).
+/// Every `<textarea>` with text in it goes through this.
+pub fn textarea_text(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;")
+}
+
+/// A query string value, percent-encoded (everything but the unreserved
+/// characters).
+pub fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A table's header row from (English, Chinese) column names.
+pub fn table_head(lang: Lang, columns: &[(&'static str, &'static str)]) -> impl IntoView {
+    let cells = columns
+        .iter()
+        .map(|(en, zh)| view! { <th>{lang.pick(*en, *zh)}</th> })
+        .collect_view();
+    view! { <thead><tr>{cells}</tr></thead> }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn text_in_a_textarea_cannot_close_it_and_reads_back_as_written() {
+        let text = "a < b && </textarea><script>x</script>";
+        let inside = super::textarea_text(text);
+        assert!(!inside.contains('<'), "{inside}");
+        assert_eq!(
+            inside.replace("&lt;", "<").replace("&amp;", "&"),
+            text,
+            "a textarea decodes the two entities back"
+        );
+    }
+
     use chrono::TimeZone;
 
     use crate::i18n::Lang;

@@ -1,6 +1,6 @@
 import * as path from "path";
 import { expect, test } from "@playwright/test";
-import { createPlan, shot, unique } from "./helpers";
+import { createPlan, openBoard, shot, unique } from "./helpers";
 
 // scripts/test starts end2end/fake-openai.mjs and points the server at it.
 
@@ -514,6 +514,39 @@ test("a finished run is remembered; a person finds it on the Memory page, pins i
   expect(JSON.stringify(await (await request.get(search)).json())).not.toContain("weigh the kettle");
 });
 
+test("a team writes a standing rule on the Memory page; it is pinned and the next run recalls it", async ({ page, request }) => {
+  const rule = unique("Name the on-call engineer in every answer");
+  await page.goto("/memories");
+  await page.getByTestId("memory-rule").locator("summary").click();
+  await page.getByTestId("memory-rule-text").fill(rule);
+  await shot(page, "agent-16b-memory-rule");
+  await page.getByTestId("memory-rule-save").click();
+  await page.waitForURL(/\/memories$/);
+  const row = page.getByTestId("memory-row").filter({ hasText: rule });
+  await expect(row).toHaveCount(1);
+  await expect(row).toHaveAttribute("data-pinned", "true");
+  await expect(row).toContainText("rule");
+  await expect(row).toContainText("every task");
+  // A task that shares no word with the rule still recalls it.
+  const res = await request.post("/api/runs", { data: { task: unique("Tidy the kitchen shelves"), mode: "simple", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await expect.poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 30_000 }).toBe("done");
+  const events = await (await request.get(`/api/runs/${run.id}/events`)).json();
+  const recalled = events.filter((e: { kind: string }) => e.kind === "recalled").map((e: { entry: unknown }) => JSON.stringify(e.entry));
+  expect(recalled.join("\n")).toContain(rule);
+  // An empty rule is refused with a reason, in the person's words.
+  await page.getByTestId("memory-rule").locator("summary").click();
+  await page.getByTestId("memory-rule-text").fill("   ");
+  await page.getByTestId("memory-rule-save").click();
+  await expect(page.locator("body")).toContainText("1 to 2000 characters");
+  // Forget it, so later stories' runs do not read it.
+  await page.goto("/memories");
+  await page.getByTestId("memory-row").filter({ hasText: rule }).getByTestId("memory-forget").click();
+  await page.waitForURL(/\/memories$/);
+  await expect(page.getByTestId("memory-row").filter({ hasText: rule })).toHaveCount(0);
+});
+
 test("an admin adds a webhook endpoint on the settings page and removes it", async ({ page }) => {
   await page.goto("/");
   await page.getByTestId("nav-settings").click();
@@ -667,4 +700,66 @@ test("a person saves a finished plan as a template, starts a new task from it an
   await page.getByTestId("template").filter({ hasText: name }).getByTestId("template-delete").click();
   await page.waitForURL(/\/templates$/);
   await expect(page.getByTestId("template").filter({ hasText: name })).toHaveCount(0);
+});
+
+test("the settings page shows what planboard stores, how much, and for how long, in English and Chinese", async ({ page, request }) => {
+  // A run with an uploaded file: its workspace is on disk.
+  const csv = "region,amount\n" + "north,3\n".repeat(500);
+  const res = await request.post("/api/runs", {
+    multipart: {
+      run: JSON.stringify({ task: unique("Total the sales per region") }),
+      files: { name: "sales.csv", mimeType: "text/csv", buffer: Buffer.from(csv) },
+    },
+  });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  const storage = await (await request.get("/api/storage")).json();
+  expect(storage.workspaces.count).toBeGreaterThan(0);
+  expect(storage.workspaces.bytes).toBeGreaterThanOrEqual(csv.length);
+  expect(storage.retention).toMatchObject({ workspace_days: 7, run_log_hours: 720, webhook_days: 30 });
+
+  await page.goto("/");
+  await page.getByTestId("nav-settings").click();
+  await page.waitForURL(/\/settings$/);
+  const table = page.getByTestId("storage");
+  await expect(table.getByTestId("storage-plans").getByTestId("storage-amount")).toContainText(`${storage.plans} plans`);
+  await expect(table.getByTestId("storage-runs").getByTestId("storage-amount")).toHaveText(`${storage.runs}`);
+  await expect(table.getByTestId("storage-workspaces").getByTestId("storage-amount")).toContainText(
+    `${storage.workspaces.count} folders`,
+  );
+  await expect(table.getByTestId("storage-workspaces").getByTestId("storage-kept")).toHaveText(
+    "7 days after a run ended; at most 1.0 GiB per run",
+  );
+  await expect(table.getByTestId("storage-run-log").getByTestId("storage-kept")).toHaveText("720 hours after a run ended");
+  await expect(table.getByTestId("storage-webhooks").getByTestId("storage-kept")).toHaveText("30 days once over");
+  await expect(table.getByTestId("storage-database").getByTestId("storage-amount")).toContainText(/\d/);
+  await shot(page, "settings-storage");
+
+  await page.getByTestId("lang-switch").click();
+  await expect(page.locator("html")).toHaveAttribute("lang", "zh");
+  await expect(page.locator("h2").filter({ hasText: "存储" })).toBeVisible();
+  await expect(table.getByTestId("storage-workspaces").getByTestId("storage-kept")).toHaveText(
+    "运行结束后 7 天；每个运行最多 1.0 GiB",
+  );
+  await expect(table.getByTestId("storage-plans").getByTestId("storage-amount")).toContainText("个计划");
+  await shot(page, "settings-storage-zh");
+  await request.post(`/api/runs/${run.id}/cancel`);
+});
+
+test("a person keeps a finished run's files from the retention on its board, and lets them go", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("Say hello and keep it"), mode: "simple", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await expect
+    .poll(async () => (await (await request.get(`/api/runs/${run.id}`)).json()).state, { timeout: 30_000 })
+    .toBe("done");
+  await openBoard(page, run.plan_id);
+  await expect(page.getByTestId("run-state")).toHaveText("done");
+  await page.getByTestId("run-keep").click();
+  await expect(page.getByTestId("run-kept")).toContainText("its files and its log stay for good");
+  expect((await (await request.get(`/api/runs/${run.id}`)).json()).kept).toBe(true);
+  await shot(page, "run-kept");
+  await page.getByTestId("run-unkeep").click();
+  await expect(page.getByTestId("run-keep")).toBeVisible();
+  expect((await (await request.get(`/api/runs/${run.id}`)).json()).kept).toBeUndefined();
 });

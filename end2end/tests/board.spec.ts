@@ -519,3 +519,60 @@ test("a plan of 1,500 subtasks: columns page, the DAG folds chains and crowds an
   // The server draws the older entries: they come with its answer.
   await expect.poll(() => page.getByTestId("timeline-entry").count()).toBeGreaterThan(210);
 });
+
+test("a person drags a card to an allowed column and cannot drop it on a forbidden one", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Drag"), [{ name: "research" }, { name: "write", dependencies: [1] }], {
+    approval_required: false,
+  });
+  await openBoard(page, id);
+  const column = (key: string) => page.getByTestId(`column-${key}`);
+  const stateOf = async (n: number) =>
+    (await (await request.get(`/api/plans/${id}`)).json()).plan.subtasks.find((s: { id: number }) => s.id === n).state;
+  // With the mouse, as a person drags (Chromium runs HTML5 drag and drop
+  // for it); `during` looks at the board while the card is held.
+  async function drag(card: number, to: string, during?: () => Promise<void>) {
+    await page.getByTestId(`card-${card}`).locator(".card-id").hover();
+    await page.mouse.down();
+    const box = (await column(to).boundingBox())!;
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 10 });
+    if (during) await during();
+    await page.mouse.up();
+  }
+
+  // A ready card held: the columns the state table allows are marked, the
+  // others are not, its own column is neither.
+  await drag(1, "in_progress", async () => {
+    for (const key of ["in_progress", "blocked", "skipped"]) await expect(column(key)).toHaveAttribute("data-drop", "ok");
+    for (const key of ["done", "failed"]) await expect(column(key)).toHaveAttribute("data-drop", "no");
+    for (const key of ["ready", "waiting"]) await expect(column(key)).not.toHaveAttribute("data-drop", /./);
+    await shot(page, "board-drag-marks");
+  });
+  await expect(column("in_progress").getByTestId("card-1")).toBeVisible();
+  await expect(column("ready").getByTestId("card-1")).toHaveCount(0);
+  expect(await stateOf(1)).toBe("in_progress");
+  // The marks go with the drag.
+  await expect(page.locator(".column[data-drop]")).toHaveCount(0);
+
+  // Todo cannot jump to done: the drop does nothing and asks nothing.
+  await drag(2, "done", async () => {
+    await expect(column("done")).toHaveAttribute("data-drop", "no");
+  });
+  await expect(column("waiting").getByTestId("card-2")).toBeVisible();
+  await expect(column("done").getByTestId("card-2")).toHaveCount(0);
+  await expect(page.getByTestId("card-error-2")).toHaveCount(0);
+  expect(await stateOf(2)).toBe("todo");
+
+  // Starting is in the table, but #2 waits for #1: the server refuses,
+  // the card says why and stays where it was.
+  await drag(2, "in_progress");
+  await expect(page.getByTestId("card-error-2")).toContainText("cannot start yet");
+  await expect(column("waiting").getByTestId("card-2")).toBeVisible();
+  expect(await stateOf(2)).toBe("todo");
+
+  // Once #1 is done, the same drop goes through.
+  await drag(1, "done");
+  await expect(column("done").getByTestId("card-1")).toBeVisible();
+  await drag(2, "in_progress");
+  await expect(column("in_progress").getByTestId("card-2")).toBeVisible();
+  await expect(page.getByTestId("card-error-2")).toHaveCount(0);
+});

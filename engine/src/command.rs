@@ -68,6 +68,10 @@ pub struct InfoPatch {
     /// 0 removes the limit.
     #[serde(default)]
     pub max_parallel: Option<u32>,
+    /// Whether the agent must wait for the user's go-ahead before
+    /// executing the plan (seed 003's `needUserConfirm`, carried by the hint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub need_user_confirm: Option<bool>,
 }
 
 /// Subtask fields to change; absent fields stay as they are.

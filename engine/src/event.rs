@@ -178,6 +178,7 @@ impl Plan {
                 self.mode = info.mode;
                 self.max_subtasks = info.max_subtasks;
                 self.max_parallel = info.max_parallel;
+                self.need_user_confirm = info.need_user_confirm;
             }
             EventKind::SubtaskAdded {
                 subtask,

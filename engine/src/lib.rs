@@ -73,6 +73,6 @@ pub use model::{
 pub use progress::Progress;
 pub use query::{PlanQuery, StateFilter};
 pub use tools::{
-    call, check_new_plan, tool_specs, tools, CallContext, PlanBook, Shelf, ToolResult, ToolSpec,
-    Workspace,
+    call, check_new_plan, tool_specs, tools, CallContext, PlanBook, SessionDefaults, Shelf,
+    ToolResult, ToolSpec, Workspace,
 };

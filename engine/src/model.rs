@@ -243,6 +243,12 @@ pub struct Plan {
     pub(crate) approval: Approval,
     /// Hard cap on the number of subtasks (AgentScope `max_subtasks`).
     pub(crate) max_subtasks: Option<u32>,
+    /// Whether the agent must present the plan and wait for the user's
+    /// go-ahead before executing it (AgentScope `needUserConfirm`); `None`
+    /// leaves it to the caller's (the session's) setting. Only the hint
+    /// carries it: a gate the engine enforces is `approval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) need_user_confirm: Option<bool>,
     /// Cap on subtasks in progress at once; `None` means independent subtasks may all run.
     pub(crate) max_parallel: Option<u32>,
     /// Increases by one with every accepted command; the optimistic-concurrency token.
@@ -329,6 +335,12 @@ pub struct NewPlan {
     pub max_subtasks: Option<u32>,
     #[serde(default)]
     pub max_parallel: Option<u32>,
+    /// The agent presents the plan and waits for the user's go-ahead
+    /// before executing it (seed 003's `needUserConfirm`; a hint rule, not
+    /// a gate: `approval_required` is the gate). Absent: the session's
+    /// setting, else off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub need_user_confirm: Option<bool>,
     #[serde(default)]
     pub subtasks: Vec<NewSubtask>,
 }
@@ -343,6 +355,9 @@ pub struct PlanInfo {
     pub mode: Mode,
     pub max_subtasks: Option<u32>,
     pub max_parallel: Option<u32>,
+    /// Absent in events written before the setting existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub need_user_confirm: Option<bool>,
 }
 
 impl Plan {
@@ -355,6 +370,7 @@ impl Plan {
             mode: self.mode,
             max_subtasks: self.max_subtasks,
             max_parallel: self.max_parallel,
+            need_user_confirm: self.need_user_confirm,
         }
     }
 
@@ -506,6 +522,11 @@ impl Plan {
 
     pub fn max_parallel(&self) -> Option<u32> {
         self.max_parallel
+    }
+
+    /// The plan's own confirmation setting; `None`: the session's decides.
+    pub fn need_user_confirm(&self) -> Option<bool> {
+        self.need_user_confirm
     }
 
     pub fn version(&self) -> u64 {

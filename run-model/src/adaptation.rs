@@ -229,7 +229,9 @@ fn is_cjk(c: char) -> bool {
 }
 
 /// Whether a proposed step is one the plan holds already: the same name
-/// and description (as words), or the name of a step already done.
+/// and description (as words), or the name of a step already done
+/// (`held_done`: settled for good, which the agent also says of a step
+/// that failed every attempt).
 pub fn same_step(
     name: &str,
     description: &str,

@@ -164,7 +164,8 @@ pub struct BatchSummary {
     pub failed: usize,
     /// From the batch's first start to its last finish.
     pub ms: u64,
-    /// `#n: reason`, at most [`FAILURES_SHOWN`].
+    /// `item n: reason` (older runs wrote `#n: reason`), at most
+    /// [`FAILURES_SHOWN`]; [`failure_item`] reads the number back.
     pub failures: Vec<String>,
 }
 
@@ -406,9 +407,7 @@ impl BatchProgress {
                     last.ms as f64 / 1000.0
                 ));
                 let listed_below = |failure: &str| {
-                    planned
-                        .iter()
-                        .any(|n| failure.starts_with(&format!("#{n}: ")))
+                    failure_item(failure).is_some_and(|(n, _)| planned.contains(&n))
                 };
                 for failure in last.failures.iter().filter(|f| !listed_below(f)) {
                     out.push_str(&format!("- {failure}\n"));
@@ -417,6 +416,17 @@ impl BatchProgress {
         }
         out
     }
+}
+
+/// The item a batch's failure names and its reason: `item 4: timeout`,
+/// or `#4: timeout` as older runs wrote it (on the board `#4` is a
+/// subtask's id, so the board names the item in the person's words).
+pub fn failure_item(failure: &str) -> Option<(u32, &str)> {
+    let rest = failure
+        .strip_prefix("item ")
+        .or_else(|| failure.strip_prefix('#'))?;
+    let (n, reason) = rest.split_once(": ")?;
+    Some((n.parse().ok()?, reason))
 }
 
 #[cfg(test)]
@@ -513,7 +523,7 @@ mod tests {
             succeeded: 4,
             failed: 1,
             ms: 2_000,
-            failures: vec!["#5: x".into()],
+            failures: vec!["item 5: x".into()],
         });
         let v = p.view(5);
         // 15 never planned + 1 to retry = 16 items: 4 batches more.
@@ -536,12 +546,26 @@ mod tests {
             succeeded: 1,
             failed: 2,
             ms: 1_000,
-            failures: vec!["#2: timeout".into(), "#3: HTTP 404".into()],
+            failures: vec!["item 2: timeout".into(), "item 3: HTTP 404".into()],
         });
         let section = p.prompt_section(&[3, 4, 5]);
         assert!(section.contains("Last batch (1): 3 items, 1 succeeded, 2 failed, 1.0 s."));
-        assert!(section.contains("- #2: timeout"), "given up: only here");
-        assert!(!section.contains("#3"), "planned again: beside its item");
+        assert!(section.contains("- item 2: timeout"), "given up: only here");
+        assert!(
+            !section.contains("item 3"),
+            "planned again: beside its item"
+        );
+    }
+
+    #[test]
+    fn a_failure_names_its_item_as_item_n_or_as_older_runs_wrote_it() {
+        assert_eq!(
+            failure_item("item 4: HTTP 500: gone"),
+            Some((4, "HTTP 500: gone"))
+        );
+        assert_eq!(failure_item("#12: timeout"), Some((12, "timeout")));
+        assert_eq!(failure_item("item x: timeout"), None);
+        assert_eq!(failure_item("timeout"), None);
     }
 
     #[test]

@@ -101,7 +101,9 @@ pub struct RunConfig {
     pub task: String,
     pub mode: ModeChoice,
     pub approval_required: bool,
-    /// Subtasks in progress at once (complex mode; simple and emergent run one at a time).
+    /// Subtasks in progress at once ([`DEFAULT_PARALLEL`] unless set): a
+    /// complex plan's super-step and an emergent list's ready TODOs start
+    /// up to this many together; a simple plan runs one at a time.
     pub max_parallel: u32,
     pub budget: Budget,
     /// The work tools the run may use, by name; `None`: every tool offered.
@@ -207,7 +209,7 @@ impl Default for RunConfig {
             task: String::new(),
             mode: ModeChoice::Auto,
             approval_required: true,
-            max_parallel: 4,
+            max_parallel: DEFAULT_PARALLEL,
             budget: Budget::default(),
             tools: None,
             inputs: Vec::new(),
@@ -227,6 +229,11 @@ impl Default for RunConfig {
 pub const MAX_TASK_CHARS: usize = 8000;
 /// The most subtasks a run may have in progress at once.
 pub const MAX_PARALLEL: u32 = 32;
+/// Subtasks in progress at once when a run does not say (complex and
+/// emergent plans; a simple plan is a chain): enough to overlap a few
+/// slow model calls without flooding a local model that serves one or
+/// two at a time.
+pub const DEFAULT_PARALLEL: u32 = 4;
 /// The most attempts at one subtask a run may allow.
 pub const MAX_ATTEMPTS: u32 = 10;
 /// The longest base wait between attempts, in milliseconds.

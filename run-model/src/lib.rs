@@ -37,6 +37,8 @@
 //! - [`model_status`]: whether the agent's model answers, or is still
 //!   building, or died ([`ModelStatus`]).
 //! - [`needs`]: what waits for a person across plans and runs ([`Need`]).
+//! - [`storage`]: what planboard stores and how much ([`StorageReport`]),
+//!   with the retentions in effect.
 //! - [`stream`]: [`StreamEvent`], the SSE event names.
 //! - [`template`]: plans saved as [`Template`]s, and what the planner
 //!   reads of one.
@@ -56,6 +58,7 @@ pub mod needs;
 pub mod record;
 pub mod review;
 pub mod state;
+pub mod storage;
 pub mod stream;
 pub mod template;
 pub mod tools;
@@ -67,8 +70,9 @@ pub use batch::{
     InputError as BatchInputError,
 };
 pub use config::{
-    Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, MAX_FILES,
-    MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS,
+    Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
+    MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS,
+    PREVIEW_CHARS,
 };
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
 pub use entry::{
@@ -82,6 +86,7 @@ pub use needs::{Need, NeedKind};
 pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
 pub use state::{Classification, DecidedBy, RunState};
+pub use storage::{Retention, StorageReport, WorkspacesUse};
 pub use stream::StreamEvent;
 pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateStep};
 pub use tools::{ToolServerView, ToolSource, ToolTransport};
@@ -143,7 +148,7 @@ wire_names! {
     ToolPolicy => "tool policy (auto, ask or never)",
     Verdict => "verdict",
     RecoveryDecision => "recovery decision (revise, workaround or give_up)",
-    MemoryKind => "memory kind (run or correction)",
+    MemoryKind => "memory kind (run, correction, review or rule)",
     NeedKind => "need kind (approval, question, tool_call or stuck)",
     ReviewVerdict => "review verdict (good, needs_changes or wrong)",
 }

@@ -27,6 +27,22 @@ pub enum MemoryKind {
     /// over the classifier, a change to the plan mid-run, an answer to a
     /// question. Recalled before run summaries.
     Correction,
+    /// A good review of a finished plan: what worked, kept like a run's
+    /// summary so praise never takes a correction's place in recall.
+    Review,
+    /// A standing rule a person wrote by hand (the Memory page, `POST
+    /// /api/memories`): pinned, recalled first whenever its words match
+    /// the task, or for every task when it names none.
+    Rule,
+}
+
+impl MemoryKind {
+    /// What people taught: a correction or a rule (not a summary, not a
+    /// good review). These have recall's reserved slots and reach the
+    /// roles that decide after planning.
+    pub fn taught(self) -> bool {
+        matches!(self, MemoryKind::Correction | MemoryKind::Rule)
+    }
 }
 
 /// A memory to store.
@@ -111,32 +127,161 @@ fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x3040..=0x30FF | 0xAC00..=0xD7AF)
 }
 
-/// The recalled memories as a prompt section within [`RECALL_BUDGET`]
-/// characters: corrections first, then earlier runs; empty when there
-/// are none.
-pub fn prompt_section(memories: &[Memory]) -> String {
-    if memories.is_empty() {
-        return String::new();
+/// Of [`RECALLED`] slots, those kept for memories other than corrections
+/// and rules when such match: at most this many (2 of 8), so a pile of
+/// summaries and good reviews cannot crowd out what people taught.
+pub const OTHER_SLOTS: usize = 2;
+
+/// Recall's choice among ranked candidates (best first, pinned first):
+/// what people taught (corrections, rules and anything pinned) takes
+/// every slot but [`OTHER_SLOTS`], more when fewer others matched; the
+/// other memories fill the rest. Kept in their ranked order.
+pub fn choose(ranked: Vec<Memory>, limit: usize) -> Vec<Memory> {
+    let is_taught = |m: &Memory| m.pinned || m.kind.taught();
+    let taught = ranked.iter().filter(|m| is_taught(m)).count();
+    let others = ranked.len() - taught;
+    let taught_kept = taught.min(limit - others.min(OTHER_SLOTS).min(limit));
+    let others_kept = others.min(limit - taught_kept);
+    let (mut t, mut o) = (0, 0);
+    ranked
+        .into_iter()
+        .filter(|m| {
+            let (n, cap) = if is_taught(m) {
+                (&mut t, taught_kept)
+            } else {
+                (&mut o, others_kept)
+            };
+            *n += 1;
+            *n <= cap
+        })
+        .collect()
+}
+
+fn line(m: &Memory) -> String {
+    let text: String = m.text.chars().take(400).collect();
+    match m.kind {
+        MemoryKind::Rule => format!("- Rule: {text}\n"),
+        MemoryKind::Correction => format!("- Correction: {text}\n"),
+        MemoryKind::Review => format!("- Review: {text}\n"),
+        MemoryKind::Run => format!("- Earlier run: {text}\n"),
     }
-    let mut out = String::from(
-        "What your team taught you on similar earlier tasks (follow the corrections):\n",
-    );
-    let ordered = memories
-        .iter()
-        .filter(|m| m.kind == MemoryKind::Correction)
-        .chain(memories.iter().filter(|m| m.kind == MemoryKind::Run));
-    for m in ordered {
-        let text: String = m.text.chars().take(400).collect();
-        let line = match m.kind {
-            MemoryKind::Correction => format!("- Correction: {text}\n"),
-            MemoryKind::Run => format!("- Earlier run: {text}\n"),
-        };
-        if out.chars().count() + line.chars().count() > RECALL_BUDGET {
+}
+
+/// `header`, then the lines of `memories` (rules, corrections, then the
+/// rest) while they fit in `budget` characters; empty when none fit.
+fn section<'a>(header: &str, memories: impl Iterator<Item = &'a Memory>, budget: usize) -> String {
+    let mut all: Vec<&Memory> = memories.collect();
+    all.sort_by_key(|m| match m.kind {
+        MemoryKind::Rule => 0,
+        MemoryKind::Correction => 1,
+        MemoryKind::Run | MemoryKind::Review => 2,
+    });
+    let mut out = String::from(header);
+    let mut any = false;
+    for m in all {
+        let line = line(m);
+        if out.chars().count() + line.chars().count() > budget {
             break;
         }
         out.push_str(&line);
+        any = true;
     }
-    out
+    if any {
+        out
+    } else {
+        String::new()
+    }
+}
+
+/// The recalled memories as a prompt section within [`RECALL_BUDGET`]
+/// characters: rules and corrections first, then earlier runs and
+/// reviews; empty when there are none.
+pub fn prompt_section(memories: &[Memory]) -> String {
+    section(
+        "What your team taught you on similar earlier tasks (follow the corrections):\n",
+        memories.iter(),
+        RECALL_BUDGET,
+    )
+}
+
+/// Characters of taught memories given to a role that changes the plan
+/// as work goes (the adapter, recovery, the emergent update, a batch).
+pub const TAUGHT_BUDGET: usize = 1_000;
+/// Characters of taught memories given to the executor of one subtask.
+pub const STEP_BUDGET: usize = 700;
+
+/// What people taught (rules and corrections, not summaries) as a
+/// section for a role that changes the plan while it runs; empty when
+/// nothing was taught.
+pub fn taught_section(memories: &[Memory]) -> String {
+    section(
+        "What your team taught you on similar tasks (follow it when you change the plan):\n",
+        memories.iter().filter(|m| m.kind.taught()),
+        TAUGHT_BUDGET,
+    )
+}
+
+/// Words of the memories' own phrasing ("a person rejected the plan …"),
+/// which say nothing about what a step is about.
+const FRAME: &[&str] = &[
+    "task",
+    "person",
+    "people",
+    "plan",
+    "subtask",
+    "said",
+    "rejected",
+    "changed",
+    "edited",
+    "added",
+    "deleted",
+    "while",
+    "ran",
+    "before",
+    "approving",
+    "mode",
+    "chose",
+    "switched",
+    "reviewer",
+    "judged",
+    "finished",
+    "needs",
+    "changes",
+    "wrong",
+    "good",
+    "step",
+    "expected",
+    "outcome",
+    "dependencies",
+    "depends",
+    "now",
+    "after",
+    "reordered",
+    "with",
+];
+
+/// What people taught that concerns the step `step` (its name,
+/// description and expected outcome): every recalled rule, and each
+/// correction whose lesson (its text without its own task's words and
+/// the memories' phrasing) shares a word with the step; within
+/// [`STEP_BUDGET`]. Empty when none does.
+pub fn step_section(memories: &[Memory], step: &str) -> String {
+    let wanted = terms(step);
+    let concerns = |m: &&Memory| match m.kind {
+        MemoryKind::Rule => true,
+        MemoryKind::Correction => {
+            let own = terms(&m.task);
+            terms(&m.text)
+                .iter()
+                .any(|t| !own.contains(t) && !FRAME.contains(&t.as_str()) && wanted.contains(t))
+        }
+        MemoryKind::Run | MemoryKind::Review => false,
+    };
+    section(
+        "What your team taught you that concerns this step (follow it):\n",
+        memories.iter().filter(concerns),
+        STEP_BUDGET,
+    )
 }
 
 #[cfg(test)]
@@ -194,5 +339,84 @@ mod tests {
             .collect();
         assert!(prompt_section(&many).chars().count() <= RECALL_BUDGET);
         assert_eq!(prompt_section(&[]), "");
+        let rule = memory(MemoryKind::Rule, "never deploy on Fridays");
+        let section = prompt_section(&[memories[1].clone(), rule]);
+        assert!(
+            section.find("- Rule: never deploy").unwrap()
+                < section.find("- Correction: always add").unwrap(),
+            "{section}"
+        );
+    }
+
+    #[test]
+    fn good_reviews_and_summaries_cannot_crowd_out_the_corrections_that_match() {
+        // Ranked best first: 20 good reviews and run summaries rank above
+        // the two corrections that match the task.
+        let mut ranked: Vec<Memory> = (0..20)
+            .map(|i| {
+                let kind = if i % 2 == 0 {
+                    MemoryKind::Review
+                } else {
+                    MemoryKind::Run
+                };
+                memory(kind, &format!("praise {i}"))
+            })
+            .collect();
+        ranked.push(memory(MemoryKind::Correction, "take a backup first"));
+        ranked.push(memory(MemoryKind::Rule, "never on Fridays"));
+        let chosen = choose(ranked.clone(), RECALLED);
+        assert_eq!(chosen.len(), RECALLED);
+        let texts: Vec<&str> = chosen.iter().map(|m| m.text.as_str()).collect();
+        assert!(texts.contains(&"take a backup first"), "{texts:?}");
+        assert!(texts.contains(&"never on Fridays"), "{texts:?}");
+        assert_eq!(texts[0], "praise 0", "kept in their ranked order");
+        // Many corrections: the others keep their two slots.
+        let many: Vec<Memory> = (0..10)
+            .map(|i| memory(MemoryKind::Correction, &format!("fix {i}")))
+            .chain(ranked.iter().take(3).cloned())
+            .collect();
+        let chosen = choose(many, RECALLED);
+        let corrections = chosen
+            .iter()
+            .filter(|m| m.kind == MemoryKind::Correction)
+            .count();
+        assert_eq!(
+            (chosen.len(), corrections),
+            (RECALLED, RECALLED - OTHER_SLOTS)
+        );
+        // Only summaries: they take every slot.
+        assert_eq!(choose(ranked[..12].to_vec(), RECALLED).len(), RECALLED);
+        assert!(choose(ranked, 0).is_empty());
+    }
+
+    #[test]
+    fn a_step_reads_the_rules_and_the_corrections_about_what_it_does() {
+        let mut backup = memory(
+            MemoryKind::Correction,
+            "For the task «Migrate the orders database», a person rejected the plan (migrate) with: take a backup first",
+        );
+        backup.task = "Migrate the orders database".into();
+        let mut colours = memory(
+            MemoryKind::Correction,
+            "For the task «Draw the chart», a person said: use the brand colours",
+        );
+        colours.task = "Draw the chart".into();
+        let rule = memory(MemoryKind::Rule, "answer in formal English");
+        let run = memory(MemoryKind::Run, "Task: backup everything. Outcome: done.");
+        let all = [backup, colours, rule, run];
+        let section = step_section(&all, "Take a backup of the customers database");
+        assert!(section.contains("take a backup first"), "{section}");
+        assert!(
+            section.contains("- Rule: answer in formal English"),
+            "{section}"
+        );
+        assert!(!section.contains("brand colours"), "{section}");
+        assert!(!section.contains("Earlier run"), "{section}");
+        // The task's own words and the memories' phrasing do not count.
+        let other = step_section(&all[..2], "Plan the orders migration");
+        assert_eq!(other, "", "{other}");
+        let taught = taught_section(&all);
+        assert!(taught.contains("brand colours") && !taught.contains("Earlier run"));
+        assert_eq!(taught_section(&all[3..]), "");
     }
 }

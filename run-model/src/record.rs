@@ -49,6 +49,16 @@ pub struct RunRecord {
     /// keeps the bound.
     #[serde(default, skip_serializing_if = "crate::Adaptation::is_untouched")]
     pub adaptation: crate::Adaptation,
+    /// A person keeps the run: the retentions
+    /// (`PLANBOARD_WORKSPACE_RETENTION_DAYS`,
+    /// `PLANBOARD_RUN_LOG_RETENTION_HOURS`) leave its files and its log
+    /// alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    /// When the workspace retention removed the run's files (its row,
+    /// plan, answer and memories stay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_removed_at: Option<plan_engine::Timestamp>,
 }
 
 /// Where a run started again from: an earlier run, its plan, and the
@@ -72,6 +82,12 @@ pub struct SubtaskAttempts {
     pub reasons: Vec<String>,
     /// The planner has been asked what to do with it once already.
     pub recovered: bool,
+    /// It was added to work around a failure (recovery's workaround, or
+    /// an emergent update after a TODO failed): when it fails in turn,
+    /// nothing is added to work around it again, so a model that fails
+    /// everything cannot grow the plan failure by failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workaround: bool,
 }
 
 impl SubtaskAttempts {
@@ -99,6 +115,7 @@ impl RunRecord {
                     failed: 0,
                     reasons: Vec::new(),
                     recovered: false,
+                    workaround: false,
                 });
                 self.attempts.last_mut().expect("just pushed")
             }
@@ -132,6 +149,8 @@ impl RunRecord {
             again_of: None,
             batches: None,
             adaptation: crate::Adaptation::default(),
+            kept: false,
+            files_removed_at: None,
         }
     }
 }

@@ -735,6 +735,7 @@ fn prompt_size() {
             max_turns: 8,
             people_changes: vec![],
             earlier_failures: Vec::new(),
+            taught: String::new(),
         };
         sizes.push(agent::executor::brief(&job).len());
     }

@@ -34,7 +34,8 @@
 //! | `PLANBOARD_WEBHOOK_SECRET` | — | signs each notification: `X-Planboard-Signature: t=…,v1=HMAC-SHA256(secret, "t.body")` |
 //! | `PLANBOARD_WEBHOOK_FORMAT` | `json` | `slack`: Slack's incoming-webhook shape (`{"text": …}`) |
 //! | `PLANBOARD_WEBHOOK_RETENTION_DAYS` | `30` | deliveries that are over (delivered or given up) are deleted after this many days |
-//! | `PLANBOARD_RUN_LOG_RETENTION_HOURS` | — (kept) | a finished run's log (its model calls and their messages, tool calls, activity) is deleted this many hours after the run ended (seed 002's `memoryRetention`, 24 there); the run's row, its plan, memories and reviews stay |
+//! | `PLANBOARD_RUN_LOG_RETENTION_HOURS` | `720` (30 days) | a finished run's log (its model calls and their messages, tool calls, activity) is deleted this many hours after the run ended (seed 002's `memoryRetention`, 24 there); the run's row, its plan, memories and reviews stay; runs a person keeps are left alone; `off`: kept for good |
+//! | `PLANBOARD_WORKSPACE_RETENTION_DAYS` | `7` | a finished run's workspace (its uploads, copied folder, written files) is removed this many days after the run ended; the run's row, plan, answer and memories stay; runs a person keeps are left alone; `off`: kept for good |
 //! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links; its host is answered and its origin may write (see `guard`) |
 //! | `PLANBOARD_ALLOWED_HOSTS` | — | host names the server answers to besides `localhost` and IP addresses, separated by `,`: `board.example` (any port), `board.example:8443`, `.example.org` (and its subdomains) |
 //! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | — | OpenTelemetry spans over OTLP/HTTP protobuf (see `telemetry`) |
@@ -85,6 +86,8 @@ pub struct Config {
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
     /// How long a finished run's log is kept; `None`: for good.
     pub run_log_retention: Option<Duration>,
+    /// How long a finished run's workspace is kept; `None`: for good.
+    pub workspace_retention: Option<Duration>,
     /// `PLANBOARD_PUBLIC_URL`, when set: the address people open the board
     /// at, whose host the server answers to.
     pub public_url: Option<reqwest::Url>,
@@ -280,6 +283,38 @@ fn prices(
         .map_err(|e| ConfigError::Invalid(format!("PLANBOARD_PRICES: {e}")))
 }
 
+/// How long a finished run's log is kept unless configured: 30 days (see
+/// the README's *Storage and retention*).
+pub const DEFAULT_RUN_LOG_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// How long a finished run's files are kept unless configured: 7 days.
+pub const DEFAULT_WORKSPACE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A retention in whole `unit`s (at least 1), or `off` (kept for good).
+fn retention(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    unit: &str,
+    unit_secs: u64,
+    default: Duration,
+) -> Result<Option<Duration>, ConfigError> {
+    let Some(value) = var(name) else {
+        return Ok(Some(default));
+    };
+    if value.trim().eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    match value
+        .trim()
+        .parse::<u64>()
+        .map(|n| (n, n.checked_mul(unit_secs)))
+    {
+        Ok((n, Some(secs))) if n >= 1 => Ok(Some(Duration::from_secs(secs))),
+        _ => Err(ConfigError::Invalid(format!(
+            "{name} must be a whole number of {unit}, at least 1, or off, not '{value}'"
+        ))),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{0}")]
@@ -311,7 +346,8 @@ impl Config {
             prices: run_model::PriceTable::builtin(),
             webhooks: crate::webhooks::WebhookConfig::default(),
             telemetry: None,
-            run_log_retention: None,
+            run_log_retention: Some(DEFAULT_RUN_LOG_RETENTION),
+            workspace_retention: Some(DEFAULT_WORKSPACE_RETENTION),
             public_url: None,
             allowed_hosts: Vec::new(),
         }
@@ -466,17 +502,20 @@ impl Config {
             prices,
             webhooks,
             telemetry,
-            run_log_retention: match var("PLANBOARD_RUN_LOG_RETENTION_HOURS") {
-                None => None,
-                Some(hours) => match hours.trim().parse::<u64>().map(|h| (h, h.checked_mul(3600))) {
-                    Ok((h, Some(secs))) if h >= 1 => Some(Duration::from_secs(secs)),
-                    _ => {
-                        return Err(ConfigError::Invalid(format!(
-                            "PLANBOARD_RUN_LOG_RETENTION_HOURS must be a whole number of hours, at least 1, not '{hours}'"
-                        )))
-                    }
-                },
-            },
+            run_log_retention: retention(
+                &var,
+                "PLANBOARD_RUN_LOG_RETENTION_HOURS",
+                "hours",
+                3600,
+                DEFAULT_RUN_LOG_RETENTION,
+            )?,
+            workspace_retention: retention(
+                &var,
+                "PLANBOARD_WORKSPACE_RETENTION_DAYS",
+                "days",
+                24 * 3600,
+                DEFAULT_WORKSPACE_RETENTION,
+            )?,
             public_url: match var("PLANBOARD_PUBLIC_URL") {
                 None => None,
                 Some(url) => Some(
@@ -632,15 +671,41 @@ mod tests {
     }
 
     #[test]
-    fn run_log_retention_is_whole_hours_and_off_unless_asked() {
-        assert_eq!(config(&[]).unwrap().run_log_retention, None);
-        let kept = config(&[("PLANBOARD_RUN_LOG_RETENTION_HOURS", "24")]).unwrap();
+    fn retentions_are_on_by_default_whole_units_or_off() {
+        let defaults = config(&[]).unwrap();
+        assert_eq!(
+            defaults.run_log_retention,
+            Some(Duration::from_secs(30 * 24 * 3600))
+        );
+        assert_eq!(
+            defaults.workspace_retention,
+            Some(Duration::from_secs(7 * 24 * 3600))
+        );
+        let kept = config(&[
+            ("PLANBOARD_RUN_LOG_RETENTION_HOURS", "24"),
+            ("PLANBOARD_WORKSPACE_RETENTION_DAYS", "2"),
+        ])
+        .unwrap();
         assert_eq!(kept.run_log_retention, Some(Duration::from_secs(24 * 3600)));
+        assert_eq!(
+            kept.workspace_retention,
+            Some(Duration::from_secs(2 * 24 * 3600))
+        );
+        let off = config(&[
+            ("PLANBOARD_RUN_LOG_RETENTION_HOURS", "off"),
+            ("PLANBOARD_WORKSPACE_RETENTION_DAYS", "OFF"),
+        ])
+        .unwrap();
+        assert_eq!(off.run_log_retention, None);
+        assert_eq!(off.workspace_retention, None);
         for bad in ["0", "-1", "1.5", "day"] {
-            assert!(
-                config(&[("PLANBOARD_RUN_LOG_RETENTION_HOURS", bad)]).is_err(),
-                "{bad}"
-            );
+            for name in [
+                "PLANBOARD_RUN_LOG_RETENTION_HOURS",
+                "PLANBOARD_WORKSPACE_RETENTION_DAYS",
+            ] {
+                let e = config(&[(name, bad)]).unwrap_err();
+                assert!(e.to_string().contains(name), "{name}={bad}: {e}");
+            }
         }
     }
 

@@ -136,9 +136,8 @@ pub async fn start_with_model(
     webhooks::open_cursor(runs.store().as_ref()).await?;
     runs.spawn_keeper();
     webhooks::spawn(runs.store(), config.webhooks.clone(), telemetry.is_some());
-    if let Some(keep) = config.run_log_retention {
-        runs::spawn_log_purge(runs.store(), keep);
-    }
+    // The retentions of finished runs' files and logs, and leftovers.
+    runs.spawn_retention();
     let held = |store: Arc<SqlStore>| async move {
         use crate::store::RunStore;
         store
@@ -286,6 +285,10 @@ pub fn router_with_pages(
         .route(
             "/templates/{id}/delete",
             axum::routing::post(board::forms::template_delete_form).with_state(board.clone()),
+        )
+        .route(
+            "/memories/rule",
+            axum::routing::post(board::forms::memory_rule_form).with_state(board.clone()),
         )
         .route(
             "/memories/{id}/{action}",

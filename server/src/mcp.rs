@@ -1,6 +1,10 @@
 //! `/mcp`: the Model Context Protocol over streamable HTTP (rmcp), exposing
-//! the canonical plan tools. rmcp makes one [`PlanMcp`] per MCP session, so
-//! each session gets its own key and with it its own active plan.
+//! the canonical plan tools, `get_hint` (the next step on the session's
+//! plan), `search_memory` (the team's memory), `set_session_settings`
+//! (seed 003's confirmation and subtask-limit rules for the session), and
+//! planboard's own agent. rmcp makes one [`PlanMcp`] per MCP session, so
+//! each session gets its own key and with it its own active plan and
+//! settings.
 //!
 //! Every protocol revision rmcp knows is spoken: a client gets the revision
 //! it asks for, or the newest one. Two HTTP details rmcp leaves open are
@@ -14,7 +18,7 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use plan_engine::Dialect;
+use plan_engine::{Dialect, HintOptions};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, Content, Implementation, InitializeRequestParams,
@@ -32,6 +36,7 @@ use crate::api::runs::StartRun;
 use crate::auth::Identity;
 use crate::runs::Runs;
 use crate::service::{PlanService, ToolRights};
+use crate::store::SessionSettings;
 
 #[derive(Clone)]
 pub struct PlanMcp {
@@ -82,6 +87,46 @@ struct QueuePage {
 
 /// The tools about reviews (answered by [`PlanMcp::review_tool`]).
 const REVIEW_TOOLS: [&str; 3] = ["review_plan", "plan_reviews", "review_queue"];
+
+/// `get_hint`'s arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GetHint {
+    /// en or zh. Default: the language of this session's plan (zh when its
+    /// title, goal or description has Chinese characters), else en.
+    #[serde(default)]
+    lang: Option<plan_engine::Lang>,
+    /// true repeats the whole hint even when the plan is unchanged since
+    /// this session's previous get_hint (which then answers in one line).
+    #[serde(default)]
+    fresh: bool,
+    /// true lists every subtask instead of the bounded window.
+    #[serde(default)]
+    full: bool,
+}
+
+/// The most memories one `search_memory` answers.
+const MEMORIES_AT_MOST: u32 = 20;
+/// A memory's task as `search_memory` shows it, in characters (its text
+/// is at most [`run_model::memory::MEMORY_TEXT`] already).
+const MEMORY_TASK_SHOWN: usize = 300;
+
+/// `search_memory`'s arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchMemory {
+    /// Words to search for, in any language (1 to 500 characters).
+    #[schemars(length(min = 1, max = 500))]
+    query: String,
+    /// How many memories to answer, best first: 1 to 20 (default 5).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 20))]
+    limit: Option<u32>,
+}
+
+/// The tools about this MCP session and the team's memory (answered by
+/// [`PlanMcp::session_tool`]).
+const SESSION_TOOLS: [&str; 3] = ["get_hint", "search_memory", "set_session_settings"];
 
 /// A file for `start_run`: its name and its content, as text or base64.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -250,7 +295,34 @@ fn tool_list() -> Vec<Tool> {
         .into_iter()
         .map(|spec| Tool::new(spec.name, spec.description, spec.parameters))
         .chain(run_tools())
+        .chain(session_tools())
         .collect()
+}
+
+/// What to do next on this session's plan, the team's memory, and this
+/// session's settings (seed 003's PlanNotebook options).
+fn session_tools() -> Vec<Tool> {
+    let object = |value: Value| match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    vec![
+        Tool::new(
+            "get_hint",
+            "What to do next on this session's current plan: where it stands and your options, with              the rules (wait for the user's confirmation, the subtask limit) when they apply. Call it              before each step. Unchanged since your previous get_hint: one line (fresh=true repeats it              whole).",
+            object(agent::protocol::schema_of::<GetHint>()),
+        ),
+        Tool::new(
+            "search_memory",
+            "Searches the team's memory: what planboard remembers of finished runs and people's              corrections, reviews and rules, best match first. Use it before planning a task like              one done before.",
+            object(agent::protocol::schema_of::<SearchMemory>()),
+        ),
+        Tool::new(
+            "set_session_settings",
+            "Sets this session's rules, replacing earlier ones (left out or null: unset).              need_user_confirm: hints tell you to present a plan and wait for the user's go-ahead              before executing it. max_subtasks: plans this session creates may hold at most that              many subtasks (1 to 5000). A plan's own setting (create_plan, update_plan_info) wins.              Answers the settings.",
+            object(agent::protocol::schema_of::<SessionSettings>()),
+        ),
+    ]
 }
 
 /// Delegating a whole task to planboard's own agent.
@@ -294,6 +366,81 @@ fn run_tools() -> Vec<Tool> {
 }
 
 impl PlanMcp {
+    async fn session_tool(&self, name: &str, args: Value) -> Result<String, ApiError> {
+        // A call without arguments arrives as null.
+        let args = if args.is_null() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            args
+        };
+        match name {
+            "get_hint" => {
+                let body: GetHint = serde_json::from_value(args).map_err(bad_arguments)?;
+                let lang = match body.lang {
+                    Some(lang) => lang,
+                    None => self
+                        .service
+                        .read_active(&self.session, plan_engine::Lang::of_plan)
+                        .await
+                        .unwrap_or_default(),
+                };
+                let opts = HintOptions {
+                    lang,
+                    dialect: Dialect::Canonical,
+                    full_plan: body.full,
+                    ..HintOptions::default()
+                };
+                let (text, _) = self
+                    .service
+                    .session_hint_remembered(&self.session, &opts, body.fresh)
+                    .await?;
+                Ok(text)
+            }
+            "search_memory" => {
+                let body: SearchMemory = serde_json::from_value(args).map_err(bad_arguments)?;
+                let limit = body.limit.unwrap_or(5);
+                if !(1..=MEMORIES_AT_MOST).contains(&limit) {
+                    return Err(ApiError::BadRequest(format!(
+                        "limit must be 1 to {MEMORIES_AT_MOST} (got {limit})"
+                    )));
+                }
+                let chars = body.query.chars().count();
+                if chars > 500 || body.query.trim().is_empty() {
+                    return Err(ApiError::BadRequest(format!(
+                        "query must have 1 to 500 characters and a word to search for (got {chars} characters)"
+                    )));
+                }
+                let found = self.runs.memories(Some(&body.query), 0, limit).await?;
+                let memories: Vec<Value> = found
+                    .into_iter()
+                    .map(|m| {
+                        serde_json::json!({
+                            "kind": m.kind,
+                            "task": plan_engine::text::fit(&m.task, MEMORY_TASK_SHOWN),
+                            "text": m.text,
+                            "pinned": m.pinned,
+                            "plan_id": m.plan_id,
+                            "created_at": m.created_at,
+                        })
+                    })
+                    .collect();
+                Ok(serde_json::json!({ "memories": memories }).to_string())
+            }
+            _ => {
+                let settings: SessionSettings =
+                    serde_json::from_value(args).map_err(bad_arguments)?;
+                settings.check().map_err(ApiError::BadRequest)?;
+                let stored = self
+                    .service
+                    .set_session_settings(&self.session, settings)
+                    .await?;
+                serde_json::to_value(stored)
+                    .map(|v| v.to_string())
+                    .map_err(|_| ApiError::Internal)
+            }
+        }
+    }
+
     async fn review_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, ApiError> {
         let answer = match name {
             "review_plan" => {
@@ -399,7 +546,8 @@ impl ServerHandler for PlanMcp {
                 ..Implementation::default()
             },
             instructions: Some(
-                "planboard keeps your plan: create_plan first, then start_subtask / complete_subtask as you work. \
+                "planboard keeps your plan: create_plan first, then start_subtask / complete_subtask as you work; \
+                 get_hint says what to do next, search_memory what the team learned before. \
                  Every tool works on this session's active plan unless you pass plan_id. \
                  People watch and may edit the plan on the board; call get_plan when unsure."
                     .into(),
@@ -456,6 +604,10 @@ impl ServerHandler for PlanMcp {
         let args = request.arguments.map_or(Value::Null, Value::Object);
         if REVIEW_TOOLS.contains(&request.name.as_ref()) {
             let answer = self.review_tool(&request.name, args, &actor).await;
+            return answered(answer.map(|text| (text, true)));
+        }
+        if SESSION_TOOLS.contains(&request.name.as_ref()) {
+            let answer = self.session_tool(&request.name, args).await;
             return answered(answer.map(|text| (text, true)));
         }
         if matches!(request.name.as_ref(), "start_run" | "get_run") {

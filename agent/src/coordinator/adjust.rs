@@ -4,17 +4,39 @@
 use super::*;
 
 impl Driver {
+    /// The plan for a prompt: each subtask's position, state and name,
+    /// and the positions it waits for (`(after 1, 2)`), so a model that
+    /// sees a failure also sees what cannot start without it (the 1.5B
+    /// model revised a TODO behind a failed one, unaware it still waited).
     pub(super) fn listing(plan: &Plan) -> String {
         plan.subtasks()
             .iter()
             .enumerate()
-            .map(|(i, s)| format!("{}. [{}] {}", i + 1, s.state().as_str(), s.name()))
+            .map(|(i, s)| {
+                let after: Vec<String> = s
+                    .dependencies()
+                    .iter()
+                    .filter_map(|d| plan.position(*d).map(|p| (p + 1).to_string()))
+                    .collect();
+                let after = if after.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (after {})", after.join(", "))
+                };
+                format!("{}. [{}] {}{after}", i + 1, s.state().as_str(), s.name())
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
 
-    /// Seed 004's `_update_todo_list`, with compaction near the cap.
-    pub(super) async fn update_todos(&mut self, last_result: &str) -> Flow {
+    /// Seed 004's `_update_todo_list`, with compaction near the cap: after
+    /// every TODO that finished, and after one that failed for good (its
+    /// attempts and recovery spent), with the failure, so the model may
+    /// add a way around it. What it adds then counts as a workaround: a
+    /// workaround that fails in turn gets an update that may add nothing
+    /// (`UPDATE_FAILED_AGAIN`), so a model that fails everything adds at
+    /// most one round per TODO it planned, within the adaptation budget.
+    pub(super) async fn update_todos(&mut self, last: Finished<'_>) -> Flow {
         let plan = self.host.plan(self.plan_id()?).await?;
         let compact = plan.subtasks().len() >= COMPACT_AT;
         let mut system = prompts::UPDATE.to_string();
@@ -22,10 +44,34 @@ impl Driver {
             system.push('\n');
             system.push_str(prompts::COMPACT);
         }
+        let (said, after_failure, may_add) = match last {
+            Finished::Done(result) => (format!("Last result: {}", cut(result, 500)), false, true),
+            Finished::Failed { id, reason } => {
+                let workaround = self.run.attempts_of(id).workaround;
+                let (at, name) = plan
+                    .position(id)
+                    .zip(plan.subtask(id))
+                    .map_or((0, ""), |(p, s)| (p + 1, s.name()));
+                let next = if workaround {
+                    prompts::UPDATE_FAILED_AGAIN
+                } else {
+                    prompts::UPDATE_FAILED
+                };
+                (
+                    format!(
+                        "TODO {at} ('{}') failed after every attempt: {}\n{next}",
+                        cut(name, 80),
+                        cut(reason, 500)
+                    ),
+                    true,
+                    !workaround,
+                )
+            }
+        };
+        let taught = self.taught().await;
         let user = format!(
-            "Task: {}\nLast result: {}\nTODO list ({} of at most {}):\n{}\n{}",
+            "Task: {}\n{said}\nTODO list ({} of at most {}):\n{}\n{taught}{}",
             self.run.config.task,
-            cut(last_result, 500),
             plan.subtasks().len(),
             EMERGENT_CAP,
             Self::listing(&plan),
@@ -52,7 +98,17 @@ impl Driver {
         let mut ops = self.drops(&plan, &answer.drop, &answer.reason);
         ops.extend(Self::todo_edits(&plan, &answer));
         let mut added = 0;
-        if answer.needs_update && !compact && !answer.new_todos.is_empty() {
+        if answer.needs_update && !may_add && !answer.new_todos.is_empty() {
+            self.caller
+                .log(RunEntry::PlanAdjusted {
+                    reason: "not added: the TODO that failed was itself a workaround of a \
+                             failure; a person looks at it"
+                        .into(),
+                    changes: 0,
+                })
+                .await;
+        }
+        if answer.needs_update && may_add && !compact && !answer.new_todos.is_empty() {
             self.run
                 .adaptation
                 .start(plan.subtasks().len(), EMERGENT_CAP);
@@ -74,12 +130,15 @@ impl Driver {
             let len = plan.subtasks().len();
             let first_new = plan.next_subtask_id();
             for &k in &kept {
+                // A TODO that failed never lets one that waits for it
+                // start: a new TODO (most often its way around) does not.
                 let dependencies = answer.new_todos[k]
                     .depends_on
                     .iter()
                     .filter_map(|p| {
                         let i = (*p as usize).checked_sub(1)?;
                         match plan.subtasks().get(i) {
+                            Some(s) if s.state() == SubtaskState::Failed => None,
                             Some(s) => Some(s.id()),
                             None => new_id(&kept, i - len, k, first_new),
                         }
@@ -97,6 +156,17 @@ impl Driver {
         let changed = self.adjust(ops, answer.reason).await?;
         if changed && added > 0 {
             self.run.adaptation.spent(added);
+            if after_failure {
+                // New subtasks take the plan's next ids, in order.
+                let first = plan.next_subtask_id();
+                for n in 0..added {
+                    let record = self.run.attempts_of(SubtaskId(first + n));
+                    record.workaround = true;
+                    // Not worked around by recovery either (as recovery's
+                    // own workaround is not).
+                    record.recovered = true;
+                }
+            }
             self.save().await;
         }
         Ok(())
@@ -122,7 +192,10 @@ impl Driver {
                     description,
                     s.name(),
                     s.description(),
-                    s.state() == SubtaskState::Done,
+                    // A failed one's name too: the same step again is
+                    // a retry, which recovery already declined (the 1.5B
+                    // model re-added a TODO that failed, by its name).
+                    matches!(s.state(), SubtaskState::Done | SubtaskState::Failed),
                 )
             });
             if let Some(held) = held {
@@ -293,8 +366,9 @@ impl Driver {
                 )
             })
             .collect();
+        let taught = self.taught().await;
         let user = format!(
-            "Task: {}\nPlan ({} subtasks):\n{}\nRecent results:\n{}\n{}",
+            "Task: {}\nPlan ({} subtasks):\n{}\nRecent results:\n{}\n{taught}{}",
             self.run.config.task,
             plan.subtasks().len(),
             Self::listing(plan),
@@ -540,6 +614,14 @@ impl Driver {
         }
         results.trim().to_string()
     }
+}
+
+/// What the TODO an emergent update follows came to.
+pub(super) enum Finished<'a> {
+    /// It is done, with this result.
+    Done(&'a str),
+    /// It failed for good (after its attempts and recovery), for `reason`.
+    Failed { id: SubtaskId, reason: &'a str },
 }
 
 /// The id the `index`-th proposed new subtask gets when only `kept` are

@@ -112,6 +112,9 @@ impl Driver {
         }
         let path = self.input_path();
         let tools = self.tools.specs();
+        // Each batch is planned as the first plan is: with what the run
+        // recalled (the batch's planner decides how items are done).
+        let memory = self.recalled().await;
         let ask = BatchAsk {
             task: &self.run.config.task,
             path: &path,
@@ -120,6 +123,7 @@ impl Driver {
             items: &items,
             tools: &tools,
             comment,
+            memory: &memory,
         };
         let planned = match batch_planner::plan_batch(&self.caller, &ask).await {
             Ok(planned) => planned,
@@ -289,8 +293,10 @@ impl Driver {
                 again.push(n.to_string());
             }
             if progress.failing.len() < run_model::batch::FAILURES_SHOWN {
+                // "item 4: …", as the coverage line names items; the board
+                // reads the number to name it in the person's language.
                 progress.failing.push(format!(
-                    "#{n}: {}",
+                    "item {n}: {}",
                     cut(reason, run_model::batch::FAILURE_CHARS)
                 ));
             }

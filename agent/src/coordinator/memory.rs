@@ -2,14 +2,20 @@
 //! knowledge)" before it classifies and plans, and "stores to long-term
 //! memory" after). Before classifying, the run recalls the memories most
 //! like its task, once, and both the classifier and the planner read them
-//! (corrections first, within a fixed budget); when it ends, it leaves a
-//! summary of itself and every correction people made on the way.
+//! (rules and corrections first, within a fixed budget); the roles that
+//! decide later read what people taught too: the executor what concerns
+//! its step, the adapter, recovery, the emergent update and a batch's
+//! planner every recalled rule and correction. When it ends, it leaves a
+//! summary of itself and every correction people made on the way (an
+//! edit before approving, a change mid-run among them).
 //! A run started with `memory: false` does neither.
 
 use super::*;
 use crate::run::RunEntry;
 use run_model::entry::RecalledMemory;
-use run_model::memory::{prompt_section, MemoryKind, NewMemory, MEMORY_TEXT, RECALLED};
+use run_model::memory::{
+    prompt_section, step_section, taught_section, MemoryKind, NewMemory, MEMORY_TEXT, RECALLED,
+};
 
 /// Corrections one run keeps (the oldest go first).
 const CORRECTIONS_KEPT: usize = 20;
@@ -20,8 +26,40 @@ impl Driver {
     /// The recalled memories as a prompt section ("" when none or the run
     /// opted out).
     pub(super) async fn recalled(&mut self) -> String {
-        if !self.run.config.memory {
+        self.recall_once().await;
+        prompt_section(self.recalled.as_deref().unwrap_or_default())
+    }
+
+    /// What people taught (recalled rules and corrections) for a role
+    /// that changes the plan as work goes: the adapter, recovery, the
+    /// emergent update, a batch's planner ("" when nothing, or the run
+    /// opted out).
+    pub(super) async fn taught(&mut self) -> String {
+        self.recall_once().await;
+        taught_section(self.recalled.as_deref().unwrap_or_default())
+    }
+
+    /// What people taught that concerns how subtask `id` is done, for its
+    /// executor (recalled before the work started: see `execute`).
+    pub(super) fn taught_for_step(&self, plan: &Plan, id: SubtaskId) -> String {
+        let (Some(recalled), Some(s)) = (self.recalled.as_deref(), plan.subtask(id)) else {
             return String::new();
+        };
+        let step = format!(
+            "{} {} {} {}",
+            s.name(),
+            s.description(),
+            s.expected_outcome(),
+            s.tool().unwrap_or_default()
+        );
+        step_section(recalled, &step)
+    }
+
+    /// Recalls the memories like the run's task, once (none when the run
+    /// opted out).
+    pub(super) async fn recall_once(&mut self) {
+        if !self.run.config.memory {
+            return;
         }
         if self.recalled.is_none() {
             let found = match self.host.recall(&self.run.config.task, RECALLED).await {
@@ -47,7 +85,6 @@ impl Driver {
             }
             self.recalled = Some(found);
         }
-        prompt_section(self.recalled.as_deref().unwrap_or_default())
     }
 
     /// The task as a correction names it.

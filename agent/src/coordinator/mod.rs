@@ -5,7 +5,9 @@
 //! resumes after a restart from its row and its plan alone.
 //!
 //! # Scheduling
-//! - simple and emergent: one subtask at a time.
+//! Parallelism is the run's `max_parallel` (`run_model::DEFAULT_PARALLEL`,
+//! 4, unless the run says), set on the plan by mode:
+//! - simple: one subtask at a time (the plan's `max_parallel` is 1).
 //! - complex: super-steps. Every ready subtask starts together (the
 //!   engine's `start_next`, up to `max_parallel`); the next super-step
 //!   starts when the current one has finished. After a super-step with a
@@ -13,8 +15,12 @@
 //!   so), an adapt call may revise, drop and add subtasks and rewire
 //!   unstarted ones; the engine checks the change, and a refusal (a cycle)
 //!   goes back to the model once with the reason.
-//! - emergent: after each TODO, an update call may add TODOs (none once
-//!   the list is at 80 % of its cap, when it is asked to drop instead).
+//! - emergent: no super-steps: whenever fewer than `max_parallel` TODOs
+//!   run, ready ones start (a TODO waits for the TODOs it depends on).
+//!   After each TODO that finished, or failed for good, an update call may
+//!   add TODOs (none once the list is at 80 % of its cap, when it is asked
+//!   to drop instead; none for a failed workaround), revise, drop or block
+//!   unstarted ones; what is ready starts only after it.
 //!
 //! - in batches (`RunConfig::batches`, seed 002): the plan grows a batch
 //!   of the input's items at a time (`batches`).
@@ -470,43 +476,7 @@ impl Driver {
         if before.version() == plan.version() {
             return;
         }
-        let old: HashMap<SubtaskId, &plan_engine::Subtask> =
-            before.subtasks().iter().map(|s| (s.id(), &**s)).collect();
-        let now: HashSet<SubtaskId> = plan.subtasks().iter().map(|s| s.id()).collect();
-        let mut changes = Vec::new();
-        for s in plan.subtasks() {
-            match old.get(&s.id()) {
-                None => changes.push(format!("added #{} {}", s.id().0, s.name())),
-                Some(o) if o.name() != s.name() || o.description() != s.description() => changes
-                    .push(format!(
-                        "edited #{} {}: {}",
-                        s.id().0,
-                        s.name(),
-                        cut(s.description(), 200)
-                    )),
-                _ => {}
-            }
-        }
-        for s in before.subtasks() {
-            if !now.contains(&s.id()) {
-                changes.push(format!("deleted #{} {}", s.id().0, s.name()));
-            }
-        }
-        let order_before: Vec<SubtaskId> = before
-            .subtasks()
-            .iter()
-            .map(|s| s.id())
-            .filter(|id| now.contains(id))
-            .collect();
-        let order_now: Vec<SubtaskId> = plan
-            .subtasks()
-            .iter()
-            .map(|s| s.id())
-            .filter(|id| old.contains_key(id))
-            .collect();
-        if order_before != order_now {
-            changes.push("reordered the subtasks".into());
-        }
+        let changes = plan_changes(&before, plan);
         if changes.is_empty() {
             return;
         }
@@ -550,4 +520,80 @@ impl Driver {
             .await;
         Ok(())
     }
+}
+
+/// What changed in a plan's subtasks from `before` to `after`, in words a
+/// later prompt reads: added, deleted, edited (name, description, expected
+/// outcome), rewired (dependencies) and reordered.
+pub(crate) fn plan_changes(before: &Plan, after: &Plan) -> Vec<String> {
+    let old: HashMap<SubtaskId, &plan_engine::Subtask> =
+        before.subtasks().iter().map(|s| (s.id(), &**s)).collect();
+    let now: HashSet<SubtaskId> = after.subtasks().iter().map(|s| s.id()).collect();
+    let named = |ids: &[SubtaskId], plan: &Plan| {
+        let names: Vec<String> = ids
+            .iter()
+            .map(|id| match plan.subtask(*id) {
+                Some(d) => format!("#{} {}", id.0, cut(d.name(), 60)),
+                None => format!("#{}", id.0),
+            })
+            .collect();
+        if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    let mut changes = Vec::new();
+    for s in after.subtasks() {
+        let Some(o) = old.get(&s.id()) else {
+            changes.push(format!("added #{} {}", s.id().0, s.name()));
+            continue;
+        };
+        if o.name() != s.name() || o.description() != s.description() {
+            changes.push(format!(
+                "edited #{} {}: {}",
+                s.id().0,
+                s.name(),
+                cut(s.description(), 200)
+            ));
+        }
+        if o.expected_outcome() != s.expected_outcome() {
+            changes.push(format!(
+                "changed what #{} {} must achieve to: {}",
+                s.id().0,
+                s.name(),
+                cut(s.expected_outcome(), 200)
+            ));
+        }
+        if o.dependencies() != s.dependencies() {
+            changes.push(format!(
+                "made #{} {} depend on {} (was {})",
+                s.id().0,
+                s.name(),
+                named(s.dependencies(), after),
+                named(o.dependencies(), before)
+            ));
+        }
+    }
+    for s in before.subtasks() {
+        if !now.contains(&s.id()) {
+            changes.push(format!("deleted #{} {}", s.id().0, s.name()));
+        }
+    }
+    let order_before: Vec<SubtaskId> = before
+        .subtasks()
+        .iter()
+        .map(|s| s.id())
+        .filter(|id| now.contains(id))
+        .collect();
+    let order_now: Vec<SubtaskId> = after
+        .subtasks()
+        .iter()
+        .map(|s| s.id())
+        .filter(|id| old.contains_key(id))
+        .collect();
+    if order_before != order_now {
+        changes.push("reordered the subtasks".into());
+    }
+    changes
 }

@@ -229,12 +229,34 @@ impl Driver {
         self.move_to(next, why).await;
     }
 
+    /// "Edit, then approve": what a person changed in the proposed plan
+    /// (the one the agent submitted, still `seen`) before approving it is
+    /// a correction, and the run log says what.
+    async fn edited_before_approval(&mut self, approved: &Plan) {
+        let Some(proposed) = self.seen.clone() else {
+            return;
+        };
+        if proposed.id() != approved.id() || proposed.version() == approved.version() {
+            return;
+        }
+        let changes = super::plan_changes(&proposed, approved);
+        if changes.is_empty() {
+            return;
+        }
+        let summary = changes.join("; ");
+        self.correction(format!(
+            "a person edited the plan before approving it: {summary}"
+        ));
+        self.caller.log(RunEntry::PeopleChanged { summary }).await;
+    }
+
     pub(super) async fn await_approval(&mut self) -> Flow {
         let plan_id = self.plan_id()?;
         let mut plan = self.host.plan(plan_id).await?;
         loop {
             match plan.state() {
                 PlanState::Approved | PlanState::Running | PlanState::Paused => {
+                    self.edited_before_approval(&plan).await;
                     self.seen = Some(Arc::new(plan));
                     self.move_to(RunState::Running, "approved").await;
                     return Ok(());

@@ -88,8 +88,9 @@ impl Driver {
             .map(|r| format!("- {}", cut(r, 400)))
             .collect();
         let tools: Vec<String> = self.tools.specs().into_iter().map(|t| t.name).collect();
+        let taught = self.taught().await;
         let user = format!(
-            "Task: {}\nPlan:\n{}\n\nThe subtask that failed {failed} times: {}\n{}\nExpected outcome: {}\nWhy it failed:\n{}\nTools the executor has: {}\n{}",
+            "Task: {}\nPlan:\n{}\n\nThe subtask that failed {failed} times: {}\n{}\nExpected outcome: {}\nWhy it failed:\n{}\nTools the executor has: {}\n{taught}{}",
             self.run.config.task,
             Self::listing(&plan),
             s.name(),
@@ -205,7 +206,9 @@ impl Driver {
                 match self.apply(ops).await {
                     Ok(_) => {
                         self.run.adaptation.spent(1);
-                        self.run.attempts_of(new_id).recovered = true;
+                        let record = self.run.attempts_of(new_id);
+                        record.recovered = true;
+                        record.workaround = true;
                         self.save().await;
                         (
                             RecoveryDecision::Workaround,

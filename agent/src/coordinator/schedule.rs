@@ -1,6 +1,7 @@
 //! The work: starting ready subtasks, following people's moves, settling
 //! outcomes on the plan.
 
+use super::adjust::Finished;
 use super::recover::Again;
 use super::*;
 
@@ -22,6 +23,7 @@ impl Driver {
             max_turns: self.caller.budget().max_turns,
             people_changes: self.people.clone(),
             earlier_failures: self.run.failures_of(id),
+            taught: self.taught_for_step(plan, id),
         }
     }
 
@@ -53,6 +55,9 @@ impl Driver {
         let mut set: JoinSet<(SubtaskId, Outcome, Duration)> = JoinSet::new();
         let mut inflight: HashMap<SubtaskId, AbortHandle> = HashMap::new();
         let mut last = Instant::now();
+        // What people taught reaches the executors (once: a run resumed
+        // after a restart recalls here).
+        self.recall_once().await;
         loop {
             // The plan as last seen, unless it has moved on since.
             let current = self.host.version(plan_id).await.ok();
@@ -366,8 +371,15 @@ impl Driver {
                 .await;
         }
         self.save_now_and_then().await;
-        if ok && self.mode() == Mode::Emergent {
-            self.update_todos(&text).await?;
+        // Seed 004 updates the list after every result; a TODO that failed
+        // for good is one too (a way around it may be added).
+        if self.mode() == Mode::Emergent {
+            if ok {
+                self.update_todos(Finished::Done(&text)).await?;
+            } else if matches!(outcome, Outcome::Failed { .. }) {
+                self.update_todos(Finished::Failed { id, reason: &text })
+                    .await?;
+            }
         }
         Ok(())
     }

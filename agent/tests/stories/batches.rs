@@ -136,17 +136,19 @@ async fn a_catalog_is_worked_a_batch_at_a_time_with_failures_planned_again_until
     // The planner read each batch's outcome and planned the failures first.
     let prompts = planner_prompts(&world);
     assert_eq!(prompts.len(), 4, "one planning call per batch");
-    assert!(prompts[0].contains("Last batch: none yet.") && prompts[0].contains("#1: tool_1"));
+    assert!(prompts[0].contains("Last batch: none yet.") && prompts[0].contains("item 1: tool_1"));
     assert!(
         prompts[1].contains("Last batch (1): 5 items, 4 succeeded, 1 failed"),
         "{}",
         prompts[1]
     );
     // Its reason stands beside the item, not again in the summary.
-    assert!(!prompts[1].contains("- #4:"), "{}", prompts[1]);
+    assert!(!prompts[1].contains("- item 4:"), "{}", prompts[1]);
     let batch2 = prompts[1].split("its items:\n").nth(1).unwrap();
     assert!(
-        batch2.starts_with("#4: tool_4 (failed 1 times; last: check tool_4: HTTP 500)\n#6: tool_6"),
+        batch2.starts_with(
+            "item 4: tool_4 (failed 1 times; last: check tool_4: HTTP 500)\nitem 6: tool_6"
+        ),
         "the failed item comes first: {batch2}"
     );
     // The prompt does not grow with the run: counts and the last batch only.
@@ -240,7 +242,7 @@ async fn a_batched_run_picked_up_after_a_crash_goes_on_where_the_last_batch_stop
     assert!(planner_prompts(&world)
         .last()
         .unwrap()
-        .contains("Batch 3 — its items:\n#7: tool_7"));
+        .contains("Batch 3 — its items:\nitem 7: tool_7"));
 }
 
 #[tokio::test]
@@ -264,7 +266,7 @@ async fn an_unusable_batch_answer_still_covers_the_batch_one_subtask_per_item() 
         .collect();
     assert_eq!(
         names,
-        ["Item #1: tool_1", "Item #2: tool_2", "Item #3: tool_3"]
+        ["Item 1: tool_1", "Item 2: tool_2", "Item 3: tool_3"]
     );
     assert!(world.entries().iter().any(|e| matches!(
         e,

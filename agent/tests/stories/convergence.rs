@@ -283,3 +283,75 @@ async fn a_run_that_adapts_after_every_super_step_is_reviewed_each_step_and_stil
         }
     }
 }
+
+/// Seed 004 updates the TODO list after a failure too. A model that fails
+/// every TODO and answers every update with three new ones (and, the
+/// second time, every recovery with a workaround) still stops, for a
+/// person, with the failures named: what an update adds after a failure
+/// is a workaround, and a workaround's failure adds nothing.
+#[tokio::test]
+async fn an_emergent_model_that_fails_every_todo_and_always_adds_a_way_around_stops_for_a_person() {
+    for works_around in [false, true] {
+        let updates = Arc::new(AtomicUsize::new(0));
+        let calls = updates.clone();
+        let llm = worker()
+            .push_json(CallRole::Planner, plan_json(&[("start", &[])]))
+            .responder(move |request| {
+                if is(request, "todo_update") {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    let new_todos: Vec<_> = (0..3)
+                        .map(|k| json!({"name": format!("other way {n}-{k}"), "description": format!("try way {n}-{k}")}))
+                        .collect();
+                    return Reply::Json(json!({"needs_update": true, "reason": "try around it", "new_todos": new_todos}));
+                }
+                if is(request, "recover") && works_around {
+                    return Reply::Json(json!({"decision": "workaround", "reason": "another way",
+                        "name": "recovered way", "description": "the recovery's way"}));
+                }
+                if request.role == CallRole::Executor {
+                    return Reply::Json(json!({"action": "fail", "reason": "it does not work"}));
+                }
+                answer(request)
+            });
+        let world = World::new(llm);
+        let mut c = config("Explore why the export breaks");
+        c.mode = ModeChoice::Emergent;
+        c.max_attempts = 2;
+        c.retry_delay_ms = 1;
+        let _driving = world.start(c).await;
+        let run = world
+            .wait_run(|r| {
+                matches!(
+                    r.state,
+                    RunState::Paused | RunState::Failed | RunState::Done
+                )
+            })
+            .await;
+        assert_eq!(run.state, RunState::Paused, "{:?}", run.reason);
+        let reason = run.reason.clone().unwrap_or_default();
+        assert!(
+            reason.contains("failed (it does not work)") && reason.contains("retry or skip it"),
+            "a reason a person can act on: {reason}"
+        );
+        let plan = world.plan();
+        let names: Vec<&str> = plan.subtasks().iter().map(|s| s.name()).collect();
+        if works_around {
+            // start → the recovery's workaround, whose failure adds nothing.
+            assert_eq!(names, ["start", "recovered way"]);
+            assert_eq!(updates.load(Ordering::SeqCst), 1);
+        } else {
+            // start → three ways around it, whose failures add nothing.
+            assert_eq!(plan.subtasks().len(), 4, "{names:?}");
+            assert_eq!(updates.load(Ordering::SeqCst), 4);
+            assert_eq!(run.adaptation.added, 3);
+        }
+        assert!(
+            adjusted(&world)
+                .iter()
+                .any(|r| r.contains("was itself a workaround of a failure")),
+            "{:?}",
+            adjusted(&world)
+        );
+        assert!(run.spent.llm_calls < 40, "{} calls", run.spent.llm_calls);
+    }
+}

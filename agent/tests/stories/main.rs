@@ -5,6 +5,7 @@
 
 mod batches;
 mod convergence;
+mod emergent;
 mod failure;
 mod grounding;
 mod guards;

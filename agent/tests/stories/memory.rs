@@ -236,3 +236,206 @@ async fn the_prompt_keeps_its_budget_with_ten_thousand_memories() {
         prompt.chars().count()
     );
 }
+
+/// A correction another task left: a person rejected its plan with
+/// `lesson`.
+async fn plant(world: &World, other_task: &str, lesson: &str) {
+    world
+        .host
+        .remember(vec![NewMemory {
+            kind: MemoryKind::Correction,
+            task: other_task.into(),
+            text: format!(
+                "For the task «{other_task}», a person rejected the plan (do it) with: {lesson}"
+            ),
+            run_id: None,
+            plan_id: None,
+        }])
+        .await
+        .unwrap();
+}
+
+/// The user message of every `name`-shaped call, in order.
+fn shaped(world: &World, name: &str) -> Vec<String> {
+    world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| matches!(r.shape, agent::llm::Shape::Json { name: n, .. } if n == name))
+        .map(|r| r.messages[1].content.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_recalled_correction_reaches_the_executor_of_the_step_it_concerns_and_no_other() {
+    let world = World::new(worker().push_json(
+        CallRole::Planner,
+        plan_json(&[("take a backup", &[]), ("announce the downtime", &[])]),
+    ));
+    plant(
+        &world,
+        "Migrate the orders database to the new server",
+        "take a backup of the tables before migrating",
+    )
+    .await;
+    let mut c = config("Migrate the customers database to the new server");
+    c.mode = ModeChoice::Simple;
+    assert_eq!(world.run(c).await.state, RunState::Done);
+    let backup = world.executor_prompt("take a backup");
+    assert!(
+        backup.contains("What your team taught you that concerns this step")
+            && backup.contains("take a backup of the tables before migrating"),
+        "{backup}"
+    );
+    let announce = world.executor_prompt("announce the downtime");
+    assert!(
+        !announce.contains("take a backup of the tables"),
+        "{announce}"
+    );
+}
+
+#[tokio::test]
+async fn the_adapter_and_recovery_read_what_people_taught_on_other_tasks() {
+    use agent::llm::{Reply, Shape};
+    use serde_json::json;
+    let llm = worker()
+        .push_json(
+            CallRole::Planner,
+            plan_json(&[
+                ("count the rows", &[]),
+                ("fetch the second export", &[]),
+                ("report", &[1, 2]),
+            ]),
+        )
+        .responder(|request| {
+            if matches!(
+                request.shape,
+                Shape::Json {
+                    name: "recover",
+                    ..
+                }
+            ) {
+                return Reply::Json(json!({
+                    "decision": "revise", "reason": "another source",
+                    "name": "", "description": "fetch it from the mirror"
+                }));
+            }
+            if request.role == CallRole::Executor {
+                let brief = &request.messages[1].content;
+                match subtask_name(request).as_deref() {
+                    Some("count the rows") => {
+                        return Reply::Json(json!({"action": "complete", "result": "120 rows",
+                                                  "short_of": "the header line was counted"}))
+                    }
+                    Some("fetch the second export") if !brief.contains("mirror") => {
+                        return Reply::Json(json!({"action": "fail", "reason": "HTTP 404"}))
+                    }
+                    _ => {}
+                }
+            }
+            answer(request)
+        });
+    let world = World::new(llm);
+    plant(
+        &world,
+        "Count the rows of the sales exports",
+        "never count the header line of an export",
+    )
+    .await;
+    let mut c = config("Count the rows of both exports and report");
+    c.mode = ModeChoice::Complex;
+    c.max_attempts = 1;
+    c.retry_delay_ms = 1;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    for (role, prompts) in [
+        ("adapt", shaped(&world, "adapt")),
+        ("recover", shaped(&world, "recover")),
+    ] {
+        assert!(!prompts.is_empty(), "no {role} call");
+        assert!(
+            prompts
+                .iter()
+                .all(|p| p.contains("never count the header line of an export")),
+            "{role}: {prompts:#?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_emergent_update_reads_what_people_taught_and_a_run_without_memory_does_not() {
+    let world =
+        World::new(worker().push_json(CallRole::Planner, plan_json(&[("look around", &[])])));
+    plant(
+        &world,
+        "Explore the billing logs for slow requests",
+        "start from the slowest hour, not the first line",
+    )
+    .await;
+    let mut c = config("Explore the access logs for slow requests");
+    c.mode = ModeChoice::Emergent;
+    assert_eq!(world.run(c.clone()).await.state, RunState::Done);
+    let updates = shaped(&world, "todo_update");
+    assert!(
+        updates
+            .last()
+            .is_some_and(|p| p.contains("start from the slowest hour")),
+        "{updates:#?}"
+    );
+    let before = updates.len();
+    c.memory = false;
+    assert_eq!(world.run(c).await.state, RunState::Done);
+    let updates = shaped(&world, "todo_update");
+    assert!(updates.len() > before);
+    assert!(!updates[before..]
+        .iter()
+        .any(|p| p.contains("start from the slowest hour")));
+}
+
+#[tokio::test]
+async fn each_batch_of_a_long_list_is_planned_with_what_the_run_recalled() {
+    use agent::llm::{Reply, Shape};
+    use serde_json::json;
+    let llm = agent::ScriptedLlm::new().responder(|request| {
+        if let Shape::Json {
+            name: "batch",
+            schema,
+        } = &request.shape
+        {
+            let items = schema
+                .pointer("/properties/subtasks/items/properties/items/items/enum")
+                .and_then(|v| v.as_array())
+                .cloned()
+                .unwrap_or_default();
+            return Reply::Json(json!({"subtasks": items.iter().map(|n| json!({
+                "name": format!("check tool {n}"), "description": "call it once",
+                "expected_outcome": "it answers", "items": [n],
+            })).collect::<Vec<_>>()}));
+        }
+        answer(request)
+    });
+    let world = World::new(llm);
+    world
+        .host
+        .put_input("tools.txt", b"alpha\nbeta\ngamma\ndelta\n".to_vec());
+    plant(
+        &world,
+        "Test every endpoint in endpoints.txt",
+        "call each one with an empty argument first",
+    )
+    .await;
+    let mut c = config("Test every tool in tools.txt");
+    c.batches = Some(run_model::Batching {
+        input: "tools.txt".into(),
+        size: 2,
+    });
+    assert_eq!(world.run(c).await.state, RunState::Done);
+    let batches = shaped(&world, "batch");
+    assert_eq!(batches.len(), 2, "{batches:#?}");
+    assert!(
+        batches
+            .iter()
+            .all(|p| p.contains("call each one with an empty argument first")),
+        "{batches:#?}"
+    );
+}

@@ -234,6 +234,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             max_turns: 8,
             people_changes: vec![],
             earlier_failures: Vec::new(),
+            taught: String::new(),
         };
         sizes.push(agent::executor::brief(&job).len());
     }

@@ -438,7 +438,12 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
                 let failures = if b.failures.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", b.failures.join("; "))
+                    let named: Vec<String> =
+                        b.failures.iter().map(|f| item_failure(f, lang)).collect();
+                    lang.pick(
+                        format!(" ({})", named.join("; ")),
+                        format!("（{}）", named.join("；")),
+                    )
                 };
                 let secs = b.ms as f64 / 1000.0;
                 lang.pick(
@@ -456,6 +461,20 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
             b.failed == 0,
         ),
         E::Answer { text } => line(None, text, None, true),
+    }
+}
+
+/// A batch's failure with its item named in the person's words ("item 4:
+/// timeout", "第 4 项：timeout"): on the board `#4` is a subtask, and older
+/// runs wrote the item so. The reason stays as the tool or model gave it.
+#[cfg(feature = "ssr")]
+fn item_failure(failure: &str, lang: Lang) -> String {
+    match run_model::batch::failure_item(failure) {
+        Some((n, reason)) => lang.pick(
+            format!("item {n}: {reason}"),
+            format!("第 {n} 项：{reason}"),
+        ),
+        None => failure.to_string(),
     }
 }
 
@@ -483,6 +502,28 @@ pub async fn activity_html(plan: PlanId, subtask: Option<u32>) -> Result<String,
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
     use super::activity_of;
+
+    #[test]
+    fn a_batchs_failures_name_items_as_item_n_never_as_a_subtasks_hash_n() {
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let finished = RunEntry::BatchFinished(run_model::BatchSummary {
+            batch: 2,
+            items: 5,
+            succeeded: 3,
+            failed: 2,
+            ms: 1_500,
+            // As this run writes them, and as older runs did.
+            failures: vec!["item 4: HTTP 500".into(), "#7: timeout".into()],
+        });
+        assert_eq!(
+            activity_of(at, finished.clone(), at, Lang::En).summary,
+            "batch 2: 3 of 5 items succeeded, 2 failed, 1.5 s (item 4: HTTP 500; item 7: timeout)"
+        );
+        assert_eq!(
+            activity_of(at, finished, at, Lang::Zh).summary,
+            "第 2 批：5 个条目中 3 个成功，2 个失败，1.5 秒（第 4 项：HTTP 500；第 7 项：timeout）"
+        );
+    }
     use plan_engine::{Lang, SubtaskId};
     use run_model::RunEntry;
 

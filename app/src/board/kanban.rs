@@ -1,6 +1,12 @@
 //! The kanban view: a column per state, todo split into ready and waiting.
 //! Moving a card sends the engine's `set_subtask_state`; the engine's
 //! refusal (approval, dependencies, the state table) shows on the card.
+//!
+//! A card moves by its *Move* menu (which the keyboard reaches) or by
+//! dragging it onto another column. The drag asks the
+//! engine's state table ([`drop_target`]) which columns take the card and
+//! sends the menu's own op; the listeners sit once on the columns'
+//! container, not on each of thousands of cards.
 
 use std::collections::HashSet;
 
@@ -10,6 +16,7 @@ use plan_engine::transitions::subtask_transition;
 use plan_engine::{Lang, Op, Plan, PlanState, Subtask, SubtaskId, SubtaskState};
 
 use super::Board;
+use crate::words::explain;
 
 /// Columns: key, English, Chinese.
 const COLUMNS: [(&str, &str, &str); 7] = [
@@ -21,6 +28,34 @@ const COLUMNS: [(&str, &str, &str); 7] = [
     ("failed", "Failed", "失败"),
     ("skipped", "Skipped", "已跳过"),
 ];
+
+/// The state a card in state `from` asks for when dropped on `column`, if
+/// the engine's state table allows that move (both todo columns mean
+/// todo). The guards beyond the table (approval, dependencies, parallelism)
+/// are the server's to check, as for the *Move* menu, which offers the same
+/// moves.
+pub(crate) fn drop_target(from: SubtaskState, column: &str) -> Option<SubtaskState> {
+    let to = column_state(column)?;
+    subtask_transition(from, to).ok().map(|_| to)
+}
+
+/// The state a column holds (todo for both todo columns).
+fn column_state(key: &str) -> Option<SubtaskState> {
+    match key {
+        "ready" | "waiting" => Some(SubtaskState::Todo),
+        other => SubtaskState::parse(other),
+    }
+}
+
+/// What the *Move* menu and a drop both send.
+fn move_op(id: SubtaskId, to: SubtaskState, lang: Lang) -> Op {
+    Op::SetSubtaskState {
+        id,
+        state: to,
+        note: Some(lang.pick("moved on the board", "在看板上移动").into()),
+        start_next: false,
+    }
+}
 
 fn column_of(plan: &Plan, s: &Subtask, ready: &HashSet<SubtaskId>) -> &'static str {
     // A plan that cannot run yet has no ready subtasks, only waiting ones.
@@ -100,6 +135,14 @@ impl Drawn {
     }
 }
 
+/// A drop the server refused: which card, in which state, and why.
+#[derive(Clone)]
+struct Refused {
+    id: SubtaskId,
+    from: SubtaskState,
+    why: String,
+}
+
 /// A column's first `shown` cards and how many it holds.
 #[derive(Clone, Default, PartialEq)]
 struct Column {
@@ -111,6 +154,16 @@ struct Column {
 pub fn Kanban(board: Board) -> impl IntoView {
     let lang = board.lang;
     let shown: [RwSignal<usize>; 7] = std::array::from_fn(|_| RwSignal::new(PAGE));
+    // The card being dragged, and the last drop the server refused: shown
+    // on that card (which never left its column) while it keeps the state
+    // it was refused in.
+    let dragging = RwSignal::new(None::<SubtaskId>);
+    let refused = RwSignal::new(None::<Refused>);
+    // The dragged card's state now: a live change during the drag counts.
+    let dragged_from = move || {
+        let id = dragging.get()?;
+        board.plan.with(|p| p.subtask(id).map(|s| (id, s.state())))
+    };
     // Every column at once, from one pass over the plan.
     let columns = Memo::new(move |_| {
         let limits: Vec<usize> = shown.iter().map(|s| s.get()).collect();
@@ -152,14 +205,25 @@ pub fn Kanban(board: Board) -> impl IntoView {
                     }
                 })
             };
+            // While a card is dragged: "ok" on the columns that take it,
+            // "no" on the others, nothing on its own.
+            let drop = move || {
+                let (_, from) = dragged_from()?;
+                match drop_target(from, key) {
+                    Some(_) => Some("ok"),
+                    None if column_state(key) == Some(from) => None,
+                    None => Some("no"),
+                }
+            };
             view! {
-                <section class=format!("column column-{key}") data-testid=format!("column-{key}") aria-label=label>
+                <section class=format!("column column-{key}") data-testid=format!("column-{key}") aria-label=label
+                    data-column=*key data-drop=drop>
                     <h2>{label}" "<span class="count-n">{total}</span></h2>
                     <div class="cards">
                         <For
                             each=move || columns.with(|cols| cols[c].cards.clone())
                             key=|d: &Drawn| d.key
-                            children=move |d: Drawn| view! { <Card board subtask=d.subtask why=d.why/> }
+                            children=move |d: Drawn| view! { <Card board subtask=d.subtask why=d.why refused/> }
                         />
                     </div>
                     {more}
@@ -167,11 +231,116 @@ pub fn Kanban(board: Board) -> impl IntoView {
             }
         })
         .collect_view();
-    view! { <div class="kanban">{columns_view}</div> }
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        let moved = dragged_from();
+        dragging.set(None);
+        let Some((id, from)) = moved else { return };
+        let Some(to) = dom::column_under(&ev).and_then(|c| drop_target(from, &c)) else {
+            return;
+        };
+        ev.prevent_default();
+        leptos::task::spawn_local(async move {
+            let answer = board.send(move_op(id, to, lang), false).await;
+            refused.set(answer.err().map(|e| Refused {
+                id,
+                from,
+                why: explain(&e, lang),
+            }));
+        });
+    };
+    view! {
+        <div
+            class="kanban"
+            class:dragging=move || dragging.with(Option::is_some)
+            on:dragstart=move |ev| {
+                refused.set(None);
+                dragging.set(dom::start_drag(&ev));
+            }
+            on:dragover=move |ev| {
+                let takes = dragged_from().zip(dom::column_under(&ev)).is_some_and(|((_, from), c)| {
+                    drop_target(from, &c).is_some()
+                });
+                dom::offer(&ev, takes);
+            }
+            on:drop=on_drop
+            on:dragend=move |_| dragging.set(None)
+            // A drag whose card was redrawn by a live change loses its
+            // dragend; the first move of a released mouse ends it instead.
+            on:mousemove=move |ev| {
+                if ev.buttons() == 0 && dragging.with_untracked(Option::is_some) {
+                    dragging.set(None);
+                }
+            }
+        >
+            {columns_view}
+        </div>
+    }
+}
+
+/// The drag's few touches of the DOM, read off the `data-` attributes the
+/// cards and columns carry (only the browser has them).
+#[cfg(feature = "hydrate")]
+mod dom {
+    use leptos::ev::DragEvent;
+    use plan_engine::SubtaskId;
+    use wasm_bindgen::JsCast;
+
+    fn closest(ev: &DragEvent, selector: &str) -> Option<web_sys::Element> {
+        let element = ev.target()?.dyn_into::<web_sys::Element>().ok()?;
+        element.closest(selector).ok()?
+    }
+
+    /// The card a drag starts on, if it is a draggable card.
+    pub fn start_drag(ev: &DragEvent) -> Option<SubtaskId> {
+        let id = closest(ev, "[data-drag]")?.get_attribute("data-drag")?;
+        let id = SubtaskId(id.parse().ok()?);
+        if let Some(data) = ev.data_transfer() {
+            // Firefox starts a drag only with some data set.
+            _ = data.set_data("text/plain", &format!("#{}", id.0));
+            data.set_effect_allowed("move");
+        }
+        Some(id)
+    }
+
+    /// The column under the pointer.
+    pub fn column_under(ev: &DragEvent) -> Option<String> {
+        closest(ev, "[data-column]")?.get_attribute("data-column")
+    }
+
+    /// Lets the drop happen here (the move cursor), or not (not-allowed).
+    pub fn offer(ev: &DragEvent, takes: bool) {
+        if takes {
+            ev.prevent_default();
+        }
+        if let Some(data) = ev.data_transfer() {
+            data.set_drop_effect(if takes { "move" } else { "none" });
+        }
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+mod dom {
+    use leptos::ev::DragEvent;
+    use plan_engine::SubtaskId;
+
+    pub fn start_drag(_: &DragEvent) -> Option<SubtaskId> {
+        None
+    }
+
+    pub fn column_under(_: &DragEvent) -> Option<String> {
+        None
+    }
+
+    pub fn offer(_: &DragEvent, _: bool) {}
 }
 
 #[component]
-fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
+fn Card(
+    board: Board,
+    subtask: Subtask,
+    why: Option<String>,
+    refused: RwSignal<Option<Refused>>,
+) -> impl IntoView {
     let lang = board.lang;
     let id = subtask.id();
     let state = subtask.state();
@@ -199,15 +368,20 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
         .collect_view();
     let move_card = move |_| {
         if let Some(to) = target.get_untracked() {
-            let op = Op::SetSubtaskState {
-                id,
-                state: to,
-                note: Some(lang.pick("moved on the board", "在看板上移动").into()),
-                start_next: false,
-            };
-            board.act(op, false, error);
+            board.act(move_op(id, to, lang), false, error);
         }
     };
+    // This card's own refusal, or a refused drop of it.
+    let shown_error = move || {
+        error.get().or_else(|| {
+            refused.with(|r| {
+                r.as_ref()
+                    .filter(|r| r.id == id && r.from == state)
+                    .map(|r| r.why.clone())
+            })
+        })
+    };
+    let draggable = board.can_edit() && !targets.is_empty();
     // A failed subtask, or one blocked on something other than a question
     // (questions are answered in the run's banner), offers the two usual
     // ways on: try again, or skip it.
@@ -234,6 +408,8 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
                 RevisionMark::Changed => "changed",
             })
             data-testid=format!("card-{}", id.0)
+            draggable=draggable.then_some("true")
+            data-drag=draggable.then_some(id.0)
         >
             <header>
                 <span class="card-id">"#"{id.0}</span>
@@ -267,9 +443,57 @@ fn Card(board: Board, subtask: Subtask, why: Option<String>) -> impl IntoView {
                     <button on:click=move_card data-testid=format!("move-{}", id.0)>{lang.pick("Move", "移动")}</button>
                 </div>
             })}
-            <Show when=move || error.get().is_some()>
-                <p class="error" role="alert" data-testid=format!("card-error-{}", id.0)>{move || error.get()}</p>
+            <Show when=move || shown_error().is_some()>
+                <p class="error" role="alert" data-testid=format!("card-error-{}", id.0)>{shown_error}</p>
             </Show>
         </article>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drop_asks_for_the_columns_state_only_where_the_state_table_allows_the_move() {
+        use SubtaskState::*;
+        // A todo card (ready or waiting) starts, blocks or is skipped; it
+        // cannot be done or failed before it ran, nor moved between the
+        // two todo columns.
+        assert_eq!(drop_target(Todo, "in_progress"), Some(InProgress));
+        assert_eq!(drop_target(Todo, "blocked"), Some(Blocked));
+        assert_eq!(drop_target(Todo, "skipped"), Some(Skipped));
+        assert_eq!(drop_target(Todo, "done"), None);
+        assert_eq!(drop_target(Todo, "failed"), None);
+        assert_eq!(drop_target(Todo, "ready"), None);
+        assert_eq!(drop_target(Todo, "waiting"), None);
+        // Work in progress goes anywhere but back to itself; either todo
+        // column releases it.
+        assert_eq!(drop_target(InProgress, "done"), Some(Done));
+        assert_eq!(drop_target(InProgress, "failed"), Some(Failed));
+        assert_eq!(drop_target(InProgress, "waiting"), Some(Todo));
+        assert_eq!(drop_target(InProgress, "ready"), Some(Todo));
+        assert_eq!(drop_target(InProgress, "in_progress"), None);
+        // Done and skipped only reopen.
+        assert_eq!(drop_target(Done, "ready"), Some(Todo));
+        assert_eq!(drop_target(Done, "skipped"), None);
+        assert_eq!(drop_target(Skipped, "in_progress"), None);
+        assert_eq!(drop_target(Failed, "in_progress"), Some(InProgress));
+        // A column the board does not have takes nothing.
+        assert_eq!(drop_target(InProgress, "elsewhere"), None);
+    }
+
+    #[test]
+    fn every_column_the_board_draws_takes_exactly_the_moves_the_engine_allows() {
+        for (key, _, _) in COLUMNS {
+            let to = column_state(key).expect("every column holds a state");
+            for from in SubtaskState::ALL {
+                assert_eq!(
+                    drop_target(from, key).is_some(),
+                    subtask_transition(from, to).is_ok(),
+                    "{from:?} onto {key}"
+                );
+            }
+        }
     }
 }

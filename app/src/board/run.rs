@@ -80,7 +80,7 @@ fn tool_guard(id: PlanId, p: crate::api::PendingTool, can_edit: bool, lang: Lang
                     <input type="hidden" name="call" value=p.call.clone()/>
                     <label class="field">
                         {lang.pick("Arguments (edit them, then “Run edited”)", "参数（可修改，然后点“按修改运行”）")}
-                        <textarea name="arguments" rows="4" data-testid="tool-guard-arguments">{p.arguments.clone()}</textarea>
+                        <textarea name="arguments" rows="4" data-testid="tool-guard-arguments">{crate::words::textarea_text(&p.arguments)}</textarea>
                     </label>
                     <label class="field">
                         {lang.pick("Reason (for a denial; the agent reads it)", "理由（拒绝时填写，智能体会读到）")}
@@ -262,6 +262,29 @@ fn run_panel_html(
                     {image_gallery(r.images, "answer-images")}
                 </div>
             })}
+            {(state.is_finished() && can_edit).then(|| if r.kept {
+                view! {
+                    <p class="run-kept" data-testid="run-kept">
+                        {lang.pick("Kept: its files and its log stay for good. ", "已保留：它的文件和日志将一直保存。")}
+                        <button data-op="unkeep" data-testid="run-unkeep">{lang.pick("Let go", "取消保留")}</button>
+                    </p>
+                }.into_any()
+            } else {
+                view! {
+                    <p class="run-kept">
+                        <button data-op="keep" data-testid="run-keep" title=lang.pick("Keep its files and its log past the retentions (see Settings)", "保留它的文件和日志，不受保留期限影响（见设置）")>{lang.pick("Keep its files", "保留文件")}</button>
+                    </p>
+                }.into_any()
+            })}
+            {r.files_removed_at.map(|at| {
+                let at = crate::words::short_time(&at);
+                view! {
+                    <p class="run-files-removed hint" data-testid="run-files-removed">{lang.pick(
+                        format!("Its files were removed on {at} (the workspace retention); the plan, the answer and the memories stay."),
+                        format!("它的文件已于 {at} 删除（工作区保留期限已到）；计划、答案和记忆仍保留。"),
+                    )}</p>
+                }
+            })}
         </section>
     }
     .to_html()
@@ -320,6 +343,19 @@ fn RunBody(board: Board) -> impl IntoView {
                 state: PlanState::Abandoned,
                 outcome: "run cancelled on the board".into(),
             },
+            Some(keep @ ("keep" | "unkeep")) => {
+                let kept = keep == "keep";
+                leptos::task::spawn_local(async move {
+                    match crate::api::keep_run(id, kept).await {
+                        Ok(()) => {
+                            error.set(None);
+                            board.run_tick.update(|n| *n += 1);
+                        }
+                        Err(e) => error.set(Some(crate::words::explain(&e, lang))),
+                    }
+                });
+                return;
+            }
             _ => return,
         };
         board.act(op, false, error);
@@ -484,7 +520,63 @@ mod tests {
             eta_secs: None,
             pending: Vec::new(),
             batches: None,
+            files_removed_at: None,
+            kept: false,
         }
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn a_run_whose_files_were_removed_says_so_and_when_in_both_languages() {
+        use plan_engine::Lang;
+        let id = uuid::Uuid::nil();
+        let html = super::run_panel_html(id, paused_panel("x", None), Vec::new(), true, Lang::En);
+        assert!(!html.contains("run-files-removed"), "{html}");
+        let at = chrono::DateTime::parse_from_rfc3339("2026-11-20T08:30:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let removed = || crate::api::RunPanel {
+            state: run_model::RunState::Done,
+            files_removed_at: Some(at),
+            ..paused_panel("x", None)
+        };
+        let html = super::run_panel_html(id, removed(), Vec::new(), true, Lang::En);
+        let shown = crate::words::short_time(&at);
+        assert!(
+            html.contains(&format!("Its files were removed on {shown}")),
+            "{html}"
+        );
+        let html = super::run_panel_html(id, removed(), Vec::new(), true, Lang::Zh);
+        assert!(
+            html.contains(&format!("它的文件已于 {shown} 删除")),
+            "{html}"
+        );
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn a_models_tool_arguments_that_close_the_textarea_stay_text_in_the_guard_form() {
+        use plan_engine::Lang;
+        // The arguments are the model's: an attacker's input.
+        let attack = r#"{"code": "</textarea><img src=x onerror=alert(1)>&amp;"}"#;
+        let panel = crate::api::RunPanel {
+            state: run_model::RunState::Running,
+            pending: vec![crate::api::PendingTool {
+                call: "c1".into(),
+                subtask: 1,
+                name: "run_python".into(),
+                arguments: attack.into(),
+                shown: Some(attack.into()),
+            }],
+            ..paused_panel("x", None)
+        };
+        let html = super::run_panel_html(uuid::Uuid::nil(), panel, Vec::new(), true, Lang::En);
+        assert!(!html.contains("<img"), "{html}");
+        assert_eq!(html.matches("</textarea>").count(), 1, "{html}");
+        assert!(
+            html.contains(r#"&lt;/textarea>&lt;img src=x onerror=alert(1)>&amp;amp;"#),
+            "{html}"
+        );
     }
 
     #[cfg(feature = "ssr")]

@@ -7,11 +7,11 @@
 use leptos::prelude::*;
 use run_model::{Need, NeedKind};
 
-use super::plans::table_head;
 use crate::api::{load_needs, needs_count};
 use crate::i18n::{use_lang, Lang};
 use crate::live::use_live;
 use crate::words::short_time;
+use crate::words::table_head;
 
 const COLUMNS: [(&str, &str); 4] = [
     ("Waiting", "等待"),
@@ -51,6 +51,24 @@ fn row(n: Need, lang: Lang) -> impl IntoView {
             <td class="need-text">{what}" "<a href=n.href.clone()>{action(n.kind, lang)}</a></td>
             <td><time>{short_time(&n.since)}</time></td>
         </tr>
+    }
+}
+
+/// One need as a line of the first screen's short list: what waits, on
+/// which plan, and a link named for the action.
+pub(super) fn need_item(n: Need, lang: Lang) -> impl IntoView {
+    let what = match n.subtask {
+        Some(s) => format!("#{} {}", s.0, n.text),
+        None => n.text.clone(),
+    };
+    view! {
+        <li data-testid="home-need" data-kind=n.kind.to_string()>
+            <span class=format!("badge need-{}", n.kind)>{kind_label(n.kind, lang)}</span>
+            " "<strong>{n.plan_title.clone()}</strong>" "
+            {(what != n.plan_title).then(|| view! { <span class="need-text">{what}</span>" " })}
+            <a href=n.href.clone() data-testid="home-need-link">{action(n.kind, lang)}</a>
+            " "<time>{short_time(&n.since)}</time>
+        </li>
     }
 }
 

@@ -1,16 +1,17 @@
 //! Memory (`/memories`): what the agent remembers of finished runs, in
 //! people's hands. Search it, correct what it says, pin what must always
-//! count, forget what is wrong; every run recalls from this list before it
-//! classifies and plans.
+//! count, forget what is wrong, write a standing rule (kept pinned); every
+//! run recalls from this list before it classifies and plans.
 //! Rendered on the server only; the buttons are plain forms.
 
 use leptos::prelude::*;
 use run_model::{Memory, MemoryKind};
 
-use super::plans::{address, page_href, table_head, Pager};
+use super::plans::{address, page_href, Pager};
 use crate::api::{list_memories, memory_query};
 use crate::i18n::{use_lang, Lang};
 use crate::words::short_time;
+use crate::words::table_head;
 
 const COLUMNS: [(&str, &str); 5] = [
     ("Kind", "类型"),
@@ -24,6 +25,8 @@ fn kind_label(kind: MemoryKind, lang: Lang) -> &'static str {
     match kind {
         MemoryKind::Run => lang.pick("run", "运行"),
         MemoryKind::Correction => lang.pick("correction", "纠正"),
+        MemoryKind::Review => lang.pick("review", "评审"),
+        MemoryKind::Rule => lang.pick("rule", "规则"),
     }
 }
 
@@ -45,12 +48,16 @@ fn row(m: Memory, lang: Lang, back: String) -> impl IntoView {
                     <summary data-testid="memory-edit">{lang.pick("Edit", "编辑")}</summary>
                     <form method="post" action=format!("/memories/{id}/edit")>
                         <input type="hidden" name="back" value=back.clone()/>
-                        <textarea name="text" rows="4" maxlength="2000" required=true data-testid="memory-edit-text">{m.text.clone()}</textarea>
+                        <textarea name="text" rows="4" maxlength="2000" required=true data-testid="memory-edit-text">{crate::words::textarea_text(&m.text)}</textarea>
                         <button type="submit" data-testid="memory-edit-save">{lang.pick("Save", "保存")}</button>
                     </form>
                 </details>
             </td>
-            <td class="memory-task">{m.task.clone()}</td>
+            <td class="memory-task">{if m.kind == MemoryKind::Rule && m.task.trim().is_empty() {
+                lang.pick("every task", "所有任务").to_string()
+            } else {
+                m.task.clone()
+            }}</td>
             <td><time>{short_time(&m.created_at)}</time></td>
             <td class="actions">
                 <form method="post" action=format!("/memories/{id}/pin")>
@@ -83,9 +90,26 @@ pub fn MemoriesPage() -> impl IntoView {
         <section class="memories-page">
             <h1>{lang.pick("Memory", "记忆")}</h1>
             <p class="hint">{lang.pick(
-                "What the agent remembers of finished runs and of people's corrections. Before it classifies and plans a task, it recalls the most similar ones (pinned first). Forget what is wrong; pin what must always count.",
-                "智能体记住的已结束运行和人们的纠正。它在分类和规划任务之前会调取最相似的记忆（置顶的优先）。忘记错误的，置顶必须始终考虑的。",
+                "What the agent remembers of finished runs and of people's corrections, and the rules a team wrote. Before it classifies and plans a task, it recalls the most similar ones (pinned first); its executor, adapter and recovery read the corrections and rules too. Forget what is wrong; pin what must always count.",
+                "智能体记住的已结束运行和人们的纠正，以及团队写下的规则。它在分类和规划任务之前会调取最相似的记忆（置顶的优先）；执行、调整和恢复时也会读取纠正和规则。忘记错误的，置顶必须始终考虑的。",
             )}</p>
+            <details class="memory-rule" data-testid="memory-rule">
+                <summary>{lang.pick("Write a standing rule", "写一条长期规则")}</summary>
+                <form method="post" action="/memories/rule" class="rule-form">
+                    <input type="hidden" name="back" value=back.clone()/>
+                    <label class="field">
+                        {lang.pick("The rule (the agent follows it when it plans and works)", "规则（智能体规划和执行时遵循）")}
+                        <textarea name="text" rows="3" maxlength="2000" required=true data-testid="memory-rule-text"
+                            placeholder=lang.pick("Always take a backup before changing a database.", "修改数据库之前总是先备份。")></textarea>
+                    </label>
+                    <label class="field">
+                        {lang.pick("For tasks about (words; empty: every task)", "适用的任务（关键词；留空：所有任务）")}
+                        <input type="text" name="applies_to" maxlength="500" data-testid="memory-rule-applies"
+                            placeholder=lang.pick("database migration", "数据库 迁移")/>
+                    </label>
+                    <button type="submit" data-testid="memory-rule-save">{lang.pick("Keep the rule (pinned)", "保存规则（置顶）")}</button>
+                </form>
+            </details>
             <form class="filters" method="get" action="/memories" role="search">
                 <input type="search" name="q" value=params_query.clone() maxlength="500"
                     placeholder=lang.pick("Search memories", "搜索记忆") data-testid="memory-search"/>

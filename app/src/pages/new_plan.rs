@@ -28,7 +28,8 @@ pub fn NewPage() -> impl IntoView {
     view! {
         <div class="new-page">
             <h1>{lang.pick("New plan", "新建计划")}</h1>
-            <super::task::TaskBox agent/>
+            // This page shows every setting: the advanced ones open.
+            <super::task::TaskBox agent from="/plans/new" advanced_open=true/>
             <NewPlanPage/>
         </div>
     }

@@ -1,5 +1,8 @@
-//! Plans (`/`): every plan with its state, mode, progress, approval and
-//! last activity; filters and text search; live from `/api/stream`.
+//! The first screen (`/`): the task box for planboard's agent (its
+//! advanced settings folded), then what waits for the person ("Needs
+//! you"), then the plans: every plan with its state, mode, progress,
+//! approval and last activity; filters and text search; live from
+//! `/api/stream`.
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
@@ -96,7 +99,13 @@ pub fn PlansPage() -> impl IntoView {
         .state
         .map(StateFilter::as_str)
         .unwrap_or_default();
+    #[cfg(feature = "ssr")]
+    let agent = crate::api::agent_info();
+    #[cfg(not(feature = "ssr"))]
+    let agent = crate::api::AgentInfo::default();
     view! {
+        <super::task::TaskBox agent from="/" advanced_open=false/>
+        <NeedsYou/>
         <section class="plans-page">
             <div class="page-head">
                 <h1>{lang.pick("Plans", "计划")}</h1>
@@ -114,6 +123,47 @@ pub fn PlansPage() -> impl IntoView {
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
             <PlansLive address/>
+        </section>
+    }
+}
+
+/// Most of what waits for the person shown on the first screen; the rest
+/// is a link away, on `/inbox`.
+const NEEDS_SHOWN: usize = 5;
+
+/// What waits for the person, on the first screen: the first few, each
+/// with the place to act. Its links are named for the action, not the
+/// plan, so the plan's own link below stays the one named for it.
+#[component]
+fn NeedsYou() -> impl IntoView {
+    let lang = use_lang();
+    let needs = crate::codec::load(|| (), |_| crate::api::load_needs());
+    view! {
+        <section class="home-needs" data-testid="home-needs">
+            <h2>{lang.pick("Needs you", "待处理")}</h2>
+            <Transition fallback=|| ()>
+                {move || needs.get().map(|r| match r {
+                    Ok(list) if list.is_empty() => view! {
+                        <p class="empty" data-testid="home-needs-empty">{lang.pick("Nothing waits for you.", "没有等待你处理的事项。")}</p>
+                    }.into_any(),
+                    Ok(list) => {
+                        let total = list.len();
+                        let items = list
+                            .into_iter()
+                            .take(NEEDS_SHOWN)
+                            .map(|n| super::inbox::need_item(n, lang))
+                            .collect_view();
+                        view! {
+                            <ul class="needs-list">{items}</ul>
+                            <a href="/inbox" data-testid="home-needs-all">{lang.pick(
+                                format!("All {total} in Needs you →"),
+                                format!("全部 {total} 项待处理 →"),
+                            )}</a>
+                        }.into_any()
+                    }
+                    Err(e) => view! { <p class="error" role="alert">{crate::words::explain(&e, lang)}</p> }.into_any(),
+                })}
+            </Transition>
         </section>
     }
 }
@@ -169,7 +219,7 @@ pub fn list_html(list: crate::api::PlanList, filter: &ListFilter, lang: Lang) ->
     if list.rows.is_empty() && page == 0 {
         return view! {
             <p class="empty">
-                {lang.pick("No plans here yet. Agents create them over the API or MCP, or ", "这里还没有计划。智能体通过 API 或 MCP 创建计划，你也可以")}
+                {lang.pick("No plans here yet. Give the agent a task above; agents also create them over the API or MCP, or ", "这里还没有计划。在上面把任务交给智能体；智能体也会通过 API 或 MCP 创建计划，你也可以")}
                 <a href="/plans/new">{lang.pick("make one by hand", "手动新建一个")}</a>
                 {lang.pick(".", "。")}
             </p>
@@ -204,7 +254,7 @@ pub fn page_href(path: &str, params: &[(&str, &str)], page: u32) -> String {
     let mut parts: Vec<String> = params
         .iter()
         .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| format!("{k}={}", urlencode(v)))
+        .map(|(k, v)| format!("{k}={}", crate::words::urlencode(v)))
         .collect();
     if page != "1" {
         parts.push(format!("page={page}"));
@@ -236,17 +286,6 @@ pub fn Pager(
     })
 }
 
-pub fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// The plans table's columns: English, Chinese.
 #[cfg(feature = "ssr")]
 const COLUMNS: [(&str, &str); 6] = [
@@ -257,15 +296,6 @@ const COLUMNS: [(&str, &str); 6] = [
     ("Approval", "审批"),
     ("Last activity", "最近活动"),
 ];
-
-/// A table's header row from (English, Chinese) column names.
-pub fn table_head(lang: Lang, columns: &[(&'static str, &'static str)]) -> impl IntoView {
-    let cells = columns
-        .iter()
-        .map(|(en, zh)| view! { <th>{lang.pick(*en, *zh)}</th> })
-        .collect_view();
-    view! { <thead><tr>{cells}</tr></thead> }
-}
 
 #[cfg(feature = "ssr")]
 fn plan_table(rows: Vec<crate::api::PlanRow>, lang: Lang) -> impl IntoView {
@@ -310,7 +340,7 @@ fn plan_table(rows: Vec<crate::api::PlanRow>, lang: Lang) -> impl IntoView {
         .collect_view();
     view! {
         <table class="plans">
-            {table_head(lang, &COLUMNS)}
+            {crate::words::table_head(lang, &COLUMNS)}
             <tbody>{lines}</tbody>
         </table>
     }

@@ -9,10 +9,11 @@ use leptos::prelude::*;
 use plan_engine::{Mode, PlanId};
 use run_model::{Review, ReviewVerdict, ToReview};
 
-use super::plans::{address, by_name, by_select, mode_select, page_href, table_head, Pager};
+use super::plans::{address, by_name, by_select, mode_select, page_href, Pager};
 use crate::api::{load_review_queue, load_reviews, review_count, ListFilter, ReviewPanel};
 use crate::i18n::{use_lang, Lang};
 use crate::words::short_time;
+use crate::words::table_head;
 
 const COLUMNS: [(&str, &str); 5] = [
     ("Plan, and what was asked", "计划与任务"),
@@ -169,7 +170,7 @@ fn review_form(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
             view! {
                 <label class="field">
                     {format!("#{id} {name}")}
-                    <textarea name=format!("subtask-{id}") rows="2" maxlength="2000" data-testid=format!("review-subtask-{id}")>{note}</textarea>
+                    <textarea name=format!("subtask-{id}") rows="2" maxlength="2000" data-testid=format!("review-subtask-{id}")>{crate::words::textarea_text(&note)}</textarea>
                 </label>
             }
         })
@@ -183,7 +184,7 @@ fn review_form(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
                 <div class="choices">{verdicts}</div>
                 <label class="field">
                     {lang.pick("Note (needed unless good: what should the next plan do differently?)", "说明（除“好”以外必填：下一个计划应该怎样做？）")}
-                    <textarea name="note" rows="3" maxlength="4000" data-testid="review-note-input">{mine.as_ref().map(|r| r.note.clone()).unwrap_or_default()}</textarea>
+                    <textarea name="note" rows="3" maxlength="4000" data-testid="review-note-input">{mine.as_ref().map(|r| crate::words::textarea_text(&r.note)).unwrap_or_default()}</textarea>
                 </label>
                 <details open=has_notes>
                     <summary>{lang.pick("Notes on single subtasks", "对单个子任务的说明")}</summary>

@@ -1,14 +1,16 @@
-//! Settings (`/settings`, admins): where notifications go. The endpoint
-//! from the environment, the ones added here (add with a secret and a
-//! shape, remove), and how the latest deliveries went. Rendered on the
-//! server only; the buttons are plain forms (`POST /settings/webhooks…`).
+//! Settings (`/settings`, admins): what planboard stores and how much
+//! (with the retentions and the quota in effect), and where notifications
+//! go: the endpoint from the environment, the ones added here (add with a
+//! secret and a shape, remove), and how the latest deliveries went.
+//! Rendered on the server only; the buttons are plain forms
+//! (`POST /settings/webhooks…`).
 
 use leptos::prelude::*;
 
-use super::plans::table_head;
-use crate::api::{load_webhook_settings, DeliveryRow, EndpointRow};
+use crate::api::{load_storage, load_webhook_settings, DeliveryRow, EndpointRow};
 use crate::i18n::{use_lang, Lang};
 use crate::words::short_time;
+use crate::words::table_head;
 
 const ENDPOINT_COLUMNS: [(&str, &str); 4] = [
     ("Endpoint", "端点"),
@@ -64,13 +66,175 @@ fn delivery_row(d: DeliveryRow) -> impl IntoView {
     }
 }
 
+const STORAGE_COLUMNS: [(&str, &str); 3] = [
+    ("What", "内容"),
+    ("How much", "多少"),
+    ("Kept for", "保留多久"),
+];
+
+/// "1.5 MiB": bytes in the largest binary unit that keeps a whole part.
+fn size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// "7 days after a run ended", or "for good".
+fn kept_for(n: Option<u64>, unit: (&str, &str), lang: Lang) -> String {
+    match n {
+        Some(n) => lang.pick(
+            format!("{n} {} after a run ended", unit.0),
+            format!("运行结束后 {n} {}", unit.1),
+        ),
+        None => lang.pick("for good".into(), "永久".into()),
+    }
+}
+
+fn storage_table(s: run_model::StorageReport, lang: Lang) -> impl IntoView {
+    let r = &s.retention;
+    let w = &s.workspaces;
+    let row = |id: &'static str, what: String, much: String, kept: String| {
+        view! {
+            <tr data-testid=format!("storage-{id}")>
+                <td>{what}</td>
+                <td class="number" data-testid="storage-amount">{much}</td>
+                <td data-testid="storage-kept">{kept}</td>
+            </tr>
+        }
+    };
+    let mut workspaces = lang.pick(
+        format!("{} folders · {}", w.count, size(w.bytes)),
+        format!("{} 个文件夹 · {}", w.count, size(w.bytes)),
+    );
+    if w.kept + w.removed > 0 {
+        workspaces.push_str(&lang.pick(
+            format!(" ({} runs kept, {} runs' files removed)", w.kept, w.removed),
+            format!(
+                "（保留 {} 个运行，已删除 {} 个运行的文件）",
+                w.kept, w.removed
+            ),
+        ));
+    }
+    let rows = vec![
+        row(
+            "database",
+            lang.pick(
+                format!("Database ({})", s.database),
+                format!("数据库（{}）", s.database),
+            ),
+            size(s.database_bytes),
+            lang.pick(
+                "what the rows below hold".into(),
+                "包含下面各行的内容".into(),
+            ),
+        ),
+        row(
+            "plans",
+            lang.pick("Plans and their events".into(), "计划及其事件".into()),
+            lang.pick(
+                format!("{} plans · {} events", s.plans, s.plan_events),
+                format!("{} 个计划 · {} 个事件", s.plans, s.plan_events),
+            ),
+            lang.pick("until deleted".into(), "直到被删除".into()),
+        ),
+        row(
+            "runs",
+            lang.pick(
+                "Runs (their rows, answers)".into(),
+                "运行（记录与答案）".into(),
+            ),
+            s.runs.to_string(),
+            lang.pick("for good".into(), "永久".into()),
+        ),
+        row(
+            "run-log",
+            lang.pick(
+                "Run logs (model calls, tool calls)".into(),
+                "运行日志（模型调用、工具调用）".into(),
+            ),
+            lang.pick(
+                format!("{} entries", s.run_log_entries),
+                format!("{} 条", s.run_log_entries),
+            ),
+            kept_for(r.run_log_hours, ("hours", "小时"), lang),
+        ),
+        row(
+            "workspaces",
+            lang.pick(
+                "Workspaces (uploads, copied folders, written files)".into(),
+                "工作区（上传、复制的文件夹、写出的文件）".into(),
+            ),
+            workspaces,
+            format!(
+                "{}{}",
+                kept_for(r.workspace_days, ("days", "天"), lang),
+                lang.pick(
+                    format!("; at most {} per run", size(r.workspace_quota_bytes)),
+                    format!("；每个运行最多 {}", size(r.workspace_quota_bytes)),
+                )
+            ),
+        ),
+        row(
+            "memories",
+            lang.pick("Memories".into(), "记忆".into()),
+            s.memories.to_string(),
+            lang.pick("until forgotten".into(), "直到被遗忘".into()),
+        ),
+        row(
+            "webhooks",
+            lang.pick("Webhook deliveries".into(), "Webhook 投递".into()),
+            s.webhook_deliveries.to_string(),
+            lang.pick(
+                format!("{} days once over", r.webhook_days),
+                format!("结束后 {} 天", r.webhook_days),
+            ),
+        ),
+        row(
+            "staging",
+            lang.pick(
+                "Uploads of runs that never started".into(),
+                "未启动运行的上传".into(),
+            ),
+            "—".into(),
+            lang.pick(
+                format!("{} hours", r.staging_hours),
+                format!("{} 小时", r.staging_hours),
+            ),
+        ),
+    ];
+    view! {
+        <table class="plans storage" data-testid="storage">{table_head(lang, &STORAGE_COLUMNS)}<tbody>{rows}</tbody></table>
+    }
+}
+
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     let lang = use_lang();
     let settings = crate::codec::load(|| (), |_| load_webhook_settings());
+    let storage = crate::codec::load(|| (), |_| load_storage());
     view! {
         <section class="settings-page">
             <h1>{lang.pick("Settings", "设置")}</h1>
+            <h2>{lang.pick("Storage", "存储")}</h2>
+            <p class="hint">{lang.pick(
+                "What planboard keeps and for how long. A finished run's files and log are removed when their time is up (PLANBOARD_WORKSPACE_RETENTION_DAYS, PLANBOARD_RUN_LOG_RETENTION_HOURS); its plan, answer and memories stay. A run that goes on is never removed.",
+                "planboard 保存的内容及保留多久。已结束运行的文件和日志到期后删除（PLANBOARD_WORKSPACE_RETENTION_DAYS、PLANBOARD_RUN_LOG_RETENTION_HOURS）；其计划、答案和记忆仍保留。进行中的运行从不删除。",
+            )}</p>
+            <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
+                {move || storage.get().map(|r| match r {
+                    Ok(s) => storage_table(s, lang).into_any(),
+                    Err(e) => view! { <p class="error" role="alert" data-testid="storage-error">{crate::words::explain(&e, lang)}</p> }.into_any(),
+                })}
+            </Transition>
             <h2>{lang.pick("Webhooks", "Webhook")}</h2>
             <p class="hint">{lang.pick(
                 "Endpoints are called when a plan waits for approval, the agent asks a question, a run finishes, fails or is stuck, or a budget is reached. With a secret each call is signed (X-Planboard-Signature, see the README).",

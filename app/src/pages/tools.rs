@@ -10,10 +10,10 @@
 use leptos::prelude::*;
 use run_model::{ToolServerView, ToolSource, ToolTransport};
 
-use super::plans::table_head;
 use crate::api::load_tools;
 use crate::i18n::{use_lang, Lang};
 use crate::words::short_time;
+use crate::words::table_head;
 
 const BUILTIN_COLUMNS: [(&str, &str); 2] = [("Tool", "工具"), ("What it does", "用途")];
 
@@ -101,7 +101,7 @@ fn server_row(s: ToolServerView, can_manage: bool, lang: Lang) -> impl IntoView 
                             <input name="command" maxlength="500" value=command/>
                         </label>
                         <label class="field">{lang.pick("Arguments, one per line", "参数，每行一个")}
-                            <textarea name="args" rows="2">{args}</textarea>
+                            <textarea name="args" rows="2">{crate::words::textarea_text(&args)}</textarea>
                         </label>
                         <p class="hint">{lang.pick(
                             "The token and the environment stay as they are unless you fill them in.",

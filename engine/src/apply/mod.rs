@@ -131,6 +131,7 @@ pub fn create(spec: &NewPlan, actor: &str, now: Timestamp) -> Result<Vec<Event>,
         approval,
         max_subtasks: spec.max_subtasks,
         max_parallel: spec.max_parallel,
+        need_user_confirm: spec.need_user_confirm,
         version: 1,
         created_by: actor.to_string(),
         created_at: now,
@@ -347,6 +348,9 @@ fn update_info(plan: &Plan, patch: &InfoPatch) -> Result<Vec<EventKind>, PlanErr
     }
     if let Some(max) = patch.max_parallel {
         info.max_parallel = (max > 0).then_some(max);
+    }
+    if let Some(confirm) = patch.need_user_confirm {
+        info.need_user_confirm = Some(confirm);
     }
     Ok(vec![EventKind::InfoUpdated {
         info: Box::new(info),

@@ -45,6 +45,19 @@ impl Lang {
         }
     }
 
+    /// The language a plan is written in, for a hint that should match it
+    /// (seed 003's "respond in the plan's language"): Chinese when its
+    /// title, goal or description holds a Han character, else English.
+    pub fn of_plan(plan: &Plan) -> Lang {
+        let han = |c: char| matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF);
+        let texts = [&plan.title, &plan.goal, &plan.description];
+        if texts.iter().any(|t| t.chars().any(han)) {
+            Lang::Zh
+        } else {
+            Lang::En
+        }
+    }
+
     fn texts(self) -> &'static Texts {
         match self {
             Lang::En => &EN,
@@ -60,9 +73,11 @@ pub struct HintOptions {
     /// Show every subtask instead of the bounded window.
     pub full_plan: bool,
     /// Add the wait-for-confirmation rule (for agents whose plans are not
-    /// gated by an approval on the board).
+    /// gated by an approval on the board): the caller's (the session's)
+    /// setting, which a plan's own `need_user_confirm` overrides.
     pub needs_confirmation: bool,
-    /// The subtask limit to announce when there is no plan yet.
+    /// The subtask limit to announce when there is no plan yet. With a
+    /// plan, the plan's own limit is announced: the one the engine enforces.
     pub max_subtasks: Option<u32>,
     /// The plan version of the last hint the agent was shown. When the plan
     /// is still at that version the previous hint still holds, and the hint
@@ -186,7 +201,9 @@ pub fn hint(plan: Option<&Plan>, opts: &HintOptions) -> String {
     let (template, rules) = match case {
         HintCase::NoPlan | HintCase::AtTheBeginning => {
             let mut rules = String::from(t.rules_separator);
-            if opts.needs_confirmation && !plan.approval.required {
+            // A plan gated by a person's approval was confirmed on the board.
+            let confirm = plan.need_user_confirm.unwrap_or(opts.needs_confirmation);
+            if confirm && !plan.approval.required {
                 rules.push_str(t.confirmation);
             }
             rules.push_str(&ctx.common_rules());

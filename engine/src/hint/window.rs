@@ -53,12 +53,22 @@ impl Ctx<'_> {
         )
     }
 
+    /// The plan's subtask limit, if it has one (seed 003 states it with the
+    /// rules), then the common rules.
     pub(super) fn common_rules(&self) -> String {
         let names = self.opts.dialect.names();
-        fill(
+        let mut out = String::new();
+        if let Some(max) = self.plan.max_subtasks {
+            out.push_str(&fill(
+                self.t.subtask_limit,
+                &[("max_subtasks", &max.to_string())],
+            ));
+        }
+        out.push_str(&fill(
             self.t.common,
             &[("count", names.count), ("view", names.view)],
-        )
+        ));
+        out
     }
 
     pub(super) fn window(&self, case: HintCase) -> String {

@@ -119,6 +119,18 @@ pub struct CallContext {
     pub actor: String,
     pub now: Timestamp,
     pub new_plan_id: PlanId,
+    /// The session's settings for the plans it creates.
+    pub defaults: SessionDefaults,
+}
+
+/// A session's settings for the plans it creates (seed 003's PlanNotebook
+/// `maxSubtasks` and `needUserConfirm`). A create call that does not set
+/// them takes them, so the plan carries them: the engine then enforces the
+/// limit like any plan's, and the hint states both rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionDefaults {
+    pub max_subtasks: Option<u32>,
+    pub need_user_confirm: Option<bool>,
 }
 
 /// What a tool call returns to the model (`text`) and to the caller.
@@ -381,8 +393,19 @@ impl Session<'_> {
         Ok(self.book.execute(id, ops, &self.ctx.actor, self.ctx.now)?)
     }
 
-    /// Creates a plan and makes it the session's active plan.
+    /// The plan a create call asks for, with the session's settings where
+    /// the call leaves them out.
+    pub fn with_defaults(&self, mut spec: NewPlan) -> NewPlan {
+        let defaults = self.ctx.defaults;
+        spec.max_subtasks = spec.max_subtasks.or(defaults.max_subtasks);
+        spec.need_user_confirm = spec.need_user_confirm.or(defaults.need_user_confirm);
+        spec
+    }
+
+    /// Creates a plan (with the session's settings, see
+    /// [`Session::with_defaults`]) and makes it the session's active plan.
     pub fn create(&mut self, spec: NewPlan) -> Result<(PlanId, Vec<Event>), ToolError> {
+        let spec = self.with_defaults(spec);
         let (plan, events) = Plan::create(&spec, &self.ctx.actor, self.ctx.now)?;
         let id = plan.id;
         self.book.insert(plan, events.clone())?;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{call, check_new_plan, CallContext, PlanBook, Shelf, ToolResult};
+use super::{call, check_new_plan, CallContext, PlanBook, SessionDefaults, Shelf, ToolResult};
 use crate::command::Op;
 use crate::dialect::Dialect;
 use crate::error::PlanError;
@@ -112,6 +112,7 @@ impl CallContext {
             actor: actor.to_string(),
             now,
             new_plan_id,
+            defaults: SessionDefaults::default(),
         }
     }
 }

@@ -15,6 +15,8 @@ pub struct Agent {
     pub ws: Workspace,
     pub dialect: Dialect,
     pub session: String,
+    /// The session's settings for the plans it creates.
+    pub defaults: plan_engine::SessionDefaults,
     calls: u128,
 }
 
@@ -24,18 +26,20 @@ impl Agent {
             ws: Workspace::new(),
             dialect,
             session: "session-1".into(),
+            defaults: plan_engine::SessionDefaults::default(),
             calls: 0,
         }
     }
 
     pub fn call(&mut self, tool: &str, args: Value) -> ToolResult {
         self.calls += 1;
-        let ctx = CallContext::new(
+        let mut ctx = CallContext::new(
             &self.session,
             "agent",
             at(self.calls as u32),
             Uuid::from_u128(self.calls),
         );
+        ctx.defaults = self.defaults;
         self.ws.call(self.dialect, tool, &args, &ctx)
     }
 

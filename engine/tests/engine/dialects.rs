@@ -524,3 +524,80 @@ fn agentscope_view_subtasks_with_only_invalid_indexes_is_a_refusal() {
         "{mixed}"
     );
 }
+
+#[test]
+fn a_sessions_settings_go_with_the_plans_it_creates_in_every_dialect_and_the_engine_holds_the_limit(
+) {
+    let create = |dialect: Dialect, n: usize| -> (&'static str, serde_json::Value) {
+        let names: Vec<String> = (1..=n).map(|i| format!("step {i}")).collect();
+        match dialect {
+            Dialect::Canonical => (
+                "create_plan",
+                json!({"title": "t", "subtasks": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()}),
+            ),
+            Dialect::PlanManager => (
+                "createPlan",
+                json!({"overallGoal": "t", "tasks": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()}),
+            ),
+            Dialect::OpenManus => (
+                "planning",
+                json!({"command": "create", "plan_id": format!("p{n}"), "title": "t", "steps": names}),
+            ),
+            Dialect::AgentScope => (
+                "create_plan",
+                json!({"name": "t", "subtasks": names.iter().map(|n| json!({"name": n, "description": "", "expected_outcome": ""})).collect::<Vec<_>>()}),
+            ),
+        }
+    };
+    for dialect in Dialect::ALL {
+        let mut agent = Agent::new(dialect);
+        agent.defaults = plan_engine::SessionDefaults {
+            max_subtasks: Some(2),
+            need_user_confirm: Some(true),
+        };
+        let (tool, args) = create(dialect, 3);
+        let refused = agent.err(tool, args);
+        assert!(
+            refused.contains("at most 2 subtasks"),
+            "{dialect}: {refused}"
+        );
+        assert!(agent.ws.active_plan(&agent.session).is_none(), "{dialect}");
+        let (tool, args) = create(dialect, 2);
+        agent.ok(tool, args);
+        assert_eq!(agent.plan().max_subtasks(), Some(2), "{dialect}");
+        assert_eq!(agent.plan().need_user_confirm(), Some(true), "{dialect}");
+    }
+    // The call's own setting wins over the session's.
+    let mut agent = Agent::new(Dialect::Canonical);
+    agent.defaults.max_subtasks = Some(2);
+    agent.defaults.need_user_confirm = Some(true);
+    agent.ok(
+        "create_plan",
+        json!({"title": "t", "max_subtasks": 3, "need_user_confirm": false,
+               "subtasks": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}),
+    );
+    assert_eq!(agent.plan().max_subtasks(), Some(3));
+    assert_eq!(agent.plan().need_user_confirm(), Some(false));
+    let full = agent.err("add_subtask", json!({"name": "d"}));
+    assert!(full.contains("at most 3 subtasks"), "{full}");
+    agent.ok("update_plan_info", json!({"need_user_confirm": true}));
+    assert_eq!(agent.plan().need_user_confirm(), Some(true));
+}
+
+#[test]
+fn an_agentscope_create_past_the_sessions_limit_leaves_the_current_plan_alone() {
+    let mut agent = Agent::new(Dialect::AgentScope);
+    agent.defaults.max_subtasks = Some(2);
+    let sub = |name: &str| json!({"name": name, "description": "", "expected_outcome": ""});
+    agent.ok(
+        "create_plan",
+        json!({"name": "first", "subtasks": [sub("a")]}),
+    );
+    let refused = agent.err(
+        "create_plan",
+        json!({"name": "second", "subtasks": [sub("a"), sub("b"), sub("c")]}),
+    );
+    assert!(refused.contains("at most 2 subtasks"), "{refused}");
+    assert_eq!(agent.plan().title(), "first");
+    assert_eq!(agent.plan().state(), PlanState::Approved);
+}

@@ -304,3 +304,100 @@ fn text_from_the_plan_is_never_expanded_as_a_placeholder() {
     let text = hint(Some(&plan), &opts(Lang::En, Dialect::Canonical));
     assert!(text.contains("# {start} {plan} [approved]"), "{text}");
 }
+
+fn set_confirm(plan: &mut Plan, on: bool) -> Vec<plan_engine::Event> {
+    let op = Op::UpdateInfo {
+        patch: plan_engine::InfoPatch {
+            need_user_confirm: Some(on),
+            ..Default::default()
+        },
+    };
+    plan.execute(&Command::from(op), "agent", at(5)).unwrap()
+}
+
+#[test]
+fn a_plans_own_confirmation_setting_wins_over_the_callers_in_both_languages() {
+    let mut plan = chain(3, false);
+    let (en, zh) = ("WAIT FOR USER CONFIRMATION", "等待用户确认");
+    let mut o = opts(Lang::En, Dialect::Canonical);
+    // Unset on the plan: the caller's (the session's) setting decides.
+    o.needs_confirmation = true;
+    assert!(hint(Some(&plan), &o).contains(en));
+    o.needs_confirmation = false;
+    assert!(!hint(Some(&plan), &o).contains(en));
+    // The plan says yes: the rule is there whatever the caller says.
+    set_confirm(&mut plan, true);
+    assert_eq!(plan.need_user_confirm(), Some(true));
+    assert!(hint(Some(&plan), &o).contains(en));
+    o.lang = Lang::Zh;
+    assert!(hint(Some(&plan), &o).contains(zh));
+    // The plan says no: a caller's yes does not bring it back.
+    set_confirm(&mut plan, false);
+    o.needs_confirmation = true;
+    assert!(!hint(Some(&plan), &o).contains(zh));
+}
+
+#[test]
+fn a_plan_created_needing_confirmation_keeps_it_through_its_log_and_old_events_read_as_unset() {
+    let spec = NewPlan {
+        title: "Confirm first".into(),
+        need_user_confirm: Some(true),
+        subtasks: vec![NewSubtask::named("one")],
+        ..NewPlan::default()
+    };
+    let (mut plan, mut log) = Plan::create(&spec, "agent", at(0)).unwrap();
+    assert_eq!(plan.need_user_confirm(), Some(true));
+    log.extend(set_confirm(&mut plan, false));
+    let replayed = Plan::replay(&log).unwrap();
+    assert_eq!(replayed.need_user_confirm(), Some(false));
+    // An info event written before the setting existed has no such field.
+    let mut old = serde_json::to_value(log.last().unwrap()).unwrap();
+    let info = old
+        .pointer_mut("/info")
+        .expect("the event carries the plan info");
+    assert_eq!(info["need_user_confirm"], serde_json::json!(false));
+    info.as_object_mut().unwrap().remove("need_user_confirm");
+    let old: plan_engine::Event = serde_json::from_value(old).unwrap();
+    let mut again = Plan::replay(&log[..log.len() - 1]).unwrap();
+    again.fold(&old);
+    assert_eq!(again.need_user_confirm(), None);
+}
+
+#[test]
+fn a_plans_subtask_limit_is_stated_with_the_rules_in_both_languages() {
+    let mut plan = chain(3, false);
+    let o = opts(Lang::En, Dialect::AgentScope);
+    assert!(!hint(Some(&plan), &o).contains("Subtask Limit"));
+    run(
+        &mut plan,
+        Op::UpdateInfo {
+            patch: plan_engine::InfoPatch {
+                max_subtasks: Some(4),
+                ..Default::default()
+            },
+        },
+    );
+    let text = hint(Some(&plan), &o);
+    assert!(
+        text.contains("- Subtask Limit: Ensure the plan consists of no more than 4 subtasks\n"),
+        "{text}"
+    );
+    let zh = hint(Some(&plan), &opts(Lang::Zh, Dialect::AgentScope));
+    assert!(zh.contains("确保计划包含不超过 4 个子任务"), "{zh}");
+}
+
+#[test]
+fn a_plan_written_in_chinese_is_read_as_chinese_and_any_other_as_english() {
+    let mut plan = chain(1, false);
+    assert_eq!(Lang::of_plan(&plan), Lang::En);
+    run(
+        &mut plan,
+        Op::UpdateInfo {
+            patch: plan_engine::InfoPatch {
+                goal: Some("比较三家键盘厂商".into()),
+                ..Default::default()
+            },
+        },
+    );
+    assert_eq!(Lang::of_plan(&plan), Lang::Zh);
+}

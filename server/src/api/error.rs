@@ -330,6 +330,8 @@ impl From<InputError> for ApiError {
             InputError::TooMany { .. }
             | InputError::FileTooLarge { .. }
             | InputError::TooLarge { .. }
+            | InputError::OverQuota { .. }
+            | InputError::Workspace(agent::workspace::WorkspaceError::OverQuota { .. })
             | InputError::SourceTooLarge { .. } => ApiError::TooLarge(e.to_string()),
             InputError::Io(_) => {
                 tracing::error!("writing a run's files failed: {e}");

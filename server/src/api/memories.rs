@@ -1,6 +1,6 @@
-//! The agent's memories over HTTP: list and search them, correct one's
-//! text, pin one so it is recalled first, forget one so no run recalls it
-//! again.
+//! The agent's memories over HTTP: list and search them, write a standing
+//! rule, correct one's text, pin one so it is recalled first, forget one
+//! so no run recalls it again.
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::docs::{ListErrors, WriteErrors};
+use super::docs::{CreateErrors, ListErrors, WriteErrors};
 use super::error::{ApiError, Body};
 use super::extract::{path_param, Params};
 use super::ApiState;
@@ -41,6 +41,19 @@ pub struct EditMemory {
     /// The new text (1 to 2,000 characters); the memory is found by it from now on.
     #[schemars(length(min = 1, max = 2000))]
     pub text: String,
+}
+
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewRule {
+    /// The rule (1 to 2,000 characters), as the agent will read it.
+    #[schemars(length(min = 1, max = 2000))]
+    pub text: String,
+    /// Words of the tasks it is for: recalled when a task shares one.
+    /// Absent or empty: recalled for every task.
+    #[serde(default)]
+    #[schemars(length(max = 500))]
+    pub applies_to: String,
 }
 
 /// The `{id}` of a memory route: a malformed id is a 404 (no memory has
@@ -78,6 +91,20 @@ pub async fn list_memories(
     Ok(Json(
         state.runs.memories(q.q.as_deref(), offset, limit).await?,
     ))
+}
+
+#[utoipa::path(post, path = "/memories", tag = "memories",
+    request_body = NewRule,
+    description = "writes a standing rule into the agent's memory, pinned: recalled first for \
+        every task that shares a word with `applies_to` (or with the rule), or for every task \
+        when `applies_to` is empty; the planner, the executor, the adapter and recovery read it",
+    responses((status = 201, body = super::schema::MemoryDoc), CreateErrors))]
+pub async fn write_rule(
+    State(state): State<ApiState>,
+    Body(body): Body<NewRule>,
+) -> Result<(StatusCode, Json<Memory>), ApiError> {
+    let rule = state.runs.write_rule(&body.text, &body.applies_to).await?;
+    Ok((StatusCode::CREATED, Json(rule)))
 }
 
 #[utoipa::path(delete, path = "/memories/{id}", tag = "memories",

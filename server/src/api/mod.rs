@@ -9,7 +9,7 @@
 //! - `subtasks.rs`: subtask routes; `actions.rs`: approve, pause, … and comments;
 //! - `tools.rs`: the agents' door (tool schemas and calls per dialect);
 //! - `runs.rs`: planboard's own agent: start, follow and steer runs;
-//! - `memories.rs`: what the agent remembers: list, search, pin, forget;
+//! - `memories.rs`: what the agent remembers: list, search, write a rule, pin, forget;
 //! - `reviews.rs`: people's reviews of finished plans and the review queue;
 //! - `templates.rs`: plans saved as templates (save, list, read, delete);
 //! - `stream.rs`: server-sent events;
@@ -25,6 +25,7 @@ pub mod plans;
 pub mod reviews;
 pub mod runs;
 pub mod schema;
+pub mod storage;
 pub mod stream;
 pub mod subtasks;
 pub mod templates;
@@ -71,6 +72,7 @@ pub struct ApiState {
         (name = "memories", description = "what the agent remembers of finished runs and people's corrections, recalled before it plans"),
         (name = "reviews", description = "people's reviews of finished plans (verdict, note, notes on subtasks), remembered by the agent"),
         (name = "templates", description = "plans saved as templates; a run starts from one and its planner adapts it"),
+        (name = "storage", description = "what planboard stores and how much, and the retentions that keep it from only growing"),
     )
 )]
 pub struct ApiDoc;
@@ -89,6 +91,7 @@ schema::schemars_bridge! {
         plans::PlanPage,
         plans::EventPage,
         tools::ToolReply,
+        crate::store::SessionSettings,
         crate::store::StoredComment,
         crate::store::StoredEvent,
         crate::store::PlanSummary,
@@ -115,11 +118,13 @@ schema::schemars_bridge! {
         runs::ResumeRun,
         runs::AnswerRun,
         runs::RunAgain,
+        runs::KeepRun,
         crate::runs::RunView,
         crate::runs::Artifact,
         crate::store::StoredRunEntry,
         memories::PinMemory,
         memories::EditMemory,
+        memories::NewRule,
         reviews::ReviewQueue,
     ]
 }
@@ -161,6 +166,10 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(tools::list_tools))
         .routes(routes!(tools::session_hint, tools::session_hint_remembered))
         .routes(routes!(tools::call_tool))
+        .routes(routes!(
+            tools::session_settings,
+            tools::set_session_settings
+        ))
         .routes(routes!(runs::list_runs, runs::start_run).layer(upload()))
         .routes(routes!(runs::get_run))
         .routes(routes!(runs::run_cost))
@@ -174,6 +183,8 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(runs::add_files).layer(upload()))
         .routes(routes!(runs::decide_call))
         .routes(routes!(runs::list_artifacts))
+        .routes(routes!(runs::keep_run))
+        .routes(routes!(storage::storage))
         .routes(routes!(runs::workspace_zip))
         .routes(routes!(runs::agent_tools))
         .routes(routes!(runs::inbox))
@@ -189,7 +200,7 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
             tool_servers::remove_server
         ))
         .routes(routes!(tool_servers::test_server))
-        .routes(routes!(memories::list_memories))
+        .routes(routes!(memories::list_memories, memories::write_rule))
         .routes(routes!(memories::forget_memory, memories::edit_memory))
         .routes(routes!(memories::pin_memory))
         .routes(routes!(reviews::plan_reviews))

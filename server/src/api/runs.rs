@@ -123,7 +123,9 @@ pub struct StartRun {
     /// Wait for a person to approve the plan before running it (default true).
     #[serde(default)]
     pub approval_required: Option<bool>,
-    /// Subtasks in progress at once for a complex plan (default 4).
+    /// Subtasks in progress at once (default 4): a complex plan's
+    /// super-step and an emergent plan's ready TODOs; a simple plan runs one
+    /// at a time.
     #[serde(default)]
     #[schemars(range(min = 1, max = 32))]
     pub max_parallel: Option<u32>,
@@ -187,6 +189,37 @@ pub struct StartRun {
     /// not only after one that fell short or failed (default false).
     #[serde(default)]
     pub adapt_every_step: bool,
+}
+
+impl StartRun {
+    /// Starts the run with its files or its folder: the one path of the
+    /// API's `POST /api/runs` and the board's task box. The config is
+    /// checked before anything is staged, so a refused run copies nothing.
+    pub(crate) async fn start(
+        self,
+        runs: &std::sync::Arc<crate::runs::Runs>,
+        files: Vec<Upload>,
+        who: &str,
+        trace: Option<run_model::TraceParent>,
+    ) -> Result<RunView, ApiError> {
+        let source = self.source.clone();
+        let secrets = self.include_secret_files;
+        let template = self.template;
+        let config = self.into_config()?;
+        let staged = match (files.is_empty(), source) {
+            (true, None) => None,
+            (false, None) => Some(runs.stage_uploads(files).await?),
+            (true, Some(source)) => Some(runs.stage_folder(&source, secrets).await?),
+            (false, Some(_)) => {
+                return Err(ApiError::BadRequest(
+                    "give files or a source folder, not both".into(),
+                ))
+            }
+        };
+        Ok(runs
+            .start_with(config, template, staged, who, trace)
+            .await?)
+    }
 }
 
 /// `POST /api/runs` as `multipart/form-data`: the run and its files.
@@ -308,7 +341,7 @@ impl StartRun {
             task: self.task,
             mode: self.mode,
             approval_required: self.approval_required.unwrap_or(true),
-            max_parallel: self.max_parallel.unwrap_or(4),
+            max_parallel: self.max_parallel.unwrap_or(run_model::DEFAULT_PARALLEL),
             budget: self.budget.unwrap_or_default().onto(Budget::default())?,
             tools: self
                 .tools
@@ -418,25 +451,8 @@ pub async fn start_run(
     trace: Option<Extension<crate::telemetry::RequestTrace>>,
     StartRequest { run, files }: StartRequest,
 ) -> Result<impl IntoResponse, ApiError> {
-    let source = run.source.clone();
-    let secrets = run.include_secret_files;
-    let template = run.template;
-    let config = run.into_config()?;
-    let staged = match (files.is_empty(), source) {
-        (true, None) => None,
-        (false, None) => Some(state.runs.stage_uploads(files).await?),
-        (true, Some(source)) => Some(state.runs.stage_folder(&source, secrets).await?),
-        (false, Some(_)) => {
-            return Err(ApiError::BadRequest(
-                "give files or a source folder, not both".into(),
-            ))
-        }
-    };
     let trace = trace.map(|Extension(t)| t.0);
-    let view = state
-        .runs
-        .start_with(config, template, staged, &who.actor(), trace)
-        .await?;
+    let view = run.start(&state.runs, files, &who.actor(), trace).await?;
     let location = format!("/api/runs/{}", view.record.id);
     Ok((
         StatusCode::CREATED,
@@ -561,6 +577,28 @@ pub async fn resume_run(
         None => None,
     };
     Ok(Json(state.runs.resume(id, budget, &who.actor()).await?))
+}
+
+/// Whether a person keeps a finished run from the retentions.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeepRun {
+    /// `true`: its files and its log stay for good; `false`: the
+    /// retentions have them again when their time is up.
+    pub kept: bool,
+}
+
+#[utoipa::path(put, path = "/runs/{id}/kept", tag = "runs",
+    description = "keeps a finished run's files and log from the retentions (PLANBOARD_WORKSPACE_RETENTION_DAYS, PLANBOARD_RUN_LOG_RETENTION_HOURS), or lets them go again; a run that goes on is never removed, and is refused here",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    request_body = KeepRun,
+    responses((status = 200, body = RunView), WriteErrors))]
+pub async fn keep_run(
+    State(state): State<ApiState>,
+    RunRef(id): RunRef,
+    Body(body): Body<KeepRun>,
+) -> Result<Json<RunView>, ApiError> {
+    Ok(Json(state.runs.keep_run(id, body.kept).await?))
 }
 
 /// `POST /api/runs/{id}/files`: files to add, each a part named `files`.
@@ -723,6 +761,9 @@ pub struct AgentTools {
     /// Whether the model answers, is still building or starting, or died
     /// (with the last lines of its log).
     pub model: run_model::ModelStatus,
+    /// The folders a run's `source` may lie in (the operator's
+    /// `PLANBOARD_WORKSPACE_ROOTS`; empty: none).
+    pub workspace_roots: Vec<String>,
 }
 
 #[derive(Clone, Debug, serde::Serialize, JsonSchema)]
@@ -753,6 +794,12 @@ pub async fn agent_tools(State(state): State<ApiState>) -> Json<AgentTools> {
             .sandbox_unavailable()
             .map(|e| e.reason().to_string()),
         model: state.runs.model_status(),
+        workspace_roots: state
+            .runs
+            .workspace_roots()
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect(),
     })
 }
 

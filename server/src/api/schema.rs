@@ -132,6 +132,7 @@ schemars_bridge! {
         NeedDoc => run_model::Need,
         DeliveryDoc => crate::store::Delivery,
         ToolServerDoc => run_model::ToolServerView,
+        StorageReportDoc => run_model::StorageReport,
     ],
     local: []
 }

@@ -12,12 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::IntoParams;
 
-use super::docs::{ListErrors, ReadErrors, ToolErrors};
-use super::error::{ApiError, MaybeBody};
+use super::docs::{ListErrors, ReadErrors, ToolErrors, WriteErrors};
+use super::error::{ApiError, Body, MaybeBody};
 use super::extract::Params;
 use super::ApiState;
 use crate::auth::{Identity, Role};
 use crate::service::ToolRights;
+use crate::store::SessionSettings;
 
 /// The header that names the agent session (its own active plan).
 pub const SESSION_HEADER: &str = "x-planboard-session";
@@ -206,7 +207,7 @@ pub async fn session_hint(
     let opts = hint_options(&dialect_name, &q)?;
     let (session, _) = session(&q, &headers, &who)?;
     Ok(hint_response(
-        state.service.session_hint(&session, &opts).await,
+        state.service.session_hint(&session, &opts).await?,
     ))
 }
 
@@ -228,6 +229,64 @@ pub async fn session_hint_remembered(
         state
             .service
             .session_hint_remembered(&session, &opts, q.fresh.unwrap_or(false))
-            .await,
+            .await?,
+    ))
+}
+
+/// The session of a settings route.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SettingsQuery {
+    /// The agent session key; the `X-Planboard-Session` header works too.
+    /// Without either, the caller's name is the session.
+    #[param(max_length = 200)]
+    session: Option<String>,
+}
+
+impl SettingsQuery {
+    fn session(&self, headers: &HeaderMap, who: &Identity) -> Result<String, ApiError> {
+        let q = SessionQuery {
+            session: self.session.clone(),
+            lang: None,
+            fresh: None,
+            since_version: None,
+        };
+        Ok(session(&q, headers, who)?.0)
+    }
+}
+
+#[utoipa::path(get, path = "/session/settings", tag = "tools",
+    params(SettingsQuery),
+    description = "an agent session's settings: need_user_confirm and max_subtasks (null: not set)",
+    responses((status = 200, body = SessionSettings), ListErrors))]
+pub async fn session_settings(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    Params(q): Params<SettingsQuery>,
+    headers: HeaderMap,
+) -> Result<Json<SessionSettings>, ApiError> {
+    let session = q.session(&headers, &who)?;
+    Ok(Json(state.service.session_settings(&session).await?))
+}
+
+#[utoipa::path(put, path = "/session/settings", tag = "tools",
+    params(SettingsQuery),
+    request_body = SessionSettings,
+    description = "replaces an agent session's settings (a field left out or null is unset): plans the session creates through the tools take them unless the call sets its own, and its hints state the confirmation and subtask-limit rules",
+    responses((status = 200, body = SessionSettings), WriteErrors))]
+pub async fn set_session_settings(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    Params(q): Params<SettingsQuery>,
+    headers: HeaderMap,
+    Body(settings): Body<SessionSettings>,
+) -> Result<Json<SessionSettings>, ApiError> {
+    let session = q.session(&headers, &who)?;
+    settings.check().map_err(ApiError::BadRequest)?;
+    Ok(Json(
+        state
+            .service
+            .set_session_settings(&session, settings)
+            .await?,
     ))
 }

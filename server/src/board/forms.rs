@@ -2,32 +2,14 @@
 //! redirects back to where the person was (with the reason, on a refusal).
 
 use super::*;
+use crate::api::runs::StartRun;
 
-/// The task box's form as posted (every field as text, so a bad one is a
-/// refusal with a sentence rather than a bare 422).
+/// The task box's form as posted: its fields as typed (every one as
+/// text, so a bad one is a refusal with a sentence rather than a bare 422,
+/// and goes back to the form as it was), and its files.
 #[derive(Debug, Default)]
 pub struct TaskForm {
-    task: String,
-    mode: String,
-    max_parallel: String,
-    /// Empty: the default budget.
-    max_tokens: String,
-    max_minutes: String,
-    /// US dollars; empty: no limit.
-    max_cost: String,
-    /// A checkbox: present when ticked.
-    approval: Option<String>,
-    /// The tools ticked; `tools_chosen` says the form had the choice (so
-    /// none ticked means none, not all).
-    tools: Vec<String>,
-    tools_chosen: bool,
-    /// An allowed folder to start from (when the operator set roots).
-    source: String,
-    /// A template's id; empty: none.
-    template: String,
-    /// The file to go through in batches; empty: none.
-    batch_input: String,
-    batch_size: String,
+    draft: app::pages::task::TaskDraft,
     files: Vec<crate::runs::inputs::Upload>,
 }
 
@@ -57,29 +39,9 @@ impl TaskForm {
             serde_urlencoded::from_bytes(&bytes).map_err(|e| e.to_string())?;
         let mut form = TaskForm::default();
         for (name, value) in pairs {
-            form.set(&name, value);
+            form.draft.set(&name, value);
         }
         Ok(form)
-    }
-
-    /// One text field.
-    fn set(&mut self, name: &str, text: String) {
-        match name {
-            "task" => self.task = text,
-            "mode" => self.mode = text,
-            "max_parallel" => self.max_parallel = text,
-            "max_tokens" => self.max_tokens = text,
-            "max_minutes" => self.max_minutes = text,
-            "max_cost" => self.max_cost = text,
-            "approval" => self.approval = Some(text),
-            "tool" => self.tools.push(text),
-            "tools_chosen" => self.tools_chosen = true,
-            "source" => self.source = text,
-            "template" => self.template = text,
-            "batch_input" => self.batch_input = text,
-            "batch_size" => self.batch_size = text,
-            _ => {}
-        }
     }
 
     /// Reads the multipart form, field by field; files (empty ones are
@@ -105,7 +67,7 @@ impl TaskForm {
             let bytes = field.bytes().await?;
             let text: String =
                 String::from_utf8_lossy(&bytes[..bytes.len().min(FORM_FIELD_BYTES)]).into_owned();
-            form.set(&name, text);
+            form.draft.set(&name, text);
         }
         Ok(form)
     }
@@ -141,8 +103,50 @@ fn form_number(
     }
 }
 
-/// The task box's form as a task, its empty numbers the run's defaults.
-fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, BoardError> {
+/// A number of the task box with a fraction (dollars, seconds): empty
+/// gives `None`; anything else must be a number in `range`, or the
+/// refusal names the field.
+fn form_amount(
+    text: &str,
+    range: std::ops::RangeInclusive<f64>,
+    field: &str,
+    lang: plan_engine::Lang,
+) -> Result<Option<f64>, BoardError> {
+    let text = text
+        .trim()
+        .trim_start_matches('$')
+        .replace([',', '_', ' '], "");
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match text.parse::<f64>() {
+        Ok(n) if n.is_finite() && range.contains(&n) => Ok(Some(n)),
+        _ => Err(BoardError::Refused(lang.pick(
+            format!(
+                "'{field}' must be a number from {} to {}, not '{text}'",
+                range.start(),
+                range.end()
+            ),
+            format!(
+                "“{field}”必须是 {} 到 {} 之间的数，而不是“{text}”",
+                range.start(),
+                range.end()
+            ),
+        ))),
+    }
+}
+
+/// The task box's form as the API's `StartRun`: every field of the form
+/// is one of its settings, checked here with a sentence in the person's
+/// language that names the field; the API's own checks
+/// ([`StartRun::into_config`], `Runs::start_with`) follow as for any run.
+/// `files` are the names of the files posted with it.
+fn start_run(
+    form: &app::pages::task::TaskDraft,
+    files: &[String],
+    lang: plan_engine::Lang,
+) -> Result<StartRun, BoardError> {
+    use crate::api::runs::{BudgetBody, ToolName};
     let defaults = agent::RunConfig::default();
     let max_parallel = form_number(
         &form.max_parallel,
@@ -158,6 +162,20 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
         lang.pick("Token budget", "令牌预算"),
         lang,
     )?;
+    let max_llm_calls = form_number(
+        &form.max_llm_calls,
+        u64::from(defaults.budget.max_llm_calls),
+        1..=1_000_000,
+        lang.pick("Model calls", "模型调用次数"),
+        lang,
+    )?;
+    let max_turns = form_number(
+        &form.max_turns,
+        u64::from(defaults.budget.max_turns),
+        1..=50,
+        lang.pick("Turns per attempt", "每次尝试的轮数"),
+        lang,
+    )?;
     let max_minutes = form_number(
         &form.max_minutes,
         defaults.budget.max_wall_secs / 60,
@@ -165,27 +183,35 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
         lang.pick("Time budget (minutes)", "时间预算（分钟）"),
         lang,
     )?;
-    let max_cost = match form.max_cost.trim().trim_start_matches('$') {
-        "" => None,
-        text => Some(
-            text.parse::<f64>()
-                .ok()
-                .filter(|d| *d > 0.0 && *d <= 1e6)
-                .and_then(run_model::Usd::from_dollars)
-                .ok_or_else(|| {
-                    BoardError::Refused(lang.pick(
-                        format!("'Cost budget (USD)' must be an amount of dollars above 0 and up to 1000000, not '{text}'"),
-                        format!("“费用预算（美元）”必须是大于 0、不超过 1000000 的美元金额，而不是“{text}”"),
-                    ))
-                })?,
-        ),
+    let max_cost = form_amount(
+        &form.max_cost,
+        0.000_001..=1_000_000.0,
+        lang.pick("Cost budget (USD)", "费用预算（美元）"),
+        lang,
+    )?;
+    let max_attempts = form_number(
+        &form.max_attempts,
+        u64::from(defaults.max_attempts),
+        1..=u64::from(run_model::config::MAX_ATTEMPTS),
+        lang.pick("Attempts per subtask", "每个子任务的尝试次数"),
+        lang,
+    )?;
+    let retry_delay_ms = form_amount(
+        &form.retry_delay,
+        0.0..=(run_model::config::MAX_RETRY_DELAY_MS / 1000) as f64,
+        lang.pick("Retry delay (seconds)", "重试间隔（秒）"),
+        lang,
+    )?
+    .map_or(defaults.retry_delay_ms, |s| (s * 1000.0).round() as u64);
+    let mode = match form.mode.trim() {
+        "" => agent::ModeChoice::Auto,
+        mode => mode.parse::<agent::ModeChoice>().map_err(|_| {
+            BoardError::Refused(lang.pick(
+                format!("no mode is called {mode}"),
+                format!("没有名为 {mode} 的模式"),
+            ))
+        })?,
     };
-    let mode = form.mode.parse::<agent::ModeChoice>().map_err(|_| {
-        BoardError::Refused(lang.pick(
-            format!("no mode is called {}", form.mode),
-            format!("没有名为 {} 的模式", form.mode),
-        ))
-    })?;
     let template = match form.template.trim() {
         "" => None,
         id => Some(id.parse::<run_model::TemplateId>().map_err(|_| {
@@ -195,37 +221,78 @@ fn task_spec(form: &TaskForm, lang: plan_engine::Lang) -> Result<TaskSpec, Board
             ))
         })?),
     };
+    let source = Some(form.source.trim().to_string()).filter(|s| !s.is_empty());
+    if source.is_some() && !files.is_empty() {
+        return Err(BoardError::Refused(lang.pick(
+            "give files or a folder to start from, not both".to_string(),
+            "请给文件或一个起始文件夹，不要两者都给".to_string(),
+        )));
+    }
     let batches = match form.batch_input.trim() {
         "" => None,
-        input => Some(run_model::Batching {
-            input: input.to_string(),
-            size: form_number(
-                &form.batch_size,
-                u64::from(run_model::batch::DEFAULT_BATCH_SIZE),
-                1..=u64::from(run_model::batch::MAX_BATCH_SIZE),
-                lang.pick("Items per batch", "每批项目数"),
-                lang,
-            )? as u32,
-        }),
+        input => {
+            // Uploads are checked by name here; a folder's files by the
+            // run, which sees them.
+            if source.is_none() && !files.iter().any(|f| f == input) {
+                return Err(BoardError::Refused(
+                    app::pages::task::batch_problem(input, files, false, lang).unwrap_or_default(),
+                ));
+            }
+            Some(run_model::Batching {
+                input: input.to_string(),
+                size: form_number(
+                    &form.batch_size,
+                    u64::from(run_model::batch::DEFAULT_BATCH_SIZE),
+                    1..=u64::from(run_model::batch::MAX_BATCH_SIZE),
+                    lang.pick("Items per batch", "每批项目数"),
+                    lang,
+                )? as u32,
+            })
+        }
     };
-    Ok(TaskSpec {
+    let policies: std::collections::BTreeMap<String, agent::run::ToolPolicy> = form
+        .ask
+        .iter()
+        .map(|name| (name.trim().to_string(), agent::run::ToolPolicy::Ask))
+        .collect();
+    Ok(StartRun {
         task: form.task.clone(),
+        mode,
+        approval_required: Some(form.approval),
+        // Within MAX_PARALLEL, a u32, by the range above.
+        max_parallel: Some(max_parallel as u32),
+        budget: Some(BudgetBody {
+            // Within a million, by the range above.
+            max_llm_calls: Some(max_llm_calls as u32),
+            max_tokens: Some(max_tokens),
+            max_wall_secs: Some(max_minutes * 60),
+            // At most 50, by the range above.
+            max_turns: Some(max_turns as u32),
+            max_cost,
+        }),
+        tools: form
+            .tools_chosen
+            .then(|| form.tools.iter().map(|t| ToolName(t.clone())).collect()),
+        source,
+        include_secret_files: form.include_secret_files,
+        policies: (!policies.is_empty()).then_some(policies),
+        // At most MAX_ATTEMPTS, by the range above.
+        max_attempts: Some(max_attempts as u32),
+        retry_delay_ms: Some(retry_delay_ms),
+        memory: Some(!form.no_memory),
         template,
         batches,
-        mode,
-        approval_required: form.approval.is_some(),
-        // Within MAX_PARALLEL, a u32, by the range above.
-        max_parallel: max_parallel as u32,
-        max_tokens,
-        max_wall_secs: max_minutes * 60,
-        max_cost,
-        tools: form.tools_chosen.then(|| form.tools.clone()),
+        // A plan of its own is given to the agent on its board
+        // (`/plans/{id}/agent`), not here.
+        plan: None,
+        adapt_every_step: form.adapt_every_step,
     })
 }
 
 /// `POST /plans/new/task`: starts a run from the task box and opens its
-/// plan's board. A refusal goes back to the form with the reason in the
-/// person's language and the task as they typed it.
+/// plan's board: the same start as `POST /api/runs` ([`StartRun::start`]).
+/// A refusal goes back to the page the form was on, with the reason in
+/// the person's language and every field as typed.
 pub async fn start_task_form(
     axum::extract::State(board): axum::extract::State<Arc<Board>>,
     axum::Extension(viewer): axum::Extension<app::api::Viewer>,
@@ -233,19 +300,11 @@ pub async fn start_task_form(
     request: axum::extract::Request,
 ) -> axum::response::Redirect {
     let lang = app::i18n::from_headers(&headers);
-    let back = |e: &BoardError, task: &str| {
-        let query = serde_urlencoded::to_string([
-            ("task_error", app::words::explain(e, lang)),
-            ("task", task.to_string()),
-        ])
-        .unwrap_or_default();
-        axum::response::Redirect::to(&format!("/plans/new?{query}"))
-    };
     let trace = request
         .extensions()
         .get::<crate::telemetry::RequestTrace>()
         .map(|t| t.0);
-    let mut form = match TaskForm::from_request(request).await {
+    let form = match TaskForm::from_request(request).await {
         Ok(form) => form,
         Err(e) => {
             let e = BoardError::Refused(lang.pick(
@@ -258,52 +317,30 @@ pub async fn start_task_form(
                     run_model::MAX_FILES_BYTES / (1024 * 1024)
                 ),
             ));
-            return back(&e, "");
+            let draft = app::pages::task::TaskDraft::default();
+            return axum::response::Redirect::to(&draft.back_to(&app::words::explain(&e, lang)));
         }
     };
-    let result = if let Err(refused) = viewer.may_change(("plans", "计划"), lang) {
-        Err(refused)
-    } else {
-        match task_spec(&form, lang) {
-            Ok(spec) => match board.stage(&mut form).await {
-                Ok(files) => board.start_task(spec, files, &viewer.name, trace).await,
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        }
-    };
+    let TaskForm { draft, files } = form;
+    let result = async {
+        viewer.may_change(("plans", "计划"), lang)?;
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.name.rsplit(['/', '\\']).next().unwrap_or("").to_string())
+            .collect();
+        let run = start_run(&draft, &names, lang)?;
+        let view = run
+            .start(&board.runs, files, &viewer.name, trace)
+            .await
+            .map_err(board_error)?;
+        view.record
+            .plan_id
+            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+    .await;
     match result {
         Ok(plan) => axum::response::Redirect::to(&format!("/plans/{plan}")),
-        Err(e) => back(&e, &form.task),
-    }
-}
-
-impl Board {
-    /// The task box's files and folder, staged for the run.
-    async fn stage(
-        &self,
-        form: &mut TaskForm,
-    ) -> Result<Option<crate::runs::inputs::Staged>, BoardError> {
-        let files = std::mem::take(&mut form.files);
-        let source = form.source.trim();
-        match (files.is_empty(), source.is_empty()) {
-            (true, true) => Ok(None),
-            (false, true) => self
-                .runs
-                .stage_uploads(files)
-                .await
-                .map(Some)
-                .map_err(run_error),
-            (true, false) => self
-                .runs
-                .stage_folder(source, false)
-                .await
-                .map(Some)
-                .map_err(run_error),
-            (false, false) => Err(BoardError::Refused(
-                "give files or a folder to start from, not both".into(),
-            )),
-        }
+        Err(e) => axum::response::Redirect::to(&draft.back_to(&app::words::explain(&e, lang))),
     }
 }
 
@@ -575,6 +612,47 @@ pub async fn memory_form(
     }
     .await;
     // Back only to the Memory page: the field is the client's.
+    let back = if (form.back == "/memories" || form.back.starts_with("/memories?"))
+        && !form.back.contains("//")
+    {
+        form.back.clone()
+    } else {
+        "/memories".to_string()
+    };
+    form_answer(result.map(|()| back), lang)
+}
+
+/// The Memory page's "Write a standing rule" form, as posted.
+#[derive(serde::Deserialize)]
+pub struct RuleForm {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    applies_to: String,
+    #[serde(default)]
+    back: String,
+}
+
+/// `POST /memories/rule`: a standing rule written on the Memory page,
+/// through the same service as `POST /api/memories`; back to the page,
+/// or a page in the person's language saying why not.
+pub async fn memory_rule_form(
+    axum::extract::State(board): axum::extract::State<Arc<Board>>,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<RuleForm>,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        viewer.may_change(("memories", "记忆"), lang)?;
+        board
+            .runs
+            .write_rule(&form.text, &form.applies_to)
+            .await
+            .map(|_| ())
+            .map_err(run_error)
+    }
+    .await;
     let back = if (form.back == "/memories" || form.back.starts_with("/memories?"))
         && !form.back.contains("//")
     {

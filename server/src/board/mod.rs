@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 
 use app::api::{
     ActivityLog, ActivityTail, AgentInfo, BoardBackend, BoardError, HistoryList, HistoryRow,
-    ListFilter, LogEntry, PlanList, PlanRow, RunPanel, TaskSpec, PAGE_SIZE,
+    ListFilter, LogEntry, PlanList, PlanRow, RunPanel, PAGE_SIZE,
 };
 use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId, SubtaskState};
 
@@ -351,6 +351,12 @@ impl BoardBackend for Board {
                 .sandbox_unavailable()
                 .map(|e| e.reason().to_string()),
             model_status: self.runs.model_status(),
+            workspace_roots: self
+                .runs
+                .workspace_roots()
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect(),
         }
     }
 
@@ -414,6 +420,21 @@ impl BoardBackend for Board {
             .map(|t| (t.name.clone(), t.description.clone()))
             .collect();
         Ok((builtin, self.runs.tool_servers().views()))
+    }
+
+    async fn storage(&self) -> Result<run_model::StorageReport, BoardError> {
+        self.runs.storage().await.map_err(run_error)
+    }
+
+    async fn keep_run(&self, plan: PlanId, kept: bool) -> Result<(), BoardError> {
+        let Some(view) = self.run_on(plan).await? else {
+            return Err(BoardError::NotFound(format!("plan {plan} has no run")));
+        };
+        self.runs
+            .keep_run(view.record.id, kept)
+            .await
+            .map(|_| ())
+            .map_err(run_error)
     }
 
     async fn webhook_settings(&self) -> Result<app::api::WebhookSettings, BoardError> {
@@ -589,47 +610,10 @@ impl BoardBackend for Board {
                 answer: r.answer,
                 images,
                 pending,
+                files_removed_at: r.files_removed_at,
+                kept: r.kept,
             }
         }))
-    }
-}
-
-impl Board {
-    /// Starts a run from the task box, with the files staged for it;
-    /// returns its plan.
-    async fn start_task(
-        &self,
-        spec: TaskSpec,
-        files: Option<crate::runs::inputs::Staged>,
-        actor: &str,
-        trace: Option<run_model::TraceParent>,
-    ) -> Result<PlanId, BoardError> {
-        // The task itself is checked where every run starts (`Runs::start_with`).
-        let config = agent::RunConfig {
-            task: spec.task,
-            mode: spec.mode,
-            approval_required: spec.approval_required,
-            max_parallel: spec.max_parallel.clamp(1, agent::run::MAX_PARALLEL),
-            budget: agent::Budget {
-                max_tokens: spec.max_tokens,
-                max_wall_secs: spec.max_wall_secs,
-                max_cost: spec.max_cost,
-                ..agent::Budget::default()
-            },
-            tools: spec.tools,
-            inputs: Vec::new(),
-            policies: Default::default(),
-            batches: spec.batches,
-            ..agent::RunConfig::default()
-        };
-        let view = self
-            .runs
-            .start_with(config, spec.template, files, actor, trace)
-            .await
-            .map_err(run_error)?;
-        view.record
-            .plan_id
-            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
     }
 }
 

@@ -22,6 +22,15 @@ impl Runs {
             .load_run(earlier)
             .await?
             .ok_or(RunError::NotFound(earlier))?;
+        // The kept subtasks' files are gone: a run from here would build
+        // on results that are no longer there.
+        if let Some(at) = record.files_removed_at {
+            return Err(RunError::Invalid(format!(
+                "run {earlier}'s files were removed on {} (PLANBOARD_WORKSPACE_RETENTION_DAYS), \
+                 so the results kept before the chosen subtask are gone; start a new run instead",
+                at.format("%Y-%m-%d %H:%M UTC")
+            )));
+        }
         let plan_id = record
             .plan_id
             .ok_or_else(|| RunError::Invalid(format!("run {earlier} has no plan to run again")))?;

@@ -32,6 +32,8 @@ pub enum InputError {
     FileTooLarge { name: String, bytes: usize },
     #[error("the files have {bytes} bytes in all; at most {MAX_FILES_BYTES} are taken")]
     TooLarge { bytes: usize },
+    #[error("the files have {bytes} bytes in all; a run's workspace holds at most {quota} bytes (PLANBOARD_WORKSPACE_QUOTA_MB)")]
+    OverQuota { bytes: u64, quota: u64 },
     #[error("{0:?} is not a usable file name")]
     BadName(String),
     #[error(
@@ -118,9 +120,13 @@ pub fn preview(bytes: &[u8]) -> Option<String> {
 }
 
 impl Staged {
-    /// Checks the uploads against the limits and writes them to a staging
-    /// folder under `workspaces`.
-    pub async fn uploads(workspaces: &Path, uploads: Vec<Upload>) -> Result<Staged, InputError> {
+    /// Checks the uploads against the limits and a workspace's `quota`,
+    /// and writes them to a staging folder under `workspaces`.
+    pub async fn uploads(
+        workspaces: &Path,
+        uploads: Vec<Upload>,
+        quota: u64,
+    ) -> Result<Staged, InputError> {
         if uploads.len() > MAX_FILES {
             return Err(InputError::TooMany {
                 given: uploads.len(),
@@ -129,6 +135,12 @@ impl Staged {
         let total: usize = uploads.iter().map(|u| u.bytes.len()).sum();
         if total > MAX_FILES_BYTES {
             return Err(InputError::TooLarge { bytes: total });
+        }
+        if total as u64 > quota {
+            return Err(InputError::OverQuota {
+                bytes: total as u64,
+                quota,
+            });
         }
         let mut names: Vec<String> = Vec::new();
         for upload in &uploads {
@@ -200,6 +212,7 @@ impl Staged {
         source: &str,
         roots: &[PathBuf],
         secrets: bool,
+        quota: u64,
     ) -> Result<Staged, InputError> {
         let not_allowed = || InputError::NotAllowed {
             path: source.to_string(),
@@ -236,7 +249,7 @@ impl Staged {
         };
         let copied = blocking(move || {
             let from = Workspace::open(&real)?;
-            let to = Workspace::open(&dir)?;
+            let to = Workspace::open(&dir)?.with_quota(quota);
             copy_with_previews(&from, &to, &rules, &source2)
         })
         .await;
@@ -371,6 +384,7 @@ mod tests {
                 upload("../../etc/sales.csv", b"second"),
                 upload("logo.png", &[0x89, b'P', b'N', b'G', 0, 0]),
             ],
+            u64::MAX,
         )
         .await
         .unwrap();
@@ -402,23 +416,76 @@ mod tests {
             (0..=MAX_FILES)
                 .map(|i| upload(&format!("{i}"), b"x"))
                 .collect(),
+            u64::MAX,
         )
         .await
         .err()
         .unwrap();
         assert!(e.to_string().contains("at most 50 files"), "{e}");
         let big = vec![b'a'; MAX_FILE_BYTES + 1];
-        let e = Staged::uploads(dir.path(), vec![upload("big.txt", &big)])
+        let e = Staged::uploads(dir.path(), vec![upload("big.txt", &big)], u64::MAX)
             .await
             .err()
             .unwrap();
         assert!(e.to_string().contains("big.txt has"), "{e}");
-        let e = Staged::uploads(dir.path(), vec![upload("..", b"x")])
+        let e = Staged::uploads(dir.path(), vec![upload("..", b"x")], u64::MAX)
             .await
             .err()
             .unwrap();
         assert!(matches!(e, InputError::BadName(_)));
         assert!(!dir.path().join(".incoming").exists());
+    }
+
+    #[tokio::test]
+    async fn uploads_and_folders_past_the_workspace_quota_are_refused_and_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Staged::uploads(
+            dir.path(),
+            vec![upload("a.csv", b"12345"), upload("b.csv", b"123456")],
+            10,
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(
+            matches!(
+                e,
+                InputError::OverQuota {
+                    bytes: 11,
+                    quota: 10
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("PLANBOARD_WORKSPACE_QUOTA_MB"),
+            "{e}"
+        );
+        let root = dir.path().join("projects");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("data.csv"), vec![b'x'; 100]).unwrap();
+        let e = Staged::folder(
+            dir.path(),
+            root.to_str().unwrap(),
+            std::slice::from_ref(&root),
+            false,
+            10,
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(
+            matches!(
+                e,
+                InputError::Workspace(WorkspaceError::OverQuota { quota: 10, .. })
+            ),
+            "{e}"
+        );
+        assert!(e.is_client_error());
+        let staged: Vec<_> = std::fs::read_dir(dir.path().join(".incoming"))
+            .unwrap()
+            .collect();
+        assert!(staged.is_empty(), "nothing was left behind");
     }
 
     #[tokio::test]
@@ -438,6 +505,7 @@ mod tests {
             repo.to_str().unwrap(),
             std::slice::from_ref(&root),
             false,
+            u64::MAX,
         )
         .await
         .unwrap();
@@ -457,10 +525,16 @@ mod tests {
             dir.path().to_str().unwrap().to_string(),
             format!("{}/../../", repo.display()),
         ] {
-            let e = Staged::folder(&workspaces, &path, std::slice::from_ref(&root), false)
-                .await
-                .err()
-                .unwrap();
+            let e = Staged::folder(
+                &workspaces,
+                &path,
+                std::slice::from_ref(&root),
+                false,
+                u64::MAX,
+            )
+            .await
+            .err()
+            .unwrap();
             assert!(matches!(e, InputError::NotAllowed { .. }), "{path}: {e}");
         }
         std::os::unix::fs::symlink(dir.path(), root.join("escape")).unwrap();
@@ -469,12 +543,13 @@ mod tests {
             root.join("escape").to_str().unwrap(),
             &[root],
             false,
+            u64::MAX,
         )
         .await
         .err()
         .unwrap();
         assert!(matches!(e, InputError::NotAllowed { .. }), "{e}");
-        let e = Staged::folder(&workspaces, repo.to_str().unwrap(), &[], false)
+        let e = Staged::folder(&workspaces, repo.to_str().unwrap(), &[], false, u64::MAX)
             .await
             .err()
             .unwrap();

@@ -19,6 +19,8 @@
 //! - `log_writer.rs`: the run log's writer, which batches what the agents
 //!   log so that no step waits for it;
 //! - `recall.rs`: what a run recalls: full-text or hybrid ranking;
+//! - `retention.rs`: the retentions of finished runs' files and logs, and
+//!   the storage view;
 //! - `stream.rs`: a run's log as server-sent events.
 //! - `templates.rs`: plans saved as templates.
 
@@ -31,7 +33,9 @@ pub mod local_model;
 mod log_writer;
 mod needs;
 mod recall;
+pub mod retention;
 mod reviews;
+mod rules;
 mod stream;
 mod templates;
 pub mod tool_servers;
@@ -149,31 +153,6 @@ const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL 
     PLANBOARD_LLM_BASE_URL (and PLANBOARD_LLM_API_KEY if the endpoint needs one), then \
     restart; see the README's table of variables";
 
-/// Deletes finished runs' logs older than `keep` (seed 002's
-/// `memoryRetention`), at start and then hourly; the runs' rows, their
-/// plans, memories and reviews stay.
-pub fn spawn_log_purge(store: Arc<dyn RunStore>, keep: std::time::Duration) {
-    tokio::spawn(async move {
-        loop {
-            // A retention longer than the calendar keeps everything.
-            let Some(before) = chrono::Duration::from_std(keep)
-                .ok()
-                .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
-            else {
-                return;
-            };
-            match store.purge_run_logs(before).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(
-                    "retention: deleted {n} run-log entries of runs that ended before {before}"
-                ),
-                Err(e) => tracing::error!("purging old run logs failed: {e}"),
-            }
-            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
-        }
-    });
-}
-
 pub struct Runs {
     plans: Arc<PlanService>,
     store: Arc<dyn RunStore>,
@@ -184,6 +163,11 @@ pub struct Runs {
     workspaces: PathBuf,
     /// The most a run's workspace may hold.
     workspace_quota: u64,
+    /// The retentions in effect (see `retention.rs`), as the storage
+    /// view shows them, and as durations.
+    retention: run_model::Retention,
+    run_log_keep: Option<Duration>,
+    workspace_keep: Option<Duration>,
     driving: Mutex<HashSet<RunId>>,
     /// The agent's host, for what people add to a run's log.
     host: Arc<ServerHost>,
@@ -391,6 +375,17 @@ impl Runs {
             lease: config.run_lease,
             workspaces,
             workspace_quota: config.workspace_quota,
+            retention: run_model::Retention {
+                workspace_days: config
+                    .workspace_retention
+                    .map(|d| d.as_secs() / (24 * 3600)),
+                run_log_hours: config.run_log_retention.map(|d| d.as_secs() / 3600),
+                webhook_days: config.webhooks.retention.as_secs() / (24 * 3600),
+                workspace_quota_bytes: config.workspace_quota,
+                staging_hours: retention::STAGING_KEPT.as_secs() / 3600,
+            },
+            run_log_keep: config.run_log_retention,
+            workspace_keep: config.workspace_retention,
             driving: Mutex::new(HashSet::new()),
             host: host_for_people,
             deciding: tokio::sync::Mutex::new(()),
@@ -656,17 +651,29 @@ impl Runs {
 
     /// Stages uploads for a run (see [`inputs`]).
     pub async fn stage_uploads(&self, uploads: Vec<Upload>) -> Result<Staged, RunError> {
-        Staged::uploads(&self.workspaces, uploads)
+        Staged::uploads(&self.workspaces, uploads, self.workspace_quota)
             .await
             .map_err(RunError::Input)
+    }
+
+    /// The folders a run may start from, as the operator set them (the
+    /// task box lists them; a refusal names them too).
+    pub fn workspace_roots(&self) -> &[PathBuf] {
+        &self.workspace_roots
     }
 
     /// Stages a copy of an allowed folder for a run (see [`inputs`]);
     /// secret-looking files only when `secrets` is set.
     pub async fn stage_folder(&self, source: &str, secrets: bool) -> Result<Staged, RunError> {
-        Staged::folder(&self.workspaces, source, &self.workspace_roots, secrets)
-            .await
-            .map_err(RunError::Input)
+        Staged::folder(
+            &self.workspaces,
+            source,
+            &self.workspace_roots,
+            secrets,
+            self.workspace_quota,
+        )
+        .await
+        .map_err(RunError::Input)
     }
 
     async fn view(&self, record: RunRecord) -> Result<RunView, RunError> {
@@ -727,22 +734,7 @@ impl Runs {
         id: run_model::MemoryId,
         text: &str,
     ) -> Result<run_model::Memory, RunError> {
-        // The bound is on the text as sent (the API document's
-        // `maxLength`): 3,000 spaces around one word are refused, not
-        // trimmed into a short memory. Found by the API fuzzer.
-        let sent = text.chars().count();
-        let text = text.trim();
-        let chars = if sent > run_model::memory::MEMORY_TEXT {
-            sent
-        } else {
-            text.chars().count()
-        };
-        if chars == 0 || chars > run_model::memory::MEMORY_TEXT {
-            return Err(RunError::Invalid(format!(
-                "a memory's text has 1 to {} characters (got {chars})",
-                run_model::memory::MEMORY_TEXT
-            )));
-        }
+        let text = rules::checked_text(text)?;
         self.store
             .edit_memory(id, text)
             .await?

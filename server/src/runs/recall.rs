@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use agent::Embedder;
-use run_model::memory::{Memory, MemoryId};
+use run_model::memory::{choose, Memory, MemoryId};
 
 use crate::store::{RunStore, StoreError};
 
@@ -92,21 +92,39 @@ impl Recall {
         Recall { store, embedder }
     }
 
-    /// The `limit` memories most like `task`.
+    /// The `limit` memories most like `task`: the best ranked
+    /// candidates, then what people taught that matches (a second search,
+    /// so a pile of summaries and good reviews ranked above them cannot
+    /// push corrections out), chosen by [`choose`]: what people taught
+    /// keeps all but [`run_model::memory::OTHER_SLOTS`] of the slots.
     pub async fn recall(&self, task: &str, limit: usize) -> Result<Vec<Memory>, StoreError> {
-        let Some(embedder) = &self.embedder else {
-            return self.store.memories(Some(task), 0, limit as u32).await;
-        };
         let candidates = (limit * PER_RECALLED) as u32;
-        let mut by_text = self.store.memories(Some(task), 0, candidates).await?;
-        match self.by_vector(embedder.as_ref(), task, &by_text).await {
-            Ok(by_vector) => Ok(fuse(&by_text, &by_vector, limit)),
-            Err(e) => {
-                tracing::warn!("recall by embeddings failed ({e}); full-text ranking only");
-                by_text.truncate(limit);
-                Ok(by_text)
+        let by_text = self.store.memories(Some(task), 0, candidates).await?;
+        let ranked = match &self.embedder {
+            None => by_text,
+            Some(embedder) => match self.by_vector(embedder.as_ref(), task, &by_text).await {
+                Ok(by_vector) => fuse(&by_text, &by_vector, limit * PER_RECALLED),
+                Err(e) => {
+                    tracing::warn!("recall by embeddings failed ({e}); full-text ranking only");
+                    by_text
+                }
+            },
+        };
+        // Pinned first (the rules for every task among them), then the
+        // ranking, then the corrections it had no room for.
+        let (pinned, taught): (Vec<Memory>, Vec<Memory>) = self
+            .store
+            .taught_memories(task, limit as u32)
+            .await?
+            .into_iter()
+            .partition(|m| m.pinned);
+        let mut all = pinned;
+        for m in ranked.into_iter().chain(taught) {
+            if !all.iter().any(|r| r.id == m.id) {
+                all.push(m);
             }
         }
+        Ok(choose(all, limit))
     }
 
     /// The full-text candidates and the newest memories, ranked by their
@@ -191,6 +209,95 @@ mod tests {
         assert_eq!(cosine(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
         assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0, "other dimensions");
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+
+    /// The story on `url`'s database; its words are `tag`'s own, so a
+    /// shared database's other rows do not count.
+    async fn crowded_recall(url: &str) {
+        use run_model::memory::{MemoryKind, NewMemory, RECALLED};
+        let store: Arc<dyn RunStore> =
+            Arc::new(crate::store::SqlStore::connect(url).await.unwrap());
+        let tag = format!("t{}", uuid::Uuid::new_v4().simple());
+        let new = |kind, task: String, text: String| NewMemory {
+            kind,
+            task,
+            text,
+            run_id: None,
+            plan_id: None,
+        };
+        // The correction first (oldest), sharing two words with the task.
+        store
+            .remember(&[new(
+                MemoryKind::Correction,
+                format!("Rotate the keys {tag}"),
+                format!(
+                    "For the task «Rotate the keys {tag}», a person said: rotate the staging ones first"
+                ),
+            )])
+            .await
+            .unwrap();
+        // Then 40 good reviews holding every word of the task.
+        let task = format!("Rotate the database passwords of the billing replica {tag}");
+        let reviews: Vec<NewMemory> = (0..40)
+            .map(|i| {
+                new(
+                    MemoryKind::Review,
+                    task.clone(),
+                    format!("A reviewer (ana) judged the finished plan \"rotate {i}\" good."),
+                )
+            })
+            .collect();
+        store.remember(&reviews).await.unwrap();
+        let by_rank = store
+            .memories(Some(&task), 0, (RECALLED * PER_RECALLED) as u32)
+            .await
+            .unwrap();
+        assert!(
+            by_rank.iter().all(|m| m.kind == MemoryKind::Review),
+            "the reviews fill the candidates"
+        );
+        let recalled = Recall::new(store.clone(), None)
+            .recall(&task, RECALLED)
+            .await
+            .unwrap();
+        assert_eq!(recalled.len(), RECALLED);
+        assert!(
+            recalled
+                .iter()
+                .any(|m| m.text.contains("rotate the staging ones first")),
+            "{recalled:#?}"
+        );
+        // A rule for every task is recalled though it shares no word.
+        let rule = store
+            .remember(&[new(
+                MemoryKind::Rule,
+                String::new(),
+                format!("Say which replica you touched {tag}"),
+            )])
+            .await
+            .unwrap();
+        store.pin(rule[0].id, true).await.unwrap();
+        let recalled = Recall::new(store.clone(), None)
+            .recall(&format!("Write a haiku {tag}x"), RECALLED)
+            .await
+            .unwrap();
+        assert!(recalled.iter().any(|m| m.id == rule[0].id), "{recalled:#?}");
+        assert!(recalled.iter().all(|m| m.kind == MemoryKind::Rule));
+        store.forget(rule[0].id).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn good_reviews_ranked_above_a_correction_cannot_crowd_it_out_of_recall() {
+        let dir = tempfile::tempdir().unwrap();
+        crowded_recall(&format!(
+            "sqlite://{}",
+            dir.path().join("recall.db").display()
+        ))
+        .await;
+        // And on PostgreSQL, when the tests are given one.
+        if let Ok(url) = std::env::var("PLANBOARD_TEST_DATABASE_URL") {
+            crowded_recall(&url).await;
+        }
     }
 
     #[test]

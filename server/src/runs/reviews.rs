@@ -1,7 +1,8 @@
 //! People's reviews of finished plans: each reviewer writes their own,
 //! the team reads them all, and the agent remembers each (a correction
-//! memory, recalled before the next similar task is classified and
-//! planned) unless the plan's run opted out of memory.
+//! memory, or a review memory for a good verdict, recalled before the
+//! next similar task is classified and planned) unless the plan's run
+//! opted out of memory.
 
 use std::collections::HashMap;
 
@@ -53,7 +54,13 @@ impl Runs {
         let memory = match &run {
             Some(run) if !run.config.memory => None,
             _ => Some(NewMemory {
-                kind: MemoryKind::Correction,
+                // A good review is praise, not a correction: it never
+                // takes a correction's slot when recalled.
+                kind: if stored.verdict == ReviewVerdict::Good {
+                    MemoryKind::Review
+                } else {
+                    MemoryKind::Correction
+                },
                 // Recalled by what was asked, as the run's own memories are.
                 task: run.as_ref().map_or_else(
                     || format!("{} {}", snapshot.title(), snapshot.goal()),

@@ -38,7 +38,7 @@ use crate::book::{Book, Failure, Outcome, Ticket};
 use crate::hints::HintsShown;
 use crate::live::Hub;
 use crate::metrics::Metrics;
-use crate::store::{PlanStore, StoreError, StoredComment, StoredEvent};
+use crate::store::{PlanStore, SessionSettings, StoreError, StoredComment, StoredEvent};
 
 pub use crate::book::SYSTEM_ACTOR;
 
@@ -295,6 +295,19 @@ impl PlanService {
         .await
     }
 
+    /// Replaces an agent session's settings; answers them as stored.
+    pub async fn set_session_settings(
+        &self,
+        session: &str,
+        settings: SessionSettings,
+    ) -> Result<SessionSettings, ServiceError> {
+        settings
+            .check()
+            .map_err(|why| PlanError::invalid("session settings", why))?;
+        self.store.set_session_settings(session, &settings).await?;
+        Ok(settings)
+    }
+
     /// One tool call in a dialect, on the session's active plan unless the
     /// arguments name another. A call that deletes a plan (OpenManus'
     /// `planning` `delete`, or any tool that comes to) without
@@ -332,6 +345,7 @@ impl PlanService {
             actor: actor.to_string(),
             now: chrono::Utc::now(),
             new_plan_id: uuid::Uuid::new_v4(),
+            defaults: self.store.session_settings(session).await?.defaults(),
         };
         self.write(actor, |book| {
             let result = call(book, dialect, tool, args, &ctx);

@@ -62,13 +62,47 @@ impl PlanService {
         (rows, more)
     }
 
+    /// Runs `read` on the session's active plan, if it has one.
+    pub async fn read_active<T>(&self, session: &str, read: impl FnOnce(&Plan) -> T) -> Option<T> {
+        let book = self.book.lock().await;
+        let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
+        plan.map(read)
+    }
+
+    /// An agent session's settings (all unset for one that set none).
+    pub async fn session_settings(&self, session: &str) -> Result<SessionSettings, ServiceError> {
+        Ok(self.store.session_settings(session).await?)
+    }
+
+    /// `opts` with the session's rules: its confirmation setting (which a
+    /// plan's own overrides, in the engine) and its subtask limit for when
+    /// it has no plan yet.
+    async fn with_session_rules(
+        &self,
+        session: &str,
+        opts: &HintOptions,
+    ) -> Result<HintOptions, ServiceError> {
+        let settings = self.session_settings(session).await?;
+        let mut opts = opts.clone();
+        opts.needs_confirmation = settings
+            .need_user_confirm
+            .unwrap_or(opts.needs_confirmation);
+        opts.max_subtasks = opts.max_subtasks.or(settings.max_subtasks);
+        Ok(opts)
+    }
+
     /// The hint for a session's next step, and the version of the plan it
     /// describes. Reads only: `opts.since_version` (the caller's) decides
     /// whether an unchanged plan gets the one-line hint.
-    pub async fn session_hint(&self, session: &str, opts: &HintOptions) -> (String, Option<u64>) {
+    pub async fn session_hint(
+        &self,
+        session: &str,
+        opts: &HintOptions,
+    ) -> Result<(String, Option<u64>), ServiceError> {
+        let opts = self.with_session_rules(session, opts).await?;
         let book = self.book.lock().await;
         let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
-        (plan_engine::hint(plan, opts), plan.map(|p| p.version()))
+        Ok((plan_engine::hint(plan, &opts), plan.map(|p| p.version())))
     }
 
     /// [`PlanService::session_hint`] for an agent that wants the server to
@@ -79,16 +113,16 @@ impl PlanService {
         session: &str,
         opts: &HintOptions,
         fresh: bool,
-    ) -> (String, Option<u64>) {
+    ) -> Result<(String, Option<u64>), ServiceError> {
+        let mut opts = self.with_session_rules(session, opts).await?;
         let book = self.book.lock().await;
         let plan = PlanBook::active(&*book, session).and_then(|id| book.get(id));
         let mut shown = self.hints_shown.lock().unwrap_or_else(|e| e.into_inner());
-        let mut opts = opts.clone();
         if let (Some(plan), false) = (plan, fresh) {
             opts.since_version = shown.version_shown(session, plan.id());
         }
         shown.record(session, plan.map(|p| (p.id(), p.version())));
-        (plan_engine::hint(plan, &opts), plan.map(|p| p.version()))
+        Ok((plan_engine::hint(plan, &opts), plan.map(|p| p.version())))
     }
 
     pub async fn events(

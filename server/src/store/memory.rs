@@ -18,6 +18,8 @@ const COLUMNS: &str = "m.id, m.kind, m.task, m.body, m.run_id, m.plan_id, m.pinn
 
 /// Rows one recall ranks at most per search (see `search_memories`).
 const CANDIDATES: i64 = 1_000;
+/// The filter of `ranked`'s rows when only what people taught counts.
+const TAUGHT_KINDS: &str = " AND k.kind IN ('correction', 'rule')";
 /// Pinned memories looked at per recall, newest first.
 const PINNED_LOOKED_AT: u32 = 1_000;
 
@@ -113,18 +115,28 @@ impl SqlStore {
     /// but the commonest, …), each set cut to its newest [`CANDIDATES`].
     /// Pinned memories that share any term come first, found by their
     /// own index.
+    ///
+    /// `taught`: only what people taught (corrections and rules, with the
+    /// pinned memories), and the pinned rules that name no task (they
+    /// hold for every task) even when they share no term: recall's
+    /// second search, so summaries and reviews never crowd them out.
     pub(super) async fn search_memories(
         &self,
         query: &str,
         offset: u32,
         limit: u32,
+        taught: bool,
     ) -> Result<Vec<Memory>, StoreError> {
         let wanted = terms(query);
-        if wanted.is_empty() {
+        if wanted.is_empty() && !taught {
             return Ok(Vec::new());
         }
         let need = (offset + limit) as usize;
-        let mut found = self.pinned_sharing(&wanted).await?;
+        let mut found = self.pinned_sharing(&wanted, taught).await?;
+        if wanted.is_empty() {
+            found.truncate(need);
+            return Ok(found.into_iter().skip(offset as usize).collect());
+        }
         let counts = self.term_counts(&wanted).await?;
         let mut present: Vec<(String, i64)> = wanted
             .into_iter()
@@ -152,7 +164,7 @@ impl SqlStore {
             if found.len() >= need {
                 break;
             }
-            for memory in self.ranked(&terms, all, need).await? {
+            for memory in self.ranked(&terms, all, need, taught).await? {
                 if !found.iter().any(|m| m.id == memory.id) {
                     found.push(memory);
                 }
@@ -167,19 +179,22 @@ impl SqlStore {
 
     /// The best `need` rows holding any (or `all`) of `terms`, out of the
     /// newest [`CANDIDATES`] that do; pinned ones left out (they come
-    /// first anyway).
+    /// first anyway); only corrections and rules when `taught`.
     async fn ranked(
         &self,
         terms: &[String],
         all: bool,
         need: usize,
+        taught: bool,
     ) -> Result<Vec<Memory>, StoreError> {
+        // Kinds are serde's names: nothing to escape.
+        let kinds = if taught { TAUGHT_KINDS } else { "" };
         let rows = if self.is_postgres() {
             // Terms are letters, digits and CJK only: nothing to escape.
             let tsquery = terms.join(if all { " & " } else { " | " });
             sqlx::query(&format!(
-                "SELECT {COLUMNS} FROM (SELECT * FROM memories WHERE search @@ to_tsquery('simple', $1) \
-                 AND pinned = 0 ORDER BY created_at DESC LIMIT $2) m \
+                "SELECT {COLUMNS} FROM (SELECT * FROM memories k WHERE search @@ to_tsquery('simple', $1) \
+                 AND pinned = 0{kinds} ORDER BY created_at DESC LIMIT $2) m \
                  ORDER BY ts_rank(m.search, to_tsquery('simple', $1)) DESC, m.created_at DESC LIMIT $3"
             ))
             .bind(tsquery)
@@ -190,8 +205,9 @@ impl SqlStore {
         } else {
             let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
             sqlx::query(&format!(
-                "SELECT {COLUMNS} FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts \
-                 WHERE memories_fts MATCH $1 ORDER BY rowid DESC LIMIT $2) hits \
+                "SELECT {COLUMNS} FROM (SELECT memories_fts.rowid AS rowid, bm25(memories_fts) AS score \
+                 FROM memories_fts JOIN memories k ON k.rowid = memories_fts.rowid \
+                 WHERE memories_fts MATCH $1{kinds} ORDER BY memories_fts.rowid DESC LIMIT $2) hits \
                  JOIN memories m ON m.rowid = hits.rowid WHERE m.pinned = 0 \
                  ORDER BY hits.score, m.created_at DESC LIMIT $3"
             ))
@@ -233,8 +249,13 @@ impl SqlStore {
     }
 
     /// Pinned memories sharing any of `terms`, those sharing the most
-    /// first, then the newest (pinned ones are few: people pin them).
-    async fn pinned_sharing(&self, wanted: &[String]) -> Result<Vec<Memory>, StoreError> {
+    /// first, then the newest (pinned ones are few: people pin them);
+    /// with `every_task`, the rules that name no task too, after those.
+    async fn pinned_sharing(
+        &self,
+        wanted: &[String],
+        every_task: bool,
+    ) -> Result<Vec<Memory>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS}, m.terms FROM memories m WHERE m.pinned = 1 \
              ORDER BY m.created_at DESC LIMIT {PINNED_LOOKED_AT}"
@@ -248,8 +269,11 @@ impl SqlStore {
                 .split(' ')
                 .filter(|t| wanted.iter().any(|w| w == t))
                 .count();
-            if shared > 0 {
-                hits.push((shared, memory_of(row)?));
+            let memory = memory_of(row)?;
+            let everywhere =
+                every_task && memory.kind == MemoryKind::Rule && memory.task.trim().is_empty();
+            if shared > 0 || everywhere {
+                hits.push((shared, memory));
             }
         }
         hits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.created_at.cmp(&a.1.created_at)));

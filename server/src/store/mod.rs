@@ -15,12 +15,14 @@
 //! - `embeddings.rs`: memories' vectors for hybrid recall (part of [`RunStore`]).
 //! - `reviews.rs`: people's reviews of finished plans (part of [`RunStore`]).
 //! - `templates.rs`: plans saved as templates (part of [`RunStore`]).
+//! - `sessions.rs`: agent sessions' settings (part of [`PlanStore`]).
 
 mod embeddings;
 mod mcp;
 mod memory;
 mod reviews;
 mod runs;
+mod sessions;
 mod sql;
 mod templates;
 mod webhooks;
@@ -32,6 +34,7 @@ use serde::Serialize;
 
 pub use mcp::StoredMcpServer;
 pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
+pub use sessions::SessionSettings;
 pub use sql::{SqlStore, SNAPSHOT_EVERY};
 pub use webhooks::{Attempt, Delivery, NewDelivery, StoredEndpoint};
 
@@ -227,6 +230,14 @@ pub trait PlanStore: Send + Sync {
     ) -> Result<Vec<StoredEvent>, StoreError>;
     async fn last_seq(&self) -> Result<i64, StoreError>;
     async fn active(&self, session: &str) -> Result<Option<PlanId>, StoreError>;
+    /// An agent session's settings (all unset for a session that set none).
+    async fn session_settings(&self, session: &str) -> Result<SessionSettings, StoreError>;
+    /// Replaces an agent session's settings.
+    async fn set_session_settings(
+        &self,
+        session: &str,
+        settings: &SessionSettings,
+    ) -> Result<(), StoreError>;
     async fn comments(&self, plan: PlanId) -> Result<Vec<StoredComment>, StoreError>;
     /// Waits until another process may have committed (PostgreSQL
     /// LISTEN/NOTIFY). `None` when the store has no such signal (SQLite:

@@ -167,14 +167,34 @@ pub trait RunStore: Send + Sync {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<Memory>, StoreError>;
+    /// What people taught matching `query`: corrections, rules and pinned
+    /// memories (pinned first, with the pinned rules that name no task),
+    /// best ranked; recall's second search, so summaries and good reviews
+    /// cannot crowd them out of the candidates.
+    async fn taught_memories(&self, query: &str, limit: u32) -> Result<Vec<Memory>, StoreError>;
     /// Whether there was such a memory.
     async fn forget(&self, id: MemoryId) -> Result<bool, StoreError>;
     async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError>;
     /// Rewrites a memory's text; `None` when there is no such memory.
     async fn edit_memory(&self, id: MemoryId, text: &str) -> Result<Option<Memory>, StoreError>;
     /// Deletes the logs of the runs that ended before `before` (their
-    /// rows stay); how many entries went.
+    /// rows stay; runs a person keeps are left alone); how many entries
+    /// went.
     async fn purge_run_logs(&self, before: Timestamp) -> Result<u64, StoreError>;
+    /// Rewrites a finished run's record (a person keeping its files, the
+    /// workspace retention noting it removed them) without moving its
+    /// `updated_at`: the time it ended, which the retentions count from.
+    /// `false` when there is no such finished run.
+    async fn amend_finished_run(&self, run: &RunRecord) -> Result<bool, StoreError>;
+    /// Of `ids`, the finished runs whose row last changed before `before`.
+    async fn finished_before(
+        &self,
+        ids: &[RunId],
+        before: Timestamp,
+    ) -> Result<Vec<RunRecord>, StoreError>;
+    /// The database's part of the storage view: its size and what it
+    /// holds (the workspaces and the retentions are the caller's to fill).
+    async fn storage_counts(&self) -> Result<run_model::StorageReport, StoreError>;
     /// The runs started again from `plan`'s work, oldest first.
     async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError>;
     /// Stores a reviewer's review of a plan (replacing theirs) and the
@@ -288,6 +308,10 @@ const RUN_LOG_CHANNEL: &str = "planboard_run_log";
 const DELTA_CHANNEL: &str = "planboard_run_delta";
 
 const UNFINISHED: &str = "state NOT IN ('done', 'failed', 'cancelled')";
+/// A run a person keeps ([`RunRecord::kept`]), matched in its record's
+/// JSON: a quote inside a string value is escaped there, so only the
+/// field itself matches.
+const KEPT: &str = "%\"kept\":true%";
 
 #[async_trait]
 impl RunStore for SqlStore {
@@ -652,9 +676,13 @@ impl RunStore for SqlStore {
         limit: u32,
     ) -> Result<Vec<Memory>, StoreError> {
         match query.map(str::trim).filter(|q| !q.is_empty()) {
-            Some(q) => self.search_memories(q, offset, limit).await,
+            Some(q) => self.search_memories(q, offset, limit, false).await,
             None => self.newest_memories(offset, limit).await,
         }
+    }
+
+    async fn taught_memories(&self, query: &str, limit: u32) -> Result<Vec<Memory>, StoreError> {
+        self.search_memories(query, 0, limit, true).await
     }
 
     async fn forget(&self, id: MemoryId) -> Result<bool, StoreError> {
@@ -672,12 +700,92 @@ impl RunStore for SqlStore {
         // `updated_at` is the row's last save: a finished run saves no more.
         let done = sqlx::query(&format!(
             "DELETE FROM run_log WHERE run_id IN \
-             (SELECT id FROM runs WHERE NOT ({UNFINISHED}) AND updated_at < $1)"
+             (SELECT id FROM runs WHERE NOT ({UNFINISHED}) AND updated_at < $1 \
+             AND record NOT LIKE $2)"
         ))
         .bind(ts(before))
+        .bind(KEPT)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())
+    }
+    async fn amend_finished_run(&self, run: &RunRecord) -> Result<bool, StoreError> {
+        let record = serde_json::to_string(run).map_err(corrupt)?;
+        let done = sqlx::query(&format!(
+            "UPDATE runs SET record = $1 WHERE id = $2 AND NOT ({UNFINISHED})"
+        ))
+        .bind(record)
+        .bind(run.id.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+    async fn finished_before(
+        &self,
+        ids: &[RunId],
+        before: Timestamp,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        let mut found = Vec::new();
+        for chunk in ids.chunks(500) {
+            let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+            let sql = format!(
+                "SELECT record FROM runs WHERE NOT ({UNFINISHED}) AND updated_at < $1 \
+                 AND id IN ({})",
+                list.join(", ")
+            );
+            let mut query = sqlx::query(&sql).bind(ts(before));
+            for id in chunk {
+                query = query.bind(id.to_string());
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                found.push(record_of(&row)?);
+            }
+        }
+        Ok(found)
+    }
+    async fn storage_counts(&self) -> Result<run_model::StorageReport, StoreError> {
+        let count = |table: &'static str| async move {
+            let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+                .fetch_one(&self.pool)
+                .await?;
+            Ok::<u64, StoreError>(n.max(0) as u64)
+        };
+        let (database, size_sql) = if self.is_postgres() {
+            (
+                "postgres",
+                "SELECT CAST(pg_database_size(current_database()) AS BIGINT)",
+            )
+        } else {
+            (
+                "sqlite",
+                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+            )
+        };
+        let bytes: i64 = sqlx::query_scalar(size_sql).fetch_one(&self.pool).await?;
+        // Flags inside the record's JSON (see KEPT).
+        let flagged = |pattern: &'static str| async move {
+            let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs WHERE record LIKE $1")
+                .bind(pattern)
+                .fetch_one(&self.pool)
+                .await?;
+            Ok::<u64, StoreError>(n.max(0) as u64)
+        };
+        Ok(run_model::StorageReport {
+            database: database.into(),
+            database_bytes: bytes.max(0) as u64,
+            plans: count("plans").await?,
+            plan_events: count("plan_events").await?,
+            runs: count("runs").await?,
+            run_log_entries: count("run_log").await?,
+            memories: count("memories").await?,
+            webhook_deliveries: count("webhook_deliveries").await?,
+            workspaces: run_model::WorkspacesUse {
+                kept: flagged(KEPT).await?,
+                removed: flagged("%\"files_removed_at\":%").await?,
+                ..Default::default()
+            },
+            retention: Default::default(),
+        })
     }
     async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError> {
         let rows = sqlx::query(

@@ -20,7 +20,7 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor, Row};
 use tokio::sync::mpsc;
 
-use super::{Batch, PlanStore, StoreError, StoredComment, StoredEvent};
+use super::{Batch, PlanStore, SessionSettings, StoreError, StoredComment, StoredEvent};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
@@ -491,6 +491,55 @@ impl PlanStore for SqlStore {
                 .fetch_optional(&self.pool)
                 .await?;
         id.map(|id| id.parse().map_err(corrupt)).transpose()
+    }
+
+    async fn session_settings(&self, session: &str) -> Result<SessionSettings, StoreError> {
+        let row = sqlx::query(
+            "SELECT need_user_confirm, max_subtasks FROM session_settings WHERE session = $1",
+        )
+        .bind(session)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(SessionSettings::default());
+        };
+        let confirm: Option<i64> = row.try_get("need_user_confirm")?;
+        let max: Option<i64> = row.try_get("max_subtasks")?;
+        Ok(SessionSettings {
+            need_user_confirm: confirm.map(|c| c != 0),
+            max_subtasks: max
+                .map(u32::try_from)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("max_subtasks: {e}")))?,
+        })
+    }
+
+    /// Replaces the session's settings; all unset removes its row.
+    async fn set_session_settings(
+        &self,
+        session: &str,
+        settings: &SessionSettings,
+    ) -> Result<(), StoreError> {
+        if *settings == SessionSettings::default() {
+            sqlx::query("DELETE FROM session_settings WHERE session = $1")
+                .bind(session)
+                .execute(&self.pool)
+                .await?;
+            return Ok(());
+        }
+        sqlx::query(
+            "INSERT INTO session_settings (session, need_user_confirm, max_subtasks, updated_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (session) DO UPDATE SET \
+             need_user_confirm = excluded.need_user_confirm, \
+             max_subtasks = excluded.max_subtasks, updated_at = excluded.updated_at",
+        )
+        .bind(session)
+        .bind(settings.need_user_confirm.map(i64::from))
+        .bind(settings.max_subtasks.map(i64::from))
+        .bind(ts(chrono::Utc::now()))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     async fn comments(&self, plan: PlanId) -> Result<Vec<StoredComment>, StoreError> {

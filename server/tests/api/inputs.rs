@@ -743,9 +743,9 @@ async fn a_run_goes_through_an_uploaded_catalog_a_batch_at_a_time() {
     let batch_prompts = prompts(&fake, "batch");
     assert_eq!(batch_prompts.len(), 3, "one planning call per batch");
     assert!(batch_prompts[2].contains("Batch 3"), "{}", batch_prompts[2]);
-    assert!(batch_prompts[2].contains("#11: tool_11"));
+    assert!(batch_prompts[2].contains("item 11: tool_11"));
     assert!(
-        !batch_prompts[2].contains("#1: tool_1\\n"),
+        !batch_prompts[2].contains("item 1: tool_1\\n"),
         "earlier items are not listed again"
     );
     let plan = server.plan(&plan_id).await;

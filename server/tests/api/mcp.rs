@@ -303,3 +303,198 @@ async fn start_run_refuses_base64_files_over_the_limits_before_decoding_them() {
     );
     mcp.cancel().await.ok();
 }
+
+/// A call that must succeed; its text.
+async fn ok(
+    mcp: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &'static str,
+    args: Value,
+) -> String {
+    let result = mcp.call_tool(params(name, args)).await.expect(name);
+    assert_ne!(result.is_error, Some(true), "{name}: {}", text(&result));
+    text(&result)
+}
+
+/// A call the tool must refuse; its text.
+async fn refused(
+    mcp: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &'static str,
+    args: Value,
+) -> String {
+    let result = mcp.call_tool(params(name, args.clone())).await.expect(name);
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "{name}({args}) should be refused: {}",
+        text(&result)
+    );
+    text(&result)
+}
+
+#[tokio::test]
+async fn an_mcp_client_gets_the_hint_for_its_plan_in_its_language_with_the_rules_it_set() {
+    let server = token_mode().await.with_token(crate::auth::OPERATOR);
+    let mcp = client(&server, crate::auth::OPERATOR).await;
+    let tools = mcp.list_all_tools().await.expect("tools");
+    for (name, argument) in [
+        ("get_hint", "lang"),
+        ("search_memory", "query"),
+        ("set_session_settings", "max_subtasks"),
+    ] {
+        let tool = tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} is listed"));
+        assert!(
+            tool.input_schema["properties"].get(argument).is_some(),
+            "{name}: {:?}",
+            tool.input_schema
+        );
+    }
+    let confirm = "WAIT FOR USER CONFIRMATION";
+
+    // No plan, no rules set: the no-plan hint alone.
+    let none = ok(&mcp, "get_hint", json!({})).await;
+    assert!(none.contains("create_plan"), "{none}");
+    assert!(!none.contains(confirm), "{none}");
+    let set = ok(
+        &mcp,
+        "set_session_settings",
+        json!({"need_user_confirm": true, "max_subtasks": 2}),
+    )
+    .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&set).unwrap(),
+        json!({"need_user_confirm": true, "max_subtasks": 2})
+    );
+    let none = ok(&mcp, "get_hint", json!({"lang": "zh"})).await;
+    assert!(none.contains("等待用户确认"), "{none}");
+    assert!(none.contains("不超过 2 个子任务"), "{none}");
+    refused(&mcp, "set_session_settings", json!({"max_subtasks": 0})).await;
+    refused(&mcp, "get_hint", json!({"lang": "fr"})).await;
+
+    // The session's limit holds for the plans it creates.
+    let full = refused(
+        &mcp,
+        "create_plan",
+        json!({"title": "市场调研", "subtasks": [{"name": "一"}, {"name": "二"}, {"name": "三"}]}),
+    )
+    .await;
+    assert!(full.contains("at most 2 subtasks"), "{full}");
+    ok(
+        &mcp,
+        "create_plan",
+        json!({"title": "市场调研", "subtasks": [{"name": "一"}, {"name": "二"}]}),
+    )
+    .await;
+    // Without lang, the plan's language; the rules come with it.
+    let hint = ok(&mcp, "get_hint", json!({})).await;
+    assert!(hint.starts_with("# 市场调研"), "{hint}");
+    assert!(hint.contains("等待用户确认"), "{hint}");
+    assert!(hint.contains("不超过 2 个子任务"), "{hint}");
+    // Unchanged since: one line; fresh repeats it whole, in English if asked.
+    let again = ok(&mcp, "get_hint", json!({"lang": "en"})).await;
+    assert!(
+        again.starts_with("No change since your last hint"),
+        "{again}"
+    );
+    let fresh = ok(&mcp, "get_hint", json!({"lang": "en", "fresh": true})).await;
+    assert!(fresh.contains(confirm), "{fresh}");
+    assert!(fresh.contains("no more than 2 subtasks"), "{fresh}");
+    // The plan's own setting wins over the session's.
+    ok(
+        &mcp,
+        "update_plan_info",
+        json!({"need_user_confirm": false}),
+    )
+    .await;
+    let hint = ok(&mcp, "get_hint", json!({"lang": "en"})).await;
+    assert!(!hint.contains(confirm), "{hint}");
+
+    // Another MCP session has settings of its own.
+    let other = client(&server, crate::auth::OPERATOR).await;
+    let theirs = ok(&other, "get_hint", json!({"lang": "en"})).await;
+    assert!(!theirs.contains(confirm), "{theirs}");
+    mcp.cancel().await.ok();
+    other.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn search_memory_answers_the_teams_memories_best_first_and_keeps_to_its_limits() {
+    use run_model::memory::{MemoryKind, NewMemory};
+    let server = token_mode().await.with_token(crate::auth::OPERATOR);
+    let memory = |task: &str, text: &str| NewMemory {
+        kind: MemoryKind::Correction,
+        task: task.into(),
+        text: text.into(),
+        run_id: None,
+        plan_id: None,
+    };
+    server
+        .services
+        .runs
+        .store()
+        .remember(&[
+            memory(
+                "Deploy the billing service",
+                "Roll back with the blue-green switch, never by redeploying.",
+            ),
+            memory("Write a poem about autumn", "Keep it to four lines."),
+            memory(
+                &"long task ".repeat(100),
+                "The rollback runbook is in ops/.",
+            ),
+        ])
+        .await
+        .unwrap();
+    let mcp = client(&server, crate::auth::OPERATOR).await;
+    let found = ok(
+        &mcp,
+        "search_memory",
+        json!({"query": "blue-green switch for billing"}),
+    )
+    .await;
+    let found: Value = serde_json::from_str(&found).unwrap();
+    let memories = found["memories"].as_array().unwrap();
+    assert!(!memories.is_empty(), "{found}");
+    assert!(
+        memories[0]["text"].as_str().unwrap().contains("blue-green"),
+        "{found}"
+    );
+    assert!(
+        memories
+            .iter()
+            .all(|m| m["text"] != "Keep it to four lines."),
+        "{found}"
+    );
+    // Each of the three matches; `limit` keeps to the best.
+    let count = |found: String| {
+        let found: Value = serde_json::from_str(&found).unwrap();
+        found["memories"].as_array().unwrap().len()
+    };
+    let words = "rollback billing poem";
+    assert_eq!(
+        count(ok(&mcp, "search_memory", json!({"query": words})).await),
+        3
+    );
+    let one = json!({"query": words, "limit": 1});
+    assert_eq!(count(ok(&mcp, "search_memory", one).await), 1);
+    let found = ok(&mcp, "search_memory", json!({"query": "runbook"})).await;
+    let found: Value = serde_json::from_str(&found).unwrap();
+    let memories = found["memories"].as_array().unwrap();
+    // A long task is shown cut, not whole.
+    assert!(
+        memories[0]["task"].as_str().unwrap().chars().count() <= 300,
+        "{found}"
+    );
+    for bad in [
+        json!({"query": "rollback", "limit": 21}),
+        json!({"query": "rollback", "limit": 0}),
+        json!({"query": "   "}),
+        json!({"query": "x".repeat(501)}),
+        json!({}),
+    ] {
+        refused(&mcp, "search_memory", bad).await;
+    }
+    mcp.cancel().await.ok();
+}

@@ -392,6 +392,12 @@ async fn the_run_store_works_on_postgres() {
 }
 
 #[tokio::test]
+async fn session_settings_are_kept_in_postgres() {
+    let Some(url) = database() else { return };
+    crate::tools::session_settings_story(&url).await;
+}
+
+#[tokio::test]
 async fn the_run_store_works_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     run_store_story(&format!(

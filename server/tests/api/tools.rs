@@ -370,3 +370,193 @@ async fn the_session_header_names_the_session_like_the_query() {
     assert!(b["text"].as_str().unwrap().contains("plan B"), "{b}");
     assert_eq!(b["session"], "header-b");
 }
+
+#[tokio::test]
+async fn a_sessions_settings_are_set_over_rest_and_carried_by_its_hints_and_the_plans_it_creates() {
+    let server = TestServer::start().await;
+    let confirm = "WAIT FOR USER CONFIRMATION";
+    let hint = |session: &'static str| {
+        let server = &server;
+        async move {
+            let (status, text) = server
+                .get(&format!("/api/tools/agentscope/hint?session={session}"))
+                .await;
+            assert_eq!(status, StatusCode::OK);
+            text.as_str().unwrap().to_string()
+        }
+    };
+    // Nothing set: no rules, as before.
+    let (status, settings) = server.get("/api/session/settings?session=s-1").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        settings,
+        json!({"need_user_confirm": null, "max_subtasks": null})
+    );
+    assert!(!hint("s-1").await.contains(confirm));
+
+    let (status, settings) = server
+        .send(
+            reqwest::Method::PUT,
+            "/api/session/settings?session=s-1",
+            Some(json!({"need_user_confirm": true, "max_subtasks": 2})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{settings}");
+    assert_eq!(
+        settings,
+        json!({"need_user_confirm": true, "max_subtasks": 2})
+    );
+    let (_, read) = server.get("/api/session/settings?session=s-1").await;
+    assert_eq!(read, settings);
+    // With no plan yet, the hint states both rules (seed 003's no-plan hint).
+    let none = hint("s-1").await;
+    assert!(none.contains(confirm), "{none}");
+    assert!(none.contains("no more than 2 subtasks"), "{none}");
+    // Another session is untouched.
+    assert!(!hint("s-2").await.contains(confirm));
+
+    // A plan the session creates takes its settings; the engine holds the limit.
+    let subtasks = |n: usize| {
+        (0..n)
+            .map(|i| json!({"name": format!("step {i}"), "description": "", "expected_outcome": "x"}))
+            .collect::<Vec<_>>()
+    };
+    let (status, r) = call(
+        &server,
+        "agentscope",
+        "create_plan",
+        "s-1",
+        json!({"name": "n", "description": "d", "expected_outcome": "o", "subtasks": subtasks(3)}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+    assert_eq!(r["error"], "plan_full", "{r}");
+    let (status, r) = call(
+        &server,
+        "agentscope",
+        "create_plan",
+        "s-1",
+        json!({"name": "n", "description": "d", "expected_outcome": "o", "subtasks": subtasks(2)}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let id = r["plan_id"].as_str().unwrap().to_string();
+    let plan = server.plan(&id).await;
+    assert_eq!(plan["max_subtasks"], 2);
+    assert_eq!(plan["need_user_confirm"], true);
+    let at_start = hint("s-1").await;
+    assert!(at_start.contains(confirm), "{at_start}");
+    assert!(at_start.contains("no more than 2 subtasks"), "{at_start}");
+    let (status, r) = call(
+        &server,
+        "agentscope",
+        "revise_current_plan",
+        "s-1",
+        json!({"subtask_idx": 2, "action": "add",
+               "subtask": {"name": "three", "description": "", "expected_outcome": "x"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+    assert_eq!(r["error"], "plan_full", "{r}");
+
+    // The plan's own setting wins over the session's.
+    let (status, r) = server
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/plans/{id}"),
+            Some(json!({"need_user_confirm": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    assert!(!hint("s-1").await.contains(confirm));
+    // A plan created over REST carries its own, whatever the caller's session.
+    let other = server
+        .create(json!({"title": "asks first", "need_user_confirm": true,
+                       "subtasks": [{"name": "a"}]}))
+        .await;
+    let (_, text) = server.get(&format!("/api/plans/{other}/hint")).await;
+    assert!(text.as_str().unwrap().contains(confirm), "{text}");
+
+    // Bad settings are refused and change nothing.
+    for bad in [
+        json!({"max_subtasks": 0}),
+        json!({"max_subtasks": 5001}),
+        json!({"need_user_confirm": "yes"}),
+        json!({"max_parallel": 2}),
+    ] {
+        let (status, r) = server
+            .send(
+                reqwest::Method::PUT,
+                "/api/session/settings?session=s-1",
+                Some(bad.clone()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {r}");
+    }
+    let (_, read) = server.get("/api/session/settings?session=s-1").await;
+    assert_eq!(read, json!({"need_user_confirm": true, "max_subtasks": 2}));
+    // Unsetting everything takes the rules away again.
+    let (status, _) = server
+        .send(
+            reqwest::Method::PUT,
+            "/api/session/settings?session=s-1",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, read) = server.get("/api/session/settings?session=s-1").await;
+    assert_eq!(
+        read,
+        json!({"need_user_confirm": null, "max_subtasks": null})
+    );
+}
+
+/// A session's settings on either database: unset until set, replaced
+/// whole, kept when the store is opened again, and removed when all unset.
+pub async fn session_settings_story(url: &str) {
+    use server::store::{PlanStore, SessionSettings, SqlStore};
+    let session = format!("story-{}", uuid::Uuid::new_v4());
+    let store = SqlStore::connect(url).await.unwrap();
+    assert_eq!(
+        store.session_settings(&session).await.unwrap(),
+        SessionSettings::default()
+    );
+    let set = SessionSettings {
+        need_user_confirm: Some(false),
+        max_subtasks: Some(5000),
+    };
+    store.set_session_settings(&session, &set).await.unwrap();
+    let only_limit = SessionSettings {
+        need_user_confirm: None,
+        max_subtasks: Some(7),
+    };
+    store
+        .set_session_settings(&session, &only_limit)
+        .await
+        .unwrap();
+    drop(store);
+    let store = SqlStore::connect(url).await.unwrap();
+    assert_eq!(store.session_settings(&session).await.unwrap(), only_limit);
+    assert_eq!(
+        store.session_settings("someone else").await.unwrap(),
+        SessionSettings::default()
+    );
+    store
+        .set_session_settings(&session, &SessionSettings::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.session_settings(&session).await.unwrap(),
+        SessionSettings::default()
+    );
+}
+
+#[tokio::test]
+async fn session_settings_are_kept_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    session_settings_story(&format!(
+        "sqlite://{}",
+        dir.path().join("sessions.db").display()
+    ))
+    .await;
+}

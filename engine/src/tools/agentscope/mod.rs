@@ -205,7 +205,7 @@ fn create_plan(s: &mut Session<'_>, a: CreatePlan) -> Result<Reply, ToolError> {
         ..NewPlan::default()
     };
     // Validate the new plan before archiving the old one, so a bad call changes nothing.
-    Plan::create(&spec, &s.ctx.actor, s.ctx.now)?;
+    Plan::create(&s.with_defaults(spec.clone()), &s.ctx.actor, s.ctx.now)?;
     let replaced = s
         .current()
         .ok()

@@ -60,11 +60,15 @@ pub(super) struct CreatePlan {
     /// Require a person's approval before any subtask may start.
     #[serde(default)]
     pub(super) approval_required: bool,
+    /// The most subtasks the plan may ever hold (default: this session's setting, else no limit).
     #[serde(default)]
     pub(super) max_subtasks: Option<Int>,
     /// How many subtasks may be in progress at once (default: no limit).
     #[serde(default)]
     pub(super) max_parallel: Option<Int>,
+    /// Present the plan to the user and wait for their go-ahead before executing it (default: this session's setting, else false).
+    #[serde(default)]
+    pub(super) need_user_confirm: Option<bool>,
 }
 
 /// Show a plan (default: the current one) with every subtask, progress, ready subtasks and critical path.
@@ -102,6 +106,9 @@ pub(super) struct UpdatePlanInfo {
     /// 0 removes the limit.
     #[serde(default)]
     pub(super) max_parallel: Option<Int>,
+    /// Whether to wait for the user's go-ahead before executing the plan.
+    #[serde(default)]
+    pub(super) need_user_confirm: Option<bool>,
 }
 
 /// Add a subtask. With after_subtask_id, subtasks that depended on that one (and have not started) will depend on the new subtask instead, unless rewire is false.

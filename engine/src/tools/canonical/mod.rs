@@ -62,6 +62,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 approval_required: a.approval_required,
                 max_subtasks: limit(a.max_subtasks),
                 max_parallel: limit(a.max_parallel),
+                need_user_confirm: a.need_user_confirm,
                 subtasks: a
                     .subtasks
                     .0
@@ -121,6 +122,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
                 mode: None,
                 max_subtasks: limit(a.max_subtasks),
                 max_parallel: limit(a.max_parallel),
+                need_user_confirm: a.need_user_confirm,
             };
             mutate(s, Op::UpdateInfo { patch }, |_| "Plan info updated.".into())
         }
