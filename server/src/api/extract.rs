@@ -78,7 +78,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|rejection| from_rejection(rejection.status(), rejection.body_text()))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        if super::error::json_blank(&bytes) {
             return Ok(OptionalBody(T::default()));
         }
         typed?;

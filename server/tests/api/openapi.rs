@@ -234,6 +234,25 @@ async fn what_the_schema_forbids_is_refused_and_what_it_allows_is_read() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
+    // So is one of JSON's own whitespace (read as no body: the plan, paused
+    // already, then cannot pause again); a form feed is not JSON at all
+    // (Schemathesis sent one, and it was read as no body).
+    for (body, status) in [
+        (" \t\r\n", StatusCode::UNPROCESSABLE_ENTITY),
+        ("\x0c", StatusCode::BAD_REQUEST),
+    ] {
+        let response = server
+            .client
+            .post(server.url(&format!("/api/plans/{id}/pause")))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let got = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(got, status, "{body:?}: {text}");
+    }
 }
 
 #[tokio::test]
