@@ -1,21 +1,22 @@
-//! The README's state tables are what the engine does: every (from, to)
-//! pair of both tables is read from README.md and checked against the
-//! transition functions, so neither can change without the other.
+//! The documented state tables are what the engine does: every (from, to)
+//! pair of both tables is read from docs/engine.md (the README links it)
+//! and checked against the transition functions, so neither can change
+//! without the other.
 
 use plan_engine::transitions::{plan_transition, subtask_transition, SubtaskMove};
 use plan_engine::{PlanState, SubtaskState};
 
-fn readme() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-    std::fs::read_to_string(path).expect("README.md beside the workspace")
+fn engine_doc() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/engine.md");
+    std::fs::read_to_string(path).expect("docs/engine.md in the workspace")
 }
 
-/// The table rows under a `### heading`, as cells (header and rule skipped).
+/// The table rows under a `## heading`, as cells (header and rule skipped).
 fn table(text: &str, heading: &str) -> Vec<Vec<String>> {
     let section = text
-        .split(&format!("### {heading}\n"))
+        .split(&format!("\n## {heading}\n"))
         .nth(1)
-        .unwrap_or_else(|| panic!("README has no section {heading}"));
+        .unwrap_or_else(|| panic!("docs/engine.md has no section {heading}"));
     section
         .lines()
         .skip_while(|l| !l.starts_with('|'))
@@ -53,8 +54,8 @@ fn plan_state(name: &str) -> Option<PlanState> {
 }
 
 #[test]
-fn every_pair_of_the_readmes_subtask_table_is_what_the_engine_does() {
-    let rows = table(&readme(), "Subtask states");
+fn every_pair_of_the_documented_subtask_table_is_what_the_engine_does() {
+    let rows = table(&engine_doc(), "Subtask states");
     assert_eq!(rows.len(), 6, "one row per state");
     let columns = SubtaskState::ALL;
     let mut checked = 0;
@@ -96,8 +97,8 @@ fn every_pair_of_the_readmes_subtask_table_is_what_the_engine_does() {
 }
 
 #[test]
-fn every_pair_of_the_readmes_plan_table_is_what_the_engine_does() {
-    let rows = table(&readme(), "Plan states");
+fn every_pair_of_the_documented_plan_table_is_what_the_engine_does() {
+    let rows = table(&engine_doc(), "Plan states");
     let mut covered = Vec::new();
     for row in rows {
         // "approved (approve), draft (reject, comment required), abandoned":
