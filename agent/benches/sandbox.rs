@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use agent::sandbox::{Sandbox, SandboxLimits};
+use agent::tools::sandbox::{Sandbox, SandboxLimits};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;

@@ -63,6 +63,18 @@ pub struct Caller {
     pub protocol: Protocol,
     /// What each call is charged at.
     pub prices: Arc<PriceTable>,
+    /// The executor's last action shape and what it was made of: a run's
+    /// tools seldom change, and making the shape anew cost more per step
+    /// than comparing and copying it.
+    pub shapes: Arc<Mutex<Option<ActionShape>>>,
+}
+
+/// An action shape with the tools, offer and protocol it was made for.
+pub struct ActionShape {
+    tools: Vec<ToolSpec>,
+    offered: protocol::Actions,
+    native: bool,
+    shape: Shape,
 }
 
 /// What the model said: its text, or the calls it made.
@@ -115,6 +127,7 @@ impl Caller {
             })),
             protocol,
             prices: Arc::default(),
+            shapes: Arc::default(),
         }
     }
 
@@ -338,16 +351,7 @@ impl Caller {
             Protocol::JsonSchema => false,
             Protocol::Auto => self.llm.tool_calls_reliable(),
         };
-        let shape = if native {
-            Shape::Tools {
-                functions: protocol::action_functions(tools, offered),
-            }
-        } else {
-            Shape::Json {
-                name: "action",
-                schema: protocol::action_schema(tools, offered),
-            }
-        };
+        let shape = self.action_shape(tools, offered, native);
         let request = ChatRequest {
             role: CallRole::Executor,
             messages,
@@ -360,9 +364,107 @@ impl Caller {
         .await
     }
 
+    /// The action shape for these tools and offer, the last one made if
+    /// it was made for the same.
+    fn action_shape(&self, tools: &[ToolSpec], offered: protocol::Actions, native: bool) -> Shape {
+        let mut cached = self.shapes.lock().expect("shapes lock");
+        if let Some(made) = cached.as_ref() {
+            if made.native == native && made.offered == offered && made.tools == tools {
+                return made.shape.clone();
+            }
+        }
+        let shape = if native {
+            Shape::Tools {
+                functions: protocol::action_functions(tools, offered),
+            }
+        } else {
+            Shape::Json {
+                name: "action",
+                schema: protocol::action_schema(tools, offered),
+            }
+        };
+        *cached = Some(ActionShape {
+            tools: tools.to_vec(),
+            offered,
+            native,
+            shape: shape.clone(),
+        });
+        shape
+    }
+
     pub async fn log(&self, entry: RunEntry) {
         if let Err(e) = self.host.log(self.run, entry).await {
             tracing::warn!("run {}: could not write the run log: {e}", self.run);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ScriptedLlm;
+    use serde_json::json;
+
+    fn tool(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("the tool {name}"),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }
+    }
+
+    /// What the shape is when made anew.
+    fn fresh(tools: &[ToolSpec], offered: protocol::Actions, native: bool) -> Shape {
+        if native {
+            Shape::Tools {
+                functions: protocol::action_functions(tools, offered),
+            }
+        } else {
+            Shape::Json {
+                name: "action",
+                schema: protocol::action_schema(tools, offered),
+            }
+        }
+    }
+
+    #[test]
+    fn the_action_shape_is_kept_and_made_again_when_the_tools_or_the_offer_change() {
+        let caller = Caller::standalone(Arc::new(ScriptedLlm::new()), 1, Protocol::JsonSchema);
+        let all = protocol::Actions {
+            add_subtask: true,
+            ask: true,
+        };
+        let none = protocol::Actions {
+            add_subtask: false,
+            ask: false,
+        };
+        let one = [tool("read_file")];
+        let two = [tool("read_file"), tool("write_file")];
+        assert_eq!(
+            caller.action_shape(&one, all, false),
+            fresh(&one, all, false)
+        );
+        assert!(
+            caller.shapes.lock().unwrap().is_some(),
+            "the shape is kept for the next step"
+        );
+        assert_eq!(
+            caller.action_shape(&one, all, false),
+            fresh(&one, all, false)
+        );
+        assert_eq!(
+            caller.action_shape(&two, all, false),
+            fresh(&two, all, false)
+        );
+        assert_eq!(
+            caller.action_shape(&two, none, false),
+            fresh(&two, none, false)
+        );
+        assert_eq!(
+            caller.action_shape(&two, none, true),
+            fresh(&two, none, true)
+        );
+        assert_ne!(fresh(&one, all, false), fresh(&two, all, false));
+        assert_ne!(fresh(&two, all, false), fresh(&two, none, false));
     }
 }

@@ -17,43 +17,34 @@
 //! - [`protocol`]: typed answers, their schemas, the executor's actions in
 //!   both protocols (JSON schema and native tool calls).
 //! - [`prompts`]: the words.
-//! - [`classify`], [`planner`], [`executor`]: the three roles.
+//! - [`roles`]: the model-facing roles, one file each: the classifier,
+//!   the planners (simple, complex and emergent; seed 002's batch planner)
+//!   and the executor.
 //! - [`grounded`]: whether the numbers a model states come from what it
 //!   saw (checked before a subtask completes and an answer is kept).
-//! - [`batch_planner`]: seed 002's planner for a long input, a batch of
-//!   items at a time, whose answer is mended to cover exactly its items.
 //! - [`coordinator`]: [`coordinator::Agent`] drives a run from its stored
-//!   state: approval, super-steps, emergent updates, pauses, the answer.
+//!   state: approval, super-steps, emergent updates, adaptation, pauses,
+//!   the answer.
 //! - [`run`]: run configuration, budget, state machine, run log entries.
 //! - [`host`]: the [`host::Host`] trait and an in-memory host.
-//! - [`tools`]: work tools; the file tools, on the run's [`workspace`].
+//! - [`tools`]: work tools, one source a file: the file tools on the run's
+//!   [`workspace`], `fetch_url` and `web_search`, MCP servers, and
+//!   `run_python` / `run_shell` under bubblewrap (`tools::sandbox`: detect,
+//!   jail, capture, code).
 //! - [`workspace`]: the only code that touches a workspace's files, every
 //!   name resolved beneath one directory handle (links never lead out).
-//! - [`mcp`]: MCP servers (streamable HTTP or stdio) as work tools.
-//! - [`sandbox`]: `run_python` and `run_shell` under bubblewrap: no
-//!   network, the workspace the only writable place, limits on CPU,
-//!   memory, processes, file size, wall time and output.
-//! - [`web`]: `fetch_url` (private addresses refused, redirects checked
-//!   again) and `web_search` (DuckDuckGo's keyless page by default;
-//!   SearXNG, Brave or Tavily when configured), through the same guard.
 
-pub mod batch_planner;
 pub mod call;
-pub mod classify;
 pub mod coordinator;
-pub mod executor;
 pub mod grounded;
 pub mod host;
 pub mod llm;
-pub mod mcp;
-pub mod planner;
 pub mod prompts;
 pub mod protocol;
 pub mod retry;
+pub mod roles;
 pub mod run;
-pub mod sandbox;
 pub mod tools;
-pub mod web;
 pub mod workspace;
 
 pub use coordinator::Agent;

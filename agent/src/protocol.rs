@@ -277,6 +277,13 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     value
 }
 
+/// [`FixedAction`]'s schema, generated once: every executor call needs
+/// it, and generating it was a fifth of the action shape's cost per step.
+fn fixed_actions() -> &'static Value {
+    static FIXED: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    FIXED.get_or_init(schema_of::<FixedAction>)
+}
+
 /// Which of the optional fixed actions an executor is offered: adding a
 /// subtask (not in a simple plan) and asking a person (not in a run over
 /// a long list in batches, where a question per item would stop the list
@@ -301,7 +308,7 @@ impl Actions {
 /// work tool, whose `arguments` are that tool's own schema, so the grammar
 /// enforces the arguments too.
 pub fn action_schema(tools: &[ToolSpec], offered: Actions) -> Value {
-    let fixed = schema_of::<FixedAction>();
+    let fixed = fixed_actions();
     let mut variants: Vec<Value> = fixed
         .get("oneOf")
         .and_then(Value::as_array)
@@ -324,7 +331,7 @@ pub fn action_schema(tools: &[ToolSpec], offered: Actions) -> Value {
 
 /// The same actions as native functions (the tool-call protocol).
 pub fn action_functions(tools: &[ToolSpec], offered: Actions) -> Vec<Value> {
-    let fixed = schema_of::<FixedAction>();
+    let fixed = fixed_actions();
     let mut out = Vec::new();
     for variant in fixed
         .get("oneOf")

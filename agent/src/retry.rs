@@ -1,7 +1,15 @@
-//! The one retry layer for model calls (seed 002's `BatchRetryManager`: 3
-//! attempts, 1 s base, doubling), with jitter and the server's
-//! `Retry-After` honoured. async-openai's own retry layer is not installed
-//! (see `llm::openai`), so a failing call is never retried twice over.
+//! The one backoff policy: [`RetryPolicy`], `base · 2^(attempt − 1)` for
+//! `attempts` in all, no wait past `max_delay`. Its three users keep their
+//! own numbers:
+//! - model calls (seed 002's `BatchRetryManager`: 3 attempts, 1 s base,
+//!   doubling), with jitter and the server's `Retry-After` honoured
+//!   ([`RetryPolicy::delay`]). async-openai's own retry layer is not
+//!   installed (see `llm::openai`), so a failing call is never retried
+//!   twice over;
+//! - a work tool's transient failure, under the run's model-call policy
+//!   ([`RetryPolicy::backoff`], no jitter: one run's own tool);
+//! - a failed subtask, under the run's `max_attempts` and
+//!   `retry_delay_ms` ([`RetryPolicy::subtasks`]).
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -30,19 +38,40 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// Seed 002's subtask retries (`retryDelay · 2^attempt`): `max_attempts`
+    /// in all, the first wait already twice `retry_delay_ms`, and no ceiling
+    /// but the run configuration's own limits on both.
+    pub fn subtasks(max_attempts: u32, retry_delay_ms: u64) -> RetryPolicy {
+        RetryPolicy {
+            attempts: max_attempts,
+            base: Duration::from_millis(retry_delay_ms).saturating_mul(2),
+            max_delay: Duration::MAX,
+        }
+    }
+
     /// How long to wait after failed attempt `attempt` (1-based), or `None`
-    /// when the error is final or the attempts are used up.
-    pub fn delay(&self, attempt: u32, error: &LlmError) -> Option<Duration> {
-        if !error.class.is_retryable() || attempt >= self.attempts {
+    /// when the attempts are used up: `base · 2^(attempt − 1)`, at most
+    /// `max_delay`.
+    pub fn backoff(&self, attempt: u32) -> Option<Duration> {
+        if attempt >= self.attempts {
             return None;
         }
+        let doubled = 1u32 << attempt.saturating_sub(1).min(16);
+        Some(self.base.saturating_mul(doubled).min(self.max_delay))
+    }
+
+    /// A model call's wait after failed attempt `attempt` (1-based), or
+    /// `None` when the error is final or the attempts are used up: the
+    /// server's `Retry-After` when it sent one, else [`RetryPolicy::backoff`]
+    /// with jitter.
+    pub fn delay(&self, attempt: u32, error: &LlmError) -> Option<Duration> {
+        if !error.class.is_retryable() {
+            return None;
+        }
+        let full = self.backoff(attempt)?;
         if let Some(asked) = error.retry_after {
             return Some(asked.min(self.max_delay));
         }
-        let full = self
-            .base
-            .saturating_mul(1u32 << (attempt - 1).min(16))
-            .min(self.max_delay);
         // Equal jitter: half fixed, half random, so many runs failing at
         // once do not come back at the same instant.
         let half = full / 2;
@@ -92,5 +121,42 @@ mod tests {
         assert_eq!(policy.delay(1, &limited), Some(policy.max_delay));
         assert_eq!(policy.delay(1, &err(ErrorClass::Auth)), None);
         assert_eq!(policy.delay(1, &err(ErrorClass::ContextTooLong)), None);
+    }
+
+    #[test]
+    fn a_plain_backoff_doubles_from_the_base_without_jitter_up_to_its_ceiling() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.backoff(1), Some(Duration::from_secs(1)));
+        assert_eq!(policy.backoff(2), Some(Duration::from_secs(2)));
+        assert_eq!(policy.backoff(3), None, "3 attempts in all");
+        let many = RetryPolicy {
+            attempts: 100,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(
+            many.backoff(7),
+            Some(Duration::from_secs(60)),
+            "the ceiling"
+        );
+        assert_eq!(
+            many.backoff(99),
+            Some(Duration::from_secs(60)),
+            "no overflow"
+        );
+    }
+
+    #[test]
+    fn a_failed_subtask_waits_its_retry_delay_times_two_to_the_failures() {
+        // Seed 002's retryDelay · 2^attempt, for max_attempts in all.
+        let policy = RetryPolicy::subtasks(3, 1_000);
+        assert_eq!(policy.backoff(1), Some(Duration::from_secs(2)));
+        assert_eq!(policy.backoff(2), Some(Duration::from_secs(4)));
+        assert_eq!(policy.backoff(3), None);
+        let long = RetryPolicy::subtasks(10, 60_000);
+        assert_eq!(
+            long.backoff(9),
+            Some(Duration::from_secs(60 * 512)),
+            "no ceiling but the configuration's"
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent::llm::Protocol;
-use agent::tools::{FileTools, ToolBox, Toolset};
+use agent::tools::{files::FileTools, ToolBox, Toolset};
 use agent::{Agent, LlmConfig, MemoryHost, ModeChoice, OpenAiLlm, RunConfig, RunEntry, RunState};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -187,7 +187,7 @@ async fn a_real_model_totals_an_uploaded_csv_with_run_python_and_writes_a_report
         println!("skipped: set PLANBOARD_TEST_LLM_URL to run this story against a real model");
         return;
     };
-    let sandbox = match agent::sandbox::Sandbox::detect(Default::default()) {
+    let sandbox = match agent::tools::sandbox::Sandbox::detect(Default::default()) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             println!("skipped: {e}");
@@ -209,8 +209,9 @@ async fn a_real_model_totals_an_uploaded_csv_with_run_python_and_writes_a_report
         )
         .with_tools(move |_| {
             let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
-            let code: Arc<dyn ToolBox> =
-                Arc::new(agent::sandbox::CodeTools::new(code_sandbox.clone(), &root).unwrap());
+            let code: Arc<dyn ToolBox> = Arc::new(
+                agent::tools::sandbox::code::CodeTools::new(code_sandbox.clone(), &root).unwrap(),
+            );
             Toolset::new(vec![files, code])
         });
         let record = agent

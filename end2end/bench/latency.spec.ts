@@ -1,7 +1,7 @@
 // A benchmark, not a test: how long a state change sent by an agent takes
-// to reach the board in Chromium. Run it against a release server:
-//   cargo leptos serve --release &   # then, in end2end/:
-//   npx playwright test -c bench.config.ts
+// to reach the board in Chromium. Run it against a release build
+// (`scripts/build.sh --release`), started as bench.config.ts says, then in
+// end2end/: `npx playwright test -c bench.config.ts latency`.
 import { test } from "@playwright/test";
 import { createPlan, openBoard, setState, unique } from "../tests/helpers";
 

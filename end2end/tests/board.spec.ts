@@ -99,6 +99,31 @@ test("the view tabs switch in place, keep what was typed, and back and forward w
   expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
 });
 
+test("a tab clicked before the board is live switches the view in place once it is, without loading the page again", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Early tab"), [{ name: "a" }, { name: "b", dependencies: [1] }]);
+  // The board's wasm held back: the page stands drawn by the server, not
+  // yet live, as a big board does for a second or more.
+  let letGo = () => {};
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  await page.route("**/pkg/*.wasm", async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.goto(`/plans/${id}?view=kanban`, { waitUntil: "domcontentloaded" });
+  await expect(page.getByTestId("connection")).not.toHaveText("live");
+  await page.evaluate(() => ((window as any).__samePage = true));
+  await page.getByTestId("tab-dag").click();
+  letGo();
+  await expect(page.getByTestId("connection")).toHaveText("live");
+  await expect(page.locator("svg.dag .node")).toHaveCount(2);
+  await expect(page).toHaveURL(new RegExp(`/plans/${id}\\?view=dag$`));
+  await expect(page.getByTestId("tab-dag")).toHaveAttribute("aria-current", "page");
+  expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
+  // Live, the tabs are the island's again.
+  await page.getByTestId("tab-kanban").click();
+  await expect(page.getByTestId("column-waiting").getByTestId("card-2")).toBeVisible();
+});
+
 test("a DAG of 200 subtasks stays readable by scrolling", async ({ page, request }) => {
   const subs = Array.from({ length: 200 }, (_, i) => ({
     name: `step ${i + 1}`,

@@ -266,10 +266,13 @@ const FRAME: &[&str] = &[
 /// the memories' phrasing) shares a word with the step; within
 /// [`STEP_BUDGET`]. Empty when none does.
 pub fn step_section(memories: &[Memory], step: &str) -> String {
-    let wanted = terms(step);
+    // The step's words only when a correction asks: this runs for every
+    // step, and most runs recall no correction.
+    let wanted = std::cell::OnceCell::new();
     let concerns = |m: &&Memory| match m.kind {
         MemoryKind::Rule => true,
         MemoryKind::Correction => {
+            let wanted = wanted.get_or_init(|| terms(step));
             let own = terms(&m.task);
             terms(&m.text)
                 .iter()

@@ -724,7 +724,7 @@ fn prompt_size() {
             chrono::Utc::now(),
         )
         .unwrap();
-        let job = agent::executor::Job {
+        let job = agent::roles::executor::Job {
             task: "a task".into(),
             plan: plan.into(),
             subtask: next,
@@ -737,7 +737,7 @@ fn prompt_size() {
             earlier_failures: Vec::new(),
             taught: String::new(),
         };
-        sizes.push(agent::executor::brief(&job).len());
+        sizes.push(agent::roles::executor::brief(&job).len());
     }
     println!(
         "executor prompt (first user message), plans of 10 / 100 / 1,000 subtasks, half done: {} / {} / {} bytes (≈ {} / {} / {} tokens at 4 bytes each); 1,000 ÷ 10 = {:.2}×",

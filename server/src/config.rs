@@ -67,7 +67,7 @@ pub struct Config {
     pub local_model_home: Option<std::path::PathBuf>,
     pub run_lease: Duration,
     /// MCP servers whose tools the agent offers the model.
-    pub mcp_servers: std::collections::BTreeMap<String, agent::mcp::McpServer>,
+    pub mcp_servers: std::collections::BTreeMap<String, agent::tools::mcp::McpServer>,
     /// Folders a run may start from (copied, never written in place).
     pub workspace_roots: Vec<std::path::PathBuf>,
     /// The operator's tool policies, over each tool's default.
@@ -75,9 +75,9 @@ pub struct Config {
     /// Whether `run_python` and `run_shell` are offered where the sandbox works.
     pub sandbox: bool,
     /// What `fetch_url` may reach.
-    pub fetch: agent::web::WebPolicy,
+    pub fetch: agent::tools::web::WebPolicy,
     /// Where `web_search` asks (its key, if any, redacted in `Debug`).
-    pub search: agent::web::SearchProvider,
+    pub search: agent::tools::web::SearchProvider,
     /// What the agent's model calls cost.
     pub prices: run_model::PriceTable,
     /// Where notifications go.
@@ -192,8 +192,8 @@ fn webhooks(
 /// where the operator thinks. Keys are never in a message.
 fn search(
     var: &impl Fn(&str) -> Option<String>,
-) -> Result<agent::web::SearchProvider, ConfigError> {
-    use agent::web::{ApiKey, SearchProvider};
+) -> Result<agent::tools::web::SearchProvider, ConfigError> {
+    use agent::tools::web::{ApiKey, SearchProvider};
     let url = var("PLANBOARD_SEARCH_URL");
     let brave = var("PLANBOARD_BRAVE_API_KEY");
     let tavily = var("PLANBOARD_TAVILY_API_KEY");
@@ -223,7 +223,7 @@ fn search(
                 )
             })?;
             SearchProvider::SearXng {
-                url: agent::web::Url::parse(url.trim())
+                url: agent::tools::web::Url::parse(url.trim())
                     .ok()
                     .filter(|u| matches!(u.scheme(), "http" | "https"))
                     .ok_or_else(|| {
@@ -284,7 +284,7 @@ fn prices(
 }
 
 /// How long a finished run's log is kept unless configured: 30 days (see
-/// the README's *Storage and retention*).
+/// docs/agent.md, *Storage and retention*).
 pub const DEFAULT_RUN_LOG_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How long a finished run's files are kept unless configured: 7 days.
 pub const DEFAULT_WORKSPACE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -339,10 +339,10 @@ impl Config {
             workspace_roots: Vec::new(),
             tool_policies: Vec::new(),
             sandbox: true,
-            fetch: agent::web::WebPolicy::default(),
+            fetch: agent::tools::web::WebPolicy::default(),
             // No search where nothing asked for one: tests and benches
             // reach no outside service.
-            search: agent::web::SearchProvider::Off,
+            search: agent::tools::web::SearchProvider::Off,
             prices: run_model::PriceTable::builtin(),
             webhooks: crate::webhooks::WebhookConfig::default(),
             telemetry: None,
@@ -446,7 +446,7 @@ impl Config {
             local_model_home: var("PLANBOARD_LOCAL_MODEL_HOME").map(Into::into),
             run_lease,
             mcp_servers: match var("PLANBOARD_MCP_SERVERS") {
-                Some(path) => agent::mcp::read_servers(std::path::Path::new(&path))
+                Some(path) => agent::tools::mcp::read_servers(std::path::Path::new(&path))
                     .map_err(|e| ConfigError::Invalid(e.to_string()))?,
                 None => Default::default(),
             },
@@ -479,7 +479,7 @@ impl Config {
                     .collect::<Result<_, _>>()?,
             },
             sandbox: switch(&var, "PLANBOARD_SANDBOX", true)?,
-            fetch: agent::web::WebPolicy {
+            fetch: agent::tools::web::WebPolicy {
                 allow_private: switch(&var, "PLANBOARD_FETCH_ALLOW_PRIVATE", false)?,
                 allowed: match var("PLANBOARD_FETCH_ALLOW") {
                     None => Vec::new(),
@@ -497,7 +497,7 @@ impl Config {
                         })
                         .collect::<Result<_, _>>()?,
                 },
-                ..agent::web::WebPolicy::default()
+                ..agent::tools::web::WebPolicy::default()
             },
             prices,
             webhooks,
@@ -777,7 +777,7 @@ mod tests {
 
     #[test]
     fn search_is_duckduckgo_unless_another_provider_is_chosen_with_its_setting() {
-        use agent::web::SearchProvider;
+        use agent::tools::web::SearchProvider;
         let name = |vars: &[(&str, &str)]| config(vars).unwrap().search.name();
         assert_eq!(name(&[]), "DuckDuckGo");
         assert_eq!(name(&[("PLANBOARD_SEARCH", " DuckDuckGo ")]), "DuckDuckGo");

@@ -240,76 +240,7 @@ pub fn router_with_pages(
     });
     let backend: Arc<dyn app::api::BoardBackend> = board.clone();
     let site = Router::new()
-        .route(
-            app::pages::task::TASK_ROUTE,
-            axum::routing::post(board::forms::start_task_form)
-                .layer(axum::extract::DefaultBodyLimit::max(UPLOAD_BODY_LIMIT))
-                .with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/gantt.svg",
-            get(board::gantt::gantt).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/replan",
-            axum::routing::post(board::forms::replan_form).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/answer",
-            axum::routing::post(board::forms::answer_form).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/agent",
-            axum::routing::post(board::forms::agent_work_form).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/budget",
-            axum::routing::post(board::forms::budget_form).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/tool-call",
-            axum::routing::post(board::forms::tool_call_form).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/again",
-            axum::routing::post(board::forms::again_form).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/review",
-            axum::routing::post(board::forms::review_form).with_state(board.clone()),
-        )
-        .route(
-            "/plans/{id}/template",
-            axum::routing::post(board::forms::template_form).with_state(board.clone()),
-        )
-        .route(
-            "/templates/{id}/delete",
-            axum::routing::post(board::forms::template_delete_form).with_state(board.clone()),
-        )
-        .route(
-            "/memories/rule",
-            axum::routing::post(board::forms::memory_rule_form).with_state(board.clone()),
-        )
-        .route(
-            "/memories/{id}/{action}",
-            axum::routing::post(board::forms::memory_form).with_state(board.clone()),
-        )
-        .route(
-            "/settings/webhooks",
-            axum::routing::post(board::forms::webhook_add_form).with_state(board.clone()),
-        )
-        .route(
-            "/settings/webhooks/{id}/remove",
-            axum::routing::post(board::forms::webhook_remove_form).with_state(board.clone()),
-        )
-        .route(
-            "/tools/servers",
-            axum::routing::post(board::forms::tool_server_add_form).with_state(board.clone()),
-        )
-        .route(
-            "/tools/servers/{name}/{action}",
-            axum::routing::post(board::forms::tool_server_action_form).with_state(board),
-        )
+        .merge(board::routes(board))
         .leptos_routes_with_context(
             &options,
             routes,

@@ -217,7 +217,7 @@ where
         for row in rows {
             *last = row.seq();
             let json = serde_json::to_string(&row).unwrap_or_default();
-            if tx.send(row_event(row.seq(), json)).await.is_err() {
+            if tx.send(row_event(row.seq(), &json)).await.is_err() {
                 return false;
             }
         }
@@ -225,18 +225,50 @@ where
     true
 }
 
-pub(crate) fn row_event(seq: i64, json: String) -> SseEvent {
+pub(crate) fn row_event(seq: i64, json: &str) -> SseEvent {
     SseEvent::default().id(seq.to_string()).data(json)
 }
 
 /// The run log's broadcast, for a plan's stream to carry its run's entries.
 pub type RunEntries = broadcast::Receiver<RunNews>;
 
+/// A run-log entry as broadcast: its JSON is rendered once, by the first
+/// stream that sends it, and shared by every other (not at all when
+/// nobody follows). Reads as the stored entry.
+#[derive(Debug)]
+pub struct LiveEntry {
+    stored: StoredRunEntry,
+    json: std::sync::OnceLock<String>,
+}
+
+impl LiveEntry {
+    pub fn new(stored: StoredRunEntry) -> LiveEntry {
+        LiveEntry {
+            stored,
+            json: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The entry as the streams send it (as in /api/runs/{id}/events).
+    pub fn json(&self) -> &str {
+        self.json
+            .get_or_init(|| serde_json::to_string(&self.stored).unwrap_or_default())
+    }
+}
+
+impl std::ops::Deref for LiveEntry {
+    type Target = StoredRunEntry;
+
+    fn deref(&self) -> &StoredRunEntry {
+        &self.stored
+    }
+}
+
 /// What a run's followers hear live.
 #[derive(Clone, Debug)]
 pub enum RunNews {
     /// A run-log entry, just stored.
-    Entry(Arc<StoredRunEntry>),
+    Entry(Arc<LiveEntry>),
     /// A piece of a reply being written (never stored).
     Delta(Arc<LiveDelta>),
 }
@@ -255,7 +287,7 @@ impl RunNews {
         match self {
             RunNews::Entry(e) => SseEvent::default()
                 .event(StreamEvent::Run.name())
-                .data(serde_json::to_string(&**e).unwrap_or_default()),
+                .data(e.json()),
             RunNews::Delta(d) => delta_event(d),
         }
     }
@@ -328,7 +360,7 @@ async fn follow(
                     continue;
                 }
                 last = row.seq;
-                if tx.send(row_event(row.seq, row.json.clone())).await.is_err() {
+                if tx.send(row_event(row.seq, &row.json)).await.is_err() {
                     return;
                 }
             }
@@ -410,6 +442,30 @@ mod tests {
                 return read;
             }
         }
+    }
+
+    #[test]
+    fn a_run_entry_is_rendered_once_for_every_stream_that_sends_it() {
+        let entry = agent::RunEntry::PeopleChanged {
+            summary: "a line".into(),
+        };
+        let news = RunNews::Entry(Arc::new(LiveEntry::new(StoredRunEntry {
+            seq: 7,
+            run_id: uuid::Uuid::from_u128(1),
+            plan_id: Some(uuid::Uuid::from_u128(2)),
+            kind: entry.kind(),
+            at: plan_engine::Timestamp::default(),
+            entry: serde_json::to_value(&entry).unwrap(),
+        })));
+        // What two subscribers' streams hold: clones of one broadcast.
+        let (RunNews::Entry(one), RunNews::Entry(two)) = (news.clone(), news.clone()) else {
+            unreachable!("an entry");
+        };
+        assert!(
+            std::ptr::eq(one.json(), two.json()),
+            "the second stream reuses the first one's rendering"
+        );
+        assert_eq!(one.json(), serde_json::to_string(&**one).unwrap());
     }
 
     #[tokio::test]

@@ -623,6 +623,8 @@ impl ServerHandler for PlanMcp {
                 &self.session,
                 &actor,
                 rights,
+                // MCP's create_plan takes them as arguments.
+                SessionSettings::default(),
             )
             .await;
         answered(

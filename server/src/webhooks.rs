@@ -317,8 +317,9 @@ pub fn spawn(store: Arc<dyn RunStore>, config: WebhookConfig, traced: bool) {
             }
         };
         let mut purged_at: Option<std::time::Instant> = None;
+        let mut ends = LogEnds::default();
         loop {
-            if let Err(e) = tick(store.as_ref(), &config, &client, traced).await {
+            if let Err(e) = tick(store.as_ref(), &config, &client, traced, &mut ends).await {
                 tracing::warn!("webhooks: {e}");
             }
             // Once an hour (and at start), what is over and old goes.
@@ -360,16 +361,53 @@ pub async fn open_cursor(store: &dyn RunStore) -> Result<i64, StoreError> {
     }
 }
 
+/// The run log's end as seen at each round while no endpoint is
+/// configured, oldest first (`settle` of them at most).
+#[derive(Default)]
+struct LogEnds(std::collections::VecDeque<(std::time::Instant, i64)>);
+
+impl LogEnds {
+    /// Where the cursor may move without reading an entry: the log's end
+    /// as it was `settle` ago. Every entry at or below it had its `seq`,
+    /// and so its time, before then: it is as settled as the rule in
+    /// [`tick`] asks, and nothing lower can still commit.
+    fn settled(&mut self, end: i64, settle: Duration) -> Option<i64> {
+        let now = std::time::Instant::now();
+        self.0.push_back((now, end));
+        let mut to = None;
+        while let Some(&(at, seq)) = self.0.front() {
+            if now.duration_since(at) < settle {
+                break;
+            }
+            to = Some(seq);
+            self.0.pop_front();
+        }
+        to
+    }
+}
+
 /// Records the deliveries the new entries make, then attempts the due ones.
 async fn tick(
     store: &dyn RunStore,
     config: &WebhookConfig,
     client: &reqwest::Client,
     traced: bool,
+    ends: &mut LogEnds,
 ) -> Result<(), StoreError> {
     const PAGE: u32 = 500;
     let endpoints = endpoints(store, config).await?;
     let mut cursor = open_cursor(store).await?;
+    if endpoints.is_empty() {
+        // Nothing to notify, so nothing to read: reading every entry of
+        // the last `settle` (transcripts and all) twice a second was the
+        // busiest reader of the run log while agents ran (issue 36).
+        let end = store.last_run_log_seq().await?;
+        if let Some(to) = ends.settled(end, config.settle).filter(|to| *to > cursor) {
+            store.set_webhook_cursor(to).await?;
+        }
+        return Ok(());
+    }
+    ends.0.clear();
     let settled_before = chrono::Utc::now()
         - chrono::Duration::from_std(config.settle).unwrap_or(chrono::Duration::zero());
     // Read from the cursor; the cursor itself moves only past entries old
@@ -504,6 +542,20 @@ mod tests {
         let expected = hex::encode(mac.finalize().into_bytes());
         assert_eq!(sig, format!("t=1700000000,v1={expected}"));
         assert_ne!(signature("other", 1_700_000_000, "{}"), sig);
+    }
+
+    #[test]
+    fn with_no_endpoint_the_cursor_moves_to_the_log_end_seen_a_settle_ago() {
+        let settle = Duration::from_millis(50);
+        let mut ends = LogEnds::default();
+        // Too fresh: the cursor stays.
+        assert_eq!(ends.settled(5, settle), None);
+        std::thread::sleep(Duration::from_millis(60));
+        // The end seen 60 ms ago is settled, the one seen now is not.
+        assert_eq!(ends.settled(9, settle), Some(5));
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(ends.settled(12, settle), Some(9));
+        assert_eq!(ends.0.len(), 1, "only the unsettled end is kept");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agent::call::Caller;
-use agent::classify::{by_model, by_rules};
+use agent::roles::classify::{by_model, by_rules};
 use agent::{LlmConfig, OpenAiLlm};
 use plan_engine::Mode;
 use run_model::memory::{prompt_section, terms, Memory, MemoryKind, RECALLED};

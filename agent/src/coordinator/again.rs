@@ -11,8 +11,8 @@ use run_model::{
 };
 
 use super::Agent;
-use crate::executor::AGENT_ACTOR;
 use crate::host::HostError;
+use crate::roles::executor::AGENT_ACTOR;
 
 /// Why a plan cannot be run again from a subtask.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -16,7 +16,7 @@
 //! and its items wait for the next batch, whose planner reads why.
 
 use super::*;
-use crate::batch_planner::{self, BatchAsk};
+use crate::roles::batch_planner::{self, BatchAsk};
 use run_model::{BatchInput, BatchProgress, BatchSlot, BatchSummary};
 
 /// How a batch is added to the plan.

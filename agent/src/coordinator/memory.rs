@@ -45,6 +45,14 @@ impl Driver {
         let (Some(recalled), Some(s)) = (self.recalled.as_deref(), plan.subtask(id)) else {
             return String::new();
         };
+        // Only rules and corrections concern a step: with none recalled
+        // (most runs), the step's text is not even put together.
+        if !recalled
+            .iter()
+            .any(|m| matches!(m.kind, MemoryKind::Rule | MemoryKind::Correction))
+        {
+            return String::new();
+        }
         let step = format!(
             "{} {} {} {}",
             s.name(),

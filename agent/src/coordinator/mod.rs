@@ -50,14 +50,14 @@ use tokio::sync::Semaphore;
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::call::{CallError, Caller};
-use crate::classify;
-use crate::executor::{self, cut, cut_within, Job, Outcome, AGENT_ACTOR};
 use crate::host::{Host, HostError};
 use crate::llm::{CallRole, Llm, Message, Protocol};
-use crate::planner::{self, Planned, Revision, EMERGENT_CAP};
 use crate::prompts;
 use crate::protocol::{AdaptAnswer, UpdateAnswer};
 use crate::retry::RetryPolicy;
+use crate::roles::classify;
+use crate::roles::executor::{self, cut, cut_within, Job, Outcome, AGENT_ACTOR};
+use crate::roles::planner::{self, Planned, Revision, EMERGENT_CAP};
 use crate::run::{
     Budget, Classification, DecidedBy, RunConfig, RunEntry, RunId, RunRecord, RunState,
 };
@@ -279,6 +279,7 @@ impl Agent {
             budget,
             protocol: self.protocol,
             prices: self.prices.clone(),
+            shapes: Arc::default(),
         };
         let mut driver = Driver {
             host: self.host.clone(),

@@ -32,13 +32,11 @@ impl Driver {
         reason: &str,
     ) -> Result<Again, RunFailure> {
         let max = self.run.config.max_attempts.max(1);
-        let base = self.run.config.retry_delay_ms;
+        let backoff = RetryPolicy::subtasks(max, self.run.config.retry_delay_ms);
         let record = self.run.attempts_of(id);
         record.failed_with(reason);
         let (failed, recovered) = (record.failed, record.recovered);
-        if failed < max {
-            // Seed 002: retryDelay · 2^attempt.
-            let wait = Duration::from_millis(base.saturating_mul(1 << failed.min(16)));
+        if let Some(wait) = backoff.backoff(failed) {
             self.save().await;
             self.caller
                 .log(RunEntry::SubtaskRetry {

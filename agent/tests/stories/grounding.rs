@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::support::*;
 use agent::llm::{CallRole, Reply};
-use agent::tools::{FileTools, ToolBox, Toolset};
+use agent::tools::{files::FileTools, ToolBox, Toolset};
 use agent::{ModeChoice, RunState};
 use serde_json::json;
 

@@ -10,7 +10,7 @@ use crate::support::*;
 use agent::host::Host;
 use agent::llm::CallRole;
 use agent::run::{ToolPolicy, Verdict};
-use agent::tools::{FileTools, ToolBox, Toolset};
+use agent::tools::{files::FileTools, ToolBox, Toolset};
 use agent::{ModeChoice, RunEntry, RunState};
 use serde_json::{json, Value};
 

@@ -223,7 +223,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
         let (mut plan, _) = plan_engine::Plan::create(&spec, "t", chrono::Utc::now()).unwrap();
         plan.execute(&Op::StartNext { count: 1 }.into(), "t", chrono::Utc::now())
             .unwrap();
-        let job = agent::executor::Job {
+        let job = agent::roles::executor::Job {
             task: "a big task".into(),
             plan: plan.into(),
             subtask: SubtaskId(1),
@@ -236,7 +236,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             earlier_failures: Vec::new(),
             taught: String::new(),
         };
-        sizes.push(agent::executor::brief(&job).len());
+        sizes.push(agent::roles::executor::brief(&job).len());
     }
     let ratio = sizes[2] as f64 / sizes[0] as f64;
     assert!(
@@ -493,4 +493,71 @@ async fn quota_400_and_context_too_long_go_to_a_person_at_once_and_server_errors
         assert_eq!(world.plan().subtasks()[0].state(), SubtaskState::Failed);
         driving.abort();
     }
+}
+
+/// A tool whose server is down for good: every call a transient failure.
+struct Down {
+    calls: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl agent::tools::ToolBox for Down {
+    fn specs(&self) -> Vec<agent::protocol::ToolSpec> {
+        vec![agent::protocol::ToolSpec {
+            name: "lookup".into(),
+            description: "Looks a word up.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }]
+    }
+
+    async fn call(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Value,
+    ) -> Result<String, agent::tools::ToolError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Err(agent::tools::ToolError {
+            message: "503 from the dictionary".into(),
+            retryable: true,
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_failing_for_a_moment_is_tried_again_after_doubling_waits_within_the_runs_attempts()
+{
+    let down = std::sync::Arc::new(Down {
+        calls: std::sync::atomic::AtomicU32::new(0),
+    });
+    let tools = down.clone();
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("look", &[])]))
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "lookup", "arguments": {}}),
+        );
+    let world = World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| agent::tools::Toolset::new(vec![tools.clone()]))
+    });
+    let mut c = config("Look a word up");
+    c.mode = ModeChoice::Simple;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let retries: Vec<(u32, u64)> = world
+        .entries()
+        .iter()
+        .filter_map(|e| match e {
+            RunEntry::ToolRetryScheduled {
+                attempt, delay_ms, ..
+            } => Some((*attempt, *delay_ms)),
+            _ => None,
+        })
+        .collect();
+    // The run's retry policy (3 attempts, 1 s doubling), without jitter.
+    assert_eq!(retries, [(1, 1_000), (2, 2_000)]);
+    assert_eq!(
+        down.calls.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "3 attempts in all, then the model reads the failure"
+    );
 }

@@ -300,19 +300,13 @@ pub fn Dag(board: Board) -> impl IntoView {
     // subtask's id (kept sorted).
     let open = RwSignal::new(Vec::<u32>::new());
     let id = board.id;
-    let html = LocalResource::new(move || {
+    // The last drawing stays on screen while the next one loads.
+    let shown = super::server_html(Box::new(move || -> super::HtmlFuture {
         let open = open.get();
         let zoom = zoom.get();
         board.plan.with(|p| p.version());
-        async move { dag_html(id, open, zoom).await.ok() }
-    });
-    // The last drawing stays on screen while the next one loads.
-    let shown = RwSignal::new(String::new());
-    Effect::new(move |_| {
-        if let Some(Some(fresh)) = html.get() {
-            shown.set(fresh);
-        }
-    });
+        Box::pin(async move { dag_html(id, open, zoom).await.ok() })
+    }));
     // A node selects its subtask; a folded unit opens.
     let pick = move |target: Option<Target>| match target {
         Some(Target::Subtask(s)) => board.selected.set(Some(plan_engine::SubtaskId(s))),

@@ -322,14 +322,71 @@ pub async fn run_html(plan: PlanId) -> Result<Option<String>, BoardError> {
     )
 }
 
+/// How often at most the header and the activity panel are loaded again
+/// while a run's entries stream in: a busy run writes tens a second, and
+/// each load draws the whole header on the server.
+#[cfg(feature = "hydrate")]
+const RELOAD_EVERY_MS: u64 = 250;
+
+/// `tick`, passed on at most once every `RELOAD_EVERY_MS`: the first
+/// change at once, the changes made meanwhile together when the time is
+/// up, so the last one always gets through.
+fn throttled(tick: RwSignal<u64>) -> Signal<u64> {
+    let out = RwSignal::new(tick.get_untracked());
+    #[cfg(feature = "hydrate")]
+    {
+        let waiting = StoredValue::new(false);
+        let missed = StoredValue::new(false);
+        Effect::new(move |_| {
+            let now = tick.get();
+            if now == out.get_untracked() {
+                return;
+            }
+            if waiting.get_value() {
+                missed.set_value(true);
+                return;
+            }
+            out.set(now);
+            waiting.set_value(true);
+            settle(tick, out, waiting, missed);
+        });
+    }
+    out.into()
+}
+
+/// When the time is up: passes on what changed meanwhile (and waits
+/// again), or lets the next change through at once.
+#[cfg(feature = "hydrate")]
+fn settle(
+    tick: RwSignal<u64>,
+    out: RwSignal<u64>,
+    waiting: StoredValue<bool>,
+    missed: StoredValue<bool>,
+) {
+    set_timeout(
+        move || {
+            if missed.get_value() {
+                missed.set_value(false);
+                out.set(tick.get_untracked());
+                settle(tick, out, waiting, missed);
+            } else {
+                waiting.set_value(false);
+            }
+        },
+        std::time::Duration::from_millis(RELOAD_EVERY_MS),
+    );
+}
+
 #[component]
 fn RunBody(board: Board) -> impl IntoView {
     let lang = board.lang;
     let id = board.id;
-    // Loaded again on every plan change and every run entry heard.
+    let tick = throttled(board.run_tick);
+    // Loaded again on every plan change and on the run entries heard
+    // (at most every RELOAD_EVERY_MS).
     let run = LocalResource::new(move || {
         board.plan.with(|p| p.version());
-        board.run_tick.get();
+        tick.get();
         run_html(id)
     });
     // The run is steered through its plan, like everything on the board:
@@ -393,7 +450,7 @@ fn RunBody(board: Board) -> impl IntoView {
             <p class="error" role="alert">{move || error.get()}</p>
         </Show>
         <Show when=move || last.with(Option::is_some)>
-            <LiveActivity board/>
+            <LiveActivity board tick/>
         </Show>
     }
 }
@@ -412,18 +469,18 @@ fn op_of(_: &leptos::ev::MouseEvent) -> Option<String> {
 }
 
 /// What the agent did, newest first, for the selected subtask or else the
-/// whole run: loaded while the panel is open, again on every run entry
-/// heard and every plan change. The server draws the lines (the activity
+/// whole run: loaded while the panel is open, again on the run entries
+/// heard (`tick`, the header's) and every plan change. The server draws the lines (the activity
 /// page's own), so the wasm only sets HTML it was given.
 #[component]
-fn LiveActivity(board: Board) -> impl IntoView {
+fn LiveActivity(board: Board, tick: Signal<u64>) -> impl IntoView {
     let lang = board.lang;
     let id = board.id;
     let open = RwSignal::new(false);
     let html = LocalResource::new(move || {
         let subtask = board.selected.get().map(|s| s.0);
         let wanted = open.get();
-        board.run_tick.track();
+        tick.track();
         board.plan.with(|p| p.version());
         async move {
             match wanted {

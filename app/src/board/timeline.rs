@@ -113,19 +113,13 @@ pub fn Timeline(board: Board) -> impl IntoView {
     // The newest entries shown; older ones a click away.
     let shown = RwSignal::new(PAGE);
     let total = move || board.log.with(Vec::len);
-    let html = LocalResource::new(move || {
+    // The last drawing stays on screen while the next one loads.
+    let drawn = super::server_html(Box::new(move || -> super::HtmlFuture {
         let at = at.get();
         let shown = shown.get();
         total();
-        async move { timeline_html(id, at, shown).await.ok() }
-    });
-    // The last drawing stays on screen while the next one loads.
-    let drawn = RwSignal::new(String::new());
-    Effect::new(move |_| {
-        if let Some(Some(fresh)) = html.get() {
-            drawn.set(fresh);
-        }
-    });
+        Box::pin(async move { timeline_html(id, at, shown).await.ok() })
+    }));
     let older = move || {
         let left = total().saturating_sub(shown.get());
         (left > 0).then(|| view! {

@@ -556,67 +556,76 @@ pub fn batch_problem(typed: &str, files: &[String], folder: bool, lang: Lang) ->
 /// chooses files: a name that is not one of them is marked and stops the
 /// form (the browser's own check), with the reason beside it. An island,
 /// since only the browser knows the files chosen; without the wasm the
-/// field is plain text and the server checks it.
+/// field is plain text and the server checks it. The island draws nothing
+/// reactive: [`check_batch`] reads the form and writes the few marks
+/// itself, which costs the wasm far less than signals and views would.
 #[island]
 pub fn BatchChoice(input: String, size: String) -> impl IntoView {
     let lang = use_lang();
-    let files = RwSignal::new(Vec::<String>::new());
-    let folder = RwSignal::new(false);
-    let typed = RwSignal::new(input.clone());
-    let field = NodeRef::<leptos::html::Input>::new();
+    // As the server draws it: no files can be chosen yet.
+    let first = batch_problem(&input, &[], false, lang);
     #[cfg(feature = "hydrate")]
     {
-        let read = move || {
-            files.set(chosen_files());
-            folder.set(source_named());
-            if let Some(el) = field.get_untracked() {
-                typed.set(el.value());
-            }
-        };
         // The files may have been chosen, and the name typed, before the
-        // island hydrated.
-        Effect::new(move |_| read());
-        let changed = window_event_listener(leptos::ev::change, move |_| read());
-        let typed_elsewhere = window_event_listener(leptos::ev::input, move |_| read());
+        // island hydrated: check once it has.
+        Effect::new(move |_| check_batch(lang));
+        let changed = window_event_listener(leptos::ev::change, move |_| check_batch(lang));
+        let typed = window_event_listener(leptos::ev::input, move |_| check_batch(lang));
         on_cleanup(move || {
             changed.remove();
-            typed_elsewhere.remove();
+            typed.remove();
         });
     }
-    let problem = move || batch_problem(&typed.get(), &files.get(), folder.get(), lang);
-    Effect::new(move |_| {
-        let why = problem();
-        #[cfg(feature = "hydrate")]
-        if let Some(el) = field.get() {
-            el.set_custom_validity(why.as_deref().unwrap_or(""));
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = why;
-    });
-    let options = move || {
-        files
-            .get()
-            .into_iter()
-            .map(|f| view! { <option value=f></option> })
-            .collect_view()
-    };
     view! {
         <div class="task-options">
             <label class="field">
                 {lang.pick("File", "文件")}
-                <input node_ref=field name="batch_input" type="text" maxlength="200" list="task-batch-files" value=input
+                <input id="task-batch-input" name="batch_input" type="text" maxlength="200" list="task-batch-files" value=input
                     placeholder=lang.pick("one of the files chosen above", "上面所选文件之一") data-testid="task-batch-input"
-                    aria-invalid=move || problem().is_some().then_some("true")
-                    on:input=move |ev| typed.set(event_target_value(&ev))
+                    aria-invalid=first.is_some().then_some("true")
                     title=lang.pick("One of the files above: a JSON array, JSON Lines, CSV rows or one item per line. The agent plans and works a batch of items at a time, the failed ones again first, until every item is covered.", "上面的文件之一：JSON 数组、JSON Lines、CSV 行或每行一项。智能体每次规划并处理一批项目，先重试失败的，直到覆盖每一项。")/>
-                <datalist id="task-batch-files">{options}</datalist>
+                <datalist id="task-batch-files"></datalist>
             </label>
             <label class="field narrow">
                 {lang.pick("Items per batch", "每批项目数")}
                 <input name="batch_size" type="number" min="1" max=run_model::batch::MAX_BATCH_SIZE step="1" value=size placeholder=run_model::batch::DEFAULT_BATCH_SIZE.to_string() data-testid="task-batch-size"/>
             </label>
         </div>
-        <p class="error" role="status" data-testid="task-batch-check">{problem}</p>
+        <p class="error" role="status" id="task-batch-check" data-testid="task-batch-check">{first}</p>
+    }
+}
+
+/// Checks the batch file against the files chosen (and a folder named):
+/// offers the files under the field, marks the field invalid with the
+/// reason (which stops the form) and says it beside the field.
+#[cfg(feature = "hydrate")]
+fn check_batch(lang: Lang) {
+    use wasm_bindgen::JsCast;
+    let doc = document();
+    let Some(field) = doc
+        .get_element_by_id("task-batch-input")
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+    else {
+        return;
+    };
+    let files = chosen_files();
+    let why = batch_problem(&field.value(), &files, source_named(), lang);
+    field.set_custom_validity(why.as_deref().unwrap_or(""));
+    _ = match &why {
+        Some(_) => field.set_attribute("aria-invalid", "true"),
+        None => field.remove_attribute("aria-invalid"),
+    };
+    if let Some(status) = doc.get_element_by_id("task-batch-check") {
+        status.set_text_content(why.as_deref());
+    }
+    if let Some(list) = doc.get_element_by_id("task-batch-files") {
+        list.set_text_content(None);
+        for file in &files {
+            if let Ok(option) = doc.create_element("option") {
+                _ = option.set_attribute("value", file);
+                _ = list.append_child(&option);
+            }
+        }
     }
 }
 

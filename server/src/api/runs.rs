@@ -47,14 +47,24 @@ pub struct BudgetBody {
     pub max_llm_calls: Option<u32>,
     #[schemars(range(min = 1))]
     pub max_tokens: Option<u64>,
-    #[schemars(range(min = 1, max = 604800))]
+    #[schemars(range(min = 1, max = MAX_WALL_SECS))]
     pub max_wall_secs: Option<u64>,
-    #[schemars(range(min = 1, max = 50))]
+    #[schemars(range(min = 1, max = MAX_TURNS))]
     pub max_turns: Option<u32>,
     /// US dollars the run's model calls may cost (priced models only).
     #[schemars(range(min = 0.000001, max = 1000000))]
     pub max_cost: Option<f64>,
 }
+
+/// The most ReAct turns per subtask attempt a run's budget allows (the
+/// API's check below and the board's task box read it).
+pub const MAX_TURNS: u32 = 50;
+/// The longest wall time a run's budget allows, in seconds: a week.
+pub const MAX_WALL_SECS: u64 = 7 * 24 * 60 * 60;
+/// The smallest and the largest cost limit a run's budget takes, in US
+/// dollars (the API's check below and the board's task box read them).
+pub const MIN_COST_USD: f64 = 0.000_001;
+pub const MAX_COST_USD: f64 = 1_000_000.0;
 
 impl BudgetBody {
     /// The limits given over `base`, checked against the API's bounds (the
@@ -89,20 +99,20 @@ impl BudgetBody {
                 None => base.max_cost,
                 Some(dollars) => Some(
                     Usd::from_dollars(dollars)
-                        .filter(|_| (1e-6..=1e6).contains(&dollars))
+                        .filter(|_| (MIN_COST_USD..=MAX_COST_USD).contains(&dollars))
                         .ok_or_else(|| ApiError::Refused {
                             code: ErrorCode::Invalid,
                             message: format!(
-                                "budget.max_cost must be from 0.000001 to 1000000 US dollars, not {dollars}"
+                                "budget.max_cost must be from {MIN_COST_USD} to {MAX_COST_USD} US dollars, not {dollars}"
                             ),
                         })?,
                 ),
             },
         };
-        if budget.max_wall_secs > 604_800 || budget.max_turns > 50 {
+        if budget.max_wall_secs > MAX_WALL_SECS || budget.max_turns > MAX_TURNS {
             return Err(ApiError::Refused {
                 code: ErrorCode::Invalid,
-                message: "budget.max_wall_secs is at most 604800 (a week) and budget.max_turns at most 50".into(),
+                message: format!("budget.max_wall_secs is at most {MAX_WALL_SECS} (a week) and budget.max_turns at most {MAX_TURNS}"),
             });
         }
         Ok(budget)

@@ -90,6 +90,26 @@ pub struct SessionQuery {
     /// its model; if the plan is still there, the hint is one line.
     #[param(minimum = 0)]
     since_version: Option<i64>,
+    /// For `POST …/{tool}`: a plan this call creates waits for the user's
+    /// go-ahead (`need_user_confirm`), over the session's setting; the
+    /// seeds' dialects have no argument for it.
+    need_user_confirm: Option<bool>,
+    /// For `POST …/{tool}`: the most subtasks a plan this call creates may
+    /// hold (1 to 5000), over the session's setting.
+    #[param(minimum = 1, maximum = 5000)]
+    max_subtasks: Option<u32>,
+}
+
+impl SessionQuery {
+    /// The plan settings this call names, checked as a session's are.
+    fn call_settings(&self) -> Result<SessionSettings, ApiError> {
+        let settings = SessionSettings {
+            need_user_confirm: self.need_user_confirm,
+            max_subtasks: self.max_subtasks,
+        };
+        settings.check().map_err(ApiError::BadRequest)?;
+        Ok(settings)
+    }
 }
 
 /// The plan version a hint describes, so a client can pass it back as
@@ -136,11 +156,20 @@ pub async fn call_tool(
 ) -> Result<Response, ApiError> {
     let dialect = dialect(&dialect_name)?;
     let (session, named) = session(&q, &headers, &who)?;
+    let settings = q.call_settings()?;
     // An agent session that did not name its agent is recorded by its key.
     let who = if named { who.acting_as(&session) } else { who };
     let result = state
         .service
-        .tool(dialect, &tool, &args, &session, &who.actor(), rights(&who))
+        .tool(
+            dialect,
+            &tool,
+            &args,
+            &session,
+            &who.actor(),
+            rights(&who),
+            settings,
+        )
         .await?;
     let status = if result.ok {
         StatusCode::OK
@@ -250,6 +279,8 @@ impl SettingsQuery {
             lang: None,
             fresh: None,
             since_version: None,
+            need_user_confirm: None,
+            max_subtasks: None,
         };
         Ok(session(&q, headers, who)?.0)
     }

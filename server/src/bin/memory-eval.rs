@@ -36,11 +36,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use eval_server::get_json;
 use run_model::memory::{MemoryKind, NewMemory};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use server::config::{Access, Config};
 use server::store::{RunStore, SqlStore};
+
+#[path = "eval_server/mod.rs"]
+mod eval_server;
 
 #[derive(Deserialize)]
 struct Taught {
@@ -100,12 +103,7 @@ fn correction(case: &Case) -> NewMemory {
 /// A model that plans one subtask per correction in its prompt (quoting
 /// it), or a single plain step when it reads none.
 async fn fake_model() -> String {
-    use axum::routing::post;
-    async fn complete(axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
-        let schema = body
-            .pointer("/response_format/json_schema/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    eval_server::serve_model(|body: Value| async move {
         let prompt = body["messages"]
             .as_array()
             .into_iter()
@@ -113,7 +111,7 @@ async fn fake_model() -> String {
             .filter_map(|m| m["content"].as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        let content = match schema {
+        let content = match eval_server::schema_name(&body) {
             "mode" => json!({"confidence": 1.0, "mode": "simple", "reason": "fake"}),
             "plan" => {
                 let mut steps: Vec<Value> = prompt
@@ -131,77 +129,25 @@ async fn fake_model() -> String {
             }
             _ => json!({}),
         };
-        axum::Json(json!({
-            "id": "fake", "object": "chat.completion", "created": 0, "model": "fake",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                "message": {"role": "assistant", "content": content.to_string()}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-        }))
-    }
-    let app = axum::Router::new().route("/v1/chat/completions", post(complete));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+        content.to_string()
+    })
+    .await
 }
 
-/// The real server on a port of its own: its base URL, and its store.
+/// The real server on a port of its own (`eval_server`'s, with hybrid
+/// recall only when asked for: the measure is of the default, full-text
+/// recall): its base URL, and its store.
 async fn start_server(dir: &Path, model_url: Option<String>) -> Result<(String, SqlStore), String> {
-    let db = format!("sqlite://{}", dir.join("eval.db").display());
-    let workspaces = dir.join("workspaces").display().to_string();
-    let config = Config::from_vars(|name| match name {
-        "DATABASE_URL" => Some(db.clone()),
-        "PLANBOARD_WORKSPACES" => Some(workspaces.clone()),
-        "PLANBOARD_TOKENS" | "PLANBOARD_TOKENS_FILE" | "PLANBOARD_WEBHOOK_URL" => None,
-        // Hybrid recall only when asked for: the measure is of the
-        // default, full-text recall.
-        "PLANBOARD_EMBEDDING_MODEL" => std::env::var("MEMORY_EVAL_EMBEDDING_MODEL").ok(),
-        "PLANBOARD_LLM_STREAM" if model_url.is_some() => Some("false".into()),
-        "PLANBOARD_LLM_MODEL" if model_url.is_some() => Some("fake".into()),
-        "PLANBOARD_LLM_BASE_URL" if model_url.is_some() => model_url.clone(),
-        "PLANBOARD_LLM_MODEL" => std::env::var(name)
-            .ok()
-            .or_else(|| Some("qwen2.5-coder-1.5b-instruct".into())),
-        "PLANBOARD_LLM_BASE_URL" => std::env::var(name)
-            .ok()
-            .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-            .or_else(|| Some("http://127.0.0.1:8091/v1".into())),
-        _ => std::env::var(name).ok(),
+    let (url, database) = eval_server::start(dir, model_url, |name| {
+        (name == "PLANBOARD_EMBEDDING_MODEL")
+            .then(|| std::env::var("MEMORY_EVAL_EMBEDDING_MODEL").ok())
     })
-    .map_err(|e| e.to_string())?;
-    let config = Config {
-        access: Access::Local {
-            user: "eval".into(),
-        },
-        ..config
-    };
-    let services = server::start(&config).await.map_err(|e| e.to_string())?;
+    .await?;
     // The same database, for planting and forgetting memories.
-    let store = SqlStore::connect(&db).await.map_err(|e| e.to_string())?;
-    let options = leptos::config::LeptosOptions::builder()
-        .output_name("planboard")
-        .site_root("target/site")
-        .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    let store = SqlStore::connect(&database)
         .await
         .map_err(|e| e.to_string())?;
-    let url = format!(
-        "http://{}",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
-    let router = server::router(options, services);
-    tokio::spawn(async move { axum::serve(listener, router).await });
     Ok((url, store))
-}
-
-async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
-    http.get(url)
-        .send()
-        .await
-        .map_err(|e| format!("GET {url}: {e}"))?
-        .json()
-        .await
-        .map_err(|e| format!("GET {url}: {e}"))
 }
 
 /// `task` planned through the API (with or without memory): the proposed

@@ -30,15 +30,19 @@
 //!
 //! # Layout
 //! - `Task`, `Expect`: the task file's shape; `score`: the verdicts.
-//! - `start_server`, `fake_model`: the server under test and the idle model.
+//! - `fake_model`: the idle model (the server under test is `eval_server`'s,
+//!   shared with `memory-eval`).
 //! - `run_task`: one task through the API; `main`: the table and the rate.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use eval_server::get_json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use server::config::{Access, Config};
+
+#[path = "eval_server/mod.rs"]
+mod eval_server;
 
 #[derive(Deserialize)]
 struct Task {
@@ -121,13 +125,8 @@ fn score(task: &Task, answer: &str, file: Option<&str>) -> Result<(), String> {
 
 /// A model that answers every schema validly and does nothing.
 async fn fake_model() -> String {
-    use axum::routing::post;
-    async fn complete(axum::Json(body): axum::Json<Value>) -> axum::Json<Value> {
-        let schema = body
-            .pointer("/response_format/json_schema/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let content = match schema {
+    eval_server::serve_model(|body: Value| async move {
+        match eval_server::schema_name(&body) {
             "mode" => json!({"confidence": 1.0, "mode": "simple", "reason": "fake"}).to_string(),
             "plan" => json!({"title": "Do it", "subtasks": [
                 {"name": "Do the task", "description": "Do the task.", "expected_outcome": "done"}
@@ -155,73 +154,9 @@ async fn fake_model() -> String {
                 }
                 Value::Object(answer).to_string()
             }
-        };
-        axum::Json(json!({
-            "id": "fake", "object": "chat.completion", "created": 0, "model": "fake",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-        }))
-    }
-    let app = axum::Router::new().route("/v1/chat/completions", post(complete));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
-}
-
-/// The real server on a port of its own; its base URL.
-async fn start_server(dir: &Path, model_url: Option<String>) -> Result<String, String> {
-    let db = format!("sqlite://{}", dir.join("eval.db").display());
-    let workspaces = dir.join("workspaces").display().to_string();
-    let config = Config::from_vars(|name| match name {
-        "DATABASE_URL" => Some(db.clone()),
-        "PLANBOARD_WORKSPACES" => Some(workspaces.clone()),
-        "PLANBOARD_TOKENS" | "PLANBOARD_TOKENS_FILE" | "PLANBOARD_WEBHOOK_URL" => None,
-        "PLANBOARD_LLM_STREAM" if model_url.is_some() => Some("false".into()),
-        "PLANBOARD_LLM_MODEL" if model_url.is_some() => Some("fake".into()),
-        "PLANBOARD_LLM_BASE_URL" if model_url.is_some() => model_url.clone(),
-        "PLANBOARD_LLM_MODEL" => std::env::var(name)
-            .ok()
-            .or_else(|| Some("qwen2.5-coder-1.5b-instruct".into())),
-        "PLANBOARD_LLM_BASE_URL" => std::env::var(name)
-            .ok()
-            .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-            .or_else(|| Some("http://127.0.0.1:8091/v1".into())),
-        _ => std::env::var(name).ok(),
+        }
     })
-    .map_err(|e| e.to_string())?;
-    let config = Config {
-        access: Access::Local {
-            user: "eval".into(),
-        },
-        ..config
-    };
-    let services = server::start(&config).await.map_err(|e| e.to_string())?;
-    let options = leptos::config::LeptosOptions::builder()
-        .output_name("planboard")
-        .site_root("target/site")
-        .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let url = format!(
-        "http://{}",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
-    let router = server::router(options, services);
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok(url)
-}
-
-async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
-    http.get(url)
-        .send()
-        .await
-        .map_err(|e| format!("GET {url}: {e}"))?
-        .json()
-        .await
-        .map_err(|e| format!("GET {url}: {e}"))
+    .await
 }
 
 struct Outcome {
@@ -388,7 +323,7 @@ async fn main() -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("planboard-task-eval-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let model = if fake { Some(fake_model().await) } else { None };
-    let base = start_server(&dir, model).await?;
+    let base = eval_server::start(&dir, model, |_| None).await?.0;
     let http = reqwest::Client::new();
     let mut right = 0;
     let mut total_seconds = 0.0;

@@ -3,13 +3,15 @@
 //!
 //! # Layout
 //! - this file: [`Board`] (the plan service, the runs and the webhook
-//!   settings), the board's reading of the API's errors, and the
-//!   [`BoardBackend`] the app's server functions call;
+//!   settings), the board's reading of the API's errors, the
+//!   [`BoardBackend`] the app's server functions call, and [`routes`], the
+//!   board's own routes (its forms and the Gantt chart) in one list;
 //! - `activity.rs`: a run's log read back as activity lines (the panel's
 //!   tail, the activity page);
-//! - `forms.rs`: the plain forms the board posts (the task box, answers,
-//!   re-plan, guarded tool calls, memories, reviews, templates, webhooks,
-//!   tool servers), each a route that changes one thing and redirects back;
+//! - `forms/`: the plain forms the board posts, one file per page (the
+//!   task box, a plan's board and run header, reviews, templates,
+//!   memories, settings, tools), each form a typed struct and each
+//!   handler a route that changes one thing and redirects back;
 //! - `gantt.rs`: `GET /plans/{id}/gantt.svg`, a window of the Gantt chart.
 
 mod activity;
@@ -56,6 +58,42 @@ pub async fn bounded_server_fn_bodies(
     } else {
         next.run(request).await
     }
+}
+
+/// The board's own routes beside its pages, from one list as
+/// [`crate::api::routes`] lists the API's: the plain forms (their paths
+/// are the pages' form actions) and the Gantt chart, each handed the
+/// board. The task box alone takes files, so its body may be as large as
+/// a run's uploads.
+pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Router<S> {
+    use axum::routing::{get, post};
+    use forms::{memories, reviews, run, settings, task, templates, tools};
+    let uploads = axum::extract::DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT);
+    axum::Router::new()
+        .route(
+            app::pages::task::TASK_ROUTE,
+            post(task::start_task).layer(uploads),
+        )
+        .route("/plans/{id}/gantt.svg", get(gantt::gantt))
+        .route("/plans/{id}/replan", post(run::replan))
+        .route("/plans/{id}/answer", post(run::answer))
+        .route("/plans/{id}/agent", post(run::agent_work))
+        .route("/plans/{id}/budget", post(run::budget))
+        .route("/plans/{id}/tool-call", post(run::tool_call))
+        .route("/plans/{id}/again", post(reviews::again))
+        .route("/plans/{id}/review", post(reviews::review))
+        .route("/plans/{id}/template", post(templates::save))
+        .route("/templates/{id}/delete", post(templates::delete))
+        .route("/memories/rule", post(memories::rule))
+        .route("/memories/{id}/{action}", post(memories::change))
+        .route("/settings/webhooks", post(settings::add_webhook))
+        .route(
+            "/settings/webhooks/{id}/remove",
+            post(settings::remove_webhook),
+        )
+        .route("/tools/servers", post(tools::add_server))
+        .route("/tools/servers/{name}/{action}", post(tools::server_action))
+        .with_state(board)
 }
 
 pub struct Board {

@@ -13,25 +13,8 @@ use tokio::sync::broadcast;
 use super::delta_relay::DeltaRelay;
 use super::log_writer::{LogQueue, Streaming};
 use crate::live::{LiveDelta, RunNews};
-use crate::pages::Pages;
 use crate::service::{PlanService, ServiceError};
-use crate::store::{NewRunEntry, RunStore, StoreError};
-
-/// Every entry of one run's log that reads as a [`RunEntry`], oldest
-/// first, read page by page.
-pub async fn whole_log(store: &dyn RunStore, run: RunId) -> Result<Vec<RunEntry>, StoreError> {
-    const PAGE: u32 = 500;
-    let mut out = Vec::new();
-    let mut pages = Pages::after(0, PAGE, |after, n| store.run_log(run, after, n));
-    while let Some(page) = pages.next().await {
-        for stored in page? {
-            if let Ok(entry) = serde_json::from_value(stored.entry) {
-                out.push(entry);
-            }
-        }
-    }
-    Ok(out)
-}
+use crate::store::{NewRunEntry, RunStore};
 
 pub struct ServerHost {
     plans: Arc<PlanService>,
@@ -185,9 +168,12 @@ impl Host for ServerHost {
         // waits, the broadcast has a receiver, so replies stream.)
         let mut news = self.entries.subscribe();
         loop {
-            let entries = whole_log(self.store.as_ref(), run)
+            // The decisions only, from their index: not the whole log.
+            let entries = super::needs::calls_of(self.store.as_ref(), &[run])
                 .await
-                .map_err(|e| HostError::Unavailable(e.to_string()))?;
+                .map_err(|e| HostError::Unavailable(e.to_string()))?
+                .remove(&run)
+                .unwrap_or_default();
             if let Some(verdict) = entries.iter().find_map(|e| ToolVerdict::of(e, call)) {
                 return Ok(verdict);
             }
@@ -214,9 +200,11 @@ impl Host for ServerHost {
     }
 
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
-        let entries = whole_log(self.store.as_ref(), run)
+        let entries = super::needs::calls_of(self.store.as_ref(), &[run])
             .await
-            .map_err(|e| HostError::Unavailable(e.to_string()))?;
+            .map_err(|e| HostError::Unavailable(e.to_string()))?
+            .remove(&run)
+            .unwrap_or_default();
         Ok(agent::host::open_calls(&entries))
     }
 

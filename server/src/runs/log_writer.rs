@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
-use crate::live::RunNews;
+use crate::live::{LiveEntry, RunNews};
 use crate::store::{NewRunEntry, RunStore};
 
 /// Entries queued at most; a full queue makes the agent wait (back
@@ -100,7 +100,7 @@ async fn write(
             match (store.append_run_log(&rows).await, &streaming) {
                 (Ok(stored), Streaming::Direct) => {
                     for entry in stored {
-                        let _ = news.send(RunNews::Entry(Arc::new(entry)));
+                        let _ = news.send(RunNews::Entry(Arc::new(LiveEntry::new(entry))));
                     }
                 }
                 (Ok(_), Streaming::Shared(reader)) => reader.notify_one(),
@@ -148,7 +148,7 @@ pub async fn read_shared_log(
             let full = rows.len() == BATCH;
             for entry in rows {
                 after = entry.seq;
-                let _ = news.send(RunNews::Entry(Arc::new(entry)));
+                let _ = news.send(RunNews::Entry(Arc::new(LiveEntry::new(entry))));
             }
             if !full {
                 break;

@@ -51,12 +51,13 @@ use std::time::Duration;
 
 use agent::protocol::ToolSpec;
 use agent::run::{Budget, RunConfig, RunEntry, RunProgress, RunRecord, RunState, Verdict};
-use agent::sandbox::{CodeTools, Sandbox, SandboxLimits, SandboxUnavailable};
-use agent::tools::{FileTools, ToolBox, Toolset};
-use agent::web::WebTools;
+use agent::tools::files::FileTools;
+use agent::tools::sandbox::code::CodeTools;
+use agent::tools::sandbox::{Sandbox, SandboxLimits, SandboxUnavailable};
+use agent::tools::web::WebTools;
+use agent::tools::{ToolBox, Toolset};
 use agent::workspace::{Workspace, WorkspaceError};
 use agent::{Agent, Llm, OpenAiLlm, RunId};
-use host::whole_log;
 use inputs::{InputError, Staged, Upload};
 use plan_engine::{Command, Op, PlanState, SubtaskId, SubtaskState};
 use schemars::JsonSchema;
@@ -453,6 +454,13 @@ impl Runs {
 
     pub fn store(&self) -> Arc<dyn RunStore> {
         self.store.clone()
+    }
+
+    /// The host the agent writes through (its runs' rows, their logs):
+    /// for the live loop's benchmark, which writes as many agents would.
+    #[doc(hidden)]
+    pub fn agent_host(&self) -> Arc<dyn agent::host::Host> {
+        self.host.clone()
     }
 
     pub fn workspace(&self, run: RunId) -> PathBuf {
@@ -968,25 +976,8 @@ impl Runs {
     /// The run's guarded tool calls that wait for a person, oldest first.
     pub async fn pending_calls(&self, id: RunId) -> Result<Vec<PendingCall>, RunError> {
         self.record(id).await?;
-        let entries = whole_log(self.store.as_ref(), id).await?;
-        let open = agent::host::open_calls(&entries);
-        Ok(entries
-            .into_iter()
-            .filter_map(|e| match e {
-                RunEntry::ToolApproval {
-                    subtask,
-                    call,
-                    name,
-                    arguments,
-                } if open.contains(&call) => Some(PendingCall {
-                    call,
-                    subtask,
-                    name,
-                    arguments,
-                }),
-                _ => None,
-            })
-            .collect())
+        let mut calls = needs::calls_of(self.store.as_ref(), &[id]).await?;
+        Ok(needs::pending_of(calls.remove(&id).unwrap_or_default()))
     }
 
     /// A person's decision on a guarded call: approved, edited (with the
@@ -1001,10 +992,12 @@ impl Runs {
         let _one = self.deciding.lock().await;
         let pending = self.pending_calls(id).await?;
         if !pending.iter().any(|p| p.call == call) {
-            let entries = whole_log(self.store.as_ref(), id).await?;
-            let asked = entries
-                .iter()
-                .any(|e| matches!(e, RunEntry::ToolApproval { call: c, .. } if c == call));
+            let calls = needs::calls_of(self.store.as_ref(), &[id]).await?;
+            let asked = calls.get(&id).is_some_and(|entries| {
+                entries
+                    .iter()
+                    .any(|e| matches!(e, RunEntry::ToolApproval { call: c, .. } if c == call))
+            });
             return Err(if asked {
                 RunError::Decided(call.to_string())
             } else {
@@ -1242,7 +1235,7 @@ pub async fn connect_tool_servers(
     config: &Config,
     store: &dyn RunStore,
 ) -> Result<Arc<ToolServers>, crate::store::StoreError> {
-    let mut servers: Vec<(String, run_model::ToolSource, agent::mcp::McpServer)> = config
+    let mut servers: Vec<(String, run_model::ToolSource, agent::tools::mcp::McpServer)> = config
         .mcp_servers
         .iter()
         .map(|(name, server)| (name.clone(), run_model::ToolSource::File, server.clone()))

@@ -5,10 +5,52 @@
 
 use std::collections::HashMap;
 
+use agent::{RunEntry, RunId};
 use plan_engine::{PlanId, PlanState};
 use run_model::{Need, NeedKind, RunState};
 
-use super::{RunError, Runs};
+use super::{PendingCall, RunError, Runs};
+use crate::store::{RunStore, StoreError};
+
+/// The guarded calls and the decisions of `runs`, by run, in log order:
+/// read from the calls' index (a few rows a run), never the whole logs.
+pub(crate) async fn calls_of(
+    store: &dyn RunStore,
+    runs: &[RunId],
+) -> Result<HashMap<RunId, Vec<RunEntry>>, StoreError> {
+    let mut by_run: HashMap<RunId, Vec<RunEntry>> = HashMap::new();
+    for stored in store.run_log_calls(runs).await? {
+        // A line an older version wrote and this one cannot read is
+        // skipped, as the whole log's reader skips it.
+        if let Ok(entry) = serde_json::from_value(stored.entry) {
+            by_run.entry(stored.run_id).or_default().push(entry);
+        }
+    }
+    Ok(by_run)
+}
+
+/// The calls among `entries` (one run's) that wait for a decision, oldest
+/// first.
+pub(crate) fn pending_of(entries: Vec<RunEntry>) -> Vec<PendingCall> {
+    let open = agent::host::open_calls(&entries);
+    entries
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEntry::ToolApproval {
+                subtask,
+                call,
+                name,
+                arguments,
+            } if open.contains(&call) => Some(PendingCall {
+                call,
+                subtask,
+                name,
+                arguments,
+            }),
+            _ => None,
+        })
+        .collect()
+}
 
 /// Most runs of one state looked at: an inbox is for people, not a report.
 const RUNS_LOOKED_AT: u32 = 500;
@@ -79,15 +121,19 @@ impl Runs {
                 since,
             ));
         }
-        for run in self
+        let running = self
             .store
             .list_runs(Some(RunState::Running), None, 0, RUNS_LOOKED_AT)
-            .await?
-        {
+            .await?;
+        // Their guarded calls in one indexed read, not a log per run.
+        let ids: Vec<RunId> = running.iter().map(|r| r.id).collect();
+        let mut calls = calls_of(self.store.as_ref(), &ids).await?;
+        for run in running {
             let Some((plan_id, plan_title, since)) = on_plan(&run) else {
                 continue;
             };
-            for call in self.pending_calls(run.id).await? {
+            let entries = calls.remove(&run.id).unwrap_or_default();
+            for call in pending_of(entries) {
                 needs.push(Need::new(
                     NeedKind::ToolCall,
                     (plan_id, &plan_title),

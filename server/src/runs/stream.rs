@@ -58,8 +58,7 @@ async fn follow_run(
                     continue;
                 }
                 last = row.seq;
-                let json = serde_json::to_string(&*row).unwrap_or_default();
-                if tx.send(row_event(row.seq, json)).await.is_err() {
+                if tx.send(row_event(row.seq, row.json())).await.is_err() {
                     return;
                 }
             }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use agent::mcp::{McpServer, McpTools};
 use agent::protocol::ToolSpec;
+use agent::tools::mcp::{McpServer, McpTools};
 use agent::tools::ToolBox;
 use run_model::{ToolServerView, ToolSource, ToolTransport};
 use schemars::JsonSchema;

@@ -314,6 +314,9 @@ impl PlanService {
     /// [`ToolRights::Admin`] is undone and refused: the roles are the
     /// API's whatever the dialect. The check is on what the call did, not
     /// on its name, so no spelling of a tool or its arguments gets past it.
+    /// A plan the call creates takes `settings` where set, else the
+    /// session's (the arguments' own win over both, in the engine).
+    #[allow(clippy::too_many_arguments)]
     pub async fn tool(
         &self,
         dialect: Dialect,
@@ -322,7 +325,11 @@ impl PlanService {
         session: &str,
         actor: &str,
         rights: ToolRights,
+        settings: SessionSettings,
     ) -> Result<ToolResult, ServiceError> {
+        settings
+            .check()
+            .map_err(|why| PlanError::invalid("plan settings", why))?;
         if self.shared {
             // Another replica may have moved this session's pointer.
             let active = self.store.active(session).await?;
@@ -345,7 +352,9 @@ impl PlanService {
             actor: actor.to_string(),
             now: chrono::Utc::now(),
             new_plan_id: uuid::Uuid::new_v4(),
-            defaults: self.store.session_settings(session).await?.defaults(),
+            defaults: settings
+                .over(self.store.session_settings(session).await?)
+                .defaults(),
         };
         self.write(actor, |book| {
             let result = call(book, dialect, tool, args, &ctx);

@@ -39,8 +39,8 @@ impl std::fmt::Debug for StoredMcpServer {
 
 impl StoredMcpServer {
     /// The agent's description of it.
-    pub fn server(&self) -> agent::mcp::McpServer {
-        agent::mcp::McpServer {
+    pub fn server(&self) -> agent::tools::mcp::McpServer {
+        agent::tools::mcp::McpServer {
             url: self.url.clone(),
             token: self.token.clone(),
             command: self.command.clone(),

@@ -123,6 +123,10 @@ pub trait RunStore: Send + Sync {
     ) -> Result<Vec<StoredRunEntry>, StoreError>;
     /// How many entries the run's log holds.
     async fn run_log_len(&self, run: RunId) -> Result<u64, StoreError>;
+    /// The guarded tool calls (`tool_approval`) of these runs and the
+    /// decisions on them (`tool_decision`), in log order: what waits for a
+    /// person, read from an index instead of the whole logs.
+    async fn run_log_calls(&self, runs: &[RunId]) -> Result<Vec<StoredRunEntry>, StoreError>;
     /// Every run's entries after `after`, in log order: what a process
     /// reads to stream the entries other processes wrote.
     async fn run_log_since(
@@ -476,6 +480,7 @@ impl RunStore for SqlStore {
         entries: &[NewRunEntry],
     ) -> Result<Vec<StoredRunEntry>, StoreError> {
         let mut stored = Vec::with_capacity(entries.len());
+        let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         if self.is_postgres() {
             // Writers take turns, so seqs are handed out in commit order and
@@ -548,6 +553,32 @@ impl RunStore for SqlStore {
             .fetch_one(&self.pool)
             .await?;
         Ok(n.max(0) as u64)
+    }
+
+    async fn run_log_calls(&self, runs: &[RunId]) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let mut out = Vec::new();
+        // A few hundred runs at most (the needs inbox looks at 500), in
+        // statements of 100 ids; the kinds as the partial index
+        // `run_log_calls` names them, so the index answers.
+        for chunk in runs.chunks(100) {
+            let ids = (0..chunk.len())
+                .map(|i| format!("${}", i + 1))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log \
+                 WHERE run_id IN ({ids}) AND kind IN ('tool_approval', 'tool_decision') \
+                 ORDER BY seq"
+            );
+            let mut query = sqlx::query(&sql);
+            for run in chunk {
+                query = query.bind(run.to_string());
+            }
+            let rows = query.fetch_all(&self.pool).await?;
+            out.extend(rows.iter().map(entry_of).collect::<Result<Vec<_>, _>>()?);
+        }
+        out.sort_by_key(|e| e.seq);
+        Ok(out)
     }
 
     async fn run_log_since(

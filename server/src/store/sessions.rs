@@ -37,6 +37,15 @@ impl SessionSettings {
         }
     }
 
+    /// These settings where set, else `session`'s: a call's own settings
+    /// for the plan it creates win over its session's.
+    pub fn over(self, session: SessionSettings) -> SessionSettings {
+        SessionSettings {
+            need_user_confirm: self.need_user_confirm.or(session.need_user_confirm),
+            max_subtasks: self.max_subtasks.or(session.max_subtasks),
+        }
+    }
+
     /// What the plans this session creates take when a call leaves them out.
     pub fn defaults(self) -> SessionDefaults {
         SessionDefaults {

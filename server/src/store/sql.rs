@@ -52,6 +52,8 @@ pub struct SqlStore {
     url: String,
     /// The background checkpointer stops when this goes.
     _alive: std::sync::Arc<()>,
+    /// SQLite's writing transactions take turns here (see [`SqlStore::write_turn`]).
+    writes: tokio::sync::Mutex<()>,
 }
 
 /// How often a SQLite file's log is copied back into the database.
@@ -137,7 +139,21 @@ impl SqlStore {
             backend,
             url: url.to_string(),
             _alive: alive,
+            writes: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// A turn to write, on SQLite: the plan commits and the run log's
+    /// appends are the store's two writing transactions, and one begun
+    /// while the other held the file waited in SQLite's busy handler,
+    /// which sleeps a millisecond and more (the agent's slowest steps, on
+    /// the profile); a turn here costs a wake-up. PostgreSQL writers do
+    /// not block each other so: no turn.
+    pub(super) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self.backend {
+            Backend::Sqlite => Some(self.writes.lock().await),
+            Backend::Postgres => None,
+        }
     }
 
     /// Whether `url` names a database this store speaks.
@@ -291,6 +307,7 @@ impl PlanStore for SqlStore {
         if batch.is_empty() {
             return Ok(());
         }
+        let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         if self.backend == Backend::Postgres {
             // Readers go on; writers queue, so seq order is commit order and

@@ -305,7 +305,7 @@ async fn a_run_offers_the_model_only_the_tools_it_chose() {
 
 /// The sandbox is there (or CI, which requires it, fails here).
 fn sandbox_works() -> bool {
-    match agent::sandbox::Sandbox::detect(agent::sandbox::SandboxLimits::default()) {
+    match agent::tools::sandbox::Sandbox::detect(agent::tools::sandbox::SandboxLimits::default()) {
         Ok(_) => true,
         Err(e) if std::env::var_os("PLANBOARD_REQUIRE_SANDBOX").is_some() => {
             panic!("PLANBOARD_REQUIRE_SANDBOX is set but {e}")

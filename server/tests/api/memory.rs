@@ -138,8 +138,21 @@ async fn dependencies_and_expected_outcomes_changed_mid_run_are_remembered_as_co
 #[tokio::test]
 async fn a_standing_rule_written_over_http_is_pinned_and_read_by_the_planner_of_the_tasks_it_is_for(
 ) {
+    standing_rule_story(None).await;
+}
+
+#[tokio::test]
+async fn a_standing_rule_written_over_http_is_pinned_and_read_by_the_planner_on_postgres() {
+    let Some(url) = crate::postgres::fresh_database().await else {
+        return;
+    };
+    standing_rule_story(Some(&url)).await;
+}
+
+/// On a database of its own: it counts every memory there.
+async fn standing_rule_story(database: Option<&str>) {
     let fake = FakeOpenAi::start().await;
-    let server = server_on(&fake, None).await;
+    let server = server_on(&fake, database).await;
     let (status, rule) = server
         .post(
             "/api/memories",

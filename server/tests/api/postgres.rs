@@ -25,6 +25,25 @@ fn database() -> Option<String> {
     }
 }
 
+/// A new, empty PostgreSQL database of the caller's own on the test
+/// server, for a story that reads or purges the whole database (the
+/// storage report, the retentions): its URL.
+pub async fn fresh_database() -> Option<String> {
+    use sqlx::Connection;
+    let url = database()?;
+    let name = format!("planboard_story_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(&url)
+        .await
+        .expect("the test database answers");
+    sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+        .execute(&mut admin)
+        .await
+        .expect("a database of the story's own");
+    let mut own = reqwest::Url::parse(&url).expect("a URL");
+    own.set_path(&format!("/{name}"));
+    Some(own.to_string())
+}
+
 #[tokio::test]
 async fn the_plan_story_works_on_postgres() {
     let Some(url) = database() else { return };
@@ -1457,4 +1476,89 @@ async fn a_replica_killed_mid_run_leaves_its_runs_to_the_other_which_finishes_th
         assert_eq!(subtasks.len(), 4, "{plan}");
         assert!(subtasks.iter().all(|s| s["state"] == "done"), "{plan}");
     }
+}
+
+/// The guarded calls of a run's log and the decisions on them, read from
+/// their index: only those two kinds, only of the runs asked about, in
+/// log order, however long the rest of the log.
+pub async fn guarded_calls_story(url: &str) {
+    use server::store::{NewRunEntry, RunStore, SqlStore};
+    let store = SqlStore::connect(url).await.unwrap();
+    let entry = |run, entry: agent::RunEntry| NewRunEntry {
+        run,
+        plan: None,
+        kind: entry.kind(),
+        at: chrono::Utc::now(),
+        entry: serde_json::to_value(&entry).unwrap(),
+    };
+    let asked = |call: &str| agent::RunEntry::ToolApproval {
+        subtask: plan_engine::SubtaskId(1),
+        call: call.into(),
+        name: "run_shell".into(),
+        arguments: json!({"command": "ls"}),
+    };
+    let note = || agent::RunEntry::PeopleChanged {
+        summary: "a line".into(),
+    };
+    let (a, b, other) = (
+        uuid::Uuid::new_v4(),
+        uuid::Uuid::new_v4(),
+        uuid::Uuid::new_v4(),
+    );
+    let mut log: Vec<NewRunEntry> = (0..300).map(|_| entry(a, note())).collect();
+    log.push(entry(a, asked("a1")));
+    log.push(entry(other, asked("o1")));
+    log.push(entry(b, asked("b1")));
+    log.extend((0..300).map(|_| entry(b, note())));
+    log.push(entry(
+        a,
+        agent::RunEntry::ToolDecision {
+            call: "a1".into(),
+            verdict: run_model::Verdict::Approved,
+            by: "ann".into(),
+            reason: None,
+            arguments: None,
+        },
+    ));
+    log.push(entry(a, asked("a2")));
+    store.append_run_log(&log).await.unwrap();
+    let calls = store.run_log_calls(&[a, b]).await.unwrap();
+    let read: Vec<(uuid::Uuid, String, String)> = calls
+        .iter()
+        .map(|e| {
+            (
+                e.run_id,
+                e.kind.to_string(),
+                e.entry["call"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(uuid::Uuid, String, String)> = [
+        (a, "tool_approval", "a1"),
+        (b, "tool_approval", "b1"),
+        (a, "tool_decision", "a1"),
+        (a, "tool_approval", "a2"),
+    ]
+    .into_iter()
+    .map(|(r, k, c)| (r, k.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(read, expected);
+    assert!(calls.windows(2).all(|w| w[0].seq < w[1].seq), "log order");
+    assert!(store.run_log_calls(&[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn guarded_calls_are_read_from_their_index_on_postgres() {
+    let Some(url) = database() else { return };
+    guarded_calls_story(&url).await;
+}
+
+#[tokio::test]
+async fn guarded_calls_are_read_from_their_index_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    guarded_calls_story(&format!(
+        "sqlite://{}",
+        dir.path().join("calls.db").display()
+    ))
+    .await;
 }

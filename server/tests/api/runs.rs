@@ -35,9 +35,11 @@ pub async fn server_on(fake: &FakeOpenAi, database: Option<&str>) -> TestServer 
 }
 
 pub async fn wait_for(server: &TestServer, run: &str, state: &str) -> Value {
+    let mut last = Value::Null;
     for _ in 0..400 {
         let (status, view) = server.get(&format!("/api/runs/{run}")).await;
         assert_eq!(status, StatusCode::OK, "{view}");
+        last = view.clone();
         if view["state"] == state {
             return view;
         }
@@ -49,7 +51,17 @@ pub async fn wait_for(server: &TestServer, run: &str, state: &str) -> Value {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("run {run} never became {state}");
+    // What the run did last, so a stuck run says where it stopped.
+    let (_, log) = server
+        .get(&format!("/api/runs/{run}/events?limit=1000"))
+        .await;
+    let tail: Vec<&Value> = log
+        .as_array()
+        .map(|l| l.iter().rev().take(8).collect())
+        .unwrap_or_default();
+    panic!(
+        "run {run} never became {state}: {last}\nits log's last entries, newest first: {tail:?}"
+    );
 }
 
 pub async fn start(server: &TestServer, body: Value) -> (String, String) {
@@ -387,7 +399,7 @@ async fn the_agent_uses_an_mcp_servers_tools_as_work_tools() {
     let mut servers = std::collections::BTreeMap::new();
     servers.insert(
         "board".to_string(),
-        agent::mcp::McpServer {
+        agent::tools::mcp::McpServer {
             url: Some(tool_server.url("/mcp")),
             token: None,
             command: None,
@@ -1265,7 +1277,7 @@ fn webhook_server_config(dir: &std::path::Path, fake: &FakeOpenAi, url: &str) ->
     config
 }
 
-/// The test's own check of the signature, as the README tells receivers.
+/// The test's own check of the signature, as docs/agent.md (*Webhooks*) tells receivers.
 fn verify(headers: &axum::http::HeaderMap, body: &str) -> bool {
     use hmac::Mac;
     let Some(sig) = headers
@@ -1608,4 +1620,99 @@ async fn with_the_tool_calls_protocol_a_run_works_through_function_calls() {
         keys.iter().all(|k| k == "Bearer sk-fake-secret"),
         "{keys:?}"
     );
+}
+
+#[tokio::test]
+async fn a_guarded_call_waiting_in_a_long_log_reaches_the_inbox_and_the_run_and_a_decided_one_does_not(
+) {
+    use server::store::NewRunEntry;
+    let server = TestServer::start().await;
+    let plan = server.create(crate::support::chain("guarded")).await;
+    let store = server.services.runs.store();
+    let mut record = run_model::RunRecord::new(
+        uuid::Uuid::new_v4(),
+        run_model::RunConfig {
+            task: "guarded".into(),
+            ..Default::default()
+        },
+    );
+    record.state = run_model::RunState::Running;
+    record.plan_id = Some(plan.parse().unwrap());
+    store.save_run(&record).await.unwrap();
+    let run = record.id;
+    let line = |entry: agent::RunEntry| NewRunEntry {
+        run,
+        plan: record.plan_id,
+        kind: entry.kind(),
+        at: chrono::Utc::now(),
+        entry: serde_json::to_value(&entry).unwrap(),
+    };
+    let note = || {
+        line(agent::RunEntry::PeopleChanged {
+            summary: "a line".into(),
+        })
+    };
+    let asked = |call: &str| {
+        line(agent::RunEntry::ToolApproval {
+            subtask: plan_engine::SubtaskId(1),
+            call: call.into(),
+            name: "run_shell".into(),
+            arguments: json!({"command": format!("echo {call}")}),
+        })
+    };
+    let mut log: Vec<NewRunEntry> = (0..1000).map(|_| note()).collect();
+    log.push(asked("a1"));
+    log.push(line(agent::RunEntry::ToolDecision {
+        call: "a1".into(),
+        verdict: run_model::Verdict::Approved,
+        by: "ann".into(),
+        reason: None,
+        arguments: None,
+    }));
+    log.push(asked("a2"));
+    log.extend((0..1000).map(|_| note()));
+    store.append_run_log(&log).await.unwrap();
+
+    let tool_needs = |needs: &Value| -> Vec<Value> {
+        needs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "tool_call")
+            .cloned()
+            .collect()
+    };
+    let (_, needs) = server.get("/api/inbox").await;
+    let waiting = tool_needs(&needs);
+    assert_eq!(waiting.len(), 1, "{needs}");
+    assert_eq!(waiting[0]["run_id"], run.to_string());
+    assert!(
+        waiting[0]["text"].as_str().unwrap().contains("echo a2"),
+        "{needs}"
+    );
+    let (status, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
+    assert_eq!(status, StatusCode::OK, "{calls}");
+    let ids: Vec<&str> = calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["call"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a2"], "{calls}");
+
+    let decide = |call: &str| {
+        let path = format!("/api/runs/{run}/tool-calls/{call}");
+        let server = &server;
+        async move { server.post(&path, json!({"verdict": "approve"})).await }
+    };
+    let (status, body) = decide("a1").await;
+    assert_eq!(status, StatusCode::CONFLICT, "decided already: {body}");
+    let (status, body) = decide("nope").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "never asked: {body}");
+    let (status, body) = decide("a2").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, needs) = server.get("/api/inbox").await;
+    assert!(tool_needs(&needs).is_empty(), "{needs}");
+    let (_, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
+    assert_eq!(calls, json!([]));
 }

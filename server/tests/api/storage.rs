@@ -16,12 +16,22 @@ use crate::inputs::{run_part, upload};
 use crate::runs::{start, wait_for};
 use crate::support::{local, TestServer};
 
-async fn server(fake: &FakeOpenAi, quota: Option<u64>) -> TestServer {
+/// A server driving runs with the fake model, its workspaces in a
+/// temporary folder, on a temporary SQLite file.
+pub async fn server(fake: &FakeOpenAi, quota: Option<u64>) -> TestServer {
+    server_on(fake, quota, None).await
+}
+
+/// [`server`] on `database` when given (a PostgreSQL database of the
+/// test's own: the retention and the storage report see the whole
+/// database).
+async fn server_on(fake: &FakeOpenAi, quota: Option<u64>, database: Option<&str>) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
-    let defaults = Config::defaults(
-        format!("sqlite://{}", dir.path().join("runs.db").display()),
-        local(),
+    let database = database.map_or_else(
+        || format!("sqlite://{}", dir.path().join("runs.db").display()),
+        str::to_string,
     );
+    let defaults = Config::defaults(database, local());
     let config = Config {
         lease: Duration::from_secs(3600),
         llm: Some(fake.config(Duration::from_secs(10))),
@@ -46,7 +56,7 @@ fn workspace(server: &TestServer, run: &str) -> std::path::PathBuf {
 }
 
 /// A run approved and worked to its answer.
-async fn finished_run(server: &TestServer) -> (String, String) {
+pub async fn finished_run(server: &TestServer) -> (String, String) {
     let (run, plan) = start(server, json!({"task": "Look up the weather in Shanghai"})).await;
     wait_for(server, &run, "awaiting_approval").await;
     let (status, body) = server
@@ -69,8 +79,26 @@ fn fill(ws: &std::path::Path, outside: &std::path::Path) {
 
 #[tokio::test]
 async fn the_retention_removes_old_finished_workspaces_and_keeps_running_kept_and_recent_ones() {
+    retention_story(None).await;
+}
+
+#[tokio::test]
+// Ignored: on PostgreSQL about half of these runs stay `awaiting_approval`
+// after their plan is approved (the agent never logs another entry), which
+// these stories found on 2026-11-27 and which is not fixed yet. Run with
+// `-- --ignored` on PostgreSQL to see it.
+#[ignore = "on PostgreSQL a run sometimes stays awaiting_approval after approval (open bug)"]
+async fn the_retention_removes_old_finished_workspaces_and_keeps_running_kept_and_recent_ones_on_postgres(
+) {
+    let Some(url) = crate::postgres::fresh_database().await else {
+        return;
+    };
+    retention_story(Some(&url)).await;
+}
+
+async fn retention_story(database: Option<&str>) {
     let fake = FakeOpenAi::start().await;
-    let server = server(&fake, None).await;
+    let server = server_on(&fake, None, database).await;
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("host.txt"), "a host file").unwrap();
 
@@ -177,8 +205,25 @@ async fn the_retention_removes_old_finished_workspaces_and_keeps_running_kept_an
 
 #[tokio::test]
 async fn the_storage_route_counts_what_planboard_holds_and_the_retentions_in_effect() {
+    storage_report_story(None).await;
+}
+
+#[tokio::test]
+// Ignored: on PostgreSQL about half of these runs stay `awaiting_approval`
+// after their plan is approved (the agent never logs another entry), which
+// these stories found on 2026-11-27 and which is not fixed yet. Run with
+// `-- --ignored` on PostgreSQL to see it.
+#[ignore = "on PostgreSQL a run sometimes stays awaiting_approval after approval (open bug)"]
+async fn the_storage_route_counts_what_planboard_holds_and_the_retentions_in_effect_on_postgres() {
+    let Some(url) = crate::postgres::fresh_database().await else {
+        return;
+    };
+    storage_report_story(Some(&url)).await;
+}
+
+async fn storage_report_story(database: Option<&str>) {
     let fake = FakeOpenAi::start().await;
-    let server = server(&fake, None).await;
+    let server = server_on(&fake, None, database).await;
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("host.txt"), vec![b'h'; 50_000]).unwrap();
     let (run, _) = finished_run(&server).await;
@@ -188,7 +233,12 @@ async fn the_storage_route_counts_what_planboard_holds_and_the_retentions_in_eff
 
     let (status, report) = server.get("/api/storage").await;
     assert_eq!(status, StatusCode::OK, "{report}");
-    assert_eq!(report["database"], "sqlite");
+    let kind = if database.is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(report["database"], kind);
     assert!(report["database_bytes"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(report["plans"], 2);
     assert_eq!(report["runs"], 2);
@@ -239,8 +289,20 @@ async fn the_storage_route_counts_what_planboard_holds_and_the_retentions_in_eff
 
 #[tokio::test]
 async fn uploads_past_the_workspace_quota_are_refused_with_the_quota_named() {
+    quota_story(None).await;
+}
+
+#[tokio::test]
+async fn uploads_past_the_workspace_quota_are_refused_with_the_quota_named_on_postgres() {
+    let Some(url) = crate::postgres::fresh_database().await else {
+        return;
+    };
+    quota_story(Some(&url)).await;
+}
+
+async fn quota_story(database: Option<&str>) {
     let fake = FakeOpenAi::start().await;
-    let server = server(&fake, Some(100)).await;
+    let server = server_on(&fake, Some(100), database).await;
     let form = Form::new()
         .part(
             "run",

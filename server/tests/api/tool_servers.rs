@@ -241,7 +241,7 @@ async fn the_files_servers_are_shown_and_left_alone() {
     let mut config = config(dir.path(), &fake);
     config.mcp_servers.insert(
         "filed".into(),
-        agent::mcp::McpServer {
+        agent::tools::mcp::McpServer {
             url: Some("http://127.0.0.1:9/mcp".into()),
             token: Some("file-token".into()),
             command: None,

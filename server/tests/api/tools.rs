@@ -373,7 +373,18 @@ async fn the_session_header_names_the_session_like_the_query() {
 
 #[tokio::test]
 async fn a_sessions_settings_are_set_over_rest_and_carried_by_its_hints_and_the_plans_it_creates() {
-    let server = TestServer::start().await;
+    session_settings_over_rest(&TestServer::start().await).await;
+}
+
+#[tokio::test]
+async fn a_sessions_settings_are_set_over_rest_and_carried_by_its_hints_on_postgres() {
+    let Some(url) = crate::postgres::fresh_database().await else {
+        return;
+    };
+    session_settings_over_rest(&TestServer::on(&url, crate::support::local()).await).await;
+}
+
+async fn session_settings_over_rest(server: &TestServer) {
     let confirm = "WAIT FOR USER CONFIRMATION";
     let hint = |session: &'static str| {
         let server = &server;
@@ -422,7 +433,7 @@ async fn a_sessions_settings_are_set_over_rest_and_carried_by_its_hints_and_the_
             .collect::<Vec<_>>()
     };
     let (status, r) = call(
-        &server,
+        server,
         "agentscope",
         "create_plan",
         "s-1",
@@ -432,7 +443,7 @@ async fn a_sessions_settings_are_set_over_rest_and_carried_by_its_hints_and_the_
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
     assert_eq!(r["error"], "plan_full", "{r}");
     let (status, r) = call(
-        &server,
+        server,
         "agentscope",
         "create_plan",
         "s-1",
@@ -448,7 +459,7 @@ async fn a_sessions_settings_are_set_over_rest_and_carried_by_its_hints_and_the_
     assert!(at_start.contains(confirm), "{at_start}");
     assert!(at_start.contains("no more than 2 subtasks"), "{at_start}");
     let (status, r) = call(
-        &server,
+        server,
         "agentscope",
         "revise_current_plan",
         "s-1",
@@ -509,6 +520,154 @@ async fn a_sessions_settings_are_set_over_rest_and_carried_by_its_hints_and_the_
         read,
         json!({"need_user_confirm": null, "max_subtasks": null})
     );
+}
+
+#[tokio::test]
+async fn a_tool_call_sets_its_own_plans_rules_in_every_dialect_over_the_sessions_and_the_hint_states_them(
+) {
+    let server = TestServer::start().await;
+    let confirm = "WAIT FOR USER CONFIRMATION";
+    // The session asks for nothing; one call's plan asks for both rules.
+    let (status, _) = server
+        .send(
+            reqwest::Method::PUT,
+            "/api/session/settings?session=per-call",
+            Some(json!({"need_user_confirm": false, "max_subtasks": 9})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let create = |dialect: &'static str, query: &'static str| {
+        let server = &server;
+        let (tool, args) = match dialect {
+            "agentscope" => (
+                "create_plan",
+                json!({"name": "n", "description": "d", "expected_outcome": "o",
+                       "subtasks": [{"name": "a", "description": "", "expected_outcome": "x"},
+                                    {"name": "b", "description": "", "expected_outcome": "x"}]}),
+            ),
+            "openmanus" => (
+                "planning",
+                json!({"command": "create", "plan_id": format!("p-{query}"),
+                       "title": "T", "steps": ["a", "b"]}),
+            ),
+            "planmanager" => (
+                "createPlan",
+                json!({"overallGoal": "G", "title": "T", "tasks": [{"name": "a"}, {"name": "b"}]}),
+            ),
+            _ => (
+                "create_plan",
+                json!({"title": "T", "subtasks": [{"name": "a"}, {"name": "b"}]}),
+            ),
+        };
+        async move {
+            server
+                .post(
+                    &format!("/api/tools/{dialect}/{tool}?session=per-call&{query}"),
+                    args,
+                )
+                .await
+        }
+    };
+    for dialect in ["canonical", "planmanager", "openmanus", "agentscope"] {
+        let (status, r) = create(dialect, "need_user_confirm=true&max_subtasks=2").await;
+        assert_eq!(status, StatusCode::OK, "{dialect}: {r}");
+        let id = r["plan_id"].as_str().unwrap().to_string();
+        let plan = server.plan(&id).await;
+        assert_eq!(plan["need_user_confirm"], true, "{dialect}");
+        assert_eq!(plan["max_subtasks"], 2, "{dialect}");
+        let (_, hint) = server
+            .get(&format!("/api/tools/{dialect}/hint?session=per-call"))
+            .await;
+        let hint = hint.as_str().unwrap();
+        assert!(hint.contains(confirm), "{dialect}: {hint}");
+        assert!(
+            hint.contains("no more than 2 subtasks"),
+            "{dialect}: {hint}"
+        );
+    }
+    // A rule the call leaves out is the session's.
+    let (status, r) = create("canonical", "max_subtasks=3").await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let plan = server.plan(r["plan_id"].as_str().unwrap()).await;
+    assert_eq!(plan["max_subtasks"], 3);
+    assert_eq!(plan["need_user_confirm"], false);
+    // The engine holds the call's limit like any plan's.
+    let (status, r) = call(
+        &server,
+        "canonical",
+        "add_subtask",
+        "per-call",
+        json!({"name": "c"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    let (status, r) = call(
+        &server,
+        "canonical",
+        "add_subtask",
+        "per-call",
+        json!({"name": "d"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+    assert_eq!(r["error"], "plan_full", "{r}");
+
+    // Bad settings are refused, as a session's are, and create nothing.
+    let (_, before) = server.get("/api/plans").await;
+    for bad in [
+        "max_subtasks=0",
+        "max_subtasks=5001",
+        "max_subtasks=-1",
+        "need_user_confirm=yes",
+    ] {
+        let (status, r) = create("agentscope", bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {r}");
+    }
+    let (_, after) = server.get("/api/plans").await;
+    assert_eq!(before, after);
+}
+
+#[tokio::test]
+async fn a_tool_call_whose_body_is_a_form_feed_or_vertical_tab_is_refused_not_read_as_no_arguments()
+{
+    let server = TestServer::start().await;
+    let send = |body: &'static str| {
+        let server = &server;
+        async move {
+            let response = server
+                .client
+                .post(server.url("/api/tools/canonical/create_plan?session=blank"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let reply: Value = response.json().await.unwrap();
+            (status, reply)
+        }
+    };
+    // JSON's own whitespace is no body: the tool is called without
+    // arguments and its refusal (a plan needs a title) is the model's.
+    let (status, reply) = send(" \t\r\n").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{reply}");
+    assert_eq!(reply["ok"], false, "{reply}");
+    // A form feed or a vertical tab is not JSON at all: the request is
+    // refused before any tool runs.
+    for body in ["\x0c", "\x0b", " \x0c ", "\x0c{}"] {
+        let (status, reply) = send(body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}: {reply}");
+        assert_eq!(reply["error"], "bad_request", "{body:?}: {reply}");
+        assert!(
+            reply["message"]
+                .as_str()
+                .unwrap()
+                .contains("not valid JSON"),
+            "{body:?}: {reply}"
+        );
+    }
+    let (_, plans) = server.get("/api/plans").await;
+    assert_eq!(plans["plans"], json!([]), "{plans}");
 }
 
 /// A session's settings on either database: unset until set, replaced

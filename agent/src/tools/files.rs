@@ -1,149 +1,14 @@
-//! Work tools: what the executor can do besides answering. [`ToolBox`] is
-//! one source of tools; [`FileTools`] is the built-in one, confined to the
-//! run's workspace directory; MCP servers are others.
+//! The built-in file tools: `list_files`, `read_file` and `write_file` on
+//! the run's [`Workspace`], which resolves every name beneath one directory
+//! handle, so nothing the model names leads out of it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use crate::protocol::ToolSpec;
-use crate::run::ToolPolicy;
+use crate::tools::{ToolBox, ToolError};
 use crate::workspace::{Workspace, WorkspaceError};
-
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ToolError {
-    pub message: String,
-    /// A transient failure (a server down for a moment), worth repeating.
-    pub retryable: bool,
-}
-
-impl ToolError {
-    pub fn refused(message: impl Into<String>) -> ToolError {
-        ToolError {
-            message: message.into(),
-            retryable: false,
-        }
-    }
-}
-
-#[async_trait::async_trait]
-pub trait ToolBox: Send + Sync {
-    fn specs(&self) -> Vec<ToolSpec>;
-    async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError>;
-
-    /// The policy a tool has unless the operator or the run says
-    /// otherwise: `ask` for what acts beyond the workspace or cannot be
-    /// undone.
-    fn default_policy(&self, _name: &str) -> ToolPolicy {
-        ToolPolicy::Auto
-    }
-}
-
-/// Several tool sources offered as one; the first that knows a name runs it.
-#[derive(Clone, Default)]
-pub struct Toolset {
-    sources: Vec<Arc<dyn ToolBox>>,
-    /// The names a run may use; `None`: all.
-    allowed: Option<Arc<std::collections::HashSet<String>>>,
-    /// Each tool's policy where it is not `auto`.
-    policies: Arc<std::collections::HashMap<String, ToolPolicy>>,
-}
-
-impl Toolset {
-    /// The sources' tools, with their default policies.
-    pub fn new(sources: Vec<Arc<dyn ToolBox>>) -> Toolset {
-        let policies = sources
-            .iter()
-            .flat_map(|source| {
-                source
-                    .specs()
-                    .into_iter()
-                    .map(|spec| {
-                        let policy = source.default_policy(&spec.name);
-                        (spec.name, policy)
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .filter(|(_, policy)| *policy != ToolPolicy::Auto)
-            .collect();
-        Toolset {
-            sources,
-            allowed: None,
-            policies: Arc::new(policies),
-        }
-    }
-
-    /// The operator's policies over the defaults (`never` ones are not
-    /// offered).
-    pub fn with_policies(
-        mut self,
-        policies: impl IntoIterator<Item = (String, ToolPolicy)>,
-    ) -> Toolset {
-        let mut merged = (*self.policies).clone();
-        merged.extend(policies);
-        self.policies = Arc::new(merged);
-        self
-    }
-
-    /// A run's own policies over the operator's: a run may tighten a
-    /// tool's policy (`auto` → `ask` → `never`), never loosen it, since
-    /// whoever starts a run (any operator, an agent over the API) is not
-    /// whoever configured the server.
-    pub fn overridden<'a>(
-        mut self,
-        run: impl IntoIterator<Item = (&'a String, &'a ToolPolicy)>,
-    ) -> Toolset {
-        let mut merged = (*self.policies).clone();
-        for (name, policy) in run {
-            let current = merged.get(name).copied().unwrap_or_default();
-            merged.insert(name.clone(), current.stricter(*policy));
-        }
-        self.policies = Arc::new(merged);
-        self
-    }
-
-    /// What calling `name` needs.
-    pub fn policy(&self, name: &str) -> ToolPolicy {
-        self.policies.get(name).copied().unwrap_or_default()
-    }
-
-    /// Only the tools named (a run's choice); `None` keeps them all.
-    pub fn only(mut self, names: Option<&[String]>) -> Toolset {
-        self.allowed = names.map(|n| Arc::new(n.iter().cloned().collect()));
-        self
-    }
-
-    fn allows(&self, name: &str) -> bool {
-        self.allowed.as_ref().is_none_or(|a| a.contains(name))
-            && self.policy(name) != ToolPolicy::Never
-    }
-
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        let mut seen = std::collections::HashSet::new();
-        self.sources
-            .iter()
-            .flat_map(|s| s.specs())
-            .filter(|spec| self.allows(&spec.name))
-            .filter(|spec| seen.insert(spec.name.clone()))
-            .collect()
-    }
-
-    pub async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
-        if !self.allows(name) {
-            return Err(ToolError::refused(format!(
-                "{name} is not among the tools this run may use"
-            )));
-        }
-        for source in &self.sources {
-            if source.specs().iter().any(|s| s.name == name) {
-                return source.call(name, arguments).await;
-            }
-        }
-        Err(ToolError::refused(format!("there is no tool named {name}")))
-    }
-}
 
 /// Most bytes `read_file` returns; the rest is cut with a note.
 pub const READ_CAP: usize = 16 * 1024;
@@ -287,65 +152,6 @@ impl ToolBox for FileTools {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_run_sees_and_calls_only_the_tools_it_chose() {
-        let dir = tempfile::tempdir().unwrap();
-        let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(dir.path()).unwrap());
-        let all = Toolset::new(vec![files.clone()]);
-        assert_eq!(all.specs().len(), 3);
-        let some = Toolset::new(vec![files]).only(Some(&["read_file".to_string()]));
-        let names: Vec<String> = some.specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["read_file"]);
-        let e = some
-            .call("write_file", &json!({"path": "a", "content": "b"}))
-            .await
-            .unwrap_err();
-        assert!(e.message.contains("not among the tools"), "{e}");
-        assert!(!dir.path().join("a").exists());
-    }
-
-    #[tokio::test]
-    async fn a_never_tool_is_neither_offered_nor_run_and_a_run_cannot_lift_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(dir.path()).unwrap());
-        let set = Toolset::new(vec![files])
-            .with_policies([
-                ("write_file".to_string(), ToolPolicy::Never),
-                ("list_files".to_string(), ToolPolicy::Ask),
-            ])
-            .overridden(&std::collections::BTreeMap::from([
-                ("write_file".to_string(), ToolPolicy::Auto),
-                ("read_file".to_string(), ToolPolicy::Ask),
-            ]));
-        let names: Vec<String> = set.specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["list_files", "read_file"]);
-        assert_eq!(set.policy("read_file"), ToolPolicy::Ask, "the run's own");
-        assert_eq!(set.policy("list_files"), ToolPolicy::Ask, "the operator's");
-        let e = set
-            .call("write_file", &json!({"path": "a", "content": "b"}))
-            .await
-            .unwrap_err();
-        assert!(e.message.contains("not among the tools"), "{e}");
-        assert!(!dir.path().join("a").exists());
-    }
-
-    #[tokio::test]
-    async fn a_run_may_tighten_the_operators_policies_but_never_loosen_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(dir.path()).unwrap());
-        let set = Toolset::new(vec![files])
-            .with_policies([("write_file".to_string(), ToolPolicy::Ask)])
-            .overridden(&std::collections::BTreeMap::from([
-                ("write_file".to_string(), ToolPolicy::Auto),
-                ("read_file".to_string(), ToolPolicy::Never),
-                ("list_files".to_string(), ToolPolicy::Ask),
-            ]));
-        assert_eq!(set.policy("write_file"), ToolPolicy::Ask, "not loosened");
-        assert_eq!(set.policy("list_files"), ToolPolicy::Ask, "tightened");
-        let names: Vec<String> = set.specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["list_files", "write_file"], "read_file is never");
-    }
 
     #[tokio::test]
     async fn files_are_written_read_and_listed_inside_the_workspace() {

@@ -132,7 +132,7 @@ mod tests {
     /// labelled (the rules answer only when sure; the model has the rest).
     #[test]
     fn every_fixture_task_the_rules_decide_agrees_with_its_label() {
-        let fixture = include_str!("../fixtures/classify.jsonl");
+        let fixture = include_str!("../../fixtures/classify.jsonl");
         let mut decided = 0;
         for line in fixture.lines().filter(|l| !l.trim().is_empty()) {
             let case: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -333,8 +333,10 @@ async fn run_tool(
     loop {
         match tools.call(name, arguments).await {
             Ok(out) => return Ok(out),
-            Err(e) if e.retryable && attempt < caller.retry.attempts => {
-                let delay = caller.retry.base.saturating_mul(1 << (attempt - 1));
+            Err(e) if e.retryable => {
+                let Some(delay) = caller.retry.backoff(attempt) else {
+                    return Err(e);
+                };
                 caller
                     .log(RunEntry::ToolRetryScheduled {
                         subtask,

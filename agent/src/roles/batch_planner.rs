@@ -17,10 +17,10 @@ use plan_engine::NewSubtask;
 use run_model::{BatchInput, BatchProgress};
 
 use crate::call::{CallError, Caller};
-use crate::executor::cut;
 use crate::llm::{CallRole, Message};
 use crate::prompts;
 use crate::protocol::{BatchAnswer, ToolSpec};
+use crate::roles::executor::cut;
 
 /// A batch ready for the plan: each subtask with the items it covers.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,312 @@
+//! The code tools: [`CodeTools`] offers `run_python` (when python3 runs
+//! in the jail) and `run_shell` on one workspace, checks their arguments,
+//! keeps the workspace's quota around each run and adds what the model
+//! would otherwise misread (a missing package, a silent run, a line break
+//! inside a string literal) to the report.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::capture::{bytes, quota_note, room, seconds, RunOutcome};
+use super::detect::WELL_KNOWN;
+use super::{Sandbox, SHELL};
+use crate::protocol::ToolSpec;
+use crate::run::ToolPolicy;
+use crate::tools::{ToolBox, ToolError};
+use crate::workspace::Workspace;
+
+pub(super) const CODE_MAX_CHARS: usize = 20_000;
+const COMMAND_MAX_CHARS: usize = 4_000;
+/// `run_python` and `run_shell` in one workspace.
+pub struct CodeTools {
+    sandbox: Arc<Sandbox>,
+    workspace: Workspace,
+}
+
+impl CodeTools {
+    /// Creates the directory if needed.
+    pub fn new(sandbox: Arc<Sandbox>, root: impl Into<PathBuf>) -> std::io::Result<CodeTools> {
+        Ok(CodeTools::on(sandbox, Workspace::create(root)?))
+    }
+
+    /// The tools on an opened workspace (whose quota they keep).
+    pub fn on(sandbox: Arc<Sandbox>, workspace: Workspace) -> CodeTools {
+        CodeTools { sandbox, workspace }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.workspace.root()
+    }
+
+    /// The workspace's disk use, or `None` when it cannot be measured.
+    async fn usage(&self) -> Option<u64> {
+        let ws = self.workspace.clone();
+        tokio::task::spawn_blocking(move || ws.usage().ok())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// What python can import, as `run_python`'s description says it.
+    fn packages_sentence(&self) -> String {
+        let found = &self.sandbox.python_packages;
+        let missing: Vec<&str> = WELL_KNOWN
+            .iter()
+            .copied()
+            .filter(|m| !found.iter().any(|f| f == m))
+            .collect();
+        match (found.is_empty(), missing.is_empty()) {
+            (true, _) => format!(
+                "Only the standard library is installed (csv, json, statistics, math, re, \
+                 datetime…): no {}.",
+                missing.join(", no ")
+            ),
+            (false, true) => format!("The standard library and {}.", found.join(", ")),
+            (false, false) => format!(
+                "The standard library and {}; not {}.",
+                found.join(", "),
+                missing.join(", ")
+            ),
+        }
+    }
+
+    /// The limits, as the tool descriptions state them.
+    fn limits_sentence(&self) -> String {
+        let limits = self.sandbox.limits();
+        format!(
+            "Limits: {} wall time, {} s CPU, {} of memory per process, {} per file; \
+             the middle of output longer than {} per stream is cut.",
+            seconds(limits.wall),
+            limits.cpu_secs,
+            bytes(limits.memory_bytes),
+            bytes(limits.file_bytes),
+            bytes(limits.output_bytes as u64)
+        )
+    }
+}
+
+fn string_arg<'a>(
+    arguments: &'a Value,
+    name: &str,
+    max_chars: usize,
+) -> Result<&'a str, ToolError> {
+    let value = arguments
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::refused(format!("the argument {name} (a string) is missing")))?;
+    if value.trim().is_empty() {
+        return Err(ToolError::refused(format!("the argument {name} is empty")));
+    }
+    let chars = value.chars().count();
+    if chars > max_chars {
+        return Err(ToolError::refused(format!(
+            "the argument {name} has {chars} characters; at most {max_chars} are accepted"
+        )));
+    }
+    Ok(value)
+}
+
+#[async_trait::async_trait]
+impl ToolBox for CodeTools {
+    /// One default for both: `run_python` can do whatever `run_shell`
+    /// can (`subprocess`), in the same jail, so a stricter shell guarded
+    /// nothing. Both are `auto` because the jail is the guard (no network,
+    /// uid 65534, the workspace the only writable place, limits), and
+    /// asking a person to read every snippet of a data task teaches them
+    /// to approve without reading. An operator who wants to see each one
+    /// sets `PLANBOARD_TOOL_POLICY=run_python=ask,run_shell=ask`; a run
+    /// may tighten that, never loosen it.
+    fn default_policy(&self, _name: &str) -> ToolPolicy {
+        ToolPolicy::Auto
+    }
+
+    fn specs(&self) -> Vec<ToolSpec> {
+        let limits = self.limits_sentence();
+        let mut specs = Vec::new();
+        if self.sandbox.python().is_some() {
+            specs.push(ToolSpec {
+                name: "run_python".into(),
+                description: format!(
+                    "Runs Python 3 code (as `python3 -c`) in the run's workspace, which is the \
+                     current directory: files it writes there are artifacts of the run. No \
+                     network access. {} Returns the exit status, stdout and stderr; print \
+                     what you need to see. {limits}",
+                    self.packages_sentence()
+                ),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"code": {"type": "string", "maxLength": CODE_MAX_CHARS}},
+                    "required": ["code"],
+                }),
+            });
+        }
+        specs.push(ToolSpec {
+            name: "run_shell".into(),
+            description: format!(
+                "Runs a shell command (`/bin/sh -c`) in the run's workspace, which is the \
+                 current directory: files it writes there are artifacts of the run. No network \
+                 access; the usual command-line tools. Returns the exit status, stdout and \
+                 stderr. {limits}"
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {"command": {"type": "string", "maxLength": COMMAND_MAX_CHARS}},
+                "required": ["command"],
+            }),
+        });
+        specs
+    }
+
+    async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        let program = match name {
+            "run_python" => {
+                let python = self.sandbox.python().ok_or_else(|| {
+                    ToolError::refused("run_python is not available: python3 is not installed")
+                })?;
+                let code = string_arg(arguments, "code", CODE_MAX_CHARS)?;
+                // Not `-I`: the environment is already clean, and modules
+                // the code wrote in the workspace should import. The code
+                // runs under SHOW_LAST, as a notebook cell does.
+                vec![
+                    python.to_string_lossy().into_owned(),
+                    "-c".to_string(),
+                    SHOW_LAST.to_string(),
+                    code.to_string(),
+                ]
+            }
+            "run_shell" => {
+                let command = string_arg(arguments, "command", COMMAND_MAX_CHARS)?;
+                vec![SHELL.to_string(), "-c".to_string(), command.to_string()]
+            }
+            other => {
+                return Err(ToolError::refused(format!(
+                    "there is no code tool named {other}"
+                )))
+            }
+        };
+        let quota = self.workspace.quota();
+        let before = self.usage().await;
+        let left = room(before, quota)?;
+        let outcome = self.sandbox.run_within(self.root(), program, left).await?;
+        tracing::info!(
+            "{name} in {}: exit {:?}, signal {:?}, timed out {}, {:.2} s",
+            self.root().display(),
+            outcome.exit_code,
+            outcome.signal,
+            outcome.timed_out,
+            outcome.duration.as_secs_f64()
+        );
+        let mut report = outcome.report();
+        // Qwen2.5-1.5B imported pandas on every attempt, the description
+        // and the earlier failures notwithstanding: the tool says it at the
+        // point of failure, with what to do instead.
+        if let Some(module) = missing_module(&outcome.stderr) {
+            report.push_str(&format!(
+                "\n--- note ---\n{module} is not installed here and cannot be installed (no \
+                 network). {} Rewrite the code without {module}.",
+                self.packages_sentence()
+            ));
+        }
+        let after = self.usage().await;
+        if let Some(note) = (name == "run_python")
+            .then(|| python_note(&outcome, before != after))
+            .flatten()
+        {
+            report.push_str("\n--- note ---\n");
+            report.push_str(note);
+        }
+        if let Some(note) = quota_note(after, quota, left, &outcome) {
+            report.push_str(&note);
+        }
+        Ok(report)
+    }
+}
+
+/// Runs the code (`sys.argv[1]`) as a notebook cell runs: when its last
+/// statement is an expression, its value is printed (Qwen2.5-1.5B wrote
+/// `sum(int(d) for d in str(2**100))` and, shown nothing, answered a
+/// guess). Tracebacks start at the code, not at this runner; the code sees
+/// `sys.argv == ['-c']` as under `python3 -c`. Code that does not parse
+/// because a one-line string literal holds a line break (a `\n` the model
+/// left unescaped in its JSON: it wrote `f.write(w + '\n')` four times
+/// after being told) has that break read as `\n`, and stderr says so;
+/// code that parses is never changed.
+pub(super) const SHOW_LAST: &str = r#"import ast, sys, traceback
+src = sys.argv[1]
+sys.argv = ['-c']
+mended = 0
+while True:
+    try:
+        tree = ast.parse(src, '<code>', 'exec')
+        break
+    except SyntaxError as e:
+        lines = src.split('\n')
+        n = (e.lineno or 0) - 1
+        if 'unterminated string literal' in str(e.msg) and 0 <= n < len(lines) - 1 and mended < 50:
+            lines[n:n + 2] = [lines[n] + '\\n' + lines[n + 1]]
+            src = '\n'.join(lines)
+            mended += 1
+            continue
+        traceback.print_exception(type(e), e, None)
+        sys.exit(1)
+if mended:
+    print(f'(planboard: read {mended} line break(s) inside string literals as \\n)', file=sys.stderr)
+last = None
+if tree.body and isinstance(tree.body[-1], ast.Expr):
+    last = ast.Expression(tree.body.pop().value)
+scope = {'__name__': '__main__', '__builtins__': __builtins__}
+try:
+    exec(compile(tree, '<code>', 'exec'), scope)
+    if last is not None:
+        value = eval(compile(last, '<code>', 'eval'), scope)
+        if value is not None:
+            print(repr(value))
+except SystemExit:
+    raise
+except BaseException as e:
+    traceback.print_exception(type(e), e, e.__traceback__.tb_next)
+    sys.exit(1)
+"#;
+
+/// What the model should know about a Python run it would otherwise
+/// misread (Qwen2.5-1.5B answered "1" after code whose last line was an
+/// expression printed nothing, and wrote `'\n'` in its JSON three times,
+/// which puts a line break inside a Python string).
+/// `wrote`: the workspace changed (code that writes a file and prints
+/// nothing has done its work: Qwen2.5-1.5B, told "nothing was printed",
+/// failed a subtask whose file was right).
+pub(super) fn python_note(outcome: &RunOutcome, wrote: bool) -> Option<&'static str> {
+    let quiet = outcome.stdout.trim().is_empty() && outcome.stderr.trim().is_empty();
+    if outcome.exit_code == Some(0) && quiet && !wrote {
+        return Some("Nothing was printed and no file changed: print() what you need to see.");
+    }
+    let broken_string = [
+        "unterminated string literal",
+        "EOL while scanning string literal",
+    ];
+    if broken_string.iter().any(|m| outcome.stderr.contains(m)) {
+        return Some(
+            "A string literal in the code holds a line break. In the JSON of your call, a \
+             newline inside a Python string is written \\\\n (two backslashes and n), so the \
+             code receives \\n; or join lines with chr(10).",
+        );
+    }
+    None
+}
+
+/// The module a Python traceback says is missing (`No module named 'x'`),
+/// its top-level name.
+pub(super) fn missing_module(stderr: &str) -> Option<&str> {
+    let rest = stderr
+        .split("ModuleNotFoundError: No module named '")
+        .nth(1)?;
+    let name = rest.split('\'').next()?;
+    let top = name.split('.').next()?;
+    (!top.is_empty()).then_some(top)
+}

@@ -1,0 +1,884 @@
+//! The sandbox's tests: the pure ones (arguments, capture, reports) and
+//! the escapes, which start real jails and are skipped on a host without
+//! one unless `PLANBOARD_REQUIRE_SANDBOX` is set.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::capture::*;
+use super::code::*;
+use super::jail::*;
+use super::*;
+use crate::tools::ToolBox;
+use crate::workspace::Workspace;
+use std::os::unix::fs::MetadataExt;
+
+#[test]
+fn a_missing_module_is_read_from_the_traceback() {
+    let stderr = "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'pandas'\n";
+    assert_eq!(missing_module(stderr), Some("pandas"));
+    assert_eq!(
+        missing_module("ModuleNotFoundError: No module named 'matplotlib.pyplot'"),
+        Some("matplotlib")
+    );
+    assert_eq!(missing_module("NameError: name 'x' is not defined"), None);
+    assert_eq!(
+        missing_module("ModuleNotFoundError: No module named ''"),
+        None
+    );
+}
+
+/// The sandbox, or `None` (the test is skipped) when this host has none
+/// and PLANBOARD_REQUIRE_SANDBOX is unset; with it set, a missing
+/// sandbox fails the test.
+fn sandbox_or_skip(limits: SandboxLimits) -> Option<Sandbox> {
+    match Sandbox::detect(limits) {
+        Ok(sandbox) => Some(sandbox),
+        Err(e) if std::env::var_os("PLANBOARD_REQUIRE_SANDBOX").is_none() => {
+            eprintln!("skipped (set PLANBOARD_REQUIRE_SANDBOX to fail instead): {e}");
+            None
+        }
+        Err(e) => panic!("PLANBOARD_REQUIRE_SANDBOX is set, but {e}"),
+    }
+}
+
+/// A sandbox that is never started: for the pure tests.
+fn unprobed() -> Sandbox {
+    Sandbox {
+        bwrap: PathBuf::from("/usr/bin/bwrap"),
+        python: Some(PathBuf::from(PYTHON)),
+        python_packages: vec!["numpy".into()],
+        packages_dir: None,
+        limits: SandboxLimits::default(),
+    }
+}
+
+fn outcome(exit: i32, stdout: &str, stderr: &str) -> RunOutcome {
+    RunOutcome {
+        exit_code: Some(exit),
+        signal: None,
+        timed_out: false,
+        duration: Duration::from_millis(10),
+        stdout: stdout.into(),
+        stderr: stderr.into(),
+        stdout_cut: 0,
+        stderr_cut: 0,
+        limits: SandboxLimits::default(),
+    }
+}
+
+#[test]
+fn a_python_run_that_printed_nothing_or_broke_a_string_says_what_to_do() {
+    let silent = python_note(&outcome(0, "", ""), false).unwrap();
+    assert!(silent.contains("print()"), "{silent}");
+    assert_eq!(
+        python_note(&outcome(0, "", ""), true),
+        None,
+        "it wrote a file"
+    );
+    let broken = python_note(&outcome(
+        1,
+        "",
+        "  File \"<string>\", line 4\n    f.write(word + '\nSyntaxError: unterminated string literal",
+    ), false)
+    .unwrap();
+    assert!(broken.contains("\\\\n (two backslashes and n)"), "{broken}");
+    assert_eq!(python_note(&outcome(0, "46.0\n", ""), false), None);
+    assert_eq!(python_note(&outcome(1, "", "NameError: json"), false), None);
+}
+
+#[test]
+fn run_python_says_which_well_known_packages_it_has_and_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = CodeTools::new(Arc::new(unprobed()), dir.path()).unwrap();
+    let spec = tools
+        .specs()
+        .into_iter()
+        .find(|s| s.name == "run_python")
+        .unwrap();
+    assert!(
+        spec.description
+            .contains("The standard library and numpy; not pandas, scipy, matplotlib, openpyxl."),
+        "{}",
+        spec.description
+    );
+}
+
+fn workspace() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    (dir, ws)
+}
+
+async fn shell(sandbox: &Sandbox, ws: &Path, command: &str) -> RunOutcome {
+    sandbox
+        .run(
+            ws,
+            vec![SHELL.to_string(), "-c".to_string(), command.to_string()],
+        )
+        .await
+        .unwrap()
+}
+
+async fn python(sandbox: &Sandbox, ws: &Path, code: &str) -> Option<RunOutcome> {
+    let Some(python) = sandbox.python() else {
+        eprintln!("skipped: python3 is not installed");
+        return None;
+    };
+    let program = vec![
+        python.to_string_lossy().into_owned(),
+        "-c".to_string(),
+        code.to_string(),
+    ];
+    Some(sandbox.run(ws, program).await.unwrap())
+}
+
+#[test]
+fn the_jail_binds_only_the_workspace_writable_and_no_host_secrets() {
+    let program = vec![SHELL.to_string(), "-c".to_string(), "echo hi".to_string()];
+    let args: Vec<String> = unprobed()
+        .bwrap_args(Path::new("/srv/runs/r1"), &program)
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let has = |flag: &str| args.iter().any(|arg| arg == flag);
+    for flag in [
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ] {
+        assert!(has(flag), "{flag} is missing: {args:?}");
+    }
+    // A user namespace (which --unshare-all brings) would run the code
+    // as host root, where the process limit does not apply.
+    assert!(!has("--unshare-all"), "{args:?}");
+    assert!(!has("--unshare-user"), "{args:?}");
+
+    let writable: Vec<(&str, &str)> = args
+        .windows(3)
+        .filter(|w| {
+            matches!(
+                w[0].as_str(),
+                "--bind" | "--bind-try" | "--dev-bind" | "--dev-bind-try"
+            )
+        })
+        .map(|w| (w[1].as_str(), w[2].as_str()))
+        .collect();
+    assert_eq!(writable, [("/srv/runs/r1", "/workspace")]);
+    let read_only: Vec<&str> = args
+        .windows(2)
+        .filter(|w| matches!(w[0].as_str(), "--ro-bind" | "--ro-bind-try"))
+        .map(|w| w[1].as_str())
+        .collect();
+    for source in &read_only {
+        assert!(
+            SYSTEM_DIRS.contains(source) || ETC_ENTRIES.contains(source),
+            "{source} is bound: {args:?}"
+        );
+    }
+    for host in ["/", "/etc", "/root", "/home", "/work", "/tmp"] {
+        assert!(!read_only.contains(&host), "{host} is bound: {args:?}");
+    }
+    assert!(args
+        .windows(2)
+        .any(|w| w[0] == "--chdir" && w[1] == "/workspace"));
+    assert!(args
+        .windows(2)
+        .any(|w| w[0] == "--setenv" && w[1] == "PATH"));
+    assert!(args.windows(2).any(|w| w[0] == "--tmpfs" && w[1] == "/tmp"));
+    assert!(args
+        .windows(2)
+        .any(|w| w[0] == "--cap-drop" && w[1] == "ALL"));
+    let remount = args.iter().position(|a| a == "--remount-ro").unwrap();
+    let bind = args.iter().position(|a| a == "--bind").unwrap();
+    assert!(remount > bind, "the root turns read-only after the mounts");
+
+    // The code runs as 65534 under the limits, and exactly as given.
+    let setpriv = args.iter().position(|a| a == SETPRIV).unwrap();
+    let tail = &args[setpriv..];
+    for expected in [
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        PRLIMIT,
+        "--cpu=30:31",
+        "--as=536870912",
+        "--nproc=64",
+        "--fsize=67108864",
+        "--core=0",
+    ] {
+        assert!(tail.iter().any(|a| a == expected), "{expected}: {tail:?}");
+    }
+    assert!(args.ends_with(&program), "{args:?}");
+}
+
+#[test]
+fn the_workspace_is_handed_over_in_a_jail_that_follows_no_symlink() {
+    let args: Vec<String> = adopt_args(Some(Path::new("/srv/runs/r1")))
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    assert!(args.ends_with(&[
+        CHOWN.to_string(),
+        "-R".to_string(),
+        "-h".to_string(),
+        "65534:65534".to_string(),
+        "/workspace".to_string(),
+    ]));
+    assert!(!args.iter().any(|a| a == "-L" || a == "--dereference"));
+    assert!(!args.iter().any(|a| a == "--proc" || a == "--dev"));
+    assert!(args
+        .windows(3)
+        .any(|w| w[0] == "--bind" && w[1] == "/srv/runs/r1" && w[2] == "/workspace"));
+}
+
+#[test]
+fn output_keeps_the_head_and_the_tail_and_counts_what_was_cut() {
+    let mut small = Capture::new(16);
+    small.push(b"hello world");
+    assert_eq!(small.finish(), ("hello world".to_string(), 0));
+
+    let mut cut = Capture::new(10);
+    cut.push(b"0123456789abcdefghij");
+    cut.push(b"KLMNO");
+    assert_eq!(
+        cut.finish(),
+        ("01234\n[… 15 bytes cut …]\nKLMNO".to_string(), 15)
+    );
+
+    let mut big = Capture::new(1000);
+    let chunk = [b'x'; 4096];
+    for _ in 0..1000 {
+        big.push(&chunk);
+        assert!(big.tail.len() <= 2 * 500 + chunk.len());
+    }
+    let (text, cut) = big.finish();
+    assert_eq!(cut, 4096 * 1000 - 1000);
+    assert!(text.len() < 1100, "{}", text.len());
+}
+
+#[test]
+fn the_report_names_the_exit_status_the_limits_and_the_cut_bytes() {
+    let outcome = RunOutcome {
+        exit_code: Some(0),
+        signal: None,
+        timed_out: false,
+        duration: Duration::from_millis(120),
+        stdout: "45\n".into(),
+        stderr: String::new(),
+        stdout_cut: 0,
+        stderr_cut: 0,
+        limits: SandboxLimits::default(),
+    };
+    assert_eq!(
+        outcome.report(),
+        "exit status 0 (0.12 s)\n--- stdout ---\n45\n--- stderr ---\n(empty)"
+    );
+    let timed_out = RunOutcome {
+        timed_out: true,
+        exit_code: None,
+        signal: Some(9),
+        ..outcome.clone()
+    };
+    assert!(timed_out
+        .report()
+        .starts_with("killed: wall-time limit of 60 s reached"));
+    let cpu = RunOutcome {
+        exit_code: Some(152),
+        signal: Some(24),
+        ..outcome
+    };
+    assert!(cpu.report().starts_with(
+        "killed by signal 24 (SIGXCPU: the CPU-time limit of 30 s was reached), exit status 152"
+    ));
+}
+
+#[tokio::test]
+async fn a_missing_or_oversized_argument_is_refused_without_running() {
+    let (_dir, ws) = workspace();
+    let tools = CodeTools::new(Arc::new(unprobed()), ws).unwrap();
+    let e = tools.call("run_shell", &json!({})).await.unwrap_err();
+    assert!(e.message.contains("command"), "{e}");
+    let long = "x".repeat(CODE_MAX_CHARS + 1);
+    let e = tools
+        .call("run_python", &json!({"code": long}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("at most"), "{e}");
+    let e = tools.call("run_ruby", &json!({})).await.unwrap_err();
+    assert!(e.message.contains("no code tool"), "{e}");
+}
+
+#[tokio::test]
+async fn python_computes_writes_to_the_workspace_and_has_a_private_tmp() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let private = format!("/tmp/planboard-sandbox-private-{}", std::process::id());
+    let code = format!(
+        "print(sum(range(10)))\n\
+         open('out.txt', 'w').write('written inside')\n\
+         open('{private}', 'w').write('x')\n"
+    );
+    let Some(outcome) = python(&sandbox, &ws, &code).await else {
+        return;
+    };
+    assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
+    assert_eq!(outcome.stdout, "45\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out.txt")).unwrap(),
+        "written inside"
+    );
+    assert!(
+        !Path::new(&private).exists(),
+        "the sandbox's /tmp is the host's"
+    );
+}
+
+#[tokio::test]
+async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    if sandbox.python().is_none() {
+        return;
+    }
+    let (_dir, ws) = workspace();
+    let tools = CodeTools::new(Arc::new(sandbox), ws).unwrap();
+    let run = |code: &'static str| {
+        let tools = &tools;
+        async move {
+            tools
+                .call("run_python", &json!({ "code": code }))
+                .await
+                .unwrap()
+        }
+    };
+    let report = run("x = 2 ** 100\nsum(int(d) for d in str(x))").await;
+    assert!(report.contains("--- stdout ---\n115\n"), "{report}");
+    // print() as usual; a last expression of None shows nothing.
+    let report = run("import sys\nprint(sys.argv)\nNone").await;
+    assert!(
+        report.contains("--- stdout ---\n['-c']\n--- stderr"),
+        "{report}"
+    );
+    // A traceback starts at the code, with its own line numbers.
+    let report = run("a = 1\nb = a / 0").await;
+    assert!(report.starts_with("exit status 1 ("), "{report}");
+    assert!(report.contains("File \"<code>\", line 2"), "{report}");
+    assert!(report.contains("ZeroDivisionError"), "{report}");
+    assert!(
+        !report.contains("exec(compile"),
+        "not the runner's frame: {report}"
+    );
+    // exit() keeps its status.
+    let report = run("import sys\nsys.exit(3)").await;
+    assert!(report.starts_with("exit status 3 ("), "{report}");
+    // A file written and nothing printed: no note saying nothing happened.
+    let report = run("open('out.txt', 'w').write('x')\npass").await;
+    assert!(!report.contains("--- note ---"), "{report}");
+    // A line break the model's JSON left inside a string literal.
+    let report = run("words = ['b', 'a']\nprint('\n'.join(sorted(words)) + '\n', end='')").await;
+    assert!(
+        report.contains("--- stdout ---\na\nb\n--- stderr"),
+        "{report}"
+    );
+    assert!(report.contains("read 2 line break(s)"), "{report}");
+    let report = run("y = 1").await;
+    assert!(
+        report.contains("Nothing was printed and no file changed"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn code_tools_report_a_failing_command_as_a_result_not_an_error() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let tools = CodeTools::new(Arc::new(sandbox), ws).unwrap();
+    let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+    assert!(names.contains(&"run_shell".to_string()), "{names:?}");
+    assert_eq!(
+        names.contains(&"run_python".to_string()),
+        tools.sandbox().python().is_some()
+    );
+    let report = tools
+        .call(
+            "run_shell",
+            &json!({"command": "echo hello; echo oops >&2; exit 3"}),
+        )
+        .await
+        .unwrap();
+    assert!(report.starts_with("exit status 3 ("), "{report}");
+    assert!(report.contains("--- stdout ---\nhello\n"), "{report}");
+    assert!(report.contains("--- stderr ---\noops"), "{report}");
+    // A module that is not there: the tool says so, and what to do.
+    if tools.sandbox().python().is_some() {
+        let report = tools
+            .call("run_python", &json!({"code": "import no_such_module_here"}))
+            .await
+            .unwrap();
+        assert!(
+            report.contains(
+                "--- note ---\nno_such_module_here is not installed here and cannot be installed"
+            ) && report.contains("Rewrite the code without no_such_module_here."),
+            "{report}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_data_stack_computes_and_draws_inside_and_cannot_be_changed() {
+    // scripts/test installs it and names it; without it, nothing to test.
+    let Some(packages) = std::env::var_os(PACKAGES_VAR).map(PathBuf::from) else {
+        eprintln!("skipped: {PACKAGES_VAR} is not set");
+        return;
+    };
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let tools = CodeTools::new(Arc::new(sandbox.clone()), &ws).unwrap();
+    let spec = tools
+        .specs()
+        .into_iter()
+        .find(|s| s.name == "run_python")
+        .unwrap();
+    assert!(
+        spec.description
+            .contains("The standard library and numpy, pandas, scipy, matplotlib, openpyxl."),
+        "{}",
+        spec.description
+    );
+    std::fs::write(
+        tools.root().join("sales.csv"),
+        "region,amount\nnorth,3\nsouth,4\nnorth,5\n",
+    )
+    .unwrap();
+    let code = "import pandas as pd, matplotlib.pyplot as plt, scipy, openpyxl\n\
+                df = pd.read_csv('sales.csv')\n\
+                totals = df.groupby('region')['amount'].sum()\n\
+                print(totals.to_dict())\n\
+                totals.plot.bar(); plt.savefig('chart.png')\n\
+                df.to_excel('sales.xlsx')";
+    let outcome = sandbox
+        .run(tools.root(), vec![PYTHON.into(), "-c".into(), code.into()])
+        .await
+        .unwrap();
+    assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
+    assert!(outcome.stdout.contains("'north': 8"), "{}", outcome.stdout);
+    // Where the host has fonts configured, drawing finds them: no
+    // "Fontconfig error" for the model to read as a failure.
+    if Path::new("/etc/fonts/fonts.conf").exists() {
+        assert!(
+            !outcome.stderr.contains("Fontconfig"),
+            "{}",
+            outcome.report()
+        );
+    }
+    let png = std::fs::read(tools.root().join("chart.png")).unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
+    assert!(tools.root().join("sales.xlsx").is_file());
+    // Mounted read-only: the next run cannot be handed a changed pandas.
+    let outcome = sandbox
+        .run(
+            tools.root(),
+            vec![
+                SHELL.into(),
+                "-c".into(),
+                format!("touch {PACKAGES}/pandas/evil.py; echo $?"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_ne!(outcome.stdout.trim(), "0", "{}", outcome.report());
+    assert!(!packages.join("pandas/evil.py").exists());
+}
+
+#[tokio::test]
+async fn code_does_not_run_while_the_workspace_is_past_its_quota() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let tools = CodeTools::on(
+        Arc::new(sandbox),
+        Workspace::open(&ws).unwrap().with_quota(1000),
+    );
+    // One call may go past the quota (each file stops at what was
+    // left, two together pass it); it is told, and the next is refused.
+    let report = tools
+        .call(
+            "run_shell",
+            &json!({"command": "head -c 600 /dev/zero > a; head -c 600 /dev/zero > b"}),
+        )
+        .await
+        .unwrap();
+    assert!(report.contains("past its quota of 1000 bytes"), "{report}");
+    let e = tools
+        .call("run_shell", &json!({"command": "touch ran"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("past its quota"), "{e}");
+    assert!(!ws.join("ran").exists());
+}
+
+#[tokio::test]
+async fn a_file_the_code_writes_past_the_quota_fails_inside_the_code_and_says_why() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    std::fs::write(ws.join("data.csv"), vec![b'x'; 400]).unwrap();
+    let tools = CodeTools::on(
+        Arc::new(sandbox),
+        Workspace::open(&ws).unwrap().with_quota(1000),
+    );
+    let report = tools
+        .call(
+            "run_shell",
+            &json!({"command": "head -c 5000 /dev/zero > big"}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        report.contains("would have passed the workspace's quota of 1000 bytes")
+            && report.contains("600 bytes were left"),
+        "{report}"
+    );
+    assert_eq!(std::fs::metadata(ws.join("big")).unwrap().len(), 600);
+    // Within the quota, code goes on running.
+    let report = tools
+        .call("run_shell", &json!({"command": "echo ok"}))
+        .await
+        .unwrap();
+    assert!(report.contains("ok"), "{report}");
+}
+
+#[tokio::test]
+async fn code_runs_with_no_new_privs_and_no_capabilities() {
+    // no_new_privs is bwrap's (it sets it for everything it starts);
+    // setpriv clears the capability sets and switches the user.
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let outcome = shell(
+        &sandbox,
+        &ws,
+        "grep -E '^(NoNewPrivs|CapEff|CapPrm|CapBnd):' /proc/self/status",
+    )
+    .await;
+    assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
+    let status = outcome.stdout;
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    for set in ["CapEff", "CapPrm", "CapBnd"] {
+        assert!(
+            status.contains(&format!("{set}:\t0000000000000000")),
+            "{set}: {status}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn files_the_host_wrote_in_the_workspace_can_be_changed_inside() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    std::fs::write(ws.join("notes.txt"), "first\n").unwrap();
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    std::fs::write(ws.join("sub").join("a.txt"), "a\n").unwrap();
+    let outcome = shell(
+        &sandbox,
+        &ws,
+        "echo second >> notes.txt && echo b >> sub/a.txt && mkdir sub/deeper && id -u",
+    )
+    .await;
+    assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
+    assert_eq!(outcome.stdout.trim(), "65534");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "first\nsecond\n"
+    );
+    assert!(ws.join("sub").join("deeper").is_dir());
+}
+
+#[tokio::test]
+async fn writes_outside_the_workspace_fail_and_leave_nothing_on_the_host() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let pid = std::process::id();
+    let targets = [
+        format!("/etc/planboard-pwned-{pid}"),
+        format!("/work/planboard-pwned-{pid}"),
+        format!("/root/planboard-pwned-{pid}"),
+        format!("/usr/planboard-pwned-{pid}"),
+        format!("/planboard-pwned-{pid}"),
+    ];
+    for target in &targets {
+        for command in [format!("echo x > {target}"), format!("touch {target}")] {
+            let outcome = shell(&sandbox, &ws, &command).await;
+            assert_ne!(
+                outcome.exit_code,
+                Some(0),
+                "{command}: {}",
+                outcome.report()
+            );
+            assert!(!outcome.timed_out);
+        }
+        assert!(
+            !Path::new(target).exists(),
+            "{target} was written on the host"
+        );
+    }
+}
+
+#[tokio::test]
+async fn host_secrets_cannot_be_read() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (dir, ws) = workspace();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET-planboard").unwrap();
+    let cat_secret = format!("cat {}", secret.display());
+    for command in [
+        "cat /etc/shadow",
+        "cat /etc/passwd",
+        cat_secret.as_str(),
+        "cat ../secret.txt",
+        "ls /root",
+        "ls /work",
+    ] {
+        let outcome = shell(&sandbox, &ws, command).await;
+        assert_ne!(
+            outcome.exit_code,
+            Some(0),
+            "{command}: {}",
+            outcome.report()
+        );
+        assert!(!outcome.stdout.contains("TOPSECRET"), "{command}");
+        assert!(!outcome.stdout.contains("root:"), "{command}");
+    }
+}
+
+#[tokio::test]
+async fn the_network_is_unreachable_even_on_the_host_loopback() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let code = format!(
+        "import socket\n\
+         try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n    print('ESCAPED')\n\
+         except OSError as e:\n    print('BLOCKED', e)\n"
+    );
+    let Some(outcome) = python(&sandbox, &ws, &code).await else {
+        return;
+    };
+    assert!(outcome.stdout.contains("BLOCKED"), "{}", outcome.report());
+    assert!(!outcome.stdout.contains("ESCAPED"), "{}", outcome.report());
+    let accepted = listener.accept();
+    assert!(
+        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the host listener accepted a connection: {accepted:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_fork_bomb_ends_within_the_wall_limit_and_the_host_is_fine() {
+    let limits = SandboxLimits {
+        wall: Duration::from_secs(5),
+        processes: 32,
+        ..SandboxLimits::default()
+    };
+    let Some(sandbox) = sandbox_or_skip(limits) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    // The bomb's shells detach, so the top shell would end at once and
+    // whether any "cannot fork" reached stderr before the jail closed
+    // was a race (CI lost it). So the top shell then keeps starting
+    // sleepers until a fork of its own fails: under the process limit
+    // that happens within 32 forks and the shell exits saying so;
+    // without `--nproc` it runs until the wall-time kill.
+    let outcome = shell(
+        &sandbox,
+        &ws,
+        "bomb() { bomb | bomb & }; bomb; \
+         i=0; while [ $i -lt 500 ]; do sleep 30 & i=$((i+1)); done; wait",
+    )
+    .await;
+    assert!(
+        !outcome.timed_out && outcome.duration < Duration::from_secs(4),
+        "{:?}: {}",
+        outcome.duration,
+        outcome.report()
+    );
+    assert!(
+        outcome.stderr.to_lowercase().contains("fork"),
+        "the shell says it cannot fork: {}",
+        outcome.report()
+    );
+    assert!(std::process::Command::new("true")
+        .status()
+        .unwrap()
+        .success());
+    let after = shell(&sandbox, &ws, "echo alive").await;
+    assert_eq!(after.stdout.trim(), "alive", "{}", after.report());
+}
+
+#[tokio::test]
+async fn an_endless_loop_is_killed_at_the_cpu_or_wall_limit() {
+    let limits = SandboxLimits {
+        wall: Duration::from_secs(10),
+        cpu_secs: 1,
+        ..SandboxLimits::default()
+    };
+    let Some(sandbox) = sandbox_or_skip(limits) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let outcome = shell(&sandbox, &ws, "while true; do :; done").await;
+    assert!(
+        outcome.timed_out || outcome.signal.is_some(),
+        "{}",
+        outcome.report()
+    );
+    assert!(
+        outcome.duration < Duration::from_secs(13),
+        "{:?}",
+        outcome.duration
+    );
+    assert!(
+        outcome.report().starts_with("killed"),
+        "{}",
+        outcome.report()
+    );
+}
+
+#[tokio::test]
+async fn a_run_past_the_wall_limit_is_killed_and_keeps_its_output() {
+    let limits = SandboxLimits {
+        wall: Duration::from_secs(2),
+        ..SandboxLimits::default()
+    };
+    let Some(sandbox) = sandbox_or_skip(limits) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let outcome = shell(&sandbox, &ws, "echo before; sleep 30; echo after").await;
+    assert!(outcome.timed_out, "{}", outcome.report());
+    assert!(
+        outcome.duration < Duration::from_secs(5),
+        "{:?}",
+        outcome.duration
+    );
+    assert_eq!(outcome.stdout, "before\n");
+    assert!(
+        outcome
+            .report()
+            .starts_with("killed: wall-time limit of 2 s reached"),
+        "{}",
+        outcome.report()
+    );
+}
+
+#[tokio::test]
+async fn a_gigabyte_of_output_is_capped_and_the_cut_counted() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let outcome = shell(&sandbox, &ws, "head -c 1000000000 /dev/zero | tr '\\0' a").await;
+    assert_eq!(outcome.exit_code, Some(0), "{}", outcome.report());
+    let kept = sandbox.limits().output_bytes;
+    assert_eq!(outcome.stdout_cut, 1_000_000_000 - kept as u64);
+    assert!(outcome.stdout.len() < kept + 64, "{}", outcome.stdout.len());
+    assert!(outcome
+        .report()
+        .contains(&format!("[… {} bytes cut …]", 1_000_000_000 - kept as u64)));
+}
+
+#[tokio::test]
+async fn symlinks_in_the_workspace_do_not_reach_host_files() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    let (dir, ws) = workspace();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET-planboard").unwrap();
+    let secret_owner = std::fs::metadata(&secret).unwrap().uid();
+    let etc_owner = std::fs::metadata("/etc").unwrap().uid();
+    std::os::unix::fs::symlink("/etc", ws.join("etc_link")).unwrap();
+    std::os::unix::fs::symlink("/", ws.join("root_link")).unwrap();
+    std::os::unix::fs::symlink(&secret, ws.join("secret_link")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), ws.join("dir_link")).unwrap();
+    let outcome = shell(
+        &sandbox,
+        &ws,
+        "cat secret_link; cat dir_link/secret.txt; cat etc_link/shadow; \
+         cat etc_link/passwd; cat root_link/etc/shadow; ls etc_link root_link",
+    )
+    .await;
+    assert!(
+        !outcome.stdout.contains("TOPSECRET"),
+        "{}",
+        outcome.report()
+    );
+    assert!(!outcome.stdout.contains("root:"), "{}", outcome.report());
+    assert!(!outcome.stdout.contains("shadow"), "{}", outcome.report());
+    // The chown before the run changed the links, not what they name.
+    assert_eq!(std::fs::metadata(&secret).unwrap().uid(), secret_owner);
+    assert_eq!(std::fs::metadata("/etc").unwrap().uid(), etc_owner);
+    assert_eq!(
+        std::fs::read_to_string(secret.as_path()).unwrap(),
+        "TOPSECRET-planboard"
+    );
+}
+
+#[test]
+fn the_quota_is_reckoned_once_refusing_a_full_workspace_and_capping_files_by_what_is_left() {
+    let e = room(Some(101), 100).unwrap_err();
+    assert!(e.message.contains("past its quota of 100 bytes"), "{e}");
+    assert_eq!(room(Some(100), 100).unwrap(), 0, "full, not past");
+    assert_eq!(room(Some(30), 100).unwrap(), 70);
+    assert_eq!(
+        room(None, 100).unwrap(),
+        u64::MAX,
+        "unmeasured: nothing held back"
+    );
+
+    let mut too_large = outcome(1, "", "OSError: [Errno 27] File too large");
+    let now_past = quota_note(Some(150), 100, 70, &too_large).unwrap();
+    assert!(now_past.contains("now holds 150 bytes"), "{now_past}");
+    let held_back = quota_note(Some(90), 100, 70, &too_large).unwrap();
+    assert!(held_back.contains("(70 bytes were left)"), "{held_back}");
+    assert_eq!(
+        quota_note(Some(90), 100, u64::MAX, &too_large),
+        None,
+        "the file-size limit, not the quota, stopped it"
+    );
+    too_large.stderr.clear();
+    assert_eq!(quota_note(Some(90), 100, 70, &too_large), None);
+    too_large.signal = Some(25);
+    assert!(
+        quota_note(Some(90), 100, 70, &too_large).is_some(),
+        "SIGXFSZ"
+    );
+}

@@ -1,0 +1,154 @@
+//! The review panel under a finished plan's board: the viewer's review
+//! (or taking it back) and "Run again from", each through the service
+//! its API route calls.
+
+use app::api::BoardError;
+use serde::Deserialize;
+
+use super::shared::{back_to_board, form_answer, BoardState, PlanForm};
+use crate::board::run_error;
+
+/// The review form as posted: `verdict`, `note` and a `subtask-{n}` note
+/// per subtask, or `remove` (the "Remove my review" button). The notes'
+/// names carry their subtask's number, which no field list can name, so
+/// the form is read from its pairs in the order posted; the first of a
+/// repeated field counts, as before.
+#[derive(Deserialize)]
+#[serde(from = "Vec<(String, String)>")]
+pub struct ReviewForm {
+    remove: bool,
+    verdict: String,
+    note: String,
+    subtasks: Vec<run_model::SubtaskNote>,
+}
+
+impl From<Vec<(String, String)>> for ReviewForm {
+    fn from(fields: Vec<(String, String)>) -> ReviewForm {
+        let field = |name: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        ReviewForm {
+            remove: field("remove").is_some(),
+            verdict: field("verdict").unwrap_or_default(),
+            note: field("note").unwrap_or_default(),
+            subtasks: fields
+                .iter()
+                .filter_map(|(k, v)| {
+                    let n = k.strip_prefix("subtask-")?.parse::<u32>().ok()?;
+                    Some(run_model::SubtaskNote {
+                        subtask: n,
+                        note: v.clone(),
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `POST /plans/{id}/review`: the viewer's review of a finished plan as
+/// the board's form posts it, or `remove` to take theirs back; the same
+/// service as the API's.
+pub async fn review(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+    axum::Form(form): axum::Form<ReviewForm>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        if form.remove {
+            board
+                .runs
+                .unreview(plan, &viewer.name)
+                .await
+                .map_err(run_error)?;
+            return Ok(plan);
+        }
+        let verdict: run_model::ReviewVerdict = form.verdict.parse().map_err(|_| {
+            BoardError::Refused(lang.pick(
+                "choose a verdict: good, needs changes or wrong".to_string(),
+                "请选择评审结论：好、需要修改或错误".to_string(),
+            ))
+        })?;
+        let review = run_model::NewReview {
+            verdict,
+            note: form.note,
+            subtasks: form.subtasks,
+        };
+        board
+            .runs
+            .review(plan, &viewer.name, review)
+            .await
+            .map_err(run_error)?;
+        Ok(plan)
+    }
+    .await;
+    form_answer(result.map(|plan| format!("/plans/{plan}#reviews")), lang)
+}
+
+/// The board's "Run again from" form.
+#[derive(Deserialize)]
+pub struct AgainForm {
+    #[serde(default)]
+    from: String,
+}
+
+/// `POST /plans/{id}/again`: runs the plan's agent run again from the
+/// subtask chosen on the board (`from`); on to the new plan's board.
+pub async fn again(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+    axum::Form(form): axum::Form<AgainForm>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let from = form.from.trim().parse::<u32>().map_err(|_| {
+            BoardError::Refused(lang.pick(
+                "choose the subtask to run again from".to_string(),
+                "请选择从哪个子任务开始重新运行".to_string(),
+            ))
+        })?;
+        let run = board.run_on(plan).await?.ok_or_else(|| {
+            BoardError::Refused(lang.pick(
+                "only a plan planboard's agent made can be run again".to_string(),
+                "只有 planboard 智能体制定的计划才能重新运行".to_string(),
+            ))
+        })?;
+        let view = board
+            .runs
+            .run_again(run.record.id, plan_engine::SubtaskId(from), &viewer.name)
+            .await
+            .map_err(run_error)?;
+        view.record
+            .plan_id
+            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The review form reads its notes on subtasks from their fields'
+    /// names, in the order posted, and its verdict and note by name.
+    #[test]
+    fn a_posted_review_keeps_each_subtask_note_with_its_number() {
+        let body = "verdict=needs_changes&note=redo+it&subtask-2=too+slow&other=x&subtask-x=y&subtask-1=fine";
+        let form: ReviewForm = serde_urlencoded::from_str(body).unwrap();
+        assert!(!form.remove);
+        assert_eq!(form.verdict, "needs_changes");
+        assert_eq!(form.note, "redo it");
+        let notes: Vec<(u32, &str)> = form
+            .subtasks
+            .iter()
+            .map(|n| (n.subtask, n.note.as_str()))
+            .collect();
+        assert_eq!(notes, [(2, "too slow"), (1, "fine")]);
+        let removed: ReviewForm = serde_urlencoded::from_str("remove=1").unwrap();
+        assert!(removed.remove);
+    }
+}

@@ -1,0 +1,137 @@
+//! The Tools page's forms: add an MCP server, and test, edit or remove
+//! one; admins only, through the registry the API's
+//! `/api/tool-servers` routes use.
+
+use app::api::BoardError;
+use serde::Deserialize;
+
+use super::shared::{form_answer, BoardState};
+use crate::board::{api_error, Board};
+
+/// The Tools page's add and change forms: a URL or a command, arguments
+/// and `NAME=value` lines one per line; an empty token or env keeps the
+/// stored one on a change.
+#[derive(Deserialize)]
+pub struct ToolServerForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    command: String,
+    #[serde(default)]
+    args: String,
+    #[serde(default)]
+    env: String,
+}
+
+impl ToolServerForm {
+    fn spec(
+        self,
+        name: Option<&str>,
+    ) -> Result<crate::runs::tool_servers::ToolServerSpec, BoardError> {
+        let filled = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+        let mut env = std::collections::BTreeMap::new();
+        for line in self.env.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (key, value) = line.split_once('=').ok_or_else(|| {
+                BoardError::Refused(format!(
+                    "an env line is NAME=value, not '{}'",
+                    line.chars().take(60).collect::<String>()
+                ))
+            })?;
+            env.insert(key.trim().to_string(), value.to_string());
+        }
+        Ok(crate::runs::tool_servers::ToolServerSpec {
+            name: name.map(str::to_string).unwrap_or(self.name),
+            url: filled(self.url),
+            token: filled(self.token),
+            command: filled(self.command),
+            args: self
+                .args
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect(),
+            env: (!env.is_empty()).then_some(env),
+        })
+    }
+}
+
+/// What a Tools page form does: add a server (`POST /tools/servers`), or
+/// the `{action}` of `POST /tools/servers/{name}/{action}` on one.
+enum ServerAction<'a> {
+    Add,
+    Edit(&'a str),
+    Test(&'a str),
+    Remove(&'a str),
+}
+
+impl<'a> ServerAction<'a> {
+    fn on(name: &'a str, action: &str) -> Result<ServerAction<'a>, BoardError> {
+        match action {
+            "edit" => Ok(ServerAction::Edit(name)),
+            "test" => Ok(ServerAction::Test(name)),
+            "remove" => Ok(ServerAction::Remove(name)),
+            other => Err(BoardError::NotFound(format!("no action is called {other}"))),
+        }
+    }
+}
+
+/// `POST /tools/servers`: adds a server.
+pub async fn add_server(
+    axum::extract::State(board): BoardState,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ToolServerForm>,
+) -> axum::response::Response {
+    server_change(&board, &viewer, &headers, Ok(ServerAction::Add), form).await
+}
+
+/// `POST /tools/servers/{name}/{action}`: `test`, `remove` or `edit` a
+/// server.
+pub async fn server_action(
+    axum::extract::State(board): BoardState,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    axum::extract::Path((name, action)): axum::extract::Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ToolServerForm>,
+) -> axum::response::Response {
+    let action = ServerAction::on(&name, &action);
+    server_change(&board, &viewer, &headers, action, form).await
+}
+
+/// Admins only (asked before an unknown action is named), through the
+/// API's registry, then back to the Tools page, or a page in the
+/// person's language saying why not.
+async fn server_change(
+    board: &Board,
+    viewer: &app::api::Viewer,
+    headers: &axum::http::HeaderMap,
+    action: Result<ServerAction<'_>, BoardError>,
+    form: ToolServerForm,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(headers);
+    let store = board.runs.store();
+    let servers = board.runs.tool_servers();
+    let result = async {
+        viewer.may_manage(("MCP servers", "MCP 服务器"), lang)?;
+        match action? {
+            ServerAction::Add => servers
+                .add(store.as_ref(), form.spec(None)?, &viewer.name)
+                .await
+                .map(|_| ()),
+            ServerAction::Edit(name) => servers
+                .change(store.as_ref(), name, form.spec(Some(name))?, &viewer.name)
+                .await
+                .map(|_| ()),
+            ServerAction::Test(name) => servers.test(name).await.map(|_| ()),
+            ServerAction::Remove(name) => servers.delete(store.as_ref(), name).await,
+        }
+        .map_err(api_error)
+    }
+    .await;
+    form_answer(result.map(|()| "/tools".to_string()), lang)
+}
