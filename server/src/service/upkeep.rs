@@ -101,7 +101,20 @@ pub(super) async fn read_log(
         let Some(service) = service.upgrade() else {
             return;
         };
-        let rows = service.hub.read_new(service.store.as_ref()).await;
+        let rows = if service.shared {
+            // This process's commit is in the database (and its NOTIFY
+            // on the way) before `committed` settles it in the book. Rows
+            // read in that window would be published while the book still
+            // shows the version before them, and whoever heard them and
+            // read the book (the agent waiting for an approval) would
+            // wait for a row that was already gone. Reading between
+            // commits, every row of this process is settled. (SQLite is
+            // woken only after the settle.)
+            let _between_commits = service.committing.lock().await;
+            service.hub.read_new(service.store.as_ref()).await
+        } else {
+            service.hub.read_new(service.store.as_ref()).await
+        };
         // Absorb first: whoever sees a row on a stream and then writes to
         // this process finds the working set already at that row.
         if service.shared && !rows.is_empty() {

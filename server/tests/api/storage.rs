@@ -83,11 +83,6 @@ async fn the_retention_removes_old_finished_workspaces_and_keeps_running_kept_an
 }
 
 #[tokio::test]
-// Ignored: on PostgreSQL about half of these runs stay `awaiting_approval`
-// after their plan is approved (the agent never logs another entry), which
-// these stories found on 2026-11-27 and which is not fixed yet. Run with
-// `-- --ignored` on PostgreSQL to see it.
-#[ignore = "on PostgreSQL a run sometimes stays awaiting_approval after approval (open bug)"]
 async fn the_retention_removes_old_finished_workspaces_and_keeps_running_kept_and_recent_ones_on_postgres(
 ) {
     let Some(url) = crate::postgres::fresh_database().await else {
@@ -209,11 +204,6 @@ async fn the_storage_route_counts_what_planboard_holds_and_the_retentions_in_eff
 }
 
 #[tokio::test]
-// Ignored: on PostgreSQL about half of these runs stay `awaiting_approval`
-// after their plan is approved (the agent never logs another entry), which
-// these stories found on 2026-11-27 and which is not fixed yet. Run with
-// `-- --ignored` on PostgreSQL to see it.
-#[ignore = "on PostgreSQL a run sometimes stays awaiting_approval after approval (open bug)"]
 async fn the_storage_route_counts_what_planboard_holds_and_the_retentions_in_effect_on_postgres() {
     let Some(url) = crate::postgres::fresh_database().await else {
         return;
@@ -231,8 +221,28 @@ async fn storage_report_story(database: Option<&str>) {
     let (other, _) = finished_run(&server).await;
     let _ = std::fs::remove_dir_all(workspace(&server, &other));
 
-    let (status, report) = server.get("/api/storage").await;
-    assert_eq!(status, StatusCode::OK, "{report}");
+    // A finished run's last entries (its final state, what it remembered)
+    // are written just after its row says done: read the report once the
+    // logs have stopped growing, when both sides count the same rows.
+    let mut report = Value::Null;
+    let mut entries = 0;
+    for _ in 0..50 {
+        let (status, now) = server.get("/api/storage").await;
+        assert_eq!(status, StatusCode::OK, "{now}");
+        report = now;
+        entries = 0;
+        for id in [&run, &other] {
+            let (status, log) = server
+                .get(&format!("/api/runs/{id}/events?limit=1000"))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{log}");
+            entries += log.as_array().unwrap().len();
+        }
+        if report["run_log_entries"] == entries {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let kind = if database.is_some() {
         "postgres"
     } else {
@@ -242,15 +252,7 @@ async fn storage_report_story(database: Option<&str>) {
     assert!(report["database_bytes"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(report["plans"], 2);
     assert_eq!(report["runs"], 2);
-    let mut entries = 0;
-    for id in [&run, &other] {
-        let (status, log) = server
-            .get(&format!("/api/runs/{id}/events?limit=1000"))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{log}");
-        entries += log.as_array().unwrap().len();
-    }
-    assert_eq!(report["run_log_entries"], entries);
+    assert_eq!(report["run_log_entries"], entries, "{report}");
     let (status, memories) = server.get("/api/memories?limit=200").await;
     assert_eq!(status, StatusCode::OK, "{memories}");
     assert_eq!(report["memories"], memories.as_array().unwrap().len());
