@@ -198,6 +198,9 @@ pub fn rights(who: &Identity) -> ToolRights {
 }
 
 fn hint_options(dialect_name: &str, q: &SessionQuery) -> Result<HintOptions, ApiError> {
+    // The hint routes share the query: a plan rule out of its range is
+    // refused here too, not silently ignored.
+    q.call_settings()?;
     Ok(HintOptions {
         lang: q.lang.unwrap_or_default(),
         dialect: dialect(dialect_name)?,

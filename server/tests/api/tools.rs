@@ -1,7 +1,7 @@
 //! The agents' door: dialect schemas and tool calls over HTTP, each session
 //! with its own active plan.
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::support::TestServer;
@@ -625,6 +625,30 @@ async fn a_tool_call_sets_its_own_plans_rules_in_every_dialect_over_the_sessions
     }
     let (_, after) = server.get("/api/plans").await;
     assert_eq!(before, after);
+}
+
+#[tokio::test]
+async fn a_hint_asked_with_a_plan_rule_out_of_its_range_is_refused_like_a_tool_call() {
+    let server = TestServer::start().await;
+    for (method, query) in [
+        (Method::GET, "max_subtasks=0"),
+        (Method::POST, "max_subtasks=0"),
+        (Method::GET, "max_subtasks=5001"),
+        (Method::POST, "max_subtasks=5001"),
+    ] {
+        let (status, body) = server
+            .send(
+                method.clone(),
+                &format!("/api/tools/canonical/hint?{query}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method} {query}: {body}");
+    }
+    let (status, _) = server
+        .get("/api/tools/canonical/hint?max_subtasks=5000")
+        .await;
+    assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]
