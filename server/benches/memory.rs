@@ -14,7 +14,8 @@
 use std::time::{Duration, Instant};
 
 use run_model::memory::{MemoryKind, NewMemory};
-use server::store::{RunStore, SqlStore};
+use server::memories::MemoryStore;
+use server::store::SqlStore;
 
 const VERBS: [&str; 8] = [
     "deploy",

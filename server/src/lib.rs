@@ -15,6 +15,9 @@
 //! - [`metrics`]: `GET /metrics` for Prometheus;
 //! - [`webhooks`]: notifications to the operator's endpoints, from the run log;
 //! - [`telemetry`]: OpenTelemetry spans of runs and requests, over OTLP;
+//! - [`templates`]: plans saved as templates;
+//! - [`reviews`]: people's reviews of finished plans;
+//! - [`memories`]: what the agent remembers, and how a run recalls it;
 //! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
@@ -34,14 +37,17 @@ pub mod guard;
 pub mod hints;
 pub mod live;
 pub mod mcp;
+pub mod memories;
 pub mod metrics;
 pub mod metrics_http;
 pub mod pages;
+pub mod reviews;
 pub mod runs;
 pub mod service;
 pub mod session;
 pub mod store;
 pub mod telemetry;
+pub mod templates;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -63,6 +69,9 @@ use crate::store::{RunStore, SqlStore, StoreError};
 pub struct Services {
     pub plans: Arc<PlanService>,
     pub runs: Arc<runs::Runs>,
+    pub templates: Arc<templates::Templates>,
+    pub reviews: Arc<reviews::Reviews>,
+    pub memories: Arc<memories::Memories>,
     pub access: Arc<Access>,
     /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).
     pub instance: Option<Arc<str>>,
@@ -126,7 +135,11 @@ pub async fn start_with_model(
     let runs = runs::Runs::new(
         config,
         plans.clone(),
-        store.clone(),
+        runs::RunStores {
+            runs: store.clone(),
+            templates: store.clone(),
+            memories: store.clone(),
+        },
         tool_servers,
         model,
         shared_log,
@@ -173,9 +186,23 @@ pub async fn start_with_model(
             }
         }
     });
+    let templates = Arc::new(templates::Templates::new(
+        plans.clone(),
+        store.clone(),
+        store.clone(),
+    ));
+    let reviews = Arc::new(reviews::Reviews::new(
+        plans.clone(),
+        store.clone(),
+        store.clone(),
+    ));
+    let memories = Arc::new(memories::Memories::new(store.clone()));
     Ok(Services {
         plans,
         runs,
+        templates,
+        reviews,
+        memories,
         access: Arc::new(config.access.clone()),
         instance: config.instance.as_deref().map(Arc::from),
         keep_alive: Duration::from_secs(15),
@@ -214,6 +241,9 @@ pub fn router_with_pages(
     let api = api::routes(api::ApiState {
         service: services.plans.clone(),
         runs: services.runs.clone(),
+        templates: services.templates.clone(),
+        reviews: services.reviews.clone(),
+        memories: services.memories.clone(),
         keep_alive: services.keep_alive,
         webhooks: services.webhooks.clone(),
     });
@@ -226,8 +256,13 @@ pub fn router_with_pages(
         .nest("/api", api)
         .nest_service(
             "/mcp",
-            mcp::router(services.plans.clone(), services.runs.clone())
-                .layer(axum::middleware::from_fn(guard::json_bodies)),
+            mcp::router(
+                services.plans.clone(),
+                services.runs.clone(),
+                services.reviews.clone(),
+                services.memories.clone(),
+            )
+            .layer(axum::middleware::from_fn(guard::json_bodies)),
         )
         .layer(axum::middleware::from_fn_with_state(
             services.access.clone(),
@@ -236,6 +271,9 @@ pub fn router_with_pages(
     let board = Arc::new(board::Board {
         plans: services.plans.clone(),
         runs: services.runs.clone(),
+        templates: services.templates.clone(),
+        reviews: services.reviews.clone(),
+        memories: services.memories.clone(),
         webhooks: services.webhooks.clone(),
     });
     let backend: Arc<dyn app::api::BoardBackend> = board.clone();

@@ -34,6 +34,8 @@ use serde_json::Value;
 use crate::api::error::ApiError;
 use crate::api::runs::StartRun;
 use crate::auth::Identity;
+use crate::memories::Memories;
+use crate::reviews::Reviews;
 use crate::runs::Runs;
 use crate::service::{PlanService, ToolRights};
 use crate::store::SessionSettings;
@@ -42,6 +44,8 @@ use crate::store::SessionSettings;
 pub struct PlanMcp {
     service: Arc<PlanService>,
     runs: Arc<Runs>,
+    reviews: Arc<Reviews>,
+    memories: Arc<Memories>,
     session: String,
 }
 
@@ -233,9 +237,14 @@ pub const MCP_BODY_LIMIT: usize = run_model::MAX_FILES_BYTES.div_ceil(3) * 4 + 1
 /// waiting for the response's head, never the response's body: rmcp
 /// answers each call as an event stream whose head goes out at once, and a
 /// client's standing event stream (`GET /mcp`) may stay open for hours.
-pub fn router(plans: Arc<PlanService>, runs: Arc<Runs>) -> axum::Router {
+pub fn router(
+    plans: Arc<PlanService>,
+    runs: Arc<Runs>,
+    reviews: Arc<Reviews>,
+    memories: Arc<Memories>,
+) -> axum::Router {
     axum::Router::new()
-        .fallback_service(service(plans, runs))
+        .fallback_service(service(plans, runs, reviews, memories))
         .layer(axum::middleware::from_fn(http_details))
         .layer(axum::middleware::from_fn_with_state(
             MCP_BODY_LIMIT,
@@ -276,12 +285,16 @@ async fn http_details(request: Request, next: Next) -> Response {
 pub fn service(
     plans: Arc<PlanService>,
     runs: Arc<Runs>,
+    reviews: Arc<Reviews>,
+    memories: Arc<Memories>,
 ) -> StreamableHttpService<PlanMcp, LocalSessionManager> {
     StreamableHttpService::new(
         move || {
             Ok(PlanMcp {
                 service: plans.clone(),
                 runs: runs.clone(),
+                reviews: reviews.clone(),
+                memories: memories.clone(),
                 session: format!("mcp:{}", uuid::Uuid::new_v4()),
             })
         },
@@ -410,7 +423,7 @@ impl PlanMcp {
                         "query must have 1 to 500 characters and a word to search for (got {chars} characters)"
                     )));
                 }
-                let found = self.runs.memories(Some(&body.query), 0, limit).await?;
+                let found = self.memories.list(Some(&body.query), 0, limit).await?;
                 let memories: Vec<Value> = found
                     .into_iter()
                     .map(|m| {
@@ -446,8 +459,8 @@ impl PlanMcp {
             "review_plan" => {
                 let body: ReviewPlan = serde_json::from_value(args).map_err(bad_arguments)?;
                 serde_json::to_value(
-                    self.runs
-                        .review(
+                    self.reviews
+                        .write(
                             body.plan_id,
                             actor,
                             run_model::NewReview {
@@ -461,7 +474,7 @@ impl PlanMcp {
             }
             "plan_reviews" => {
                 let body: PlanReviews = serde_json::from_value(args).map_err(bad_arguments)?;
-                serde_json::to_value(self.runs.reviews_of(body.plan_id).await?)
+                serde_json::to_value(self.reviews.of_plan(body.plan_id).await?)
             }
             _ => {
                 let body: QueuePage = serde_json::from_value(args).map_err(bad_arguments)?;
@@ -472,8 +485,8 @@ impl PlanMcp {
                     )));
                 }
                 let (plans, total) = self
-                    .runs
-                    .review_queue(body.offset as usize, limit as usize, |_| true)
+                    .reviews
+                    .queue(body.offset as usize, limit as usize, |_| true)
                     .await?;
                 Ok(serde_json::json!({ "total": total, "plans": plans }))
             }

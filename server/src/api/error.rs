@@ -18,11 +18,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::AuthError;
+use crate::memories::MemoryError;
+use crate::reviews::ReviewError;
 use crate::runs::inputs::InputError;
 use crate::runs::tool_servers::ToolServerError;
 use crate::runs::RunError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
+use crate::templates::TemplateError;
 use crate::webhooks::EndpointError;
 
 /// The machine code of an error: the `error` field of every error body,
@@ -289,18 +292,7 @@ impl From<RunError> for ApiError {
             RunError::Plan(e) => e.into(),
             RunError::Store(e) => e.into(),
             RunError::StoreFailed(e) => ApiError::store_failed(e),
-            e @ (RunError::NoCall(_)
-            | RunError::NoMemory(_)
-            | RunError::NoReview { .. }
-            | RunError::NoTemplate(_)) => ApiError::NotFound(e.to_string()),
-            RunError::Template(e) => ApiError::Refused {
-                code: ErrorCode::Invalid,
-                message: e.to_string(),
-            },
-            RunError::Review(e @ run_model::ReviewError::NotFinished(_)) => ApiError::State {
-                code: ErrorCode::NotFinished,
-                message: e.to_string(),
-            },
+            e @ RunError::NoCall(_) => ApiError::NotFound(e.to_string()),
             RunError::Again(e @ agent::coordinator::again::AgainError::NotFinished(_)) => {
                 ApiError::State {
                     code: ErrorCode::NotFinished,
@@ -311,15 +303,56 @@ impl From<RunError> for ApiError {
                 code: ErrorCode::Invalid,
                 message: e.to_string(),
             },
-            RunError::Review(e) => ApiError::Refused {
-                code: ErrorCode::Invalid,
-                message: e.to_string(),
-            },
             e @ RunError::Decided(_) => ApiError::State {
                 code: ErrorCode::Decided,
                 message: e.to_string(),
             },
             RunError::Input(e) => e.into(),
+        }
+    }
+}
+
+impl From<ReviewError> for ApiError {
+    fn from(e: ReviewError) -> Self {
+        match e {
+            ReviewError::Plan(e) => e.into(),
+            ReviewError::Store(e) => e.into(),
+            e @ ReviewError::NotFound { .. } => ApiError::NotFound(e.to_string()),
+            ReviewError::Refused(e @ run_model::ReviewError::NotFinished(_)) => ApiError::State {
+                code: ErrorCode::NotFinished,
+                message: e.to_string(),
+            },
+            ReviewError::Refused(e) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl From<MemoryError> for ApiError {
+    fn from(e: MemoryError) -> Self {
+        match e {
+            MemoryError::Invalid(message) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message,
+            },
+            e @ MemoryError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            MemoryError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<TemplateError> for ApiError {
+    fn from(e: TemplateError) -> Self {
+        match e {
+            TemplateError::Plan(e) => e.into(),
+            TemplateError::Store(e) => e.into(),
+            e @ TemplateError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            TemplateError::Refused(e) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
         }
     }
 }

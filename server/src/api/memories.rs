@@ -89,7 +89,7 @@ pub async fn list_memories(
         return Err(ApiError::BadRequest("q has at most 500 characters".into()));
     }
     Ok(Json(
-        state.runs.memories(q.q.as_deref(), offset, limit).await?,
+        state.memories.list(q.q.as_deref(), offset, limit).await?,
     ))
 }
 
@@ -103,7 +103,10 @@ pub async fn write_rule(
     State(state): State<ApiState>,
     Body(body): Body<NewRule>,
 ) -> Result<(StatusCode, Json<Memory>), ApiError> {
-    let rule = state.runs.write_rule(&body.text, &body.applies_to).await?;
+    let rule = state
+        .memories
+        .write_rule(&body.text, &body.applies_to)
+        .await?;
     Ok((StatusCode::CREATED, Json(rule)))
 }
 
@@ -115,7 +118,7 @@ pub async fn forget_memory(
     State(state): State<ApiState>,
     MemoryRef(id): MemoryRef,
 ) -> Result<StatusCode, ApiError> {
-    state.runs.forget(id).await?;
+    state.memories.forget(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -129,7 +132,7 @@ pub async fn edit_memory(
     MemoryRef(id): MemoryRef,
     Body(body): Body<EditMemory>,
 ) -> Result<Json<Memory>, ApiError> {
-    Ok(Json(state.runs.edit_memory(id, &body.text).await?))
+    Ok(Json(state.memories.edit(id, &body.text).await?))
 }
 
 #[utoipa::path(post, path = "/memories/{id}/pin", tag = "memories",
@@ -142,5 +145,5 @@ pub async fn pin_memory(
     MemoryRef(id): MemoryRef,
     Body(body): Body<PinMemory>,
 ) -> Result<Json<Memory>, ApiError> {
-    Ok(Json(state.runs.pin(id, body.pinned).await?))
+    Ok(Json(state.memories.pin(id, body.pinned).await?))
 }

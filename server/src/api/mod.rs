@@ -54,6 +54,9 @@ pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 pub struct ApiState {
     pub service: Arc<PlanService>,
     pub runs: Arc<crate::runs::Runs>,
+    pub templates: Arc<crate::templates::Templates>,
+    pub reviews: Arc<crate::reviews::Reviews>,
+    pub memories: Arc<crate::memories::Memories>,
     pub keep_alive: Duration,
     pub webhooks: Arc<crate::webhooks::WebhookConfig>,
 }

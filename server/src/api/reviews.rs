@@ -24,7 +24,7 @@ pub async fn plan_reviews(
     State(state): State<ApiState>,
     PlanRef(id): PlanRef,
 ) -> Result<Json<Vec<Review>>, ApiError> {
-    Ok(Json(state.runs.reviews_of(id).await?))
+    Ok(Json(state.reviews.of_plan(id).await?))
 }
 
 #[utoipa::path(put, path = "/plans/{id}/review", tag = "reviews",
@@ -40,7 +40,7 @@ pub async fn put_review(
     PlanRef(id): PlanRef,
     Body(body): Body<NewReview>,
 ) -> Result<Json<Review>, ApiError> {
-    Ok(Json(state.runs.review(id, &who.actor(), body).await?))
+    Ok(Json(state.reviews.write(id, &who.actor(), body).await?))
 }
 
 #[utoipa::path(delete, path = "/plans/{id}/review", tag = "reviews",
@@ -52,7 +52,7 @@ pub async fn delete_review(
     Extension(who): Extension<Identity>,
     PlanRef(id): PlanRef,
 ) -> Result<StatusCode, ApiError> {
-    state.runs.unreview(id, &who.actor()).await?;
+    state.reviews.remove(id, &who.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -96,8 +96,8 @@ pub async fn list_reviews(
     }
     Ok(Json(
         state
-            .runs
-            .reviews(q.verdict, q.reviewer.as_deref(), offset, limit)
+            .reviews
+            .list(q.verdict, q.reviewer.as_deref(), offset, limit)
             .await?,
     ))
 }
@@ -130,8 +130,8 @@ pub async fn review_queue(
 ) -> Result<Json<ReviewQueue>, ApiError> {
     let (offset, limit) = page(q.offset, q.limit)?;
     let (plans, total) = state
-        .runs
-        .review_queue(offset as usize, limit as usize, |_| true)
+        .reviews
+        .queue(offset as usize, limit as usize, |_| true)
         .await?;
     Ok(Json(ReviewQueue { total, plans }))
 }

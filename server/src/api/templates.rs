@@ -43,10 +43,7 @@ pub async fn save_template(
     PlanRef(id): PlanRef,
     Body(body): Body<NewTemplate>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let template = state
-        .runs
-        .save_template(id, &body.name, &who.actor())
-        .await?;
+    let template = state.templates.save(id, &body.name, &who.actor()).await?;
     let location = format!("/api/templates/{}", template.id);
     Ok((
         StatusCode::CREATED,
@@ -77,7 +74,7 @@ pub async fn list_templates(
             "limit must be 1 to 200 and offset at most 100000 (got limit {limit}, offset {offset})"
         )));
     }
-    Ok(Json(state.runs.templates(offset, limit).await?))
+    Ok(Json(state.templates.list(offset, limit).await?))
 }
 
 #[utoipa::path(get, path = "/templates/{id}", tag = "templates",
@@ -87,7 +84,7 @@ pub async fn get_template(
     State(state): State<ApiState>,
     TemplateRef(id): TemplateRef,
 ) -> Result<Json<Template>, ApiError> {
-    Ok(Json(state.runs.template(id).await?))
+    Ok(Json(state.templates.get(id).await?))
 }
 
 #[utoipa::path(delete, path = "/templates/{id}", tag = "templates",
@@ -98,6 +95,6 @@ pub async fn delete_template(
     State(state): State<ApiState>,
     TemplateRef(id): TemplateRef,
 ) -> Result<StatusCode, ApiError> {
-    state.runs.delete_template(id).await?;
+    state.templates.delete(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -40,7 +40,8 @@ use eval_server::get_json;
 use run_model::memory::{MemoryKind, NewMemory};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use server::store::{RunStore, SqlStore};
+use server::memories::MemoryStore;
+use server::store::SqlStore;
 
 #[path = "eval_server/mod.rs"]
 mod eval_server;

@@ -99,6 +99,9 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
 pub struct Board {
     pub plans: Arc<PlanService>,
     pub runs: Arc<crate::runs::Runs>,
+    pub templates: Arc<crate::templates::Templates>,
+    pub reviews: Arc<crate::reviews::Reviews>,
+    pub memories: Arc<crate::memories::Memories>,
     /// The configured webhook endpoint (the settings page shows it).
     pub webhooks: Arc<crate::webhooks::WebhookConfig>,
 }
@@ -178,7 +181,7 @@ impl Board {
             None => HashSet::new(),
         };
         let verdicts = match filter.review {
-            Some(_) => store.verdicts().await.map_err(store_error)?,
+            Some(_) => self.reviews.verdicts().await.map_err(api_error)?,
             None => HashMap::new(),
         };
         let keep = |plan: &Plan| {
@@ -250,7 +253,7 @@ impl BoardBackend for Board {
 
     async fn history(&self, filter: &ListFilter) -> Result<HistoryList, BoardError> {
         let (rows, more) = self.rows(filter).await?;
-        let mut verdicts = self.runs.verdicts().await.map_err(run_error)?;
+        let mut verdicts = self.reviews.verdicts().await.map_err(api_error)?;
         let rows = rows
             .into_iter()
             .map(|(plan, run)| HistoryRow {
@@ -290,7 +293,7 @@ impl BoardBackend for Board {
             .collect();
         Ok(app::api::ReviewPanel {
             finished,
-            reviews: self.runs.reviews_of(plan).await.map_err(run_error)?,
+            reviews: self.reviews.of_plan(plan).await.map_err(api_error)?,
             subtasks,
             me: String::new(),
             can_review: false,
@@ -321,10 +324,10 @@ impl BoardBackend for Board {
         };
         let offset = filter.page as usize * PAGE_SIZE;
         let (rows, total) = self
-            .runs
-            .review_queue(offset, PAGE_SIZE, keep)
+            .reviews
+            .queue(offset, PAGE_SIZE, keep)
             .await
-            .map_err(run_error)?;
+            .map_err(api_error)?;
         Ok(app::api::ReviewQueueList {
             more: total > offset + rows.len(),
             rows,
@@ -525,7 +528,7 @@ impl BoardBackend for Board {
     }
 
     async fn templates(&self) -> Result<Vec<run_model::Template>, BoardError> {
-        self.runs.templates(0, 200).await.map_err(run_error)
+        self.templates.list(0, 200).await.map_err(api_error)
     }
 
     async fn memories(&self, query: &str, page: u32) -> Result<app::api::MemoryList, BoardError> {
@@ -533,14 +536,14 @@ impl BoardBackend for Board {
         let query = query.trim();
         // One more than a page: whether there is a next one.
         let mut rows = self
-            .runs
-            .memories(
+            .memories
+            .list(
                 (!query.is_empty()).then_some(query),
                 page.saturating_mul(per),
                 per + 1,
             )
             .await
-            .map_err(run_error)?;
+            .map_err(api_error)?;
         let more = rows.len() > per as usize;
         rows.truncate(per as usize);
         Ok(app::api::MemoryList { rows, more })

@@ -28,7 +28,9 @@ pub struct ServerHost {
     /// Makes spans of the log (OpenTelemetry).
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     /// Full-text or hybrid recall of memories.
-    recall: super::recall::Recall,
+    recall: crate::memories::Recall,
+    /// Where a finished run's memories go.
+    memories: Arc<dyn crate::memories::MemoryStore>,
     /// The runs' workspaces (a folder per run), where their inputs are.
     workspaces: std::path::PathBuf,
 }
@@ -40,6 +42,8 @@ pub struct HostSetup {
     /// Sends reply deltas to the other replicas (PostgreSQL).
     pub relay: Option<DeltaRelay>,
     pub telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// The agent's memories.
+    pub memories: Arc<dyn crate::memories::MemoryStore>,
     /// The embedding model of hybrid recall, if configured.
     pub embedder: Option<Arc<dyn agent::Embedder>>,
     /// The runs' workspaces (a folder per run).
@@ -56,7 +60,8 @@ impl ServerHost {
     ) -> ServerHost {
         ServerHost {
             workspaces: setup.workspaces,
-            recall: super::recall::Recall::new(store.clone(), setup.embedder),
+            recall: crate::memories::Recall::new(setup.memories.clone(), setup.embedder),
+            memories: setup.memories,
             log: LogQueue::spawn(store.clone(), entries.clone(), setup.streaming),
             relay: setup.relay,
             plans,
@@ -243,7 +248,7 @@ impl Host for ServerHost {
     }
 
     async fn remember(&self, memories: Vec<run_model::NewMemory>) -> Result<(), HostError> {
-        self.store
+        self.memories
             .remember(&memories)
             .await
             .map(|_| ())

@@ -18,11 +18,9 @@
 //!   starting or died;
 //! - `log_writer.rs`: the run log's writer, which batches what the agents
 //!   log so that no step waits for it;
-//! - `recall.rs`: what a run recalls: full-text or hybrid ranking;
 //! - `retention.rs`: the retentions of finished runs' files and logs, and
 //!   the storage view;
 //! - `stream.rs`: a run's log as server-sent events.
-//! - `templates.rs`: plans saved as templates.
 
 mod again;
 mod delta_relay;
@@ -32,12 +30,8 @@ pub mod inputs;
 pub mod local_model;
 mod log_writer;
 mod needs;
-mod recall;
 pub mod retention;
-mod reviews;
-mod rules;
 mod stream;
-mod templates;
 pub mod tool_servers;
 
 pub use tool_servers::ToolServers;
@@ -71,8 +65,10 @@ use log_writer::Streaming;
 pub use stream::run_stream;
 
 use crate::config::Config;
+use crate::memories::MemoryStore;
 use crate::service::{PlanService, ServiceError};
 use crate::store::{RunStore, StoreError, StoredRunEntry};
+use crate::templates::TemplateStore;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -99,25 +95,9 @@ pub enum RunError {
     /// The run's files were refused (or could not be written).
     #[error(transparent)]
     Input(#[from] InputError),
-    #[error("no memory has id {0}")]
-    NoMemory(run_model::MemoryId),
-    /// The review was refused (not a finished plan, too long, an unknown
-    /// subtask…); nothing was stored.
-    #[error(transparent)]
-    Review(run_model::ReviewError),
     /// The plan cannot be run again from that subtask.
     #[error(transparent)]
     Again(agent::coordinator::again::AgainError),
-    #[error("{reviewer} has no review of plan {plan}")]
-    NoReview {
-        plan: plan_engine::PlanId,
-        reviewer: String,
-    },
-    /// The plan cannot be saved as a template; nothing was stored.
-    #[error(transparent)]
-    Template(run_model::TemplateError),
-    #[error("no template has id {0}")]
-    NoTemplate(run_model::TemplateId),
 }
 
 /// What the agent's host refused, as the runs' error: the engine's
@@ -157,6 +137,8 @@ const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL 
 pub struct Runs {
     plans: Arc<PlanService>,
     store: Arc<dyn RunStore>,
+    /// Where a run started from a template finds it.
+    templates: Arc<dyn TemplateStore>,
     agent: Option<Arc<Agent>>,
     entries: broadcast::Sender<RunNews>,
     owner: String,
@@ -248,6 +230,15 @@ fn owner_name(config: &Config) -> String {
         .unwrap_or_else(|| "planboard".into())
 }
 
+/// The stores a run reads and writes besides the plans'.
+pub struct RunStores {
+    pub runs: Arc<dyn RunStore>,
+    /// Where a run started from a template finds it.
+    pub templates: Arc<dyn TemplateStore>,
+    /// What runs recall and leave.
+    pub memories: Arc<dyn MemoryStore>,
+}
+
 /// A run log that other processes write too (PostgreSQL): the entries
 /// reach this process's streams through a reader of the log.
 pub struct SharedLog {
@@ -264,12 +255,17 @@ impl Runs {
     pub fn new(
         config: &Config,
         plans: Arc<PlanService>,
-        store: Arc<dyn RunStore>,
+        stores: RunStores,
         tool_servers: Arc<ToolServers>,
         model: Option<Arc<dyn Llm>>,
         shared_log: Option<SharedLog>,
         telemetry: Option<Arc<Telemetry>>,
     ) -> Result<Arc<Runs>, agent::llm::ClientError> {
+        let RunStores {
+            runs: store,
+            templates,
+            memories,
+        } = stores;
         let (entries, _) = broadcast::channel(4096);
         let (streaming, relay) = match shared_log {
             None => (Streaming::Direct, None),
@@ -300,6 +296,7 @@ impl Runs {
                 relay,
                 telemetry: telemetry.clone(),
                 embedder,
+                memories,
                 workspaces: config.workspaces.clone(),
             },
         ));
@@ -370,6 +367,7 @@ impl Runs {
         Ok(Arc::new(Runs {
             plans,
             store,
+            templates,
             agent,
             entries,
             owner: owner_name(config),
@@ -548,7 +546,7 @@ impl Runs {
             }
         }
         if let Some(id) = template {
-            match self.store.template(id).await {
+            match self.templates.template(id).await {
                 Ok(Some(template)) => config.template = Some(template),
                 found => {
                     if let Some(files) = files {
@@ -714,50 +712,6 @@ impl Runs {
     pub async fn get(&self, id: RunId) -> Result<RunView, RunError> {
         let record = self.record(id).await?;
         self.view(record).await
-    }
-
-    /// The agent's memories: matching `query` (pinned, then best ranked),
-    /// or newest first.
-    pub async fn memories(
-        &self,
-        query: Option<&str>,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<run_model::Memory>, RunError> {
-        Ok(self.store.memories(query, offset, limit).await?)
-    }
-
-    /// Forgets a memory: no later run recalls it.
-    pub async fn forget(&self, id: run_model::MemoryId) -> Result<(), RunError> {
-        match self.store.forget(id).await? {
-            true => Ok(()),
-            false => Err(RunError::NoMemory(id)),
-        }
-    }
-
-    /// Rewrites a memory's text (a person correcting what the agent will
-    /// read); 1 to [`run_model::memory::MEMORY_TEXT`] characters.
-    pub async fn edit_memory(
-        &self,
-        id: run_model::MemoryId,
-        text: &str,
-    ) -> Result<run_model::Memory, RunError> {
-        let text = rules::checked_text(text)?;
-        self.store
-            .edit_memory(id, text)
-            .await?
-            .ok_or(RunError::NoMemory(id))
-    }
-
-    pub async fn pin(
-        &self,
-        id: run_model::MemoryId,
-        pinned: bool,
-    ) -> Result<run_model::Memory, RunError> {
-        self.store
-            .pin(id, pinned)
-            .await?
-            .ok_or(RunError::NoMemory(id))
     }
 
     pub async fn list(

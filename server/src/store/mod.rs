@@ -10,21 +10,12 @@
 //! - this file: the trait and the rows it speaks in;
 //! - `sql.rs`: [`SqlStore`], one implementation for SQLite and PostgreSQL;
 //! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
-//! - `memory.rs`: the agent's memories (part of [`RunStore`]), ranked by
-//!   each dialect's full-text search;
-//! - `embeddings.rs`: memories' vectors for hybrid recall (part of [`RunStore`]).
-//! - `reviews.rs`: people's reviews of finished plans (part of [`RunStore`]).
-//! - `templates.rs`: plans saved as templates (part of [`RunStore`]).
 //! - `sessions.rs`: agent sessions' settings (part of [`PlanStore`]).
 
-mod embeddings;
 mod mcp;
-mod memory;
-mod reviews;
 mod runs;
 mod sessions;
-mod sql;
-mod templates;
+pub(crate) mod sql;
 mod webhooks;
 
 use async_trait::async_trait;

@@ -5,7 +5,6 @@ use agent::run::{EntryKind, RunRecord, RunState};
 use agent::RunId;
 use async_trait::async_trait;
 use plan_engine::{PlanId, Timestamp};
-use run_model::memory::{Memory, MemoryId, NewMemory};
 use schemars::JsonSchema;
 use serde::Serialize;
 use sqlx::Row;
@@ -161,26 +160,6 @@ pub trait RunStore: Send + Sync {
     /// Plans whose run is driven under a live lease: their subtasks are
     /// being worked on, however quiet the plan looks.
     async fn leased_plans(&self, now_ms: i64) -> Result<Vec<PlanId>, StoreError>;
-    /// Stores a finished run's memories.
-    async fn remember(&self, memories: &[NewMemory]) -> Result<Vec<Memory>, StoreError>;
-    /// Memories matching `query`, pinned first, then best ranked; with no
-    /// query, newest first.
-    async fn memories(
-        &self,
-        query: Option<&str>,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<Memory>, StoreError>;
-    /// What people taught matching `query`: corrections, rules and pinned
-    /// memories (pinned first, with the pinned rules that name no task),
-    /// best ranked; recall's second search, so summaries and good reviews
-    /// cannot crowd them out of the candidates.
-    async fn taught_memories(&self, query: &str, limit: u32) -> Result<Vec<Memory>, StoreError>;
-    /// Whether there was such a memory.
-    async fn forget(&self, id: MemoryId) -> Result<bool, StoreError>;
-    async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError>;
-    /// Rewrites a memory's text; `None` when there is no such memory.
-    async fn edit_memory(&self, id: MemoryId, text: &str) -> Result<Option<Memory>, StoreError>;
     /// Deletes the logs of the runs that ended before `before` (their
     /// rows stay; runs a person keeps are left alone); how many entries
     /// went.
@@ -201,54 +180,6 @@ pub trait RunStore: Send + Sync {
     async fn storage_counts(&self) -> Result<run_model::StorageReport, StoreError>;
     /// The runs started again from `plan`'s work, oldest first.
     async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError>;
-    /// Stores a reviewer's review of a plan (replacing theirs) and the
-    /// memory it leaves (forgetting the one their earlier review left).
-    async fn put_review(
-        &self,
-        review: &run_model::Review,
-        memory: Option<&NewMemory>,
-    ) -> Result<run_model::Review, StoreError>;
-    /// Whether the reviewer had a review of the plan (and its memory) to remove.
-    async fn delete_review(&self, plan: PlanId, reviewer: &str) -> Result<bool, StoreError>;
-    /// A plan's reviews, oldest first.
-    async fn plan_reviews(&self, plan: PlanId) -> Result<Vec<run_model::Review>, StoreError>;
-    /// Reviews, newest change first.
-    async fn list_reviews(
-        &self,
-        verdict: Option<run_model::ReviewVerdict>,
-        reviewer: Option<&str>,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<run_model::Review>, StoreError>;
-    /// Every reviewed plan's verdicts, oldest review first.
-    async fn verdicts(
-        &self,
-    ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError>;
-    /// The vectors `model` made of these memories (missing: not made yet).
-    async fn memory_embeddings(
-        &self,
-        ids: &[MemoryId],
-        model: &str,
-    ) -> Result<std::collections::HashMap<MemoryId, Vec<f32>>, StoreError>;
-    /// Keeps `model`'s vectors of these memories.
-    async fn put_memory_embeddings(
-        &self,
-        model: &str,
-        vectors: &[(MemoryId, Vec<f32>)],
-    ) -> Result<(), StoreError>;
-    async fn insert_template(&self, template: &run_model::Template) -> Result<(), StoreError>;
-    async fn template(
-        &self,
-        id: run_model::TemplateId,
-    ) -> Result<Option<run_model::Template>, StoreError>;
-    /// Templates, newest first.
-    async fn list_templates(
-        &self,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<run_model::Template>, StoreError>;
-    /// Whether there was such a template to delete.
-    async fn delete_template(&self, id: run_model::TemplateId) -> Result<bool, StoreError>;
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
@@ -696,37 +627,6 @@ impl RunStore for SqlStore {
         ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
     }
 
-    async fn remember(&self, memories: &[NewMemory]) -> Result<Vec<Memory>, StoreError> {
-        self.insert_memories(memories).await
-    }
-
-    async fn memories(
-        &self,
-        query: Option<&str>,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<Memory>, StoreError> {
-        match query.map(str::trim).filter(|q| !q.is_empty()) {
-            Some(q) => self.search_memories(q, offset, limit, false).await,
-            None => self.newest_memories(offset, limit).await,
-        }
-    }
-
-    async fn taught_memories(&self, query: &str, limit: u32) -> Result<Vec<Memory>, StoreError> {
-        self.search_memories(query, 0, limit, true).await
-    }
-
-    async fn forget(&self, id: MemoryId) -> Result<bool, StoreError> {
-        self.delete_memory(id).await
-    }
-
-    async fn edit_memory(&self, id: MemoryId, text: &str) -> Result<Option<Memory>, StoreError> {
-        SqlStore::edit_memory(self, id, text).await
-    }
-
-    async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError> {
-        self.pin_memory(id, pinned).await
-    }
     async fn purge_run_logs(&self, before: Timestamp) -> Result<u64, StoreError> {
         // `updated_at` is the row's last save: a finished run saves no more.
         let done = sqlx::query(&format!(
@@ -826,65 +726,5 @@ impl RunStore for SqlStore {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(record_of).collect()
-    }
-    async fn put_review(
-        &self,
-        review: &run_model::Review,
-        memory: Option<&NewMemory>,
-    ) -> Result<run_model::Review, StoreError> {
-        SqlStore::put_review(self, review, memory).await
-    }
-    async fn delete_review(&self, plan: PlanId, reviewer: &str) -> Result<bool, StoreError> {
-        SqlStore::delete_review(self, plan, reviewer).await
-    }
-    async fn plan_reviews(&self, plan: PlanId) -> Result<Vec<run_model::Review>, StoreError> {
-        SqlStore::plan_reviews(self, plan).await
-    }
-    async fn list_reviews(
-        &self,
-        verdict: Option<run_model::ReviewVerdict>,
-        reviewer: Option<&str>,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<run_model::Review>, StoreError> {
-        SqlStore::list_reviews(self, verdict, reviewer, offset, limit).await
-    }
-    async fn verdicts(
-        &self,
-    ) -> Result<std::collections::HashMap<PlanId, Vec<run_model::ReviewVerdict>>, StoreError> {
-        SqlStore::verdicts(self).await
-    }
-    async fn memory_embeddings(
-        &self,
-        ids: &[MemoryId],
-        model: &str,
-    ) -> Result<std::collections::HashMap<MemoryId, Vec<f32>>, StoreError> {
-        SqlStore::memory_embeddings(self, ids, model).await
-    }
-    async fn put_memory_embeddings(
-        &self,
-        model: &str,
-        vectors: &[(MemoryId, Vec<f32>)],
-    ) -> Result<(), StoreError> {
-        SqlStore::put_memory_embeddings(self, model, vectors).await
-    }
-    async fn insert_template(&self, template: &run_model::Template) -> Result<(), StoreError> {
-        SqlStore::insert_template(self, template).await
-    }
-    async fn template(
-        &self,
-        id: run_model::TemplateId,
-    ) -> Result<Option<run_model::Template>, StoreError> {
-        SqlStore::template(self, id).await
-    }
-    async fn list_templates(
-        &self,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<run_model::Template>, StoreError> {
-        SqlStore::list_templates(self, offset, limit).await
-    }
-    async fn delete_template(&self, id: run_model::TemplateId) -> Result<bool, StoreError> {
-        SqlStore::delete_template(self, id).await
     }
 }

@@ -47,7 +47,7 @@ impl Backend {
 }
 
 pub struct SqlStore {
-    pub(super) pool: AnyPool,
+    pub(crate) pool: AnyPool,
     backend: Backend,
     url: String,
     /// The background checkpointer stops when this goes.
@@ -662,7 +662,7 @@ fn bind_row<'q>(
 
 /// `head` followed by `rows` groups of `columns` numbered placeholders:
 /// `($1, $2), ($3, $4)`.
-pub(super) fn values_sql(head: &str, columns: usize, rows: usize) -> String {
+pub(crate) fn values_sql(head: &str, columns: usize, rows: usize) -> String {
     let mut sql = String::from(head);
     for row in 0..rows {
         sql.push_str(if row == 0 { "(" } else { ", (" });

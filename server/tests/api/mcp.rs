@@ -432,7 +432,7 @@ async fn search_memory_answers_the_teams_memories_best_first_and_keeps_to_its_li
     };
     server
         .services
-        .runs
+        .memories
         .store()
         .remember(&[
             memory(

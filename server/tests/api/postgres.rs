@@ -432,7 +432,8 @@ async fn the_run_store_works_on_sqlite() {
 /// other memories out of the way.
 pub async fn memory_store_story(url: &str) {
     use run_model::memory::{MemoryKind, NewMemory};
-    use server::store::{RunStore, SqlStore};
+    use server::memories::MemoryStore;
+    use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
     let tag = format!("zq{}", uuid::Uuid::new_v4().simple());
     let new = |kind, task: &str, text: &str| NewMemory {
@@ -561,7 +562,9 @@ pub async fn memory_store_story(url: &str) {
 pub async fn review_store_story(url: &str) {
     use run_model::memory::{MemoryKind, NewMemory};
     use run_model::{Review, ReviewVerdict, SubtaskNote};
-    use server::store::{RunStore, SqlStore};
+    use server::memories::MemoryStore;
+    use server::reviews::ReviewStore;
+    use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
     let tag = format!("zr{}", uuid::Uuid::new_v4().simple());
     let plan = uuid::Uuid::new_v4();
@@ -678,7 +681,8 @@ async fn the_review_store_works_on_sqlite() {
 /// holding all of them.
 pub async fn memory_recall_story(url: &str) {
     use run_model::memory::{MemoryKind, NewMemory};
-    use server::store::{RunStore, SqlStore};
+    use server::memories::MemoryStore;
+    use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
     let tag = format!("zb{}", uuid::Uuid::new_v4().simple());
     let new = |task: String, text: &str| NewMemory {
@@ -1186,7 +1190,8 @@ async fn the_mcp_server_store_works_on_sqlite() {
 /// listed newest first, deleted once.
 pub async fn template_store_story(url: &str) {
     use run_model::{Template, TemplateStep};
-    use server::store::{RunStore, SqlStore};
+    use server::store::SqlStore;
+    use server::templates::TemplateStore;
     let store = SqlStore::connect(url).await.unwrap();
     let at = |s: i64| chrono::DateTime::from_timestamp(1_900_000_000 + s, 0).unwrap();
     let template = |name: &str, s| Template {
@@ -1254,7 +1259,8 @@ async fn the_template_store_works_on_sqlite() {
 /// memory is forgotten, never kept for a memory that is gone.
 pub async fn embedding_store_story(url: &str) {
     use run_model::memory::{MemoryKind, NewMemory};
-    use server::store::{RunStore, SqlStore};
+    use server::memories::MemoryStore;
+    use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
     let new = |text: &str| NewMemory {
         kind: MemoryKind::Run,

@@ -6,7 +6,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{form_answer, BoardState};
-use crate::board::run_error;
+use crate::board::api_error;
 
 /// The Memory page's buttons, as posted.
 #[derive(Deserialize)]
@@ -58,18 +58,18 @@ pub async fn change(
             .map_err(|_| BoardError::NotFound(format!("'{id}' is not a memory id")))?;
         match MemoryAction::parse(&action)? {
             MemoryAction::Pin => board
-                .runs
+                .memories
                 .pin(id, form.pinned == "true")
                 .await
                 .map(|_| ())
-                .map_err(run_error),
-            MemoryAction::Forget => board.runs.forget(id).await.map_err(run_error),
+                .map_err(api_error),
+            MemoryAction::Forget => board.memories.forget(id).await.map_err(api_error),
             MemoryAction::Edit => board
-                .runs
-                .edit_memory(id, &form.text)
+                .memories
+                .edit(id, &form.text)
                 .await
                 .map(|_| ())
-                .map_err(run_error),
+                .map_err(api_error),
         }
     }
     .await;
@@ -100,11 +100,11 @@ pub async fn rule(
     let result = async {
         viewer.may_change(("memories", "记忆"), lang)?;
         board
-            .runs
+            .memories
             .write_rule(&form.text, &form.applies_to)
             .await
             .map(|_| ())
-            .map_err(run_error)
+            .map_err(api_error)
     }
     .await;
     form_answer(result.map(|()| back_to_memories(&form.back)), lang)

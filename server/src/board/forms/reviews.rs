@@ -6,7 +6,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{back_to_board, form_answer, BoardState, PlanForm};
-use crate::board::run_error;
+use crate::board::{api_error, run_error};
 
 /// The review form as posted: `verdict`, `note` and a `subtask-{n}` note
 /// per subtask, or `remove` (the "Remove my review" button). The notes'
@@ -60,10 +60,10 @@ pub async fn review(
     let result = async {
         if form.remove {
             board
-                .runs
-                .unreview(plan, &viewer.name)
+                .reviews
+                .remove(plan, &viewer.name)
                 .await
-                .map_err(run_error)?;
+                .map_err(api_error)?;
             return Ok(plan);
         }
         let verdict: run_model::ReviewVerdict = form.verdict.parse().map_err(|_| {
@@ -78,10 +78,10 @@ pub async fn review(
             subtasks: form.subtasks,
         };
         board
-            .runs
-            .review(plan, &viewer.name, review)
+            .reviews
+            .write(plan, &viewer.name, review)
             .await
-            .map_err(run_error)?;
+            .map_err(api_error)?;
         Ok(plan)
     }
     .await;

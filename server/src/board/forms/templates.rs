@@ -5,7 +5,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{form_answer, BoardState, PlanForm};
-use crate::board::run_error;
+use crate::board::api_error;
 
 /// The board's "Save as template" form.
 #[derive(Deserialize)]
@@ -24,10 +24,10 @@ pub async fn save(
     let PlanForm { plan, viewer, lang } = on;
     let result = async {
         board
-            .runs
-            .save_template(plan, &form.name, &viewer.name)
+            .templates
+            .save(plan, &form.name, &viewer.name)
             .await
-            .map_err(run_error)?;
+            .map_err(api_error)?;
         Ok("/templates".to_string())
     }
     .await;
@@ -47,7 +47,7 @@ pub async fn delete(
             .parse()
             .map_err(|_| BoardError::NotFound(format!("'{id}' is not a template id")))?;
         viewer.may_change(("templates", "模板"), lang)?;
-        board.runs.delete_template(id).await.map_err(run_error)?;
+        board.templates.delete(id).await.map_err(api_error)?;
         Ok("/templates".to_string())
     }
     .await;

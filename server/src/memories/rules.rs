@@ -6,7 +6,7 @@
 
 use run_model::memory::{Memory, MemoryKind, NewMemory, MEMORY_TEXT};
 
-use super::{RunError, Runs};
+use super::{Memories, MemoryError};
 use crate::store::StoreError;
 
 /// The longest "for tasks about" of a rule, in characters (the Memory
@@ -17,7 +17,7 @@ pub const APPLIES_TO: usize = 500;
 /// The bound is on the text as sent (the API document's `maxLength`):
 /// 3,000 spaces around one word are refused, not trimmed into a short
 /// memory (found by the API fuzzer).
-pub(super) fn checked_text(text: &str) -> Result<&str, RunError> {
+pub(super) fn checked_text(text: &str) -> Result<&str, MemoryError> {
     let sent = text.chars().count();
     let text = text.trim();
     let chars = if sent > MEMORY_TEXT {
@@ -26,21 +26,21 @@ pub(super) fn checked_text(text: &str) -> Result<&str, RunError> {
         text.chars().count()
     };
     if chars == 0 || chars > MEMORY_TEXT {
-        return Err(RunError::Invalid(format!(
+        return Err(MemoryError::Invalid(format!(
             "a memory's text has 1 to {MEMORY_TEXT} characters (got {chars})"
         )));
     }
     Ok(text)
 }
 
-impl Runs {
+impl Memories {
     /// Writes a standing rule, pinned. `applies_to`: words of the tasks
     /// it is for (recalled when a task shares one); empty, every task.
-    pub async fn write_rule(&self, text: &str, applies_to: &str) -> Result<Memory, RunError> {
+    pub async fn write_rule(&self, text: &str, applies_to: &str) -> Result<Memory, MemoryError> {
         let text = checked_text(text)?;
         let sent = applies_to.chars().count();
         if sent > APPLIES_TO {
-            return Err(RunError::Invalid(format!(
+            return Err(MemoryError::Invalid(format!(
                 "applies_to has at most {APPLIES_TO} characters (got {sent})"
             )));
         }
@@ -59,6 +59,6 @@ impl Runs {
         self.store
             .pin(id, true)
             .await?
-            .ok_or(RunError::NoMemory(id))
+            .ok_or(MemoryError::NotFound(id))
     }
 }

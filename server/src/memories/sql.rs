@@ -1,4 +1,4 @@
-//! The agent's memories on the same database as the plans: stored with
+//! [`MemoryStore`] on the server's SQL store: memories stored with
 //! their search terms ([`run_model::memory::terms`]) and ranked by each
 //! dialect's own full-text search (SQLite FTS5 with bm25, PostgreSQL's
 //! `tsvector` with ts_rank).
@@ -11,8 +11,11 @@ use run_model::memory::{terms, Memory, MemoryId, MemoryKind, NewMemory};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::sql::{read_ts, ts, values_sql};
-use super::{SqlStore, StoreError};
+use super::embeddings::{decode, encode, CHUNK};
+use super::MemoryStore;
+use crate::store::sql::values_sql;
+use crate::store::sql::{read_ts, ts};
+use crate::store::{SqlStore, StoreError};
 
 const COLUMNS: &str = "m.id, m.kind, m.task, m.body, m.run_id, m.plan_id, m.pinned, m.created_at";
 
@@ -57,17 +60,15 @@ fn memory_of(row: &AnyRow) -> Result<Memory, StoreError> {
     })
 }
 
-impl SqlStore {
+#[async_trait::async_trait]
+impl MemoryStore for SqlStore {
     /// One statement per 100 memories (a run leaves at most 26), no
     /// explicit transaction: each all or none, and on SQLite
     /// the write lock is asked for (and waited for) before anything is
     /// read, so a busy database makes it wait rather than fail (a `BEGIN`
     /// that reads first cannot wait for a writer: SQLITE_BUSY at once, as
     /// the Playwright story's run met at the end of a busy run).
-    pub(super) async fn insert_memories(
-        &self,
-        memories: &[NewMemory],
-    ) -> Result<Vec<Memory>, StoreError> {
+    async fn remember(&self, memories: &[NewMemory]) -> Result<Vec<Memory>, StoreError> {
         let stored: Vec<Memory> = memories
             .iter()
             .map(|m| Memory {
@@ -106,6 +107,132 @@ impl SqlStore {
         Ok(stored)
     }
 
+    async fn memories(
+        &self,
+        query: Option<&str>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<Memory>, StoreError> {
+        match query.map(str::trim).filter(|q| !q.is_empty()) {
+            Some(q) => self.search_memories(q, offset, limit, false).await,
+            None => self.newest_memories(offset, limit).await,
+        }
+    }
+
+    async fn taught_memories(&self, query: &str, limit: u32) -> Result<Vec<Memory>, StoreError> {
+        self.search_memories(query, 0, limit, true).await
+    }
+
+    async fn forget(&self, id: MemoryId) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM memories WHERE id = $1")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        self.drop_memory_embedding(id).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Rewrites a memory's text (and its search terms: the FTS5 table and
+    /// PostgreSQL's term counts follow by their triggers).
+    async fn edit_memory(&self, id: MemoryId, text: &str) -> Result<Option<Memory>, StoreError> {
+        let Some(memory) = self.memory(id).await? else {
+            return Ok(None);
+        };
+        let searched = searched_terms(&memory.task, text);
+        sqlx::query("UPDATE memories SET body = $1, terms = $2 WHERE id = $3")
+            .bind(text.to_string())
+            .bind(searched)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        // Its vector was of the old text.
+        self.drop_memory_embedding(id).await?;
+        self.memory(id).await
+    }
+
+    async fn pin(&self, id: MemoryId, pinned: bool) -> Result<Option<Memory>, StoreError> {
+        sqlx::query("UPDATE memories SET pinned = $1 WHERE id = $2")
+            .bind(i64::from(pinned))
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        self.memory(id).await
+    }
+
+    /// The vectors `model` made of these memories (those it has not made,
+    /// or that do not read back, are missing from the map).
+    async fn memory_embeddings(
+        &self,
+        ids: &[MemoryId],
+        model: &str,
+    ) -> Result<HashMap<MemoryId, Vec<f32>>, StoreError> {
+        let mut out = HashMap::new();
+        for chunk in ids.chunks(CHUNK) {
+            let placeholders: Vec<String> =
+                (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+            let sql = format!(
+                "SELECT memory_id, vector FROM memory_embeddings WHERE model = $1 AND memory_id IN ({})",
+                placeholders.join(", ")
+            );
+            let mut query = sqlx::query(&sql).bind(model.to_string());
+            for id in chunk {
+                query = query.bind(id.to_string());
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                let id: String = row.try_get("memory_id")?;
+                let vector: String = row.try_get("vector")?;
+                if let (Ok(id), Some(vector)) = (id.parse(), decode(&vector)) {
+                    out.insert(id, vector);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Keeps `model`'s vectors of these memories (replacing another
+    /// model's). A memory forgotten meanwhile keeps none: the rows are
+    /// written only for memories that still exist.
+    async fn put_memory_embeddings(
+        &self,
+        model: &str,
+        vectors: &[(MemoryId, Vec<f32>)],
+    ) -> Result<(), StoreError> {
+        for chunk in vectors.chunks(CHUNK / 3) {
+            let sql = values_sql(
+                "INSERT INTO memory_embeddings (memory_id, model, vector) VALUES ",
+                3,
+                chunk.len(),
+            ) + " ON CONFLICT (memory_id) DO UPDATE SET model = excluded.model, vector = excluded.vector";
+            let mut query = sqlx::query(&sql);
+            for (id, vector) in chunk {
+                query = query
+                    .bind(id.to_string())
+                    .bind(model.to_string())
+                    .bind(encode(vector));
+            }
+            query.execute(&self.pool).await?;
+            // A memory forgotten while its vector was being made leaves
+            // none. Only the rows just written are looked at: the whole
+            // table's anti-join cost grew with every memory ever embedded.
+            let ids: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "DELETE FROM memory_embeddings WHERE memory_id IN ({}) AND NOT EXISTS \
+                 (SELECT 1 FROM memories m WHERE m.id = memory_embeddings.memory_id)",
+                ids.join(", ")
+            );
+            let mut query = sqlx::query(&sql);
+            for (id, _) in chunk {
+                query = query.bind(id.to_string());
+            }
+            query.execute(&self.pool).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The searches behind [`MemoryStore::memories`] and
+/// [`MemoryStore::taught_memories`].
+impl SqlStore {
     /// Pinned first, then by rank; nothing when the query has no terms.
     ///
     /// The ranking works on a bounded set of candidates, so its cost does
@@ -120,7 +247,7 @@ impl SqlStore {
     /// pinned memories), and the pinned rules that name no task (they
     /// hold for every task) even when they share no term: recall's
     /// second search, so summaries and reviews never crowd them out.
-    pub(super) async fn search_memories(
+    async fn search_memories(
         &self,
         query: &str,
         offset: u32,
@@ -281,11 +408,7 @@ impl SqlStore {
     }
 
     /// Newest first.
-    pub(super) async fn newest_memories(
-        &self,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<Memory>, StoreError> {
+    async fn newest_memories(&self, offset: u32, limit: u32) -> Result<Vec<Memory>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM memories m ORDER BY m.created_at DESC, m.id LIMIT $1 OFFSET $2"
         ))
@@ -296,55 +419,11 @@ impl SqlStore {
         rows.iter().map(memory_of).collect()
     }
 
-    pub(super) async fn delete_memory(&self, id: MemoryId) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM memories WHERE id = $1")
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await?;
-        self.drop_memory_embedding(id).await?;
-        Ok(done.rows_affected() > 0)
-    }
-
-    /// Rewrites a memory's text (and its search terms: the FTS5 table and
-    /// PostgreSQL's term counts follow by their triggers).
-    pub(super) async fn edit_memory(
-        &self,
-        id: MemoryId,
-        text: &str,
-    ) -> Result<Option<Memory>, StoreError> {
-        let Some(memory) = self.memory(id).await? else {
-            return Ok(None);
-        };
-        let searched = searched_terms(&memory.task, text);
-        sqlx::query("UPDATE memories SET body = $1, terms = $2 WHERE id = $3")
-            .bind(text.to_string())
-            .bind(searched)
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await?;
-        // Its vector was of the old text.
-        self.drop_memory_embedding(id).await?;
-        self.memory(id).await
-    }
-
     async fn memory(&self, id: MemoryId) -> Result<Option<Memory>, StoreError> {
         let row = sqlx::query(&format!("SELECT {COLUMNS} FROM memories m WHERE m.id = $1"))
             .bind(id.to_string())
             .fetch_optional(&self.pool)
             .await?;
         row.as_ref().map(memory_of).transpose()
-    }
-
-    pub(super) async fn pin_memory(
-        &self,
-        id: MemoryId,
-        pinned: bool,
-    ) -> Result<Option<Memory>, StoreError> {
-        sqlx::query("UPDATE memories SET pinned = $1 WHERE id = $2")
-            .bind(i64::from(pinned))
-            .bind(id.to_string())
-            .execute(&self.pool)
-            .await?;
-        self.memory(id).await
     }
 }

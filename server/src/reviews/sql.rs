@@ -1,6 +1,6 @@
-//! People's reviews of finished plans, on the same database as the plans.
-//! A review leaves a memory for the agent; changing the review forgets
-//! that memory and leaves a new one.
+//! [`ReviewStore`] on the server's SQL store, on the same database as the
+//! plans. A review leaves a memory for the agent; changing the review
+//! forgets that memory and leaves a new one.
 
 use std::collections::HashMap;
 
@@ -9,8 +9,10 @@ use run_model::{MemoryId, NewMemory, Review, ReviewVerdict, SubtaskNote};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::sql::{read_ts, ts};
-use super::{SqlStore, StoreError};
+use super::ReviewStore;
+use crate::memories::MemoryStore;
+use crate::store::sql::{read_ts, ts};
+use crate::store::{SqlStore, StoreError};
 
 const COLUMNS: &str =
     "id, plan_id, reviewer, verdict, note, subtasks, plan_version, created_at, updated_at";
@@ -38,13 +40,14 @@ fn review_of(row: &AnyRow) -> Result<Review, StoreError> {
     })
 }
 
-impl SqlStore {
+#[async_trait::async_trait]
+impl ReviewStore for SqlStore {
     /// Stores `review` as its reviewer's review of its plan (replacing
     /// theirs, keeping its id and first date) with `memory` as the memory
     /// it leaves. Statements, not a transaction (see `insert_memories`):
     /// the memory is made first and the old one forgotten last, so a crash
     /// in between leaves one memory too many, never a review without one.
-    pub(super) async fn put_review(
+    async fn put_review(
         &self,
         review: &Review,
         memory: Option<&NewMemory>,
@@ -59,7 +62,7 @@ impl SqlStore {
                 .transpose()?;
         let memory_id: Option<MemoryId> = match memory {
             Some(m) => self
-                .insert_memories(std::slice::from_ref(m))
+                .remember(std::slice::from_ref(m))
                 .await?
                 .first()
                 .map(|m| m.id),
@@ -87,7 +90,7 @@ impl SqlStore {
         .await?;
         if let Some(Some(old)) = old {
             if let Ok(old) = old.parse::<MemoryId>() {
-                self.delete_memory(old).await?;
+                self.forget(old).await?;
             }
         }
         let row = sqlx::query(&format!(
@@ -102,11 +105,7 @@ impl SqlStore {
 
     /// Removes a reviewer's review and the memory it left; whether there
     /// was one.
-    pub(super) async fn delete_review(
-        &self,
-        plan: PlanId,
-        reviewer: &str,
-    ) -> Result<bool, StoreError> {
+    async fn delete_review(&self, plan: PlanId, reviewer: &str) -> Result<bool, StoreError> {
         let row = sqlx::query("SELECT memory_id FROM reviews WHERE plan_id = $1 AND reviewer = $2")
             .bind(plan.to_string())
             .bind(reviewer.to_string())
@@ -122,13 +121,13 @@ impl SqlStore {
             .execute(&self.pool)
             .await?;
         if let Some(memory) = memory.and_then(|m| m.parse::<MemoryId>().ok()) {
-            self.delete_memory(memory).await?;
+            self.forget(memory).await?;
         }
         Ok(done.rows_affected() > 0)
     }
 
     /// A plan's reviews, oldest first.
-    pub(super) async fn plan_reviews(&self, plan: PlanId) -> Result<Vec<Review>, StoreError> {
+    async fn plan_reviews(&self, plan: PlanId) -> Result<Vec<Review>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM reviews WHERE plan_id = $1 ORDER BY created_at, reviewer"
         ))
@@ -139,7 +138,7 @@ impl SqlStore {
     }
 
     /// Reviews, newest change first, of one verdict or reviewer if asked.
-    pub(super) async fn list_reviews(
+    async fn list_reviews(
         &self,
         verdict: Option<ReviewVerdict>,
         reviewer: Option<&str>,
@@ -162,7 +161,7 @@ impl SqlStore {
 
     /// Every reviewed plan with its verdicts (History's column and filter,
     /// the queue's exclusion): a few bytes per review.
-    pub(super) async fn verdicts(&self) -> Result<HashMap<PlanId, Vec<ReviewVerdict>>, StoreError> {
+    async fn verdicts(&self) -> Result<HashMap<PlanId, Vec<ReviewVerdict>>, StoreError> {
         let rows = sqlx::query("SELECT plan_id, verdict FROM reviews ORDER BY created_at")
             .fetch_all(&self.pool)
             .await?;

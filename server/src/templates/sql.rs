@@ -1,12 +1,13 @@
-//! Plans saved as templates, on the same database as the plans: written
-//! once, read by the task box and the API, deleted by a person.
+//! [`TemplateStore`] on the server's SQL store (SQLite or PostgreSQL), on
+//! the same database as the plans.
 
 use run_model::{Template, TemplateId, TemplateStep};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::sql::{read_ts, ts};
-use super::{SqlStore, StoreError};
+use super::TemplateStore;
+use crate::store::sql::{read_ts, ts};
+use crate::store::{SqlStore, StoreError};
 
 const COLUMNS: &str = "id, name, mode, task, steps, plan_id, created_by, created_at";
 
@@ -31,8 +32,9 @@ fn template_of(row: &AnyRow) -> Result<Template, StoreError> {
     })
 }
 
-impl SqlStore {
-    pub(super) async fn insert_template(&self, template: &Template) -> Result<(), StoreError> {
+#[async_trait::async_trait]
+impl TemplateStore for SqlStore {
+    async fn insert_template(&self, template: &Template) -> Result<(), StoreError> {
         sqlx::query(&format!(
             "INSERT INTO templates ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
         ))
@@ -49,7 +51,7 @@ impl SqlStore {
         Ok(())
     }
 
-    pub(super) async fn template(&self, id: TemplateId) -> Result<Option<Template>, StoreError> {
+    async fn template(&self, id: TemplateId) -> Result<Option<Template>, StoreError> {
         sqlx::query(&format!("SELECT {COLUMNS} FROM templates WHERE id = $1"))
             .bind(id.to_string())
             .fetch_optional(&self.pool)
@@ -59,12 +61,7 @@ impl SqlStore {
             .transpose()
     }
 
-    /// Newest first, a page of them.
-    pub(super) async fn list_templates(
-        &self,
-        offset: u32,
-        limit: u32,
-    ) -> Result<Vec<Template>, StoreError> {
+    async fn list_templates(&self, offset: u32, limit: u32) -> Result<Vec<Template>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM templates ORDER BY created_at DESC, id LIMIT $1 OFFSET $2"
         ))
@@ -75,7 +72,7 @@ impl SqlStore {
         rows.iter().map(template_of).collect()
     }
 
-    pub(super) async fn delete_template(&self, id: TemplateId) -> Result<bool, StoreError> {
+    async fn delete_template(&self, id: TemplateId) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM templates WHERE id = $1")
             .bind(id.to_string())
             .execute(&self.pool)

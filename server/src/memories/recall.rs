@@ -18,7 +18,8 @@ use std::sync::Arc;
 use agent::Embedder;
 use run_model::memory::{choose, Memory, MemoryId};
 
-use crate::store::{RunStore, StoreError};
+use super::MemoryStore;
+use crate::store::StoreError;
 
 /// Full-text candidates fused, per memory recalled.
 const PER_RECALLED: usize = 4;
@@ -34,7 +35,7 @@ const RRF_K: f64 = 60.0;
 pub const MIN_SIMILARITY: f32 = 0.5;
 
 pub struct Recall {
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn MemoryStore>,
     embedder: Option<Arc<dyn Embedder>>,
 }
 
@@ -88,7 +89,7 @@ pub fn fuse(by_text: &[Memory], by_vector: &[Memory], limit: usize) -> Vec<Memor
 }
 
 impl Recall {
-    pub fn new(store: Arc<dyn RunStore>, embedder: Option<Arc<dyn Embedder>>) -> Recall {
+    pub fn new(store: Arc<dyn MemoryStore>, embedder: Option<Arc<dyn Embedder>>) -> Recall {
         Recall { store, embedder }
     }
 
@@ -215,7 +216,7 @@ mod tests {
     /// shared database's other rows do not count.
     async fn crowded_recall(url: &str) {
         use run_model::memory::{MemoryKind, NewMemory, RECALLED};
-        let store: Arc<dyn RunStore> =
+        let store: Arc<dyn MemoryStore> =
             Arc::new(crate::store::SqlStore::connect(url).await.unwrap());
         let tag = format!("t{}", uuid::Uuid::new_v4().simple());
         let new = |kind, task: String, text: String| NewMemory {

@@ -3,35 +3,100 @@
 //! memory, or a review memory for a good verdict, recalled before the
 //! next similar task is classified and planned) unless the plan's run
 //! opted out of memory.
+//!
+//! # Layout
+//! - this file: [`Reviews`], the one service the API, the board and MCP
+//!   call; [`ReviewStore`], what it needs stored; [`ReviewError`];
+//! - `sql.rs`: [`ReviewStore`] over the server's SQL store.
+
+mod sql;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use plan_engine::{PlanError, PlanId, StateFilter};
-use run_model::{
-    MemoryKind, NewMemory, NewReview, Review, ReviewError, ReviewVerdict, RunRecord, ToReview,
-};
+use run_model::{MemoryKind, NewMemory, NewReview, Review, ReviewVerdict, RunRecord, ToReview};
 
-use super::{RunError, Runs};
-use crate::service::ServiceError;
+use crate::service::{PlanService, ServiceError};
+use crate::store::{RunStore, StoreError};
 
-fn unknown(id: PlanId) -> RunError {
-    RunError::Plan(ServiceError::Plan(PlanError::UnknownPlan { id }))
+/// The reviews' table (and the memories reviews leave).
+#[async_trait]
+pub trait ReviewStore: Send + Sync {
+    /// Stores a reviewer's review of a plan (replacing theirs) and the
+    /// memory it leaves (forgetting the one their earlier review left).
+    async fn put_review(
+        &self,
+        review: &Review,
+        memory: Option<&NewMemory>,
+    ) -> Result<Review, StoreError>;
+    /// Whether the reviewer had a review of the plan (and its memory) to remove.
+    async fn delete_review(&self, plan: PlanId, reviewer: &str) -> Result<bool, StoreError>;
+    /// A plan's reviews, oldest first.
+    async fn plan_reviews(&self, plan: PlanId) -> Result<Vec<Review>, StoreError>;
+    /// Reviews, newest change first.
+    async fn list_reviews(
+        &self,
+        verdict: Option<ReviewVerdict>,
+        reviewer: Option<&str>,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<Review>, StoreError>;
+    /// Every reviewed plan's verdicts, oldest review first.
+    async fn verdicts(&self) -> Result<HashMap<PlanId, Vec<ReviewVerdict>>, StoreError>;
 }
 
-impl Runs {
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// The plan is unknown (or the plan service refused).
+    #[error(transparent)]
+    Plan(#[from] ServiceError),
+    /// The review was refused (not a finished plan, too long, an unknown
+    /// subtask…); nothing was stored.
+    #[error(transparent)]
+    Refused(#[from] run_model::ReviewError),
+    #[error("{reviewer} has no review of plan {plan}")]
+    NotFound { plan: PlanId, reviewer: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn unknown(id: PlanId) -> ReviewError {
+    ReviewError::Plan(ServiceError::Plan(PlanError::UnknownPlan { id }))
+}
+
+/// Writing, removing and reading reviews, and the queue of plans nobody
+/// reviewed.
+pub struct Reviews {
+    plans: Arc<PlanService>,
+    store: Arc<dyn ReviewStore>,
+    /// Which run worked a plan: whether it remembers, what was asked.
+    runs: Arc<dyn RunStore>,
+}
+
+impl Reviews {
+    pub fn new(
+        plans: Arc<PlanService>,
+        store: Arc<dyn ReviewStore>,
+        runs: Arc<dyn RunStore>,
+    ) -> Reviews {
+        Reviews { plans, store, runs }
+    }
+
     /// The newest agent run on `plan`, if the agent made it.
-    async fn run_of_plan(&self, plan: PlanId) -> Result<Option<RunRecord>, RunError> {
-        Ok(self.store.runs_on(&[plan]).await?.into_iter().next())
+    async fn run_of_plan(&self, plan: PlanId) -> Result<Option<RunRecord>, ReviewError> {
+        Ok(self.runs.runs_on(&[plan]).await?.into_iter().next())
     }
 
     /// Writes `reviewer`'s review of `plan` (their earlier one is
     /// replaced; nobody else's is touched) and remembers it.
-    pub async fn review(
+    pub async fn write(
         &self,
         plan: PlanId,
         reviewer: &str,
         review: NewReview,
-    ) -> Result<Review, RunError> {
+    ) -> Result<Review, ReviewError> {
         let checked = self
             .plans
             .read(plan, |p| review.checked(p).map(|r| (r, p.clone())))
@@ -75,10 +140,10 @@ impl Runs {
     }
 
     /// Removes `reviewer`'s review of `plan` and the memory it left.
-    pub async fn unreview(&self, plan: PlanId, reviewer: &str) -> Result<(), RunError> {
+    pub async fn remove(&self, plan: PlanId, reviewer: &str) -> Result<(), ReviewError> {
         match self.store.delete_review(plan, reviewer).await? {
             true => Ok(()),
-            false => Err(RunError::NoReview {
+            false => Err(ReviewError::NotFound {
                 plan,
                 reviewer: reviewer.to_string(),
             }),
@@ -86,7 +151,7 @@ impl Runs {
     }
 
     /// A plan's reviews, oldest first.
-    pub async fn reviews_of(&self, plan: PlanId) -> Result<Vec<Review>, RunError> {
+    pub async fn of_plan(&self, plan: PlanId) -> Result<Vec<Review>, ReviewError> {
         if self.plans.read(plan, |_| ()).await.is_none() {
             return Err(unknown(plan));
         }
@@ -94,13 +159,13 @@ impl Runs {
     }
 
     /// Reviews, newest change first.
-    pub async fn reviews(
+    pub async fn list(
         &self,
         verdict: Option<ReviewVerdict>,
         reviewer: Option<&str>,
         offset: u32,
         limit: u32,
-    ) -> Result<Vec<Review>, RunError> {
+    ) -> Result<Vec<Review>, ReviewError> {
         Ok(self
             .store
             .list_reviews(verdict, reviewer, offset, limit)
@@ -108,19 +173,19 @@ impl Runs {
     }
 
     /// Every reviewed plan's verdicts.
-    pub async fn verdicts(&self) -> Result<HashMap<PlanId, Vec<ReviewVerdict>>, RunError> {
+    pub async fn verdicts(&self) -> Result<HashMap<PlanId, Vec<ReviewVerdict>>, ReviewError> {
         Ok(self.store.verdicts().await?)
     }
 
     /// The review queue: finished plans nobody reviewed (of those `keep`
     /// admits), newest finish first, a page of them, and how many there
     /// are in all.
-    pub async fn review_queue(
+    pub async fn queue(
         &self,
         offset: usize,
         limit: usize,
         keep: impl Fn(&plan_engine::Plan) -> bool,
-    ) -> Result<(Vec<ToReview>, usize), RunError> {
+    ) -> Result<(Vec<ToReview>, usize), ReviewError> {
         let reviewed = self.store.verdicts().await?;
         let mut waiting: Vec<ToReview> = self
             .plans
@@ -148,7 +213,7 @@ impl Runs {
         let mut page: Vec<ToReview> = waiting.into_iter().skip(offset).take(limit).collect();
         let ids: Vec<PlanId> = page.iter().map(|t| t.plan_id).collect();
         let runs: HashMap<PlanId, RunRecord> = self
-            .store
+            .runs
             .runs_on(&ids)
             .await?
             .into_iter()
@@ -161,11 +226,5 @@ impl Runs {
             }
         }
         Ok((page, total))
-    }
-}
-
-impl From<ReviewError> for RunError {
-    fn from(e: ReviewError) -> Self {
-        RunError::Review(e)
     }
 }
