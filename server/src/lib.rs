@@ -13,11 +13,12 @@
 //! - [`api`]: the REST routes and their OpenAPI document;
 //! - [`mcp`]: the MCP endpoint;
 //! - [`metrics`]: `GET /metrics` for Prometheus;
-//! - [`webhooks`]: notifications to the operator's endpoints, from the run log;
 //! - [`telemetry`]: OpenTelemetry spans of runs and requests, over OTLP;
 //! - [`templates`]: plans saved as templates;
 //! - [`reviews`]: people's reviews of finished plans;
 //! - [`memories`]: what the agent remembers, and how a run recalls it;
+//! - [`tool_servers`]: the MCP servers whose tools runs are offered;
+//! - [`webhooks`]: notifications to the operator's endpoints, from the run log;
 //! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
@@ -48,6 +49,7 @@ pub mod session;
 pub mod store;
 pub mod telemetry;
 pub mod templates;
+pub mod tool_servers;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -72,13 +74,14 @@ pub struct Services {
     pub templates: Arc<templates::Templates>,
     pub reviews: Arc<reviews::Reviews>,
     pub memories: Arc<memories::Memories>,
+    pub tool_servers: Arc<tool_servers::ToolServers>,
     pub access: Arc<Access>,
     /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).
     pub instance: Option<Arc<str>>,
     /// How often an idle SSE stream sends a keep-alive comment.
     pub keep_alive: Duration,
     /// The configured webhook endpoint (those admins add are in the store).
-    pub webhooks: Arc<webhooks::WebhookConfig>,
+    pub webhooks: Arc<webhooks::Webhooks>,
     /// Spans of runs and requests, when an OTLP endpoint is set.
     pub telemetry: Option<Arc<telemetry::Telemetry>>,
     /// The hosts the server answers to and the origin its pages write from.
@@ -114,7 +117,7 @@ pub async fn start_with_model(
     let store = Arc::new(SqlStore::connect(&config.database_url).await?);
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
-    let tool_servers = runs::connect_tool_servers(config, store.as_ref()).await?;
+    let tool_servers = tool_servers::ToolServers::open(config, store.clone()).await?;
     let telemetry = match &config.telemetry {
         None => None,
         Some(t) => Some(Arc::new(
@@ -140,15 +143,20 @@ pub async fn start_with_model(
             templates: store.clone(),
             memories: store.clone(),
         },
-        tool_servers,
+        tool_servers.clone(),
         model,
         shared_log,
         telemetry.clone(),
     )
     .map_err(|e| StoreError::Config(e.to_string()))?;
-    webhooks::open_cursor(runs.store().as_ref()).await?;
+    webhooks::open_cursor(store.as_ref(), store.as_ref()).await?;
     runs.spawn_keeper();
-    webhooks::spawn(runs.store(), config.webhooks.clone(), telemetry.is_some());
+    webhooks::spawn(
+        store.clone(),
+        store.clone(),
+        config.webhooks.clone(),
+        telemetry.is_some(),
+    );
     // The retentions of finished runs' files and logs, and leftovers.
     runs.spawn_retention();
     let held = |store: Arc<SqlStore>| async move {
@@ -203,10 +211,14 @@ pub async fn start_with_model(
         templates,
         reviews,
         memories,
+        tool_servers,
         access: Arc::new(config.access.clone()),
         instance: config.instance.as_deref().map(Arc::from),
         keep_alive: Duration::from_secs(15),
-        webhooks: Arc::new(config.webhooks.clone()),
+        webhooks: Arc::new(webhooks::Webhooks::new(
+            config.webhooks.clone(),
+            store.clone(),
+        )),
         telemetry,
         guard: Arc::new(guard::Guard::new(
             config.public_url.as_ref(),
@@ -244,6 +256,7 @@ pub fn router_with_pages(
         templates: services.templates.clone(),
         reviews: services.reviews.clone(),
         memories: services.memories.clone(),
+        tool_servers: services.tool_servers.clone(),
         keep_alive: services.keep_alive,
         webhooks: services.webhooks.clone(),
     });
@@ -274,6 +287,7 @@ pub fn router_with_pages(
         templates: services.templates.clone(),
         reviews: services.reviews.clone(),
         memories: services.memories.clone(),
+        tool_servers: services.tool_servers.clone(),
         webhooks: services.webhooks.clone(),
     });
     let backend: Arc<dyn app::api::BoardBackend> = board.clone();

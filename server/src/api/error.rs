@@ -21,11 +21,11 @@ use crate::auth::AuthError;
 use crate::memories::MemoryError;
 use crate::reviews::ReviewError;
 use crate::runs::inputs::InputError;
-use crate::runs::tool_servers::ToolServerError;
 use crate::runs::RunError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
 use crate::templates::TemplateError;
+use crate::tool_servers::ToolServerError;
 use crate::webhooks::EndpointError;
 
 /// The machine code of an error: the `error` field of every error body,

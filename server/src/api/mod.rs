@@ -57,8 +57,9 @@ pub struct ApiState {
     pub templates: Arc<crate::templates::Templates>,
     pub reviews: Arc<crate::reviews::Reviews>,
     pub memories: Arc<crate::memories::Memories>,
+    pub tool_servers: Arc<crate::tool_servers::ToolServers>,
     pub keep_alive: Duration,
-    pub webhooks: Arc<crate::webhooks::WebhookConfig>,
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
 #[derive(OpenApi)]
@@ -87,7 +88,7 @@ schema::schemars_bridge! {
     local: [
         webhooks::EndpointView,
         webhooks::NewEndpoint,
-        crate::runs::tool_servers::ToolServerSpec,
+        crate::tool_servers::ToolServerSpec,
         docs::ErrorBody,
         plans::PlanView,
         plans::Changed,

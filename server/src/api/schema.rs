@@ -130,7 +130,7 @@ schemars_bridge! {
         NewTemplateDoc => run_model::NewTemplate,
         CostReportDoc => run_model::CostReport,
         NeedDoc => run_model::Need,
-        DeliveryDoc => crate::store::Delivery,
+        DeliveryDoc => crate::webhooks::Delivery,
         ToolServerDoc => run_model::ToolServerView,
         StorageReportDoc => run_model::StorageReport,
     ],

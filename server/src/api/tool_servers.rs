@@ -16,7 +16,7 @@ use super::error::{ApiError, Body};
 use super::extract::path_param;
 use super::ApiState;
 use crate::auth::{Identity, Role};
-use crate::runs::tool_servers::{valid_name, ToolServerSpec};
+use crate::tool_servers::{valid_name, ToolServerSpec};
 
 /// The `{name}` of a server route.
 pub struct ServerName(pub String);
@@ -44,7 +44,7 @@ pub async fn list_servers(
     State(state): State<ApiState>,
     Extension(who): Extension<Identity>,
 ) -> Json<Vec<ToolServerView>> {
-    let views = state.runs.tool_servers().views();
+    let views = state.tool_servers.views();
     if who.role >= Role::Admin {
         return Json(views);
     }
@@ -67,12 +67,7 @@ pub async fn add_server(
     Body(spec): Body<ToolServerSpec>,
 ) -> Result<(StatusCode, Json<ToolServerView>), ApiError> {
     who.require(Role::Admin)?;
-    let store = state.runs.store();
-    let view = state
-        .runs
-        .tool_servers()
-        .add(store.as_ref(), spec, &who.actor())
-        .await?;
+    let view = state.tool_servers.add(spec, &who.actor()).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -88,13 +83,8 @@ pub async fn change_server(
     Body(spec): Body<ToolServerSpec>,
 ) -> Result<Json<ToolServerView>, ApiError> {
     who.require(Role::Admin)?;
-    let store = state.runs.store();
     Ok(Json(
-        state
-            .runs
-            .tool_servers()
-            .change(store.as_ref(), &name, spec, &who.actor())
-            .await?,
+        state.tool_servers.change(&name, spec, &who.actor()).await?,
     ))
 }
 
@@ -109,7 +99,7 @@ pub async fn test_server(
     ServerName(name): ServerName,
 ) -> Result<Json<ToolServerView>, ApiError> {
     who.require(Role::Admin)?;
-    Ok(Json(state.runs.tool_servers().test(&name).await?))
+    Ok(Json(state.tool_servers.test(&name).await?))
 }
 
 /// Removes an added server: its tools are offered to no new run.
@@ -122,11 +112,6 @@ pub async fn remove_server(
     ServerName(name): ServerName,
 ) -> Result<StatusCode, ApiError> {
     who.require(Role::Admin)?;
-    let store = state.runs.store();
-    state
-        .runs
-        .tool_servers()
-        .delete(store.as_ref(), &name)
-        .await?;
+    state.tool_servers.delete(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -16,8 +16,7 @@ use super::error::{ApiError, Body};
 use super::extract::{path_param, Params};
 use super::ApiState;
 use crate::auth::{Identity, Role};
-use crate::store::StoredEndpoint;
-use crate::webhooks::shown_url;
+use crate::webhooks::{shown_url, StoredEndpoint};
 
 /// What an endpoint receives.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -135,6 +134,7 @@ pub async fn list_endpoints(
     };
     let mut list: Vec<EndpointView> = state
         .webhooks
+        .config()
         .endpoints
         .iter()
         .map(|e| EndpointView {
@@ -146,7 +146,7 @@ pub async fn list_endpoints(
             created_by: None,
         })
         .collect();
-    for e in state.runs.store().webhook_endpoints().await? {
+    for e in state.webhooks.added().await? {
         list.push(EndpointView {
             id: Some(e.id),
             url: shown_url(&e.url),
@@ -169,10 +169,7 @@ pub async fn add_endpoint(
 ) -> Result<(StatusCode, Json<EndpointView>), ApiError> {
     who.require(Role::Admin)?;
     let endpoint = body.check(&who.actor())?;
-    state
-        .webhooks
-        .add_endpoint(state.runs.store().as_ref(), &endpoint)
-        .await?;
+    state.webhooks.add_endpoint(&endpoint).await?;
     Ok((
         StatusCode::CREATED,
         Json(EndpointView {
@@ -201,10 +198,7 @@ pub async fn remove_endpoint(
     EndpointRef(id): EndpointRef,
 ) -> Result<StatusCode, ApiError> {
     who.require(Role::Admin)?;
-    state
-        .webhooks
-        .remove_endpoint(state.runs.store().as_ref(), id)
-        .await?;
+    state.webhooks.remove_endpoint(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -224,7 +218,7 @@ pub async fn webhook_deliveries(
     State(state): State<ApiState>,
     Extension(who): Extension<Identity>,
     Params(q): Params<DeliveriesQuery>,
-) -> Result<Json<Vec<crate::store::Delivery>>, ApiError> {
+) -> Result<Json<Vec<crate::webhooks::Delivery>>, ApiError> {
     who.require(Role::Admin)?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=500).contains(&limit) {
@@ -232,9 +226,5 @@ pub async fn webhook_deliveries(
             "limit must be 1 to 500 (got {limit})"
         )));
     }
-    let mut list = state.runs.store().deliveries(limit).await?;
-    for d in &mut list {
-        d.endpoint = shown_url(&d.endpoint);
-    }
-    Ok(Json(list))
+    Ok(Json(state.webhooks.deliveries(limit).await?))
 }

@@ -102,8 +102,9 @@ pub struct Board {
     pub templates: Arc<crate::templates::Templates>,
     pub reviews: Arc<crate::reviews::Reviews>,
     pub memories: Arc<crate::memories::Memories>,
+    pub tool_servers: Arc<crate::tool_servers::ToolServers>,
     /// The configured webhook endpoint (the settings page shows it).
-    pub webhooks: Arc<crate::webhooks::WebhookConfig>,
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
 /// The board's reading of the server's one mapping of errors
@@ -460,7 +461,7 @@ impl BoardBackend for Board {
             .iter()
             .map(|t| (t.name.clone(), t.description.clone()))
             .collect();
-        Ok((builtin, self.runs.tool_servers().views()))
+        Ok((builtin, self.tool_servers.views()))
     }
 
     async fn storage(&self) -> Result<run_model::StorageReport, BoardError> {
@@ -479,11 +480,10 @@ impl BoardBackend for Board {
     }
 
     async fn webhook_settings(&self) -> Result<app::api::WebhookSettings, BoardError> {
-        let store = self.runs.store();
-        let store_error = api_error::<StoreError>;
         let shown = crate::webhooks::shown_url;
         let mut endpoints: Vec<app::api::EndpointRow> = self
             .webhooks
+            .config()
             .endpoints
             .iter()
             .map(|e| app::api::EndpointRow {
@@ -493,7 +493,7 @@ impl BoardBackend for Board {
                 slack: e.slack,
             })
             .collect();
-        for e in store.webhook_endpoints().await.map_err(store_error)? {
+        for e in self.webhooks.added().await.map_err(api_error)? {
             endpoints.push(app::api::EndpointRow {
                 id: Some(e.id),
                 url: shown(&e.url),
@@ -501,14 +501,15 @@ impl BoardBackend for Board {
                 slack: e.slack,
             });
         }
-        let deliveries = store
+        let deliveries = self
+            .webhooks
             .deliveries(20)
             .await
-            .map_err(store_error)?
+            .map_err(api_error)?
             .into_iter()
             .map(|d| app::api::DeliveryRow {
                 event: d.event,
-                endpoint: shown(&d.endpoint),
+                endpoint: d.endpoint,
                 plan_id: d.plan_id,
                 status: d.status,
                 attempts: d.attempts,

@@ -32,9 +32,8 @@ mod log_writer;
 mod needs;
 pub mod retention;
 mod stream;
-pub mod tool_servers;
 
-pub use tool_servers::ToolServers;
+pub use crate::tool_servers::ToolServers;
 
 use crate::telemetry::Telemetry;
 use run_model::TraceParent;
@@ -422,11 +421,6 @@ impl Runs {
         let mut tools = self.builtin_tools.clone();
         tools.extend(self.tool_servers.specs());
         tools
-    }
-
-    /// The MCP servers, to show and to manage.
-    pub fn tool_servers(&self) -> &Arc<ToolServers> {
-        &self.tool_servers
     }
 
     /// The built-in work tools (files, code, web).
@@ -1181,32 +1175,6 @@ fn zip_files(
     }
     let cursor = zip.finish().map_err(|e| io(std::io::Error::other(e)))?;
     Ok(cursor.into_inner())
-}
-
-/// Connects to the configured MCP servers; one that cannot be reached is
-/// logged and left out (runs go on with the other tools).
-pub async fn connect_tool_servers(
-    config: &Config,
-    store: &dyn RunStore,
-) -> Result<Arc<ToolServers>, crate::store::StoreError> {
-    let mut servers: Vec<(String, run_model::ToolSource, agent::tools::mcp::McpServer)> = config
-        .mcp_servers
-        .iter()
-        .map(|(name, server)| (name.clone(), run_model::ToolSource::File, server.clone()))
-        .collect();
-    for stored in store.mcp_servers().await? {
-        // The file's server keeps its name.
-        if config.mcp_servers.contains_key(&stored.name) {
-            tracing::warn!(
-                "MCP server {} is in PLANBOARD_MCP_SERVERS and on the board; the file's is used",
-                stored.name
-            );
-            continue;
-        }
-        let server = stored.server();
-        servers.push((stored.name, run_model::ToolSource::Board, server));
-    }
-    Ok(ToolServers::start(servers).await)
 }
 
 /// A batch input must be one of the run's files and read as items.

@@ -12,22 +12,18 @@
 //! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
 //! - `sessions.rs`: agent sessions' settings (part of [`PlanStore`]).
 
-mod mcp;
 mod runs;
 mod sessions;
 pub(crate) mod sql;
-mod webhooks;
 
 use async_trait::async_trait;
 use plan_engine::{Event, Plan, PlanId, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub use mcp::StoredMcpServer;
 pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
 pub use sessions::SessionSettings;
 pub use sql::{SqlStore, SNAPSHOT_EVERY};
-pub use webhooks::{Attempt, Delivery, NewDelivery, StoredEndpoint};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -10,7 +10,6 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::sql::{ts, values_sql};
-use super::webhooks::{Attempt, Delivery, NewDelivery, StoredEndpoint};
 use super::{SqlStore, StoreError};
 
 /// A run-log entry to append; `at` is when the agent logged it.
@@ -53,48 +52,6 @@ pub trait RunStore: Send + Sync {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<RunRecord>, StoreError>;
-    /// The webhook deliverer's place in the run log (`None`: it never ran).
-    async fn webhook_cursor(&self) -> Result<Option<i64>, StoreError>;
-    async fn set_webhook_cursor(&self, seq: i64) -> Result<(), StoreError>;
-    /// Records deliveries; one already recorded for the same endpoint and
-    /// entry is left as it is.
-    async fn enqueue_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError>;
-    /// Claims the pending deliveries to `endpoints` whose time has come
-    /// (until `lease_ms`, when they are due again if no attempt was
-    /// recorded).
-    async fn claim_deliveries(
-        &self,
-        now_ms: i64,
-        lease_ms: i64,
-        endpoints: &[String],
-        limit: u32,
-    ) -> Result<Vec<Delivery>, StoreError>;
-    async fn record_attempt(
-        &self,
-        id: uuid::Uuid,
-        attempts: u32,
-        attempt: Attempt,
-    ) -> Result<(), StoreError>;
-    /// The newest deliveries first.
-    async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError>;
-    /// Forgets the deliveries that are over and were recorded before
-    /// `before`; how many.
-    async fn purge_deliveries(&self, before: Timestamp) -> Result<u64, StoreError>;
-    /// The endpoints admins added, oldest first.
-    async fn webhook_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError>;
-    /// `false` when an endpoint with its URL exists already.
-    async fn add_webhook_endpoint(&self, endpoint: &StoredEndpoint) -> Result<bool, StoreError>;
-    async fn remove_webhook_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError>;
-    /// The MCP servers admins added, by name.
-    async fn mcp_servers(&self) -> Result<Vec<super::StoredMcpServer>, StoreError>;
-    /// Adds a server (`replace: false`; `false` when the name is taken) or
-    /// replaces one (`false` when there is none of that name).
-    async fn put_mcp_server(
-        &self,
-        server: &super::StoredMcpServer,
-        replace: bool,
-    ) -> Result<bool, StoreError>;
-    async fn remove_mcp_server(&self, name: &str) -> Result<bool, StoreError>;
     /// How many runs are in each state (for `/metrics`).
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError>;
     /// Every plan an agent's run made (the lists' "agent" filter).
@@ -304,74 +261,6 @@ impl RunStore for SqlStore {
                 .fetch_all(&self.pool)
                 .await?;
         ids.iter().map(|id| id.parse().map_err(corrupt)).collect()
-    }
-
-    async fn webhook_cursor(&self) -> Result<Option<i64>, StoreError> {
-        self.read_webhook_cursor().await
-    }
-
-    async fn set_webhook_cursor(&self, seq: i64) -> Result<(), StoreError> {
-        self.write_webhook_cursor(seq).await
-    }
-
-    async fn enqueue_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError> {
-        self.insert_deliveries(new).await
-    }
-
-    async fn claim_deliveries(
-        &self,
-        now_ms: i64,
-        lease_ms: i64,
-        endpoints: &[String],
-        limit: u32,
-    ) -> Result<Vec<Delivery>, StoreError> {
-        self.claim_due_deliveries(now_ms, lease_ms, endpoints, limit)
-            .await
-    }
-
-    async fn record_attempt(
-        &self,
-        id: uuid::Uuid,
-        attempts: u32,
-        attempt: Attempt,
-    ) -> Result<(), StoreError> {
-        self.update_attempt(id, attempts, attempt).await
-    }
-
-    async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
-        self.newest_deliveries(limit).await
-    }
-
-    async fn purge_deliveries(&self, before: Timestamp) -> Result<u64, StoreError> {
-        self.delete_old_deliveries(before).await
-    }
-
-    async fn webhook_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError> {
-        self.select_endpoints().await
-    }
-
-    async fn add_webhook_endpoint(&self, endpoint: &StoredEndpoint) -> Result<bool, StoreError> {
-        self.insert_endpoint(endpoint).await
-    }
-
-    async fn remove_webhook_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError> {
-        self.delete_endpoint(id).await
-    }
-
-    async fn mcp_servers(&self) -> Result<Vec<super::StoredMcpServer>, StoreError> {
-        self.select_mcp_servers().await
-    }
-
-    async fn put_mcp_server(
-        &self,
-        server: &super::StoredMcpServer,
-        replace: bool,
-    ) -> Result<bool, StoreError> {
-        self.write_mcp_server(server, replace).await
-    }
-
-    async fn remove_mcp_server(&self, name: &str) -> Result<bool, StoreError> {
-        self.delete_mcp_server(name).await
     }
 
     async fn run_counts(&self) -> Result<Vec<(RunState, u64)>, StoreError> {

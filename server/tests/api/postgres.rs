@@ -954,7 +954,8 @@ async fn plans_read_back_exactly_after_many_changes_on_sqlite() {
 /// log), due by time, and their attempts kept. An endpoint of this run's
 /// own keeps a shared database's other rows out of the way.
 pub async fn webhook_store_story(url: &str) {
-    use server::store::{Attempt, NewDelivery, RunStore, SqlStore};
+    use server::store::SqlStore;
+    use server::webhooks::{Attempt, NewDelivery, WebhookStore};
     let store = SqlStore::connect(url).await.unwrap();
     let endpoint = format!("http://{}.example/hook", uuid::Uuid::new_v4().simple());
     let run = uuid::Uuid::new_v4();
@@ -972,7 +973,7 @@ pub async fn webhook_store_story(url: &str) {
     store.enqueue_deliveries(&[new(1), new(2)]).await.unwrap();
     // Recorded again (fresh ids), nothing is added.
     store.enqueue_deliveries(&[new(1), new(2)]).await.unwrap();
-    let ours = |list: Vec<server::store::Delivery>| -> Vec<server::store::Delivery> {
+    let ours = |list: Vec<server::webhooks::Delivery>| -> Vec<server::webhooks::Delivery> {
         list.into_iter()
             .filter(|d| d.endpoint == endpoint)
             .collect()
@@ -1126,7 +1127,8 @@ async fn the_webhook_store_works_on_sqlite() {
 /// by name with their args and env, removed. A name of this run's own
 /// keeps a shared database's other rows out of the way.
 pub async fn mcp_store_story(url: &str) {
-    use server::store::{RunStore, SqlStore, StoredMcpServer};
+    use server::store::SqlStore;
+    use server::tool_servers::{StoredMcpServer, ToolServerStore};
     let store = SqlStore::connect(url).await.unwrap();
     let name = format!("s{}", uuid::Uuid::new_v4().simple());
     let server = StoredMcpServer {

@@ -1371,7 +1371,14 @@ async fn a_plan_waiting_for_approval_is_posted_signed_and_a_failing_endpoint_is_
         .count();
     assert_eq!(approvals, 1, "{list}");
     let store = server.services.runs.store();
-    let cursor = store.webhook_cursor().await.unwrap().unwrap();
+    let cursor = server
+        .services
+        .webhooks
+        .store()
+        .webhook_cursor()
+        .await
+        .unwrap()
+        .unwrap();
     let logged = store.run_log_since(0, 500).await.unwrap();
     assert!(
         logged.iter().all(|e| e.seq > cursor),

@@ -54,7 +54,6 @@ async fn webhook_change(
     change: WebhookChange,
 ) -> axum::response::Response {
     let lang = app::i18n::from_headers(headers);
-    let store = board.runs.store();
     let result = async {
         viewer.may_manage(("webhooks", "Webhook"), lang)?;
         match change {
@@ -62,11 +61,7 @@ async fn webhook_change(
                 let id: uuid::Uuid = id
                     .parse()
                     .map_err(|_| BoardError::NotFound(format!("'{id}' is not an endpoint id")))?;
-                board
-                    .webhooks
-                    .remove_endpoint(store.as_ref(), id)
-                    .await
-                    .map_err(api_error)
+                board.webhooks.remove_endpoint(id).await.map_err(api_error)
             }
             WebhookChange::Add(form) => {
                 let format = match form.format.as_str() {
@@ -85,7 +80,7 @@ async fn webhook_change(
                 .map_err(board_error)?;
                 board
                     .webhooks
-                    .add_endpoint(store.as_ref(), &endpoint)
+                    .add_endpoint(&endpoint)
                     .await
                     .map_err(api_error)
             }

@@ -28,10 +28,7 @@ pub struct ToolServerForm {
 }
 
 impl ToolServerForm {
-    fn spec(
-        self,
-        name: Option<&str>,
-    ) -> Result<crate::runs::tool_servers::ToolServerSpec, BoardError> {
+    fn spec(self, name: Option<&str>) -> Result<crate::tool_servers::ToolServerSpec, BoardError> {
         let filled = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
         let mut env = std::collections::BTreeMap::new();
         for line in self.env.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -43,7 +40,7 @@ impl ToolServerForm {
             })?;
             env.insert(key.trim().to_string(), value.to_string());
         }
-        Ok(crate::runs::tool_servers::ToolServerSpec {
+        Ok(crate::tool_servers::ToolServerSpec {
             name: name.map(str::to_string).unwrap_or(self.name),
             url: filled(self.url),
             token: filled(self.token),
@@ -114,21 +111,20 @@ async fn server_change(
     form: ToolServerForm,
 ) -> axum::response::Response {
     let lang = app::i18n::from_headers(headers);
-    let store = board.runs.store();
-    let servers = board.runs.tool_servers();
+    let servers = &board.tool_servers;
     let result = async {
         viewer.may_manage(("MCP servers", "MCP 服务器"), lang)?;
         match action? {
             ServerAction::Add => servers
-                .add(store.as_ref(), form.spec(None)?, &viewer.name)
+                .add(form.spec(None)?, &viewer.name)
                 .await
                 .map(|_| ()),
             ServerAction::Edit(name) => servers
-                .change(store.as_ref(), name, form.spec(Some(name))?, &viewer.name)
+                .change(name, form.spec(Some(name))?, &viewer.name)
                 .await
                 .map(|_| ()),
             ServerAction::Test(name) => servers.test(name).await.map(|_| ()),
-            ServerAction::Remove(name) => servers.delete(store.as_ref(), name).await,
+            ServerAction::Remove(name) => servers.delete(name).await,
         }
         .map_err(api_error)
     }

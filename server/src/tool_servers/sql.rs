@@ -1,61 +1,19 @@
-//! MCP servers admins added on the Tools page, beside the plans.
+//! [`ToolServerStore`] on the server's SQL store: the MCP servers admins
+//! added on the Tools page, beside the plans.
 
-use std::collections::BTreeMap;
-
-use plan_engine::Timestamp;
 use sqlx::Row;
 
-use super::sql::{read_ts, ts};
-use super::{SqlStore, StoreError};
-
-/// A stored MCP server: by URL (streamable HTTP, with an optional bearer
-/// token) or by command (stdio, with arguments and environment).
-#[derive(Clone, PartialEq)]
-pub struct StoredMcpServer {
-    pub name: String,
-    pub url: Option<String>,
-    pub token: Option<String>,
-    pub command: Option<String>,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    pub created_by: String,
-    pub created_at: Timestamp,
-}
-
-/// Debug output ends up in logs: the token and the env's values are not
-/// in it.
-impl std::fmt::Debug for StoredMcpServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoredMcpServer")
-            .field("name", &self.name)
-            .field("url", &self.url.as_deref().map(super::shown_url))
-            .field("token", &self.token.as_ref().map(|_| "<set>"))
-            .field("command", &self.command)
-            .field("args", &self.args)
-            .field("env", &self.env.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl StoredMcpServer {
-    /// The agent's description of it.
-    pub fn server(&self) -> agent::tools::mcp::McpServer {
-        agent::tools::mcp::McpServer {
-            url: self.url.clone(),
-            token: self.token.clone(),
-            command: self.command.clone(),
-            args: self.args.clone(),
-            env: self.env.clone(),
-        }
-    }
-}
+use super::store::{StoredMcpServer, ToolServerStore};
+use crate::store::sql::{read_ts, ts};
+use crate::store::{SqlStore, StoreError};
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
 
-impl SqlStore {
-    pub(super) async fn select_mcp_servers(&self) -> Result<Vec<StoredMcpServer>, StoreError> {
+#[async_trait::async_trait]
+impl ToolServerStore for SqlStore {
+    async fn mcp_servers(&self) -> Result<Vec<StoredMcpServer>, StoreError> {
         let rows = sqlx::query(
             "SELECT name, url, token, command, args, env, created_by, created_at \
              FROM mcp_servers ORDER BY name",
@@ -83,11 +41,7 @@ impl SqlStore {
     /// Adds the server, or replaces the one of the same name when
     /// `replace`; `false` when the name is taken (adding) or unknown
     /// (replacing).
-    pub(super) async fn write_mcp_server(
-        &self,
-        s: &StoredMcpServer,
-        replace: bool,
-    ) -> Result<bool, StoreError> {
+    async fn put_mcp_server(&self, s: &StoredMcpServer, replace: bool) -> Result<bool, StoreError> {
         let args = serde_json::to_string(&s.args).map_err(corrupt)?;
         let env = serde_json::to_string(&s.env).map_err(corrupt)?;
         let sql = if replace {
@@ -111,7 +65,7 @@ impl SqlStore {
         Ok(done.rows_affected() == 1)
     }
 
-    pub(super) async fn delete_mcp_server(&self, name: &str) -> Result<bool, StoreError> {
+    async fn remove_mcp_server(&self, name: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM mcp_servers WHERE name = $1")
             .bind(name)
             .execute(&self.pool)

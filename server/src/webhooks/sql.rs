@@ -1,94 +1,15 @@
-//! Webhook deliveries on the same database as the plans: the cursor into
-//! the run log and one row per delivery (see `crate::webhooks`).
+//! [`WebhookStore`] on the server's SQL store, on the same database as
+//! the plans: the cursor into the run log, one row per delivery, and the
+//! endpoints admins added.
 
 use agent::RunId;
-use plan_engine::PlanId;
+use plan_engine::{PlanId, Timestamp};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use super::sql::{read_ts, ts};
-use super::{SqlStore, StoreError};
-
-use plan_engine::Timestamp;
-use schemars::JsonSchema;
-use serde::Serialize;
-
-/// A webhook delivery to record (`webhooks` makes them from the run log).
-#[derive(Clone, Debug)]
-pub struct NewDelivery {
-    pub id: uuid::Uuid,
-    pub endpoint: String,
-    pub seq: i64,
-    pub event: String,
-    pub plan_id: Option<PlanId>,
-    pub run_id: RunId,
-    pub body: String,
-    pub created_at: Timestamp,
-}
-
-/// A webhook delivery as stored: what was sent where, and how it went.
-#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-pub struct Delivery {
-    pub id: uuid::Uuid,
-    /// The endpoint's URL (the API shows its scheme and host only).
-    pub endpoint: String,
-    pub seq: i64,
-    pub event: String,
-    pub plan_id: Option<PlanId>,
-    pub run_id: RunId,
-    #[serde(skip)]
-    pub body: String,
-    /// `pending` (to be tried, or tried again at `next_at`), `delivered`
-    /// or `failed` (out of attempts).
-    pub status: String,
-    pub attempts: u32,
-    /// Unix milliseconds of the next attempt (pending only).
-    pub next_at: i64,
-    pub last_status: Option<u16>,
-    pub last_error: Option<String>,
-    pub created_at: Timestamp,
-    pub delivered_at: Option<Timestamp>,
-}
-
-/// How one attempt went.
-#[derive(Clone, Debug)]
-pub enum Attempt {
-    Delivered {
-        status: u16,
-        at: Timestamp,
-    },
-    Retry {
-        status: Option<u16>,
-        error: String,
-        next_at: i64,
-    },
-    GaveUp {
-        status: Option<u16>,
-        error: String,
-    },
-}
-
-/// A webhook endpoint an admin added (its secret is never shown).
-#[derive(Clone, PartialEq)]
-pub struct StoredEndpoint {
-    pub id: uuid::Uuid,
-    pub url: String,
-    pub secret: Option<String>,
-    pub slack: bool,
-    pub created_by: String,
-    pub created_at: Timestamp,
-}
-
-impl std::fmt::Debug for StoredEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoredEndpoint")
-            .field("id", &self.id)
-            .field("url", &super::shown_url(&self.url))
-            .field("secret", &self.secret.as_ref().map(|_| "<set>"))
-            .field("slack", &self.slack)
-            .finish()
-    }
-}
+use super::store::{Attempt, Delivery, NewDelivery, StoredEndpoint, WebhookStore};
+use crate::store::sql::{read_ts, ts};
+use crate::store::{SqlStore, StoreError};
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
@@ -131,8 +52,9 @@ fn delivery_of(row: &AnyRow) -> Result<Delivery, StoreError> {
     })
 }
 
-impl SqlStore {
-    pub(super) async fn read_webhook_cursor(&self) -> Result<Option<i64>, StoreError> {
+#[async_trait::async_trait]
+impl WebhookStore for SqlStore {
+    async fn webhook_cursor(&self) -> Result<Option<i64>, StoreError> {
         Ok(
             sqlx::query_scalar::<_, i64>("SELECT seq FROM webhook_cursor WHERE id = 1")
                 .fetch_optional(&self.pool)
@@ -140,7 +62,7 @@ impl SqlStore {
         )
     }
 
-    pub(super) async fn write_webhook_cursor(&self, seq: i64) -> Result<(), StoreError> {
+    async fn set_webhook_cursor(&self, seq: i64) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO webhook_cursor (id, seq) VALUES (1, $1) \
              ON CONFLICT (id) DO UPDATE SET seq = $1",
@@ -153,7 +75,7 @@ impl SqlStore {
 
     /// Records deliveries; one already recorded (same endpoint and entry)
     /// is left as it is.
-    pub(super) async fn insert_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError> {
+    async fn enqueue_deliveries(&self, new: &[NewDelivery]) -> Result<(), StoreError> {
         for d in new {
             sqlx::query(
                 "INSERT INTO webhook_deliveries (id, endpoint, seq, event, plan_id, run_id, body, \
@@ -182,7 +104,7 @@ impl SqlStore {
     /// locked row, so of two concurrent claims only one gets a row. Only
     /// the caller's endpoints: a process that does not know an endpoint
     /// (another process's `PLANBOARD_WEBHOOK_URL`) leaves its deliveries.
-    pub(super) async fn claim_due_deliveries(
+    async fn claim_deliveries(
         &self,
         now_ms: i64,
         lease_ms: i64,
@@ -214,7 +136,7 @@ impl SqlStore {
         Ok(claimed)
     }
 
-    pub(super) async fn update_attempt(
+    async fn record_attempt(
         &self,
         id: uuid::Uuid,
         attempts: u32,
@@ -247,7 +169,7 @@ impl SqlStore {
 
     /// Deletes the deliveries that are over (delivered or given up)
     /// recorded before `before`; pending ones stay whatever their age.
-    pub(super) async fn delete_old_deliveries(&self, before: Timestamp) -> Result<u64, StoreError> {
+    async fn purge_deliveries(&self, before: Timestamp) -> Result<u64, StoreError> {
         let done = sqlx::query(
             "DELETE FROM webhook_deliveries \
              WHERE status IN ('delivered', 'failed') AND created_at < $1",
@@ -258,7 +180,7 @@ impl SqlStore {
         Ok(done.rows_affected())
     }
 
-    pub(super) async fn newest_deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
+    async fn deliveries(&self, limit: u32) -> Result<Vec<Delivery>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM webhook_deliveries ORDER BY seq DESC, endpoint LIMIT $1"
         ))
@@ -268,7 +190,7 @@ impl SqlStore {
         rows.iter().map(delivery_of).collect()
     }
 
-    pub(super) async fn select_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError> {
+    async fn webhook_endpoints(&self) -> Result<Vec<StoredEndpoint>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, url, secret, slack, created_by, created_at FROM webhook_endpoints \
              ORDER BY created_at, id",
@@ -291,7 +213,7 @@ impl SqlStore {
     }
 
     /// `false` when an endpoint with this URL exists already.
-    pub(super) async fn insert_endpoint(&self, e: &StoredEndpoint) -> Result<bool, StoreError> {
+    async fn add_webhook_endpoint(&self, e: &StoredEndpoint) -> Result<bool, StoreError> {
         let done = sqlx::query(
             "INSERT INTO webhook_endpoints (id, url, secret, slack, created_by, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (url) DO NOTHING",
@@ -307,7 +229,7 @@ impl SqlStore {
         Ok(done.rows_affected() == 1)
     }
 
-    pub(super) async fn delete_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError> {
+    async fn remove_webhook_endpoint(&self, id: uuid::Uuid) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1")
             .bind(id.to_string())
             .execute(&self.pool)

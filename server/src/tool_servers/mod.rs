@@ -3,6 +3,16 @@
 //! and remove while the server runs (stored; connected at start and when
 //! saved), each with its state. A run's toolset takes the servers
 //! connected when it is built.
+//!
+//! # Layout
+//! - this file: [`ToolServers`], the registry and the one service the API
+//!   and the board's Tools page call (add, change, test, remove);
+//!   [`ToolServerSpec`], what a person sends; [`ToolServerError`];
+//! - `store.rs`: [`ToolServerStore`] and its row; `sql.rs`: it on the SQL
+//!   store.
+
+mod sql;
+mod store;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -15,7 +25,10 @@ use run_model::{ToolServerView, ToolSource, ToolTransport};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::store::{RunStore, StoreError, StoredMcpServer};
+use crate::config::Config;
+use crate::store::StoreError;
+
+pub use store::{StoredMcpServer, ToolServerStore};
 
 /// How long connecting (starting a program, the MCP handshake, listing
 /// its tools) may take.
@@ -29,9 +42,10 @@ struct Entry {
     checked_at: plan_engine::Timestamp,
 }
 
-#[derive(Default)]
 pub struct ToolServers {
     servers: RwLock<BTreeMap<String, Entry>>,
+    /// Where the servers people add are kept.
+    store: Arc<dyn ToolServerStore>,
 }
 
 async fn connect(name: &str, server: &McpServer) -> Result<Arc<McpTools>, String> {
@@ -46,10 +60,43 @@ async fn connect(name: &str, server: &McpServer) -> Result<Arc<McpTools>, String
 }
 
 impl ToolServers {
+    /// Connects to the configured MCP servers; one that cannot be reached is
+    /// logged and left out (runs go on with the other tools).
+    pub async fn open(
+        config: &Config,
+        store: Arc<dyn ToolServerStore>,
+    ) -> Result<Arc<ToolServers>, StoreError> {
+        let mut servers: Vec<(String, run_model::ToolSource, agent::tools::mcp::McpServer)> =
+            config
+                .mcp_servers
+                .iter()
+                .map(|(name, server)| (name.clone(), run_model::ToolSource::File, server.clone()))
+                .collect();
+        for stored in store.mcp_servers().await? {
+            // The file's server keeps its name.
+            if config.mcp_servers.contains_key(&stored.name) {
+                tracing::warn!(
+                    "MCP server {} is in PLANBOARD_MCP_SERVERS and on the board; the file's is used",
+                    stored.name
+                );
+                continue;
+            }
+            let server = stored.server();
+            servers.push((stored.name, run_model::ToolSource::Board, server));
+        }
+        Ok(ToolServers::start(servers, store).await)
+    }
+
     /// Connects every server (at once, each within [`CONNECT_TIMEOUT`]);
     /// one that fails is kept with its error, offering nothing.
-    pub async fn start(servers: Vec<(String, ToolSource, McpServer)>) -> Arc<ToolServers> {
-        let registry = Arc::new(ToolServers::default());
+    async fn start(
+        servers: Vec<(String, ToolSource, McpServer)>,
+        store: Arc<dyn ToolServerStore>,
+    ) -> Arc<ToolServers> {
+        let registry = Arc::new(ToolServers {
+            servers: RwLock::default(),
+            store,
+        });
         let connected = futures_util::future::join_all(servers.into_iter().map(
             |(name, source, server)| async move {
                 let outcome = connect(&name, &server).await;
@@ -304,12 +351,12 @@ pub enum ToolServerError {
 impl ToolServers {
     pub async fn add(
         &self,
-        store: &dyn RunStore,
         spec: ToolServerSpec,
         who: &str,
     ) -> Result<ToolServerView, ToolServerError> {
         let server = spec.check(who, None)?;
-        if self.source(&server.name).is_some() || !store.put_mcp_server(&server, false).await? {
+        if self.source(&server.name).is_some() || !self.store.put_mcp_server(&server, false).await?
+        {
             return Err(ToolServerError::Taken(server.name));
         }
         Ok(self
@@ -319,7 +366,6 @@ impl ToolServers {
 
     pub async fn change(
         &self,
-        store: &dyn RunStore,
         name: &str,
         spec: ToolServerSpec,
         who: &str,
@@ -327,7 +373,7 @@ impl ToolServers {
         if self.source(name) == Some(ToolSource::File) {
             return Err(ToolServerError::FromFile(name.to_string()));
         }
-        let stored = store.mcp_servers().await?;
+        let stored = self.store.mcp_servers().await?;
         let old = stored
             .iter()
             .find(|s| s.name == name)
@@ -338,7 +384,7 @@ impl ToolServers {
             )));
         }
         let server = spec.check(who, Some(old))?;
-        store.put_mcp_server(&server, true).await?;
+        self.store.put_mcp_server(&server, true).await?;
         Ok(self.connect(name, ToolSource::Board, server.server()).await)
     }
 
@@ -349,11 +395,11 @@ impl ToolServers {
         Ok(self.connect(name, source, server).await)
     }
 
-    pub async fn delete(&self, store: &dyn RunStore, name: &str) -> Result<(), ToolServerError> {
+    pub async fn delete(&self, name: &str) -> Result<(), ToolServerError> {
         if self.source(name) == Some(ToolSource::File) {
             return Err(ToolServerError::FromFile(name.to_string()));
         }
-        let removed = store.remove_mcp_server(name).await?;
+        let removed = self.store.remove_mcp_server(name).await?;
         self.remove(name);
         if removed {
             Ok(())
