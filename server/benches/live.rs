@@ -125,11 +125,11 @@ fn seed_log(
     plan: plan_engine::PlanId,
     entries: usize,
     open: bool,
-) -> Vec<server::store::NewRunEntry> {
+) -> Vec<server::runlog::NewRunEntry> {
     let at = chrono::Utc::now();
     let mut out = Vec::with_capacity(entries);
     let mut push = |entry: agent::RunEntry| {
-        out.push(server::store::NewRunEntry {
+        out.push(server::runlog::NewRunEntry {
             run,
             plan: Some(plan),
             kind: entry.kind(),
@@ -427,7 +427,6 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let (services, base) = server_rt.block_on(start(dir.path()));
     let host = services.runs.agent_host();
-    let store = services.runs.store();
 
     // The runs, their plans and their logs, before the clock starts.
     let started = Instant::now();
@@ -458,7 +457,12 @@ fn main() {
             host.save_run(&record).await.expect("save run");
             let log = seed_log(record.id, plan, entries, i % 5 == 0);
             for chunk in log.chunks(500) {
-                store.append_run_log(chunk).await.expect("seed log");
+                services
+                    .runs
+                    .log()
+                    .append_run_log(chunk)
+                    .await
+                    .expect("seed log");
             }
             made.push((record.id, plan));
         }

@@ -19,6 +19,7 @@
 //! - [`memories`]: what the agent remembers, and how a run recalls it;
 //! - [`tool_servers`]: the MCP servers whose tools runs are offered;
 //! - [`webhooks`]: notifications to the operator's endpoints, from the run log;
+//! - [`runlog`]: the runs' log, its writer and the replicas' delta relay;
 //! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
 //! - [`board`]: the board's backend (the app's server functions call it);
 //! - [`session`]: signing in to the board in token mode;
@@ -43,6 +44,7 @@ pub mod metrics;
 pub mod metrics_http;
 pub mod pages;
 pub mod reviews;
+pub mod runlog;
 pub mod runs;
 pub mod service;
 pub mod session;
@@ -63,8 +65,10 @@ use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 
 use crate::config::{Access, Config};
+use crate::runlog::RunLogStore;
+use crate::runs::RunStore;
 use crate::service::PlanService;
-use crate::store::{RunStore, SqlStore, StoreError};
+use crate::store::{SqlStore, StoreError};
 
 /// What the router needs besides the Leptos options.
 #[derive(Clone)]
@@ -142,6 +146,7 @@ pub async fn start_with_model(
             runs: store.clone(),
             templates: store.clone(),
             memories: store.clone(),
+            log: store.clone(),
         },
         tool_servers.clone(),
         model,
@@ -152,15 +157,17 @@ pub async fn start_with_model(
     webhooks::open_cursor(store.as_ref(), store.as_ref()).await?;
     runs.spawn_keeper();
     webhooks::spawn(
-        store.clone(),
-        store.clone(),
+        webhooks::DelivererStores {
+            hooks: store.clone(),
+            log: store.clone(),
+            runs: store.clone(),
+        },
         config.webhooks.clone(),
         telemetry.is_some(),
     );
     // The retentions of finished runs' files and logs, and leftovers.
     runs.spawn_retention();
     let held = |store: Arc<SqlStore>| async move {
-        use crate::store::RunStore;
         store
             .leased_plans(chrono::Utc::now().timestamp_millis())
             .await

@@ -125,7 +125,7 @@ schema::schemars_bridge! {
         runs::KeepRun,
         crate::runs::RunView,
         crate::runs::Artifact,
-        crate::store::StoredRunEntry,
+        crate::runlog::StoredRunEntry,
         memories::PinMemory,
         memories::EditMemory,
         memories::NewRule,

@@ -20,9 +20,9 @@ use super::error::{ApiError, Body, ErrorCode};
 use super::extract::{path_param, OptionalBody, Params};
 use super::ApiState;
 use crate::auth::Identity;
+use crate::runlog::StoredRunEntry;
 use crate::runs::inputs::Upload;
 use crate::runs::{Artifact, Decision, PendingCall, RunError, RunView};
-use crate::store::StoredRunEntry;
 
 /// The `{id}` of a run route.
 pub struct RunRef(pub RunId);

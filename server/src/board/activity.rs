@@ -10,7 +10,7 @@ use app::board::activity::activity_of;
 /// long run reads what it shows, not the whole log. The lines are the
 /// app's ([`activity_of`]), in the person's language.
 pub(super) async fn read_tail(
-    store: &dyn crate::store::RunStore,
+    store: &dyn crate::runlog::RunLogStore,
     run: agent::RunId,
     subtask: Option<u32>,
     limit: usize,
@@ -56,7 +56,8 @@ pub(super) async fn read_tail(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{NewRunEntry, RunStore, SqlStore};
+    use crate::runlog::{NewRunEntry, RunLogStore};
+    use crate::store::SqlStore;
 
     #[tokio::test]
     async fn the_panels_tail_is_the_newest_lines_read_back_page_by_page() {

@@ -424,7 +424,7 @@ impl BoardBackend for Board {
         };
         // The panel's reader with no limit: one place turns entries into
         // lines and picks a subtask's.
-        let rows = read_tail(&*self.runs.store(), run, subtask, usize::MAX, 500, lang)
+        let rows = read_tail(&*self.runs.log(), run, subtask, usize::MAX, 500, lang)
             .await
             .map_err(|e| run_error(e.into()))?
             .rows;
@@ -563,7 +563,7 @@ impl BoardBackend for Board {
                 total: Some(0),
             });
         };
-        read_tail(&*self.runs.store(), run, subtask, limit, 200, lang)
+        read_tail(&*self.runs.log(), run, subtask, limit, 200, lang)
             .await
             .map_err(|e| run_error(e.into()))
     }

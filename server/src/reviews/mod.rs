@@ -18,8 +18,9 @@ use async_trait::async_trait;
 use plan_engine::{PlanError, PlanId, StateFilter};
 use run_model::{MemoryKind, NewMemory, NewReview, Review, ReviewVerdict, RunRecord, ToReview};
 
+use crate::runs::RunStore;
 use crate::service::{PlanService, ServiceError};
-use crate::store::{RunStore, StoreError};
+use crate::store::StoreError;
 
 /// The reviews' table (and the memories reviews leave).
 #[async_trait]

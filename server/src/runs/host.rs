@@ -10,17 +10,19 @@ use agent::run::{EntryKind, ReplyDelta, RunEntry, RunId, RunRecord};
 use plan_engine::{NewPlan, Op, Plan, PlanError, PlanId};
 use tokio::sync::broadcast;
 
-use super::delta_relay::DeltaRelay;
-use super::log_writer::{LogQueue, Streaming};
+use super::RunStore;
 use crate::live::{LiveDelta, RunNews};
+use crate::runlog::NewRunEntry;
+use crate::runlog::{DeltaRelay, LogQueue, Streaming};
 use crate::service::{PlanService, ServiceError};
-use crate::store::{NewRunEntry, RunStore};
 
 pub struct ServerHost {
     plans: Arc<PlanService>,
     store: Arc<dyn RunStore>,
     entries: broadcast::Sender<RunNews>,
     log: LogQueue,
+    /// The runs' log as stored (its guarded calls).
+    log_store: Arc<dyn crate::runlog::RunLogStore>,
     /// Sends reply deltas to the other replicas (PostgreSQL).
     relay: Option<DeltaRelay>,
     /// Each run's plan, learnt when the run is saved.
@@ -42,6 +44,8 @@ pub struct HostSetup {
     /// Sends reply deltas to the other replicas (PostgreSQL).
     pub relay: Option<DeltaRelay>,
     pub telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// The runs' log.
+    pub log: Arc<dyn crate::runlog::RunLogStore>,
     /// The agent's memories.
     pub memories: Arc<dyn crate::memories::MemoryStore>,
     /// The embedding model of hybrid recall, if configured.
@@ -62,7 +66,8 @@ impl ServerHost {
             workspaces: setup.workspaces,
             recall: crate::memories::Recall::new(setup.memories.clone(), setup.embedder),
             memories: setup.memories,
-            log: LogQueue::spawn(store.clone(), entries.clone(), setup.streaming),
+            log: LogQueue::spawn(setup.log.clone(), entries.clone(), setup.streaming),
+            log_store: setup.log,
             relay: setup.relay,
             plans,
             store,
@@ -174,7 +179,7 @@ impl Host for ServerHost {
         let mut news = self.entries.subscribe();
         loop {
             // The decisions only, from their index: not the whole log.
-            let entries = super::needs::calls_of(self.store.as_ref(), &[run])
+            let entries = super::needs::calls_of(self.log_store.as_ref(), &[run])
                 .await
                 .map_err(|e| HostError::Unavailable(e.to_string()))?
                 .remove(&run)
@@ -205,7 +210,7 @@ impl Host for ServerHost {
     }
 
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
-        let entries = super::needs::calls_of(self.store.as_ref(), &[run])
+        let entries = super::needs::calls_of(self.log_store.as_ref(), &[run])
             .await
             .map_err(|e| HostError::Unavailable(e.to_string()))?
             .remove(&run)

@@ -16,21 +16,19 @@
 //! - `host.rs`: the agent's `Host` over [`PlanService`] and the run store;
 //! - `local_model.rs`: the local model `scripts/run` started: building,
 //!   starting or died;
-//! - `log_writer.rs`: the run log's writer, which batches what the agents
-//!   log so that no step waits for it;
 //! - `retention.rs`: the retentions of finished runs' files and logs, and
 //!   the storage view;
+//! - `store.rs`: [`RunStore`], the runs' rows, and its SQL;
 //! - `stream.rs`: a run's log as server-sent events.
 
 mod again;
-mod delta_relay;
 mod host;
 pub mod images;
 pub mod inputs;
 pub mod local_model;
-mod log_writer;
 mod needs;
 pub mod retention;
+mod store;
 mod stream;
 
 pub use crate::tool_servers::ToolServers;
@@ -58,16 +56,16 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 pub use crate::live::{LiveDelta, RunNews};
-pub use delta_relay::DeltaRelay;
 pub use host::ServerHost;
-use log_writer::Streaming;
 pub use stream::run_stream;
 
 use crate::config::Config;
 use crate::memories::MemoryStore;
+use crate::runlog::{DeltaRelay, RunLogStore, StoredRunEntry, Streaming};
 use crate::service::{PlanService, ServiceError};
-use crate::store::{RunStore, StoreError, StoredRunEntry};
+use crate::store::StoreError;
 use crate::templates::TemplateStore;
+pub use store::RunStore;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -136,6 +134,8 @@ const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL 
 pub struct Runs {
     plans: Arc<PlanService>,
     store: Arc<dyn RunStore>,
+    /// The runs' log.
+    log: Arc<dyn RunLogStore>,
     /// Where a run started from a template finds it.
     templates: Arc<dyn TemplateStore>,
     agent: Option<Arc<Agent>>,
@@ -236,6 +236,8 @@ pub struct RunStores {
     pub templates: Arc<dyn TemplateStore>,
     /// What runs recall and leave.
     pub memories: Arc<dyn MemoryStore>,
+    /// The runs' log.
+    pub log: Arc<dyn RunLogStore>,
 }
 
 /// A run log that other processes write too (PostgreSQL): the entries
@@ -264,20 +266,21 @@ impl Runs {
             runs: store,
             templates,
             memories,
+            log,
         } = stores;
         let (entries, _) = broadcast::channel(4096);
         let (streaming, relay) = match shared_log {
             None => (Streaming::Direct, None),
-            Some(log) => {
+            Some(shared) => {
                 let local = Arc::new(tokio::sync::Notify::new());
-                tokio::spawn(log_writer::read_shared_log(
-                    store.clone(),
+                tokio::spawn(crate::runlog::read_shared_log(
+                    log.clone(),
                     entries.downgrade(),
                     local.clone(),
-                    log.remote,
-                    log.after,
+                    shared.remote,
+                    shared.after,
                 ));
-                let relay = DeltaRelay::spawn(store.clone(), entries.downgrade(), log.deltas);
+                let relay = DeltaRelay::spawn(log.clone(), entries.downgrade(), shared.deltas);
                 (Streaming::Shared(local), Some(relay))
             }
         };
@@ -296,6 +299,7 @@ impl Runs {
                 telemetry: telemetry.clone(),
                 embedder,
                 memories,
+                log: log.clone(),
                 workspaces: config.workspaces.clone(),
             },
         ));
@@ -366,6 +370,7 @@ impl Runs {
         Ok(Arc::new(Runs {
             plans,
             store,
+            log,
             templates,
             agent,
             entries,
@@ -451,6 +456,11 @@ impl Runs {
     /// The host the agent writes through (its runs' rows, their logs):
     /// for the live loop's benchmark, which writes as many agents would.
     #[doc(hidden)]
+    /// The runs' log, for the board's pages that read a run's entries.
+    pub fn log(&self) -> Arc<dyn RunLogStore> {
+        self.log.clone()
+    }
+
     pub fn agent_host(&self) -> Arc<dyn agent::host::Host> {
         self.host.clone()
     }
@@ -729,7 +739,7 @@ impl Runs {
         limit: u32,
     ) -> Result<Vec<StoredRunEntry>, RunError> {
         self.record(id).await?;
-        Ok(self.store.run_log(id, after, limit).await?)
+        Ok(self.log.run_log(id, after, limit).await?)
     }
 
     /// What the run's model calls used and cost, in all, per subtask and
@@ -739,7 +749,7 @@ impl Runs {
         self.record(id).await?;
         let mut calls = Vec::new();
         let mut pages =
-            crate::pages::Pages::after(0, PAGE, |after, n| self.store.run_log(id, after, n));
+            crate::pages::Pages::after(0, PAGE, |after, n| self.log.run_log(id, after, n));
         while let Some(page) = pages.next().await {
             for stored in page? {
                 if stored.kind != run_model::EntryKind::LlmCall {
@@ -924,7 +934,7 @@ impl Runs {
     /// The run's guarded tool calls that wait for a person, oldest first.
     pub async fn pending_calls(&self, id: RunId) -> Result<Vec<PendingCall>, RunError> {
         self.record(id).await?;
-        let mut calls = needs::calls_of(self.store.as_ref(), &[id]).await?;
+        let mut calls = needs::calls_of(self.log.as_ref(), &[id]).await?;
         Ok(needs::pending_of(calls.remove(&id).unwrap_or_default()))
     }
 
@@ -940,7 +950,7 @@ impl Runs {
         let _one = self.deciding.lock().await;
         let pending = self.pending_calls(id).await?;
         if !pending.iter().any(|p| p.call == call) {
-            let calls = needs::calls_of(self.store.as_ref(), &[id]).await?;
+            let calls = needs::calls_of(self.log.as_ref(), &[id]).await?;
             let asked = calls.get(&id).is_some_and(|entries| {
                 entries
                     .iter()

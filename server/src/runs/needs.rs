@@ -10,12 +10,13 @@ use plan_engine::{PlanId, PlanState};
 use run_model::{Need, NeedKind, RunState};
 
 use super::{PendingCall, RunError, Runs};
-use crate::store::{RunStore, StoreError};
+use crate::runlog::RunLogStore;
+use crate::store::StoreError;
 
 /// The guarded calls and the decisions of `runs`, by run, in log order:
 /// read from the calls' index (a few rows a run), never the whole logs.
 pub(crate) async fn calls_of(
-    store: &dyn RunStore,
+    store: &dyn RunLogStore,
     runs: &[RunId],
 ) -> Result<HashMap<RunId, Vec<RunEntry>>, StoreError> {
     let mut by_run: HashMap<RunId, Vec<RunEntry>> = HashMap::new();
@@ -127,7 +128,7 @@ impl Runs {
             .await?;
         // Their guarded calls in one indexed read, not a log per run.
         let ids: Vec<RunId> = running.iter().map(|r| r.id).collect();
-        let mut calls = calls_of(self.store.as_ref(), &ids).await?;
+        let mut calls = calls_of(self.log.as_ref(), &ids).await?;
         for run in running {
             let Some((plan_id, plan_title, since)) = on_plan(&run) else {
                 continue;

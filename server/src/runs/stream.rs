@@ -35,11 +35,11 @@ async fn follow_run(
 ) {
     let mut live = runs.subscribe();
     let mut last = after;
-    let store = runs.store();
+    let log = runs.log();
     // Catch up from the store; again whenever the broadcast lost entries.
     let mut catch_up = true;
     loop {
-        if catch_up && !send_pages(&mut last, tx, |after, n| store.run_log(run, after, n)).await {
+        if catch_up && !send_pages(&mut last, tx, |after, n| log.run_log(run, after, n)).await {
             return;
         }
         catch_up = false;

@@ -12,7 +12,6 @@
 //! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
 //! - `sessions.rs`: agent sessions' settings (part of [`PlanStore`]).
 
-mod runs;
 mod sessions;
 pub(crate) mod sql;
 
@@ -21,7 +20,6 @@ use plan_engine::{Event, Plan, PlanId, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub use runs::{NewRunEntry, RunStore, StoredRunEntry};
 pub use sessions::SessionSettings;
 pub use sql::{SqlStore, SNAPSHOT_EVERY};
 

@@ -149,7 +149,7 @@ impl SqlStore {
     /// which sleeps a millisecond and more (the agent's slowest steps, on
     /// the profile); a turn here costs a wake-up. PostgreSQL writers do
     /// not block each other so: no turn.
-    pub(super) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         match self.backend {
             Backend::Sqlite => Some(self.writes.lock().await),
             Backend::Postgres => None,
@@ -588,7 +588,7 @@ impl PlanStore for SqlStore {
 
 impl SqlStore {
     /// The newest seq of a log table (`plan_events`, `run_log`); 0 when empty.
-    pub(super) async fn max_seq(&self, table: &str) -> Result<i64, StoreError> {
+    pub(crate) async fn max_seq(&self, table: &str) -> Result<i64, StoreError> {
         let seq: Option<i64> = sqlx::query_scalar(&format!("SELECT MAX(seq) FROM {table}"))
             .fetch_one(&self.pool)
             .await?;
@@ -597,7 +597,7 @@ impl SqlStore {
 
     /// A wake-up after every NOTIFY on `channel` (PostgreSQL); `None` on
     /// SQLite, where one process owns the file.
-    pub(super) async fn listen_on(
+    pub(crate) async fn listen_on(
         &self,
         channel: &str,
     ) -> Result<Option<mpsc::Receiver<()>>, StoreError> {
@@ -610,7 +610,7 @@ impl SqlStore {
     /// at most `capacity` waiting (more are dropped); `keep` gets `None`
     /// when the connection dropped (PgListener reconnects on the next
     /// receive). `None` on SQLite, where one process owns the file.
-    pub(super) async fn listen_with<T: Send + 'static>(
+    pub(crate) async fn listen_with<T: Send + 'static>(
         &self,
         channel: &str,
         capacity: usize,

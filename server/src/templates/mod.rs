@@ -16,8 +16,9 @@ use async_trait::async_trait;
 use plan_engine::{PlanError, PlanId};
 use run_model::{Template, TemplateId};
 
+use crate::runs::RunStore;
 use crate::service::{PlanService, ServiceError};
-use crate::store::{RunStore, StoreError};
+use crate::store::StoreError;
 
 /// The templates' table: written once, read by the task box, the runs and
 /// the API, deleted by a person.

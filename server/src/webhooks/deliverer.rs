@@ -8,7 +8,9 @@ use std::time::Duration;
 use super::events::{body_for, signature};
 use super::{Attempt, Delivery, Endpoint, NewDelivery, WebhookConfig, WebhookStore};
 use crate::pages::Pages;
-use crate::store::{RunStore, StoreError};
+use crate::runlog::RunLogStore;
+use crate::runs::RunStore;
+use crate::store::StoreError;
 
 /// Every endpoint: the configured one, then those admins added (read on
 /// each round, so an endpoint added or removed counts at once).
@@ -33,16 +35,20 @@ async fn endpoints(
     Ok(all)
 }
 
+/// What the deliverer reads and writes.
+pub struct DelivererStores {
+    pub hooks: Arc<dyn WebhookStore>,
+    /// Read after the cursor: the outbox.
+    pub log: Arc<dyn RunLogStore>,
+    /// A run's trace parent, when tracing is on.
+    pub runs: Arc<dyn RunStore>,
+}
+
 /// Starts the deliverer. It runs with no endpoint too (an admin may add
 /// one at any time); with none, it only keeps its cursor at the log's end.
 /// With tracing on, each notification carries the `traceparent` of its
 /// run's span, so a receiver's own spans join the run's trace.
-pub fn spawn(
-    store: Arc<dyn WebhookStore>,
-    log: Arc<dyn RunStore>,
-    config: WebhookConfig,
-    traced: bool,
-) {
+pub fn spawn(stores: DelivererStores, config: WebhookConfig, traced: bool) {
     tokio::spawn(async move {
         let client = match reqwest::Client::builder()
             .timeout(config.timeout)
@@ -58,22 +64,13 @@ pub fn spawn(
         let mut purged_at: Option<std::time::Instant> = None;
         let mut ends = LogEnds::default();
         loop {
-            if let Err(e) = tick(
-                store.as_ref(),
-                log.as_ref(),
-                &config,
-                &client,
-                traced,
-                &mut ends,
-            )
-            .await
-            {
+            if let Err(e) = tick(&stores, &config, &client, traced, &mut ends).await {
                 tracing::warn!("webhooks: {e}");
             }
             // Once an hour (and at start), what is over and old goes.
             if purged_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(3600)) {
                 purged_at = Some(std::time::Instant::now());
-                match purge(store.as_ref(), &config).await {
+                match purge(stores.hooks.as_ref(), &config).await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!("webhooks: forgot {n} old deliveries"),
                     Err(e) => tracing::warn!("webhooks: purging old deliveries: {e}"),
@@ -98,7 +95,10 @@ pub async fn purge(store: &dyn WebhookStore, config: &WebhookConfig) -> Result<u
 /// so the entries of the first runs are never taken for history (when the
 /// deliverer's first round set it, a run started just before that round
 /// lost its first notifications).
-pub async fn open_cursor(store: &dyn WebhookStore, log: &dyn RunStore) -> Result<i64, StoreError> {
+pub async fn open_cursor(
+    store: &dyn WebhookStore,
+    log: &dyn RunLogStore,
+) -> Result<i64, StoreError> {
     match store.webhook_cursor().await? {
         Some(seq) => Ok(seq),
         None => {
@@ -136,14 +136,18 @@ impl LogEnds {
 
 /// Records the deliveries the new entries make, then attempts the due ones.
 async fn tick(
-    store: &dyn WebhookStore,
-    log: &dyn RunStore,
+    stores: &DelivererStores,
     config: &WebhookConfig,
     client: &reqwest::Client,
     traced: bool,
     ends: &mut LogEnds,
 ) -> Result<(), StoreError> {
     const PAGE: u32 = 500;
+    let (store, log, runs) = (
+        stores.hooks.as_ref(),
+        stores.log.as_ref(),
+        stores.runs.as_ref(),
+    );
     let endpoints = endpoints(store, config).await?;
     let mut cursor = open_cursor(store, log).await?;
     if endpoints.is_empty() {
@@ -207,7 +211,7 @@ async fn tick(
         let trace = match traced {
             false => None,
             true => {
-                let parent = log
+                let parent = runs
                     .load_run(d.run_id)
                     .await
                     .ok()

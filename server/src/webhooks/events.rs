@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use super::Endpoint;
-use crate::store::StoredRunEntry;
+use crate::runlog::StoredRunEntry;
 
 /// What a notification is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -39,7 +39,7 @@ use crate::store::StoreError;
 /// Defined with the store (whose rows hide their URLs with it too); used
 /// here and by the API, the board and the config.
 pub use crate::store::shown_url;
-pub use deliverer::{open_cursor, purge, spawn};
+pub use deliverer::{open_cursor, purge, spawn, DelivererStores};
 pub use events::{event_of, signature, slack_escaped, Payload, WebhookEvent};
 pub use store::{Attempt, Delivery, NewDelivery, StoredEndpoint, WebhookStore};
 

@@ -163,8 +163,8 @@ async fn a_commit_notifies_another_stores_listener_by_itself() {
 async fn run_log_entries_written_by_one_process_stream_from_another() {
     // A replica drives a run and writes its log; a person's browser may
     // follow the run through any other replica.
+    use server::runlog::{NewRunEntry, RunLogStore};
     use server::runs::RunNews;
-    use server::store::{NewRunEntry, RunStore};
     let Some(url) = database() else { return };
     let other = TestServer::on(&url, local()).await;
     let mut heard = other.services.runs.subscribe();
@@ -230,8 +230,8 @@ async fn a_run_driven_by_one_process_streams_live_from_another() {
 
 #[tokio::test]
 async fn reply_deltas_reach_another_process_joined_and_never_echo() {
-    use server::runs::{DeltaRelay, LiveDelta, RunNews};
-    use server::store::RunStore;
+    use server::runlog::{DeltaRelay, RunLogStore};
+    use server::runs::{LiveDelta, RunNews};
     let Some(url) = database() else { return };
     let relay = |store: std::sync::Arc<server::store::SqlStore>| async move {
         let (news, heard) = tokio::sync::broadcast::channel::<RunNews>(64);
@@ -311,7 +311,9 @@ async fn reply_deltas_reach_another_process_joined_and_never_echo() {
 /// The run store's queries on either database.
 pub async fn run_store_story(url: &str) {
     use agent::run::{RunConfig, RunRecord, RunState};
-    use server::store::{RunStore, SqlStore};
+    use server::runlog::RunLogStore;
+    use server::runs::RunStore;
+    use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
     let plan = uuid::Uuid::new_v4();
     let mut run = RunRecord::new(uuid::Uuid::new_v4(), RunConfig::default());
@@ -340,7 +342,7 @@ pub async fn run_store_story(url: &str) {
         [(run.id, RunState::Running)],
         "the runs on the plans asked about, and only those"
     );
-    let note = |n: u32| server::store::NewRunEntry {
+    let note = |n: u32| server::runlog::NewRunEntry {
         run: run.id,
         plan: Some(plan),
         kind: agent::run::EntryKind::PeopleChanged,
@@ -772,7 +774,9 @@ async fn recall_finds_rare_words_among_thousands_on_sqlite() {
 /// Retention deletes the logs of runs that ended before the cut-off and
 /// nothing else: not an unfinished run's log, not the runs' rows.
 pub async fn run_log_retention_story(url: &str) {
-    use server::store::{NewRunEntry, RunStore, SqlStore};
+    use server::runlog::{NewRunEntry, RunLogStore};
+    use server::runs::RunStore;
+    use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
     let config = run_model::RunConfig {
         task: "keep or purge".into(),
@@ -1490,7 +1494,8 @@ async fn a_replica_killed_mid_run_leaves_its_runs_to_the_other_which_finishes_th
 /// their index: only those two kinds, only of the runs asked about, in
 /// log order, however long the rest of the log.
 pub async fn guarded_calls_story(url: &str) {
-    use server::store::{NewRunEntry, RunStore, SqlStore};
+    use server::runlog::{NewRunEntry, RunLogStore};
+    use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
     let entry = |run, entry: agent::RunEntry| NewRunEntry {
         run,

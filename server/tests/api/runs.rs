@@ -1370,7 +1370,7 @@ async fn a_plan_waiting_for_approval_is_posted_signed_and_a_failing_endpoint_is_
         .filter(|d| d["event"] == "approval_needed")
         .count();
     assert_eq!(approvals, 1, "{list}");
-    let store = server.services.runs.store();
+    let log = server.services.runs.log();
     let cursor = server
         .services
         .webhooks
@@ -1379,7 +1379,7 @@ async fn a_plan_waiting_for_approval_is_posted_signed_and_a_failing_endpoint_is_
         .await
         .unwrap()
         .unwrap();
-    let logged = store.run_log_since(0, 500).await.unwrap();
+    let logged = log.run_log_since(0, 500).await.unwrap();
     assert!(
         logged.iter().all(|e| e.seq > cursor),
         "the cursor {cursor} moved past unsettled entries"
@@ -1632,7 +1632,7 @@ async fn with_the_tool_calls_protocol_a_run_works_through_function_calls() {
 #[tokio::test]
 async fn a_guarded_call_waiting_in_a_long_log_reaches_the_inbox_and_the_run_and_a_decided_one_does_not(
 ) {
-    use server::store::NewRunEntry;
+    use server::runlog::NewRunEntry;
     let server = TestServer::start().await;
     let plan = server.create(crate::support::chain("guarded")).await;
     let store = server.services.runs.store();
@@ -1678,7 +1678,13 @@ async fn a_guarded_call_waiting_in_a_long_log_reaches_the_inbox_and_the_run_and_
     }));
     log.push(asked("a2"));
     log.extend((0..1000).map(|_| note()));
-    store.append_run_log(&log).await.unwrap();
+    server
+        .services
+        .runs
+        .log()
+        .append_run_log(&log)
+        .await
+        .unwrap();
 
     let tool_needs = |needs: &Value| -> Vec<Value> {
         needs

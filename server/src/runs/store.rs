@@ -1,44 +1,16 @@
-//! Durable runs of planboard's own agent: [`RunStore`] and its SQL
+//! Durable runs of planboard's own agent: [`RunStore`], and its SQL
 //! implementation on the same database as the plans.
 
-use agent::run::{EntryKind, RunRecord, RunState};
+use agent::run::{RunRecord, RunState};
 use agent::RunId;
 use async_trait::async_trait;
 use plan_engine::{PlanId, Timestamp};
-use schemars::JsonSchema;
-use serde::Serialize;
 use sqlx::Row;
 
-use super::sql::{ts, values_sql};
-use super::{SqlStore, StoreError};
+use crate::store::sql::ts;
+use crate::store::{SqlStore, StoreError};
 
-/// A run-log entry to append; `at` is when the agent logged it.
-#[derive(Clone, Debug)]
-pub struct NewRunEntry {
-    pub run: RunId,
-    pub plan: Option<PlanId>,
-    pub kind: EntryKind,
-    pub at: Timestamp,
-    pub entry: serde_json::Value,
-}
-
-/// One line of a run's log as stored and streamed.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-pub struct StoredRunEntry {
-    /// Its position in the log of all runs; the SSE id.
-    pub seq: i64,
-    pub run_id: RunId,
-    /// The run's plan, so the plan's stream can carry the entry too.
-    pub plan_id: Option<PlanId>,
-    pub kind: EntryKind,
-    pub at: Timestamp,
-    /// The entry itself (`kind` repeated inside). Kept as the JSON the
-    /// database holds, so a line written by an older version is served as
-    /// it was written rather than lost.
-    #[schemars(with = "agent::RunEntry")]
-    pub entry: serde_json::Value,
-}
-
+/// The runs' rows: their records, leases and retention.
 #[async_trait]
 pub trait RunStore: Send + Sync {
     /// Inserts or replaces the run's row (the lease is left as it is).
@@ -58,51 +30,6 @@ pub trait RunStore: Send + Sync {
     async fn agent_plans(&self) -> Result<std::collections::HashSet<PlanId>, StoreError>;
     /// The runs on these plans, oldest first (so the newest wins in a map).
     async fn runs_on(&self, plans: &[PlanId]) -> Result<Vec<RunRecord>, StoreError>;
-    /// Appends entries in one statement, in order; returns them stored.
-    async fn append_run_log(
-        &self,
-        entries: &[NewRunEntry],
-    ) -> Result<Vec<StoredRunEntry>, StoreError>;
-    async fn run_log(
-        &self,
-        run: RunId,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredRunEntry>, StoreError>;
-    /// The run's entries before `before`, newest first: the tail of a
-    /// long log without reading all of it.
-    async fn run_log_before(
-        &self,
-        run: RunId,
-        before: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredRunEntry>, StoreError>;
-    /// How many entries the run's log holds.
-    async fn run_log_len(&self, run: RunId) -> Result<u64, StoreError>;
-    /// The guarded tool calls (`tool_approval`) of these runs and the
-    /// decisions on them (`tool_decision`), in log order: what waits for a
-    /// person, read from an index instead of the whole logs.
-    async fn run_log_calls(&self, runs: &[RunId]) -> Result<Vec<StoredRunEntry>, StoreError>;
-    /// Every run's entries after `after`, in log order: what a process
-    /// reads to stream the entries other processes wrote.
-    async fn run_log_since(
-        &self,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredRunEntry>, StoreError>;
-    /// The seq of the newest entry (0 for none).
-    async fn last_run_log_seq(&self) -> Result<i64, StoreError>;
-    /// Wakes after another process may have appended entries (PostgreSQL
-    /// LISTEN/NOTIFY); `None` when one process owns the store (SQLite).
-    async fn listen_run_log(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError>;
-    /// Sends reply deltas (never stored) to the other processes; nothing
-    /// to do when one process owns the store.
-    async fn send_run_deltas(&self, payload: &str) -> Result<(), StoreError>;
-    /// What other processes sent with [`RunStore::send_run_deltas`];
-    /// `None` when one process owns the store.
-    async fn listen_run_deltas(
-        &self,
-    ) -> Result<Option<tokio::sync::mpsc::Receiver<String>>, StoreError>;
     /// Takes every unfinished run whose lease has expired, or that `owner`
     /// held before (a restart of the same instance), until `until_ms`.
     async fn claim_runs(
@@ -147,57 +74,6 @@ fn record_of(row: &sqlx::any::AnyRow) -> Result<RunRecord, StoreError> {
     let text: String = row.try_get("record")?;
     serde_json::from_str(&text).map_err(corrupt)
 }
-
-fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
-    let run_id: String = row.try_get("run_id")?;
-    let plan_id: Option<String> = row.try_get("plan_id")?;
-    let entry: String = row.try_get("entry")?;
-    Ok(StoredRunEntry {
-        seq: row.try_get("seq")?,
-        run_id: run_id.parse().map_err(corrupt)?,
-        plan_id: plan_id.map(|p| p.parse()).transpose().map_err(corrupt)?,
-        kind: row.try_get::<String, _>("kind")?.parse().map_err(corrupt)?,
-        at: super::sql::read_ts(row, "at")?,
-        entry: serde_json::from_str(&entry).map_err(corrupt)?,
-    })
-}
-
-/// Where a page of one run's log starts.
-enum Page {
-    /// The entries after this seq, oldest first.
-    After(i64),
-    /// The entries before this seq, newest first.
-    Before(i64),
-}
-
-impl SqlStore {
-    async fn run_log_page(
-        &self,
-        run: RunId,
-        page: Page,
-        limit: u32,
-    ) -> Result<Vec<StoredRunEntry>, StoreError> {
-        let (condition, order, seq) = match page {
-            Page::After(seq) => ("seq > $2", "seq", seq),
-            Page::Before(seq) => ("seq < $2", "seq DESC", seq),
-        };
-        let rows = sqlx::query(&format!(
-            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log \
-             WHERE run_id = $1 AND {condition} ORDER BY {order} LIMIT $3"
-        ))
-        .bind(run.to_string())
-        .bind(seq)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(entry_of).collect()
-    }
-}
-
-/// Wakes other processes' run-log readers after an append (PostgreSQL only).
-const RUN_LOG_CHANNEL: &str = "planboard_run_log";
-/// Carries reply deltas between processes (PostgreSQL only).
-const DELTA_CHANNEL: &str = "planboard_run_delta";
 
 const UNFINISHED: &str = "state NOT IN ('done', 'failed', 'cancelled')";
 /// A run a person keeps ([`RunRecord::kept`]), matched in its record's
@@ -295,164 +171,6 @@ impl RunStore for SqlStore {
         Ok(records)
     }
 
-    async fn append_run_log(
-        &self,
-        entries: &[NewRunEntry],
-    ) -> Result<Vec<StoredRunEntry>, StoreError> {
-        let mut stored = Vec::with_capacity(entries.len());
-        let _turn = self.write_turn().await;
-        let mut tx = self.pool.begin().await?;
-        if self.is_postgres() {
-            // Writers take turns, so seqs are handed out in commit order and
-            // a reader that follows the log by seq never skips a row that
-            // commits late (the plan log does the same).
-            sqlx::query("LOCK TABLE run_log IN EXCLUSIVE MODE")
-                .execute(&mut *tx)
-                .await?;
-        }
-        for chunk in entries.chunks(500) {
-            let sql = values_sql(
-                "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ",
-                5,
-                chunk.len(),
-            ) + " RETURNING seq";
-            let mut query = sqlx::query_scalar::<_, i64>(&sql);
-            for e in chunk {
-                // Stored with microseconds: the entry streamed now equals
-                // the one read back.
-                let at = chrono::SubsecRound::trunc_subsecs(e.at, 6);
-                query = query
-                    .bind(e.run.to_string())
-                    .bind(e.plan.map(|p| p.to_string()))
-                    .bind(e.kind.to_string())
-                    .bind(e.entry.to_string())
-                    .bind(ts(at));
-            }
-            let mut seqs = query.fetch_all(&mut *tx).await?;
-            // One INSERT's rows take their seqs in VALUES order, but the
-            // order RETURNING lists them in is not specified.
-            seqs.sort_unstable();
-            if seqs.len() != chunk.len() {
-                return Err(corrupt(format!(
-                    "{} run-log rows written, {} seqs returned",
-                    chunk.len(),
-                    seqs.len()
-                )));
-            }
-            stored.extend(chunk.iter().zip(seqs).map(|(e, seq)| StoredRunEntry {
-                seq,
-                run_id: e.run,
-                plan_id: e.plan,
-                kind: e.kind,
-                at: chrono::SubsecRound::trunc_subsecs(e.at, 6),
-                entry: e.entry.clone(),
-            }));
-        }
-        if self.is_postgres() {
-            // Delivered when (and only if) the transaction commits.
-            sqlx::query(&format!("NOTIFY {RUN_LOG_CHANNEL}"))
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(stored)
-    }
-
-    async fn run_log_before(
-        &self,
-        run: RunId,
-        before: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredRunEntry>, StoreError> {
-        self.run_log_page(run, Page::Before(before), limit).await
-    }
-
-    async fn run_log_len(&self, run: RunId) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM run_log WHERE run_id = $1")
-            .bind(run.to_string())
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(n.max(0) as u64)
-    }
-
-    async fn run_log_calls(&self, runs: &[RunId]) -> Result<Vec<StoredRunEntry>, StoreError> {
-        let mut out = Vec::new();
-        // A few hundred runs at most (the needs inbox looks at 500), in
-        // statements of 100 ids; the kinds as the partial index
-        // `run_log_calls` names them, so the index answers.
-        for chunk in runs.chunks(100) {
-            let ids = (0..chunk.len())
-                .map(|i| format!("${}", i + 1))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!(
-                "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log \
-                 WHERE run_id IN ({ids}) AND kind IN ('tool_approval', 'tool_decision') \
-                 ORDER BY seq"
-            );
-            let mut query = sqlx::query(&sql);
-            for run in chunk {
-                query = query.bind(run.to_string());
-            }
-            let rows = query.fetch_all(&self.pool).await?;
-            out.extend(rows.iter().map(entry_of).collect::<Result<Vec<_>, _>>()?);
-        }
-        out.sort_by_key(|e| e.seq);
-        Ok(out)
-    }
-
-    async fn run_log_since(
-        &self,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredRunEntry>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log WHERE seq > $1 \
-             ORDER BY seq LIMIT $2",
-        )
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(entry_of).collect()
-    }
-
-    async fn last_run_log_seq(&self) -> Result<i64, StoreError> {
-        self.max_seq("run_log").await
-    }
-
-    async fn listen_run_log(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
-        self.listen_on(RUN_LOG_CHANNEL).await
-    }
-
-    async fn send_run_deltas(&self, payload: &str) -> Result<(), StoreError> {
-        if self.is_postgres() {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(DELTA_CHANNEL)
-                .bind(payload)
-                .execute(&self.pool)
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn listen_run_deltas(
-        &self,
-    ) -> Result<Option<tokio::sync::mpsc::Receiver<String>>, StoreError> {
-        // Deltas are a live view only: a burst beyond the queue is dropped.
-        self.listen_with(DELTA_CHANNEL, 1024, |n| n.map(|n| n.payload().to_string()))
-            .await
-    }
-
-    async fn run_log(
-        &self,
-        run: RunId,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredRunEntry>, StoreError> {
-        self.run_log_page(run, Page::After(after), limit).await
-    }
-
     async fn claim_runs(
         &self,
         owner: &str,
@@ -529,6 +247,7 @@ impl RunStore for SqlStore {
         .await?;
         Ok(done.rows_affected())
     }
+
     async fn amend_finished_run(&self, run: &RunRecord) -> Result<bool, StoreError> {
         let record = serde_json::to_string(run).map_err(corrupt)?;
         let done = sqlx::query(&format!(
@@ -540,6 +259,7 @@ impl RunStore for SqlStore {
         .await?;
         Ok(done.rows_affected() > 0)
     }
+
     async fn finished_before(
         &self,
         ids: &[RunId],
@@ -563,6 +283,7 @@ impl RunStore for SqlStore {
         }
         Ok(found)
     }
+
     async fn storage_counts(&self) -> Result<run_model::StorageReport, StoreError> {
         let count = |table: &'static str| async move {
             let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
@@ -607,6 +328,7 @@ impl RunStore for SqlStore {
             retention: Default::default(),
         })
     }
+
     async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError> {
         let rows = sqlx::query(
             "SELECT record FROM runs WHERE again_of = $1 ORDER BY created_at, id LIMIT 100",

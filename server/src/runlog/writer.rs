@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
+use super::{NewRunEntry, RunLogStore};
 use crate::live::{LiveEntry, RunNews};
-use crate::store::{NewRunEntry, RunStore};
 
 /// Entries queued at most; a full queue makes the agent wait (back
 /// pressure when the database falls behind).
@@ -50,7 +50,7 @@ pub struct LogQueue(mpsc::Sender<Job>);
 impl LogQueue {
     /// Starts the writer (on the current tokio runtime).
     pub fn spawn(
-        store: Arc<dyn RunStore>,
+        store: Arc<dyn RunLogStore>,
         news: broadcast::Sender<RunNews>,
         streaming: Streaming,
     ) -> LogQueue {
@@ -77,7 +77,7 @@ impl LogQueue {
 
 async fn write(
     mut jobs: mpsc::Receiver<Job>,
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn RunLogStore>,
     news: broadcast::Sender<RunNews>,
     streaming: Streaming,
 ) {
@@ -120,7 +120,7 @@ async fn write(
 /// dropped notification, a second. `after` is the newest entry when the
 /// process started. Ends when the run streams' channel is gone.
 pub async fn read_shared_log(
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn RunLogStore>,
     news: broadcast::WeakSender<RunNews>,
     local: Arc<Notify>,
     mut remote: mpsc::Receiver<()>,

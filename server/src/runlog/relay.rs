@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
+use super::RunLogStore;
 use crate::live::{LiveDelta, RunNews};
-use crate::store::RunStore;
 
 /// PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more.
 const PAYLOAD: usize = 7_000;
@@ -39,7 +39,7 @@ impl DeltaRelay {
     /// Starts sending this process's deltas and streaming the other
     /// processes' (`incoming`) on `news`.
     pub fn spawn(
-        store: Arc<dyn RunStore>,
+        store: Arc<dyn RunLogStore>,
         news: broadcast::WeakSender<RunNews>,
         incoming: mpsc::Receiver<String>,
     ) -> DeltaRelay {
@@ -55,7 +55,11 @@ impl DeltaRelay {
     }
 }
 
-async fn send(store: Arc<dyn RunStore>, mut queue: mpsc::Receiver<LiveDelta>, origin: uuid::Uuid) {
+async fn send(
+    store: Arc<dyn RunLogStore>,
+    mut queue: mpsc::Receiver<LiveDelta>,
+    origin: uuid::Uuid,
+) {
     while let Some(first) = queue.recv().await {
         // What queued while the last send was on its way goes together;
         // nothing waits on purpose, so a delta keeps its place before the

@@ -1,0 +1,227 @@
+//! [`RunLogStore`] on the server's SQL store, on the same database as
+//! the plans; on PostgreSQL, appends wake other processes' readers and
+//! reply deltas travel between processes by `NOTIFY`.
+
+use agent::RunId;
+use async_trait::async_trait;
+use sqlx::Row;
+
+use super::store::{NewRunEntry, RunLogStore, StoredRunEntry};
+use crate::store::sql::{read_ts, ts, values_sql};
+use crate::store::{SqlStore, StoreError};
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
+    let run_id: String = row.try_get("run_id")?;
+    let plan_id: Option<String> = row.try_get("plan_id")?;
+    let entry: String = row.try_get("entry")?;
+    Ok(StoredRunEntry {
+        seq: row.try_get("seq")?,
+        run_id: run_id.parse().map_err(corrupt)?,
+        plan_id: plan_id.map(|p| p.parse()).transpose().map_err(corrupt)?,
+        kind: row.try_get::<String, _>("kind")?.parse().map_err(corrupt)?,
+        at: read_ts(row, "at")?,
+        entry: serde_json::from_str(&entry).map_err(corrupt)?,
+    })
+}
+
+/// Where a page of one run's log starts.
+enum Page {
+    /// The entries after this seq, oldest first.
+    After(i64),
+    /// The entries before this seq, newest first.
+    Before(i64),
+}
+
+impl SqlStore {
+    async fn run_log_page(
+        &self,
+        run: RunId,
+        page: Page,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let (condition, order, seq) = match page {
+            Page::After(seq) => ("seq > $2", "seq", seq),
+            Page::Before(seq) => ("seq < $2", "seq DESC", seq),
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log \
+             WHERE run_id = $1 AND {condition} ORDER BY {order} LIMIT $3"
+        ))
+        .bind(run.to_string())
+        .bind(seq)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(entry_of).collect()
+    }
+}
+
+/// Wakes other processes' run-log readers after an append (PostgreSQL only).
+const RUN_LOG_CHANNEL: &str = "planboard_run_log";
+/// Carries reply deltas between processes (PostgreSQL only).
+const DELTA_CHANNEL: &str = "planboard_run_delta";
+
+#[async_trait]
+impl RunLogStore for SqlStore {
+    async fn append_run_log(
+        &self,
+        entries: &[NewRunEntry],
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let mut stored = Vec::with_capacity(entries.len());
+        let _turn = self.write_turn().await;
+        let mut tx = self.pool.begin().await?;
+        if self.is_postgres() {
+            // Writers take turns, so seqs are handed out in commit order and
+            // a reader that follows the log by seq never skips a row that
+            // commits late (the plan log does the same).
+            sqlx::query("LOCK TABLE run_log IN EXCLUSIVE MODE")
+                .execute(&mut *tx)
+                .await?;
+        }
+        for chunk in entries.chunks(500) {
+            let sql = values_sql(
+                "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ",
+                5,
+                chunk.len(),
+            ) + " RETURNING seq";
+            let mut query = sqlx::query_scalar::<_, i64>(&sql);
+            for e in chunk {
+                // Stored with microseconds: the entry streamed now equals
+                // the one read back.
+                let at = chrono::SubsecRound::trunc_subsecs(e.at, 6);
+                query = query
+                    .bind(e.run.to_string())
+                    .bind(e.plan.map(|p| p.to_string()))
+                    .bind(e.kind.to_string())
+                    .bind(e.entry.to_string())
+                    .bind(ts(at));
+            }
+            let mut seqs = query.fetch_all(&mut *tx).await?;
+            // One INSERT's rows take their seqs in VALUES order, but the
+            // order RETURNING lists them in is not specified.
+            seqs.sort_unstable();
+            if seqs.len() != chunk.len() {
+                return Err(corrupt(format!(
+                    "{} run-log rows written, {} seqs returned",
+                    chunk.len(),
+                    seqs.len()
+                )));
+            }
+            stored.extend(chunk.iter().zip(seqs).map(|(e, seq)| StoredRunEntry {
+                seq,
+                run_id: e.run,
+                plan_id: e.plan,
+                kind: e.kind,
+                at: chrono::SubsecRound::trunc_subsecs(e.at, 6),
+                entry: e.entry.clone(),
+            }));
+        }
+        if self.is_postgres() {
+            // Delivered when (and only if) the transaction commits.
+            sqlx::query(&format!("NOTIFY {RUN_LOG_CHANNEL}"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    async fn run_log_before(
+        &self,
+        run: RunId,
+        before: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        self.run_log_page(run, Page::Before(before), limit).await
+    }
+
+    async fn run_log_len(&self, run: RunId) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM run_log WHERE run_id = $1")
+            .bind(run.to_string())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n.max(0) as u64)
+    }
+
+    async fn run_log_calls(&self, runs: &[RunId]) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let mut out = Vec::new();
+        // A few hundred runs at most (the needs inbox looks at 500), in
+        // statements of 100 ids; the kinds as the partial index
+        // `run_log_calls` names them, so the index answers.
+        for chunk in runs.chunks(100) {
+            let ids = (0..chunk.len())
+                .map(|i| format!("${}", i + 1))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log \
+                 WHERE run_id IN ({ids}) AND kind IN ('tool_approval', 'tool_decision') \
+                 ORDER BY seq"
+            );
+            let mut query = sqlx::query(&sql);
+            for run in chunk {
+                query = query.bind(run.to_string());
+            }
+            let rows = query.fetch_all(&self.pool).await?;
+            out.extend(rows.iter().map(entry_of).collect::<Result<Vec<_>, _>>()?);
+        }
+        out.sort_by_key(|e| e.seq);
+        Ok(out)
+    }
+
+    async fn run_log_since(
+        &self,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log WHERE seq > $1 \
+             ORDER BY seq LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(entry_of).collect()
+    }
+
+    async fn last_run_log_seq(&self) -> Result<i64, StoreError> {
+        self.max_seq("run_log").await
+    }
+
+    async fn listen_run_log(&self) -> Result<Option<tokio::sync::mpsc::Receiver<()>>, StoreError> {
+        self.listen_on(RUN_LOG_CHANNEL).await
+    }
+
+    async fn send_run_deltas(&self, payload: &str) -> Result<(), StoreError> {
+        if self.is_postgres() {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(DELTA_CHANNEL)
+                .bind(payload)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn listen_run_deltas(
+        &self,
+    ) -> Result<Option<tokio::sync::mpsc::Receiver<String>>, StoreError> {
+        // Deltas are a live view only: a burst beyond the queue is dropped.
+        self.listen_with(DELTA_CHANNEL, 1024, |n| n.map(|n| n.payload().to_string()))
+            .await
+    }
+
+    async fn run_log(
+        &self,
+        run: RunId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        self.run_log_page(run, Page::After(after), limit).await
+    }
+}
