@@ -7,7 +7,7 @@ import { unique } from "./helpers";
 // Local mode has no login: whoever reaches the port may change everything.
 // These stories are the attacks a browser makes for a page on another site
 // (a form, a fetch, a host name rebound to this machine); the board must
-// refuse each and change nothing (server/src/guard.rs).
+// refuse each and change nothing (server/src/web/guard.rs).
 
 const board = new URL(process.env.PLANBOARD_URL ?? "http://127.0.0.1:3000");
 

@@ -3,66 +3,51 @@
 //! durable store.
 //!
 //! # Layout
+//! Bottom up; each folder imports only those above it in this list.
 //! - [`config`]: the environment, checked before start;
-//! - [`auth`]: local mode or bearer tokens with roles;
-//! - [`store`]: the [`store::PlanStore`] trait and its SQLite/PostgreSQL implementation;
-//! - [`book`]: the working set of plans the engine runs on;
-//! - [`hints`]: what each agent session was last shown (bounded);
+//! - [`auth`]: who may do what (local mode, bearer tokens with roles, sessions);
+//! - [`store`]: the plans' [`store::PlanStore`] and the SQLite/PostgreSQL [`store::SqlStore`]
+//!   every concept's store trait is implemented on;
+//! - [`book`], [`hints`]: the working set of plans; what each agent session was last shown;
+//! - [`pages`], [`metrics`], [`telemetry`]: paging through logs; Prometheus metrics; OpenTelemetry;
 //! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
-//! - [`live`]: the log reader and SSE streams;
-//! - [`api`]: the REST routes and their OpenAPI document;
-//! - [`mcp`]: the MCP endpoint;
-//! - [`metrics`]: `GET /metrics` for Prometheus;
-//! - [`telemetry`]: OpenTelemetry spans of runs and requests, over OTLP;
-//! - [`templates`]: plans saved as templates;
-//! - [`reviews`]: people's reviews of finished plans;
-//! - [`memories`]: what the agent remembers, and how a run recalls it;
-//! - [`tool_servers`]: the MCP servers whose tools runs are offered;
-//! - [`webhooks`]: notifications to the operator's endpoints, from the run log;
+//! - [`live`]: the plans' log reader and SSE streams;
 //! - [`runlog`]: the runs' log, its writer and the replicas' delta relay;
-//! - [`runs`]: planboard's own agent: runs under leases, their log and controls;
-//! - [`board`]: the board's backend (the app's server functions call it);
-//! - [`session`]: signing in to the board in token mode;
-//! - [`guard`]: hosts answered, writes only from planboard's own pages, JSON bodies, security headers;
-//! - [`router`] / [`start`]: everything wired together; `main.rs` binds it.
+//! - [`templates`], [`memories`], [`tool_servers`], [`webhooks`]: one folder per concept,
+//!   each with its service, its store trait and SQL;
+//! - [`runs`]: planboard's own agent: runs under leases, their controls, files and retention;
+//! - [`reviews`]: people's reviews of finished plans;
+//! - [`web`]: the edges: the REST API, the board's backend and forms, MCP, sign-in, the
+//!   request guard, `/metrics`; [`router`] wires them; `main.rs` binds it;
+//! - [`start`]: the services built from the config.
 
 // The board's view types nest deeply in release builds (without
 // `erase_components`).
 #![recursion_limit = "256"]
 
-pub mod api;
 pub mod auth;
-pub mod board;
 pub mod book;
 pub mod config;
-pub mod guard;
 pub mod hints;
 pub mod live;
-pub mod mcp;
 pub mod memories;
 pub mod metrics;
-pub mod metrics_http;
 pub mod pages;
 pub mod reviews;
 pub mod runlog;
 pub mod runs;
 pub mod service;
-pub mod session;
 pub mod store;
 pub mod telemetry;
 pub mod templates;
 pub mod tool_servers;
+pub mod web;
 pub mod webhooks;
+
+pub use web::{bounded_responses, page_routes, router, router_with_pages, REQUEST_TIMEOUT};
 
 use std::sync::Arc;
 use std::time::Duration;
-
-use app::{shell, App};
-use axum::routing::get;
-use axum::Router;
-use leptos::config::LeptosOptions;
-use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 
 use crate::config::{Access, Config};
 use crate::runlog::RunLogStore;
@@ -89,7 +74,7 @@ pub struct Services {
     /// Spans of runs and requests, when an OTLP endpoint is set.
     pub telemetry: Option<Arc<telemetry::Telemetry>>,
     /// The hosts the server answers to and the origin its pages write from.
-    pub guard: Arc<guard::Guard>,
+    pub guard: Arc<web::guard::Guard>,
 }
 
 /// The body of a request that carries a run's files: the files' limit
@@ -227,172 +212,9 @@ pub async fn start_with_model(
             store.clone(),
         )),
         telemetry,
-        guard: Arc::new(guard::Guard::new(
+        guard: Arc::new(web::guard::Guard::new(
             config.public_url.as_ref(),
             &config.allowed_hosts,
         )),
     })
-}
-
-/// The whole application. Takes the Leptos options so tests can point it
-/// at any site root.
-pub fn router(options: LeptosOptions, services: Services) -> Router {
-    router_with_pages(options, services, page_routes())
-}
-
-/// The board's page routes, found by running the app once.
-///
-/// While this runs, Leptos suppresses every resource in the process (a
-/// process-wide flag, leptos#4773), and a page whose resource first polls
-/// in that window never finishes. A server calls it once before serving;
-/// a process that starts many servers (the tests) must compute it once and
-/// share it through [`router_with_pages`].
-pub fn page_routes() -> Vec<AxumRouteListing> {
-    generate_route_list(App)
-}
-
-/// [`router`] with the page routes computed beforehand.
-pub fn router_with_pages(
-    options: LeptosOptions,
-    services: Services,
-    routes: Vec<AxumRouteListing>,
-) -> Router {
-    let api = api::routes(api::ApiState {
-        service: services.plans.clone(),
-        runs: services.runs.clone(),
-        templates: services.templates.clone(),
-        reviews: services.reviews.clone(),
-        memories: services.memories.clone(),
-        tool_servers: services.tool_servers.clone(),
-        keep_alive: services.keep_alive,
-        webhooks: services.webhooks.clone(),
-    });
-    let guarded = Router::new()
-        .route("/metrics", {
-            let runs = services.runs.clone();
-            get(move |state| metrics_http::scrape(state, runs))
-        })
-        .with_state(services.plans.clone())
-        .nest("/api", api)
-        .nest_service(
-            "/mcp",
-            mcp::router(
-                services.plans.clone(),
-                services.runs.clone(),
-                services.reviews.clone(),
-                services.memories.clone(),
-            )
-            .layer(axum::middleware::from_fn(guard::json_bodies)),
-        )
-        .layer(axum::middleware::from_fn_with_state(
-            services.access.clone(),
-            auth::identify,
-        ));
-    let board = Arc::new(board::Board {
-        plans: services.plans.clone(),
-        runs: services.runs.clone(),
-        templates: services.templates.clone(),
-        reviews: services.reviews.clone(),
-        memories: services.memories.clone(),
-        tool_servers: services.tool_servers.clone(),
-        webhooks: services.webhooks.clone(),
-    });
-    let backend: Arc<dyn app::api::BoardBackend> = board.clone();
-    let site = Router::new()
-        .merge(board::routes(board))
-        .leptos_routes_with_context(
-            &options,
-            routes,
-            move || provide_context(backend.clone()),
-            {
-                let options = options.clone();
-                move || shell(options.clone())
-            },
-        )
-        .fallback(leptos_axum::file_and_error_handler(shell))
-        .with_state(options);
-    // Leptos reads a server function's body with no limit of its own.
-    let site = site.layer(axum::middleware::from_fn(board::bounded_server_fn_bodies));
-    let site = bounded_responses(site).layer(axum::middleware::from_fn_with_state(
-        services.access.clone(),
-        auth::identify_viewer,
-    ));
-    let sessions = Router::new()
-        .route("/login", get(session::form).post(session::sign_in))
-        .route("/logout", axum::routing::post(session::sign_out))
-        .route("/lang/{code}", get(session::switch_language))
-        .with_state(services.access.clone());
-    let app = Router::new()
-        .route(
-            "/healthz",
-            get({
-                let instance = services.instance.clone();
-                move || healthz(instance)
-            }),
-        )
-        .route("/api/openapi.json", get(api::openapi))
-        .merge(guarded)
-        .merge(sessions)
-        .merge(site);
-    let app = app.layer(axum::middleware::from_fn_with_state(
-        services.telemetry.clone(),
-        telemetry::trace_requests,
-    ));
-    // Outside every route (the API, MCP, the board's server functions and
-    // forms, sign-in): nothing is handled before its host and origin are
-    // checked, and every answer, a refusal too, gets the security headers.
-    let app = app.layer(axum::middleware::from_fn_with_state(
-        services.guard.clone(),
-        guard::guard,
-    ));
-    with_operations(app, services.plans)
-}
-
-/// How long a request may take to produce its response head. Streams are
-/// not cut: their head goes out at once and the body may run for hours.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Adds what every request with a bounded answer (pages, API calls; not
-/// the live streams) goes through: gzip for HTML and JSON, and the timeout.
-pub fn bounded_responses<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
-    router
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            REQUEST_TIMEOUT,
-        ))
-        .layer(tower_http::compression::CompressionLayer::new())
-}
-
-/// What every request goes through, outermost first: a request id (the
-/// client's `x-request-id`, or a new UUID) that is in its log span and
-/// echoed in the response; a log line per request; its metrics. Pages and
-/// API calls also get [`bounded_responses`].
-fn with_operations(app: Router, plans: Arc<PlanService>) -> Router {
-    use axum::http::Request;
-    use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-    use tower_http::trace::TraceLayer;
-
-    let trace = TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-        let id = request
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("-");
-        tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path())
-    });
-    app.layer(axum::middleware::from_fn_with_state(
-        plans,
-        metrics_http::record,
-    ))
-    .layer(PropagateRequestIdLayer::x_request_id())
-    .layer(trace)
-    .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-}
-
-async fn healthz(instance: Option<Arc<str>>) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    match instance.and_then(|i| axum::http::HeaderValue::from_str(&i).ok()) {
-        Some(name) => ([("x-planboard-instance", name)], "ok").into_response(),
-        None => "ok".into_response(),
-    }
 }

@@ -234,7 +234,7 @@ async fn the_session_cookie_is_an_opaque_id_and_signing_out_ends_it() {
         "the token is not in the cookie: {set}"
     );
     let id = cookie
-        .strip_prefix(&format!("{}=", server::auth::SESSION_COOKIE))
+        .strip_prefix(&format!("{}=", server::web::auth::SESSION_COOKIE))
         .unwrap();
     assert!(
         id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()),
@@ -251,7 +251,7 @@ async fn the_session_cookie_is_an_opaque_id_and_signing_out_ends_it() {
     };
     assert_eq!(open(cookie.clone(), "/").await, StatusCode::OK);
     assert_eq!(open(cookie.clone(), "/api/plans").await, StatusCode::OK);
-    let token_as_cookie = format!("{}={OPERATOR}", server::auth::SESSION_COOKIE);
+    let token_as_cookie = format!("{}={OPERATOR}", server::web::auth::SESSION_COOKIE);
     assert_eq!(
         open(token_as_cookie.clone(), "/").await,
         StatusCode::SEE_OTHER,

@@ -1,4 +1,4 @@
-//! The guard in front of every route (`server::guard`): a page on another
+//! The guard in front of every route (`server::web::guard`): a page on another
 //! site cannot make a change (a form, a fetch), a name rebound to this
 //! machine is not answered, an API write's body must be JSON, and every
 //! answer carries the security headers. Each test attacks the way a

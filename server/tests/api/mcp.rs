@@ -198,7 +198,7 @@ async fn mcp_speaks_every_revision_rmcp_knows_and_ends_a_session_with_204() {
 async fn an_mcp_body_over_the_limit_is_a_413_and_the_server_stays_up() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let server = token_mode().await;
-    let limit = server::mcp::MCP_BODY_LIMIT;
+    let limit = server::web::mcp::MCP_BODY_LIMIT;
     // Declared: the answer comes before a byte of the body is sent.
     let mut stream = tokio::net::TcpStream::connect(server.base.trim_start_matches("http://"))
         .await

@@ -592,7 +592,10 @@ async fn a_server_function_body_over_the_limit_is_a_413() {
         .create(json!({"title": "bounded", "subtasks": [{"name": "a"}]}))
         .await;
     let path = <app::api::RunCommand as ServerFn>::PATH;
-    assert!(path.starts_with(server::board::SERVER_FN_PREFIX), "{path}");
+    assert!(
+        path.starts_with(server::web::board::SERVER_FN_PREFIX),
+        "{path}"
+    );
     let call = |body: Vec<u8>| {
         let request = server
             .client
@@ -604,9 +607,12 @@ async fn a_server_function_body_over_the_limit_is_a_413() {
     let head = format!(r#"{{"id": "{id}", "command": {{"op": "pause", "pad": ""#);
     let mut huge = head.into_bytes();
     let tail = br#""}}"#;
-    huge.resize(server::board::SERVER_FN_BODY_LIMIT + 1 - tail.len(), b'x');
+    huge.resize(
+        server::web::board::SERVER_FN_BODY_LIMIT + 1 - tail.len(),
+        b'x',
+    );
     huge.extend_from_slice(tail);
-    assert_eq!(huge.len(), server::board::SERVER_FN_BODY_LIMIT + 1);
+    assert_eq!(huge.len(), server::web::board::SERVER_FN_BODY_LIMIT + 1);
     assert_eq!(call(huge).await, StatusCode::PAYLOAD_TOO_LARGE);
     let whoami = server
         .client

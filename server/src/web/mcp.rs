@@ -31,14 +31,14 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::ErrorData as McpError;
 use serde_json::Value;
 
-use crate::api::error::ApiError;
-use crate::api::runs::StartRun;
 use crate::auth::Identity;
 use crate::memories::Memories;
 use crate::reviews::Reviews;
 use crate::runs::Runs;
 use crate::service::{PlanService, ToolRights};
 use crate::store::SessionSettings;
+use crate::web::api::error::ApiError;
+use crate::web::api::runs::StartRun;
 
 #[derive(Clone)]
 pub struct PlanMcp {
@@ -248,7 +248,7 @@ pub fn router(
         .layer(axum::middleware::from_fn(http_details))
         .layer(axum::middleware::from_fn_with_state(
             MCP_BODY_LIMIT,
-            crate::api::extract::bounded_body,
+            crate::web::api::extract::bounded_body,
         ))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -613,7 +613,7 @@ impl ServerHandler for PlanMcp {
             |who| who.clone().acting_as(&client).actor(),
         );
         // Without an identity (the middleware always puts one), the least.
-        let rights = who.map_or(ToolRights::Operator, crate::api::tools::rights);
+        let rights = who.map_or(ToolRights::Operator, crate::web::api::tools::rights);
         let args = request.arguments.map_or(Value::Null, Value::Object);
         if REVIEW_TOOLS.contains(&request.name.as_ref()) {
             let answer = self.review_tool(&request.name, args, &actor).await;

@@ -24,15 +24,15 @@ macro_rules! schemars_bridge {
         $(
             #[doc = concat!("Stands for `", stringify!($ty), "` in the OpenAPI document.")]
             pub struct $marker;
-            $crate::api::schema::schemars_bridge!(@impl $marker, $ty);
+            $crate::web::api::schema::schemars_bridge!(@impl $marker, $ty);
         )*
-        $( $crate::api::schema::schemars_bridge!(@impl $local, $local); )*
+        $( $crate::web::api::schema::schemars_bridge!(@impl $local, $local); )*
 
         /// Every bridged type's schema, and the schemas they refer to, by name.
         pub fn $components() -> serde_json::Map<String, serde_json::Value> {
-            let mut generator = $crate::api::schema::generator();
-            $( $crate::api::schema::define::<$ty>(&mut generator); )*
-            $( $crate::api::schema::define::<$local>(&mut generator); )*
+            let mut generator = $crate::web::api::schema::generator();
+            $( $crate::web::api::schema::define::<$ty>(&mut generator); )*
+            $( $crate::web::api::schema::define::<$local>(&mut generator); )*
             generator.take_definitions(true)
         }
     };

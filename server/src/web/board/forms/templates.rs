@@ -5,7 +5,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{form_answer, BoardState, PlanForm};
-use crate::board::api_error;
+use crate::web::board::api_error;
 
 /// The board's "Save as template" form.
 #[derive(Deserialize)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use app::api::BoardError;
 use plan_engine::PlanId;
 
-use crate::board::{to_board_error, Board};
+use crate::web::board::{to_board_error, Board};
 
 /// What every plain form on a plan starts with: the plan its path names,
 /// the person posting, who must be allowed to change plans, and their

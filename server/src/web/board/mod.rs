@@ -43,7 +43,7 @@ pub const SERVER_FN_PREFIX: &str = "/_board/";
 /// The largest body a server function takes: a whole plan
 /// (`create_plan`), as the API's `POST /api/plans` takes one. None takes
 /// files (the task box is a plain form with its own limit).
-pub const SERVER_FN_BODY_LIMIT: usize = crate::api::BODY_LIMIT;
+pub const SERVER_FN_BODY_LIMIT: usize = crate::web::api::BODY_LIMIT;
 
 /// Middleware for the site: Leptos reads a server function's body whole,
 /// with no limit, so it is bounded here first (a 413 past
@@ -54,14 +54,14 @@ pub async fn bounded_server_fn_bodies(
 ) -> axum::response::Response {
     if request.uri().path().starts_with(SERVER_FN_PREFIX) {
         let limit = axum::extract::State(SERVER_FN_BODY_LIMIT);
-        crate::api::extract::bounded_body(limit, request, next).await
+        crate::web::api::extract::bounded_body(limit, request, next).await
     } else {
         next.run(request).await
     }
 }
 
 /// The board's own routes beside its pages, from one list as
-/// [`crate::api::routes`] lists the API's: the plain forms (their paths
+/// [`crate::web::api::routes`] lists the API's: the plain forms (their paths
 /// are the pages' form actions) and the Gantt chart, each handed the
 /// board. The task box alone takes files, so its body may be as large as
 /// a run's uploads.
@@ -108,13 +108,13 @@ pub struct Board {
 }
 
 /// The board's reading of the server's one mapping of errors
-/// ([`ApiError`](crate::api::error::ApiError), which logs what the server
+/// ([`ApiError`](crate::web::api::error::ApiError), which logs what the server
 /// did wrong): a missing thing, a refusal of the person's role and a stale
 /// version keep the board's kinds (its pages act on them), everything else
 /// carries the API's status, code and sentence, so a form, a server
 /// function and the API answer one error with one status.
-fn board_error(e: crate::api::error::ApiError) -> BoardError {
-    use crate::api::error::ApiError as A;
+fn board_error(e: crate::web::api::error::ApiError) -> BoardError {
+    use crate::web::api::error::ApiError as A;
     match e {
         A::NotFound(m) => BoardError::NotFound(m),
         A::Forbidden(m) => BoardError::Forbidden(m),
@@ -664,7 +664,7 @@ fn run_error(e: crate::runs::RunError) -> BoardError {
 }
 
 /// Any service error, through the one mapping.
-fn api_error<E: Into<crate::api::error::ApiError>>(e: E) -> BoardError {
+fn api_error<E: Into<crate::web::api::error::ApiError>>(e: E) -> BoardError {
     board_error(e.into())
 }
 
@@ -689,7 +689,7 @@ impl Board {
 
 #[cfg(test)]
 mod tests {
-    use crate::api::error::{ApiError, ErrorCode};
+    use crate::web::api::error::{ApiError, ErrorCode};
 
     /// The board answers every error of the one mapping with the API's
     /// status, and its sentence.

@@ -5,8 +5,8 @@
 use app::api::BoardError;
 
 use super::shared::{form_amount, form_number, BoardState};
-use crate::api::runs::{StartRun, MAX_COST_USD, MAX_TURNS, MIN_COST_USD};
-use crate::board::board_error;
+use crate::web::api::runs::{StartRun, MAX_COST_USD, MAX_TURNS, MIN_COST_USD};
+use crate::web::board::board_error;
 
 /// The task box's form as posted: its fields as typed (every one as
 /// text, so a bad one is a refusal with a sentence rather than a bare 422,
@@ -96,7 +96,7 @@ fn start_run(
     files: &[String],
     lang: plan_engine::Lang,
 ) -> Result<StartRun, BoardError> {
-    use crate::api::runs::{BudgetBody, ToolName};
+    use crate::web::api::runs::{BudgetBody, ToolName};
     let defaults = agent::RunConfig::default();
     let max_parallel = form_number(
         &form.max_parallel,
@@ -297,7 +297,7 @@ pub async fn start_task(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::runs::BudgetBody;
+    use crate::web::api::runs::BudgetBody;
 
     /// Whether the task box's own check takes `value` for `field`, and
     /// whether the API's budget check takes it.

@@ -6,7 +6,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{form_answer, BoardState};
-use crate::board::api_error;
+use crate::web::board::api_error;
 
 /// The Memory page's buttons, as posted.
 #[derive(Deserialize)]

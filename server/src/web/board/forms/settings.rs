@@ -6,7 +6,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{form_answer, BoardState};
-use crate::board::{api_error, board_error, Board};
+use crate::web::board::{api_error, board_error, Board};
 
 /// The settings page's add form, as posted.
 #[derive(Deserialize)]
@@ -65,13 +65,13 @@ async fn webhook_change(
             }
             WebhookChange::Add(form) => {
                 let format = match form.format.as_str() {
-                    "" | "json" => crate::api::webhooks::WebhookFormat::Json,
-                    "slack" => crate::api::webhooks::WebhookFormat::Slack,
+                    "" | "json" => crate::web::api::webhooks::WebhookFormat::Json,
+                    "slack" => crate::web::api::webhooks::WebhookFormat::Slack,
                     other => {
                         return Err(BoardError::Refused(format!("no shape is called {other}")))
                     }
                 };
-                let endpoint = crate::api::webhooks::NewEndpoint {
+                let endpoint = crate::web::api::webhooks::NewEndpoint {
                     url: form.url,
                     secret: Some(form.secret).filter(|s| !s.trim().is_empty()),
                     format,

@@ -6,7 +6,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{form_answer, BoardState};
-use crate::board::{api_error, Board};
+use crate::web::board::{api_error, Board};
 
 /// The Tools page's add and change forms: a URL or a command, arguments
 /// and `NAME=value` lines one per line; an empty token or env keeps the

@@ -7,7 +7,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{back_to_board, change_from_form, BoardState, PlanForm};
-use crate::board::{board_error, run_error};
+use crate::web::board::{board_error, run_error};
 
 /// The run header's re-plan form, as posted.
 #[derive(Deserialize)]
@@ -143,7 +143,7 @@ pub async fn budget(
                 })
         };
         let whole = |n: Option<f64>| n.map(|n| n.round() as u64);
-        let body = crate::api::runs::BudgetBody {
+        let body = crate::web::api::runs::BudgetBody {
             max_llm_calls: whole(number("max_llm_calls", &form.max_llm_calls)?)
                 .map(|n| n.min(u32::MAX as u64) as u32),
             max_tokens: whole(number("max_tokens", &form.max_tokens)?),

@@ -6,7 +6,7 @@ use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{back_to_board, form_answer, BoardState, PlanForm};
-use crate::board::{api_error, run_error};
+use crate::web::board::{api_error, run_error};
 
 /// The review form as posted: `verdict`, `note` and a `subtask-{n}` note
 /// per subtask, or `remove` (the "Remove my review" button). The notes'

@@ -65,8 +65,8 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode}
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::api::error::ApiError;
-use crate::auth::over_https;
+use crate::web::api::error::ApiError;
+use crate::web::auth::over_https;
 
 /// Which names the server answers to besides `localhost` and IP addresses,
 /// and the public origin writes may come from.
@@ -263,7 +263,7 @@ fn check(guard: &Guard, request: &Request) -> Option<String> {
 /// every method (the API's routes check it in their body extractors).
 pub async fn json_bodies(request: Request, next: Next) -> Response {
     if has_body(&request) {
-        if let Err(refused) = crate::api::error::json_typed(request.headers()) {
+        if let Err(refused) = crate::web::api::error::json_typed(request.headers()) {
             // The guard around every route adds the security headers.
             return refused.into_response();
         }

@@ -18,7 +18,8 @@ use serde::Deserialize;
 
 use cookie::{Cookie, SameSite};
 
-use crate::auth::{over_https, same_origin, session_id, SESSION_COOKIE, SESSION_TTL};
+use super::auth::{over_https, same_origin, session_id, SESSION_COOKIE};
+use crate::auth::SESSION_TTL;
 use crate::config::Access;
 
 #[derive(Deserialize)]
