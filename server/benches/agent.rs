@@ -820,8 +820,8 @@ async fn batches() {
             .collect();
         let staged = b
             .services
-            .runs
-            .stage_uploads(vec![server::runs::inputs::Upload {
+            .workspaces
+            .stage_uploads(vec![server::workspace::inputs::Upload {
                 name: "catalog.txt".into(),
                 bytes: catalog.into_bytes(),
             }])

@@ -15,7 +15,8 @@
 //! - [`runlog`]: the runs' log, its writer and the replicas' delta relay;
 //! - [`templates`], [`memories`], [`tool_servers`], [`webhooks`]: one folder per concept,
 //!   each with its service, its store trait and SQL;
-//! - [`runs`]: planboard's own agent: runs under leases, their controls, files and retention;
+//! - [`workspace`]: a run's files as people reach them: inputs, artifacts, the zip, images;
+//! - [`runs`]: planboard's own agent: runs under leases, their controls and retention;
 //! - [`reviews`]: people's reviews of finished plans;
 //! - [`web`]: the edges: the REST API, the board's backend and forms, MCP, sign-in, the
 //!   request guard, `/metrics`; [`router`] wires them; `main.rs` binds it;
@@ -43,6 +44,7 @@ pub mod templates;
 pub mod tool_servers;
 pub mod web;
 pub mod webhooks;
+pub mod workspace;
 
 pub use web::{bounded_responses, page_routes, router, router_with_pages, REQUEST_TIMEOUT};
 
@@ -64,6 +66,7 @@ pub struct Services {
     pub reviews: Arc<reviews::Reviews>,
     pub memories: Arc<memories::Memories>,
     pub tool_servers: Arc<tool_servers::ToolServers>,
+    pub workspaces: Arc<workspace::Workspaces>,
     pub access: Arc<Access>,
     /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).
     pub instance: Option<Arc<str>>,
@@ -197,6 +200,7 @@ pub async fn start_with_model(
         store.clone(),
     ));
     let memories = Arc::new(memories::Memories::new(store.clone()));
+    let workspaces = runs.workspaces();
     Ok(Services {
         plans,
         runs,
@@ -204,6 +208,7 @@ pub async fn start_with_model(
         reviews,
         memories,
         tool_servers,
+        workspaces,
         access: Arc::new(config.access.clone()),
         instance: config.instance.as_deref().map(Arc::from),
         keep_alive: Duration::from_secs(15),

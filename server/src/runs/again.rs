@@ -42,10 +42,10 @@ impl Runs {
         let (config, agent) = self.check_start(record.config.clone())?;
         let id = uuid::Uuid::new_v4();
         let workspace = self.workspace(id);
-        super::inputs::copy_workspace(
+        crate::workspace::inputs::copy_workspace(
             self.workspace(earlier),
             workspace.clone(),
-            self.workspace_quota,
+            self.workspaces.quota(),
         )
         .await?;
         let started = agent

@@ -23,8 +23,6 @@
 
 mod again;
 mod host;
-pub mod images;
-pub mod inputs;
 pub mod local_model;
 mod needs;
 pub mod retention;
@@ -40,6 +38,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::workspace::inputs::{InputError, Staged, Upload};
+use crate::workspace::{Artifact, ArtifactError, Workspaces};
 use agent::protocol::ToolSpec;
 use agent::run::{Budget, RunConfig, RunEntry, RunProgress, RunRecord, RunState, Verdict};
 use agent::tools::files::FileTools;
@@ -47,9 +47,8 @@ use agent::tools::sandbox::code::CodeTools;
 use agent::tools::sandbox::{Sandbox, SandboxLimits, SandboxUnavailable};
 use agent::tools::web::WebTools;
 use agent::tools::{ToolBox, Toolset};
-use agent::workspace::{Workspace, WorkspaceError};
+use agent::workspace::Workspace;
 use agent::{Agent, Llm, OpenAiLlm, RunId};
-use inputs::{InputError, Staged, Upload};
 use plan_engine::{Command, Op, PlanState, SubtaskId, SubtaskState};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -142,9 +141,7 @@ pub struct Runs {
     entries: broadcast::Sender<RunNews>,
     owner: String,
     lease: Duration,
-    workspaces: PathBuf,
-    /// The most a run's workspace may hold.
-    workspace_quota: u64,
+    workspaces: Arc<Workspaces>,
     /// The retentions in effect (see `retention.rs`), as the storage
     /// view shows them, and as durations.
     retention: run_model::Retention,
@@ -155,8 +152,6 @@ pub struct Runs {
     host: Arc<ServerHost>,
     /// One decision on a guarded call at a time, so a second one is refused.
     deciding: tokio::sync::Mutex<()>,
-    /// Folders runs may start from (`PLANBOARD_WORKSPACE_ROOTS`).
-    workspace_roots: Vec<PathBuf>,
     /// The code runner, or why it is not offered.
     sandbox: Result<Arc<Sandbox>, SandboxUnavailable>,
     /// Every work tool a run can be given, for the task box and for
@@ -376,8 +371,11 @@ impl Runs {
             entries,
             owner: owner_name(config),
             lease: config.run_lease,
-            workspaces,
-            workspace_quota: config.workspace_quota,
+            workspaces: Arc::new(Workspaces::new(
+                workspaces,
+                config.workspace_quota,
+                config.workspace_roots.clone(),
+            )),
             retention: run_model::Retention {
                 workspace_days: config
                     .workspace_retention
@@ -392,7 +390,6 @@ impl Runs {
             driving: Mutex::new(HashSet::new()),
             host: host_for_people,
             deciding: tokio::sync::Mutex::new(()),
-            workspace_roots: config.workspace_roots.clone(),
             sandbox,
             builtin_tools,
             tool_servers,
@@ -461,12 +458,17 @@ impl Runs {
         self.log.clone()
     }
 
+    /// The runs' workspaces (the services built at start share them).
+    pub fn workspaces(&self) -> Arc<Workspaces> {
+        self.workspaces.clone()
+    }
+
     pub fn agent_host(&self) -> Arc<dyn agent::host::Host> {
         self.host.clone()
     }
 
     pub fn workspace(&self, run: RunId) -> PathBuf {
-        self.workspaces.join(run.to_string())
+        self.workspaces.dir(run)
     }
 
     /// Claims what is claimable and drives it; then keeps the leases
@@ -657,33 +659,6 @@ impl Runs {
             .clone()
             .ok_or_else(|| RunError::NoModel(NO_MODEL.into()))?;
         Ok((config, agent))
-    }
-
-    /// Stages uploads for a run (see [`inputs`]).
-    pub async fn stage_uploads(&self, uploads: Vec<Upload>) -> Result<Staged, RunError> {
-        Staged::uploads(&self.workspaces, uploads, self.workspace_quota)
-            .await
-            .map_err(RunError::Input)
-    }
-
-    /// The folders a run may start from, as the operator set them (the
-    /// task box lists them; a refusal names them too).
-    pub fn workspace_roots(&self) -> &[PathBuf] {
-        &self.workspace_roots
-    }
-
-    /// Stages a copy of an allowed folder for a run (see [`inputs`]);
-    /// secret-looking files only when `secrets` is set.
-    pub async fn stage_folder(&self, source: &str, secrets: bool) -> Result<Staged, RunError> {
-        Staged::folder(
-            &self.workspaces,
-            source,
-            &self.workspace_roots,
-            secrets,
-            self.workspace_quota,
-        )
-        .await
-        .map_err(RunError::Input)
     }
 
     async fn view(&self, record: RunRecord) -> Result<RunView, RunError> {
@@ -908,9 +883,9 @@ impl Runs {
         let plan = record
             .plan_id
             .ok_or_else(|| RunError::Invalid("the run has no plan yet".into()))?;
-        let staged = self.stage_uploads(uploads).await?;
+        let staged = self.workspaces.stage_uploads(uploads).await?;
         let placed = staged
-            .add_to(&self.workspace(id), self.workspace_quota)
+            .add_to(&self.workspace(id), self.workspaces.quota())
             .await
             .map_err(RunError::Input)?;
         let list: Vec<String> = placed
@@ -993,116 +968,29 @@ impl Runs {
         self.get(id).await
     }
 
-    /// The run's workspace, opened through the one module that touches a
-    /// workspace's files ([`Workspace`]); `None` when the run left none.
-    async fn open_workspace(&self, id: RunId) -> Result<Option<Workspace>, RunError> {
-        let root = self.workspace(id);
-        let quota = self.workspace_quota;
-        tokio::task::spawn_blocking(move || match Workspace::open(&root) {
-            Ok(ws) => Ok(Some(ws.with_quota(quota))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(RunError::Input(InputError::Io(e))),
-        })
-        .await
-        .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?
-    }
-
-    /// The files the run wrote, relative to its workspace. Links are
-    /// neither listed nor followed; names planboard does not take (a
-    /// backslash, a control character, not UTF-8) are left out.
+    /// The files the run wrote ([`Workspaces::artifacts`]).
     pub async fn artifacts(&self, id: RunId) -> Result<Vec<Artifact>, RunError> {
         self.record(id).await?;
-        let Some(ws) = self.open_workspace(id).await? else {
-            return Ok(Vec::new());
-        };
-        blocking(move || {
-            let listing = ws.files()?;
-            let mut out: Vec<Artifact> = listing
-                .files
-                .into_iter()
-                .map(|f| Artifact {
-                    url: images::artifact_url(id, &f.path),
-                    image: images::shown_as_image(&f.path, f.bytes),
-                    path: f.path,
-                    bytes: f.bytes,
-                    preview: None,
-                })
-                .collect();
-            for artifact in out.iter_mut().take(PREVIEWED) {
-                if let Ok(head) =
-                    ws.read_head(&artifact.path, (run_model::PREVIEW_CHARS * 4) as u64)
-                {
-                    artifact.preview = inputs::preview(&head);
-                }
-            }
-            Ok(out)
-        })
-        .await
+        Ok(self.workspaces.artifacts(id).await?)
     }
 
-    /// The whole workspace as a zip archive (regular files only; links are
-    /// not followed), or why not.
+    /// The whole workspace as a zip archive ([`Workspaces::zip`]).
     pub async fn workspace_zip(&self, id: RunId) -> Result<Vec<u8>, RunError> {
         self.record(id).await?;
-        let ws = self.open_workspace(id).await?;
-        // One walk of the workspace: the listing (without previews) and
-        // the files' bytes, each read through the workspace.
-        let zipped = blocking(move || {
-            let files = match &ws {
-                Some(ws) => ws.files()?.files,
-                None => Vec::new(),
-            };
-            let total: u64 = files.iter().map(|f| f.bytes).sum();
-            if total > ZIP_MAX_BYTES {
-                return Ok(Err(total));
-            }
-            zip_files(ws.as_ref(), &files).map(Ok)
-        })
-        .await?;
-        zipped.map_err(|total| {
-            RunError::Input(InputError::Source {
-                path: format!("the workspace of run {id}"),
-                error: format!(
-                    "it holds {total} bytes; a zip of it is made up to {ZIP_MAX_BYTES} bytes (download the files one by one)"
-                ),
-            })
-        })
+        Ok(self.workspaces.zip(id).await?)
     }
 
-    /// One artifact's bytes; names out of the workspace, links and names
-    /// planboard does not take are refused.
+    /// One artifact's bytes ([`Workspaces::artifact`]).
     pub async fn artifact(&self, id: RunId, relative: &str) -> Result<Vec<u8>, RunError> {
         self.record(id).await?;
-        let missing = || RunError::Invalid(format!("the run has no artifact {relative}"));
-        let Some(ws) = self.open_workspace(id).await? else {
-            return Err(missing());
-        };
-        let name = relative.to_string();
-        let read = tokio::task::spawn_blocking(move || ws.read(&name, ZIP_MAX_BYTES))
+        self.workspaces
+            .artifact(id, relative)
             .await
-            .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?;
-        match read {
-            Ok((bytes, len)) if len <= ZIP_MAX_BYTES => Ok(bytes),
-            Ok((_, len)) => Err(RunError::Invalid(format!(
-                "{relative} has {len} bytes; an artifact is served up to {ZIP_MAX_BYTES}"
-            ))),
-            Err(WorkspaceError::NotFound { .. }) | Err(WorkspaceError::NotAFile { .. }) => {
-                Err(missing())
-            }
-            Err(e @ WorkspaceError::Io { .. }) => Err(RunError::Input(InputError::Workspace(e))),
-            Err(e) => Err(RunError::Invalid(e.to_string())),
-        }
+            .map_err(|e| match e {
+                ArtifactError::Input(e) => RunError::Input(e),
+                ArtifactError::Refused(m) => RunError::Invalid(m),
+            })
     }
-}
-
-/// Runs blocking workspace work off the async threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
-) -> Result<T, RunError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| RunError::Input(InputError::Io(std::io::Error::other(e.to_string()))))?
-        .map_err(|e| RunError::Input(InputError::Workspace(e)))
 }
 
 /// A guarded tool call that waits for a person.
@@ -1136,55 +1024,6 @@ pub struct Decision {
     /// With `edit`: the arguments to run the call with instead.
     #[serde(default)]
     pub arguments: Option<serde_json::Value>,
-}
-
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-pub struct Artifact {
-    pub path: String,
-    pub bytes: u64,
-    /// The start of the file when it is text (for the first
-    /// [`PREVIEWED`] files of the listing).
-    pub preview: Option<String>,
-    /// Where it is served (`/api/runs/{id}/artifacts/{path}`, its path
-    /// percent-encoded).
-    pub url: String,
-    /// Whether the board shows it as an image: a png, jpeg, gif, webp or
-    /// svg file (by its extension) of at most 10 MiB.
-    pub image: bool,
-}
-
-/// Files of a listing that get a preview.
-pub const PREVIEWED: usize = 100;
-/// The most bytes a workspace zip is made of.
-pub const ZIP_MAX_BYTES: u64 = 200 * 1024 * 1024;
-
-/// A zip of `files` (paths relative to the workspace), deflated; each is
-/// read through the workspace, so a file swapped for a link since the
-/// listing is left out, not followed.
-fn zip_files(
-    ws: Option<&Workspace>,
-    files: &[agent::workspace::FileEntry],
-) -> Result<Vec<u8>, WorkspaceError> {
-    use std::io::Write;
-    let io = |e: std::io::Error| WorkspaceError::Io {
-        name: "the zip".into(),
-        error: e,
-    };
-    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .large_file(false);
-    for file in files {
-        let Some(ws) = ws else { break };
-        let Ok((bytes, _)) = ws.read(&file.path, ZIP_MAX_BYTES) else {
-            continue;
-        };
-        zip.start_file(file.path.as_str(), options)
-            .map_err(|e| io(std::io::Error::other(e)))?;
-        zip.write_all(&bytes).map_err(io)?;
-    }
-    let cursor = zip.finish().map_err(|e| io(std::io::Error::other(e)))?;
-    Ok(cursor.into_inner())
 }
 
 /// A batch input must be one of the run's files and read as items.

@@ -24,7 +24,8 @@ use agent::workspace::Workspace;
 use agent::RunId;
 use plan_engine::Timestamp;
 
-use super::{blocking, RunError, RunView, Runs};
+use super::{RunError, RunView, Runs};
+use crate::workspace::blocking;
 
 /// How long a staging folder may stay: one request's lifetime is seconds;
 /// one this old is a leftover (seed 002's shortest TTL, its batch
@@ -116,7 +117,7 @@ impl Runs {
         before: Timestamp,
         now: Timestamp,
     ) -> Result<Purged, RunError> {
-        let folders = run_folders(&self.workspaces).await;
+        let folders = run_folders(self.workspaces.root()).await;
         let mut purged = Purged::default();
         for record in self.store.finished_before(&folders, before).await? {
             let id = record.id;
@@ -161,7 +162,7 @@ impl Runs {
 
     /// Removes staging folders last changed before `before`.
     async fn purge_staging(&self, before: Timestamp) {
-        let staging = self.workspaces.join(".incoming");
+        let staging = self.workspaces.root().join(".incoming");
         let Ok(mut entries) = tokio::fs::read_dir(&staging).await else {
             return;
         };
@@ -215,9 +216,9 @@ impl Runs {
     /// What planboard stores and how much, with the retentions in effect.
     pub async fn storage(&self) -> Result<run_model::StorageReport, RunError> {
         let mut report = self.store.storage_counts().await?;
-        let folders = run_folders(&self.workspaces).await;
+        let folders = run_folders(self.workspaces.root()).await;
         report.workspaces.count = folders.len() as u64;
-        let root = self.workspaces.clone();
+        let root = self.workspaces.root().to_path_buf();
         let (bytes, unmeasured) = tokio::task::spawn_blocking(move || {
             let (mut bytes, mut unmeasured) = (0u64, 0u64);
             for id in &folders {

@@ -39,6 +39,7 @@ use crate::service::{PlanService, ToolRights};
 use crate::store::SessionSettings;
 use crate::web::api::error::ApiError;
 use crate::web::api::runs::StartRun;
+use crate::workspace::Workspaces;
 
 #[derive(Clone)]
 pub struct PlanMcp {
@@ -46,6 +47,7 @@ pub struct PlanMcp {
     runs: Arc<Runs>,
     reviews: Arc<Reviews>,
     memories: Arc<Memories>,
+    workspaces: Arc<Workspaces>,
     session: String,
 }
 
@@ -192,7 +194,7 @@ impl McpFile {
         Ok(())
     }
 
-    fn upload(self) -> Result<crate::runs::inputs::Upload, String> {
+    fn upload(self) -> Result<crate::workspace::inputs::Upload, String> {
         use base64::Engine;
         let bytes = match (self.text, self.base64) {
             (Some(text), None) => text.into_bytes(),
@@ -201,7 +203,7 @@ impl McpFile {
                 .map_err(|e| format!("{}: the base64 content is invalid: {e}", self.name))?,
             _ => return Err(format!("{}: give either text or base64", self.name)),
         };
-        Ok(crate::runs::inputs::Upload {
+        Ok(crate::workspace::inputs::Upload {
             name: self.name,
             bytes,
         })
@@ -242,9 +244,10 @@ pub fn router(
     runs: Arc<Runs>,
     reviews: Arc<Reviews>,
     memories: Arc<Memories>,
+    workspaces: Arc<Workspaces>,
 ) -> axum::Router {
     axum::Router::new()
-        .fallback_service(service(plans, runs, reviews, memories))
+        .fallback_service(service(plans, runs, reviews, memories, workspaces))
         .layer(axum::middleware::from_fn(http_details))
         .layer(axum::middleware::from_fn_with_state(
             MCP_BODY_LIMIT,
@@ -287,6 +290,7 @@ pub fn service(
     runs: Arc<Runs>,
     reviews: Arc<Reviews>,
     memories: Arc<Memories>,
+    workspaces: Arc<Workspaces>,
 ) -> StreamableHttpService<PlanMcp, LocalSessionManager> {
     StreamableHttpService::new(
         move || {
@@ -295,6 +299,7 @@ pub fn service(
                 runs: runs.clone(),
                 reviews: reviews.clone(),
                 memories: memories.clone(),
+                workspaces: workspaces.clone(),
                 session: format!("mcp:{}", uuid::Uuid::new_v4()),
             })
         },
@@ -519,8 +524,10 @@ impl PlanMcp {
                     .map_err(ApiError::BadRequest)?;
                 let staged = match (uploads.is_empty(), source) {
                     (true, None) => None,
-                    (false, None) => Some(self.runs.stage_uploads(uploads).await?),
-                    (true, Some(source)) => Some(self.runs.stage_folder(&source, false).await?),
+                    (false, None) => Some(self.workspaces.stage_uploads(uploads).await?),
+                    (true, Some(source)) => {
+                        Some(self.workspaces.stage_folder(&source, false).await?)
+                    }
                     (false, Some(_)) => {
                         return Err(ApiError::BadRequest(
                             "give files or a source folder, not both".into(),

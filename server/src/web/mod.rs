@@ -66,6 +66,7 @@ pub fn router_with_pages(
         reviews: services.reviews.clone(),
         memories: services.memories.clone(),
         tool_servers: services.tool_servers.clone(),
+        workspaces: services.workspaces.clone(),
         keep_alive: services.keep_alive,
         webhooks: services.webhooks.clone(),
     });
@@ -83,6 +84,7 @@ pub fn router_with_pages(
                 services.runs.clone(),
                 services.reviews.clone(),
                 services.memories.clone(),
+                services.workspaces.clone(),
             )
             .layer(axum::middleware::from_fn(guard::json_bodies)),
         )
@@ -97,6 +99,7 @@ pub fn router_with_pages(
         reviews: services.reviews.clone(),
         memories: services.memories.clone(),
         tool_servers: services.tool_servers.clone(),
+        workspaces: services.workspaces.clone(),
         webhooks: services.webhooks.clone(),
     });
     let backend: Arc<dyn app::api::BoardBackend> = board.clone();

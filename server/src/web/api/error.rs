@@ -20,13 +20,13 @@ use serde_json::json;
 use crate::auth::AuthError;
 use crate::memories::MemoryError;
 use crate::reviews::ReviewError;
-use crate::runs::inputs::InputError;
 use crate::runs::RunError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
 use crate::templates::TemplateError;
 use crate::tool_servers::ToolServerError;
 use crate::webhooks::EndpointError;
+use crate::workspace::inputs::InputError;
 
 /// The machine code of an error: the `error` field of every error body,
 /// and what the board and MCP read beside the sentence.

@@ -58,6 +58,7 @@ pub struct ApiState {
     pub reviews: Arc<crate::reviews::Reviews>,
     pub memories: Arc<crate::memories::Memories>,
     pub tool_servers: Arc<crate::tool_servers::ToolServers>,
+    pub workspaces: Arc<crate::workspace::Workspaces>,
     pub keep_alive: Duration,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
@@ -124,7 +125,7 @@ schema::schemars_bridge! {
         runs::RunAgain,
         runs::KeepRun,
         crate::runs::RunView,
-        crate::runs::Artifact,
+        crate::workspace::Artifact,
         crate::runlog::StoredRunEntry,
         memories::PinMemory,
         memories::EditMemory,

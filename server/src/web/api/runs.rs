@@ -21,8 +21,9 @@ use super::extract::{path_param, OptionalBody, Params};
 use super::ApiState;
 use crate::auth::Identity;
 use crate::runlog::StoredRunEntry;
-use crate::runs::inputs::Upload;
-use crate::runs::{Artifact, Decision, PendingCall, RunError, RunView};
+use crate::runs::{Decision, PendingCall, RunError, RunView};
+use crate::workspace::inputs::Upload;
+use crate::workspace::Artifact;
 
 /// The `{id}` of a run route.
 pub struct RunRef(pub RunId);
@@ -208,6 +209,7 @@ impl StartRun {
     pub(crate) async fn start(
         self,
         runs: &std::sync::Arc<crate::runs::Runs>,
+        workspaces: &crate::workspace::Workspaces,
         files: Vec<Upload>,
         who: &str,
         trace: Option<run_model::TraceParent>,
@@ -218,8 +220,8 @@ impl StartRun {
         let config = self.into_config()?;
         let staged = match (files.is_empty(), source) {
             (true, None) => None,
-            (false, None) => Some(runs.stage_uploads(files).await?),
-            (true, Some(source)) => Some(runs.stage_folder(&source, secrets).await?),
+            (false, None) => Some(workspaces.stage_uploads(files).await?),
+            (true, Some(source)) => Some(workspaces.stage_folder(&source, secrets).await?),
             (false, Some(_)) => {
                 return Err(ApiError::BadRequest(
                     "give files or a source folder, not both".into(),
@@ -462,7 +464,9 @@ pub async fn start_run(
     StartRequest { run, files }: StartRequest,
 ) -> Result<impl IntoResponse, ApiError> {
     let trace = trace.map(|Extension(t)| t.0);
-    let view = run.start(&state.runs, files, &who.actor(), trace).await?;
+    let view = run
+        .start(&state.runs, &state.workspaces, files, &who.actor(), trace)
+        .await?;
     let location = format!("/api/runs/{}", view.record.id);
     Ok((
         StatusCode::CREATED,
@@ -805,8 +809,8 @@ pub async fn agent_tools(State(state): State<ApiState>) -> Json<AgentTools> {
             .map(|e| e.reason().to_string()),
         model: state.runs.model_status(),
         workspace_roots: state
-            .runs
-            .workspace_roots()
+            .workspaces
+            .roots()
             .iter()
             .map(|r| r.display().to_string())
             .collect(),
@@ -851,7 +855,7 @@ pub async fn get_artifact(
     })?;
     // The type from the name's extension (images) or the bytes (text or
     // not); an SVG never as an active page of this origin.
-    let served = crate::runs::images::served_as(path, &bytes);
+    let served = crate::workspace::images::served_as(path, &bytes);
     let mut headers = axum::http::HeaderMap::new();
     headers.insert(
         header::CONTENT_TYPE,

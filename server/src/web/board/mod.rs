@@ -103,6 +103,7 @@ pub struct Board {
     pub reviews: Arc<crate::reviews::Reviews>,
     pub memories: Arc<crate::memories::Memories>,
     pub tool_servers: Arc<crate::tool_servers::ToolServers>,
+    pub workspaces: Arc<crate::workspace::Workspaces>,
     /// The configured webhook endpoint (the settings page shows it).
     pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
@@ -394,8 +395,8 @@ impl BoardBackend for Board {
                 .map(|e| e.reason().to_string()),
             model_status: self.runs.model_status(),
             workspace_roots: self
-                .runs
-                .workspace_roots()
+                .workspaces
+                .roots()
                 .iter()
                 .map(|r| r.display().to_string())
                 .collect(),
@@ -594,7 +595,7 @@ impl BoardBackend for Board {
         // header still shows the answer.
         let images = match &view.record.answer {
             Some(answer) => self
-                .runs
+                .workspaces
                 .answer_images(view.record.id, answer, &view.record.config.inputs)
                 .await
                 .unwrap_or_else(|e| {
@@ -603,7 +604,7 @@ impl BoardBackend for Board {
                 })
                 .into_iter()
                 .map(|f| app::api::FileRow {
-                    url: crate::runs::images::artifact_url(view.record.id, &f.path),
+                    url: crate::workspace::images::artifact_url(view.record.id, &f.path),
                     path: f.path,
                     bytes: f.bytes,
                     preview: None,

@@ -14,7 +14,7 @@ use crate::web::board::board_error;
 #[derive(Debug, Default)]
 pub struct TaskForm {
     draft: app::pages::task::TaskDraft,
-    files: Vec<crate::runs::inputs::Upload>,
+    files: Vec<crate::workspace::inputs::Upload>,
 }
 
 /// Most bytes of a text field of the task box.
@@ -70,7 +70,7 @@ impl TaskForm {
                 let file_name = field.file_name().unwrap_or_default().to_string();
                 let bytes = field.bytes().await?;
                 if !(file_name.is_empty() && bytes.is_empty()) {
-                    form.files.push(crate::runs::inputs::Upload {
+                    form.files.push(crate::workspace::inputs::Upload {
                         name: file_name,
                         bytes: bytes.to_vec(),
                     });
@@ -280,7 +280,7 @@ pub async fn start_task(
             .collect();
         let run = start_run(&draft, &names, lang)?;
         let view = run
-            .start(&board.runs, files, &viewer.name, trace)
+            .start(&board.runs, &board.workspaces, files, &viewer.name, trace)
             .await
             .map_err(board_error)?;
         view.record

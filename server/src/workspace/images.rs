@@ -31,8 +31,6 @@ use agent::workspace::FileEntry;
 use agent::RunId;
 use run_model::InputFile;
 
-use super::{blocking, RunError, Runs};
-
 /// The largest image a page shows (a bigger one is listed, not shown).
 pub const IMAGE_SHOWN_MAX_BYTES: u64 = 10 * 1024 * 1024;
 
@@ -198,23 +196,6 @@ pub fn answer_images(answer: &str, files: Vec<FileEntry>, inputs: &[InputFile]) 
         .map(|(_, f)| f)
         .take(app::api::IMAGES_SHOWN)
         .collect()
-}
-
-impl Runs {
-    /// The images the answer of run `id` shows ([`answer_images`]), read
-    /// through the run's workspace; none when it left no workspace.
-    pub async fn answer_images(
-        &self,
-        id: RunId,
-        answer: &str,
-        inputs: &[InputFile],
-    ) -> Result<Vec<FileEntry>, RunError> {
-        let Some(ws) = self.open_workspace(id).await? else {
-            return Ok(Vec::new());
-        };
-        let files = blocking(move || ws.files()).await?.files;
-        Ok(answer_images(answer, files, inputs))
-    }
 }
 
 #[cfg(test)]
