@@ -186,7 +186,7 @@ impl RunConfig {
             out.push_str(&format!("\n- {} ({} bytes)", file.path, file.bytes));
             match &file.preview {
                 Some(preview) => {
-                    let shown: String = preview.chars().take(PREVIEW_CHARS).collect();
+                    let shown = plan_engine::text::prefix(preview, PREVIEW_CHARS);
                     out.push_str(":\n  ");
                     out.push_str(&shown.replace('\n', "\n  "));
                 }

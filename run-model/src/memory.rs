@@ -158,7 +158,7 @@ pub fn choose(ranked: Vec<Memory>, limit: usize) -> Vec<Memory> {
 }
 
 fn line(m: &Memory) -> String {
-    let text: String = m.text.chars().take(400).collect();
+    let text = plan_engine::text::prefix(&m.text, 400);
     match m.kind {
         MemoryKind::Rule => format!("- Rule: {text}\n"),
         MemoryKind::Correction => format!("- Correction: {text}\n"),

@@ -96,7 +96,7 @@ impl SubtaskAttempts {
     /// Counts a failed attempt and keeps its reason.
     pub fn failed_with(&mut self, reason: &str) {
         self.failed += 1;
-        let reason: String = reason.chars().take(500).collect();
+        let reason = plan_engine::text::prefix(reason, 500).to_string();
         self.reasons.push(reason);
         if self.reasons.len() > Self::KEPT {
             self.reasons.remove(0);

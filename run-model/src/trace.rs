@@ -50,7 +50,7 @@ impl std::str::FromStr for TraceParent {
     type Err = BadTraceParent;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || BadTraceParent(text.chars().take(80).collect());
+        let bad = || BadTraceParent(plan_engine::text::prefix(text, 80).to_string());
         let mut parts = text.trim().split('-');
         let (Some(version), Some(trace), Some(span), Some(flags)) =
             (parts.next(), parts.next(), parts.next(), parts.next())

@@ -265,7 +265,7 @@ impl Identity {
         let room = plan_engine::model::limits::ACTOR.saturating_sub(self.name.chars().count() + 3);
         match &self.agent {
             Some(agent) if room > 0 => {
-                let agent: String = agent.chars().take(room).collect();
+                let agent = plan_engine::text::prefix(agent, room);
                 format!("{} · {agent}", self.name)
             }
             _ => self.name.clone(),

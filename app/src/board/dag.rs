@@ -45,11 +45,7 @@ const ZOOMS: [usize; 9] = [25, 33, 50, 67, 80, 100, 125, 160, 200];
 
 #[cfg(feature = "ssr")]
 fn short(name: &str) -> String {
-    let mut out: String = name.chars().take(22).collect();
-    if name.chars().count() > 22 {
-        out.push('…');
-    }
-    out
+    plan_engine::text::ellipsis(name, 22)
 }
 
 /// Units drawn before chains and then groups fold (see

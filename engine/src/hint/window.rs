@@ -236,10 +236,9 @@ impl Ctx<'_> {
 
     pub(super) fn snippet(&self, text: &str, max: usize) -> String {
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        if self.opts.full_plan || flat.chars().count() <= max {
+        if self.opts.full_plan {
             return flat;
         }
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
+        crate::text::ellipsis(&flat, max)
     }
 }

@@ -951,7 +951,7 @@ impl Runs {
         };
         let reason = decision
             .reason
-            .map(|r| r.trim().chars().take(2000).collect::<String>())
+            .map(|r| plan_engine::text::prefix(r.trim(), 2000).to_string())
             .filter(|r| !r.is_empty());
         self.host
             .log_now(

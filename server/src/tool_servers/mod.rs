@@ -251,7 +251,7 @@ impl ToolServerSpec {
         if !valid_name(&name) {
             return Err(bad(format!(
                 "name has 1 to 40 letters, digits, '-' or '_', not '{}'",
-                name.chars().take(60).collect::<String>()
+                plan_engine::text::prefix(&name, 60)
             )));
         }
         let url = self

@@ -100,7 +100,7 @@ pub(super) fn body_for(
 ) -> Option<(WebhookEvent, String)> {
     let read: RunEntry = serde_json::from_value(entry.entry.clone()).ok()?;
     let (event, state, text) = event_of(&read)?;
-    let text: String = text.chars().take(1000).collect();
+    let text = plan_engine::text::prefix(&text, 1000).to_string();
     let link = entry
         .plan_id
         .map(|id| format!("{}/plans/{id}", board_url.trim_end_matches('/')));

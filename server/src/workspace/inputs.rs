@@ -116,7 +116,7 @@ pub fn preview(bytes: &[u8]) -> Option<String> {
     if text.contains('\0') {
         return None;
     }
-    Some(text.chars().take(PREVIEW_CHARS).collect())
+    Some(plan_engine::text::prefix(text, PREVIEW_CHARS).to_string())
 }
 
 impl Staged {

@@ -119,15 +119,15 @@ pub const PLAN_VERSION_HEADER: &str = "x-plan-version";
 /// The session key, and whether the caller named it (an agent session) or
 /// it fell back to the caller's name.
 fn session(
-    q: &SessionQuery,
+    query: Option<&str>,
     headers: &HeaderMap,
     who: &Identity,
 ) -> Result<(String, bool), ApiError> {
     let given = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
+        .or(query)
         .map(str::to_string)
-        .or_else(|| q.session.clone())
         .filter(|s| !s.trim().is_empty());
     let named = given.is_some();
     let session = given.unwrap_or_else(|| format!("user:{}", who.name));
@@ -155,7 +155,7 @@ pub async fn call_tool(
     MaybeBody(args): MaybeBody,
 ) -> Result<Response, ApiError> {
     let dialect = dialect(&dialect_name)?;
-    let (session, named) = session(&q, &headers, &who)?;
+    let (session, named) = session(q.session.as_deref(), &headers, &who)?;
     let settings = q.call_settings()?;
     // An agent session that did not name its agent is recorded by its key.
     let who = if named { who.acting_as(&session) } else { who };
@@ -237,7 +237,7 @@ pub async fn session_hint(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let opts = hint_options(&dialect_name, &q)?;
-    let (session, _) = session(&q, &headers, &who)?;
+    let (session, _) = session(q.session.as_deref(), &headers, &who)?;
     Ok(hint_response(
         state.service.session_hint(&session, &opts).await?,
     ))
@@ -256,7 +256,7 @@ pub async fn session_hint_remembered(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let opts = hint_options(&dialect_name, &q)?;
-    let (session, _) = session(&q, &headers, &who)?;
+    let (session, _) = session(q.session.as_deref(), &headers, &who)?;
     Ok(hint_response(
         state
             .service
@@ -277,15 +277,7 @@ pub struct SettingsQuery {
 
 impl SettingsQuery {
     fn session(&self, headers: &HeaderMap, who: &Identity) -> Result<String, ApiError> {
-        let q = SessionQuery {
-            session: self.session.clone(),
-            lang: None,
-            fresh: None,
-            since_version: None,
-            need_user_confirm: None,
-            max_subtasks: None,
-        };
-        Ok(session(&q, headers, who)?.0)
+        Ok(session(self.session.as_deref(), headers, who)?.0)
     }
 }
 

@@ -35,7 +35,7 @@ impl ToolServerForm {
             let (key, value) = line.split_once('=').ok_or_else(|| {
                 BoardError::Refused(format!(
                     "an env line is NAME=value, not '{}'",
-                    line.chars().take(60).collect::<String>()
+                    plan_engine::text::prefix(line, 60)
                 ))
             })?;
             env.insert(key.trim().to_string(), value.to_string());
