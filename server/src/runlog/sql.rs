@@ -225,3 +225,42 @@ impl RunLogStore for SqlStore {
         self.run_log_page(run, Page::After(after), limit).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use agent::run::EntryKind;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn on_sqlite_an_append_waits_for_the_writing_turn_another_write_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("turns.db").display());
+        let store = Arc::new(SqlStore::connect(&url).await.unwrap());
+        let turn = store.write_turn().await;
+        assert!(turn.is_some(), "SQLite's writers take turns");
+        let writer = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let entry = NewRunEntry {
+                    run: RunId::new_v4(),
+                    plan: None,
+                    kind: EntryKind::StateChanged,
+                    at: chrono::Utc::now(),
+                    entry: serde_json::json!({"kind": "state_changed"}),
+                };
+                store.append_run_log(&[entry]).await
+            })
+        };
+        // Long enough for an append that does not wait to be over many
+        // times; one that waits never finishes while the turn is held.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!writer.is_finished(), "the append waited for the turn");
+        drop(turn);
+        let stored = writer.await.unwrap().unwrap();
+        assert_eq!(stored.len(), 1, "then it wrote");
+    }
+}
