@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use agent::{RunEntry, RunId};
-use plan_engine::{PlanId, PlanState};
+use plan_engine::{PlanId, PlanState, SubtaskState};
 use run_model::{Need, NeedKind, RunState};
 
 use super::{PendingCall, RunError, Runs};
@@ -77,7 +77,10 @@ impl Runs {
                 if plan.state() == PlanState::AwaitingApproval {
                     needs.push(base(NeedKind::Approval, None, plan.goal()));
                 }
-                if !plan.state().is_finished() {
+                // A question blocks its subtask: the engine counts blocked
+                // subtasks in O(1), so a plan with none (nearly every plan
+                // on every call) is not walked subtask by subtask.
+                if !plan.state().is_finished() && plan.count(SubtaskState::Blocked) > 0 {
                     for s in plan.subtasks() {
                         if let Some(question) = s.question() {
                             needs.push(base(NeedKind::Question, Some(s.id()), question));

@@ -178,6 +178,17 @@ async fn a_question_is_answered_over_http_and_the_answer_reaches_the_model() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    // The question waits in the inbox, on its subtask.
+    let (_, needs) = server.get("/api/inbox").await;
+    let asked: Vec<&Value> = needs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "question")
+        .collect();
+    assert_eq!(asked.len(), 1, "{needs}");
+    assert_eq!(asked[0]["subtask"], 1, "{needs}");
+    assert_eq!(asked[0]["text"], "Which city?", "{needs}");
     let (status, body) = server
         .post(
             &format!("/api/runs/{run}/answer"),
