@@ -142,11 +142,19 @@ pub struct MemoryHost {
     memories: Mutex<Vec<Memory>>,
     /// Input files by path, the same for every run.
     inputs: Mutex<HashMap<String, Vec<u8>>>,
+    /// How many of the next `remember` calls fail as a busy store would.
+    remember_failures: std::sync::atomic::AtomicU32,
 }
 
 impl MemoryHost {
     pub fn new() -> Arc<MemoryHost> {
         Arc::new(MemoryHost::default())
+    }
+
+    /// The next `times` calls to `remember` fail (the store unavailable).
+    pub fn fail_remembering(&self, times: u32) {
+        self.remember_failures
+            .store(times, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Every memory stored, oldest first.
@@ -322,6 +330,13 @@ impl Host for MemoryHost {
     }
 
     async fn remember(&self, new: Vec<NewMemory>) -> Result<(), HostError> {
+        use std::sync::atomic::Ordering;
+        let failing =
+            self.remember_failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if failing.is_ok() {
+            return Err(HostError::Unavailable("the store is busy".into()));
+        }
         let mut memories = self.memories.lock().expect("memory lock");
         for m in new {
             memories.push(Memory {

@@ -178,20 +178,31 @@ impl Driver {
         }
         memories.push(memory(MemoryKind::Run, summary));
         let count = memories.len();
-        // A store busy for a moment is tried again; the run is over, so
-        // the wait costs nobody.
-        for attempt in 1..=3u32 {
+        // A store busy for a moment is tried again (3 attempts, 250 then
+        // 500 ms apart); the run is over, so the wait costs nobody.
+        let retry = crate::retry::RetryPolicy {
+            attempts: 3,
+            base: std::time::Duration::from_millis(250),
+            max_delay: std::time::Duration::from_secs(1),
+        };
+        let mut attempt = 1;
+        loop {
             match self.host.remember(memories.clone()).await {
                 Ok(()) => {
                     self.caller.log(RunEntry::Remembered { count }).await;
                     return;
                 }
-                Err(e) if attempt < 3 => {
-                    tracing::info!("run {}: remembering it failed ({e}); again", self.run.id);
-                    tokio::time::sleep(std::time::Duration::from_millis(250 * u64::from(attempt)))
-                        .await;
-                }
-                Err(e) => tracing::warn!("run {}: could not remember it: {e}", self.run.id),
+                Err(e) => match retry.backoff(attempt) {
+                    Some(wait) => {
+                        tracing::info!("run {}: remembering it failed ({e}); again", self.run.id);
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
+                    None => {
+                        tracing::warn!("run {}: could not remember it: {e}", self.run.id);
+                        return;
+                    }
+                },
             }
         }
     }

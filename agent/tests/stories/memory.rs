@@ -439,3 +439,37 @@ async fn each_batch_of_a_long_list_is_planned_with_what_the_run_recalled() {
         "{batches:#?}"
     );
 }
+
+#[tokio::test]
+async fn a_store_busy_for_a_moment_is_tried_again_and_one_that_stays_down_costs_only_the_memories()
+{
+    let world = World::new(
+        worker()
+            .push_json(CallRole::Planner, plan_json(&[("deploy", &[])]))
+            .push_json(CallRole::Planner, plan_json(&[("deploy", &[])])),
+    );
+    let remembered = |run: &agent::RunRecord| {
+        world
+            .host
+            .entries(run.id)
+            .iter()
+            .any(|e| matches!(e, RunEntry::Remembered { .. }))
+    };
+    // Busy twice: the third attempt keeps them.
+    world.host.fail_remembering(2);
+    let mut c = config("Deploy the billing service");
+    c.mode = ModeChoice::Simple;
+    let first = another(&world, c).await;
+    assert_eq!(first.state, RunState::Done);
+    let kept = world.host.memories().len();
+    assert!(kept > 0, "kept at the third attempt");
+    assert!(remembered(&first));
+    // Down for all three attempts: the run is still done, nothing is kept.
+    world.host.fail_remembering(3);
+    let mut c = config("Deploy the search service");
+    c.mode = ModeChoice::Simple;
+    let second = another(&world, c).await;
+    assert_eq!(second.state, RunState::Done);
+    assert_eq!(world.host.memories().len(), kept);
+    assert!(!remembered(&second));
+}
