@@ -43,11 +43,7 @@ pub enum CallError {
 
 /// A model's answer as a failure shows it: the first 300 characters.
 pub fn shown_answer(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(300) {
-        None => text.to_string(),
-        Some((at, _)) => format!("{}…", &text[..at]),
-    }
+    plan_engine::text::ellipsis(text.trim(), 300)
 }
 
 /// What a run's calls share.

@@ -160,7 +160,7 @@ impl LlmError {
             500..=599 => ErrorClass::Server,
             _ => ErrorClass::BadRequest,
         };
-        let excerpt: String = body.chars().take(300).collect();
+        let excerpt = plan_engine::text::prefix(body, 300);
         LlmError {
             class,
             message: format!("the model server answered {status}: {excerpt}"),

@@ -120,7 +120,7 @@ impl Sandbox {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let detail: String = match stderr.trim() {
                 "" => output.status.to_string(),
-                text => text.chars().take(400).collect(),
+                text => plan_engine::text::prefix(text, 400).to_string(),
             };
             return Err(SandboxUnavailable::new(format!(
                 "bubblewrap cannot {what} here: {detail}"
