@@ -31,10 +31,34 @@ fn database() -> Option<String> {
 pub async fn fresh_database() -> Option<String> {
     use sqlx::Connection;
     let url = database()?;
-    let name = format!("planboard_story_{}", uuid::Uuid::new_v4().simple());
+    // Named by this process, so the next run can tell earlier runs'
+    // databases from its own and drop them (they are never dropped at the
+    // end: a story's server may still hold connections then).
+    let ours = format!("planboard_story_{}_", std::process::id());
+    let name = format!("{ours}{}", uuid::Uuid::new_v4().simple());
     let mut admin = sqlx::PgConnection::connect(&url)
         .await
         .expect("the test database answers");
+    static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    SWEPT
+        .get_or_init(|| async {
+            let mut admin = sqlx::PgConnection::connect(&url)
+                .await
+                .expect("the test database answers");
+            let earlier: Vec<String> = sqlx::query_scalar(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'planboard\\_story\\_%'",
+            )
+            .fetch_all(&mut admin)
+            .await
+            .unwrap_or_default();
+            for old in earlier.iter().filter(|d| !d.starts_with(&ours)) {
+                // One still in use (another run's) stays.
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{old}\""))
+                    .execute(&mut admin)
+                    .await;
+            }
+        })
+        .await;
     sqlx::query(&format!("CREATE DATABASE \"{name}\""))
         .execute(&mut admin)
         .await
