@@ -77,6 +77,11 @@ pub const EXECUTOR: &str = "You carry out one subtask of a plan, one action per 
 - a tool name: call that tool with its arguments; you will see its result.
 Do only this subtask. Use the results of earlier subtasks given below. Never work out numbers in your head: compute them with a tool and state them exactly as it printed them.";
 
+/// When a code tool is offered: the output shows what the code matched,
+/// so a wrong program shows itself (Qwen2.5-1.5B counted the lines of
+/// three files as their functions and printed 28 with confidence).
+pub const EXECUTOR_CODE: &str = "- Code prints its evidence, not only the result: what it matched or counted (the first 10 items) and how many, each with a label. Read the output: if it did not count what the subtask asks, fix the code. A file made from data (sorted, filtered, computed) is written by the code itself.";
+
 pub const EXECUTOR_ASK: &str =
     "- ask: only a person can answer something you need; ask one clear question.";
 

@@ -143,6 +143,7 @@ impl Driver {
             mode,
             &names,
             !inputs.is_empty() && inputs.len() <= run_model::config::INPUTS_LISTED,
+            inputs.is_empty() && self.run.config.plan.is_none(),
         );
         if !planned.repairs.is_empty() {
             self.caller

@@ -196,6 +196,10 @@ pub fn brief(job: &Job) -> String {
 
 fn system(tools: &[ToolSpec], offered: crate::protocol::Actions) -> String {
     let mut out = String::from(prompts::EXECUTOR);
+    if tools.iter().any(|t| CODE_TOOLS.contains(&t.name.as_str())) {
+        out.push('\n');
+        out.push_str(prompts::EXECUTOR_CODE);
+    }
     if offered.ask {
         out.push('\n');
         out.push_str(prompts::EXECUTOR_ASK);
@@ -212,6 +216,9 @@ fn system(tools: &[ToolSpec], offered: crate::protocol::Actions) -> String {
     }
     out
 }
+
+/// The tools that run code the model writes.
+const CODE_TOOLS: [&str; 2] = ["run_python", "run_shell"];
 
 /// Seed 004's tool router: a tool that failed twice in a row is named in
 /// the next prompt, with the alternatives.
@@ -378,6 +385,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     // subtask that names a tool but was completed without it) was had.
     let mut called: std::collections::HashSet<String> = Default::default();
     let mut checked = false;
+    // Whether a question was sent back once for the named tool instead.
+    let mut asked_checked = false;
+    // Whether numbers read off a file were sent back once to be computed.
+    let mut computed_checked = false;
     for turn in 1..=job.max_turns.max(1) {
         let action = match caller
             .action(messages.clone(), &specs, job.offered, job.subtask)
@@ -394,6 +405,20 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         };
         let observation = match &action {
             Action::Complete { result, short_of } => {
+                // Numbers stated after reading a file but running no code,
+                // where code could have counted them (Qwen2.5-1.5B read a
+                // log and answered "10" ERROR lines, a number the log holds
+                // in a time of day; there were 30).
+                let uncounted = specs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .find(|n| *n == "run_python")
+                    .filter(|_| {
+                        !computed_checked
+                            && called.contains("read_file")
+                            && !CODE_TOOLS.iter().any(|t| called.contains(*t))
+                            && !crate::grounded::numbers(result).is_empty()
+                    });
                 match named_tool(&job, &specs).filter(|t| !checked && !called.contains(*t)) {
                     // One checking turn: small models complete a subtask
                     // from their own head instead of calling the tool its
@@ -405,6 +430,14 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                              Call {tool} now and complete with what it returns; only if the result truly \
                              needs no tool, answer complete again."
                         )
+                    }
+                    None if uncounted.is_some() => {
+                        computed_checked = true;
+                        "Your result states numbers you read or counted yourself. Count, sum or \
+                         compute them with run_python (open the file by its path) and complete \
+                         with what it prints; only if a number is copied as it stands in the \
+                         file, answer complete again."
+                            .to_string()
                     }
                     None => {
                         let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
@@ -449,7 +482,24 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     again: true,
                 }
             }
-            Action::Ask { question } if job.offered.ask => return Outcome::Asked(question.clone()),
+            Action::Ask { question } if job.offered.ask => {
+                match named_tool(&job, &specs).filter(|_| !asked_checked) {
+                    // One checking turn: a small model whose code failed
+                    // asked a person for what its tool reads (Qwen2.5-1.5B:
+                    // "What is the content of the server.log file?"), and
+                    // the run waited for nobody.
+                    Some(tool) => {
+                        asked_checked = true;
+                        format!(
+                            "Do not ask a person for what {tool} can find out: the task's files, \
+                             if any, are in the workspace, and {tool} reads and computes. Call \
+                             {tool} (fix what failed, if anything did). Ask again only if the \
+                             answer truly needs a person (a decision, a preference, an access)."
+                        )
+                    }
+                    None => return Outcome::Asked(question.clone()),
+                }
+            }
             // Not offered (a grammar-free server may answer it anyway):
             // the model is told, and decides or fails.
             Action::Ask { .. } => "Asking a person is not possible in this step: decide with a \
@@ -603,6 +653,22 @@ mod tests {
             description: String::new(),
             parameters: serde_json::json!({"type": "object"}),
         }
+    }
+
+    #[test]
+    fn with_a_code_tool_the_executor_is_told_to_print_its_evidence_and_write_files_in_code() {
+        let offered = crate::protocol::Actions {
+            add_subtask: false,
+            ask: false,
+        };
+        let with = system(&[spec("read_file"), spec("run_python")], offered);
+        assert!(
+            with.contains("Code prints its evidence")
+                && with.contains("written by the code itself"),
+            "{with}"
+        );
+        let without = system(&[spec("read_file"), spec("fetch_url")], offered);
+        assert!(!without.contains("evidence"), "{without}");
     }
 
     #[test]

@@ -258,6 +258,8 @@ fn unordered(answer: &PlanAnswer, problem: &Unreadable) -> Option<Planned> {
 const READING: [&str; 2] = ["read_file", "list_files"];
 /// The tool that runs code.
 const CODE: &str = "run_python";
+/// The tool that writes a file from text the model types.
+const WRITING: &str = "write_file";
 
 /// Mends what small models do to plans that the engine cannot see (seen
 /// on Qwen2.5-Coder-1.5B, which plans "list_files, read_file, run_python,
@@ -268,13 +270,24 @@ const CODE: &str = "run_python";
 ///   all listed to the planner
 ///   (`inputs_listed`), a step that only lists files is dropped: the
 ///   planner already knew them;
+/// - in such a plan for a run that starts with an empty workspace
+///   (`empty_start`: no file was given), a step that lists or reads files
+///   before any step that could write one is dropped: there is nothing to
+///   read (Qwen2.5-1.5B planned "list the files, read primes.txt" for a
+///   count of primes, told the workspace was empty, and failed reading);
 /// - in a simple plan, reading steps and code steps right before a code
 ///   step become part of it: one program reads, filters and sums, where a
 ///   chain of steps passes the data between them as text through the
 ///   model and loses it.
 ///
 /// Each mend is said in `repairs`.
-pub fn tidy(planned: &mut Planned, mode: Mode, tools: &[&str], inputs_listed: bool) {
+pub fn tidy(
+    planned: &mut Planned,
+    mode: Mode,
+    tools: &[&str],
+    inputs_listed: bool,
+    empty_start: bool,
+) {
     let mut renamed = 0;
     for s in &mut planned.subtasks {
         let named_for_tool = tools.iter().any(|t| s.name.eq_ignore_ascii_case(t))
@@ -326,28 +339,76 @@ pub fn tidy(planned: &mut Planned, mode: Mode, tools: &[&str], inputs_listed: bo
             "dropped {dropped} steps that only list the files the planner was given"
         ));
     }
+    if empty_start {
+        // Steps before the first one that could write a file (any tool but
+        // a reading one; a step without a tool writes nothing).
+        let first_writer = planned
+            .subtasks
+            .iter()
+            .position(|s| s.tool.as_deref().is_some_and(|t| !READING.contains(&t)))
+            .unwrap_or(planned.subtasks.len());
+        let reading = |s: &NewSubtask| s.tool.as_deref().is_some_and(|t| READING.contains(&t));
+        let void = planned.subtasks[..first_writer]
+            .iter()
+            .filter(|s| reading(s))
+            .count();
+        if void > 0 && void < planned.subtasks.len() {
+            let mut i = 0;
+            planned.subtasks.retain(|s| {
+                i += 1;
+                !(i <= first_writer && reading(s))
+            });
+            planned.repairs.push(format!(
+                "dropped {void} steps that list or read files in a workspace that starts empty"
+            ));
+        }
+    }
     let has_code = tools.contains(&CODE);
     // Each kept subtask with the descriptions of the steps it took in.
     let mut merged: Vec<(NewSubtask, Vec<String>)> = Vec::new();
     let mut absorbed = 0;
-    for s in std::mem::take(&mut planned.subtasks) {
+    let mut writes = 0;
+    for mut s in std::mem::take(&mut planned.subtasks) {
         let mut steps = vec![s.description.trim().to_string()];
         if has_code && s.tool.as_deref() == Some(CODE) {
             while let Some((last, _)) = merged.last() {
                 let t = last.tool.as_deref().unwrap_or("");
-                if t != CODE && !READING.contains(&t) {
+                if t == WRITING {
+                    writes += 1;
+                } else if t == CODE || READING.contains(&t) {
+                    absorbed += 1;
+                } else {
                     break;
                 }
                 let (_, earlier) = merged.pop().unwrap_or_default();
-                absorbed += 1;
                 steps.splice(0..0, earlier);
             }
+        } else if has_code
+            && s.tool.as_deref() == Some(WRITING)
+            && merged
+                .last()
+                .is_some_and(|(last, _)| last.tool.as_deref() == Some(CODE))
+        {
+            // The file of what the code computed is written by that code
+            // (Qwen2.5-1.5B's code wrote sorted.txt sorted, then its
+            // write_file step typed the words unsorted over it); the step
+            // keeps the later name, which says what the person gets.
+            let (_, earlier) = merged.pop().unwrap_or_default();
+            writes += 1;
+            steps.splice(0..0, earlier);
+            s.tool = Some(CODE.to_string());
         }
         merged.push((s, steps));
     }
     if absorbed > 0 {
         planned.repairs.push(format!(
             "joined {absorbed} reading and code steps into the code step after them"
+        ));
+    }
+    if writes > 0 {
+        planned.repairs.push(format!(
+            "joined {writes} file-writing steps into the code step next to them (the program \
+             writes what it computes)"
         ));
     }
     let mut merged: Vec<NewSubtask> = merged
@@ -640,7 +701,7 @@ mod tests {
             ],
             repairs: Vec::new(),
         };
-        tidy(&mut planned, Mode::Simple, &TOOLS, true);
+        tidy(&mut planned, Mode::Simple, &TOOLS, true, false);
         assert_eq!(planned.subtasks.len(), 1, "{:#?}", planned.subtasks);
         let s = &planned.subtasks[0];
         assert_eq!(s.tool.as_deref(), Some("run_python"));
@@ -666,7 +727,7 @@ mod tests {
             repairs: Vec::new(),
         };
         let before = planned.subtasks.clone();
-        tidy(&mut planned, Mode::Simple, &TOOLS, true);
+        tidy(&mut planned, Mode::Simple, &TOOLS, true, false);
         assert_eq!(planned.subtasks.len(), 3);
         assert_eq!(planned.subtasks[0].name, before[0].name);
         assert_eq!(planned.subtasks[2].dependencies, vec![SubtaskId(2)]);
@@ -685,13 +746,13 @@ mod tests {
             repairs: Vec::new(),
         };
         let mut unlisted = plan();
-        tidy(&mut unlisted, Mode::Simple, &TOOLS, false);
+        tidy(&mut unlisted, Mode::Simple, &TOOLS, false, false);
         assert_eq!(unlisted.subtasks.len(), 2);
         let mut identifier = Planned {
             subtasks: vec![step("compute_total", "", "Add the totals up.")],
             ..plan()
         };
-        tidy(&mut identifier, Mode::Simple, &TOOLS, true);
+        tidy(&mut identifier, Mode::Simple, &TOOLS, true, false);
         assert_eq!(identifier.subtasks[0].name, "Add the totals up");
         let mut complex = Planned {
             subtasks: vec![
@@ -704,7 +765,7 @@ mod tests {
             ],
             ..plan()
         };
-        tidy(&mut complex, Mode::Complex, &TOOLS, true);
+        tidy(&mut complex, Mode::Complex, &TOOLS, true, false);
         assert_eq!(complex.subtasks.len(), 3, "a graph is only renamed");
         assert_eq!(complex.subtasks[0].name, "Read a.csv");
         let mut chained = Planned {
@@ -714,13 +775,130 @@ mod tests {
             ],
             ..plan()
         };
-        tidy(&mut chained, Mode::Complex, &TOOLS, true);
+        tidy(&mut chained, Mode::Complex, &TOOLS, true, false);
         assert_eq!(
             chained.subtasks.len(),
             1,
             "a chain is mended like a simple plan"
         );
     }
+
+    #[test]
+    fn in_a_run_given_no_files_steps_that_list_or_read_before_anything_is_written_are_dropped() {
+        // Qwen2.5-Coder-1.5B's plan for a count of primes, given no file.
+        let plan = || Planned {
+            title: "Primes".into(),
+            subtasks: vec![
+                step(
+                    "List the files in the workspace",
+                    "list_files",
+                    "List them.",
+                ),
+                step("Read primes.txt", "read_file", "Read the file primes.txt."),
+                step(
+                    "Count the primes",
+                    "run_python",
+                    "Count the primes below the bound.",
+                ),
+                step("Read the output back", "read_file", "Read out.txt."),
+                step("Say it", "", "Write the answer."),
+            ],
+            repairs: Vec::new(),
+        };
+        let mut empty = plan();
+        tidy(&mut empty, Mode::Simple, &TOOLS, true, true);
+        let names: Vec<&str> = empty.subtasks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Count the primes", "Read the output back", "Say it"],
+            "what the code may write can be read after it"
+        );
+        assert!(empty.subtasks[0].dependencies.is_empty());
+        assert_eq!(empty.subtasks[2].dependencies, vec![SubtaskId(2)]);
+        assert!(
+            empty
+                .repairs
+                .iter()
+                .any(|r| r
+                    == "dropped 1 steps that list or read files in a workspace that starts empty"),
+            "{:?}",
+            empty.repairs
+        );
+        // With files given, reading them stays (joined into the code step).
+        let mut given = plan();
+        tidy(&mut given, Mode::Simple, &TOOLS, false, false);
+        assert_eq!(given.subtasks[0].name, "Count the primes");
+        assert!(given.subtasks[0]
+            .description
+            .contains("Read the file primes.txt."));
+        // A plan of nothing but reading is left for the executor to fail.
+        let mut only = Planned {
+            subtasks: vec![step("Read it", "read_file", "Read a.txt.")],
+            ..plan()
+        };
+        tidy(&mut only, Mode::Simple, &TOOLS, true, true);
+        assert_eq!(only.subtasks.len(), 1);
+    }
+
+    #[test]
+    fn a_file_writing_step_next_to_a_code_step_becomes_part_of_the_program() {
+        // Qwen2.5-Coder-1.5B's plan for a sorted copy of a word list: the
+        // code sorted and wrote the file, the write step typed it unsorted.
+        let mut after = Planned {
+            title: "Sort".into(),
+            subtasks: vec![
+                step("sort", "run_python", "Sort the words of words.txt."),
+                step(
+                    "Write the sorted words to sorted.txt",
+                    "write_file",
+                    "Write them one per line into sorted.txt.",
+                ),
+                step("Tell", "", "Say where the file is."),
+            ],
+            repairs: Vec::new(),
+        };
+        tidy(&mut after, Mode::Simple, &TOOLS_WRITING, true, false);
+        assert_eq!(after.subtasks.len(), 2, "{:#?}", after.subtasks);
+        let s = &after.subtasks[0];
+        assert_eq!(s.name, "Write the sorted words to sorted.txt");
+        assert_eq!(s.tool.as_deref(), Some("run_python"));
+        assert_eq!(
+            s.description,
+            "In one program: 1. Sort the words of words.txt. 2. Write them one per line into \
+             sorted.txt."
+        );
+        assert_eq!(after.subtasks[1].dependencies, vec![SubtaskId(1)]);
+        assert!(after.repairs[0].starts_with("joined 1 file-writing steps"));
+        // Before the code step, too: one program computes and writes.
+        let mut before = Planned {
+            subtasks: vec![
+                step("Save it", "write_file", "Write the count to count.txt."),
+                step("Count", "run_python", "Count the primes."),
+            ],
+            ..after.clone()
+        };
+        tidy(&mut before, Mode::Simple, &TOOLS_WRITING, true, false);
+        assert_eq!(before.subtasks.len(), 1);
+        assert_eq!(before.subtasks[0].tool.as_deref(), Some("run_python"));
+        // Without a code tool, or with no code step beside it, it stays.
+        let mut alone = Planned {
+            subtasks: vec![
+                step("Draft", "", "Draft the letter."),
+                step("Save it", "write_file", "Write it to letter.md."),
+            ],
+            ..after.clone()
+        };
+        tidy(&mut alone, Mode::Simple, &TOOLS_WRITING, true, false);
+        assert_eq!(alone.subtasks[1].tool.as_deref(), Some("write_file"));
+    }
+
+    const TOOLS_WRITING: [&str; 5] = [
+        "list_files",
+        "read_file",
+        "write_file",
+        "run_python",
+        "fetch_url",
+    ];
 
     #[test]
     fn an_answer_with_no_usable_subtask_is_refused() {

@@ -85,9 +85,20 @@ impl FileTools {
 
     async fn read(&self, arguments: &Value) -> Result<String, ToolError> {
         let shown = Self::string_arg(arguments, "path")?.to_string();
-        let (bytes, len) = self
-            .blocking(move |ws| ws.read(&shown, READ_CAP as u64 + 4))
-            .await?;
+        let workspace = self.workspace.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            match workspace.read(&shown, READ_CAP as u64 + 4) {
+                // A name the model made up (Qwen2.5-1.5B planned to read a
+                // "primes.txt" in a run given no files): say what is there.
+                Err(e @ WorkspaceError::NotFound { .. }) => {
+                    Err(ToolError::refused(format!("{e}. {}", holdings(&workspace))))
+                }
+                other => other.map_err(ToolError::from),
+            }
+        })
+        .await
+        .map_err(|e| ToolError::refused(e.to_string()))?;
+        let (bytes, len) = read?;
         let text = String::from_utf8_lossy(&bytes);
         if len as usize <= READ_CAP {
             return Ok(text.into_owned());
@@ -107,6 +118,41 @@ impl FileTools {
             .await?;
         Ok(format!("wrote {bytes} bytes to {shown}"))
     }
+}
+
+/// Most file names [`holdings`] names.
+const HOLDINGS_SHOWN: usize = 20;
+
+/// What the workspace holds, as a sentence for the model after it named a
+/// file that is not there: the real names, or that there are none, so it
+/// stops looking for a file nobody gave or wrote and computes instead.
+pub fn holdings(workspace: &Workspace) -> String {
+    let files = match workspace.files() {
+        Ok(listing) => listing.files,
+        Err(e) => return format!("The workspace could not be listed ({e})."),
+    };
+    if files.is_empty() {
+        return "The workspace is empty: no file was given or written in this run. Do not \
+                read a file; compute what you need in code (run_python), or write the file \
+                first."
+            .to_string();
+    }
+    let mut names: Vec<&str> = files
+        .iter()
+        .take(HOLDINGS_SHOWN)
+        .map(|f| f.path.as_str())
+        .collect();
+    let more = files.len().saturating_sub(HOLDINGS_SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    names.sort_unstable();
+    format!(
+        "The workspace holds only these files: {}{more}.",
+        names.join(", ")
+    )
 }
 
 #[async_trait::async_trait]
@@ -173,6 +219,33 @@ mod tests {
             "hello"
         );
         assert_eq!(tools.call("list_files", &json!({})).await.unwrap(), "out/");
+    }
+
+    #[tokio::test]
+    async fn reading_a_file_that_is_not_there_names_the_files_that_are_or_says_there_are_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = FileTools::new(dir.path().join("ws")).unwrap();
+        let e = tools
+            .call("read_file", &json!({"path": "input.txt"}))
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("input.txt does not exist"), "{e}");
+        assert!(
+            e.message.contains("The workspace is empty") && e.message.contains("run_python"),
+            "{e}"
+        );
+        std::fs::write(tools.root().join("sales.csv"), "a,b\n").unwrap();
+        std::fs::create_dir(tools.root().join("logs")).unwrap();
+        std::fs::write(tools.root().join("logs/app.log"), "x\n").unwrap();
+        let e = tools
+            .call("read_file", &json!({"path": "data.csv"}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.message
+                .ends_with("The workspace holds only these files: logs/app.log, sales.csv."),
+            "{e}"
+        );
     }
 
     #[tokio::test]

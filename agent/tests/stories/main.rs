@@ -5,6 +5,7 @@
 
 mod batches;
 mod convergence;
+mod data;
 mod emergent;
 mod failure;
 mod grounding;

@@ -213,6 +213,18 @@ impl ToolBox for CodeTools {
                 self.packages_sentence()
             ));
         }
+        // Code that opened a file nobody gave or wrote (Qwen2.5-1.5B read
+        // a "primes.txt" and an "input.txt" in runs given no files): the
+        // workspace's real files, so the next call uses them or computes.
+        if missing_file(&outcome.stderr) {
+            let workspace = self.workspace.clone();
+            if let Ok(held) =
+                tokio::task::spawn_blocking(move || crate::tools::files::holdings(&workspace)).await
+            {
+                report.push_str("\n--- note ---\nA file the code opened does not exist. ");
+                report.push_str(&held);
+            }
+        }
         let after = self.usage().await;
         if let Some(note) = (name == "run_python")
             .then(|| python_note(&outcome, before != after))
@@ -298,6 +310,12 @@ pub(super) fn python_note(outcome: &RunOutcome, wrote: bool) -> Option<&'static 
         );
     }
     None
+}
+
+/// Whether the code failed on a file that does not exist (Python's
+/// `FileNotFoundError`, a shell's "No such file or directory").
+pub(super) fn missing_file(stderr: &str) -> bool {
+    stderr.contains("FileNotFoundError") || stderr.contains("No such file or directory")
 }
 
 /// The module a Python traceback says is missing (`No module named 'x'`),

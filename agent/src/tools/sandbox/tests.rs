@@ -437,6 +437,42 @@ async fn code_tools_report_a_failing_command_as_a_result_not_an_error() {
 }
 
 #[tokio::test]
+async fn code_that_opens_a_file_nobody_gave_is_told_what_the_workspace_holds() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    if sandbox.python().is_none() {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let (_dir, ws) = workspace();
+    let tools = CodeTools::new(Arc::new(sandbox), ws.clone()).unwrap();
+    let open = json!({"code": "print(open('primes.txt').read())"});
+    let report = tools.call("run_python", &open).await.unwrap();
+    assert!(report.contains("FileNotFoundError"), "{report}");
+    assert!(
+        report.contains(
+            "--- note ---\nA file the code opened does not exist. The workspace is empty"
+        ),
+        "{report}"
+    );
+    std::fs::write(ws.join("numbers.txt"), "1\n2\n").unwrap();
+    let report = tools.call("run_python", &open).await.unwrap();
+    assert!(
+        report.contains("The workspace holds only these files: numbers.txt."),
+        "{report}"
+    );
+    let fine = tools
+        .call(
+            "run_python",
+            &json!({"code": "print(open('numbers.txt').read())"}),
+        )
+        .await
+        .unwrap();
+    assert!(!fine.contains("--- note ---"), "{fine}");
+}
+
+#[tokio::test]
 async fn the_data_stack_computes_and_draws_inside_and_cannot_be_changed() {
     // scripts/test installs it and names it; without it, nothing to test.
     let Some(packages) = std::env::var_os(PACKAGES_VAR).map(PathBuf::from) else {

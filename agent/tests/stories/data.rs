@@ -1,0 +1,207 @@
+//! Data questions on the files a person gave: the executor does not ask a
+//! person for what its tool can find out, and reads only files that exist
+//! (small models asked for a file's content after their code failed, and
+//! read files nobody gave).
+
+use std::sync::Arc;
+
+use crate::support::*;
+use agent::llm::CallRole;
+use agent::tools::{files::FileTools, ToolBox, Toolset};
+use agent::{ModeChoice, RunState};
+use serde_json::json;
+
+/// A world whose agent reads files in `dir`.
+fn reading_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
+    let root = dir.to_path_buf();
+    World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            Toolset::new(vec![files])
+        })
+    })
+}
+
+fn simple(task: &str) -> agent::RunConfig {
+    let mut c = config(task);
+    c.mode = ModeChoice::Simple;
+    c
+}
+
+fn reading_plan() -> serde_json::Value {
+    json!({"title": "Count", "subtasks": [{
+        "name": "Count the lines", "description": "Count the lines of notes.txt.",
+        "expected_outcome": "the count", "tool": "read_file",
+    }]})
+}
+
+#[tokio::test]
+async fn a_question_a_subtasks_tool_could_answer_is_sent_back_once_and_the_tool_used() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "a\nb\nc\n").unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, reading_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "ask", "question": "What is in notes.txt?"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "notes.txt"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "notes.txt holds a, b and c."}),
+        );
+    let world = reading_world(llm, dir.path());
+    let run = world.run(simple("How many lines has notes.txt?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("notes.txt holds a, b and c.")
+    );
+    assert!(
+        !world
+            .plan()
+            .comments()
+            .iter()
+            .any(|c| c.body.contains("What is in notes.txt?")),
+        "no person was asked"
+    );
+    let told = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .any(|m| {
+            m.content
+                .starts_with("Do not ask a person for what read_file can find out")
+        });
+    assert!(told, "the model was told to use its tool");
+}
+
+#[tokio::test]
+async fn a_question_asked_again_after_the_reminder_reaches_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, reading_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "ask", "question": "Which notes file?"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "ask", "question": "Which notes file do you mean?"}),
+        );
+    let world = reading_world(llm, dir.path());
+    let driving = world.start(simple("How many lines have my notes?")).await;
+    let plan = world
+        .wait_plan(|p| {
+            p.comments()
+                .iter()
+                .any(|c| c.body.contains("Which notes file do you mean?"))
+        })
+        .await;
+    assert!(!plan
+        .comments()
+        .iter()
+        .any(|c| c.body.contains("Which notes file?")));
+    driving.abort();
+}
+
+/// A `run_python` that prints what counting the ERROR lines would.
+struct FakePython;
+
+#[async_trait::async_trait]
+impl ToolBox for FakePython {
+    fn specs(&self) -> Vec<agent::protocol::ToolSpec> {
+        vec![agent::protocol::ToolSpec {
+            name: "run_python".into(),
+            description: "Runs Python.".into(),
+            parameters: json!({"type": "object", "properties": {"code": {"type": "string"}}}),
+        }]
+    }
+
+    async fn call(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Value,
+    ) -> Result<String, agent::tools::ToolError> {
+        Ok("exit status 0 (0.01 s)\n--- stdout ---\n2\n".into())
+    }
+}
+
+/// A world with the file tools on `dir` and a `run_python`.
+fn coding_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
+    let root = dir.to_path_buf();
+    World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            Toolset::new(vec![files, Arc::new(FakePython)])
+        })
+    })
+}
+
+#[tokio::test]
+async fn numbers_stated_after_reading_a_file_without_code_are_sent_back_once_to_be_computed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app.log"),
+        "10:00 INFO up\n10:01 ERROR down\n10:02 ERROR down\n",
+    )
+    .unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, reading_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "app.log"}}),
+        )
+        // 10 is in the log (a time of day): grounding alone lets it pass.
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "10 ERROR lines."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(sum('ERROR' in l.split() for l in open('app.log')))"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "2 ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.plan().subtasks()[0].outcome(), Some("2 ERROR lines."));
+    let told = world
+        .llm
+        .requests()
+        .iter()
+        .filter_map(|r| r.messages.last())
+        .any(|m| {
+            m.content
+                .starts_with("Your result states numbers you read or counted yourself")
+        });
+    assert!(told, "the model was sent to compute");
+
+    // A number copied from the file, said again, is kept.
+    let llm = worker()
+        .push_json(CallRole::Planner, reading_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "app.log"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The first entry is at 10:00."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The first entry is at 10:00."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("When does app.log start?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Executor), 3);
+}
