@@ -409,16 +409,11 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 // where code could have counted them (Qwen2.5-1.5B read a
                 // log and answered "10" ERROR lines, a number the log holds
                 // in a time of day; there were 30).
-                let uncounted = specs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .find(|n| *n == "run_python")
-                    .filter(|_| {
-                        !computed_checked
-                            && called.contains("read_file")
-                            && !CODE_TOOLS.iter().any(|t| called.contains(*t))
-                            && !crate::grounded::numbers(result).is_empty()
-                    });
+                let uncounted = !computed_checked
+                    && called.contains("read_file")
+                    && !CODE_TOOLS.iter().any(|t| called.contains(*t))
+                    && specs.iter().any(|s| s.name == "run_python")
+                    && !crate::grounded::numbers(result).is_empty();
                 match named_tool(&job, &specs).filter(|t| !checked && !called.contains(*t)) {
                     // One checking turn: small models complete a subtask
                     // from their own head instead of calling the tool its
@@ -431,7 +426,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                              needs no tool, answer complete again."
                         )
                     }
-                    None if uncounted.is_some() => {
+                    None if uncounted => {
                         computed_checked = true;
                         "Your result states numbers you read or counted yourself. Count, sum or \
                          compute them with run_python (open the file by its path) and complete \
