@@ -14,7 +14,7 @@ use sqlx::Row;
 use super::embeddings::{decode, encode, CHUNK};
 use super::MemoryStore;
 use crate::store::sql::values_sql;
-use crate::store::sql::{read_ts, ts};
+use crate::store::sql::{corrupt, read_ts, ts};
 use crate::store::{SqlStore, StoreError};
 
 const COLUMNS: &str = "m.id, m.kind, m.task, m.body, m.run_id, m.plan_id, m.pinned, m.created_at";
@@ -25,10 +25,6 @@ const CANDIDATES: i64 = 1_000;
 const TAUGHT_KINDS: &str = " AND k.kind IN ('correction', 'rule')";
 /// Pinned memories looked at per recall, newest first.
 const PINNED_LOOKED_AT: u32 = 1_000;
-
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
-}
 
 /// What a memory is searched by: the task with the text, so a memory is
 /// found by what was asked as much as by what happened.

@@ -11,15 +11,11 @@ use sqlx::Row;
 
 use super::ReviewStore;
 use crate::memories::MemoryStore;
-use crate::store::sql::{read_ts, ts};
+use crate::store::sql::{corrupt, read_ts, ts};
 use crate::store::{SqlStore, StoreError};
 
 const COLUMNS: &str =
     "id, plan_id, reviewer, verdict, note, subtasks, plan_version, created_at, updated_at";
-
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
-}
 
 fn review_of(row: &AnyRow) -> Result<Review, StoreError> {
     let id: String = row.try_get("id")?;

@@ -7,12 +7,8 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::store::{NewRunEntry, RunLogStore, StoredRunEntry};
-use crate::store::sql::{read_ts, ts, values_sql};
+use crate::store::sql::{corrupt, read_ts, ts, values_sql};
 use crate::store::{SqlStore, StoreError};
-
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
-}
 
 fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
     let run_id: String = row.try_get("run_id")?;

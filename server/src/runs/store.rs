@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use plan_engine::{PlanId, Timestamp};
 use sqlx::Row;
 
-use crate::store::sql::ts;
+use crate::store::sql::{corrupt, ts};
 use crate::store::{SqlStore, StoreError};
 
 /// The runs' rows: their records, leases and retention.
@@ -64,10 +64,6 @@ pub trait RunStore: Send + Sync {
     async fn storage_counts(&self) -> Result<run_model::StorageReport, StoreError>;
     /// The runs started again from `plan`'s work, oldest first.
     async fn runs_again_of(&self, plan: PlanId) -> Result<Vec<RunRecord>, StoreError>;
-}
-
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
 }
 
 fn record_of(row: &sqlx::any::AnyRow) -> Result<RunRecord, StoreError> {

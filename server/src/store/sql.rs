@@ -207,7 +207,9 @@ fn version_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
+/// A row that does not read back as what was written (every store's
+/// SQL reads its rows through this).
+pub(crate) fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
 

@@ -6,14 +6,10 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::TemplateStore;
-use crate::store::sql::{read_ts, ts};
+use crate::store::sql::{corrupt, read_ts, ts};
 use crate::store::{SqlStore, StoreError};
 
 const COLUMNS: &str = "id, name, mode, task, steps, plan_id, created_by, created_at";
-
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
-}
 
 fn template_of(row: &AnyRow) -> Result<Template, StoreError> {
     let id: String = row.try_get("id")?;

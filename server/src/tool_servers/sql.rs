@@ -4,12 +4,8 @@
 use sqlx::Row;
 
 use super::store::{StoredMcpServer, ToolServerStore};
-use crate::store::sql::{read_ts, ts};
+use crate::store::sql::{corrupt, read_ts, ts};
 use crate::store::{SqlStore, StoreError};
-
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
-}
 
 #[async_trait::async_trait]
 impl ToolServerStore for SqlStore {

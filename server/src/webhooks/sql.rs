@@ -8,12 +8,8 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use super::store::{Attempt, Delivery, NewDelivery, StoredEndpoint, WebhookStore};
-use crate::store::sql::{read_ts, ts};
+use crate::store::sql::{corrupt, read_ts, ts};
 use crate::store::{SqlStore, StoreError};
-
-fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
-}
 
 const COLUMNS: &str =
     "id, endpoint, seq, event, plan_id, run_id, body, status, attempts, next_at, \
