@@ -42,9 +42,6 @@ pub async fn fresh_database() -> Option<String> {
     static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     SWEPT
         .get_or_init(|| async {
-            let mut admin = sqlx::PgConnection::connect(&url)
-                .await
-                .expect("the test database answers");
             let earlier: Vec<String> = sqlx::query_scalar(
                 "SELECT datname FROM pg_database WHERE datname LIKE 'planboard\\_story\\_%'",
             )
