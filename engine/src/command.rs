@@ -51,6 +51,7 @@ pub enum Position {
 
 /// Plan-level fields to change; absent fields stay as they are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct InfoPatch {
     #[serde(default)]
     pub title: Option<String>,
@@ -76,6 +77,7 @@ pub struct InfoPatch {
 
 /// Subtask fields to change; absent fields stay as they are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SubtaskPatch {
     #[serde(default)]
     pub name: Option<String>,
@@ -106,7 +108,7 @@ impl SubtaskPatch {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Op {
     UpdateInfo {
         patch: InfoPatch,
@@ -188,4 +190,33 @@ pub enum Op {
         subtask: Option<SubtaskId>,
         body: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NewPlan;
+
+    #[test]
+    fn a_plan_with_a_misspelt_subtask_field_is_refused_not_created_without_it() {
+        let body = r#"{"title":"t","subtasks":[{"name":"a"},{"name":"b","depends_on":[1]}]}"#;
+        let error = serde_json::from_str::<NewPlan>(body).unwrap_err();
+        assert!(error.to_string().contains("depends_on"), "{error}");
+        let body = r#"{"title":"t","bogus":true}"#;
+        let error = serde_json::from_str::<NewPlan>(body).unwrap_err();
+        assert!(error.to_string().contains("bogus"), "{error}");
+    }
+
+    #[test]
+    fn a_command_with_an_unknown_field_is_refused_and_a_known_one_still_reads() {
+        let body = r#"{"op":"set_subtask_state","id":1,"state":"done","outcome":"x"}"#;
+        let error = serde_json::from_str::<Command>(body).unwrap_err();
+        assert!(error.to_string().contains("outcome"), "{error}");
+        let body = r#"{"op":"update_info","patch":{"titel":"x"}}"#;
+        assert!(serde_json::from_str::<Command>(body).is_err());
+        let body = r#"{"op":"set_subtask_state","id":1,"state":"done","note":"x","expected_version":3}"#;
+        let command: Command = serde_json::from_str(body).unwrap();
+        assert_eq!(command.expected_version, Some(3));
+        assert!(matches!(command.op, Op::SetSubtaskState { start_next: false, .. }));
+    }
 }

@@ -272,7 +272,10 @@ pub struct Plan {
 }
 
 /// A subtask as given to `create` or `add`: the engine fills in id, state and times.
+/// Unknown fields are refused, not dropped: a misspelt `depends_on` must not
+/// silently create a subtask without its dependencies.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewSubtask {
     pub name: String,
     #[serde(default)]
@@ -309,6 +312,7 @@ impl NewSubtask {
 /// Everything needed to create a plan. Subtask ids are handed out 1, 2, 3…
 /// in list order, so `dependencies` here refer to those numbers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewPlan {
     /// Chosen by whoever creates the plan (the server, never its client),
     /// so it is left out of the schema.

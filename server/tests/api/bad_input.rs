@@ -207,6 +207,53 @@ async fn a_full_plan_refuses_another_subtask() {
 }
 
 #[tokio::test]
+async fn a_misspelt_field_is_refused_by_name_instead_of_silently_dropped() {
+    let server = TestServer::start().await;
+    // `depends_on` for `dependencies`: dropping it would create a plan whose
+    // second step runs before the first.
+    let body = json!({"title": "misspelt", "subtasks": [
+        {"name": "fetch"}, {"name": "sum", "depends_on": [1]}
+    ]});
+    let (status, error) = server.post("/api/plans", body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("depends_on")),
+        "names the field: {error}"
+    );
+    let (status, error) = server
+        .post("/api/plans", json!({"title": "misspelt", "bogus": 1}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    let (_, page) = server.get("/api/plans?q=misspelt").await;
+    assert_eq!(page["plans"].as_array().map(Vec::len), Some(0), "no plan");
+
+    // The same inside a command and a new subtask, on an existing plan.
+    let id = server.create(chain("kept")).await;
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &format!("/api/plans/{id}/commands"),
+        Some(json!({"op": "set_subtask_state", "id": 1, "state": "in_progress", "outcome": "x"})),
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    refused(
+        &server,
+        &id,
+        Method::POST,
+        &format!("/api/plans/{id}/subtasks"),
+        Some(json!({"subtask": {"name": "new", "depends_on": [1]}})),
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn an_unknown_api_route_or_method_answers_json_not_the_boards_page() {
     let server = TestServer::start().await;
     for path in ["/api/plan", "/api/v2/plans", "/api/plans/x/y/z/w"] {
