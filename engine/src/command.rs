@@ -214,9 +214,16 @@ mod tests {
         assert!(error.to_string().contains("outcome"), "{error}");
         let body = r#"{"op":"update_info","patch":{"titel":"x"}}"#;
         assert!(serde_json::from_str::<Command>(body).is_err());
-        let body = r#"{"op":"set_subtask_state","id":1,"state":"done","note":"x","expected_version":3}"#;
+        let body =
+            r#"{"op":"set_subtask_state","id":1,"state":"done","note":"x","expected_version":3}"#;
         let command: Command = serde_json::from_str(body).unwrap();
         assert_eq!(command.expected_version, Some(3));
-        assert!(matches!(command.op, Op::SetSubtaskState { start_next: false, .. }));
+        assert!(matches!(
+            command.op,
+            Op::SetSubtaskState {
+                start_next: false,
+                ..
+            }
+        ));
     }
 }
