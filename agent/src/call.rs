@@ -85,11 +85,7 @@ fn said(reply: &ChatReply) -> String {
 fn transcript(messages: &[Message], reply: &str) -> String {
     let mut out = String::new();
     for m in messages {
-        out.push_str(&format!(
-            "[{}]\n{}\n",
-            run_model::wire_name(&m.role),
-            m.content
-        ));
+        out.push_str(&format!("[{}]\n{}\n", m.role.as_str(), m.content));
     }
     out.push_str(&format!("[reply]\n{reply}"));
     if out.len() > MESSAGE_CAP {

@@ -29,12 +29,13 @@ pub struct ModeAnswer {
     pub reason: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ModeWord {
-    Simple,
-    Complex,
-    Emergent,
+plan_engine::wire_enum! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum ModeWord: "mode (simple, complex or emergent)" {
+        Simple = "simple",
+        Complex = "complex",
+        Emergent = "emergent",
+    }
 }
 
 /// One subtask proposed by a planner.

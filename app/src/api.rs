@@ -168,9 +168,7 @@ impl ReviewFilter {
     pub fn name(self) -> &'static str {
         match self {
             ReviewFilter::Unreviewed => "none",
-            ReviewFilter::Verdict(run_model::ReviewVerdict::Good) => "good",
-            ReviewFilter::Verdict(run_model::ReviewVerdict::NeedsChanges) => "needs_changes",
-            ReviewFilter::Verdict(run_model::ReviewVerdict::Wrong) => "wrong",
+            ReviewFilter::Verdict(verdict) => verdict.as_str(),
         }
     }
 
@@ -190,37 +188,16 @@ impl ReviewFilter {
     }
 }
 
-/// How History orders its plans: newest first, or the most expensive,
-/// hungriest or longest first.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HistorySort {
-    #[default]
-    Newest,
-    Cost,
-    Tokens,
-    Took,
-}
-
-impl HistorySort {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HistorySort::Newest => "newest",
-            HistorySort::Cost => "cost",
-            HistorySort::Tokens => "tokens",
-            HistorySort::Took => "took",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<HistorySort> {
-        [
-            HistorySort::Newest,
-            HistorySort::Cost,
-            HistorySort::Tokens,
-            HistorySort::Took,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == name)
+plan_engine::wire_enum! {
+    /// How History orders its plans: newest first, or the most expensive,
+    /// hungriest or longest first.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum HistorySort: "history order (newest, cost, tokens or took)" {
+        #[default]
+        Newest = "newest",
+        Cost = "cost",
+        Tokens = "tokens",
+        Took = "took",
     }
 }
 
@@ -232,8 +209,8 @@ impl ListFilter {
         let mut filter = ListFilter::default();
         for (key, value) in search_pairs(search) {
             match key.as_str() {
-                "show" => filter.query.state = plan_engine::StateFilter::parse(&value),
-                "mode" => filter.query.mode = Mode::parse(&value),
+                "show" => filter.query.state = plan_engine::StateFilter::from_wire(&value),
+                "mode" => filter.query.mode = Mode::from_wire(&value),
                 "q" => filter.query.text = value,
                 "by" => {
                     filter.agent = match value.as_str() {
@@ -245,7 +222,7 @@ impl ListFilter {
                 "page" => {
                     filter.page = value.parse::<u32>().map_or(0, |p| p.saturating_sub(1));
                 }
-                "sort" => filter.sort = HistorySort::parse(&value).unwrap_or_default(),
+                "sort" => filter.sort = HistorySort::from_wire(&value).unwrap_or_default(),
                 "verdict" => filter.review = ReviewFilter::parse(&value),
                 _ => {}
             }

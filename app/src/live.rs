@@ -54,7 +54,7 @@ pub fn use_live(url: String) -> Live {
                     StreamEvent::Run,
                     StreamEvent::Delta,
                 ]
-                .map(|e| e.name().to_string()),
+                .map(|e| e.as_str().to_string()),
             )
             .reconnect_limit(ReconnectLimit::Infinite)
             .reconnect_interval(1000),

@@ -5,40 +5,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{Plan, SubtaskId};
 
-/// A family of LLM tools over the same commands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Dialect {
-    /// planboard's own snake_case tools, addressing subtasks by id.
-    Canonical,
-    /// Seed 000's camelCase `PlanManager` tools (startNextTask, addTask, …).
-    PlanManager,
-    /// OpenManus' single `planning` tool with a `command` argument.
-    OpenManus,
-    /// AgentScope's PlanNotebook tools, addressing subtasks by 0-based index.
-    AgentScope,
+crate::wire_enum! {
+    /// A family of LLM tools over the same commands.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum Dialect: "dialect (canonical, planmanager, openmanus or agentscope)" {
+        /// planboard's own snake_case tools, addressing subtasks by id.
+        Canonical = "canonical",
+        /// Seed 000's camelCase `PlanManager` tools (startNextTask, addTask, …).
+        PlanManager = "planmanager",
+        /// OpenManus' single `planning` tool with a `command` argument.
+        OpenManus = "openmanus",
+        /// AgentScope's PlanNotebook tools, addressing subtasks by 0-based index.
+        AgentScope = "agentscope",
+    }
 }
 
 impl Dialect {
-    pub const ALL: [Dialect; 4] = [
-        Dialect::Canonical,
-        Dialect::PlanManager,
-        Dialect::OpenManus,
-        Dialect::AgentScope,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dialect::Canonical => "canonical",
-            Dialect::PlanManager => "planmanager",
-            Dialect::OpenManus => "openmanus",
-            Dialect::AgentScope => "agentscope",
-        }
-    }
-
+    /// A wire name as people write it: any case, with `-` or `_`
+    /// (`plan-manager`, `Open_Manus`).
     pub fn parse(text: &str) -> Option<Dialect> {
-        let t = text.trim().to_ascii_lowercase().replace(['-', '_'], "");
-        Dialect::ALL.into_iter().find(|d| d.as_str() == t)
+        Dialect::from_wire(&text.trim().to_ascii_lowercase().replace(['-', '_'], ""))
     }
 
     pub fn names(self) -> &'static ToolNames {
@@ -69,12 +55,6 @@ impl Dialect {
             Addressing::ById => format!("#{id}"),
             Addressing::ByIndex => format!("[{}]", plan.position(id).unwrap_or_default()),
         }
-    }
-}
-
-impl std::fmt::Display for Dialect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

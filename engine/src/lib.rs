@@ -29,6 +29,7 @@
 //! - [`revision`]: what a revised plan added, changed and dropped since a
 //!   person rejected it.
 //! - [`text`]: cutting text to a number of characters, for every crate.
+//! - [`wire`]: `wire_enum!`, every crate's one way to name enum variants on the wire.
 //! - [`layout`]: the layered drawing of the dependency graph for the board.
 //! - [`describe`](mod@describe): one readable line per event, for timelines;
 //!   `words`: state and mode labels in English and Chinese.
@@ -57,6 +58,7 @@ pub mod revision;
 pub mod text;
 pub mod tools;
 pub mod transitions;
+pub mod wire;
 mod words;
 
 pub use apply::{apply, create};
@@ -76,3 +78,4 @@ pub use tools::{
     call, check_new_plan, tool_specs, tools, CallContext, PlanBook, SessionDefaults, Shelf,
     ToolResult, ToolSpec, Workspace,
 };
+pub use wire::UnknownName;

@@ -34,41 +34,22 @@ impl std::fmt::Display for SubtaskId {
     }
 }
 
-/// The canonical subtask states. Dialects map their own names onto these.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum SubtaskState {
-    Todo,
-    InProgress,
-    Blocked,
-    Done,
-    Failed,
-    Skipped,
+crate::wire_enum! {
+    /// The canonical subtask states. Dialects map their own names onto these.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+    )]
+    pub enum SubtaskState: "subtask state" {
+        Todo = "todo",
+        InProgress = "in_progress",
+        Blocked = "blocked",
+        Done = "done",
+        Failed = "failed",
+        Skipped = "skipped",
+    }
 }
 
 impl SubtaskState {
-    pub const ALL: [SubtaskState; 6] = [
-        SubtaskState::Todo,
-        SubtaskState::InProgress,
-        SubtaskState::Blocked,
-        SubtaskState::Done,
-        SubtaskState::Failed,
-        SubtaskState::Skipped,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SubtaskState::Todo => "todo",
-            SubtaskState::InProgress => "in_progress",
-            SubtaskState::Blocked => "blocked",
-            SubtaskState::Done => "done",
-            SubtaskState::Failed => "failed",
-            SubtaskState::Skipped => "skipped",
-        }
-    }
-
     /// A settled subtask satisfies the dependencies of the subtasks after it.
     pub fn is_settled(self) -> bool {
         matches!(self, SubtaskState::Done | SubtaskState::Skipped)
@@ -83,49 +64,30 @@ impl SubtaskState {
         self as usize
     }
 
+    /// A wire name as a model or a person may write it (`Done `, `DONE`).
     pub fn parse(text: &str) -> Option<SubtaskState> {
-        SubtaskState::ALL
-            .into_iter()
-            .find(|s| s.as_str() == text.trim().to_ascii_lowercase())
+        SubtaskState::from_wire(&text.trim().to_ascii_lowercase())
     }
 }
 
-impl std::fmt::Display for SubtaskState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::wire_enum! {
+    /// The plan's life cycle; see the transition table in [`crate::transitions`].
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+    )]
+    pub enum PlanState: "plan state" {
+        Draft = "draft",
+        AwaitingApproval = "awaiting_approval",
+        Approved = "approved",
+        Running = "running",
+        Paused = "paused",
+        Done = "done",
+        Failed = "failed",
+        Abandoned = "abandoned",
     }
-}
-
-/// The plan's life cycle; see the transition table in [`crate::transitions`].
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanState {
-    Draft,
-    AwaitingApproval,
-    Approved,
-    Running,
-    Paused,
-    Done,
-    Failed,
-    Abandoned,
 }
 
 impl PlanState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlanState::Draft => "draft",
-            PlanState::AwaitingApproval => "awaiting_approval",
-            PlanState::Approved => "approved",
-            PlanState::Running => "running",
-            PlanState::Paused => "paused",
-            PlanState::Done => "done",
-            PlanState::Failed => "failed",
-            PlanState::Abandoned => "abandoned",
-        }
-    }
-
     /// Finished plans are history: only comments and `recover` touch them.
     pub fn is_finished(self) -> bool {
         matches!(
@@ -135,46 +97,25 @@ impl PlanState {
     }
 }
 
-impl std::fmt::Display for PlanState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::wire_enum! {
+    /// How the plan came to be: by hand, or by one of the three built-in planners.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum Mode: "mode (manual, simple, complex or emergent)" {
+        #[default]
+        Manual = "manual",
+        Simple = "simple",
+        Complex = "complex",
+        Emergent = "emergent",
     }
 }
 
-/// How the plan came to be: by hand, or by one of the three built-in planners.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    #[default]
-    Manual,
-    Simple,
-    Complex,
-    Emergent,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Manual, Mode::Simple, Mode::Complex, Mode::Emergent];
-
-    pub fn parse(text: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.as_str() == text)
+crate::wire_enum! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum ApprovalStatus: "approval status" {
+        Pending = "pending",
+        Approved = "approved",
+        Rejected = "rejected",
     }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Manual => "manual",
-            Mode::Simple => "simple",
-            Mode::Complex => "complex",
-            Mode::Emergent => "emergent",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalStatus {
-    Pending,
-    Approved,
-    Rejected,
 }
 
 /// The human gate in front of execution.

@@ -6,38 +6,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{Mode, Plan, PlanState};
 
-/// A plan state, or a group of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum StateFilter {
-    Draft,
-    AwaitingApproval,
-    Approved,
-    Running,
-    Paused,
-    Done,
-    Failed,
-    Abandoned,
-    /// Approved, running or paused: under way (what people call running).
-    Active,
-    /// Done, failed or abandoned.
-    Finished,
+crate::wire_enum! {
+    /// A plan state, or a group of them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum StateFilter: "state filter (a plan state, active or finished)" {
+        Draft = "draft",
+        AwaitingApproval = "awaiting_approval",
+        Approved = "approved",
+        Running = "running",
+        Paused = "paused",
+        Done = "done",
+        Failed = "failed",
+        Abandoned = "abandoned",
+        /// Approved, running or paused: under way (what people call running).
+        Active = "active",
+        /// Done, failed or abandoned.
+        Finished = "finished",
+    }
 }
 
 impl StateFilter {
-    pub const ALL: [StateFilter; 10] = [
-        StateFilter::Draft,
-        StateFilter::AwaitingApproval,
-        StateFilter::Approved,
-        StateFilter::Running,
-        StateFilter::Paused,
-        StateFilter::Done,
-        StateFilter::Failed,
-        StateFilter::Abandoned,
-        StateFilter::Active,
-        StateFilter::Finished,
-    ];
-
     pub fn admits(self, state: PlanState) -> bool {
         use PlanState as S;
         match self {
@@ -52,25 +40,6 @@ impl StateFilter {
             StateFilter::Active => matches!(state, S::Approved | S::Running | S::Paused),
             StateFilter::Finished => state.is_finished(),
         }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StateFilter::Draft => "draft",
-            StateFilter::AwaitingApproval => "awaiting_approval",
-            StateFilter::Approved => "approved",
-            StateFilter::Running => "running",
-            StateFilter::Paused => "paused",
-            StateFilter::Done => "done",
-            StateFilter::Failed => "failed",
-            StateFilter::Abandoned => "abandoned",
-            StateFilter::Active => "active",
-            StateFilter::Finished => "finished",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<StateFilter> {
-        StateFilter::ALL.into_iter().find(|f| f.as_str() == text)
     }
 }
 
@@ -111,7 +80,7 @@ mod tests {
         assert!(StateFilter::Finished.admits(PlanState::Abandoned));
         assert!(!StateFilter::Finished.admits(PlanState::Running));
         for f in StateFilter::ALL {
-            assert_eq!(StateFilter::parse(f.as_str()), Some(f));
+            assert_eq!(StateFilter::from_wire(f.as_str()), Some(f));
             let json = serde_json::to_string(&f).unwrap();
             assert_eq!(
                 json,

@@ -7,25 +7,19 @@ use serde::{Deserialize, Serialize};
 
 pub type RunId = uuid::Uuid;
 
-/// `auto` lets the classifier decide.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ModeChoice {
-    #[default]
-    Auto,
-    Simple,
-    Complex,
-    Emergent,
+plan_engine::wire_enum! {
+    /// `auto` lets the classifier decide.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum ModeChoice: "mode (auto, simple, complex or emergent)" {
+        #[default]
+        Auto = "auto",
+        Simple = "simple",
+        Complex = "complex",
+        Emergent = "emergent",
+    }
 }
 
 impl ModeChoice {
-    pub const ALL: [ModeChoice; 4] = [
-        ModeChoice::Auto,
-        ModeChoice::Simple,
-        ModeChoice::Complex,
-        ModeChoice::Emergent,
-    ];
-
     pub fn forced(self) -> Option<Mode> {
         match self {
             ModeChoice::Auto => None,
@@ -36,17 +30,18 @@ impl ModeChoice {
     }
 }
 
-/// What the use of a work tool needs (Magentic-UI's action guards).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolPolicy {
-    /// The agent uses it freely.
-    #[default]
-    Auto,
-    /// Each call waits for a person to approve, edit or deny it.
-    Ask,
-    /// Not offered at all.
-    Never,
+plan_engine::wire_enum! {
+    /// What the use of a work tool needs (Magentic-UI's action guards).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum ToolPolicy: "tool policy (auto, ask or never)" {
+        /// The agent uses it freely.
+        #[default]
+        Auto = "auto",
+        /// Each call waits for a person to approve, edit or deny it.
+        Ask = "ask",
+        /// Not offered at all.
+        Never = "never",
+    }
 }
 
 impl ToolPolicy {

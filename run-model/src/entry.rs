@@ -15,38 +15,40 @@ use crate::state::{Classification, RunState};
 // it was first, still names it.
 pub use crate::config::ToolPolicy;
 
-/// What a model call is for: recorded on the run log and used to pick the
-/// model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CallRole {
-    Classifier,
-    Planner,
-    Executor,
-    Adapter,
-    Compiler,
+plan_engine::wire_enum! {
+    /// What a model call is for: recorded on the run log and used to pick the
+    /// model.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum CallRole: "call role" {
+        Classifier = "classifier",
+        Planner = "planner",
+        Executor = "executor",
+        Adapter = "adapter",
+        Compiler = "compiler",
+    }
 }
 
-/// Why a model call failed, sorted by what to do about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    /// 429: wait (as long as the server asked, if it said) and try again.
-    RateLimited,
-    /// 5xx: try again.
-    Server,
-    /// No answer in time.
-    Timeout,
-    /// The connection broke or the body could not be read.
-    Dropped,
-    /// 400 and other refusals of the request itself.
-    BadRequest,
-    /// 401/403: the key is wrong.
-    Auth,
-    /// The prompt does not fit the model.
-    ContextTooLong,
-    /// The account is out of money or quota.
-    Quota,
+plan_engine::wire_enum! {
+    /// Why a model call failed, sorted by what to do about it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum ErrorClass: "error class" {
+        /// 429: wait (as long as the server asked, if it said) and try again.
+        RateLimited = "rate_limited",
+        /// 5xx: try again.
+        Server = "server",
+        /// No answer in time.
+        Timeout = "timeout",
+        /// The connection broke or the body could not be read.
+        Dropped = "dropped",
+        /// 400 and other refusals of the request itself.
+        BadRequest = "bad_request",
+        /// 401/403: the key is wrong.
+        Auth = "auth",
+        /// The prompt does not fit the model.
+        ContextTooLong = "context_too_long",
+        /// The account is out of money or quota.
+        Quota = "quota",
+    }
 }
 
 impl ErrorClass {
@@ -61,32 +63,34 @@ impl ErrorClass {
     }
 }
 
-/// A person's answer to a guarded tool call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Run it as the agent asked.
-    Approved,
-    /// Run it with the person's arguments.
-    Edited,
-    /// Do not run it; the reason goes back to the model.
-    Denied,
-    /// Nobody answered before the run restarted; the agent may ask again.
-    Expired,
+plan_engine::wire_enum! {
+    /// A person's answer to a guarded tool call.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum Verdict: "verdict" {
+        /// Run it as the agent asked.
+        Approved = "approved",
+        /// Run it with the person's arguments.
+        Edited = "edited",
+        /// Do not run it; the reason goes back to the model.
+        Denied = "denied",
+        /// Nobody answered before the run restarted; the agent may ask again.
+        Expired = "expired",
+    }
 }
 
-/// What the planner chose for a subtask that failed all its attempts
-/// (seed 002's failure analysis: recoverable or not).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RecoveryDecision {
-    /// The subtask is rewritten and tried again.
-    Revise,
-    /// A new subtask takes its place (the failed one is skipped, what
-    /// depended on it depends on the new one).
-    Workaround,
-    /// Only a person can help: the run pauses on the failed subtask.
-    GiveUp,
+plan_engine::wire_enum! {
+    /// What the planner chose for a subtask that failed all its attempts
+    /// (seed 002's failure analysis: recoverable or not).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum RecoveryDecision: "recovery decision (revise, workaround or give_up)" {
+        /// The subtask is rewritten and tried again.
+        Revise = "revise",
+        /// A new subtask takes its place (the failed one is skipped, what
+        /// depended on it depends on the new one).
+        Workaround = "workaround",
+        /// Only a person can help: the run pauses on the failed subtask.
+        GiveUp = "give_up",
+    }
 }
 
 /// A recalled memory as the run log names it.
@@ -240,35 +244,36 @@ pub enum RunEntry {
     },
 }
 
-/// The `kind` of a [`RunEntry`], without its fields: how the store, the
-/// streams and the board tell entries apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryKind {
-    StateChanged,
-    Classified,
-    PlanProposed,
-    Rejected,
-    PlanRepaired,
-    LlmCall,
-    ToolCall,
-    RetryScheduled,
-    ToolRetryScheduled,
-    SubtaskRetry,
-    Recovery,
-    Recalled,
-    Remembered,
-    ToolApproval,
-    ToolDecision,
-    Overridden,
-    Asked,
-    SubtaskResult,
-    PlanAdjusted,
-    BudgetReached,
-    PeopleChanged,
-    BatchPlanned,
-    BatchFinished,
-    Answer,
+plan_engine::wire_enum! {
+    /// The `kind` of a [`RunEntry`], without its fields: how the store, the
+    /// streams and the board tell entries apart.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum EntryKind: "run-log entry kind" {
+        StateChanged = "state_changed",
+        Classified = "classified",
+        PlanProposed = "plan_proposed",
+        Rejected = "rejected",
+        PlanRepaired = "plan_repaired",
+        LlmCall = "llm_call",
+        ToolCall = "tool_call",
+        RetryScheduled = "retry_scheduled",
+        ToolRetryScheduled = "tool_retry_scheduled",
+        SubtaskRetry = "subtask_retry",
+        Recovery = "recovery",
+        Recalled = "recalled",
+        Remembered = "remembered",
+        ToolApproval = "tool_approval",
+        ToolDecision = "tool_decision",
+        Overridden = "overridden",
+        Asked = "asked",
+        SubtaskResult = "subtask_result",
+        PlanAdjusted = "plan_adjusted",
+        BudgetReached = "budget_reached",
+        PeopleChanged = "people_changed",
+        BatchPlanned = "batch_planned",
+        BatchFinished = "batch_finished",
+        Answer = "answer",
+    }
 }
 
 impl RunEntry {
@@ -340,7 +345,7 @@ mod state_or_deleted {
         if name == "deleted" {
             return Ok(None);
         }
-        crate::from_wire_name(&name)
+        SubtaskState::from_wire(&name)
             .map(Some)
             .ok_or_else(|| serde::de::Error::custom(format!("`{name}` is not a subtask state")))
     }

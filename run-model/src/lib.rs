@@ -8,9 +8,9 @@
 //! or a role never travels as a bare string. Like the engine, the crate is
 //! pure (serde, schemars, uuid, chrono, thiserror and the engine).
 //!
-//! Names on the wire are serde's (`snake_case`); [`wire_name`] and the
-//! `Display` / `FromStr` impls read them from serde instead of repeating
-//! them in hand-written tables.
+//! Names on the wire are written once per variant, through
+//! [`plan_engine::wire_enum!`]: serde, `as_str`, `Display` and `FromStr`
+//! all read that one table.
 //!
 //! # Layout
 //! - [`adaptation`]: how far a run may change its own plan after approval
@@ -92,82 +92,53 @@ pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateSte
 pub use tools::{ToolServerView, ToolSource, ToolTransport};
 pub use trace::{BadTraceParent, TraceParent};
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
-/// The name serde gives a unit variant (`RunState::AwaitingApproval` →
-/// `awaiting_approval`); empty for anything that is not a string.
-pub fn wire_name<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(name)) => name,
-        _ => String::new(),
-    }
-}
-
-/// The unit variant serde calls `name`, if any.
-pub fn from_wire_name<T: DeserializeOwned>(name: &str) -> Option<T> {
-    serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
-}
-
-/// A name that is not one of a type's wire names.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("`{given}` is not a {what}")]
-pub struct UnknownName {
-    pub what: &'static str,
-    pub given: String,
-}
-
-/// `Display` and `FromStr` through serde's names, for the enums here.
-macro_rules! wire_names {
-    ($($ty:ty => $what:literal),* $(,)?) => {$(
-        impl std::fmt::Display for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&$crate::wire_name(self))
-            }
-        }
-        impl std::str::FromStr for $ty {
-            type Err = $crate::UnknownName;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                $crate::from_wire_name(s).ok_or_else(|| $crate::UnknownName {
-                    what: $what,
-                    given: s.to_string(),
-                })
-            }
-        }
-    )*};
-}
-
-wire_names! {
-    RunState => "run state",
-    ModeChoice => "mode (auto, simple, complex or emergent)",
-    DecidedBy => "decider",
-    CallRole => "call role",
-    ErrorClass => "error class",
-    EntryKind => "run-log entry kind",
-    StreamEvent => "stream event",
-    ToolPolicy => "tool policy (auto, ask or never)",
-    Verdict => "verdict",
-    RecoveryDecision => "recovery decision (revise, workaround or give_up)",
-    MemoryKind => "memory kind (run, correction, review or rule)",
-    NeedKind => "need kind (approval, question, tool_call or stuck)",
-    ReviewVerdict => "review verdict (good, needs_changes or wrong)",
-}
+/// The error of every enum's `FromStr` here: names come from
+/// [`plan_engine::wire_enum!`], one table per enum.
+pub use plan_engine::UnknownName;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_come_from_serde_and_read_back() {
-        assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
-        for s in RunState::ALL {
-            assert_eq!(s.to_string().parse::<RunState>(), Ok(s));
+    /// serde's name and `as_str` are one table for every enum here.
+    fn agrees<T>(all: &[T])
+    where
+        T: Copy + PartialEq + std::fmt::Debug + std::fmt::Display + std::str::FromStr,
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        for &v in all {
+            let name = v.to_string();
+            assert_eq!(serde_json::to_value(v).unwrap(), serde_json::json!(name));
+            assert_eq!(
+                serde_json::from_value::<T>(serde_json::json!(name)).ok(),
+                Some(v)
+            );
+            assert!(name.parse::<T>().ok() == Some(v), "{name}");
         }
+    }
+
+    #[test]
+    fn every_enums_wire_name_is_the_one_serde_writes_and_reads_back() {
+        agrees(&RunState::ALL);
+        agrees(&DecidedBy::ALL);
+        agrees(&ModeChoice::ALL);
+        agrees(&ToolPolicy::ALL);
+        agrees(&CallRole::ALL);
+        agrees(&ErrorClass::ALL);
+        agrees(&Verdict::ALL);
+        agrees(&RecoveryDecision::ALL);
+        agrees(&EntryKind::ALL);
+        agrees(&NeedKind::ALL);
+        agrees(&MemoryKind::ALL);
+        agrees(&StreamEvent::ALL);
+        agrees(&ReviewVerdict::ALL);
+        agrees(&ToolSource::ALL);
+        agrees(&ToolTransport::ALL);
+        assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
         assert_eq!(
             "sleeping".parse::<RunState>().unwrap_err().to_string(),
             "`sleeping` is not a run state"
         );
-        assert_eq!(ErrorClass::ContextTooLong.to_string(), "context_too_long");
-        assert_eq!(CallRole::Executor.to_string(), "executor");
+        assert_eq!(ErrorClass::ContextTooLong.as_str(), "context_too_long");
     }
 }

@@ -17,23 +17,24 @@ use crate::config::RunId;
 /// A memory's id.
 pub type MemoryId = uuid::Uuid;
 
-/// What a memory records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryKind {
-    /// A finished run: its task, mode, plan's shape, outcome and answer.
-    Run,
-    /// Something a person corrected: a rejection's comment, a mode chosen
-    /// over the classifier, a change to the plan mid-run, an answer to a
-    /// question. Recalled before run summaries.
-    Correction,
-    /// A good review of a finished plan: what worked, kept like a run's
-    /// summary so praise never takes a correction's place in recall.
-    Review,
-    /// A standing rule a person wrote by hand (the Memory page, `POST
-    /// /api/memories`): pinned, recalled first whenever its words match
-    /// the task, or for every task when it names none.
-    Rule,
+plan_engine::wire_enum! {
+    /// What a memory records.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum MemoryKind: "memory kind (run, correction, review or rule)" {
+        /// A finished run: its task, mode, plan's shape, outcome and answer.
+        Run = "run",
+        /// Something a person corrected: a rejection's comment, a mode chosen
+        /// over the classifier, a change to the plan mid-run, an answer to a
+        /// question. Recalled before run summaries.
+        Correction = "correction",
+        /// A good review of a finished plan: what worked, kept like a run's
+        /// summary so praise never takes a correction's place in recall.
+        Review = "review",
+        /// A standing rule a person wrote by hand (the Memory page, `POST
+        /// /api/memories`): pinned, recalled first whenever its words match
+        /// the task, or for every task when it names none.
+        Rule = "rule",
+    }
 }
 
 impl MemoryKind {

@@ -8,21 +8,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::RunId;
 
-/// What kind of thing waits.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum NeedKind {
-    /// A plan waits for approval before it runs.
-    Approval,
-    /// The agent asked a question on a subtask and waits for the answer.
-    Question,
-    /// The agent asks to use a guarded tool.
-    ToolCall,
-    /// A run is paused (its budget reached, or a person paused it) or
-    /// stuck on a subtask nobody can do: it goes on when a person acts.
-    Stuck,
+plan_engine::wire_enum! {
+    /// What kind of thing waits.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+    )]
+    pub enum NeedKind: "need kind (approval, question, tool_call or stuck)" {
+        /// A plan waits for approval before it runs.
+        Approval = "approval",
+        /// The agent asked a question on a subtask and waits for the answer.
+        Question = "question",
+        /// The agent asks to use a guarded tool.
+        ToolCall = "tool_call",
+        /// A run is paused (its budget reached, or a person paused it) or
+        /// stuck on a subtask nobody can do: it goes on when a person acts.
+        Stuck = "stuck",
+    }
 }
 
 /// One thing waiting for a person.

@@ -15,22 +15,17 @@ use crate::config::RunId;
 /// A review's id.
 pub type ReviewId = uuid::Uuid;
 
-/// What a reviewer thinks of the plan and its work.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ReviewVerdict {
-    Good,
-    NeedsChanges,
-    Wrong,
+plan_engine::wire_enum! {
+    /// What a reviewer thinks of the plan and its work.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum ReviewVerdict: "review verdict (good, needs_changes or wrong)" {
+        Good = "good",
+        NeedsChanges = "needs_changes",
+        Wrong = "wrong",
+    }
 }
 
 impl ReviewVerdict {
-    pub const ALL: [ReviewVerdict; 3] = [
-        ReviewVerdict::Good,
-        ReviewVerdict::NeedsChanges,
-        ReviewVerdict::Wrong,
-    ];
-
     /// How the board and the memories say it.
     pub fn label(self, chinese: bool) -> &'static str {
         match (self, chinese) {

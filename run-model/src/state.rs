@@ -4,32 +4,22 @@ use plan_engine::Mode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The run's state machine; see [`RunState::can_become`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunState {
-    Classifying,
-    Planning,
-    AwaitingApproval,
-    Running,
-    Paused,
-    Done,
-    Failed,
-    Cancelled,
+plan_engine::wire_enum! {
+    /// The run's state machine; see [`RunState::can_become`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum RunState: "run state" {
+        Classifying = "classifying",
+        Planning = "planning",
+        AwaitingApproval = "awaiting_approval",
+        Running = "running",
+        Paused = "paused",
+        Done = "done",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
 }
 
 impl RunState {
-    pub const ALL: [RunState; 8] = [
-        RunState::Classifying,
-        RunState::Planning,
-        RunState::AwaitingApproval,
-        RunState::Running,
-        RunState::Paused,
-        RunState::Done,
-        RunState::Failed,
-        RunState::Cancelled,
-    ];
-
     pub fn is_finished(self) -> bool {
         matches!(
             self,
@@ -52,15 +42,16 @@ impl RunState {
     }
 }
 
-/// Who decided the mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DecidedBy {
-    /// The person who started the run forced it.
-    Person,
-    /// A rule was certain.
-    Rules,
-    Model,
+plan_engine::wire_enum! {
+    /// Who decided the mode.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum DecidedBy: "decider" {
+        /// The person who started the run forced it.
+        Person = "person",
+        /// A rule was certain.
+        Rules = "rules",
+        Model = "model",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

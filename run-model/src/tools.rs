@@ -6,24 +6,26 @@ use plan_engine::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Where a server's description comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolSource {
-    /// `PLANBOARD_MCP_SERVERS`: changed by editing the file and restarting.
-    File,
-    /// Added by an admin on the Tools page or over the API.
-    Board,
+plan_engine::wire_enum! {
+    /// Where a server's description comes from.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum ToolSource: "tool source (file or board)" {
+        /// `PLANBOARD_MCP_SERVERS`: changed by editing the file and restarting.
+        File = "file",
+        /// Added by an admin on the Tools page or over the API.
+        Board = "board",
+    }
 }
 
-/// How planboard talks to it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolTransport {
-    /// Streamable HTTP, by URL.
-    Http,
-    /// A program started by planboard, over its stdin and stdout.
-    Stdio,
+plan_engine::wire_enum! {
+    /// How planboard talks to it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum ToolTransport: "tool transport (http or stdio)" {
+        /// Streamable HTTP, by URL.
+        Http = "http",
+        /// A program started by planboard, over its stdin and stdout.
+        Stdio = "stdio",
+    }
 }
 
 /// One MCP server and its state.

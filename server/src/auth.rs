@@ -20,29 +20,22 @@ pub enum AuthError {
     Forbidden(String),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
-    Viewer,
-    Operator,
-    Admin,
+plan_engine::wire_enum! {
+    /// A caller's role; each may do what the one before it may, and more.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    )]
+    pub enum Role: "role (viewer, operator or admin)" {
+        Viewer = "viewer",
+        Operator = "operator",
+        Admin = "admin",
+    }
 }
 
 impl Role {
+    /// A role as written in a token file or a setting, in any case.
     pub fn parse(text: &str) -> Option<Role> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "viewer" => Some(Role::Viewer),
-            "operator" => Some(Role::Operator),
-            "admin" => Some(Role::Admin),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-            Role::Admin => "admin",
-        }
+        Role::from_wire(&text.trim().to_ascii_lowercase())
     }
 }
 

@@ -186,7 +186,7 @@ where
             () = follow(tx) => {}
             () = hub.closing() => {
                 let event = SseEvent::default()
-                    .event(StreamEvent::Shutdown.name())
+                    .event(StreamEvent::Shutdown.as_str())
                     .data(r#"{"reason":"the server is shutting down; reconnect to resume"}"#);
                 let _ = bye.send(event).await;
             }
@@ -287,7 +287,7 @@ impl RunNews {
     pub fn plan_event(&self) -> SseEvent {
         match self {
             RunNews::Entry(e) => SseEvent::default()
-                .event(StreamEvent::Run.name())
+                .event(StreamEvent::Run.as_str())
                 .data(e.json()),
             RunNews::Delta(d) => delta_event(d),
         }
@@ -305,7 +305,7 @@ pub struct LiveDelta {
 
 pub fn delta_event(delta: &LiveDelta) -> SseEvent {
     SseEvent::default()
-        .event(StreamEvent::Delta.name())
+        .event(StreamEvent::Delta.as_str())
         .data(serde_json::to_string(delta).unwrap_or_default())
 }
 
@@ -324,7 +324,7 @@ async fn follow(
         None => {
             let seq = hub.last_seq();
             let ready = SseEvent::default()
-                .event(StreamEvent::Ready.name())
+                .event(StreamEvent::Ready.as_str())
                 .id(seq.to_string())
                 .data(format!("{{\"seq\":{seq}}}"));
             if tx.send(ready).await.is_err() {
@@ -371,7 +371,7 @@ async fn follow(
                 let seq = hub.last_seq();
                 last = seq;
                 let resync = SseEvent::default()
-                    .event(StreamEvent::Resync.name())
+                    .event(StreamEvent::Resync.as_str())
                     .id(seq.to_string())
                     .data(format!("{{\"seq\":{seq},\"missed\":{missed}}}"));
                 if tx.send(resync).await.is_err() {

@@ -728,7 +728,7 @@ impl SpanMaker {
                 );
             }
             other => {
-                let name = run_model::wire_name(&other.kind());
+                let name = other.kind().as_str();
                 let mut attributes = Vec::new();
                 if let Some(subtask) = other.subtask() {
                     attributes.push(kv("planboard.subtask.id", i64::from(subtask.0)));

@@ -152,7 +152,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let mut failures = 0;
     for case in &cases {
-        let expected = Mode::parse(&case.mode).ok_or(format!("unknown mode {}", case.mode))?;
+        let expected = Mode::from_wire(&case.mode).ok_or(format!("unknown mode {}", case.mode))?;
         let t = Instant::now();
         let model = match by_model(&caller, &case.task, "").await {
             Ok(c) => c.mode,
@@ -203,7 +203,7 @@ async fn by_folds(
     let mut seen = [0usize; 3];
     let mut fold = Vec::with_capacity(cases.len());
     for case in cases {
-        let mode = Mode::parse(&case.mode).ok_or(format!("unknown mode {}", case.mode))?;
+        let mode = Mode::from_wire(&case.mode).ok_or(format!("unknown mode {}", case.mode))?;
         fold.push(seen[index(mode)] % 2);
         seen[index(mode)] += 1;
     }
@@ -213,7 +213,7 @@ async fn by_folds(
     let mut recalled_all = 0usize;
     let started = Instant::now();
     for (i, case) in cases.iter().enumerate() {
-        let expected = Mode::parse(&case.mode).ok_or("unknown mode")?;
+        let expected = Mode::from_wire(&case.mode).ok_or("unknown mode")?;
         let others: Vec<Memory> = cases
             .iter()
             .zip(&fold)

@@ -30,13 +30,14 @@ pub(crate) fn in_one_piece(reply: ChatReply, delta: &OnDelta) -> ChatReply {
 
 pub use run_model::{CallRole, ErrorClass};
 
-/// Who says a message in a chat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MessageRole {
-    System,
-    User,
-    Assistant,
+plan_engine::wire_enum! {
+    /// Who says a message in a chat.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum MessageRole: "message role" {
+        System = "system",
+        User = "user",
+        Assistant = "assistant",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,16 +67,17 @@ impl Message {
     }
 }
 
-/// How the model is asked to answer with an action.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Protocol {
-    /// JSON-schema structured output unless the model is known to do
-    /// native tool calls well; small local models answer schemas reliably.
-    #[default]
-    Auto,
-    JsonSchema,
-    ToolCalls,
+plan_engine::wire_enum! {
+    /// How the model is asked to answer with an action.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Protocol: "protocol (auto, json_schema or tool_calls)" {
+        /// JSON-schema structured output unless the model is known to do
+        /// native tool calls well; small local models answer schemas reliably.
+        #[default]
+        Auto = "auto",
+        JsonSchema = "json_schema",
+        ToolCalls = "tool_calls",
+    }
 }
 
 /// The shape the answer must have.

@@ -137,7 +137,7 @@ mod tests {
         for line in fixture.lines().filter(|l| !l.trim().is_empty()) {
             let case: serde_json::Value = serde_json::from_str(line).unwrap();
             let task = case["task"].as_str().unwrap();
-            let label = Mode::parse(case["mode"].as_str().unwrap()).unwrap();
+            let label = Mode::from_wire(case["mode"].as_str().unwrap()).unwrap();
             if let Some(c) = by_rules(task) {
                 decided += 1;
                 assert_eq!(c.mode, label, "the rules misroute {task:?}");

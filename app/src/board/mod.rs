@@ -153,34 +153,23 @@ impl Board {
     }
 }
 
-/// The board's four views; `?view=` in the address.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
-pub enum View {
-    Kanban,
-    Dag,
-    Timeline,
-    Gantt,
+plan_engine::wire_enum! {
+    /// The board's four views; `?view=` in the address.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
+    pub enum View: "view (kanban, dag, timeline or gantt)" {
+        Kanban = "kanban",
+        Dag = "dag",
+        Timeline = "timeline",
+        Gantt = "gantt",
+    }
 }
 
 impl View {
     /// The view `?view=` asks for: the server reads it from the router's
     /// query, the browser from the address it went back or forward to.
+    /// Absent or unknown: the kanban.
     pub fn parse(value: Option<&str>) -> View {
-        match value {
-            Some("dag") => View::Dag,
-            Some("timeline") => View::Timeline,
-            Some("gantt") => View::Gantt,
-            _ => View::Kanban,
-        }
-    }
-
-    fn key(self) -> &'static str {
-        match self {
-            View::Kanban => "kanban",
-            View::Dag => "dag",
-            View::Timeline => "timeline",
-            View::Gantt => "gantt",
-        }
+        value.and_then(View::from_wire).unwrap_or(View::Kanban)
     }
 }
 
@@ -324,7 +313,7 @@ fn LiveBoard(
         }
     });
     let tab = move |kind: View, label: &'static str| {
-        let href = format!("/plans/{}?view={}", board.id, kind.key());
+        let href = format!("/plans/{}?view={}", board.id, kind.as_str());
         let switch = {
             let href = href.clone();
             move |ev: leptos::ev::MouseEvent| {
@@ -350,8 +339,8 @@ fn LiveBoard(
                 class="tab"
                 class:active=move || view.get() == kind
                 aria-current=move || (view.get() == kind).then_some("page")
-                data-testid=format!("tab-{}", kind.key())
-                data-view=kind.key()
+                data-testid=format!("tab-{}", kind.as_str())
+                data-view=kind.as_str()
                 on:click=switch
             >
                 {label}
@@ -369,7 +358,7 @@ fn LiveBoard(
             let kind = View::parse(Some(&pending));
             if view.get_untracked() != kind {
                 view.set(kind);
-                push_address(&format!("/plans/{}?view={}", board.id, kind.key()));
+                push_address(&format!("/plans/{}?view={}", board.id, kind.as_str()));
             }
         }
     });
@@ -487,7 +476,7 @@ mod tests {
         assert_eq!(View::parse(None), View::Kanban);
         for view in [View::Kanban, View::Dag, View::Timeline] {
             assert_eq!(
-                View::parse(Some(view.key())),
+                View::parse(Some(view.as_str())),
                 view,
                 "tabs link to what they show"
             );

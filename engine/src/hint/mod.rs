@@ -28,15 +28,17 @@ use fill::fill;
 use texts::{Texts, EN, ZH};
 use window::{Ctx, FOCUS};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Lang {
-    #[default]
-    En,
-    Zh,
+crate::wire_enum! {
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum Lang: "language (en or zh)" {
+        #[default]
+        En = "en",
+        Zh = "zh",
+    }
 }
 
 impl Lang {
+    /// A language as people and browsers name it (`en-GB`, `Chinese`).
     pub fn parse(text: &str) -> Option<Lang> {
         match text.trim().to_ascii_lowercase().as_str() {
             "en" | "en-us" | "en-gb" | "english" => Some(Lang::En),

@@ -1003,13 +1003,14 @@ pub struct PendingCall {
     pub arguments: serde_json::Value,
 }
 
-/// What a person decides about a guarded call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionKind {
-    Approve,
-    Edit,
-    Deny,
+plan_engine::wire_enum! {
+    /// What a person decides about a guarded call.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+    pub enum DecisionKind: "decision (approve, edit or deny)" {
+        Approve = "approve",
+        Edit = "edit",
+        Deny = "deny",
+    }
 }
 
 /// A person's decision, as the API and the board send it.

@@ -19,7 +19,7 @@ fn template_of(row: &AnyRow) -> Result<Template, StoreError> {
     Ok(Template {
         id: id.parse().map_err(corrupt)?,
         name: row.try_get("name")?,
-        mode: plan_engine::Mode::parse(&mode).ok_or_else(|| corrupt(format!("mode {mode}")))?,
+        mode: plan_engine::Mode::from_wire(&mode).ok_or_else(|| corrupt(format!("mode {mode}")))?,
         task: row.try_get("task")?,
         steps: serde_json::from_str::<Vec<TemplateStep>>(&steps).map_err(corrupt)?,
         plan_id: plan.map(|p| p.parse()).transpose().map_err(corrupt)?,

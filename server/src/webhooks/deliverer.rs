@@ -179,7 +179,7 @@ async fn tick(
                         id: uuid::Uuid::new_v4(),
                         endpoint: endpoint.url.to_string(),
                         seq: entry.seq,
-                        event: event.name(),
+                        event: event.as_str().to_string(),
                         plan_id: entry.plan_id,
                         run_id: entry.run_id,
                         body,

@@ -11,26 +11,21 @@ use sha2::Sha256;
 use super::Endpoint;
 use crate::runlog::StoredRunEntry;
 
-/// What a notification is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WebhookEvent {
-    /// A plan waits for a person's approval before it runs.
-    ApprovalNeeded,
-    /// The agent asked a question and waits for the answer.
-    QuestionAsked,
-    /// A run ended done or cancelled (`state` says which).
-    RunFinished,
-    RunFailed,
-    /// A run paused, or a subtask the planner gave up on waits for a person.
-    RunStuck,
-    /// A run's budget is used up; it paused.
-    BudgetReached,
-}
-
-impl WebhookEvent {
-    pub fn name(self) -> String {
-        run_model::wire_name(&self)
+plan_engine::wire_enum! {
+    /// What a notification is about.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum WebhookEvent: "webhook event" {
+        /// A plan waits for a person's approval before it runs.
+        ApprovalNeeded = "approval_needed",
+        /// The agent asked a question and waits for the answer.
+        QuestionAsked = "question_asked",
+        /// A run ended done or cancelled (`state` says which).
+        RunFinished = "run_finished",
+        RunFailed = "run_failed",
+        /// A run paused, or a subtask the planner gave up on waits for a person.
+        RunStuck = "run_stuck",
+        /// A run's budget is used up; it paused.
+        BudgetReached = "budget_reached",
     }
 }
 
@@ -105,7 +100,7 @@ pub(super) fn body_for(
         .plan_id
         .map(|id| format!("{}/plans/{id}", board_url.trim_end_matches('/')));
     let body = if endpoint.slack {
-        let words = event.name().replace('_', " ");
+        let words = event.as_str().replace('_', " ");
         let link = link
             .map(|l| format!(" <{l}|open the plan>"))
             .unwrap_or_default();

@@ -200,12 +200,12 @@ async fn only_the_interactive_parts_are_islands_and_static_parts_carry_their_sta
     assert_eq!(islands(&board), 1, "the board is one island: {board}");
     assert_eq!(top_bar(&board), 1, "the top bar's count: {board}");
     assert!(
-        board.contains(&id.to_string()) && board.contains("&quot;view&quot;:&quot;Dag&quot;"),
+        board.contains(&id.to_string()) && board.contains("&quot;view&quot;:&quot;dag&quot;"),
         "the island gets the plan and the view as props: {board}"
     );
     let (_, timeline) = page(&server, &format!("/plans/{id}?x=1&view=timeline")).await;
     assert!(
-        timeline.contains("&quot;view&quot;:&quot;Timeline&quot;"),
+        timeline.contains("&quot;view&quot;:&quot;timeline&quot;"),
         "the view is read among other parameters: {timeline}"
     );
 

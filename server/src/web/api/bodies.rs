@@ -182,13 +182,14 @@ plan_body! {
     |b, _sid| Op::Reject { comment: b.comment }
 }
 
-/// How a plan may finish.
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Ending {
-    Done,
-    Failed,
-    Abandoned,
+plan_engine::wire_enum! {
+    /// How a plan may finish.
+    #[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+    pub enum Ending: "ending (done, failed or abandoned)" {
+        Done = "done",
+        Failed = "failed",
+        Abandoned = "abandoned",
+    }
 }
 
 plan_body! {

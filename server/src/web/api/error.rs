@@ -28,67 +28,62 @@ use crate::tool_servers::ToolServerError;
 use crate::webhooks::EndpointError;
 use crate::workspace::inputs::InputError;
 
-/// The machine code of an error: the `error` field of every error body,
-/// and what the board and MCP read beside the sentence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
-    /// Malformed JSON, fields or parameters (400).
-    BadRequest,
-    /// Token mode: no token, or an unknown one (401).
-    Unauthorized,
-    /// The caller's role may not do this, or a cookie-carried change came
-    /// from another site (403).
-    Forbidden,
-    /// No such plan, subtask, run, memory, … (404; a 422 when the body,
-    /// not the path, names the missing thing).
-    NotFound,
-    /// The path does not take this method (405).
-    MethodNotAllowed,
-    /// `expected_version` is stale, or the plan kept changing (409, with
-    /// `current_version`).
-    Conflict,
-    /// What this would create is stored already: a name or URL taken, a
-    /// key in use (409).
-    AlreadyExists,
-    /// planboard's agent has no model configured (409).
-    NoModel,
-    /// The plan or run is not finished yet (409).
-    NotFinished,
-    /// The guarded tool call was decided already (409).
-    Decided,
-    /// The MCP server comes from `PLANBOARD_MCP_SERVERS`: change the file (409).
-    FromFile,
-    /// The body is over the limit (413).
-    TooLarge,
-    /// The body was not sent as JSON (415).
-    UnsupportedMediaType,
-    /// The engine refused: a cycle (422).
-    Cycle,
-    /// The engine refused: a move the state does not allow (422).
-    IllegalTransition,
-    /// The engine refused: the subtask or plan is not ready (422).
-    NotReady,
-    /// The engine refused: the plan is full (422).
-    PlanFull,
-    /// A value refused: too long, empty, out of range, unknown (422).
-    Invalid,
-    /// The database failed (500); the server log has its words.
-    Store,
-    /// Another failure of the server (500); the server log has the details.
-    Internal,
-}
-
-impl ErrorCode {
-    /// The engine's name for its refusal, read through serde's names.
-    fn of_engine(e: &PlanError) -> ErrorCode {
-        run_model::from_wire_name(e.code()).unwrap_or(ErrorCode::Invalid)
+plan_engine::wire_enum! {
+    /// The machine code of an error: the `error` field of every error body,
+    /// and what the board and MCP read beside the sentence.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum ErrorCode: "error code" {
+        /// Malformed JSON, fields or parameters (400).
+        BadRequest = "bad_request",
+        /// Token mode: no token, or an unknown one (401).
+        Unauthorized = "unauthorized",
+        /// The caller's role may not do this, or a cookie-carried change came
+        /// from another site (403).
+        Forbidden = "forbidden",
+        /// No such plan, subtask, run, memory, … (404; a 422 when the body,
+        /// not the path, names the missing thing).
+        NotFound = "not_found",
+        /// The path does not take this method (405).
+        MethodNotAllowed = "method_not_allowed",
+        /// `expected_version` is stale, or the plan kept changing (409, with
+        /// `current_version`).
+        Conflict = "conflict",
+        /// What this would create is stored already: a name or URL taken, a
+        /// key in use (409).
+        AlreadyExists = "already_exists",
+        /// planboard's agent has no model configured (409).
+        NoModel = "no_model",
+        /// The plan or run is not finished yet (409).
+        NotFinished = "not_finished",
+        /// The guarded tool call was decided already (409).
+        Decided = "decided",
+        /// The MCP server comes from `PLANBOARD_MCP_SERVERS`: change the file (409).
+        FromFile = "from_file",
+        /// The body is over the limit (413).
+        TooLarge = "too_large",
+        /// The body was not sent as JSON (415).
+        UnsupportedMediaType = "unsupported_media_type",
+        /// The engine refused: a cycle (422).
+        Cycle = "cycle",
+        /// The engine refused: a move the state does not allow (422).
+        IllegalTransition = "illegal_transition",
+        /// The engine refused: the subtask or plan is not ready (422).
+        NotReady = "not_ready",
+        /// The engine refused: the plan is full (422).
+        PlanFull = "plan_full",
+        /// A value refused: too long, empty, out of range, unknown (422).
+        Invalid = "invalid",
+        /// The database failed (500); the server log has its words.
+        Store = "store",
+        /// Another failure of the server (500); the server log has the details.
+        Internal = "internal",
     }
 }
 
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&run_model::wire_name(self))
+impl ErrorCode {
+    /// The engine's name for its refusal, read through the same names.
+    fn of_engine(e: &PlanError) -> ErrorCode {
+        ErrorCode::from_wire(e.code()).unwrap_or(ErrorCode::Invalid)
     }
 }
 

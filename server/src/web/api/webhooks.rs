@@ -18,25 +18,27 @@ use super::ApiState;
 use crate::auth::{Identity, Role};
 use crate::webhooks::{shown_url, StoredEndpoint};
 
-/// What an endpoint receives.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WebhookFormat {
-    /// planboard's JSON payload.
-    #[default]
-    Json,
-    /// Slack's incoming-webhook shape, `{"text": …}`.
-    Slack,
+plan_engine::wire_enum! {
+    /// What an endpoint receives.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum WebhookFormat: "webhook format (json or slack)" {
+        /// planboard's JSON payload.
+        #[default]
+        Json = "json",
+        /// Slack's incoming-webhook shape, `{"text": …}`.
+        Slack = "slack",
+    }
 }
 
-/// Where an endpoint comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EndpointSource {
-    /// `PLANBOARD_WEBHOOK_URL`: changed by restarting with another value.
-    Environment,
-    /// Added over this API (or the settings page); removable.
-    Added,
+plan_engine::wire_enum! {
+    /// Where an endpoint comes from.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+    pub enum EndpointSource: "endpoint source" {
+        /// `PLANBOARD_WEBHOOK_URL`: changed by restarting with another value.
+        Environment = "environment",
+        /// Added over this API (or the settings page); removable.
+        Added = "added",
+    }
 }
 
 /// An endpoint as an admin sees it.

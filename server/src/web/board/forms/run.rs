@@ -23,7 +23,7 @@ pub async fn replan(
     on: PlanForm,
     axum::Form(form): axum::Form<ReplanForm>,
 ) -> axum::response::Response {
-    let ops = match plan_engine::Mode::parse(&form.mode) {
+    let ops = match plan_engine::Mode::from_wire(&form.mode) {
         Some(mode) if mode != plan_engine::Mode::Manual => {
             let patch = plan_engine::InfoPatch {
                 mode: Some(mode),

@@ -1,0 +1,129 @@
+//! Wire names: the one way every crate names the variants of its plain
+//! enums on the wire (JSON, query strings, SSE event names, log labels).
+//!
+//! [`wire_enum!`](crate::wire_enum) declares the enum with each variant's
+//! name written once beside it. serde reads and writes that name, and the
+//! macro adds `ALL`, `as_str` (a `&'static str`, no allocation),
+//! `from_wire` (exact), `Display` and `FromStr` (an [`UnknownName`] error
+//! naming what was expected). Before it, names lived in serde's
+//! `rename_all`, in hand `as_str`/`parse` tables beside them and in a
+//! serde round-trip macro; a variant added to one and not the other read
+//! back as something else.
+
+/// A name that is not one of a type's wire names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{given}` is not a {what}")]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub given: String,
+}
+
+/// Declares a plain enum with its wire names.
+///
+/// ```
+/// plan_engine::wire_enum! {
+///     /// How a thing is lit.
+///     #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+///     pub enum Light: "light (on or off)" {
+///         On = "on",
+///         /// Also after a restart.
+///         Off = "off",
+///     }
+/// }
+/// assert_eq!(Light::On.as_str(), "on");
+/// assert_eq!("off".parse::<Light>(), Ok(Light::Off));
+/// assert_eq!(serde_json::to_string(&Light::Off).unwrap(), "\"off\"");
+/// assert_eq!(Light::from_wire("dim"), None);
+/// assert_eq!("dim".parse::<Light>().unwrap_err().to_string(), "`dim` is not a light (on or off)");
+/// assert_eq!(Light::ALL, [Light::On, Light::Off]);
+/// ```
+///
+/// The enum must derive serde's `Serialize` and `Deserialize` (the names
+/// are given to serde as `rename`s) and must not also say `rename_all`.
+#[macro_export]
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident : $what:literal {
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: [$name; [$($wire),+].len()] = [$($name::$variant),+];
+
+            /// The name on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $wire, )+
+                }
+            }
+
+            /// The variant with exactly this wire name.
+            pub fn from_wire(text: &str) -> Option<$name> {
+                match text {
+                    $( $wire => Some($name::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::wire::UnknownName;
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                $name::from_wire(text).ok_or_else(|| $crate::wire::UnknownName {
+                    what: $what,
+                    given: text.to_string(),
+                })
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Dialect, Mode, PlanState, StateFilter, SubtaskState};
+
+    /// serde and `as_str` are one table: every variant writes as its name
+    /// and reads back from it, through both.
+    fn agrees<T>(all: &[T])
+    where
+        T: Copy + PartialEq + std::fmt::Debug + std::fmt::Display + std::str::FromStr,
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        for &v in all {
+            let name = v.to_string();
+            assert_eq!(serde_json::to_value(v).unwrap(), serde_json::json!(name));
+            assert_eq!(
+                serde_json::from_value::<T>(serde_json::json!(name)).ok(),
+                Some(v)
+            );
+            assert!(name.parse::<T>().ok() == Some(v), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_engines_enums_write_and_read_the_same_names_through_serde_and_as_str() {
+        agrees(&SubtaskState::ALL);
+        agrees(&PlanState::ALL);
+        agrees(&Mode::ALL);
+        agrees(&Dialect::ALL);
+        agrees(&StateFilter::ALL);
+        assert_eq!(SubtaskState::InProgress.as_str(), "in_progress");
+        assert_eq!(
+            "sleeping".parse::<PlanState>().unwrap_err().to_string(),
+            "`sleeping` is not a plan state"
+        );
+    }
+}
