@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Mode, NewSubtask, PlanState, SubtaskId, SubtaskState};
+use crate::model::{limits, Mode, NewSubtask, PlanState, SubtaskId, SubtaskState};
 
 /// One request against one plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -54,12 +54,16 @@ pub enum Position {
 #[serde(deny_unknown_fields)]
 pub struct InfoPatch {
     #[serde(default)]
+    #[schemars(length(max = limits::TITLE))]
     pub title: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub goal: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub description: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub expected_outcome: Option<String>,
     #[serde(default)]
     pub mode: Option<Mode>,
@@ -80,19 +84,25 @@ pub struct InfoPatch {
 #[serde(deny_unknown_fields)]
 pub struct SubtaskPatch {
     #[serde(default)]
+    #[schemars(length(max = limits::NAME))]
     pub name: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub description: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub expected_outcome: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub reasoning: Option<String>,
     /// An empty string clears the assignee.
     #[serde(default)]
+    #[schemars(length(max = limits::ACTOR))]
     pub assignee: Option<String>,
     /// The work tool the subtask is meant to use; an empty string clears it.
     /// Like the description, it changes only before the subtask starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = limits::TOOL))]
     pub tool: Option<String>,
 }
 

@@ -218,21 +218,28 @@ pub struct Plan {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewSubtask {
+    #[schemars(length(max = limits::NAME))]
     pub name: String,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub description: String,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub expected_outcome: String,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub reasoning: String,
     #[serde(default)]
+    #[schemars(length(max = limits::DEPENDENCIES))]
     pub dependencies: Vec<SubtaskId>,
     #[serde(default)]
+    #[schemars(length(max = limits::ACTOR))]
     pub assignee: Option<String>,
     /// The work tool the subtask is meant to use (`run_python`, `read_file`,
     /// an MCP tool as `server.tool`): one word of letters, digits, `_`, `-`
     /// and `.`. Empty or absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = limits::TOOL))]
     pub tool: Option<String>,
 }
 
@@ -261,13 +268,18 @@ pub struct NewPlan {
     #[schemars(skip)]
     pub id: PlanId,
     #[serde(default)]
+    #[schemars(length(max = limits::KEY))]
     pub key: Option<String>,
+    #[schemars(length(max = limits::TITLE))]
     pub title: String,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub goal: String,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub description: String,
     #[serde(default)]
+    #[schemars(length(max = limits::TEXT))]
     pub expected_outcome: String,
     #[serde(default)]
     pub mode: Mode,
@@ -287,6 +299,7 @@ pub struct NewPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub need_user_confirm: Option<bool>,
     #[serde(default)]
+    #[schemars(length(max = limits::SUBTASKS))]
     pub subtasks: Vec<NewSubtask>,
 }
 

@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_BATCH_SIZE: u32 = 5;
 /// The largest batch: a planning call's answer stays short.
 pub const MAX_BATCH_SIZE: u32 = 50;
+/// The longest input file name a run in batches may give, in characters.
+pub const INPUT_NAME_CHARS: usize = 200;
 /// The most items an input may hold.
 pub const MAX_ITEMS: usize = 10_000;
 /// Characters of one item shown to the planner and the executor.
@@ -35,11 +37,11 @@ pub struct Batching {
     /// The input file (one of the run's uploaded files): a JSON array, JSON
     /// Lines, or one item per line (a `.csv` file's first line is its
     /// header, shown once beside the items).
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = INPUT_NAME_CHARS))]
     pub input: String,
     /// Items planned per batch (seed 002: 5), 1 to [`MAX_BATCH_SIZE`].
     #[serde(default = "default_size")]
-    #[schemars(range(min = 1, max = 50))]
+    #[schemars(range(min = 1, max = MAX_BATCH_SIZE))]
     pub size: u32,
 }
 

@@ -158,6 +158,9 @@ pub const MAX_FILE_BYTES: usize = 20 * 1024 * 1024;
 pub const MAX_FILES_BYTES: usize = 50 * 1024 * 1024;
 /// Most files one run's uploads hold.
 pub const MAX_FILES: usize = 50;
+/// The longest name of an uploaded file, in bytes (a file system's name
+/// holds 255; room is left for the names planboard derives from it).
+pub const FILE_NAME_BYTES: usize = 200;
 
 /// Characters of each input file shown to the model.
 pub const PREVIEW_CHARS: usize = 400;
@@ -235,6 +238,8 @@ pub const MAX_ATTEMPTS: u32 = 10;
 pub const MAX_RETRY_DELAY_MS: u64 = 60_000;
 /// The most tool names a run's `tools` may list.
 pub const MAX_TOOLS: usize = 100;
+/// The longest work tool name a run's tools and policies may give.
+pub const TOOL_NAME_CHARS: usize = 64;
 
 /// Why a config cannot start a run, in words for whoever sent it (the
 /// API, the board, MCP).
@@ -284,14 +289,21 @@ impl RunConfig {
             for name in tools.iter_mut() {
                 *name = name.trim().to_string();
             }
-            if tools.len() > MAX_TOOLS || tools.iter().any(|n| n.is_empty() || n.len() > 64) {
+            if tools.len() > MAX_TOOLS
+                || tools
+                    .iter()
+                    .any(|n| n.is_empty() || n.len() > TOOL_NAME_CHARS)
+            {
                 return Err(ConfigError::Tools);
             }
             tools.sort();
             tools.dedup();
         }
         if self.policies.len() > MAX_TOOLS
-            || self.policies.keys().any(|n| n.is_empty() || n.len() > 64)
+            || self
+                .policies
+                .keys()
+                .any(|n| n.is_empty() || n.len() > TOOL_NAME_CHARS)
         {
             return Err(ConfigError::Tools);
         }
@@ -307,10 +319,12 @@ impl RunConfig {
                     crate::batch::InputError::Size(batches.size).to_string(),
                 ));
             }
-            if batches.input.is_empty() || batches.input.len() > 200 {
-                return Err(ConfigError::Batches(
-                    "name the input file (1 to 200 characters)".into(),
-                ));
+            let chars = batches.input.chars().count();
+            if chars == 0 || chars > crate::batch::INPUT_NAME_CHARS {
+                return Err(ConfigError::Batches(format!(
+                    "name the input file (1 to {} characters)",
+                    crate::batch::INPUT_NAME_CHARS
+                )));
             }
             // Every batch is a super-step of independent subtasks.
             if !matches!(self.mode, ModeChoice::Auto | ModeChoice::Complex) {

@@ -71,8 +71,8 @@ pub use batch::{
 };
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
-    MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL, MAX_TASK_CHARS, MAX_TOOLS,
-    PREVIEW_CHARS,
+    FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,
+    MAX_RETRY_DELAY_MS, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS, TOOL_NAME_CHARS,
 };
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
 pub use entry::{

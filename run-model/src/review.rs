@@ -58,7 +58,7 @@ pub struct NewReview {
     pub note: String,
     /// Notes on single subtasks, by id (at most one per subtask).
     #[serde(default)]
-    #[schemars(length(max = 200))]
+    #[schemars(length(max = SUBTASK_NOTES))]
     pub subtasks: Vec<SubtaskNote>,
 }
 

@@ -57,7 +57,7 @@ pub struct Template {
 #[serde(deny_unknown_fields)]
 pub struct NewTemplate {
     /// What the team calls it (1 to 120 characters).
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = TEMPLATE_NAME))]
     pub name: String,
 }
 

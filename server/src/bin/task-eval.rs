@@ -4,11 +4,12 @@
 //! from another), then `GET /api/runs/{id}` until the run ends.
 //!
 //! ```text
-//! cargo run -p server --release --bin task-eval -- [--fake] [--only NAME]... [--limit SECS] [--tasks FILE]
+//! cargo run -p server --release --bin task-eval -- [--fake] [--only NAME]... [--limit SECS] [--tasks FILE] [--keep]
 //! ```
 //!
 //! The server runs in this process on a port of its own, with a fresh
-//! SQLite file and workspace folder, and the rest of its configuration
+//! SQLite file and workspace folder (removed at the end; `--keep` keeps
+//! them and prints where, so each model call's transcript can be read), and the rest of its configuration
 //! from the environment as `planboard` reads it (`PLANBOARD_LLM_*`,
 //! `PLANBOARD_PYTHON_PACKAGES`, …). Without `PLANBOARD_LLM_MODEL` the
 //! default local model (`scripts/local-model.sh` on port 8091) is asked.
@@ -289,6 +290,7 @@ async fn run_task(
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let mut fake = false;
+    let mut keep = false;
     let mut only = Vec::new();
     let mut limit = Duration::from_secs(300);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval");
@@ -297,6 +299,7 @@ async fn main() -> Result<(), String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--fake" => fake = true,
+            "--keep" => keep = true,
             "--only" => only.push(args.next().ok_or("--only takes a task name")?),
             "--limit" => {
                 let secs = args.next().ok_or("--limit takes seconds")?;
@@ -356,7 +359,11 @@ async fn main() -> Result<(), String> {
         total_seconds,
         total_seconds / (tasks.len().max(1) as f64)
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if keep {
+        println!("kept: {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     Ok(())
 }
 

@@ -951,7 +951,7 @@ impl Runs {
         };
         let reason = decision
             .reason
-            .map(|r| plan_engine::text::prefix(r.trim(), 2000).to_string())
+            .map(|r| plan_engine::text::prefix(r.trim(), REASON_CHARS).to_string())
             .filter(|r| !r.is_empty());
         self.host
             .log_now(
@@ -1003,6 +1003,9 @@ pub struct PendingCall {
     pub arguments: serde_json::Value,
 }
 
+/// The longest reason given with a decision, in characters.
+pub const REASON_CHARS: usize = 2000;
+
 plan_engine::wire_enum! {
     /// What a person decides about a guarded call.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, JsonSchema)]
@@ -1020,7 +1023,7 @@ pub struct Decision {
     pub verdict: DecisionKind,
     /// For the model: why it was denied (or edited).
     #[serde(default)]
-    #[schemars(length(max = 2000))]
+    #[schemars(length(max = REASON_CHARS))]
     pub reason: Option<String>,
     /// With `edit`: the arguments to run the call with instead.
     #[serde(default)]

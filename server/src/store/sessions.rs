@@ -21,7 +21,7 @@ pub struct SessionSettings {
     /// The most subtasks a plan the session creates may hold (1 to 5,000),
     /// enforced by the engine; hints state it. Not set: no limit.
     #[serde(default)]
-    #[schemars(range(min = 1, max = 5000))]
+    #[schemars(range(min = 1, max = plan_engine::model::limits::SUBTASKS))]
     pub max_subtasks: Option<u32>,
 }
 

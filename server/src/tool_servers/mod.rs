@@ -206,6 +206,19 @@ impl ToolServers {
     }
 }
 
+/// The longest server name, URL, token and command, in characters; the
+/// most args and env variables and the longest of each. The schema below
+/// and [`ToolServerSpec::check`] read the same numbers.
+pub const NAME_CHARS: usize = 40;
+pub const URL_CHARS: usize = 2000;
+pub const TOKEN_CHARS: usize = 2000;
+pub const COMMAND_CHARS: usize = 500;
+pub const MAX_ARGS: usize = 32;
+pub const ARG_CHARS: usize = 1000;
+pub const MAX_ENV: usize = 32;
+pub const ENV_NAME_CHARS: usize = 100;
+pub const ENV_VALUE_CHARS: usize = 4000;
+
 /// An MCP server to add, or what to change of one: a URL (streamable
 /// HTTP) or a command (stdio), not both.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -213,18 +226,19 @@ impl ToolServers {
 pub struct ToolServerSpec {
     /// Letters, digits, `-` and `_`; 1 to 40 (on a change, it must match the
     /// route's).
-    #[schemars(length(min = 1, max = 40))]
+    #[schemars(length(min = 1, max = NAME_CHARS))]
     pub name: String,
-    #[schemars(length(min = 1, max = 2000))]
+    #[schemars(length(min = 1, max = URL_CHARS))]
     pub url: Option<String>,
     /// Sent as `Authorization: Bearer …`; never shown again. Left out on a
     /// change: the stored one is kept.
-    #[schemars(length(min = 1, max = 2000))]
+    #[schemars(length(min = 1, max = TOKEN_CHARS))]
     pub token: Option<String>,
-    #[schemars(length(min = 1, max = 500))]
+    #[schemars(length(min = 1, max = COMMAND_CHARS))]
     pub command: Option<String>,
     /// At most 32, each at most 1,000 characters.
     #[serde(default)]
+    #[schemars(length(max = MAX_ARGS), inner(length(max = ARG_CHARS)))]
     pub args: Vec<String>,
     /// At most 32 variables; their values are never shown again. Left out
     /// on a change: the stored ones are kept.
@@ -232,7 +246,7 @@ pub struct ToolServerSpec {
 }
 
 pub fn valid_name(name: &str) -> bool {
-    (1..=40).contains(&name.len())
+    (1..=NAME_CHARS).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -250,7 +264,7 @@ impl ToolServerSpec {
         let name = self.name.trim().to_string();
         if !valid_name(&name) {
             return Err(bad(format!(
-                "name has 1 to 40 letters, digits, '-' or '_', not '{}'",
+                "name has 1 to {NAME_CHARS} letters, digits, '-' or '_', not '{}'",
                 plan_engine::text::prefix(&name, 60)
             )));
         }
@@ -264,22 +278,24 @@ impl ToolServerSpec {
             .filter(|c| !c.is_empty());
         match (&url, &command) {
             (Some(url), None) => {
-                let ok = url.chars().count() <= 2000
+                let ok = url.chars().count() <= URL_CHARS
                     && reqwest::Url::parse(url).is_ok_and(|u| {
                         matches!(u.scheme(), "http" | "https") && u.host_str().is_some()
                     });
                 if !ok {
-                    return Err(bad(
-                        "url must be an http(s) URL of at most 2000 characters".into()
-                    ));
+                    return Err(bad(format!(
+                        "url must be an http(s) URL of at most {URL_CHARS} characters"
+                    )));
                 }
                 if !self.args.is_empty() {
                     return Err(bad("args go with a command, not a url".into()));
                 }
             }
             (None, Some(command)) => {
-                if command.chars().count() > 500 {
-                    return Err(bad("command has at most 500 characters".into()));
+                if command.chars().count() > COMMAND_CHARS {
+                    return Err(bad(format!(
+                        "command has at most {COMMAND_CHARS} characters"
+                    )));
                 }
             }
             _ => {
@@ -288,12 +304,14 @@ impl ToolServerSpec {
                 ))
             }
         }
-        if self.args.len() > 32 || self.args.iter().any(|a| a.chars().count() > 1000) {
-            return Err(bad("at most 32 args, each at most 1000 characters".into()));
+        if self.args.len() > MAX_ARGS || self.args.iter().any(|a| a.chars().count() > ARG_CHARS) {
+            return Err(bad(format!(
+                "at most {MAX_ARGS} args, each at most {ARG_CHARS} characters"
+            )));
         }
         let token = match self.token.map(|t| t.trim().to_string()) {
-            Some(t) if t.is_empty() || t.chars().count() > 2000 => {
-                return Err(bad("token has 1 to 2000 characters".into()))
+            Some(t) if t.is_empty() || t.chars().count() > TOKEN_CHARS => {
+                return Err(bad(format!("token has 1 to {TOKEN_CHARS} characters")))
             }
             Some(t) => Some(t),
             None => old.and_then(|o| o.token.clone()),
@@ -302,18 +320,17 @@ impl ToolServerSpec {
             Some(env) => env,
             None => old.map(|o| o.env.clone()).unwrap_or_default(),
         };
-        if env.len() > 32
+        if env.len() > MAX_ENV
             || env.iter().any(|(k, v)| {
                 k.is_empty()
-                    || k.len() > 100
+                    || k.len() > ENV_NAME_CHARS
                     || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                    || v.chars().count() > 4000
+                    || v.chars().count() > ENV_VALUE_CHARS
             })
         {
-            return Err(bad(
-                "env has at most 32 variables, named with letters, digits and '_', values of at most 4000 characters"
-                    .into(),
-            ));
+            return Err(bad(format!(
+                "env has at most {MAX_ENV} variables, named with letters, digits and '_', values of at most {ENV_VALUE_CHARS} characters"
+            )));
         }
         if token.is_some() && url.is_none() {
             return Err(bad("a token goes with a url, not a command".into()));

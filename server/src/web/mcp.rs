@@ -38,6 +38,8 @@ use crate::runs::Runs;
 use crate::service::{PlanService, ToolRights};
 use crate::store::SessionSettings;
 use crate::web::api::error::ApiError;
+use crate::web::api::extract::PAGE_LIMIT;
+use crate::web::api::memories::QUERY_CHARS;
 use crate::web::api::runs::StartRun;
 use crate::workspace::Workspaces;
 
@@ -88,6 +90,7 @@ struct QueuePage {
     offset: u32,
     /// Plans to list, 1 to 200 (default 20).
     #[serde(default)]
+    #[schemars(range(min = 1, max = PAGE_LIMIT))]
     limit: Option<u32>,
 }
 
@@ -122,11 +125,11 @@ const MEMORY_TASK_SHOWN: usize = 300;
 #[serde(deny_unknown_fields)]
 struct SearchMemory {
     /// Words to search for, in any language (1 to 500 characters).
-    #[schemars(length(min = 1, max = 500))]
+    #[schemars(length(min = 1, max = QUERY_CHARS))]
     query: String,
     /// How many memories to answer, best first: 1 to 20 (default 5).
     #[serde(default)]
-    #[schemars(range(min = 1, max = 20))]
+    #[schemars(range(min = 1, max = MEMORIES_AT_MOST))]
     limit: Option<u32>,
 }
 
@@ -138,7 +141,7 @@ const SESSION_TOOLS: [&str; 3] = ["get_hint", "search_memory", "set_session_sett
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct McpFile {
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = run_model::FILE_NAME_BYTES))]
     name: String,
     /// The content as UTF-8 text.
     #[serde(default)]
@@ -423,9 +426,9 @@ impl PlanMcp {
                     )));
                 }
                 let chars = body.query.chars().count();
-                if chars > 500 || body.query.trim().is_empty() {
+                if chars > QUERY_CHARS || body.query.trim().is_empty() {
                     return Err(ApiError::BadRequest(format!(
-                        "query must have 1 to 500 characters and a word to search for (got {chars} characters)"
+                        "query must have 1 to {QUERY_CHARS} characters and a word to search for (got {chars} characters)"
                     )));
                 }
                 let found = self.memories.list(Some(&body.query), 0, limit).await?;
@@ -484,9 +487,9 @@ impl PlanMcp {
             _ => {
                 let body: QueuePage = serde_json::from_value(args).map_err(bad_arguments)?;
                 let limit = body.limit.unwrap_or(20);
-                if !(1..=200).contains(&limit) {
+                if !(1..=PAGE_LIMIT).contains(&limit) {
                     return Err(ApiError::BadRequest(format!(
-                        "limit must be 1 to 200 (got {limit})"
+                        "limit must be 1 to {PAGE_LIMIT} (got {limit})"
                     )));
                 }
                 let (plans, total) = self

@@ -95,7 +95,7 @@ fn file_name(raw: &str) -> Result<String, InputError> {
     // what follows the last separator. The rest is taken as it is or
     // refused (a control character is not dropped silently).
     let last = raw.rsplit(['/', '\\']).next().unwrap_or("").trim();
-    if last.is_empty() || last == "." || last == ".." || last.len() > 200 {
+    if last.is_empty() || last == "." || last == ".." || last.len() > run_model::FILE_NAME_BYTES {
         return Err(InputError::BadName(raw.to_string()));
     }
     check_name(last).map_err(|_| InputError::BadName(raw.to_string()))?;

@@ -211,18 +211,21 @@ plan_body! {
     }
 }
 
+/// The most subtasks one `start-next` starts.
+pub const START_AT_MOST: u32 = 100;
+
 plan_body! {
     /// `POST /api/plans/{id}/start-next`: starts up to `count` ready subtasks.
     #[serde(deny_unknown_fields)]
     StartNext {
         #[serde(default = "default_batch")]
-        #[schemars(range(min = 1, max = 100))]
+        #[schemars(range(min = 1, max = START_AT_MOST))]
         count: u32,
     }
     |b, _sid| {
-        if !(1..=100).contains(&b.count) {
+        if !(1..=START_AT_MOST).contains(&b.count) {
             return Err(ApiError::BadRequest(format!(
-                "count must be between 1 and 100, not {}",
+                "count must be between 1 and {START_AT_MOST}, not {}",
                 b.count
             )));
         }

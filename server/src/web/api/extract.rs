@@ -151,3 +151,25 @@ pub async fn bounded_body(
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
 }
+
+/// The most items one page of a list holds (`limit`), for every list of
+/// the API and MCP. The `#[param(maximum = …)]` attributes must repeat the
+/// number (utoipa takes literals only); a test checks they all do.
+pub const PAGE_LIMIT: u32 = 200;
+/// How far a list may be paged into (`offset`).
+pub const PAGE_OFFSET: u32 = 100_000;
+/// A page's size when `limit` is absent.
+pub const PAGE_DEFAULT: u32 = 50;
+/// The most entries one page of a plan's or a run's log holds.
+pub const LOG_PAGE_LIMIT: u32 = 1000;
+
+/// `offset` and `limit` of a list, checked against the one set of bounds.
+pub fn page(offset: Option<u32>, limit: Option<u32>) -> Result<(u32, u32), ApiError> {
+    let (offset, limit) = (offset.unwrap_or(0), limit.unwrap_or(PAGE_DEFAULT));
+    if !(1..=PAGE_LIMIT).contains(&limit) || offset > PAGE_OFFSET {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be 1 to {PAGE_LIMIT} and offset at most {PAGE_OFFSET} (got limit {limit}, offset {offset})"
+        )));
+    }
+    Ok((offset, limit))
+}

@@ -6,6 +6,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::Json;
+use run_model::memory::MEMORY_TEXT;
 use run_model::Memory;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -35,11 +36,15 @@ pub struct PinMemory {
     pub pinned: bool,
 }
 
+/// The longest search (`q`), in characters; `#[param(max_length)]` above
+/// repeats it (utoipa takes literals only; a test checks it does).
+pub const QUERY_CHARS: usize = 500;
+
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditMemory {
     /// The new text (1 to 2,000 characters); the memory is found by it from now on.
-    #[schemars(length(min = 1, max = 2000))]
+    #[schemars(length(min = 1, max = MEMORY_TEXT))]
     pub text: String,
 }
 
@@ -47,12 +52,12 @@ pub struct EditMemory {
 #[serde(deny_unknown_fields)]
 pub struct NewRule {
     /// The rule (1 to 2,000 characters), as the agent will read it.
-    #[schemars(length(min = 1, max = 2000))]
+    #[schemars(length(min = 1, max = MEMORY_TEXT))]
     pub text: String,
     /// Words of the tasks it is for: recalled when a task shares one.
     /// Absent or empty: recalled for every task.
     #[serde(default)]
-    #[schemars(length(max = 500))]
+    #[schemars(length(max = crate::memories::APPLIES_TO))]
     pub applies_to: String,
 }
 
@@ -78,15 +83,14 @@ pub async fn list_memories(
     State(state): State<ApiState>,
     Params(q): Params<MemoriesQuery>,
 ) -> Result<Json<Vec<Memory>>, ApiError> {
-    let limit = q.limit.unwrap_or(50);
-    let offset = q.offset.unwrap_or(0);
-    if !(1..=200).contains(&limit) || offset > 100_000 {
+    let (offset, limit) = super::extract::page(q.offset, q.limit)?;
+    if q.q
+        .as_ref()
+        .is_some_and(|q| q.chars().count() > QUERY_CHARS)
+    {
         return Err(ApiError::BadRequest(format!(
-            "limit must be 1 to 200 and offset at most 100000 (got limit {limit}, offset {offset})"
+            "q has at most {QUERY_CHARS} characters"
         )));
-    }
-    if q.q.as_ref().is_some_and(|q| q.chars().count() > 500) {
-        return Err(ApiError::BadRequest("q has at most 500 characters".into()));
     }
     Ok(Json(
         state.memories.list(q.q.as_deref(), offset, limit).await?,

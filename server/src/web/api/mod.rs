@@ -282,3 +282,107 @@ pub fn document() -> &'static str {
 pub async fn openapi() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], document())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::extract::{LOG_PAGE_LIMIT, PAGE_LIMIT, PAGE_OFFSET};
+
+    /// utoipa's `#[param(maximum = …)]` takes only literals, so each bound
+    /// of a query parameter is written twice: in the attribute and in the
+    /// check's constant. This reads every bound the document states and
+    /// holds it to the constant the handler checks; a parameter bound that
+    /// is not listed here fails too, so a new one must say which it is
+    /// (`*`: on every path that takes the parameter).
+    #[test]
+    fn every_query_bound_the_document_states_is_the_constant_the_handler_checks() {
+        let page = PAGE_LIMIT as f64;
+        let offset = PAGE_OFFSET as f64;
+        let expected: &[(&str, &str, &str, f64)] = &[
+            ("/api/plans", "limit", "maximum", page),
+            (
+                "/api/plans/{id}/events",
+                "limit",
+                "maximum",
+                LOG_PAGE_LIMIT as f64,
+            ),
+            ("/api/runs", "limit", "maximum", page),
+            ("/api/runs", "offset", "maximum", offset),
+            (
+                "/api/runs/{id}/events",
+                "limit",
+                "maximum",
+                LOG_PAGE_LIMIT as f64,
+            ),
+            ("/api/templates", "limit", "maximum", page),
+            ("/api/templates", "offset", "maximum", offset),
+            ("/api/memories", "limit", "maximum", page),
+            ("/api/memories", "offset", "maximum", offset),
+            (
+                "/api/memories",
+                "q",
+                "maxLength",
+                super::memories::QUERY_CHARS as f64,
+            ),
+            ("/api/reviews", "limit", "maximum", page),
+            ("/api/reviews", "offset", "maximum", offset),
+            (
+                "/api/reviews",
+                "reviewer",
+                "maxLength",
+                super::reviews::REVIEWER_CHARS as f64,
+            ),
+            // Every route of an agent session takes its key.
+            (
+                "*",
+                "session",
+                "maxLength",
+                super::tools::SESSION_KEY_CHARS as f64,
+            ),
+            ("/api/review-queue", "limit", "maximum", page),
+            ("/api/review-queue", "offset", "maximum", offset),
+            (
+                "/api/webhooks/deliveries",
+                "limit",
+                "maximum",
+                super::webhooks::DELIVERIES_AT_MOST as f64,
+            ),
+            (
+                "*",
+                "max_subtasks",
+                "maximum",
+                plan_engine::model::limits::SUBTASKS as f64,
+            ),
+        ];
+        let doc: serde_json::Value = serde_json::from_str(super::document()).unwrap();
+        let mut seen = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (_, operation) in item.as_object().unwrap() {
+                for param in operation["parameters"].as_array().into_iter().flatten() {
+                    let name = param["name"].as_str().unwrap_or_default();
+                    for bound in ["maximum", "maxLength"] {
+                        let Some(value) = param["schema"][bound].as_f64() else {
+                            continue;
+                        };
+                        let want = expected
+                            .iter()
+                            .find(|(p, n, b, _)| {
+                                (p == path || *p == "*") && *n == name && *b == bound
+                            })
+                            .unwrap_or_else(|| {
+                                panic!("{path} ?{name}: {bound} {value} is not listed here")
+                            });
+                        assert_eq!(value, want.3, "{path} ?{name}: {bound}");
+                        seen.push((path.clone(), name.to_string(), bound));
+                    }
+                }
+            }
+        }
+        for (path, name, bound, _) in expected {
+            assert!(
+                seen.iter()
+                    .any(|(p, n, b)| (p == path || *path == "*") && n == name && b == bound),
+                "{path} ?{name} states no {bound} any more"
+            );
+        }
+    }
+}

@@ -125,10 +125,11 @@ pub async fn list_plans(
     State(state): State<ApiState>,
     Params(q): Params<ListQuery>,
 ) -> Result<Json<PlanPage>, ApiError> {
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=200).contains(&limit) {
+    let limit = q.limit.unwrap_or(super::extract::PAGE_DEFAULT);
+    if !(1..=super::extract::PAGE_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
-            "limit must be between 1 and 200, not {limit}"
+            "limit must be between 1 and {}, not {limit}",
+            super::extract::PAGE_LIMIT
         )));
     }
     let offset = u32::try_from(q.offset.unwrap_or(0))
@@ -262,9 +263,10 @@ pub async fn list_events(
     Params(q): Params<EventsQuery>,
 ) -> Result<Json<EventPage>, ApiError> {
     let limit = q.limit.unwrap_or(200);
-    if !(1..=1000).contains(&limit) {
+    if !(1..=super::extract::LOG_PAGE_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
-            "limit must be between 1 and 1000, not {limit}"
+            "limit must be between 1 and {}, not {limit}",
+            super::extract::LOG_PAGE_LIMIT
         )));
     }
     let after = q.after.unwrap_or(0);

@@ -56,6 +56,9 @@ pub async fn delete_review(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The longest reviewer name a list of reviews is filtered by.
+pub const REVIEWER_CHARS: usize = 200;
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ReviewsQuery {
@@ -71,16 +74,6 @@ pub struct ReviewsQuery {
     limit: Option<u32>,
 }
 
-fn page(offset: Option<u32>, limit: Option<u32>) -> Result<(u32, u32), ApiError> {
-    let (offset, limit) = (offset.unwrap_or(0), limit.unwrap_or(50));
-    if !(1..=200).contains(&limit) || offset > 100_000 {
-        return Err(ApiError::BadRequest(format!(
-            "limit must be 1 to 200 and offset at most 100000 (got limit {limit}, offset {offset})"
-        )));
-    }
-    Ok((offset, limit))
-}
-
 #[utoipa::path(get, path = "/reviews", tag = "reviews", params(ReviewsQuery),
     description = "reviews of every plan, the latest written or changed first",
     responses((status = 200, body = Vec<super::schema::ReviewDoc>), ListErrors))]
@@ -88,11 +81,14 @@ pub async fn list_reviews(
     State(state): State<ApiState>,
     Params(q): Params<ReviewsQuery>,
 ) -> Result<Json<Vec<Review>>, ApiError> {
-    let (offset, limit) = page(q.offset, q.limit)?;
-    if q.reviewer.as_ref().is_some_and(|r| r.chars().count() > 200) {
-        return Err(ApiError::BadRequest(
-            "reviewer has at most 200 characters".into(),
-        ));
+    let (offset, limit) = super::extract::page(q.offset, q.limit)?;
+    if q.reviewer
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > REVIEWER_CHARS)
+    {
+        return Err(ApiError::BadRequest(format!(
+            "reviewer has at most {REVIEWER_CHARS} characters"
+        )));
     }
     Ok(Json(
         state
@@ -128,7 +124,7 @@ pub async fn review_queue(
     State(state): State<ApiState>,
     Params(q): Params<QueueQuery>,
 ) -> Result<Json<ReviewQueue>, ApiError> {
-    let (offset, limit) = page(q.offset, q.limit)?;
+    let (offset, limit) = super::extract::page(q.offset, q.limit)?;
     let (plans, total) = state
         .reviews
         .queue(offset as usize, limit as usize, |_| true)

@@ -53,7 +53,7 @@ pub struct BudgetBody {
     #[schemars(range(min = 1, max = MAX_TURNS))]
     pub max_turns: Option<u32>,
     /// US dollars the run's model calls may cost (priced models only).
-    #[schemars(range(min = 0.000001, max = 1000000))]
+    #[schemars(range(min = MIN_COST_USD, max = MAX_COST_USD))]
     pub max_cost: Option<f64>,
 }
 
@@ -138,20 +138,20 @@ pub struct StartRun {
     /// super-step and an emergent plan's ready TODOs; a simple plan runs one
     /// at a time.
     #[serde(default)]
-    #[schemars(range(min = 1, max = 32))]
+    #[schemars(range(min = 1, max = run_model::MAX_PARALLEL))]
     pub max_parallel: Option<u32>,
     #[serde(default)]
     pub budget: Option<BudgetBody>,
     /// The work tools the run may use, by name (`GET /api/agent/tools` lists
     /// them); absent: every tool.
     #[serde(default)]
-    #[schemars(length(max = 100))]
+    #[schemars(length(max = run_model::MAX_TOOLS))]
     pub tools: Option<Vec<ToolName>>,
     /// A folder (or a git repository's working tree) inside one of the
     /// operator's `PLANBOARD_WORKSPACE_ROOTS`, copied into the run's
     /// workspace before planning; never written in place.
     #[serde(default)]
-    #[schemars(length(min = 1, max = 1000))]
+    #[schemars(length(min = 1, max = SOURCE_CHARS))]
     pub source: Option<String>,
     /// With `source`: copy also the files that usually hold secrets
     /// (`.env`, `.env.*`, private keys, `.netrc`, …), which are left out
@@ -166,11 +166,11 @@ pub struct StartRun {
     /// Attempts the agent makes at a failing subtask before the planner
     /// revises it, replaces it or gives it to a person (default 3).
     #[serde(default)]
-    #[schemars(range(min = 1, max = 10))]
+    #[schemars(range(min = 1, max = run_model::MAX_ATTEMPTS))]
     pub max_attempts: Option<u32>,
     /// The wait after failed attempt n is this times 2^n (default 1000).
     #[serde(default)]
-    #[schemars(range(max = 60000))]
+    #[schemars(range(max = run_model::MAX_RETRY_DELAY_MS))]
     pub retry_delay_ms: Option<u64>,
     /// Recall memories of earlier runs before planning and remember this
     /// one (default true); false: the run neither reads nor leaves any.
@@ -343,12 +343,26 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for StartRequest {
 /// A work tool's name.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct ToolName(#[schemars(length(min = 1, max = 64))] pub String);
+pub struct ToolName(#[schemars(length(min = 1, max = run_model::TOOL_NAME_CHARS))] pub String);
+
+/// The longest `source` folder path, in characters.
+pub const SOURCE_CHARS: usize = 1000;
+/// The longest answer to a run's question, in characters.
+pub const ANSWER_CHARS: usize = 4000;
 
 impl StartRun {
     /// The task and parallelism are checked where every run starts
     /// ([`crate::runs::Runs::start`]); the budget's bounds are the API's.
     pub(crate) fn into_config(self) -> Result<RunConfig, ApiError> {
+        if self
+            .source
+            .as_ref()
+            .is_some_and(|s| s.chars().count() > SOURCE_CHARS)
+        {
+            return Err(ApiError::BadRequest(format!(
+                "source has at most {SOURCE_CHARS} characters"
+            )));
+        }
         Ok(RunConfig {
             task: self.task,
             mode: self.mode,
@@ -386,7 +400,7 @@ pub struct AnswerRun {
     /// The subtask whose question this answers (blocked, waiting).
     #[schemars(range(min = 1))]
     pub subtask: u32,
-    #[schemars(length(min = 1, max = 4000))]
+    #[schemars(length(min = 1, max = ANSWER_CHARS))]
     pub answer: String,
 }
 
@@ -482,13 +496,7 @@ pub async fn list_runs(
     Params(q): Params<RunsQuery>,
 ) -> Result<Json<Vec<RunView>>, ApiError> {
     let run_state = q.state;
-    let limit = q.limit.unwrap_or(50);
-    let offset = q.offset.unwrap_or(0);
-    if !(1..=200).contains(&limit) || offset > 100_000 {
-        return Err(ApiError::BadRequest(format!(
-            "limit must be 1 to 200 and offset at most 100000 (got limit {limit}, offset {offset})"
-        )));
-    }
+    let (offset, limit) = super::extract::page(q.offset, q.limit)?;
     Ok(Json(
         state.runs.list(run_state, q.plan, offset, limit).await?,
     ))
@@ -537,9 +545,10 @@ pub async fn run_events(
 ) -> Result<Json<Vec<StoredRunEntry>>, ApiError> {
     // As the document says: a bound outside it is refused, not clamped.
     let (after, limit) = (q.after.unwrap_or(0), q.limit.unwrap_or(500));
-    if !(1..=1000).contains(&limit) || after < 0 {
+    if !(1..=super::extract::LOG_PAGE_LIMIT).contains(&limit) || after < 0 {
         return Err(ApiError::BadRequest(format!(
-            "limit must be 1 to 1000 and after at least 0 (got limit {limit}, after {after})"
+            "limit must be 1 to {} and after at least 0 (got limit {limit}, after {after})",
+            super::extract::LOG_PAGE_LIMIT
         )));
     }
     Ok(Json(state.runs.events(id, after, limit).await?))
@@ -742,10 +751,10 @@ pub async fn answer_run(
     Body(body): Body<AnswerRun>,
 ) -> Result<Json<RunView>, ApiError> {
     let answer = body.answer.trim();
-    if answer.is_empty() || answer.chars().count() > 4000 {
+    if answer.is_empty() || answer.chars().count() > ANSWER_CHARS {
         return Err(ApiError::Refused {
             code: ErrorCode::Invalid,
-            message: "the answer must have 1 to 4000 characters".into(),
+            message: format!("the answer must have 1 to {ANSWER_CHARS} characters"),
         });
     }
     Ok(Json(

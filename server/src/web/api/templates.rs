@@ -68,12 +68,7 @@ pub async fn list_templates(
     State(state): State<ApiState>,
     Params(q): Params<TemplatesQuery>,
 ) -> Result<Json<Vec<Template>>, ApiError> {
-    let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(50));
-    if !(1..=200).contains(&limit) || offset > 100_000 {
-        return Err(ApiError::BadRequest(format!(
-            "limit must be 1 to 200 and offset at most 100000 (got limit {limit}, offset {offset})"
-        )));
-    }
+    let (offset, limit) = super::extract::page(q.offset, q.limit)?;
     Ok(Json(state.templates.list(offset, limit).await?))
 }
 

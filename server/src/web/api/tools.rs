@@ -73,6 +73,9 @@ pub struct ToolReply {
     pub session: String,
 }
 
+/// The longest agent session key, in characters.
+pub const SESSION_KEY_CHARS: usize = 200;
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SessionQuery {
@@ -131,10 +134,10 @@ fn session(
         .filter(|s| !s.trim().is_empty());
     let named = given.is_some();
     let session = given.unwrap_or_else(|| format!("user:{}", who.name));
-    if session.chars().count() > 200 {
-        return Err(ApiError::BadRequest(
-            "the session key is longer than 200 characters".into(),
-        ));
+    if session.chars().count() > SESSION_KEY_CHARS {
+        return Err(ApiError::BadRequest(format!(
+            "the session key is longer than {SESSION_KEY_CHARS} characters"
+        )));
     }
     Ok((session, named))
 }

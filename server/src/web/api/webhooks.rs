@@ -55,15 +55,22 @@ pub struct EndpointView {
     pub created_by: Option<String>,
 }
 
+/// The longest endpoint URL and signing secret, in characters (the
+/// schema and [`NewEndpoint::check`] read them).
+pub const URL_CHARS: usize = 2000;
+pub const SECRET_CHARS: usize = 200;
+/// The most deliveries one `GET /api/webhooks/deliveries` lists.
+pub const DELIVERIES_AT_MOST: u32 = 500;
+
 /// A new endpoint.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewEndpoint {
     /// An http(s) URL.
-    #[schemars(length(min = 1, max = 2000))]
+    #[schemars(length(min = 1, max = URL_CHARS))]
     pub url: String,
     /// Signs each notification (`X-Planboard-Signature`); never shown again.
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = SECRET_CHARS))]
     pub secret: Option<String>,
     #[serde(default)]
     pub format: WebhookFormat,
@@ -91,8 +98,8 @@ impl NewEndpoint {
             message,
         };
         let url = self.url.trim();
-        if url.chars().count() > 2000 {
-            return Err(bad("url has at most 2000 characters".into()));
+        if url.chars().count() > URL_CHARS {
+            return Err(bad(format!("url has at most {URL_CHARS} characters")));
         }
         let parsed = reqwest::Url::parse(url)
             .ok()
@@ -105,8 +112,8 @@ impl NewEndpoint {
             })?;
         let secret = match self.secret.as_deref().map(str::trim) {
             None => None,
-            Some(s) if !s.is_empty() && s.chars().count() <= 200 => Some(s.to_string()),
-            Some(_) => return Err(bad("secret has 1 to 200 characters".into())),
+            Some(s) if !s.is_empty() && s.chars().count() <= SECRET_CHARS => Some(s.to_string()),
+            Some(_) => return Err(bad(format!("secret has 1 to {SECRET_CHARS} characters"))),
         };
         Ok(StoredEndpoint {
             id: uuid::Uuid::new_v4(),
@@ -223,9 +230,9 @@ pub async fn webhook_deliveries(
 ) -> Result<Json<Vec<crate::webhooks::Delivery>>, ApiError> {
     who.require(Role::Admin)?;
     let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
+    if !(1..=DELIVERIES_AT_MOST).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
-            "limit must be 1 to 500 (got {limit})"
+            "limit must be 1 to {DELIVERIES_AT_MOST} (got {limit})"
         )));
     }
     Ok(Json(state.webhooks.deliveries(limit).await?))
