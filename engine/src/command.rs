@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{limits, Mode, NewSubtask, PlanState, SubtaskId, SubtaskState};
 
-/// One request against one plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// One request against one plan. Read by hand (see its `Deserialize`),
+/// written and described by serde's and schemars' derives.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = closed_variants)]
 pub struct Command {
     #[serde(flatten)]
     pub op: Op,
@@ -34,6 +36,60 @@ impl Command {
             op,
             expected_version: Some(version),
         }
+    }
+}
+
+/// serde's derive would take `"op": 0` for the first operation (a tag may
+/// be a variant's index) and cannot refuse unknown fields beside a
+/// flattened enum; a command is an edge's input, so it is read here: an
+/// object whose `op` is a name, `expected_version` taken out, the rest
+/// read as the [`Op`], which refuses fields it does not know.
+impl<'de> Deserialize<'de> for Command {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        use serde_json::Value;
+        let mut map: serde_json::Map<String, Value> = crate::wire::object(deserializer)?;
+        if !map.get("op").is_some_and(Value::is_string) {
+            return Err(D::Error::custom(
+                "`op` must name the operation as a string (update_info, add_subtask, …)",
+            ));
+        }
+        let expected_version = match map.remove("expected_version") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(serde_json::from_value::<u64>(v).map_err(D::Error::custom)?),
+        };
+        let op = serde_json::from_value(Value::Object(map)).map_err(D::Error::custom)?;
+        Ok(Command {
+            op,
+            expected_version,
+        })
+    }
+}
+
+/// The schema serde reads: every [`Op`] refuses fields it does not know,
+/// but schemars puts the flattened `expected_version` beside the variants
+/// and leaves them open. Each variant gets `expected_version` and is
+/// closed, so the schema and the server agree on what is an unknown field.
+fn closed_variants(schema: &mut schemars::Schema) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let shared = object.remove("properties");
+    let Some(variants) = object.get_mut("oneOf").and_then(|v| v.as_array_mut()) else {
+        return;
+    };
+    for variant in variants.iter_mut().filter_map(|v| v.as_object_mut()) {
+        if let Some(serde_json::Value::Object(shared)) = &shared {
+            let properties = variant
+                .entry("properties")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(properties) = properties.as_object_mut() {
+                for (name, property) in shared {
+                    properties.insert(name.clone(), property.clone());
+                }
+            }
+        }
+        variant.insert("additionalProperties".into(), false.into());
     }
 }
 
@@ -121,6 +177,7 @@ impl SubtaskPatch {
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Op {
     UpdateInfo {
+        #[serde(deserialize_with = "crate::wire::object")]
         patch: InfoPatch,
     },
     /// Inserts a subtask. `rewire_after` is seed 000's smart rewiring: the
@@ -128,6 +185,7 @@ pub enum Op {
     /// the new one instead. `required_by` adds the new subtask to those
     /// (not-yet-started) subtasks' dependencies.
     AddSubtask {
+        #[serde(deserialize_with = "crate::wire::object")]
         subtask: NewSubtask,
         #[serde(default)]
         position: Position,
@@ -138,6 +196,7 @@ pub enum Op {
     },
     EditSubtask {
         id: SubtaskId,
+        #[serde(deserialize_with = "crate::wire::object")]
         patch: SubtaskPatch,
     },
     SetDependencies {
@@ -177,9 +236,13 @@ pub enum Op {
     /// name is unchanged keeps its id, state, outcome and notes wherever it
     /// moves; the list runs as a chain, each depending on the one before.
     ReplaceSubtasks {
+        #[serde(deserialize_with = "crate::wire::objects")]
         subtasks: Vec<NewSubtask>,
     },
-    Submit,
+    // The variants without fields are written `{}` so that serde refuses
+    // unknown fields for them too (a unit variant of a tagged enum ignores
+    // them).
+    Submit {},
     Approve {
         #[serde(default)]
         comment: Option<String>,
@@ -187,14 +250,14 @@ pub enum Op {
     Reject {
         comment: String,
     },
-    Pause,
-    Resume,
+    Pause {},
+    Resume {},
     /// `state` is done, failed or abandoned.
     Finish {
         state: PlanState,
         outcome: String,
     },
-    Recover,
+    Recover {},
     Comment {
         #[serde(default)]
         subtask: Option<SubtaskId>,
@@ -224,6 +287,14 @@ mod tests {
         assert!(error.to_string().contains("outcome"), "{error}");
         let body = r#"{"op":"update_info","patch":{"titel":"x"}}"#;
         assert!(serde_json::from_str::<Command>(body).is_err());
+        // The operation is named, not numbered.
+        let body = r#"{"op":0,"patch":{}}"#;
+        assert!(serde_json::from_str::<Command>(body).is_err());
+        // A variant without fields refuses one too.
+        let body = r#"{"op":"pause","x":42}"#;
+        assert!(serde_json::from_str::<Command>(body).is_err());
+        let body = r#"{"op":"pause","expected_version":2}"#;
+        assert!(serde_json::from_str::<Command>(body).is_ok());
         let body =
             r#"{"op":"set_subtask_state","id":1,"state":"done","note":"x","expected_version":3}"#;
         let command: Command = serde_json::from_str(body).unwrap();
@@ -235,5 +306,17 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn the_command_schema_is_closed_like_serde_and_every_variant_takes_expected_version() {
+        let schema = serde_json::to_value(schemars::schema_for!(Command)).unwrap();
+        let variants = schema["oneOf"].as_array().unwrap();
+        assert!(variants.len() > 10);
+        for variant in variants {
+            assert_eq!(variant["additionalProperties"], false, "{variant}");
+            assert!(variant["properties"]["expected_version"].is_object(), "{variant}");
+        }
+        assert!(schema.get("properties").is_none(), "no open top level: {schema}");
     }
 }

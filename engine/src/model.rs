@@ -298,7 +298,7 @@ pub struct NewPlan {
     /// setting, else off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub need_user_confirm: Option<bool>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::objects")]
     #[schemars(length(max = limits::SUBTASKS))]
     pub subtasks: Vec<NewSubtask>,
 }

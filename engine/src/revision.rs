@@ -147,7 +147,7 @@ mod tests {
             ..NewPlan::default()
         };
         let (mut plan, mut log) = Plan::create(&spec, "someone", at()).unwrap();
-        run(&mut plan, &mut log, vec![Op::Submit]);
+        run(&mut plan, &mut log, vec![Op::Submit {}]);
         assert!(
             Plan::last_rejected(&log).is_none(),
             "nobody rejected it yet"
@@ -177,7 +177,7 @@ mod tests {
                 required_by: Vec::new(),
             });
         }
-        ops.push(Op::Submit);
+        ops.push(Op::Submit {});
         run(&mut plan, &mut log, ops);
         let revision = plan.revision_of(&rejected);
         assert_eq!(revision.added, [SubtaskId(5)], "cite is new");

@@ -91,6 +91,48 @@ macro_rules! wire_enum {
     };
 }
 
+/// serde reads a struct from a JSON array too, field by field in order
+/// (`"patch": [null, "x"]`), which no client means and no schema allows.
+/// `#[serde(deserialize_with = "crate::wire::object")]` on a struct-typed
+/// field (and [`objects`] on a list of them) reads only a JSON object.
+pub(crate) fn object<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    deserializer.deserialize_map(ObjectOnly(std::marker::PhantomData))
+}
+
+/// [`object`] for each item of a list.
+pub(crate) fn objects<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    struct Item<T>(T);
+    impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Item<T> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            object(d).map(Item)
+        }
+    }
+    let items: Vec<Item<T>> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(items.into_iter().map(|Item(t)| t).collect())
+}
+
+struct ObjectOnly<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for ObjectOnly<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Dialect, Mode, PlanState, StateFilter, SubtaskState};
@@ -125,5 +167,24 @@ mod tests {
             "sleeping".parse::<PlanState>().unwrap_err().to_string(),
             "`sleeping` is not a plan state"
         );
+    }
+
+    #[test]
+    fn a_patch_or_a_subtask_given_as_an_array_is_refused_and_as_an_object_read() {
+        let array = r#"{"op":"update_info","patch":[null,null]}"#;
+        let error = serde_json::from_str::<crate::Command>(array).unwrap_err();
+        assert!(error.to_string().contains("a JSON object"), "{error}");
+        let object = r#"{"op":"update_info","patch":{"title":"t"}}"#;
+        assert!(serde_json::from_str::<crate::Command>(object).is_ok());
+        let listed = r#"{"title":"t","subtasks":[["a"]]}"#;
+        assert!(serde_json::from_str::<crate::NewPlan>(listed).is_err());
+        let listed = r#"{"title":"t","subtasks":[{"name":"a"}]}"#;
+        assert!(serde_json::from_str::<crate::NewPlan>(listed).is_ok());
+        let added = r#"{"op":"add_subtask","subtask":["a"]}"#;
+        assert!(serde_json::from_str::<crate::Command>(added).is_err());
+        let edited = r#"{"op":"edit_subtask","id":1,"patch":["a"]}"#;
+        assert!(serde_json::from_str::<crate::Command>(edited).is_err());
+        let replaced = r#"{"op":"replace_subtasks","subtasks":[["a"]]}"#;
+        assert!(serde_json::from_str::<crate::Command>(replaced).is_err());
     }
 }

@@ -157,7 +157,7 @@ impl Driver {
             });
         }
         if submit {
-            ops.push(Op::Submit);
+            ops.push(Op::Submit {});
         }
         if let Some(p) = self.run.batches.as_mut() {
             p.opening = Some(run_model::batch::Opening {

@@ -510,7 +510,7 @@ impl Driver {
         let body = format!("Budget reached: {why}. Raise the budget and resume the plan to go on.");
         let _ = self
             .apply(vec![
-                Op::Pause,
+                Op::Pause {},
                 Op::Comment {
                     subtask: None,
                     body,

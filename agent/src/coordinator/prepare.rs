@@ -176,7 +176,7 @@ impl Driver {
             });
         }
         if old.state() == PlanState::Draft {
-            ops.push(Op::Submit);
+            ops.push(Op::Submit {});
         }
         let plan = match self.apply(ops).await {
             Ok(plan) => plan,
@@ -201,7 +201,7 @@ impl Driver {
     async fn take_given(&mut self, plan: Plan) -> Flow {
         let plan = match plan.state() {
             PlanState::Draft => (*self
-                .apply(vec![Op::Submit])
+                .apply(vec![Op::Submit {}])
                 .await
                 .map_err(RunFailure::PlanRefused)?)
             .clone(),

@@ -249,7 +249,7 @@ async fn pause_lets_work_in_flight_finish_and_starts_nothing_until_resumed() {
                 .is_some_and(|s| s.state() == SubtaskState::InProgress)
         })
         .await;
-    world.person(plan.id(), vec![Op::Pause]).await;
+    world.person(plan.id(), vec![Op::Pause {}]).await;
     let plan = world
         .wait_plan(|p| {
             p.subtasks()
@@ -265,7 +265,7 @@ async fn pause_lets_work_in_flight_finish_and_starts_nothing_until_resumed() {
         "nothing new starts"
     );
     assert_eq!(world.run_state(), RunState::Paused);
-    world.person(plan.id(), vec![Op::Resume]).await;
+    world.person(plan.id(), vec![Op::Resume {}]).await;
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }
@@ -327,7 +327,7 @@ async fn reaching_a_budget_pauses_the_run_and_raising_it_lets_it_finish() {
         .iter()
         .any(|e| matches!(e, RunEntry::BudgetReached { .. })));
     assert!(world.agent.raise_budget(run.id, agent::Budget::default()));
-    world.person(world.plan().id(), vec![Op::Resume]).await;
+    world.person(world.plan().id(), vec![Op::Resume {}]).await;
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }
@@ -414,7 +414,7 @@ async fn reaching_the_money_budget_pauses_the_run_and_raising_it_lets_it_finish(
         .iter()
         .any(|e| matches!(e, RunEntry::BudgetReached { .. })));
     assert!(world.agent.raise_budget(run.id, agent::Budget::default()));
-    world.person(world.plan().id(), vec![Op::Resume]).await;
+    world.person(world.plan().id(), vec![Op::Resume {}]).await;
     let run = driving.await.unwrap();
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
 }
@@ -455,7 +455,7 @@ async fn reaching_the_token_or_time_budget_pauses_the_run_and_raising_it_lets_it
             ..agent::Budget::default()
         };
         assert!(world.agent.raise_budget(run.id, raised));
-        world.person(world.plan().id(), vec![Op::Resume]).await;
+        world.person(world.plan().id(), vec![Op::Resume {}]).await;
         let run = driving.await.unwrap();
         assert_eq!(run.state, RunState::Done, "{limit}: {:?}", run.reason);
     }

@@ -394,8 +394,8 @@ fn RunBody(board: Board) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let on_click = move |ev: leptos::ev::MouseEvent| {
         let op = match op_of(&ev).as_deref() {
-            Some("pause") => Op::Pause,
-            Some("resume") => Op::Resume,
+            Some("pause") => Op::Pause {},
+            Some("resume") => Op::Resume {},
             Some("cancel") => Op::Finish {
                 state: PlanState::Abandoned,
                 outcome: "run cancelled on the board".into(),

@@ -171,7 +171,7 @@ pub fn apply(
             });
         }
     }
-    let history_only = matches!(command.op, Op::Comment { .. } | Op::Recover);
+    let history_only = matches!(command.op, Op::Comment { .. } | Op::Recover {});
     if plan.state.is_finished() && !history_only {
         return Err(PlanError::PlanFinished { state: plan.state });
     }
@@ -231,7 +231,7 @@ fn decide(plan: &Plan, op: &Op, actor: &str, now: Timestamp) -> Result<Vec<Event
             }])
         }
         Op::ReplaceSubtasks { subtasks } => replace_subtasks(plan, subtasks, now),
-        Op::Submit => {
+        Op::Submit {} => {
             let to = if plan.approval.required && plan.approval.status != ApprovalStatus::Approved {
                 PlanState::AwaitingApproval
             } else {
@@ -275,8 +275,8 @@ fn decide(plan: &Plan, op: &Op, actor: &str, now: Timestamp) -> Result<Vec<Event
                 plan_move(plan, PlanState::Draft, Some(comment.clone()))?,
             ])
         }
-        Op::Pause => Ok(vec![plan_move(plan, PlanState::Paused, None)?]),
-        Op::Resume => {
+        Op::Pause {} => Ok(vec![plan_move(plan, PlanState::Paused, None)?]),
+        Op::Resume {} => {
             if plan.state != PlanState::Paused {
                 return Err(PlanError::IllegalPlanTransition {
                     from: plan.state,
@@ -287,7 +287,7 @@ fn decide(plan: &Plan, op: &Op, actor: &str, now: Timestamp) -> Result<Vec<Event
             Ok(vec![plan_move(plan, PlanState::Running, None)?])
         }
         Op::Finish { state, outcome } => finish(plan, *state, outcome),
-        Op::Recover => {
+        Op::Recover {} => {
             if !plan.state.is_finished() {
                 return Err(PlanError::IllegalPlanTransition {
                     from: plan.state,

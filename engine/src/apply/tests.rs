@@ -150,7 +150,7 @@ fn a_rejection_needs_a_comment_and_returns_the_plan_to_draft() {
     .unwrap();
     assert_eq!(p.state, PlanState::Draft);
     assert_eq!(p.approval.status, ApprovalStatus::Rejected);
-    run(&mut p, Op::Submit).unwrap();
+    run(&mut p, Op::Submit {}).unwrap();
     assert_eq!(p.state, PlanState::AwaitingApproval);
 }
 
@@ -468,7 +468,7 @@ fn a_finished_plan_refuses_changes_but_takes_comments_and_recovery() {
     )
     .unwrap();
     assert_eq!(p.comments[0].author, "tester");
-    run(&mut p, Op::Recover).unwrap();
+    run(&mut p, Op::Recover {}).unwrap();
     assert_eq!(p.state, PlanState::Approved);
     assert_eq!(p.outcome, None);
 }
@@ -550,7 +550,7 @@ fn next_ready_after_names_what_start_next_would_start_without_changing_the_plan(
 #[test]
 fn a_paused_plan_starts_nothing_until_resumed() {
     let mut p = plan(&[("a", &[])]);
-    run(&mut p, Op::Pause).unwrap();
+    run(&mut p, Op::Pause {}).unwrap();
     assert!(matches!(
         run(&mut p, Op::StartNext { count: 1 }),
         Err(PlanError::PlanNotStartable {
@@ -558,7 +558,7 @@ fn a_paused_plan_starts_nothing_until_resumed() {
             ..
         })
     ));
-    run(&mut p, Op::Resume).unwrap();
+    run(&mut p, Op::Resume {}).unwrap();
     run(&mut p, Op::StartNext { count: 1 }).unwrap();
 }
 

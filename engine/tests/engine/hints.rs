@@ -199,7 +199,7 @@ fn a_rejected_plan_hint_quotes_the_reviewer() {
 #[test]
 fn the_paused_hint_asks_the_agent_to_wait() {
     let mut plan = chain(3, false);
-    run(&mut plan, Op::Pause);
+    run(&mut plan, Op::Pause {});
     both(
         "paused",
         Some(&plan),

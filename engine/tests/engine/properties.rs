@@ -66,12 +66,12 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u32..3).prop_map(|m| Op::UpdateInfo { patch: plan_engine::InfoPatch { max_parallel: Some(m), ..Default::default() } }),
         1 => Just(Op::Approve { comment: None }),
         1 => Just(Op::Reject { comment: "no".into() }),
-        1 => Just(Op::Submit),
-        1 => Just(Op::Pause),
-        1 => Just(Op::Resume),
+        1 => Just(Op::Submit {}),
+        1 => Just(Op::Pause {}),
+        1 => Just(Op::Resume {}),
         1 => proptest::sample::select(vec![PlanState::Done, PlanState::Failed, PlanState::Abandoned])
             .prop_map(|state| Op::Finish { state, outcome: "end".into() }),
-        1 => Just(Op::Recover),
+        1 => Just(Op::Recover {}),
         1 => proptest::option::of(id()).prop_map(|subtask| Op::Comment { subtask, body: "c".into() }),
     ]
 }

@@ -754,7 +754,7 @@ impl Runs {
 
     /// Nothing new starts; work in flight finishes.
     pub async fn pause(&self, id: RunId, who: &str) -> Result<RunView, RunError> {
-        self.on_plan(id, vec![Op::Pause], who).await
+        self.on_plan(id, vec![Op::Pause {}], who).await
     }
 
     /// With a budget, the run's budget is replaced first (a run paused by
@@ -776,7 +776,7 @@ impl Runs {
                 self.store.save_run(&record).await?;
             }
         }
-        self.on_plan(id, vec![Op::Resume], who).await
+        self.on_plan(id, vec![Op::Resume {}], who).await
     }
 
     /// Ends the plan as abandoned: work in flight is dropped, subtasks in

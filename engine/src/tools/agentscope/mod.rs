@@ -171,7 +171,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             if s.current_id().ok() != Some(id) {
                 events = s.archive_current(format!("Replaced by the recovered plan '{name}'."))?;
             }
-            events.extend(s.exec(id, vec![Op::Recover])?);
+            events.extend(s.exec(id, vec![Op::Recover {}])?);
             s.book.set_active(&s.ctx.session, Some(id));
             Ok(Reply::text(format!(
                 "The historical plan named '{name}' is recovered and is now the current plan."

@@ -268,7 +268,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
             out.pop();
             Ok(Reply::text(out))
         }
-        Call::SubmitPlan(_) => mutate(s, Op::Submit, |plan| {
+        Call::SubmitPlan(_) => mutate(s, Op::Submit {}, |plan| {
             format!("The plan is now {}.", plan.state)
         }),
         Call::FinishPlan(a) => {
@@ -301,7 +301,7 @@ pub(crate) fn call(s: &mut Session<'_>, tool: &str, raw: &Value) -> Result<Reply
         }
         Call::RecoverPlan(a) => {
             let id = s.resolve(Some(&a.plan_id))?;
-            let events = s.exec(id, vec![Op::Recover])?;
+            let events = s.exec(id, vec![Op::Recover {}])?;
             s.book.set_active(&s.ctx.session, Some(id));
             let plan = s.plan(id)?;
             Ok(Reply::text(format!(

@@ -109,24 +109,24 @@ macro_rules! bare_action {
 bare_action!(
     submit,
     "/plans/{id}/submit",
-    Op::Submit,
+    Op::Submit {},
     "submits a draft (for approval, when required)"
 );
 bare_action!(
     pause,
     "/plans/{id}/pause",
-    Op::Pause,
+    Op::Pause {},
     "pauses the plan: no subtask may start until it resumes"
 );
 bare_action!(
     resume,
     "/plans/{id}/resume",
-    Op::Resume,
+    Op::Resume {},
     "resumes a paused plan"
 );
 bare_action!(
     recover,
     "/plans/{id}/recover",
-    Op::Recover,
+    Op::Recover {},
     "reopens a finished plan"
 );
