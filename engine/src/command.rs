@@ -315,8 +315,14 @@ mod tests {
         assert!(variants.len() > 10);
         for variant in variants {
             assert_eq!(variant["additionalProperties"], false, "{variant}");
-            assert!(variant["properties"]["expected_version"].is_object(), "{variant}");
+            assert!(
+                variant["properties"]["expected_version"].is_object(),
+                "{variant}"
+            );
         }
-        assert!(schema.get("properties").is_none(), "no open top level: {schema}");
+        assert!(
+            schema.get("properties").is_none(),
+            "no open top level: {schema}"
+        );
     }
 }
