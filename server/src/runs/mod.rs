@@ -96,6 +96,17 @@ pub enum RunError {
     Again(agent::coordinator::again::AgainError),
 }
 
+/// An artifact refused (not a file of the workspace, too big) is the
+/// request's fault; the workspace's own errors keep their kind.
+impl From<ArtifactError> for RunError {
+    fn from(e: ArtifactError) -> RunError {
+        match e {
+            ArtifactError::Input(e) => RunError::Input(e),
+            ArtifactError::Refused(m) => RunError::Invalid(m),
+        }
+    }
+}
+
 /// What the agent's host refused, as the runs' error: the engine's
 /// refusal and a plan that cannot be worked are the caller's (422), a
 /// failed store is the server's.
@@ -983,13 +994,7 @@ impl Runs {
     /// One artifact's bytes ([`Workspaces::artifact`]).
     pub async fn artifact(&self, id: RunId, relative: &str) -> Result<Vec<u8>, RunError> {
         self.record(id).await?;
-        self.workspaces
-            .artifact(id, relative)
-            .await
-            .map_err(|e| match e {
-                ArtifactError::Input(e) => RunError::Input(e),
-                ArtifactError::Refused(m) => RunError::Invalid(m),
-            })
+        Ok(self.workspaces.artifact(id, relative).await?)
     }
 }
 

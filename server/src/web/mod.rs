@@ -59,17 +59,7 @@ pub fn router_with_pages(
     services: Services,
     routes: Vec<AxumRouteListing>,
 ) -> Router {
-    let api = api::routes(api::ApiState {
-        service: services.plans.clone(),
-        runs: services.runs.clone(),
-        templates: services.templates.clone(),
-        reviews: services.reviews.clone(),
-        memories: services.memories.clone(),
-        tool_servers: services.tool_servers.clone(),
-        workspaces: services.workspaces.clone(),
-        keep_alive: services.keep_alive,
-        webhooks: services.webhooks.clone(),
-    });
+    let api = api::routes(Arc::new(services.clone()));
     let guarded = Router::new()
         .route("/metrics", {
             let runs = services.runs.clone();
@@ -92,16 +82,7 @@ pub fn router_with_pages(
             services.access.clone(),
             auth::identify,
         ));
-    let board = Arc::new(board::Board {
-        plans: services.plans.clone(),
-        runs: services.runs.clone(),
-        templates: services.templates.clone(),
-        reviews: services.reviews.clone(),
-        memories: services.memories.clone(),
-        tool_servers: services.tool_servers.clone(),
-        workspaces: services.workspaces.clone(),
-        webhooks: services.webhooks.clone(),
-    });
+    let board = Arc::new(board::Board(services.clone()));
     let backend: Arc<dyn app::api::BoardBackend> = board.clone();
     let site = Router::new()
         .merge(board::routes(board))

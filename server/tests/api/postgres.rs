@@ -458,6 +458,10 @@ pub async fn memory_store_story(url: &str) {
     use server::memories::MemoryStore;
     use server::store::SqlStore;
     let store = SqlStore::connect(url).await.unwrap();
+    // Words no other story writes: the stories share one database, and
+    // another's thousands of "Deploy the service" rows, run beside this
+    // one, pushed the rows here that match only the tag out of the 200
+    // asked for.
     let tag = format!("zq{}", uuid::Uuid::new_v4().simple());
     let new = |kind, task: &str, text: &str| NewMemory {
         kind,
@@ -470,12 +474,12 @@ pub async fn memory_store_story(url: &str) {
         .remember(&[
             new(
                 MemoryKind::Correction,
-                "Deploy the billing service",
+                "Provision the billing ledger",
                 "always add a rollback step",
             ),
             new(
                 MemoryKind::Run,
-                "Deploy the billing service to staging",
+                "Provision the billing ledger to staging",
                 "Outcome: done",
             ),
             new(MemoryKind::Run, "Write a poem", "about autumn"),
@@ -493,7 +497,7 @@ pub async fn memory_store_story(url: &str) {
     };
     let found = ours(
         store
-            .memories(Some(&format!("deploy billing service {tag}")), 0, 200)
+            .memories(Some(&format!("provision billing ledger {tag}")), 0, 200)
             .await
             .unwrap(),
     );
@@ -502,7 +506,7 @@ pub async fn memory_store_story(url: &str) {
     assert_eq!(
         best,
         [ids[0], ids[1]].into_iter().collect(),
-        "the deploys rank first"
+        "the provisioning tasks rank first"
     );
     let chinese = ours(
         store
@@ -519,7 +523,7 @@ pub async fn memory_store_story(url: &str) {
     assert!(pinned.pinned);
     let found = ours(
         store
-            .memories(Some(&format!("deploy billing service {tag}")), 0, 200)
+            .memories(Some(&format!("provision billing ledger {tag}")), 0, 200)
             .await
             .unwrap(),
     );

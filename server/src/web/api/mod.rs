@@ -33,8 +33,7 @@ pub mod tool_servers;
 pub mod tools;
 pub mod webhooks;
 
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::OnceLock;
 
 use axum::extract::{DefaultBodyLimit, OriginalUri};
 use axum::http::header;
@@ -45,23 +44,12 @@ use utoipa::OpenApi;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
-use crate::service::PlanService;
-
 /// The largest request body: room for an imported plan of 2,000 subtasks.
 pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 
-#[derive(Clone)]
-pub struct ApiState {
-    pub service: Arc<PlanService>,
-    pub runs: Arc<crate::runs::Runs>,
-    pub templates: Arc<crate::templates::Templates>,
-    pub reviews: Arc<crate::reviews::Reviews>,
-    pub memories: Arc<crate::memories::Memories>,
-    pub tool_servers: Arc<crate::tool_servers::ToolServers>,
-    pub workspaces: Arc<crate::workspace::Workspaces>,
-    pub keep_alive: Duration,
-    pub webhooks: Arc<crate::webhooks::Webhooks>,
-}
+/// What every handler reaches: the server's services, the same value the
+/// board holds (no second list of them to keep in step).
+pub type ApiState = std::sync::Arc<crate::Services>;
 
 #[derive(OpenApi)]
 #[openapi(

@@ -57,7 +57,7 @@ pub(super) async fn run(
     who: &Identity,
     subject: Option<SubtaskId>,
 ) -> Result<Json<Changed>, ApiError> {
-    let (plan, events) = match state.service.command(id, &command, &who.actor()).await {
+    let (plan, events) = match state.plans.command(id, &command, &who.actor()).await {
         Ok(done) => done,
         Err(ServiceError::Plan(e @ PlanError::UnknownSubtask { id: missing, .. }))
             if Some(missing) != subject =>
@@ -140,7 +140,7 @@ pub async fn list_plans(
         text: q.q.unwrap_or_default(),
     };
     let (plans, more) = state
-        .service
+        .plans
         .list(&query, offset as usize, limit as usize, PlanSummary::of)
         .await;
     Ok(Json(PlanPage {
@@ -160,7 +160,7 @@ pub async fn create_plan(
     // The server chooses plan ids.
     spec.id = uuid::Uuid::new_v4();
     let plan = state
-        .service
+        .plans
         .create(spec, &who.actor())
         .await
         .map_err(|e| body_fault(e.into()))?;
@@ -174,7 +174,7 @@ pub async fn get_plan(
     State(state): State<ApiState>,
     PlanRef(id): PlanRef,
 ) -> Result<Json<PlanView>, ApiError> {
-    let view = state.service.read(id, |p| PlanView::of(p.clone())).await;
+    let view = state.plans.read(id, |p| PlanView::of(p.clone())).await;
     view.map(Json).ok_or_else(|| no_plan(id))
 }
 
@@ -202,7 +202,7 @@ pub async fn delete_plan(
     PlanRef(id): PlanRef,
 ) -> Result<StatusCode, ApiError> {
     who.require(Role::Admin)?;
-    state.service.delete(id, &who.actor()).await?;
+    state.plans.delete(id, &who.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -230,10 +230,10 @@ pub async fn list_comments(
     State(state): State<ApiState>,
     PlanRef(id): PlanRef,
 ) -> Result<Json<Vec<StoredComment>>, ApiError> {
-    if state.service.read(id, |_| ()).await.is_none() {
+    if state.plans.read(id, |_| ()).await.is_none() {
         return Err(no_plan(id));
     }
-    Ok(Json(state.service.comments(id).await?))
+    Ok(Json(state.plans.comments(id).await?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -275,8 +275,8 @@ pub async fn list_events(
             "after must be a log seq (0 or more), not {after}"
         )));
     }
-    let events = state.service.events(id, after, limit).await?;
-    if events.is_empty() && !state.service.ever_existed(id).await? {
+    let events = state.plans.events(id, after, limit).await?;
+    if events.is_empty() && !state.plans.ever_existed(id).await? {
         return Err(no_plan(id));
     }
     let next_after = (events.len() == limit as usize)
@@ -314,7 +314,7 @@ pub async fn hint(
         ..HintOptions::default()
     };
     state
-        .service
+        .plans
         .read(id, |p| plan_engine::hint(Some(p), &opts))
         .await
         .ok_or_else(|| no_plan(id))
@@ -359,7 +359,7 @@ pub async fn export(
             ExportFormat::Mermaid => ("text/plain; charset=utf-8", plan_engine::render::mermaid),
         };
     let text = state
-        .service
+        .plans
         .read(id, render)
         .await
         .ok_or_else(|| no_plan(id))?;
@@ -379,7 +379,7 @@ pub async fn import(
     let plan =
         plan_engine::render::import_json(&body.to_string()).map_err(|e| body_fault(e.into()))?;
     let plan = state
-        .service
+        .plans
         .import(plan, &who.actor())
         .await
         .map_err(|e| body_fault(e.into()))?;

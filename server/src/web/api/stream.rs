@@ -44,13 +44,13 @@ pub async fn plan_stream(
     Params(q): Params<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
-    if state.service.read(id, |_| ()).await.is_none() {
+    if state.plans.read(id, |_| ()).await.is_none() {
         return Err(no_plan(id));
     }
     let after = resume_from(&headers, &q)?;
     Ok(live::stream(
-        state.service.hub(),
-        state.service.store(),
+        state.plans.hub(),
+        state.plans.store(),
         Some(id),
         after,
         state.keep_alive,
@@ -67,8 +67,8 @@ pub async fn all_stream(
 ) -> Result<impl IntoResponse, ApiError> {
     let after = resume_from(&headers, &q)?;
     Ok(live::stream(
-        state.service.hub(),
-        state.service.store(),
+        state.plans.hub(),
+        state.plans.store(),
         None,
         after,
         state.keep_alive,
@@ -89,7 +89,7 @@ pub async fn run_stream(
     state.runs.record(id).await?;
     let after = resume_from(&headers, &q)?.unwrap_or(0);
     Ok(crate::runs::run_stream(
-        state.service.hub(),
+        state.plans.hub(),
         state.runs.clone(),
         id,
         after,

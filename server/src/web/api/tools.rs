@@ -163,7 +163,7 @@ pub async fn call_tool(
     // An agent session that did not name its agent is recorded by its key.
     let who = if named { who.acting_as(&session) } else { who };
     let result = state
-        .service
+        .plans
         .tool(
             dialect,
             &tool,
@@ -242,7 +242,7 @@ pub async fn session_hint(
     let opts = hint_options(&dialect_name, &q)?;
     let (session, _) = session(q.session.as_deref(), &headers, &who)?;
     Ok(hint_response(
-        state.service.session_hint(&session, &opts).await?,
+        state.plans.session_hint(&session, &opts).await?,
     ))
 }
 
@@ -262,7 +262,7 @@ pub async fn session_hint_remembered(
     let (session, _) = session(q.session.as_deref(), &headers, &who)?;
     Ok(hint_response(
         state
-            .service
+            .plans
             .session_hint_remembered(&session, &opts, q.fresh.unwrap_or(false))
             .await?,
     ))
@@ -295,7 +295,7 @@ pub async fn session_settings(
     headers: HeaderMap,
 ) -> Result<Json<SessionSettings>, ApiError> {
     let session = q.session(&headers, &who)?;
-    Ok(Json(state.service.session_settings(&session).await?))
+    Ok(Json(state.plans.session_settings(&session).await?))
 }
 
 #[utoipa::path(put, path = "/session/settings", tag = "tools",
@@ -313,9 +313,6 @@ pub async fn set_session_settings(
     let session = q.session(&headers, &who)?;
     settings.check().map_err(ApiError::BadRequest)?;
     Ok(Json(
-        state
-            .service
-            .set_session_settings(&session, settings)
-            .await?,
+        state.plans.set_session_settings(&session, settings).await?,
     ))
 }

@@ -31,7 +31,7 @@ use app::api::{
 use plan_engine::{ApprovalStatus, Command, NewPlan, Plan, PlanError, PlanId, SubtaskState};
 
 use crate::pages::Pages;
-use crate::service::{PlanService, ServiceError};
+use crate::service::ServiceError;
 use crate::store::StoreError;
 
 /// Log rows read per query.
@@ -96,16 +96,16 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .with_state(board)
 }
 
-pub struct Board {
-    pub plans: Arc<PlanService>,
-    pub runs: Arc<crate::runs::Runs>,
-    pub templates: Arc<crate::templates::Templates>,
-    pub reviews: Arc<crate::reviews::Reviews>,
-    pub memories: Arc<crate::memories::Memories>,
-    pub tool_servers: Arc<crate::tool_servers::ToolServers>,
-    pub workspaces: Arc<crate::workspace::Workspaces>,
-    /// The configured webhook endpoint (the settings page shows it).
-    pub webhooks: Arc<crate::webhooks::Webhooks>,
+pub struct Board(pub crate::Services);
+
+/// The board's forms and server functions reach the services as fields
+/// (`board.runs`), like the API's handlers.
+impl std::ops::Deref for Board {
+    type Target = crate::Services;
+
+    fn deref(&self) -> &crate::Services {
+        &self.0
+    }
 }
 
 /// The board's reading of the server's one mapping of errors
