@@ -259,6 +259,78 @@ impl ToolRouter {
     }
 }
 
+/// The calls of one attempt and what they returned: a call repeated with
+/// the same arguments, or one that returns what an earlier call returned,
+/// shows the model nothing new (Qwen2.5-1.5B printed the same three files
+/// with the same code four times, until the run's time ran out).
+#[derive(Default)]
+struct Seen {
+    /// Each call's tool, arguments and output (without its timing).
+    calls: Vec<(String, serde_json::Value, String)>,
+    /// How often the model repeated itself so far.
+    repeats: u32,
+}
+
+/// Repeats an attempt survives: the first is pointed out, the next one
+/// fails the attempt, whose next try starts afresh with the reason.
+const REPEATS: u32 = 1;
+
+impl Seen {
+    /// The 1-based number of an earlier call with these arguments.
+    fn same_call(&self, name: &str, arguments: &serde_json::Value) -> Option<usize> {
+        self.calls
+            .iter()
+            .position(|(n, a, _)| n == name && a == arguments)
+            .map(|i| i + 1)
+    }
+
+    /// The 1-based number of an earlier call of `name` that returned
+    /// `output`; a code tool's run time (its report's first line, `exit
+    /// status 0 (0.03 s)`) is not part of what it returned.
+    fn same_output(&self, name: &str, output: &str) -> Option<usize> {
+        let output = untimed(output);
+        self.calls
+            .iter()
+            .position(|(n, _, o)| n == name && o == output)
+            .map(|i| i + 1)
+    }
+
+    fn record(&mut self, name: &str, arguments: &serde_json::Value, output: &str) {
+        self.calls.push((
+            name.to_string(),
+            arguments.clone(),
+            untimed(output).to_string(),
+        ));
+    }
+}
+
+/// A tool's output without a code tool's first line when that line only
+/// says how the run ended and how long it took.
+fn untimed(output: &str) -> &str {
+    match output.split_once('\n') {
+        Some((first, rest)) if first.ends_with(" s)") => rest,
+        _ => output,
+    }
+}
+
+/// What the model reads when it repeats itself: use what it already has.
+fn repeated(name: &str, call: usize, same_arguments: bool, code: bool) -> String {
+    let what = if same_arguments {
+        format!("You already called {name} with exactly these arguments (call {call}); it was not run again: its result, above, would be the same.")
+    } else {
+        format!("This is exactly what call {call} of {name} returned: nothing new.")
+    };
+    let next = if code {
+        "Do not print or read the same data again: use what it showed. Write code that \
+         computes what the subtask asks (count, sum, filter, compare) and prints the result \
+         with a label, then complete with it."
+    } else {
+        "Do not repeat it: use what it returned, take another way, or complete with what you \
+         have."
+    };
+    format!("{what} {next}")
+}
+
 /// The offered tool the subtask is to use: its `tool` field, else the
 /// first offered tool its own words name (its name, description or
 /// expected outcome; plans written by people or older planners).
@@ -389,6 +461,13 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     let mut asked_checked = false;
     // Whether numbers read off a file were sent back once to be computed.
     let mut computed_checked = false;
+    // Whether a result of bare numbers was sent back once to be said.
+    let mut bare_checked = false;
+    // The error of the last code run, while it is not fixed, and whether
+    // a `fail` after it was sent back once to fix the code instead.
+    let mut code_error: Option<String> = None;
+    let mut fix_checked = false;
+    let mut seen = Seen::default();
     for turn in 1..=job.max_turns.max(1) {
         let action = match caller
             .action(messages.clone(), &specs, job.offered, job.subtask)
@@ -425,6 +504,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                              Call {tool} now and complete with what it returns; only if the result truly \
                              needs no tool, answer complete again."
                         )
+                    }
+                    None if !bare_checked && bare_numbers(result) => {
+                        bare_checked = true;
+                        bare(&specs)
                     }
                     None if uncounted => {
                         computed_checked = true;
@@ -471,12 +554,20 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     }
                 }
             }
-            Action::Fail { reason } => {
-                return Outcome::Failed {
-                    reason: reason.clone(),
-                    again: true,
+            // One checking turn: a small model whose code failed gave up
+            // the subtask instead of fixing the code (Qwen2.5-1.5B pasted
+            // the plan's text into its program and failed on the syntax
+            // error, in all three attempts), while turns were left.
+            Action::Fail { .. } if !fix_checked && turn < job.max_turns => {
+                match code_error.as_deref() {
+                    Some(error) => {
+                        fix_checked = true;
+                        fix(error)
+                    }
+                    None => return failed(&action),
                 }
             }
+            Action::Fail { .. } => return failed(&action),
             Action::Ask { question } if job.offered.ask => {
                 match named_tool(&job, &specs).filter(|_| !asked_checked) {
                     // One checking turn: a small model whose code failed
@@ -521,6 +612,22 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             }
             Action::Tool { name, arguments } => {
                 called.insert(name.clone());
+                let code = CODE_TOOLS.contains(&name.as_str());
+                if let Some(call) = seen.same_call(name, arguments) {
+                    seen.repeats += 1;
+                    if seen.repeats > REPEATS {
+                        return Outcome::Failed {
+                            reason: format!(
+                                "called {name} again with the same arguments (as call {call}) \
+                                 instead of using the result it had already seen"
+                            ),
+                            again: true,
+                        };
+                    }
+                    messages.push(Message::assistant(action_text(&action)));
+                    messages.push(Message::user(repeated(name, call, true, code)));
+                    continue;
+                }
                 let mut arguments = arguments.clone();
                 let mut edited_note = None;
                 if tools.policy(name) == ToolPolicy::Ask {
@@ -566,7 +673,27 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 } else {
                     format!("{name} failed: {}", cut(&text, OBSERVATION))
                 };
-                format!("{}{said}", edited_note.unwrap_or_default())
+                if code {
+                    code_error = code_failed(&text).then(|| text.clone());
+                }
+                let again = seen.same_output(name, &text);
+                seen.record(name, arguments, &text);
+                let mut said = format!("{}{said}", edited_note.unwrap_or_default());
+                if let Some(call) = again {
+                    seen.repeats += 1;
+                    if seen.repeats > REPEATS {
+                        return Outcome::Failed {
+                            reason: format!(
+                                "{name} returned the same as before (as call {call}): the \
+                                 attempt repeated itself instead of using what it had seen"
+                            ),
+                            again: true,
+                        };
+                    }
+                    said.push_str("\n\n");
+                    said.push_str(&repeated(name, call, false, code));
+                }
+                said
             }
         };
         messages.push(Message::assistant(action_text(&action)));
@@ -621,6 +748,63 @@ fn ungrounded(missing: &[String], specs: &[ToolSpec], printed: Option<&str>) -> 
     )
 }
 
+/// Whether a result is several numbers and no word of what they are
+/// (Qwen2.5-1.5B completed "count the functions of three files" with "6 3
+/// 3", its code's per-file counts, and the answer then said 6): a person
+/// cannot read it, and the answer's writer may not add them up.
+fn bare_numbers(result: &str) -> bool {
+    crate::grounded::numbers(result).len() >= 2 && !result.chars().any(char::is_alphabetic)
+}
+
+/// What the model reads when its result is bare numbers.
+fn bare(specs: &[ToolSpec]) -> String {
+    let tool = if specs.iter().any(|s| s.name == "run_python") {
+        "run_python"
+    } else {
+        "a tool"
+    };
+    format!(
+        "Your result is only numbers, with no word of what each one is. Complete with a \
+         sentence that answers the subtask, each number labelled (what it is, of which part). \
+         If the subtask asks for one value over the parts (a total, a mean, the largest), \
+         compute it with {tool} and state it first."
+    )
+}
+
+/// The failed attempt a `fail` action ends in.
+fn failed(action: &Action) -> Outcome {
+    let reason = match action {
+        Action::Fail { reason } => reason.clone(),
+        _ => String::new(),
+    };
+    Outcome::Failed {
+        reason,
+        again: true,
+    }
+}
+
+/// Whether a code tool's report says the code failed (a non-zero exit, a
+/// signal, the time limit): its first line says how the run ended.
+fn code_failed(report: &str) -> bool {
+    let first = report.lines().next().unwrap_or_default();
+    first.starts_with("killed")
+        || first.starts_with("ended without")
+        || (first.starts_with("exit status ") && !first.starts_with("exit status 0 "))
+}
+
+/// What the model reads when it fails a subtask after its code failed:
+/// the error's last lines, and that fixing it is its work.
+fn fix(report: &str) -> String {
+    let lines: Vec<&str> = report.lines().collect();
+    let tail = lines[lines.len().saturating_sub(6)..].join("\n");
+    format!(
+        "Do not fail the subtask because your code failed: a code error is yours to fix. The \
+         error was:\n{}\nFix that line (the code holds only Python, nothing copied from the \
+         task or the plan) and run it again. Fail only if the subtask truly cannot be done.",
+        cut(&tail, 800)
+    )
+}
+
 fn action_text(action: &Action) -> String {
     let value = match action {
         Action::Complete { result, short_of } => {
@@ -664,6 +848,25 @@ mod tests {
         );
         let without = system(&[spec("read_file"), spec("fetch_url")], offered);
         assert!(!without.contains("evidence"), "{without}");
+    }
+
+    #[test]
+    fn a_code_runs_time_is_not_part_of_what_it_returned() {
+        let mut seen = Seen::default();
+        let code = serde_json::json!({"code": "print(1)"});
+        seen.record(
+            "run_python",
+            &code,
+            "exit status 0 (0.03 s)\n--- stdout ---\n1",
+        );
+        let again = "exit status 0 (0.05 s)\n--- stdout ---\n1";
+        assert_eq!(seen.same_output("run_python", again), Some(1));
+        assert_eq!(
+            seen.same_output("run_python", "exit status 0 (0.05 s)\n--- stdout ---\n2"),
+            None
+        );
+        assert_eq!(seen.same_output("run_shell", again), None, "another tool");
+        assert_eq!(seen.same_call("run_python", &code), Some(1));
     }
 
     #[test]

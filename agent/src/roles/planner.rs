@@ -300,11 +300,14 @@ pub fn tidy(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_');
         if (named_for_tool || identifier) && !s.description.trim().is_empty() {
-            if s.tool.is_none() {
-                s.tool = tools
-                    .iter()
-                    .find(|t| s.name.eq_ignore_ascii_case(t))
-                    .map(|t| t.to_string());
+            // A name that is a tool's name is the tool the model meant,
+            // whatever its tool field says: Qwen2.5-1.5B wrote the tools in
+            // the names and shifted the tool fields by one ("read_file"
+            // with the tool list_files, "run_python" with read_file), and
+            // the shifted fields made the mends below drop its only step
+            // that computed.
+            if let Some(t) = tools.iter().find(|t| s.name.eq_ignore_ascii_case(t)) {
+                s.tool = Some(t.to_string());
             }
             s.name = name_from(&s.description);
             renamed += 1;
@@ -713,6 +716,32 @@ mod tests {
         );
         assert!(s.dependencies.is_empty());
         assert_eq!(planned.repairs.len(), 3, "{:?}", planned.repairs);
+    }
+
+    #[test]
+    fn a_subtask_named_after_a_tool_uses_that_tool_when_its_tool_field_names_another() {
+        // Qwen2.5-1.5B's plan for a count of primes, no files given: the
+        // tool fields shifted by one against the names.
+        let mut planned = Planned {
+            title: "Count".into(),
+            subtasks: vec![
+                step("list_files", "", "List all files in the workspace"),
+                step("read_file", "list_files", "Read the file of the numbers"),
+                step("run_python", "read_file", "Count the numbers"),
+                step("write_file", "run_python", "Write the count to a file"),
+            ],
+            repairs: Vec::new(),
+        };
+        tidy(&mut planned, Mode::Simple, &TOOLS_WRITING, true, true);
+        assert_eq!(planned.subtasks.len(), 1, "{:#?}", planned.subtasks);
+        let s = &planned.subtasks[0];
+        assert_eq!(s.tool.as_deref(), Some("run_python"));
+        assert!(
+            s.description.contains("Count the numbers")
+                && s.description.contains("Write the count to a file"),
+            "the computing step is kept: {}",
+            s.description
+        );
     }
 
     #[test]

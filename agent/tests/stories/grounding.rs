@@ -185,3 +185,38 @@ async fn a_subtask_with_tools_that_repeats_a_number_nothing_printed_fails_the_at
         .count();
     assert_eq!(checked, 2, "the guess is questioned in both attempts");
 }
+
+#[tokio::test]
+async fn a_result_of_bare_numbers_is_sent_back_once_to_be_said_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("counts.txt"), "a 6\nb 3\nc 3\n").unwrap();
+    let llm = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "counts.txt"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "6 3 3"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "a counts 6, b 3 and c 3."}),
+        );
+    let world = reading_world(llm, dir.path());
+    let run = world.run(simple("What are the counts?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("a counts 6, b 3 and c 3.")
+    );
+    let told: Vec<String> = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last().map(|m| m.content.clone()))
+        .collect();
+    assert!(told[2].contains("Your result is only numbers"), "{told:#?}");
+    assert_eq!(world.llm.calls(CallRole::Executor), 3);
+}

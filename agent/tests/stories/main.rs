@@ -13,6 +13,7 @@ mod guards;
 mod memory;
 mod people;
 mod resilience;
+mod stuck;
 mod support;
 
 use std::time::Duration;
