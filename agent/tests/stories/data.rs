@@ -8,25 +8,8 @@ use std::sync::Arc;
 use crate::support::*;
 use agent::llm::CallRole;
 use agent::tools::{files::FileTools, ToolBox, Toolset};
-use agent::{ModeChoice, RunState};
+use agent::RunState;
 use serde_json::json;
-
-/// A world whose agent reads files in `dir`.
-fn reading_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
-    let root = dir.to_path_buf();
-    World::with_agent(llm, move |agent| {
-        agent.with_tools(move |_| {
-            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
-            Toolset::new(vec![files])
-        })
-    })
-}
-
-fn simple(task: &str) -> agent::RunConfig {
-    let mut c = config(task);
-    c.mode = ModeChoice::Simple;
-    c
-}
 
 fn reading_plan() -> serde_json::Value {
     json!({"title": "Count", "subtasks": [{
@@ -53,7 +36,7 @@ async fn a_question_a_subtasks_tool_could_answer_is_sent_back_once_and_the_tool_
             CallRole::Executor,
             json!({"action": "complete", "result": "notes.txt holds a, b and c."}),
         );
-    let world = reading_world(llm, dir.path());
+    let world = World::reading(llm, dir.path());
     let run = world.run(simple("How many lines has notes.txt?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(
@@ -94,7 +77,7 @@ async fn a_question_asked_again_after_the_reminder_reaches_a_person() {
             CallRole::Executor,
             json!({"action": "ask", "question": "Which notes file do you mean?"}),
         );
-    let world = reading_world(llm, dir.path());
+    let world = World::reading(llm, dir.path());
     let driving = world.start(simple("How many lines have my notes?")).await;
     let plan = world
         .wait_plan(|p| {

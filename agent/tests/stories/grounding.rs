@@ -3,30 +3,10 @@
 //! states one the results do not hold (small models answer data questions
 //! from their own head).
 
-use std::sync::Arc;
-
 use crate::support::*;
 use agent::llm::{CallRole, Reply};
-use agent::tools::{files::FileTools, ToolBox, Toolset};
-use agent::{ModeChoice, RunState};
+use agent::RunState;
 use serde_json::json;
-
-/// A world whose agent reads files in `dir`.
-fn reading_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
-    let root = dir.to_path_buf();
-    World::with_agent(llm, move |agent| {
-        agent.with_tools(move |_| {
-            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
-            Toolset::new(vec![files])
-        })
-    })
-}
-
-fn simple(task: &str) -> agent::RunConfig {
-    let mut c = config(task);
-    c.mode = ModeChoice::Simple;
-    c
-}
 
 #[tokio::test]
 async fn a_result_stating_a_number_no_tool_printed_is_sent_back_once_and_the_printed_one_kept() {
@@ -45,7 +25,7 @@ async fn a_result_stating_a_number_no_tool_printed_is_sent_back_once_and_the_pri
             CallRole::Executor,
             json!({"action": "complete", "result": "North sold 1,526."}),
         );
-    let world = reading_world(llm, dir.path());
+    let world = World::reading(llm, dir.path());
     let run = world.run(simple("How much did north sell?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
@@ -71,7 +51,7 @@ async fn a_result_of_a_subtask_without_tools_sent_back_once_is_kept_the_second_t
             CallRole::Executor,
             json!({"action": "complete", "result": "About 1800, I am sure."}),
         );
-    let world = reading_world(llm, dir.path());
+    let world = World::reading(llm, dir.path());
     let run = world.run(simple("Guess a number")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(
@@ -155,7 +135,7 @@ async fn a_subtask_with_tools_that_repeats_a_number_nothing_printed_fails_the_at
             CallRole::Executor,
             json!({"action": "complete", "result": "North sold 1526."}),
         );
-    let world = reading_world(llm, dir.path());
+    let world = World::reading(llm, dir.path());
     let mut c = simple("How much did north sell?");
     c.retry_delay_ms = 0;
     let run = world.run(c).await;
@@ -203,7 +183,7 @@ async fn a_result_of_bare_numbers_is_sent_back_once_to_be_said_in_words() {
             CallRole::Executor,
             json!({"action": "complete", "result": "a counts 6, b 3 and c 3."}),
         );
-    let world = reading_world(llm, dir.path());
+    let world = World::reading(llm, dir.path());
     let run = world.run(simple("What are the counts?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(

@@ -10,23 +10,13 @@ use std::sync::Arc;
 
 use crate::support::*;
 use agent::llm::CallRole;
-use agent::tools::{files::FileTools, ToolBox, ToolError, Toolset};
-use agent::{ModeChoice, RunEntry, RunState};
+use agent::tools::{ToolBox, ToolError, Toolset};
+use agent::{RunEntry, RunState};
 use serde_json::json;
 
-fn reading_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
-    let root = dir.to_path_buf();
-    World::with_agent(llm, move |agent| {
-        agent.with_tools(move |_| {
-            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
-            Toolset::new(vec![files])
-        })
-    })
-}
-
-fn simple(task: &str) -> agent::RunConfig {
-    let mut c = config(task);
-    c.mode = ModeChoice::Simple;
+/// The simple mode, attempts retried at once.
+fn quick(task: &str) -> agent::RunConfig {
+    let mut c = simple(task);
     c.retry_delay_ms = 0;
     c
 }
@@ -69,8 +59,8 @@ async fn a_call_repeated_with_the_same_arguments_is_not_run_again_and_a_second_r
             CallRole::Executor,
             json!({"action": "complete", "result": "alpha and beta"}),
         );
-    let world = reading_world(llm, dir.path());
-    let run = world.run(simple("What do the notes say?")).await;
+    let world = World::reading(llm, dir.path());
+    let run = world.run(quick("What do the notes say?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(tool_calls(&world), 1, "the repeats were not run");
     let told = told(&world);
@@ -110,8 +100,8 @@ async fn a_call_that_returns_what_an_earlier_one_returned_is_pointed_out_and_a_s
             CallRole::Executor,
             json!({"action": "complete", "result": "the same words"}),
         );
-    let world = reading_world(llm, dir.path());
-    let run = world.run(simple("What do the files say?")).await;
+    let world = World::reading(llm, dir.path());
+    let run = world.run(quick("What do the files say?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(tool_calls(&world), 3, "different calls run");
     let told = told(&world);
@@ -180,7 +170,7 @@ async fn a_subtask_failed_right_after_its_code_failed_is_sent_back_once_to_fix_t
     let world = World::with_agent(llm, |agent| {
         agent.with_tools(|_| Toolset::new(vec![Arc::new(StrictPython)]))
     });
-    let run = world.run(simple("Count them")).await;
+    let run = world.run(quick("Count them")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(world.plan().subtasks()[0].outcome(), Some("There are 12."));
     let told = told(&world);
@@ -206,7 +196,7 @@ async fn a_subtask_failed_after_its_code_ran_well_is_failed_at_once() {
     let world = World::with_agent(llm, |agent| {
         agent.with_tools(|_| Toolset::new(vec![Arc::new(StrictPython)]))
     });
-    let mut c = simple("Count them");
+    let mut c = quick("Count them");
     c.max_attempts = 1;
     world.start(c).await;
     world.wait_run(|r| r.state == RunState::Paused).await;

@@ -74,6 +74,13 @@ pub fn config(task: &str) -> RunConfig {
     }
 }
 
+/// [`config`] in the simple mode.
+pub fn simple(task: &str) -> RunConfig {
+    let mut c = config(task);
+    c.mode = agent::ModeChoice::Simple;
+    c
+}
+
 pub struct Watcher(Arc<AtomicUsize>);
 
 impl Watcher {
@@ -117,6 +124,19 @@ impl World {
             agent: Arc::new(agent),
             run: Mutex::new(None),
         }
+    }
+
+    /// A world whose agent reads files in `dir` (`list_files`,
+    /// `read_file`), nothing else.
+    pub fn reading(llm: ScriptedLlm, dir: &std::path::Path) -> World {
+        use agent::tools::{files::FileTools, ToolBox, Toolset};
+        let root = dir.to_path_buf();
+        World::with_agent(llm, move |agent| {
+            agent.with_tools(move |_| {
+                let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+                Toolset::new(vec![files])
+            })
+        })
     }
 
     pub async fn start(&self, config: RunConfig) -> JoinHandle<RunRecord> {
