@@ -40,12 +40,16 @@ pub struct UnknownName {
 ///
 /// The enum must derive serde's `Serialize` and `Deserialize` (the names
 /// are given to serde as `rename`s) and must not also say `rename_all`.
+/// A name is taken as a token (`tt`), not a `literal` fragment: a fragment
+/// reaches derive macros wrapped in an invisible group, which serde and
+/// schemars look through but utoipa does not (it documented `Mermaid` for
+/// `mermaid`). `as_str` returning it keeps it a string.
 #[macro_export]
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident : $what:literal {
-            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal ),+ $(,)?
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:tt ),+ $(,)?
         }
     ) => {
         $(#[$meta])*
@@ -133,35 +137,65 @@ impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for ObjectOnly<T> 
     }
 }
 
+/// For the crates' tests: whether serde and `as_str` are one table, every
+/// variant written as its name and read back from it through serde and
+/// `FromStr`; the first variant that is not, by name.
+#[doc(hidden)]
+pub fn names_agree<T>(all: &[T]) -> Result<(), String>
+where
+    T: Copy + PartialEq + std::fmt::Debug + std::fmt::Display + std::str::FromStr,
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    for &v in all {
+        let name = v.to_string();
+        let written = serde_json::to_value(v).ok() == Some(serde_json::json!(name));
+        let read = serde_json::from_value::<T>(serde_json::json!(name)).ok() == Some(v);
+        if !(written && read && name.parse::<T>().ok() == Some(v)) {
+            return Err(format!(
+                "{v:?} is `{name}` for as_str but not for serde or FromStr"
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    use super::names_agree;
     use crate::{Dialect, Mode, PlanState, StateFilter, SubtaskState};
 
-    /// serde and `as_str` are one table: every variant writes as its name
-    /// and reads back from it, through both.
-    fn agrees<T>(all: &[T])
-    where
-        T: Copy + PartialEq + std::fmt::Debug + std::fmt::Display + std::str::FromStr,
-        T: serde::Serialize + serde::de::DeserializeOwned,
-    {
-        for &v in all {
-            let name = v.to_string();
-            assert_eq!(serde_json::to_value(v).unwrap(), serde_json::json!(name));
-            assert_eq!(
-                serde_json::from_value::<T>(serde_json::json!(name)).ok(),
-                Some(v)
-            );
-            assert!(name.parse::<T>().ok() == Some(v), "{name}");
+    /// An enum whose names serde and `Display` write differently.
+    #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Drifted {
+        InProgress,
+    }
+
+    impl std::fmt::Display for Drifted {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("in-progress")
+        }
+    }
+
+    impl std::str::FromStr for Drifted {
+        type Err = ();
+        fn from_str(_: &str) -> Result<Self, ()> {
+            Ok(Drifted::InProgress)
         }
     }
 
     #[test]
+    fn two_tables_that_drifted_apart_are_told() {
+        assert!(names_agree(&[Drifted::InProgress]).is_err());
+    }
+
+    #[test]
     fn the_engines_enums_write_and_read_the_same_names_through_serde_and_as_str() {
-        agrees(&SubtaskState::ALL);
-        agrees(&PlanState::ALL);
-        agrees(&Mode::ALL);
-        agrees(&Dialect::ALL);
-        agrees(&StateFilter::ALL);
+        names_agree(&SubtaskState::ALL).unwrap();
+        names_agree(&PlanState::ALL).unwrap();
+        names_agree(&Mode::ALL).unwrap();
+        names_agree(&Dialect::ALL).unwrap();
+        names_agree(&StateFilter::ALL).unwrap();
         assert_eq!(SubtaskState::InProgress.as_str(), "in_progress");
         assert_eq!(
             "sleeping".parse::<PlanState>().unwrap_err().to_string(),

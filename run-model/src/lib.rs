@@ -99,41 +99,25 @@ pub use plan_engine::UnknownName;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// serde's name and `as_str` are one table for every enum here.
-    fn agrees<T>(all: &[T])
-    where
-        T: Copy + PartialEq + std::fmt::Debug + std::fmt::Display + std::str::FromStr,
-        T: serde::Serialize + serde::de::DeserializeOwned,
-    {
-        for &v in all {
-            let name = v.to_string();
-            assert_eq!(serde_json::to_value(v).unwrap(), serde_json::json!(name));
-            assert_eq!(
-                serde_json::from_value::<T>(serde_json::json!(name)).ok(),
-                Some(v)
-            );
-            assert!(name.parse::<T>().ok() == Some(v), "{name}");
-        }
-    }
+    use plan_engine::wire::names_agree;
 
     #[test]
     fn every_enums_wire_name_is_the_one_serde_writes_and_reads_back() {
-        agrees(&RunState::ALL);
-        agrees(&DecidedBy::ALL);
-        agrees(&ModeChoice::ALL);
-        agrees(&ToolPolicy::ALL);
-        agrees(&CallRole::ALL);
-        agrees(&ErrorClass::ALL);
-        agrees(&Verdict::ALL);
-        agrees(&RecoveryDecision::ALL);
-        agrees(&EntryKind::ALL);
-        agrees(&NeedKind::ALL);
-        agrees(&MemoryKind::ALL);
-        agrees(&StreamEvent::ALL);
-        agrees(&ReviewVerdict::ALL);
-        agrees(&ToolSource::ALL);
-        agrees(&ToolTransport::ALL);
+        names_agree(&RunState::ALL).unwrap();
+        names_agree(&DecidedBy::ALL).unwrap();
+        names_agree(&ModeChoice::ALL).unwrap();
+        names_agree(&ToolPolicy::ALL).unwrap();
+        names_agree(&CallRole::ALL).unwrap();
+        names_agree(&ErrorClass::ALL).unwrap();
+        names_agree(&Verdict::ALL).unwrap();
+        names_agree(&RecoveryDecision::ALL).unwrap();
+        names_agree(&EntryKind::ALL).unwrap();
+        names_agree(&NeedKind::ALL).unwrap();
+        names_agree(&MemoryKind::ALL).unwrap();
+        names_agree(&StreamEvent::ALL).unwrap();
+        names_agree(&ReviewVerdict::ALL).unwrap();
+        names_agree(&ToolSource::ALL).unwrap();
+        names_agree(&ToolTransport::ALL).unwrap();
         assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
         assert_eq!(
             "sleeping".parse::<RunState>().unwrap_err().to_string(),
