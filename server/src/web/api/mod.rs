@@ -373,4 +373,22 @@ mod tests {
             );
         }
     }
+
+    /// A type utoipa documents gets the same names serde reads (a name the
+    /// macro handed on as a fragment was documented as the variant's).
+    #[test]
+    fn the_export_formats_are_documented_by_their_wire_names() {
+        let doc: serde_json::Value = serde_json::from_str(super::document()).unwrap();
+        let parameters = &doc["paths"]["/api/plans/{id}/export"]["get"]["parameters"];
+        let format = parameters
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "format")
+            .unwrap();
+        assert_eq!(
+            format["schema"]["enum"],
+            serde_json::json!(["json", "markdown", "mermaid"])
+        );
+    }
 }

@@ -320,16 +320,16 @@ pub async fn hint(
         .ok_or_else(|| no_plan(id))
 }
 
-/// The renderings of a plan. Not a `wire_enum!`: utoipa, which documents
-/// it, reads serde's `rename_all` but not renames made by a macro.
-#[derive(Clone, Copy, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ExportFormat {
-    /// Round-trips through `POST /api/plans/import`.
-    Json,
-    Markdown,
-    /// A flowchart of the dependency graph.
-    Mermaid,
+plan_engine::wire_enum! {
+    /// The renderings of a plan.
+    #[derive(Clone, Copy, Deserialize, utoipa::ToSchema)]
+    pub enum ExportFormat: "export format (json, markdown or mermaid)" {
+        /// Round-trips through `POST /api/plans/import`.
+        Json = "json",
+        Markdown = "markdown",
+        /// A flowchart of the dependency graph.
+        Mermaid = "mermaid",
+    }
 }
 
 #[derive(Deserialize, IntoParams)]
