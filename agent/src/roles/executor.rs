@@ -15,6 +15,7 @@ use crate::prompts;
 use crate::protocol::{Action, ToolSpec};
 use crate::run::RunEntry;
 use crate::run::{ToolPolicy, Verdict};
+use crate::tools::sandbox::capture::{report_failed as code_failed, untimed};
 use crate::tools::{ToolError, Toolset};
 
 /// The agent's name on the plans it changes.
@@ -304,15 +305,6 @@ impl Seen {
     }
 }
 
-/// A tool's output without a code tool's first line when that line only
-/// says how the run ended and how long it took.
-fn untimed(output: &str) -> &str {
-    match output.split_once('\n') {
-        Some((first, rest)) if first.ends_with(" s)") => rest,
-        _ => output,
-    }
-}
-
 /// What the model reads when it repeats itself: use what it already has.
 fn repeated(name: &str, call: usize, same_arguments: bool, code: bool) -> String {
     let what = if same_arguments {
@@ -558,16 +550,16 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             // the subtask instead of fixing the code (Qwen2.5-1.5B pasted
             // the plan's text into its program and failed on the syntax
             // error, in all three attempts), while turns were left.
-            Action::Fail { .. } if !fix_checked && turn < job.max_turns => {
+            Action::Fail { reason } if !fix_checked && turn < job.max_turns => {
                 match code_error.as_deref() {
                     Some(error) => {
                         fix_checked = true;
                         fix(error)
                     }
-                    None => return failed(&action),
+                    None => return failed(reason),
                 }
             }
-            Action::Fail { .. } => return failed(&action),
+            Action::Fail { reason } => return failed(reason),
             Action::Ask { question } if job.offered.ask => {
                 match named_tool(&job, &specs).filter(|_| !asked_checked) {
                     // One checking turn: a small model whose code failed
@@ -772,24 +764,11 @@ fn bare(specs: &[ToolSpec]) -> String {
 }
 
 /// The failed attempt a `fail` action ends in.
-fn failed(action: &Action) -> Outcome {
-    let reason = match action {
-        Action::Fail { reason } => reason.clone(),
-        _ => String::new(),
-    };
+fn failed(reason: &str) -> Outcome {
     Outcome::Failed {
-        reason,
+        reason: reason.to_string(),
         again: true,
     }
-}
-
-/// Whether a code tool's report says the code failed (a non-zero exit, a
-/// signal, the time limit): its first line says how the run ended.
-fn code_failed(report: &str) -> bool {
-    let first = report.lines().next().unwrap_or_default();
-    first.starts_with("killed")
-        || first.starts_with("ended without")
-        || (first.starts_with("exit status ") && !first.starts_with("exit status 0 "))
 }
 
 /// What the model reads when it fails a subtask after its code failed:

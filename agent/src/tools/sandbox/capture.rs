@@ -152,6 +152,25 @@ impl RunOutcome {
     }
 }
 
+/// Whether a [`RunOutcome::report`] says the code failed (a non-zero exit,
+/// a signal, the time limit), read where it is written so the two agree.
+pub fn report_failed(report: &str) -> bool {
+    let first = report.lines().next().unwrap_or_default();
+    first.starts_with("killed")
+        || first.starts_with("ended without")
+        || (first.starts_with("exit status ") && !first.starts_with("exit status 0 "))
+}
+
+/// A tool's output without a report's first line when that line only says
+/// how the run ended and how long it took (`exit status 0 (0.03 s)`): two
+/// runs that printed the same returned the same.
+pub fn untimed(output: &str) -> &str {
+    match output.split_once('\n') {
+        Some((first, rest)) if first.ends_with(" s)") => rest,
+        _ => output,
+    }
+}
+
 fn section(text: &mut String, name: &str, body: &str) {
     text.push_str("--- ");
     text.push_str(name);

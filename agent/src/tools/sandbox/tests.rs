@@ -918,3 +918,26 @@ fn the_quota_is_reckoned_once_refusing_a_full_workspace_and_capping_files_by_wha
         "SIGXFSZ"
     );
 }
+
+#[test]
+fn a_report_is_read_back_as_failed_or_not_and_without_its_timing() {
+    assert!(!report_failed(&outcome(0, "1\n", "").report()));
+    assert!(report_failed(&outcome(1, "", "SyntaxError\n").report()));
+    let timed_out = RunOutcome {
+        timed_out: true,
+        exit_code: None,
+        signal: Some(9),
+        ..outcome(0, "", "")
+    };
+    assert!(report_failed(&timed_out.report()));
+    let mut slower = outcome(0, "1\n", "");
+    slower.duration = Duration::from_millis(900);
+    assert_eq!(
+        untimed(&outcome(0, "1\n", "").report()),
+        untimed(&slower.report())
+    );
+    assert_ne!(
+        untimed(&outcome(0, "1\n", "").report()),
+        untimed(&outcome(0, "2\n", "").report())
+    );
+}
