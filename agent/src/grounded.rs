@@ -77,7 +77,7 @@ pub fn numbers(text: &str) -> Vec<Written> {
 
 /// Whether `written` is `source`, or `source` rounded to `written`'s
 /// precision.
-fn matches(written: &Written, source: f64) -> bool {
+pub fn matches(written: &Written, source: f64) -> bool {
     let half = 0.5 * 10f64.powi(-(written.decimals as i32));
     (written.value - source).abs() <= half + 1e-9 * source.abs().max(1.0)
 }

@@ -46,6 +46,11 @@ Answer with JSON.";
 /// subtask needs (the executor is then held to it).
 pub const PLAN_TOOLS: &str = "The executor of each subtask can use these tools. A subtask that computes, counts or reads data uses run_python when it is offered; give the tool in the subtask's tool field.";
 
+/// After the tools, when both the web and code are offered (Qwen2.5-1.5B
+/// planned a web search for 2^100's digit sum, and the run stopped when
+/// the page could not be fetched).
+pub const PLAN_WEB: &str = "Plan a web tool only for facts that must be looked up (a page, news, a price, a document online), never for what a program can compute (arithmetic, counting, dates, conversions): that is run_python's.";
+
 /// After the task, when the person gave files (their names and first
 /// lines are in the task).
 pub const PLAN_FILES: &str = "The files above and their first lines are already known: plan no step to list, open or look at them.";
@@ -87,6 +92,17 @@ pub const EXECUTOR_ASK: &str =
 
 pub const EXECUTOR_ADD: &str =
     "- add_subtask: you found work outside this subtask that the plan needs; it is added to the plan.";
+
+/// The checker ([`crate::roles::checker`]): a program written without
+/// the executor's result, so it cannot copy it.
+pub const CHECKER: &str = "You check a subtask of a plan by computing its answer yourself. Write one short Python program that computes what the subtask asks, from the files in the current directory and the results given below, and prints the answer alone on its last line. Read files; write or change none. Do not guess values: compute them. Answer with JSON: {\"lines\": [the program's lines, one string each, indentation kept]}.";
+
+/// The first check: the plain way.
+pub const CHECKER_PLAIN: &str = "Write the most direct program.";
+
+/// The second check: another route through the data, so the two are not
+/// the same program twice.
+pub const CHECKER_STEPS: &str = "Go step by step: print what you matched or counted first (the first 5 items and how many), then the answer alone on the last line.";
 
 /// After the reasons earlier attempts failed, in the executor's brief.
 pub const TRY_AGAIN: &str = "Do not repeat what failed: take another way (another tool, other arguments, a smaller step). If it truly cannot be done, fail with the reason.";

@@ -558,6 +558,10 @@ async fn a_real_models_emergent_update_after_a_failed_todo() {
                 }
                 CallRole::Compiler => Ok(text("the answer".into())),
                 CallRole::Classifier => unreachable!("the mode is forced"),
+                CallRole::Checker => Err(agent::llm::LlmError::new(
+                    agent::llm::ErrorClass::BadRequest,
+                    "no check is scripted",
+                )),
             }
         }
         fn model(&self, role: agent::llm::CallRole) -> String {

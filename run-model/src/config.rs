@@ -167,6 +167,10 @@ pub const PREVIEW_CHARS: usize = 400;
 /// Input files listed to the model by name; the rest are counted.
 pub const INPUTS_LISTED: usize = 30;
 
+/// Where [`RunConfig::task_for_model`] starts listing the files: what
+/// comes before it is the person's own words.
+pub const FILES_HEADING: &str = "Files in the workspace";
+
 impl RunConfig {
     /// The task as the planner and the executor read it: with the files
     /// the run started from, when there are any (bounded: at most
@@ -176,7 +180,7 @@ impl RunConfig {
             return self.task.clone();
         }
         let mut out = format!(
-            "{}\n\nFiles in the workspace (given by the person; read them with read_file, \
+            "{}\n\n{FILES_HEADING} (given by the person; read them with read_file, \
              or open them in run_python by their path):",
             self.task
         );

@@ -23,6 +23,8 @@ plan_engine::wire_enum! {
         Classifier = "classifier",
         Planner = "planner",
         Executor = "executor",
+        /// Computes a subtask's number again, independently, before it is kept.
+        Checker = "checker",
         Adapter = "adapter",
         Compiler = "compiler",
     }

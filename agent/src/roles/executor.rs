@@ -13,6 +13,7 @@ use crate::host::Host;
 use crate::llm::Message;
 use crate::prompts;
 use crate::protocol::{Action, ToolSpec};
+use crate::roles::checker::{self, Recheck};
 use crate::run::RunEntry;
 use crate::run::{ToolPolicy, Verdict};
 use crate::tools::sandbox::capture::{report_failed as code_failed, untimed};
@@ -459,6 +460,8 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     // a `fail` after it was sent back once to fix the code instead.
     let mut code_error: Option<String> = None;
     let mut fix_checked = false;
+    // Whether the checker computed this attempt's numbers again.
+    let mut others_checked = false;
     let mut seen = Seen::default();
     for turn in 1..=job.max_turns.max(1) {
         let action = match caller
@@ -530,19 +533,45 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                             };
                         }
                         if missing.is_empty() || grounding_checked {
-                            return Outcome::Done {
+                            let done = Outcome::Done {
                                 result: result.clone(),
                                 short_of: short_of.clone(),
                             };
+                            // A second and third opinion, once per attempt,
+                            // with a turn left to use it.
+                            if others_checked || turn >= job.max_turns {
+                                return done;
+                            }
+                            others_checked = true;
+                            let given = &evidence[0];
+                            let words = own_words(&job);
+                            match checker::recheck(
+                                caller,
+                                tools,
+                                job.subtask,
+                                given,
+                                result,
+                                &words,
+                            )
+                            .await
+                            {
+                                Recheck::Keep => return done,
+                                Recheck::Budget(why) => return Outcome::Budget(why),
+                                Recheck::Disputed { said, outputs } => {
+                                    evidence.extend(outputs);
+                                    said
+                                }
+                            }
+                        } else {
+                            // One checking turn: the result states numbers
+                            // nothing printed (a small model's guess).
+                            grounding_checked = true;
+                            let printed = (evidence.len() > 1)
+                                .then(|| evidence.last())
+                                .flatten()
+                                .map(String::as_str);
+                            ungrounded(&missing, &specs, printed)
                         }
-                        // One checking turn: the result states numbers
-                        // nothing printed (a small model's guess).
-                        grounding_checked = true;
-                        let printed = (evidence.len() > 1)
-                            .then(|| evidence.last())
-                            .flatten()
-                            .map(String::as_str);
-                        ungrounded(&missing, &specs, printed)
                     }
                 }
             }
@@ -708,6 +737,22 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         ),
         again: true,
     }
+}
+
+/// The words a subtask's numbers may come from without being found out:
+/// the person's task (not its files' previews) and the subtask's own name,
+/// description and expected outcome.
+fn own_words(job: &Job) -> Vec<&str> {
+    let task = job
+        .task
+        .split(run_model::config::FILES_HEADING)
+        .next()
+        .unwrap_or_default();
+    let mut words = vec![task];
+    if let Some(s) = job.plan.subtask(job.subtask) {
+        words.extend([s.name(), s.description(), s.expected_outcome()]);
+    }
+    words
 }
 
 /// What the model reads when its result states numbers that neither its

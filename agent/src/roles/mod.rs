@@ -9,6 +9,8 @@
 //! - [`batch_planner`]: seed 002's planner for a long input, a batch of
 //!   items at a time, whose answer is mended to cover exactly its items.
 //! - [`executor`]: works one subtask with tools to an outcome.
+//! - [`checker`]: computes a subtask's number again, twice and without
+//!   seeing it, before the executor's result is kept.
 //!
 //! The adapter (between super-steps) and the TODO updater are not here:
 //! their model calls are woven into the coordinator's driving (they read
@@ -16,6 +18,7 @@
 //! `coordinator::adjust`.
 
 pub mod batch_planner;
+pub mod checker;
 pub mod classify;
 pub mod executor;
 pub mod planner;

@@ -188,3 +188,114 @@ async fn numbers_stated_after_reading_a_file_without_code_are_sent_back_once_to_
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(world.llm.calls(CallRole::Executor), 3);
 }
+
+/// A plan of one subtask that counts with code.
+fn counting_plan() -> serde_json::Value {
+    json!({"title": "Count", "subtasks": [{
+        "name": "Count the ERROR lines", "description": "Count the ERROR lines of app.log.",
+        "expected_outcome": "the count", "tool": "run_python",
+    }]})
+}
+
+/// The check programs the model writes (their code is not read: the fake
+/// `run_python` prints 2 for any).
+fn check_program() -> serde_json::Value {
+    json!({"lines": ["lines = open('app.log').read().splitlines()", "print(sum('ERROR' in l.split() for l in lines))"]})
+}
+
+#[tokio::test]
+async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_with_their_outputs()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
+        )
+        // Not what the code printed, but the brief holds a 1 (the
+        // subtask's "#1"): grounding lets it through, the checks do not.
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There is 1 ERROR line."}),
+        )
+        .push_json(CallRole::Checker, check_program())
+        .push_json(CallRole::Checker, check_program())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
+    assert_eq!(world.llm.calls(CallRole::Checker), 2);
+    let checks = world
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == CallRole::Checker)
+        .collect::<Vec<_>>();
+    assert!(
+        checks.iter().all(|r| !r
+            .messages
+            .iter()
+            .any(|m| m.content.contains("1 ERROR line"))),
+        "a check never sees the result it checks"
+    );
+    let told = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .find(|m| m.content.starts_with("Two programs written independently"))
+        .map(|m| m.content.clone())
+        .expect("the executor was shown the checks");
+    assert!(
+        told.contains("both printed 2") && told.contains("Program 2:\n2"),
+        "{told}"
+    );
+    let logged = world
+        .entries()
+        .into_iter()
+        .filter(|e| matches!(e, agent::RunEntry::ToolCall { name, .. } if name == "run_python"))
+        .count();
+    assert_eq!(
+        logged, 3,
+        "the executor's program and both checks are on the run log"
+    );
+    let ran = world.entries().into_iter().any(|e| {
+        matches!(e, agent::RunEntry::ToolCall { arguments, .. }
+            if arguments["code"] == "lines = open('app.log').read().splitlines()\nprint(sum('ERROR' in l.split() for l in lines))")
+    });
+    assert!(ran, "a check runs its lines as one program, a line each");
+}
+
+#[tokio::test]
+async fn a_number_the_first_check_computes_too_is_kept_without_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(2)"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
+        )
+        .push_json(CallRole::Checker, check_program());
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
+    assert_eq!(world.llm.calls(CallRole::Checker), 1);
+    assert_eq!(world.llm.calls(CallRole::Executor), 2);
+}

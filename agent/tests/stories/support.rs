@@ -33,6 +33,12 @@ pub fn answer(request: &ChatRequest) -> Reply {
             Reply::Json(json!({"action": "complete", "result": format!("result of {name}")}))
         }
         CallRole::Compiler => Reply::Text("the final answer".into()),
+        // A model that writes no check: the executor's result stands (the
+        // checker's own stories script it).
+        CallRole::Checker => Reply::Error(agent::llm::LlmError::new(
+            agent::llm::ErrorClass::BadRequest,
+            "no check is scripted",
+        )),
         CallRole::Adapter => match &request.shape {
             Shape::Json { name: "adapt", .. } => Reply::Json(
                 json!({"drop": [], "needs_change": false, "reason": "fine", "revise": []}),

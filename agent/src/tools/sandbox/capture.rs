@@ -171,6 +171,20 @@ pub fn untimed(output: &str) -> &str {
     }
 }
 
+/// What a [`RunOutcome::report`]'s code printed on stdout (`""` for any
+/// other text).
+pub fn stdout_of(report: &str) -> &str {
+    let Some((_, rest)) = report.split_once("--- stdout ---\n") else {
+        return "";
+    };
+    let body = rest.split("\n--- stderr ---").next().unwrap_or_default();
+    if body.trim_end() == "(empty)" {
+        ""
+    } else {
+        body
+    }
+}
+
 fn section(text: &mut String, name: &str, body: &str) {
     text.push_str("--- ");
     text.push_str(name);

@@ -381,9 +381,25 @@ async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
     // exit() keeps its status.
     let report = run("import sys\nsys.exit(3)").await;
     assert!(report.starts_with("exit status 3 ("), "{report}");
-    // A file written and nothing printed: no note saying nothing happened.
+    // A file written and nothing printed: no note saying nothing happened,
+    // and what was written is shown.
     let report = run("open('out.txt', 'w').write('x')\npass").await;
     assert!(!report.contains("--- note ---"), "{report}");
+    assert!(
+        report.ends_with("--- written: out.txt (1 bytes) ---\nx"),
+        "{report}"
+    );
+    let report =
+        run("with open('total.txt', 'w') as f:\n    f.write('north, 2026-03: 1526\\n' * 100)")
+            .await;
+    assert!(
+        report.contains("--- written: total.txt (2100 bytes) ---\nnorth, 2026-03: 1526\n")
+            && report.ends_with("\n…"),
+        "{report}"
+    );
+    // Printed output is what the code meant to show: no file is added.
+    let report = run("open('b.txt', 'w').write('y')\nprint('done')").await;
+    assert!(!report.contains("--- written"), "{report}");
     // A line break the model's JSON left inside a string literal.
     let report = run("words = ['b', 'a']\nprint('\n'.join(sorted(words)) + '\n', end='')").await;
     assert!(
@@ -940,4 +956,13 @@ fn a_report_is_read_back_as_failed_or_not_and_without_its_timing() {
         untimed(&outcome(0, "1\n", "").report()),
         untimed(&outcome(0, "2\n", "").report())
     );
+}
+
+#[test]
+fn what_the_code_printed_is_read_back_from_its_report_without_stderr_or_notes() {
+    let mut report = outcome(0, "count: 30\n1229\n", "a warning 77\n").report();
+    report.push_str("\n--- note ---\nwrote 1 file");
+    assert_eq!(stdout_of(&report), "count: 30\n1229");
+    assert_eq!(stdout_of(&outcome(1, "", "SyntaxError 3\n").report()), "");
+    assert_eq!(stdout_of("no report at all: 5"), "");
 }

@@ -1,0 +1,418 @@
+//! The checker: a second and a third opinion on a number before a subtask
+//! keeps it. Small models compute wrongly with confidence: asked how many
+//! primes lie below 10,000, Qwen2.5-Coder-1.5B summed them; asked for a
+//! log's ERROR lines, it read the file and said 4 (there were 30). Two
+//! short programs, written without seeing the executor's result, compute
+//! what the subtask asks again; when both print the same number and the
+//! result does not state it, the executor is shown their outputs once
+//! and decides again (self-consistency: a wrong program is rarely wrong
+//! the same way twice). The check never decides by itself: it cannot
+//! change a result, only send it back once, and a check that cannot run
+//! (no code tool, a guarded one, a model error) lets the result through.
+//!
+//! # Layout
+//! - [`claimed`]: the numbers a result states that the task and the
+//!   subtask did not already say.
+//! - [`recheck`]: the executor's entry: whether a result is checked and
+//!   what becomes of it ([`Recheck`]).
+//! - [`check`]: writes and runs the two programs; [`Opinion`] is what
+//!   they say of the result.
+//! - [`disputed`]: what the executor reads when both disagree with it.
+
+use plan_engine::SubtaskId;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::call::{CallError, Caller};
+use crate::grounded::{matches, numbers, Written};
+use crate::llm::{CallRole, Message};
+use crate::prompts;
+use crate::run::{RunEntry, ToolPolicy};
+use crate::tools::sandbox::capture::stdout_of;
+use crate::tools::Toolset;
+
+/// The code tool the checks run on.
+pub const CHECK_TOOL: &str = "run_python";
+/// Tokens of one check program (a short program; the executor's code is
+/// seldom longer than 300).
+const PROGRAM_TOKENS: u32 = 600;
+/// Characters of a check's output shown to the executor.
+const SHOWN: usize = 600;
+/// Numbers an answer line may hold (a value with its unit or its parts).
+const ANSWER_NUMBERS: usize = 3;
+/// Characters of a check's output kept on the run log.
+const LOGGED: usize = 2_000;
+
+/// A check program, as the model writes it: one string per line, so the
+/// line breaks are the schema's and not the model's to escape
+/// (Qwen2.5-Coder-1.5B wrote its check programs as one line with spaces
+/// for the breaks, and Python refused them).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckProgram {
+    /// The program's lines, indentation kept.
+    #[schemars(length(min = 1, max = 60), inner(length(max = 300)))]
+    pub lines: Vec<String>,
+}
+
+impl CheckProgram {
+    pub fn code(&self) -> String {
+        self.lines.join("\n")
+    }
+}
+
+/// The numbers of `result` that the person's task and the subtask's own
+/// words do not already hold: what the executor found out. `said` are
+/// those words (the task without its file previews, the subtask's name,
+/// description and expected outcome).
+pub fn claimed(result: &str, said: &[&str]) -> Vec<Written> {
+    let known: Vec<f64> = said
+        .iter()
+        .flat_map(|s| numbers(s))
+        .map(|n| n.value)
+        .collect();
+    numbers(result)
+        .into_iter()
+        .filter(|n| !known.iter().any(|k| matches(n, *k)))
+        .collect()
+}
+
+/// What one check program said.
+#[derive(Clone, Debug, PartialEq)]
+enum Said {
+    /// Its answer line holds one of the result's numbers.
+    Agrees,
+    /// Its answer line holds numbers, none of the result's.
+    Differs(Vec<Written>),
+    /// It failed, printed no number, or could not be written or run.
+    Nothing,
+}
+
+/// What the two checks say of a result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Opinion {
+    /// At least one check printed a number the result states.
+    BorneOut,
+    /// Both printed the same number, which the result does not state.
+    Disputed {
+        /// The number both printed, as the first wrote it.
+        theirs: String,
+    },
+    /// No two opinions agree on anything (or none could be had): the
+    /// result stands.
+    Unsettled,
+}
+
+/// The checks' outcome: the opinion and their outputs (which become
+/// evidence: a number they printed may be stated).
+pub struct Checked {
+    pub opinion: Opinion,
+    pub outputs: Vec<String>,
+}
+
+/// The numbers on the last line that holds any, of what a program printed.
+fn answer_line(stdout: &str) -> Vec<Written> {
+    stdout
+        .lines()
+        .rev()
+        .map(numbers)
+        .find(|n| !n.is_empty())
+        .unwrap_or_default()
+}
+
+fn said_of(claimed: &[Written], output: Option<&str>) -> Said {
+    let Some(output) = output.filter(|o| !crate::tools::sandbox::capture::report_failed(o)) else {
+        return Said::Nothing;
+    };
+    let answer = answer_line(stdout_of(output));
+    // A line of many numbers is a listing, not an answer.
+    if answer.is_empty() || answer.len() > ANSWER_NUMBERS {
+        Said::Nothing
+    } else if answer.iter().any(|a| claimed.iter().any(|c| same(a, c))) {
+        Said::Agrees
+    } else {
+        Said::Differs(answer)
+    }
+}
+
+/// Whether two written numbers are one value, each at the other's
+/// precision (`33.67` and `33.666`).
+fn same(a: &Written, b: &Written) -> bool {
+    matches(a, b.value) || matches(b, a.value)
+}
+
+/// The opinion of two checks (pure, so it is tested alone).
+fn opinion(first: &Said, second: &Said) -> Opinion {
+    match (first, second) {
+        (Said::Agrees, _) | (_, Said::Agrees) => Opinion::BorneOut,
+        (Said::Differs(a), Said::Differs(b)) => a
+            .iter()
+            .find(|x| b.iter().any(|y| same(x, y)))
+            .map(|x| Opinion::Disputed {
+                theirs: x.text.clone(),
+            })
+            .unwrap_or(Opinion::Unsettled),
+        _ => Opinion::Unsettled,
+    }
+}
+
+/// Whether a result can be checked in this run: the code tool is offered
+/// and runs without a person's approval (a check never goes around a
+/// guard).
+pub fn can_check(tools: &Toolset) -> bool {
+    tools.specs().iter().any(|s| s.name == CHECK_TOOL)
+        && tools.policy(CHECK_TOOL) == ToolPolicy::Auto
+}
+
+/// Writes and runs the two check programs for the subtask `given`
+/// describes (the executor's brief without earlier attempts' guesses),
+/// and compares what they print with `claimed`. Only a budget that ran
+/// out is an error (why it ran out): any other failure is no opinion.
+pub async fn check(
+    caller: &Caller,
+    tools: &Toolset,
+    subtask: SubtaskId,
+    given: &str,
+    claimed: &[Written],
+) -> Result<Checked, String> {
+    let mut outputs = Vec::new();
+    let mut said = Vec::new();
+    for way in [prompts::CHECKER_PLAIN, prompts::CHECKER_STEPS] {
+        let messages = vec![
+            Message::system(format!("{}\n{way}", prompts::CHECKER)),
+            Message::user(given.to_string()),
+        ];
+        let program = match caller
+            .json::<CheckProgram>(
+                CallRole::Checker,
+                "check_program",
+                messages,
+                PROGRAM_TOKENS,
+                Some(subtask),
+            )
+            .await
+        {
+            Ok(program) => program,
+            Err(CallError::Budget(why)) => return Err(why),
+            Err(_) => {
+                said.push(Said::Nothing);
+                continue;
+            }
+        };
+        let arguments = serde_json::json!({ "code": program.code() });
+        let started = std::time::Instant::now();
+        let result = tools.call(CHECK_TOOL, &arguments).await;
+        let (ok, text) = match result {
+            Ok(out) => (true, out),
+            Err(e) => (false, e.message),
+        };
+        caller
+            .log(RunEntry::ToolCall {
+                subtask,
+                name: CHECK_TOOL.to_string(),
+                arguments,
+                result: super::executor::cut(&text, LOGGED),
+                ok,
+                duration_ms: started.elapsed().as_millis() as u64,
+            })
+            .await;
+        said.push(said_of(claimed, ok.then_some(text.as_str())));
+        if ok {
+            outputs.push(text);
+        }
+        // The first check bore the result out: no second is needed.
+        if said.first() == Some(&Said::Agrees) {
+            break;
+        }
+    }
+    let second = said.get(1).cloned().unwrap_or(Said::Nothing);
+    Ok(Checked {
+        opinion: opinion(&said[0], &second),
+        outputs,
+    })
+}
+
+/// What becomes of a result the checker saw.
+pub enum Recheck {
+    /// Nothing to check, or the checks bore it out or settled nothing.
+    Keep,
+    /// Both checks printed another number: `said` is what the executor
+    /// reads, `outputs` what the checks printed (now evidence).
+    Disputed { said: String, outputs: Vec<String> },
+    /// The run's budget ran out while checking.
+    Budget(String),
+}
+
+/// Checks `result` when it states numbers `said` (the person's task, the
+/// subtask's words) does not hold and a check can run here.
+pub async fn recheck(
+    caller: &Caller,
+    tools: &Toolset,
+    subtask: SubtaskId,
+    given: &str,
+    result: &str,
+    said: &[&str],
+) -> Recheck {
+    let claimed = claimed(result, said);
+    if claimed.is_empty() || !can_check(tools) {
+        return Recheck::Keep;
+    }
+    match check(caller, tools, subtask, given, &claimed).await {
+        Err(why) => Recheck::Budget(why),
+        Ok(Checked {
+            opinion: Opinion::Disputed { theirs },
+            outputs,
+        }) => Recheck::Disputed {
+            said: disputed(&theirs, &outputs),
+            outputs,
+        },
+        Ok(_) => Recheck::Keep,
+    }
+}
+
+/// What the executor reads when both checks printed `theirs` and its
+/// result states other numbers.
+pub fn disputed(theirs: &str, outputs: &[String]) -> String {
+    let shown: Vec<String> = outputs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            format!(
+                "Program {}:\n{}",
+                i + 1,
+                super::executor::cut(stdout_of(o).trim(), SHOWN)
+            )
+        })
+        .collect();
+    format!(
+        "Two programs written independently computed this subtask again and both printed \
+         {theirs}, which your result does not state. What they printed:\n{}\nRead again what \
+         the subtask asks. If {theirs} answers it, complete with {theirs}. If your own number \
+         is right, run code that shows why and complete with it.",
+        shown.join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(stdout: &str) -> String {
+        format!("exit status 0 (0.03 s)\n--- stdout ---\n{stdout}\n--- stderr ---\n(empty)")
+    }
+
+    #[test]
+    fn the_numbers_a_result_found_out_are_those_the_task_did_not_say() {
+        let found: Vec<String> = claimed(
+            "There are 1229 primes below 10,000 (2026 run).",
+            &["How many primes are below 10000? Asked in 2026."],
+        )
+        .into_iter()
+        .map(|n| n.text)
+        .collect();
+        assert_eq!(found, ["1229"]);
+        assert!(claimed("Sorted the words.", &["sort"]).is_empty());
+    }
+
+    #[test]
+    fn a_check_agrees_when_its_answer_line_holds_a_number_of_the_result() {
+        let result = claimed("The mean age is 46.00 years.", &[]);
+        assert_eq!(
+            said_of(&result, Some(&report("ages: 40 52\nmean: 46.0"))),
+            Said::Agrees
+        );
+        // Only the answer line counts: 46 among the evidence is not it.
+        assert!(matches!(
+            said_of(&result, Some(&report("ages: 46 52\nmean: 49.0"))),
+            Said::Differs(_)
+        ));
+        assert_eq!(said_of(&result, Some(&report("done"))), Said::Nothing);
+        // At either's precision.
+        let mean = claimed("The mean is 33.666.", &[]);
+        assert_eq!(said_of(&mean, Some(&report("33.67"))), Said::Agrees);
+        let failed = "exit status 1 (0.03 s)\n--- stdout ---\n46\n--- stderr ---\nValueError";
+        assert_eq!(said_of(&result, Some(failed)), Said::Nothing);
+        assert_eq!(said_of(&result, None), Said::Nothing);
+        let listing = report("[40, 46, 52, 61]");
+        assert_eq!(said_of(&result, Some(&listing)), Said::Nothing);
+    }
+
+    #[test]
+    fn a_result_is_disputed_only_when_both_checks_print_the_same_other_number() {
+        let n = |text: &str| Said::Differs(numbers(text));
+        assert_eq!(
+            opinion(&n("count: 30"), &n("30 ERROR lines")),
+            Opinion::Disputed {
+                theirs: "30".into()
+            }
+        );
+        assert_eq!(opinion(&n("30"), &n("31")), Opinion::Unsettled);
+        assert_eq!(opinion(&n("30"), &Said::Nothing), Opinion::Unsettled);
+        assert_eq!(opinion(&Said::Nothing, &Said::Nothing), Opinion::Unsettled);
+        assert_eq!(opinion(&n("30"), &Said::Agrees), Opinion::BorneOut);
+        assert_eq!(opinion(&Said::Agrees, &Said::Nothing), Opinion::BorneOut);
+        // Written at other precisions, the same value.
+        assert_eq!(
+            opinion(&n("mean 33.67"), &n("33.666666")),
+            Opinion::Disputed {
+                theirs: "33.67".into()
+            }
+        );
+    }
+
+    struct Code;
+
+    #[async_trait::async_trait]
+    impl crate::tools::ToolBox for Code {
+        fn specs(&self) -> Vec<crate::protocol::ToolSpec> {
+            vec![crate::protocol::ToolSpec {
+                name: CHECK_TOOL.into(),
+                description: String::new(),
+                parameters: serde_json::json!({"type": "object"}),
+            }]
+        }
+
+        async fn call(
+            &self,
+            _: &str,
+            _: &serde_json::Value,
+        ) -> Result<String, crate::tools::ToolError> {
+            Ok(String::new())
+        }
+    }
+
+    #[test]
+    fn a_check_runs_only_where_the_code_tool_runs_without_a_persons_approval() {
+        let tools = Toolset::new(vec![std::sync::Arc::new(Code)]);
+        assert!(can_check(&tools));
+        let guarded = tools
+            .clone()
+            .with_policies([(CHECK_TOOL.to_string(), ToolPolicy::Ask)]);
+        assert!(!can_check(&guarded), "a check never goes around a guard");
+        assert!(!can_check(&tools.only(Some(&[]))), "not offered to the run");
+        assert!(!can_check(&Toolset::default()));
+    }
+
+    #[test]
+    fn a_check_program_is_bounded_lines_that_run_as_one_program() {
+        let schema = crate::protocol::schema_of::<CheckProgram>();
+        let lines = &schema["properties"]["lines"];
+        assert_eq!(lines["maxItems"], 60, "{schema}");
+        assert_eq!(lines["minItems"], 1, "{schema}");
+        assert_eq!(lines["items"]["maxLength"], 300, "{schema}");
+        let program: CheckProgram = serde_json::from_value(
+            serde_json::json!({"lines": ["for i in range(2):", "    print(i)"]}),
+        )
+        .unwrap();
+        assert_eq!(program.code(), "for i in range(2):\n    print(i)");
+    }
+
+    #[test]
+    fn the_executor_is_shown_what_both_programs_printed() {
+        let text = disputed("30", &[report("ERROR lines: 30"), report("30")]);
+        assert!(text.contains("both printed 30"), "{text}");
+        assert!(text.contains("Program 1:\nERROR lines: 30"), "{text}");
+        assert!(text.contains("Program 2:\n30"), "{text}");
+        assert!(!text.contains("exit status"), "{text}");
+    }
+}
