@@ -260,6 +260,8 @@ const READING: [&str; 2] = ["read_file", "list_files"];
 const CODE: &str = "run_python";
 /// The tool that writes a file from text the model types.
 const WRITING: &str = "write_file";
+/// The tools that reach outside.
+const WEB_TOOLS: [&str; 2] = ["fetch_url", "web_search"];
 
 /// Mends what small models do to plans that the engine cannot see (seen
 /// on Qwen2.5-Coder-1.5B, which plans "list_files, read_file, run_python,
@@ -529,6 +531,11 @@ pub async fn plan(
         for tool in tools {
             let first = tool.description.split(". ").next().unwrap_or_default();
             user.push_str(&format!("- {}: {}\n", tool.name, cut_to(first, 120)));
+        }
+        let web = tools.iter().any(|t| WEB_TOOLS.contains(&t.name.as_str()));
+        if web && tools.iter().any(|t| t.name == "run_python") {
+            user.push_str(prompts::PLAN_WEB);
+            user.push('\n');
         }
     }
     if let Some(r) = &revision {
@@ -1026,5 +1033,45 @@ mod tests {
             subtasks: vec![proposed("a", &[]), proposed("b", &[3])],
         };
         assert!(shape(Mode::Complex, &answer).is_ok());
+    }
+
+    fn tool(name: &str) -> crate::protocol::ToolSpec {
+        crate::protocol::ToolSpec {
+            name: name.into(),
+            description: format!("{name} does its work. More."),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    /// The planner's user prompt for a task offered `tools`.
+    async fn prompt_with(tools: &[&str]) -> String {
+        let llm = std::sync::Arc::new(crate::llm::ScriptedLlm::new().push_json(
+            CallRole::Planner,
+            serde_json::json!({"title": "t", "subtasks": [{"name": "Add them up",
+                "description": "d", "expected_outcome": "", "tool": ""}]}),
+        ));
+        let caller = Caller::standalone(llm.clone(), 1, crate::llm::Protocol::JsonSchema);
+        let specs: Vec<_> = tools.iter().map(|t| tool(t)).collect();
+        plan(
+            &caller,
+            Mode::Simple,
+            "Sum 2^100's digits",
+            &specs,
+            "",
+            None,
+            false,
+        )
+        .await
+        .unwrap();
+        llm.requests()[0].messages[1].content.clone()
+    }
+
+    #[tokio::test]
+    async fn with_code_at_hand_the_planner_is_told_the_web_is_for_look_ups_only() {
+        let rule = "never for what a program can compute";
+        let both = prompt_with(&["run_python", "fetch_url", "web_search"]).await;
+        assert!(both.contains(rule), "{both}");
+        assert!(!prompt_with(&["fetch_url"]).await.contains(rule));
+        assert!(!prompt_with(&["run_python"]).await.contains(rule));
     }
 }
