@@ -559,14 +559,16 @@ impl Driver {
     }
 
     /// The answer, written by the model from the results; the results
-    /// themselves when the model cannot write one.
+    /// themselves when the model cannot write one (one result alone, with
+    /// no heading: a person asked a question, not for a plan's steps).
     pub(super) async fn compile(&mut self, plan: &Plan) -> String {
-        let mut results = String::new();
-        for s in plan
+        let done: Vec<_> = plan
             .subtasks()
             .iter()
             .filter(|s| s.state() == SubtaskState::Done)
-        {
+            .collect();
+        let mut results = String::new();
+        for s in &done {
             let line = format!(
                 "## {}\n{}\n\n",
                 s.name(),
@@ -578,6 +580,10 @@ impl Driver {
             }
             results.push_str(&line);
         }
+        let fallback = match done.as_slice() {
+            [only] => only.outcome().unwrap_or_default().trim().to_string(),
+            _ => results.trim().to_string(),
+        };
         let given = format!(
             "Task: {}\n\nResults:\n{results}\n{}",
             self.run.config.task_for_model(),
@@ -596,7 +602,7 @@ impl Driver {
                 .await
             {
                 Ok(answer) if !answer.is_empty() => answer,
-                Ok(_) | Err(_) => return results.trim().to_string(),
+                Ok(_) | Err(_) => return fallback,
             };
             let missing = crate::grounded::unsupported(&answer, &[&given]);
             if missing.is_empty() {
@@ -612,7 +618,7 @@ impl Driver {
                 missing.join(", ")
             )));
         }
-        results.trim().to_string()
+        fallback
     }
 }
 

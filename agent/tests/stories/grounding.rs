@@ -113,6 +113,25 @@ async fn an_answer_stating_a_number_the_results_lack_is_written_again_and_else_t
 }
 
 #[tokio::test]
+async fn with_one_result_the_answer_the_model_cannot_write_is_that_result_alone() {
+    // Said twice: a number no tool printed is questioned once.
+    let result = json!({"action": "complete", "result": "There are 1229 primes below 10000."});
+    let stubborn = worker()
+        .push_json(CallRole::Executor, result.clone())
+        .push_json(CallRole::Executor, result)
+        .push(CallRole::Compiler, Reply::Text("There are 1300.".into()))
+        .push(CallRole::Compiler, Reply::Text("Still 1300.".into()));
+    let world = World::new(stubborn);
+    let run = world.run(simple("How many primes are below 10000?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        run.answer.as_deref(),
+        Some("There are 1229 primes below 10000."),
+        "the result, not a plan's headings"
+    );
+}
+
+#[tokio::test]
 async fn a_subtask_with_tools_that_repeats_a_number_nothing_printed_fails_the_attempt_and_tries_again(
 ) {
     let dir = tempfile::tempdir().unwrap();
