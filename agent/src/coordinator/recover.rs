@@ -117,6 +117,16 @@ impl Driver {
                 description: String::new(),
             },
         };
+        let mut answer = answer;
+        // A workaround with no name but a description of what to do
+        // instead (Qwen2.5-Coder-1.5B: "I will use run_python to …") is
+        // that description given to the failed subtask: a revision.
+        if answer.decision == RecoveryDecision::Workaround
+            && answer.name.trim().is_empty()
+            && !answer.description.trim().is_empty()
+        {
+            answer.decision = RecoveryDecision::Revise;
+        }
         let reason = cut(answer.reason.trim(), 300);
         let (decision, outcome, replacement, reason) = match answer.decision {
             RecoveryDecision::Revise if !answer.description.trim().is_empty() => {

@@ -223,6 +223,44 @@ async fn a_subtask_the_planner_revises_runs_again_with_its_new_description() {
 }
 
 #[tokio::test]
+async fn a_workaround_without_a_name_but_with_a_description_is_carried_out_as_a_revision() {
+    // Qwen2.5-Coder-1.5B answered "workaround" with only a description
+    // ("I will use run_python to …"), and the run stopped for a person.
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("total", &[])]))
+        .responder(|request| {
+            if is_recover(request) {
+                return Reply::Json(json!({
+                    "decision": "workaround", "reason": "sum it in code",
+                    "name": " ", "description": "with run_python, sum the amounts column"
+                }));
+            }
+            if request.role == CallRole::Executor {
+                let brief = &request.messages[1].content;
+                if !brief.contains("with run_python") {
+                    return fail("I lost count");
+                }
+            }
+            answer(request)
+        });
+    let world = World::new(llm);
+    let mut c = config("Total the amounts");
+    c.mode = ModeChoice::Simple;
+    c.max_attempts = 2;
+    c.retry_delay_ms = 1;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        recoveries(&world),
+        [(SubtaskId(1), RecoveryDecision::Revise, None)]
+    );
+    assert_eq!(
+        world.plan().subtasks()[0].description(),
+        "with run_python, sum the amounts column"
+    );
+}
+
+#[tokio::test]
 async fn when_the_planner_gives_up_the_run_waits_for_a_person_whose_retry_gives_the_agent_its_attempts_again(
 ) {
     let fixed = Arc::new(AtomicBool::new(false));
