@@ -15,10 +15,14 @@ use super::{Sandbox, SHELL};
 use crate::protocol::ToolSpec;
 use crate::run::ToolPolicy;
 use crate::tools::{ToolBox, ToolError};
-use crate::workspace::Workspace;
+use crate::workspace::{Listing, Workspace};
 
 pub(super) const CODE_MAX_CHARS: usize = 20_000;
 const COMMAND_MAX_CHARS: usize = 4_000;
+/// Files written by a silent run that its report shows, and the bytes
+/// shown of each.
+const WRITTEN_SHOWN: usize = 3;
+const WRITTEN_HEAD: usize = 400;
 /// `run_python` and `run_shell` in one workspace.
 pub struct CodeTools {
     sandbox: Arc<Sandbox>,
@@ -47,6 +51,61 @@ impl CodeTools {
             .await
             .ok()
             .flatten()
+    }
+
+    /// The workspace's files, if it can be listed (none when it holds too
+    /// many entries: then nothing written is shown).
+    async fn listing(&self) -> Option<Listing> {
+        let ws = self.workspace.clone();
+        tokio::task::spawn_blocking(move || ws.files().ok())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// The files that are new or changed in size since `before`, each with
+    /// its first lines, read through the workspace (never through a link);
+    /// "" when none.
+    async fn written_since(&self, before: Listing) -> String {
+        let ws = self.workspace.clone();
+        tokio::task::spawn_blocking(move || {
+            let Ok(now) = ws.files() else {
+                return String::new();
+            };
+            let mut out = String::new();
+            let changed = now
+                .files
+                .iter()
+                .filter(|f| !before.files.contains(f))
+                .take(WRITTEN_SHOWN);
+            for file in changed {
+                let head = ws
+                    .read_head(&file.path, WRITTEN_HEAD as u64)
+                    .unwrap_or_default();
+                let text = match std::str::from_utf8(&head) {
+                    Ok(text) => text.to_string(),
+                    // Cut inside a character: the whole ones before it.
+                    Err(e) if e.error_len().is_none() => {
+                        String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned()
+                    }
+                    Err(_) => "(binary)".to_string(),
+                };
+                let more = if file.bytes > head.len() as u64 {
+                    "\n…"
+                } else {
+                    ""
+                };
+                out.push_str(&format!(
+                    "\n--- written: {} ({} bytes) ---\n{}{more}",
+                    file.path,
+                    file.bytes,
+                    text.trim_end()
+                ));
+            }
+            out
+        })
+        .await
+        .unwrap_or_default()
     }
 
     pub fn sandbox(&self) -> &Sandbox {
@@ -191,6 +250,7 @@ impl ToolBox for CodeTools {
             }
         };
         let quota = self.workspace.quota();
+        let listed = self.listing().await;
         let before = self.usage().await;
         let left = room(before, quota)?;
         let outcome = self.sandbox.run_within(self.root(), program, left).await?;
@@ -226,6 +286,15 @@ impl ToolBox for CodeTools {
             }
         }
         let after = self.usage().await;
+        // Code that wrote its result to a file and printed nothing: what it
+        // wrote is shown, as a person would open the file (Qwen2.5-1.5B's
+        // program wrote the March total to a file, printed nothing, and
+        // the model then stated a number of its own).
+        if outcome.exit_code == Some(0) && outcome.stdout.trim().is_empty() && before != after {
+            if let Some(listed) = listed {
+                report.push_str(&self.written_since(listed).await);
+            }
+        }
         if let Some(note) = (name == "run_python")
             .then(|| python_note(&outcome, before != after))
             .flatten()
