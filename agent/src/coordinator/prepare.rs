@@ -145,6 +145,7 @@ impl Driver {
             !inputs.is_empty() && inputs.len() <= run_model::config::INPUTS_LISTED,
             inputs.is_empty() && self.run.config.plan.is_none(),
         );
+        planner::compute_unasked_writes(&mut planned, &names, &self.run.config.task);
         if !planned.repairs.is_empty() {
             self.caller
                 .log(RunEntry::PlanRepaired {

@@ -263,6 +263,58 @@ const WRITING: &str = "write_file";
 /// The tools that reach outside.
 const WEB_TOOLS: [&str; 2] = ["fetch_url", "web_search"];
 
+/// In a plan where no step runs code although code is offered, a step
+/// that types a file the person's `task` does not name becomes a code
+/// step: a program computes what it writes, where a model typing it
+/// writes a guess (Qwen2.5-1.5B planned "write the digit sum of 2^100 to
+/// output.txt" for a question that asked for no file, typed 2^100 itself
+/// and failed every attempt). A file the task names (`sorted.txt`) keeps
+/// its writing step. Said in `repairs`.
+pub fn compute_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
+    let coded = planned
+        .subtasks
+        .iter()
+        .any(|s| s.tool.as_deref() == Some(CODE));
+    if !tools.contains(&CODE) || coded {
+        return;
+    }
+    let mut retooled = 0;
+    for s in &mut planned.subtasks {
+        if s.tool.as_deref() != Some(WRITING) {
+            continue;
+        }
+        let words = format!("{} {}", s.name, s.description);
+        if !file_names(&words).iter().any(|f| task.contains(f)) {
+            s.tool = Some(CODE.to_string());
+            retooled += 1;
+        }
+    }
+    if retooled > 0 {
+        planned.repairs.push(format!(
+            "gave {retooled} steps that write a file the task does not ask for to {CODE}, so a \
+             program computes what they write"
+        ));
+    }
+}
+
+/// The file names in `text`: words with an extension (`output.txt`,
+/// `'sorted.csv'`), without the quotes around them.
+fn file_names(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || ",;:()[]{}<>'\"`“”‘’".contains(c))
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| {
+            w.rsplit_once('.').is_some_and(|(stem, ext)| {
+                // Not an abbreviation (`e.g`, `i.e`).
+                !stem.is_empty()
+                    && (stem.len() > 1 || ext.len() > 1)
+                    && (1..=5).contains(&ext.len())
+                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                    && ext.chars().any(|c| c.is_ascii_alphabetic())
+            })
+        })
+        .collect()
+}
+
 /// Mends what small models do to plans that the engine cannot see (seen
 /// on Qwen2.5-Coder-1.5B, which plans "list_files, read_file, run_python,
 /// run_python" for one sum over one given file):
@@ -1073,5 +1125,73 @@ mod tests {
         assert!(both.contains(rule), "{both}");
         assert!(!prompt_with(&["fetch_url"]).await.contains(rule));
         assert!(!prompt_with(&["run_python"]).await.contains(rule));
+    }
+
+    fn writing(name: &str, description: &str) -> NewSubtask {
+        NewSubtask {
+            name: name.into(),
+            description: description.into(),
+            tool: Some(WRITING.into()),
+            ..NewSubtask::default()
+        }
+    }
+
+    #[test]
+    fn a_step_typing_a_file_the_task_does_not_name_is_computed_by_a_program() {
+        let tools = ["write_file", "run_python"];
+        let mut planned = Planned {
+            title: "t".into(),
+            subtasks: vec![writing(
+                "Write the digit sum",
+                "Write the sum of the digits of 2^100 to a file named 'output.txt'.",
+            )],
+            repairs: Vec::new(),
+        };
+        compute_unasked_writes(&mut planned, &tools, "What is the digit sum of 2^100?");
+        assert_eq!(planned.subtasks[0].tool.as_deref(), Some(CODE));
+        assert_eq!(planned.repairs.len(), 1, "{:?}", planned.repairs);
+
+        // A file the task names is written as planned.
+        let mut asked = Planned {
+            title: "t".into(),
+            subtasks: vec![writing("Write the poem", "Write the poem into poem.txt.")],
+            repairs: Vec::new(),
+        };
+        compute_unasked_writes(
+            &mut asked,
+            &tools,
+            "Write a poem about the sea into poem.txt",
+        );
+        assert_eq!(asked.subtasks[0].tool.as_deref(), Some(WRITING));
+        assert!(asked.repairs.is_empty());
+
+        // Not without code, nor where a step already runs code.
+        let mut no_code = planned_with_write();
+        compute_unasked_writes(&mut no_code, &["write_file"], "What is 2+2?");
+        assert_eq!(no_code.subtasks[0].tool.as_deref(), Some(WRITING));
+        let mut coded = planned_with_write();
+        coded.subtasks.push(NewSubtask {
+            name: "Compute".into(),
+            tool: Some(CODE.into()),
+            ..NewSubtask::default()
+        });
+        compute_unasked_writes(&mut coded, &tools, "What is 2+2?");
+        assert_eq!(coded.subtasks[0].tool.as_deref(), Some(WRITING));
+    }
+
+    fn planned_with_write() -> Planned {
+        Planned {
+            title: "t".into(),
+            subtasks: vec![writing("Write it", "Write the result to out.txt.")],
+            repairs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn file_names_are_words_with_an_extension_without_their_quotes() {
+        assert_eq!(
+            file_names("Write to 'output.txt', then sorted.csv. Version 2.5 and e.g. not"),
+            ["output.txt", "sorted.csv"]
+        );
     }
 }
