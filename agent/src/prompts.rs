@@ -112,6 +112,7 @@ pub const TRY_AGAIN: &str = "Do not repeat what failed: take another way (anothe
 pub const RECOVER: &str = "A subtask of a plan failed every attempt; the reasons are below. Choose one decision:
 - revise: the subtask can succeed if done differently; description is its new description (say which tool to use).
 - workaround: another subtask can produce what the later subtasks need; name and description describe it, and it replaces the failed one.
+- skip: the other subtasks can reach the task's goal without this one's result (what it was to fetch or read can be computed by a later step); it is skipped.
 - give_up: only a person can help (missing access, a decision, a wrong task); reason says what they must do.
 reason is one short sentence. Answer with JSON.";
 

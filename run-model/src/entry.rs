@@ -84,12 +84,15 @@ plan_engine::wire_enum! {
     /// What the planner chose for a subtask that failed all its attempts
     /// (seed 002's failure analysis: recoverable or not).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-    pub enum RecoveryDecision: "recovery decision (revise, workaround or give_up)" {
+    pub enum RecoveryDecision: "recovery decision (revise, workaround, skip or give_up)" {
         /// The subtask is rewritten and tried again.
         Revise = "revise",
         /// A new subtask takes its place (the failed one is skipped, what
         /// depended on it depends on the new one).
         Workaround = "workaround",
+        /// The subtask is skipped: the rest of the plan reaches the goal
+        /// without its result (a web page for what code can compute).
+        Skip = "skip",
         /// Only a person can help: the run pauses on the failed subtask.
         GiveUp = "give_up",
     }

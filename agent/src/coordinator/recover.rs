@@ -228,6 +228,27 @@ impl Driver {
                     Err(e) => gave_up(format!("the workaround was refused: {e}")),
                 }
             }
+            // Skipped only with work left that may reach the goal without
+            // it: skipping the last step would end a run with nothing done.
+            RecoveryDecision::Skip if work_left(&plan, id) => {
+                let ops = vec![Op::SetSubtaskState {
+                    id,
+                    state: SubtaskState::Skipped,
+                    note: Some(cut(
+                        &format!("failed {failed} times; skipped by the planner: {reason}"),
+                        executor::OWN_TEXT,
+                    )),
+                    start_next: false,
+                }];
+                match self.apply(ops).await {
+                    Ok(_) => (RecoveryDecision::Skip, Again::Handled, None, reason),
+                    Err(e) => gave_up(format!("the skip was refused: {e}")),
+                }
+            }
+            RecoveryDecision::Skip => gave_up(format!(
+                "the planner chose to skip it, but nothing left in the plan could reach the goal \
+                 without it: {reason}"
+            )),
             RecoveryDecision::GiveUp => gave_up(reason),
             // A revision without a text or a workaround without a name
             // cannot be carried out.
@@ -269,6 +290,18 @@ impl Driver {
             .await;
         Ok(outcome)
     }
+}
+
+/// Whether a subtask other than `id` is still to be done (not done, not
+/// skipped, not failed).
+fn work_left(plan: &plan_engine::Plan, id: SubtaskId) -> bool {
+    plan.subtasks().iter().any(|s| {
+        s.id() != id
+            && !matches!(
+                s.state(),
+                SubtaskState::Done | SubtaskState::Skipped | SubtaskState::Failed
+            )
+    })
 }
 
 fn gave_up(why: String) -> (RecoveryDecision, Again, Option<SubtaskId>, String) {

@@ -260,6 +260,68 @@ async fn a_workaround_without_a_name_but_with_a_description_is_carried_out_as_a_
     );
 }
 
+/// A model whose executor fails `failing` every time and whose recovery
+/// always answers skip.
+fn skipping(plan: serde_json::Value, failing: &'static str) -> agent::ScriptedLlm {
+    worker()
+        .push_json(CallRole::Planner, plan)
+        .responder(move |request| {
+            if is_recover(request) {
+                return Reply::Json(json!({
+                    "decision": "skip", "reason": "the count is computed in the next step",
+                    "name": "", "description": ""
+                }));
+            }
+            if request.role == CallRole::Executor
+                && subtask_name(request).as_deref() == Some(failing)
+            {
+                return fail("cannot resolve www.primes.example");
+            }
+            answer(request)
+        })
+}
+
+#[tokio::test]
+async fn a_failed_subtask_the_planner_skips_lets_the_rest_of_the_plan_reach_the_goal() {
+    // Qwen2.5-Coder-1.5B planned "fetch a page of primes, then count them
+    // in code" with no internet here, and gave up on the fetch.
+    let world = World::new(skipping(
+        plan_json(&[("fetch the primes", &[]), ("count the primes", &[1])]),
+        "fetch the primes",
+    ));
+    let mut c = config("How many primes are below 10000?");
+    c.mode = ModeChoice::Simple;
+    c.max_attempts = 2;
+    c.retry_delay_ms = 1;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        recoveries(&world),
+        [(SubtaskId(1), RecoveryDecision::Skip, None)]
+    );
+    let plan = world.plan();
+    assert_eq!(plan.subtasks()[0].state(), SubtaskState::Skipped);
+    assert_eq!(plan.subtasks()[1].state(), SubtaskState::Done);
+}
+
+#[tokio::test]
+async fn skipping_the_last_step_left_is_not_done_and_the_run_waits_for_a_person() {
+    let world = World::new(skipping(plan_json(&[("count", &[])]), "count"));
+    let mut c = config("How many primes are below 10000?");
+    c.mode = ModeChoice::Simple;
+    c.max_attempts = 2;
+    c.retry_delay_ms = 1;
+    let driving = world.start(c).await;
+    let run = world.wait_run(|r| r.state == RunState::Paused).await;
+    assert!(run.reason.unwrap_or_default().contains("stuck"));
+    assert_eq!(
+        recoveries(&world),
+        [(SubtaskId(1), RecoveryDecision::GiveUp, None)]
+    );
+    assert_eq!(world.plan().subtasks()[0].state(), SubtaskState::Failed);
+    driving.abort();
+}
+
 #[tokio::test]
 async fn when_the_planner_gives_up_the_run_waits_for_a_person_whose_retry_gives_the_agent_its_attempts_again(
 ) {
