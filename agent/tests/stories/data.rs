@@ -299,3 +299,30 @@ async fn a_number_the_first_check_computes_too_is_kept_without_a_second() {
     assert_eq!(world.llm.calls(CallRole::Checker), 1);
     assert_eq!(world.llm.calls(CallRole::Executor), 2);
 }
+
+#[tokio::test]
+async fn numbers_the_planners_own_text_holds_are_checked_all_the_same() {
+    // A plan folded into one step numbers its parts; a result's numbers
+    // that happen to be among them were found out all the same.
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"title": "Count", "subtasks": [{
+        "name": "Count the ERROR lines",
+        "description": "In one program: 1. read app.log 2. count its ERROR lines",
+        "expected_outcome": "the count", "tool": "run_python",
+    }]});
+    let llm = worker()
+        .push_json(CallRole::Planner, plan)
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(2)"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
+        )
+        .push_json(CallRole::Checker, check_program());
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Checker), 1, "the 2 was checked");
+}
