@@ -36,8 +36,9 @@ pub const CHECK_TOOL: &str = "run_python";
 /// Tokens of one check program (a short program; the executor's code is
 /// seldom longer than 300).
 const PROGRAM_TOKENS: u32 = 600;
-/// Characters of a check's output shown to the executor.
+/// Characters of a check's output and of its code shown to the executor.
 const SHOWN: usize = 600;
+const SHOWN_CODE: usize = 800;
 /// Numbers an answer line may hold (a value with its unit or its parts).
 const ANSWER_NUMBERS: usize = 3;
 /// Characters of a check's output kept on the run log.
@@ -103,11 +104,17 @@ pub enum Opinion {
     Unsettled,
 }
 
-/// The checks' outcome: the opinion and their outputs (which become
-/// evidence: a number they printed may be stated).
+/// One check program that ran: its code and its report.
+pub struct Ran {
+    pub code: String,
+    pub output: String,
+}
+
+/// The checks' outcome: the opinion and the programs that ran (whose
+/// outputs become evidence: a number they printed may be stated).
 pub struct Checked {
     pub opinion: Opinion,
-    pub outputs: Vec<String>,
+    pub ran: Vec<Ran>,
 }
 
 /// The numbers on the last line that holds any, of what a program printed.
@@ -175,7 +182,7 @@ pub async fn check(
     given: &str,
     claimed: &[Written],
 ) -> Result<Checked, String> {
-    let mut outputs = Vec::new();
+    let mut ran = Vec::new();
     let mut said = Vec::new();
     for way in [prompts::CHECKER_PLAIN, prompts::CHECKER_STEPS] {
         let messages = vec![
@@ -199,7 +206,8 @@ pub async fn check(
                 continue;
             }
         };
-        let arguments = serde_json::json!({ "code": program.code() });
+        let code = program.code();
+        let arguments = serde_json::json!({ "code": code });
         let started = std::time::Instant::now();
         let result = tools.call(CHECK_TOOL, &arguments).await;
         let (ok, text) = match result {
@@ -218,7 +226,7 @@ pub async fn check(
             .await;
         said.push(said_of(claimed, ok.then_some(text.as_str())));
         if ok {
-            outputs.push(text);
+            ran.push(Ran { code, output: text });
         }
         // The first check bore the result out: no second is needed.
         if said.first() == Some(&Said::Agrees) {
@@ -228,7 +236,7 @@ pub async fn check(
     let second = said.get(1).cloned().unwrap_or(Said::Nothing);
     Ok(Checked {
         opinion: opinion(&said[0], &second),
-        outputs,
+        ran,
     })
 }
 
@@ -261,35 +269,40 @@ pub async fn recheck(
         Err(why) => Recheck::Budget(why),
         Ok(Checked {
             opinion: Opinion::Disputed { theirs },
-            outputs,
+            ran,
         }) => Recheck::Disputed {
-            said: disputed(&theirs, &outputs),
-            outputs,
+            said: disputed(&theirs, &ran),
+            outputs: ran.into_iter().map(|r| r.output).collect(),
         },
         Ok(_) => Recheck::Keep,
     }
 }
 
 /// What the executor reads when both checks printed `theirs` and its
-/// result states other numbers.
-pub fn disputed(theirs: &str, outputs: &[String]) -> String {
-    let shown: Vec<String> = outputs
+/// result states other numbers: each program and what it printed, so the
+/// difference from its own program shows (Qwen2.5-Coder-1.5B, shown only
+/// the outputs, ran its own program again, which left out the month the
+/// task asked for, and kept its number).
+pub fn disputed(theirs: &str, ran: &[Ran]) -> String {
+    let shown: Vec<String> = ran
         .iter()
         .enumerate()
-        .map(|(i, o)| {
+        .map(|(i, r)| {
             format!(
-                "Program {}:\n{}",
+                "Program {}:\n{}\nIt printed:\n{}",
                 i + 1,
-                super::executor::cut(stdout_of(o).trim(), SHOWN)
+                super::executor::cut(r.code.trim(), SHOWN_CODE),
+                super::executor::cut(stdout_of(&r.output).trim(), SHOWN)
             )
         })
         .collect();
     format!(
         "Two programs written independently computed this subtask again and both printed \
-         {theirs}, which your result does not state. What they printed:\n{}\nRead again what \
-         the subtask asks. If {theirs} answers it, complete with {theirs}. If your own number \
-         is right, run code that shows why and complete with it.",
-        shown.join("\n")
+         {theirs}, which your result does not state.\n{}\nCompare them with your own program: \
+         which rows, filters or steps differ? Read again what the subtask asks. If {theirs} \
+         answers it, complete with {theirs}. If your own number is right, complete with it \
+         and say in the result what the programs above got wrong.",
+        shown.join("\n\n")
     )
 }
 
@@ -409,10 +422,23 @@ mod tests {
 
     #[test]
     fn the_executor_is_shown_what_both_programs_printed() {
-        let text = disputed("30", &[report("ERROR lines: 30"), report("30")]);
+        let ran = |code: &str, out: &str| Ran {
+            code: code.into(),
+            output: report(out),
+        };
+        let text = disputed(
+            "30",
+            &[ran("print(30)", "ERROR lines: 30"), ran("n = 30\nn", "30")],
+        );
         assert!(text.contains("both printed 30"), "{text}");
-        assert!(text.contains("Program 1:\nERROR lines: 30"), "{text}");
-        assert!(text.contains("Program 2:\n30"), "{text}");
+        assert!(
+            text.contains("Program 1:\nprint(30)\nIt printed:\nERROR lines: 30"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Program 2:\nn = 30\nn\nIt printed:\n30"),
+            "{text}"
+        );
         assert!(!text.contains("exit status"), "{text}");
     }
 }

@@ -255,9 +255,10 @@ async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_w
         .find(|m| m.content.starts_with("Two programs written independently"))
         .map(|m| m.content.clone())
         .expect("the executor was shown the checks");
+    assert!(told.contains("both printed 2"), "{told}");
     assert!(
-        told.contains("both printed 2") && told.contains("Program 2:\n2"),
-        "{told}"
+        told.contains("Program 2:\nlines = open('app.log')") && told.contains("It printed:\n2"),
+        "the programs are shown with what they printed: {told}"
     );
     let logged = world
         .entries()
