@@ -221,6 +221,8 @@ fn system(tools: &[ToolSpec], offered: crate::protocol::Actions) -> String {
 
 /// The tools that run code the model writes.
 const CODE_TOOLS: [&str; 2] = ["run_python", "run_shell"];
+/// The tools that reach the web.
+const WEB_TOOLS: [&str; 2] = ["fetch_url", "web_search"];
 
 /// Seed 004's tool router: a tool that failed twice in a row is named in
 /// the next prompt, with the alternatives.
@@ -459,6 +461,8 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     // The error of the last code run, while it is not fixed, and whether
     // a `fail` after it was sent back once to fix the code instead.
     let mut code_error: Option<String> = None;
+    // The error of the last web call, while none has succeeded since.
+    let mut web_error: Option<String> = None;
     let mut fix_checked = false;
     // Whether the checker computed this attempt's numbers again.
     let mut others_checked = false;
@@ -580,12 +584,21 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             // the plan's text into its program and failed on the syntax
             // error, in all three attempts), while turns were left.
             Action::Fail { reason } if !fix_checked && turn < job.max_turns => {
-                match code_error.as_deref() {
-                    Some(error) => {
+                let computes = specs.iter().any(|s| s.name == "run_python");
+                match (code_error.as_deref(), web_error.as_deref()) {
+                    (Some(error), _) => {
                         fix_checked = true;
                         fix(error)
                     }
-                    None => return failed(reason),
+                    // One checking turn: the web could not be reached and
+                    // the model failed a subtask a program might answer
+                    // (Qwen2.5-1.5B planned a fetch for the primes below
+                    // 10,000 on a machine with no internet, and gave up).
+                    (None, Some(error)) if computes => {
+                        fix_checked = true;
+                        offline(error)
+                    }
+                    _ => return failed(reason),
                 }
             }
             Action::Fail { reason } => return failed(reason),
@@ -696,6 +709,9 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 };
                 if code {
                     code_error = code_failed(&text).then(|| text.clone());
+                }
+                if WEB_TOOLS.contains(&name.as_str()) {
+                    web_error = (!ok).then(|| text.clone());
                 }
                 let again = seen.same_output(name, &text);
                 seen.record(name, arguments, &text);
@@ -823,6 +839,17 @@ fn fix(report: &str) -> String {
          error was:\n{}\nFix that line (the code holds only Python, nothing copied from the \
          task or the plan) and run it again. Fail only if the subtask truly cannot be done.",
         cut(&tail, 800)
+    )
+}
+
+/// What the model reads when it fails a subtask after the web could not
+/// be reached, with a code tool at hand.
+fn offline(error: &str) -> String {
+    format!(
+        "The web could not be reached ({}). Do not fail yet: if what the subtask needs can be \
+         computed or worked out from the files, do it with run_python and complete with what \
+         it prints. Fail only if the subtask truly needs a page from the web.",
+        cut(error, 300)
     )
 }
 

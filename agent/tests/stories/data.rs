@@ -327,3 +327,78 @@ async fn numbers_the_planners_own_text_holds_are_checked_all_the_same() {
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(world.llm.calls(CallRole::Checker), 1, "the 2 was checked");
 }
+
+/// A `fetch_url` on a machine with no internet.
+struct Offline;
+
+#[async_trait::async_trait]
+impl ToolBox for Offline {
+    fn specs(&self) -> Vec<agent::protocol::ToolSpec> {
+        vec![agent::protocol::ToolSpec {
+            name: "fetch_url".into(),
+            description: "Fetches a page.".into(),
+            parameters: json!({"type": "object", "properties": {"url": {"type": "string"}}}),
+        }]
+    }
+
+    async fn call(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Value,
+    ) -> Result<String, agent::tools::ToolError> {
+        Err(agent::tools::ToolError::refused(
+            "cannot resolve primes.example: failed to lookup address information",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_subtask_failed_after_the_web_could_not_be_reached_is_sent_back_once_to_compute_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"title": "Primes", "subtasks": [{
+        "name": "Fetch the primes below 100", "description": "Fetch a list of the primes below 100.",
+        "expected_outcome": "the count", "tool": "fetch_url",
+    }]});
+    let llm = worker()
+        .push_json(CallRole::Planner, plan)
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "fetch_url", "arguments": {"url": "https://primes.example/100"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "fail", "reason": "the page cannot be fetched"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(2)"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 of them."}),
+        );
+    let root = dir.path().to_path_buf();
+    let world = World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            Toolset::new(vec![files, Arc::new(FakePython), Arc::new(Offline)])
+        })
+    });
+    let run = world.run(simple("How many primes are below 100?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 of them.")
+    );
+    let told = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .any(|m| {
+            m.content
+                .starts_with("The web could not be reached (cannot resolve")
+        });
+    assert!(told, "the model was sent to compute");
+}
