@@ -367,12 +367,66 @@ pub struct LogEntry {
     pub event: Option<Event>,
 }
 
-/// Everything the board needs: the plan is the fold of its log, so the
-/// board, the timeline and the replay never disagree.
+/// Everything the board starts from: the plan is the fold of its log, so
+/// the board, the timeline and the replay never disagree. The server folds
+/// it and sends the plan, not the log: the browser decoding a 5,000-subtask
+/// log and folding it again were part of the island's hydration, which a
+/// tab clicked as soon as it shows waits for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BoardData {
-    pub log: Vec<LogEntry>,
+    /// `None` when the log does not fold to a plan.
+    pub plan: Option<Snapshot>,
+    /// How many entries the log holds (the timeline counts them).
+    pub entries: usize,
+    /// The last entry's `seq`: the live stream resumes after it.
+    pub last_seq: i64,
+    /// The plan as it was when a person last rejected it, if one did: while
+    /// a revised plan awaits approval the board marks what changed since.
+    pub rejected: Option<Snapshot>,
     pub viewer: Viewer,
+}
+
+impl BoardData {
+    /// What the board needs of `log`, folded once.
+    pub fn from_log(log: &[LogEntry], viewer: Viewer) -> BoardData {
+        let events = || log.iter().filter_map(|e| e.event.as_ref());
+        BoardData {
+            plan: plan_engine::Plan::replay(events()).ok().map(Snapshot::of),
+            entries: log.len(),
+            last_seq: log.last().map_or(0, |e| e.seq),
+            rejected: plan_engine::Plan::last_rejected(events()).map(Snapshot::of),
+            viewer,
+        }
+    }
+}
+
+/// A plan as the board is sent it: one `plan_created` event that carries
+/// it, as a log compacted to its fold. The wasm reads it with the event
+/// reader the live stream needs anyway; a plain `Plan` field had its own
+/// copy of every plan type's reader, 32 KB more of wasm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Snapshot(Event);
+
+impl Snapshot {
+    pub fn of(plan: plan_engine::Plan) -> Snapshot {
+        Snapshot(Event {
+            plan_id: plan.id(),
+            version: plan.version(),
+            actor: plan.created_by().into(),
+            at: plan.updated_at(),
+            kind: plan_engine::EventKind::PlanCreated {
+                plan: Box::new(plan),
+            },
+        })
+    }
+
+    pub fn into_plan(self) -> Option<plan_engine::Plan> {
+        match self.0.kind {
+            plan_engine::EventKind::PlanCreated { plan } => Some(*plan),
+            _ => None,
+        }
+    }
 }
 
 /// One line of a run's activity, as its page shows it.
@@ -914,7 +968,7 @@ pub async fn load_board(id: PlanId) -> Result<BoardData, BoardError> {
         async {
             let viewer = viewer().await?;
             let log = backend()?.log(id).await?;
-            Ok(BoardData { log, viewer })
+            Ok(BoardData::from_log(&log, viewer))
         }
         .await,
     )
@@ -961,6 +1015,72 @@ pub async fn load_activity(plan: PlanId, subtask: Option<u32>) -> Result<Activit
 mod tests {
     use super::ListFilter;
     use plan_engine::{Mode, StateFilter};
+
+    #[test]
+    fn the_board_starts_from_the_folded_plan_with_the_logs_count_end_and_last_rejection() {
+        use plan_engine::{NewPlan, NewSubtask, Op, Plan};
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let spec = NewPlan {
+            title: "T".into(),
+            approval_required: true,
+            subtasks: vec![NewSubtask::named("a")],
+            ..NewPlan::default()
+        };
+        let (mut plan, mut events) = Plan::create(&spec, "ana", at).unwrap();
+        let viewer = super::Viewer {
+            name: "bo".into(),
+            can_edit: true,
+            signed_in: false,
+            is_admin: false,
+        };
+        let entries = |events: &[plan_engine::Event]| -> Vec<super::LogEntry> {
+            events
+                .iter()
+                .enumerate()
+                .map(|(i, e)| super::LogEntry {
+                    seq: 10 * (i as i64 + 1),
+                    event: Some(e.clone()),
+                })
+                .collect()
+        };
+        let never = super::BoardData::from_log(&entries(&events), viewer.clone());
+        assert_eq!(never.rejected, None, "nobody rejected it yet");
+        let reject = Op::Reject {
+            comment: "split it".into(),
+        };
+        events.extend(plan.execute(&reject.into(), "bo", at).unwrap());
+        // The plan as the rejection left it: folded up to its decision.
+        let decided = events
+            .iter()
+            .position(|e| matches!(e.kind, plan_engine::EventKind::ApprovalDecided { .. }))
+            .unwrap();
+        let rejected = Plan::replay(&events[..=decided]).unwrap();
+        let add = Op::AddSubtask {
+            subtask: NewSubtask::named("b"),
+            position: Default::default(),
+            rewire_after: None,
+            required_by: Vec::new(),
+        };
+        events.extend(plan.execute(&add.into(), "ana", at).unwrap());
+        let log = entries(&events);
+        let data = super::BoardData::from_log(&log, viewer.clone());
+        assert_eq!(data.plan.clone().and_then(|p| p.into_plan()), Some(plan));
+        assert_eq!(
+            (data.entries, data.last_seq),
+            (log.len(), 10 * log.len() as i64)
+        );
+        assert_eq!(
+            data.rejected.clone().and_then(|p| p.into_plan()),
+            Some(rejected)
+        );
+        assert_eq!(data.viewer, viewer);
+        // What crosses into the page reads back the same.
+        let text = serde_json::to_string(&data).unwrap();
+        assert_eq!(crate::codec::read::<super::BoardData>(&text).unwrap(), data);
+        // A log that does not fold is no plan, not a panic.
+        let broken = super::BoardData::from_log(&log[1..], viewer);
+        assert_eq!(broken.plan, None);
+    }
 
     #[test]
     fn a_list_address_reads_as_its_filter_and_garbage_is_left_out() {

@@ -210,6 +210,9 @@ test("a person adds a subtask with its description, expected outcome and tool af
   await page.getByTestId("add-description").fill("Drop the rows without a date");
   await page.getByTestId("add-outcome").fill("a table with only dated rows");
   await page.getByTestId("add-deps").fill("1");
+  // The list of places fills when a person reaches for it (see the story
+  // on the lists below); Playwright's selectOption alone does not reach.
+  await page.getByTestId("add-position").focus();
   await page.getByTestId("add-position").selectOption({ label: "After #1 fetch the data" });
   // A tool that is not one word: the engine's refusal is the form's
   // error, nothing is written and what was typed stays.
@@ -236,6 +239,38 @@ test("a person adds a subtask with its description, expected outcome and tool af
     tool: "run_python",
     dependencies: [1],
   });
+});
+
+test("the lists that name every subtask fill when a person reaches for them, by pointer or by keyboard", async ({ page, request }) => {
+  const id = await createPlan(request, unique("Lists"), [{ name: "fetch the data" }, { name: "write the report" }]);
+  await openBoard(page, id);
+  const place = page.getByTestId("add-position");
+  const on = page.getByTestId("comment-on");
+  // Until then the page carries only their fixed choices (at 5,000
+  // subtasks the two lists were 10,000 options to hydrate).
+  await expect(place.locator("option")).toHaveCount(2);
+  await expect(on.locator("option")).toHaveCount(1);
+  // By pointer: the press focuses the select before the browser opens its
+  // list, and the list is whole by the end of that focus (this listener
+  // runs after the board's).
+  await page.evaluate(() => {
+    const select = document.querySelector('[data-testid="add-position"]') as HTMLSelectElement;
+    window.addEventListener("focusin", () => ((window as any).__atFocus ??= select.options.length));
+  });
+  await place.click();
+  await page.keyboard.press("Escape");
+  expect(await page.evaluate(() => (window as any).__atFocus)).toBe(4);
+  await expect(place.locator("option")).toHaveText(["At the end", "At the start", "After #1 fetch the data", "After #2 write the report"]);
+  // By keyboard: focus fills it; a comment on #2 says so.
+  await on.focus();
+  await expect(on.locator("option")).toHaveText(["the whole plan", "#1 fetch the data", "#2 write the report"]);
+  await on.selectOption("2");
+  await page.getByTestId("comment-body").fill("check the sources");
+  await page.getByTestId("comment-send").click();
+  await expect(page.getByTestId("comment")).toContainText("on #2");
+  // A subtask added later is in the list already opened.
+  expect((await request.post(`/api/plans/${id}/subtasks`, { data: { subtask: { name: "publish it" } } })).ok()).toBeTruthy();
+  await expect(on.locator("option")).toHaveCount(4);
 });
 
 test("comments on the plan and on a subtask appear live for another viewer", async ({ browser, request }) => {

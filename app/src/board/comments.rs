@@ -36,7 +36,11 @@ pub fn Comments(board: Board) -> impl IntoView {
     };
     // Redrawn only when a subtask is added, removed or renamed: a state
     // change on a plan of thousands must not rebuild thousands of options.
+    // None until a person reaches for the list (see `Board::lists`).
     let names = Memo::new(move |_| {
+        if !board.lists.get() {
+            return Vec::new();
+        }
         board.plan.with(|p| {
             p.subtasks()
                 .iter()
@@ -88,7 +92,7 @@ pub fn Comments(board: Board) -> impl IntoView {
                 <form on:submit=send class="comment-form">
                     <label class="field">
                         {lang.pick("On", "针对")}
-                        <select on:change=move |ev| on_subtask.set(event_target_value(&ev).parse().ok().map(SubtaskId))>
+                        <select on:change=move |ev| on_subtask.set(event_target_value(&ev).parse().ok().map(SubtaskId)) data-testid="comment-on">
                             <option value="">{lang.pick("the whole plan", "整个计划")}</option>
                             {subtask_options}
                         </select>

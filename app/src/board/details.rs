@@ -264,8 +264,12 @@ fn AddSubtask(board: Board) -> impl IntoView {
             }
         });
     };
-    // "After #n name" for each subtask, in the plan's order.
+    // "After #n name" for each subtask, in the plan's order, once a person
+    // reaches for the list (see `Board::lists`).
     let places = move || {
+        if !board.lists.get() {
+            return Vec::new();
+        }
         board.plan.with(|p| {
             p.subtasks()
                 .iter()

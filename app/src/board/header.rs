@@ -184,9 +184,11 @@ fn seen_version(board: Board) -> RwSignal<Option<plan_engine::Plan>> {
         }
         let me = board.viewer.with_value(|v| v.name.clone());
         let base = seen.with_untracked(|s| s.as_ref().map(|p| p.version()));
+        // `base` is a version this board showed, so every event after it
+        // was heard on the stream.
         let only_mine = base.is_some_and(|base| {
             base != version
-                && board.log.with(|log| {
+                && board.heard.with(|log| {
                     log.iter()
                         .filter_map(|e| e.event.as_ref())
                         .filter(|e| e.version > base)

@@ -1,9 +1,10 @@
 //! The plan board (`/plans/{id}`): one plan, live, in three views.
 //!
-//! The page loads the plan's log and folds it with the engine; every row
-//! that arrives on the plan's SSE stream is folded the same way, so the
-//! board, the timeline and the replay are one history. A gap in the rows, a
-//! `resync` or a reconnect loads the log again, so nothing is missed.
+//! The page loads the plan as the server folded its log; every row that
+//! arrives on the plan's SSE stream is folded into it with the engine, so
+//! the board, the timeline and the replay are one history. A gap in the
+//! rows, a `resync` or a reconnect loads the plan again, so nothing is
+//! missed.
 //!
 //! # Layout
 //! - this file: [`Board`] (the live state and the one way to send a
@@ -29,7 +30,7 @@ mod timeline;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use plan_engine::{Command, Op, Plan, PlanId, PlanState, SubtaskId};
+use plan_engine::{ApprovalStatus, Command, EventKind, Op, Plan, PlanId, PlanState, SubtaskId};
 
 use crate::api::{load_board, run_command, BoardData, BoardError, LogEntry, Viewer};
 use crate::i18n::{use_lang, Lang};
@@ -43,7 +44,13 @@ use run_model::ReplyDelta;
 pub struct Board {
     pub id: PlanId,
     pub plan: RwSignal<Plan>,
-    pub log: RwSignal<Vec<LogEntry>>,
+    /// The log's entries heard on the stream since the board loaded (the
+    /// log before that stayed on the server, folded into `plan`).
+    pub heard: RwSignal<Vec<LogEntry>>,
+    /// The log's length and last `seq` when the board loaded.
+    loaded: StoredValue<(usize, i64)>,
+    /// The plan as a person last rejected it, if one did.
+    rejected: RwSignal<Option<Plan>>,
     pub viewer: StoredValue<Viewer>,
     pub selected: RwSignal<Option<SubtaskId>>,
     /// The UI's language (the plan's own text is shown as written).
@@ -57,32 +64,36 @@ pub struct Board {
     /// While a revised plan awaits approval: what changed since a person
     /// rejected it (empty otherwise).
     pub revision: Memo<plan_engine::revision::Revision>,
-}
-
-/// The plan a log folds to.
-pub fn replay(log: &[LogEntry]) -> Option<Plan> {
-    let mut plan = Plan::replay(log.iter().filter_map(|e| e.event.as_ref())).ok()?;
-    plan.reindex();
-    Some(plan)
+    /// Whether a person has reached for a list that names every subtask
+    /// (focused it, by keyboard or by the press that opens it): their
+    /// options are drawn from then on. At 5,000 subtasks the side panel's
+    /// two such lists were 10,000 options for the page to carry and for the
+    /// island to hydrate before it could answer a tab click. The browser
+    /// focuses a select before it opens its list, so the list is whole
+    /// when it shows.
+    pub lists: RwSignal<bool>,
 }
 
 impl Board {
     fn new(id: PlanId, data: BoardData, lang: Lang) -> Option<Board> {
-        let plan = RwSignal::new(replay(&data.log)?);
-        let log = RwSignal::new(data.log);
+        let plan = RwSignal::new(data.plan?.into_plan()?);
+        let rejected = RwSignal::new(data.rejected.and_then(|r| r.into_plan()));
         let revision = Memo::new(move |_| {
             if !plan.with(|p| p.state() == PlanState::AwaitingApproval) {
                 return Default::default();
             }
-            log.with(|log| Plan::last_rejected(log.iter().filter_map(|e| e.event.as_ref())))
-                .map(|rejected| plan.with(|p| p.revision_of(&rejected)))
+            rejected
+                .with(|r| r.as_ref().map(|r| plan.with(|p| p.revision_of(r))))
                 .unwrap_or_default()
         });
         Some(Board {
             id,
             plan,
-            log,
+            heard: RwSignal::new(Vec::new()),
+            loaded: StoredValue::new((data.entries, data.last_seq)),
+            rejected,
             revision,
+            lists: RwSignal::new(false),
             viewer: StoredValue::new(data.viewer),
             selected: RwSignal::new(None),
             lang,
@@ -97,7 +108,14 @@ impl Board {
     }
 
     fn last_seq(&self) -> i64 {
-        self.log.with_untracked(|l| l.last().map_or(0, |e| e.seq))
+        self.heard
+            .with_untracked(|l| l.last().map(|e| e.seq))
+            .unwrap_or_else(|| self.loaded.with_value(|(_, seq)| *seq))
+    }
+
+    /// How many entries the plan's log holds now (tracked).
+    pub fn entries(&self) -> usize {
+        self.loaded.with_value(|(n, _)| *n) + self.heard.with(Vec::len)
     }
 
     /// Folds a streamed row; rows already seen are skipped, a gap in the
@@ -116,7 +134,17 @@ impl Board {
             return;
         }
         self.plan.update(|p| p.fold(&event));
-        self.log.update(|l| {
+        // The plan as rejected is the log folded up to the rejection.
+        if matches!(
+            event.kind,
+            EventKind::ApprovalDecided {
+                status: ApprovalStatus::Rejected,
+                ..
+            }
+        ) {
+            self.rejected.set(Some(self.plan.get_untracked()));
+        }
+        self.heard.update(|l| {
             l.push(LogEntry {
                 seq,
                 event: Some(event),
@@ -191,6 +219,22 @@ pub(crate) fn server_html(load: Box<dyn Fn() -> HtmlFuture>) -> RwSignal<String>
         }
     });
     shown
+}
+
+/// Whether `ev` is a select of the side panel taking focus: the lists
+/// there that name every subtask (the add form's place, the comment's
+/// subtask) are drawn from then on ([`Board::lists`]).
+#[cfg(feature = "hydrate")]
+fn focus_on_a_list(ev: &leptos::ev::FocusEvent) -> bool {
+    use wasm_bindgen::JsCast;
+    ev.target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|e| e.tag_name().eq_ignore_ascii_case("select"))
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn focus_on_a_list(_: &leptos::ev::FocusEvent) -> bool {
+    false
 }
 
 pub fn not_found(lang: Lang) -> impl IntoView {
@@ -402,7 +446,11 @@ fn LiveBoard(
                         View::Gantt => view! { <Gantt board/> }.into_any(),
                     }}
                 </section>
-                <aside class="side" id="board-side">
+                <aside class="side" id="board-side" on:focusin=move |ev| {
+                    if focus_on_a_list(&ev) && !board.lists.get_untracked() {
+                        board.lists.set(true);
+                    }
+                }>
                     <details::Details board/>
                     <comments::Comments board/>
                 </aside>
@@ -464,7 +512,71 @@ fn Gantt(board: Board) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::View;
+    use super::{Board, View};
+    use crate::api::{BoardData, LogEntry, Viewer};
+    use leptos::prelude::*;
+    use plan_engine::revision::RevisionMark;
+    use plan_engine::{Lang, NewPlan, NewSubtask, Op, Plan, SubtaskId};
+
+    #[test]
+    fn a_rejection_heard_live_is_what_the_resubmitted_plan_is_marked_against() {
+        // Signals live in an owner's arena (the server's build sandboxes them).
+        Owner::new_root(None).with(rejection_heard_live);
+    }
+
+    fn rejection_heard_live() {
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let spec = NewPlan {
+            title: "T".into(),
+            approval_required: true,
+            subtasks: vec![NewSubtask::named("a")],
+            ..NewPlan::default()
+        };
+        let (mut plan, events) = Plan::create(&spec, "ana", at).unwrap();
+        let log: Vec<LogEntry> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| LogEntry {
+                seq: i as i64 + 1,
+                event: Some(e),
+            })
+            .collect();
+        let viewer = Viewer {
+            name: "bo".into(),
+            can_edit: true,
+            signed_in: false,
+            is_admin: false,
+        };
+        let board = Board::new(plan.id(), BoardData::from_log(&log, viewer), Lang::En).unwrap();
+        let mut seq = log.len() as i64;
+        let add = Op::AddSubtask {
+            subtask: NewSubtask::named("b"),
+            position: Default::default(),
+            rewire_after: None,
+            required_by: Vec::new(),
+        };
+        let ops = [
+            Op::Reject {
+                comment: "one more step".into(),
+            },
+            add,
+            Op::Submit {},
+        ];
+        for op in ops {
+            for event in plan.execute(&op.into(), "ana", at).unwrap() {
+                seq += 1;
+                board.take(seq, Some(event));
+            }
+        }
+        assert_eq!(board.plan.with_untracked(|p| p.version()), plan.version());
+        assert_eq!(board.entries(), seq as usize);
+        assert_eq!(board.last_seq(), seq);
+        assert_eq!(
+            board.revision.get_untracked().mark(SubtaskId(2)),
+            Some(RevisionMark::Added)
+        );
+        assert_eq!(board.revision.get_untracked().mark(SubtaskId(1)), None);
+    }
 
     #[test]
     fn the_view_comes_from_the_query_and_defaults_to_kanban() {

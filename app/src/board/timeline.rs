@@ -112,7 +112,7 @@ pub fn Timeline(board: Board) -> impl IntoView {
     let at = RwSignal::new(None::<usize>);
     // The newest entries shown; older ones a click away.
     let shown = RwSignal::new(PAGE);
-    let total = move || board.log.with(Vec::len);
+    let total = move || board.entries();
     // The last drawing stays on screen while the next one loads.
     let drawn = super::server_html(Box::new(move || -> super::HtmlFuture {
         let at = at.get();
