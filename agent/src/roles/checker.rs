@@ -44,6 +44,17 @@ const ANSWER_NUMBERS: usize = 3;
 /// Characters of a check's output kept on the run log.
 const LOGGED: usize = 2_000;
 
+/// `text`, at most `max` characters of it, marked when cut (the
+/// executor's own cutter is not imported: the executor imports this).
+fn shortened(text: &str, max: usize) -> String {
+    let kept = plan_engine::text::prefix(text, max);
+    if kept.len() == text.len() {
+        text.to_string()
+    } else {
+        format!("{kept}…")
+    }
+}
+
 /// A check program, as the model writes it: one string per line, so the
 /// line breaks are the schema's and not the model's to escape
 /// (Qwen2.5-Coder-1.5B wrote its check programs as one line with spaces
@@ -219,7 +230,7 @@ pub async fn check(
                 subtask,
                 name: CHECK_TOOL.to_string(),
                 arguments,
-                result: super::executor::cut(&text, LOGGED),
+                result: shortened(&text, LOGGED),
                 ok,
                 duration_ms: started.elapsed().as_millis() as u64,
             })
@@ -291,8 +302,8 @@ pub fn disputed(theirs: &str, ran: &[Ran]) -> String {
             format!(
                 "Program {}:\n{}\nIt printed:\n{}",
                 i + 1,
-                super::executor::cut(r.code.trim(), SHOWN_CODE),
-                super::executor::cut(stdout_of(&r.output).trim(), SHOWN)
+                shortened(r.code.trim(), SHOWN_CODE),
+                shortened(stdout_of(&r.output).trim(), SHOWN)
             )
         })
         .collect();
