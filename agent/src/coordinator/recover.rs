@@ -108,7 +108,7 @@ impl Driver {
                 Some(id),
             )
             .await;
-        let answer = match answer {
+        let mut answer = match answer {
             Ok(a) => a,
             Err(e) => RecoverAnswer {
                 decision: RecoveryDecision::GiveUp,
@@ -117,7 +117,6 @@ impl Driver {
                 description: String::new(),
             },
         };
-        let mut answer = answer;
         // A workaround with no name but a description of what to do
         // instead (Qwen2.5-Coder-1.5B: "I will use run_python to …") is
         // that description given to the failed subtask: a revision.

@@ -11,14 +11,15 @@
 //! (no code tool, a guarded one, a model error) lets the result through.
 //!
 //! # Layout
-//! - [`claimed`]: the numbers a result states that the task and the
-//!   subtask did not already say.
+//! - [`claimed`]: the numbers a result states that the person's task did
+//!   not already say.
 //! - [`recheck`]: the executor's entry: whether a result is checked and
 //!   what becomes of it ([`Recheck`]).
 //! - [`check`]: writes and runs the two programs; [`Opinion`] is what
 //!   they say of the result.
 //! - [`disputed`]: what the executor reads when both disagree with it.
 
+use plan_engine::text::ellipsis;
 use plan_engine::SubtaskId;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -44,17 +45,6 @@ const ANSWER_NUMBERS: usize = 3;
 /// Characters of a check's output kept on the run log.
 const LOGGED: usize = 2_000;
 
-/// `text`, at most `max` characters of it, marked when cut (the
-/// executor's own cutter is not imported: the executor imports this).
-fn shortened(text: &str, max: usize) -> String {
-    let kept = plan_engine::text::prefix(text, max);
-    if kept.len() == text.len() {
-        text.to_string()
-    } else {
-        format!("{kept}…")
-    }
-}
-
 /// A check program, as the model writes it: one string per line, so the
 /// line breaks are the schema's and not the model's to escape
 /// (Qwen2.5-Coder-1.5B wrote its check programs as one line with spaces
@@ -73,10 +63,9 @@ impl CheckProgram {
     }
 }
 
-/// The numbers of `result` that the person's task and the subtask's own
-/// words do not already hold: what the executor found out. `said` are
-/// those words (the task without its file previews, the subtask's name,
-/// description and expected outcome).
+/// The numbers of `result` that `said` (the person's own words in the
+/// task, without its files' previews) does not already hold: what the
+/// executor found out.
 pub fn claimed(result: &str, said: &[&str]) -> Vec<Written> {
     let known: Vec<f64> = said
         .iter()
@@ -230,7 +219,7 @@ pub async fn check(
                 subtask,
                 name: CHECK_TOOL.to_string(),
                 arguments,
-                result: shortened(&text, LOGGED),
+                result: ellipsis(&text, LOGGED),
                 ok,
                 duration_ms: started.elapsed().as_millis() as u64,
             })
@@ -262,8 +251,8 @@ pub enum Recheck {
     Budget(String),
 }
 
-/// Checks `result` when it states numbers `said` (the person's task, the
-/// subtask's words) does not hold and a check can run here.
+/// Checks `result` when it states numbers `said` (the person's own words
+/// in the task) does not hold and a check can run here.
 pub async fn recheck(
     caller: &Caller,
     tools: &Toolset,
@@ -302,8 +291,8 @@ pub fn disputed(theirs: &str, ran: &[Ran]) -> String {
             format!(
                 "Program {}:\n{}\nIt printed:\n{}",
                 i + 1,
-                shortened(r.code.trim(), SHOWN_CODE),
-                shortened(stdout_of(&r.output).trim(), SHOWN)
+                ellipsis(r.code.trim(), SHOWN_CODE),
+                ellipsis(stdout_of(&r.output).trim(), SHOWN)
             )
         })
         .collect();

@@ -17,6 +17,7 @@ use crate::roles::checker::{self, Recheck};
 use crate::run::RunEntry;
 use crate::run::{ToolPolicy, Verdict};
 use crate::tools::sandbox::capture::{report_failed as code_failed, untimed};
+use crate::tools::web::WEB_TOOLS;
 use crate::tools::{ToolError, Toolset};
 
 /// The agent's name on the plans it changes.
@@ -221,8 +222,6 @@ fn system(tools: &[ToolSpec], offered: crate::protocol::Actions) -> String {
 
 /// The tools that run code the model writes.
 const CODE_TOOLS: [&str; 2] = ["run_python", "run_shell"];
-/// The tools that reach the web.
-const WEB_TOOLS: [&str; 2] = ["fetch_url", "web_search"];
 
 /// Seed 004's tool router: a tool that failed twice in a row is named in
 /// the next prompt, with the alternatives.
@@ -548,7 +547,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                             }
                             others_checked = true;
                             let given = &evidence[0];
-                            let words = own_words(&job);
+                            let words = [own_words(&job)];
                             match checker::recheck(
                                 caller,
                                 tools,
@@ -759,13 +758,11 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
 /// the person's task, not its files' previews, nor the subtask's text,
 /// which the planner wrote (a plan folded into one step numbers its parts
 /// "1. … 6. …", and a result of "6, 3, 3" went unchecked).
-fn own_words(job: &Job) -> Vec<&str> {
-    let task = job
-        .task
+fn own_words(job: &Job) -> &str {
+    job.task
         .split(run_model::config::FILES_HEADING)
         .next()
-        .unwrap_or_default();
-    vec![task]
+        .unwrap_or_default()
 }
 
 /// What the model reads when its result states numbers that neither its

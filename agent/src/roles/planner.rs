@@ -9,6 +9,7 @@ use crate::call::{CallError, Caller};
 use crate::llm::{CallRole, Message};
 use crate::prompts;
 use crate::protocol::{PlanAnswer, Proposed, Unreadable};
+use crate::tools::web::WEB_TOOLS;
 
 /// Emergent plans hold at most this many TODOs (seed 004 `MAX_TODO_ITEMS`).
 pub const EMERGENT_CAP: u32 = 20;
@@ -260,8 +261,6 @@ const READING: [&str; 2] = ["read_file", "list_files"];
 const CODE: &str = "run_python";
 /// The tool that writes a file from text the model types.
 const WRITING: &str = "write_file";
-/// The tools that reach outside.
-const WEB_TOOLS: [&str; 2] = ["fetch_url", "web_search"];
 
 /// In a plan where no step runs code although code is offered, a step
 /// that types a file the person's `task` does not name becomes a code
@@ -585,7 +584,7 @@ pub async fn plan(
             user.push_str(&format!("- {}: {}\n", tool.name, cut_to(first, 120)));
         }
         let web = tools.iter().any(|t| WEB_TOOLS.contains(&t.name.as_str()));
-        if web && tools.iter().any(|t| t.name == "run_python") {
+        if web && tools.iter().any(|t| t.name == CODE) {
             user.push_str(prompts::PLAN_WEB);
             user.push('\n');
         }

@@ -259,6 +259,9 @@ struct Hit {
     snippet: String,
 }
 
+/// The names of the tools that reach the web.
+pub const WEB_TOOLS: [&str; 2] = ["fetch_url", "web_search"];
+
 /// `fetch_url` and `web_search`.
 pub struct WebTools {
     policy: WebPolicy,
