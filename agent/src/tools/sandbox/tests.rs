@@ -966,3 +966,38 @@ fn what_the_code_printed_is_read_back_from_its_report_without_stderr_or_notes() 
     assert_eq!(stdout_of(&outcome(1, "", "SyntaxError 3\n").report()), "");
     assert_eq!(stdout_of("no report at all: 5"), "");
 }
+
+#[tokio::test]
+async fn a_link_the_code_leaves_is_never_followed_when_its_written_files_are_shown() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    if sandbox.python().is_none() {
+        return;
+    }
+    let host = tempfile::tempdir().unwrap();
+    let secret = host.path().join("secret.txt");
+    std::fs::write(&secret, "host secret 4242").unwrap();
+    let (_dir, ws) = workspace();
+    let tools = CodeTools::new(Arc::new(sandbox), ws).unwrap();
+    // The code plants links to a host file (absolute, and climbing with
+    // `..`) beside a real file, and prints nothing: the report shows the
+    // real file and never what a link points at.
+    let code = format!(
+        "import os\nos.symlink({secret:?}, 'out.txt')\nos.symlink('../../../../../../..{secret}', 'up.txt')\nopen('real.txt', 'w').write('mine')\npass",
+        secret = secret.display().to_string()
+    );
+    let report = tools
+        .call("run_python", &json!({ "code": code }))
+        .await
+        .unwrap();
+    assert!(
+        report.contains("--- written: real.txt (4 bytes) ---\nmine"),
+        "{report}"
+    );
+    assert!(!report.contains("4242"), "a link was followed: {report}");
+    assert!(
+        !report.contains("out.txt") && !report.contains("up.txt"),
+        "{report}"
+    );
+}
