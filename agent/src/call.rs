@@ -257,10 +257,23 @@ impl Caller {
             Ok(value) => return Ok(value),
             Err(problem) => problem,
         };
-        request.messages.push(Message::assistant(said(&reply)));
-        request.messages.push(Message::user(format!(
-            "Your answer could not be used: {problem}\nAnswer again with one JSON object that matches the schema, and nothing else."
-        )));
+        if reply.finish_reason.as_deref() == Some("length") {
+            // A small model that ran on until the token limit (Qwen2.5-1.5B
+            // repeated one character for 1,200 tokens inside a regex) does
+            // it again with its own run-on answer before it: the repair
+            // round shows no run-on text, only what happened.
+            request.messages.push(Message::user(format!(
+                "Your answer was cut off at the limit of {} tokens before it ended: it ran on or \
+                 repeated itself, and was dropped. Answer again with one short JSON object that \
+                 matches the schema: short code, nothing repeated.",
+                request.max_tokens
+            )));
+        } else {
+            request.messages.push(Message::assistant(said(&reply)));
+            request.messages.push(Message::user(format!(
+                "Your answer could not be used: {problem}\nAnswer again with one JSON object that matches the schema, and nothing else."
+            )));
+        }
         let reply = self.raw(&request, subtask).await?;
         read(&reply).map_err(|problem| CallError::Malformed {
             problem,
@@ -417,6 +430,42 @@ mod tests {
                 schema: protocol::action_schema(tools, offered),
             }
         }
+    }
+
+    #[tokio::test]
+    async fn an_answer_cut_off_at_the_token_limit_is_asked_again_without_its_run_on_text() {
+        let run_on = format!(
+            "{{\"action\": \"run_python\", \"code\": \"{}",
+            "\\b".repeat(500)
+        );
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .push(CallRole::Executor, crate::llm::Reply::CutOff(run_on))
+                .push_json(
+                    CallRole::Executor,
+                    json!({"action": "complete", "result": "done"}),
+                ),
+        );
+        let caller = Caller::standalone(llm.clone(), 1, Protocol::JsonSchema);
+        let action = caller
+            .action(
+                vec![Message::system("act"), Message::user("the subtask")],
+                &[tool("read_file")],
+                protocol::Actions {
+                    add_subtask: false,
+                    ask: false,
+                },
+                plan_engine::SubtaskId(1),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(action, Action::Complete { .. }), "{action:?}");
+        let asked_again = &llm.requests()[1].messages;
+        assert_eq!(asked_again.len(), 3, "{asked_again:?}");
+        assert!(asked_again[2]
+            .content
+            .starts_with("Your answer was cut off at the limit of 1200 tokens"));
+        assert!(asked_again.iter().all(|m| !m.content.contains("\\b\\b")));
     }
 
     #[test]

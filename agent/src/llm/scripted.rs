@@ -23,6 +23,9 @@ pub enum Reply {
         arguments: Value,
     },
     Error(LlmError),
+    /// Text the server stopped at the token limit (`finish_reason:
+    /// "length"`), as a model that runs on or repeats itself leaves it.
+    CutOff(String),
 }
 
 type Responder = Box<dyn Fn(&ChatRequest) -> Reply + Send + Sync>;
@@ -154,9 +157,14 @@ impl Llm for ScriptedLlm {
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
+        let finish = if matches!(reply, Reply::CutOff(_)) {
+            "length"
+        } else {
+            "stop"
+        };
         let (content, calls) = match reply {
             Reply::Error(e) => return Err(e),
-            Reply::Text(text) => (text, Vec::new()),
+            Reply::Text(text) | Reply::CutOff(text) => (text, Vec::new()),
             Reply::Json(value) => (value.to_string(), Vec::new()),
             Reply::Call { name, arguments } => (
                 String::new(),
@@ -174,7 +182,7 @@ impl Llm for ScriptedLlm {
             }),
             content,
             calls,
-            finish_reason: Some("stop".into()),
+            finish_reason: Some(finish.into()),
             model: "scripted".into(),
         })
     }
