@@ -267,11 +267,7 @@ impl ToolBox for CodeTools {
         // and the earlier failures notwithstanding: the tool says it at the
         // point of failure, with what to do instead.
         if let Some(module) = missing_module(&outcome.stderr) {
-            report.push_str(&format!(
-                "\n--- note ---\n{module} is not installed here and cannot be installed (no \
-                 network). {} Rewrite the code without {module}.",
-                self.packages_sentence()
-            ));
+            report.push_str(&missing_module_note(module, &self.packages_sentence()));
         }
         // Code that opened a file nobody gave or wrote (Qwen2.5-1.5B read
         // a "primes.txt" and an "input.txt" in runs given no files): the
@@ -389,6 +385,27 @@ pub(super) fn missing_file(stderr: &str) -> bool {
 
 /// The module a Python traceback says is missing (`No module named 'x'`),
 /// its top-level name.
+/// What the report adds when the code imported a module that is not
+/// there. A module for the web gets no "rewrite without it": the jail has
+/// no network at all (Qwen2.5-1.5B, its fetch refused on a machine without
+/// internet, wrote the same download with `requests` three times and gave
+/// up the count of primes it could have computed).
+pub(super) fn missing_module_note(module: &str, packages: &str) -> String {
+    const WEB: [&str; 5] = ["requests", "httpx", "aiohttp", "urllib3", "bs4"];
+    if WEB.contains(&module) {
+        format!(
+            "\n--- note ---\n{module} is not installed here, and the code runs with no \
+             network: nothing can be downloaded from it. If what the subtask needs can be \
+             computed, compute it in the code; use the files in the current directory for data."
+        )
+    } else {
+        format!(
+            "\n--- note ---\n{module} is not installed here and cannot be installed (no \
+             network). {packages} Rewrite the code without {module}."
+        )
+    }
+}
+
 pub(super) fn missing_module(stderr: &str) -> Option<&str> {
     let rest = stderr
         .split("ModuleNotFoundError: No module named '")

@@ -15,6 +15,19 @@ use crate::workspace::Workspace;
 use std::os::unix::fs::MetadataExt;
 
 #[test]
+fn code_that_imports_a_web_module_is_told_it_has_no_network_and_to_compute() {
+    let web = missing_module_note("requests", "Installed: numpy.");
+    assert!(web.contains("the code runs with no network"), "{web}");
+    assert!(web.contains("compute it in the code"), "{web}");
+    assert!(!web.contains("Rewrite the code without requests"), "{web}");
+    let other = missing_module_note("polars", "Installed: numpy.");
+    assert!(
+        other.contains("Installed: numpy. Rewrite the code without polars."),
+        "{other}"
+    );
+}
+
+#[test]
 fn a_missing_module_is_read_from_the_traceback() {
     let stderr = "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'pandas'\n";
     assert_eq!(missing_module(stderr), Some("pandas"));
