@@ -51,6 +51,13 @@ pub const PLAN_TOOLS: &str = "The executor of each subtask can use these tools. 
 /// the page could not be fetched).
 pub const PLAN_WEB: &str = "Plan a web tool only for facts that must be looked up (a page, news, a price, a document online), never for what a program can compute (arithmetic, counting, dates, conversions): that is run_python's.";
 
+/// The router's question before planning, when the planner could be
+/// offered both the web and run_python (Qwen2.5-1.5B planned web fetches
+/// for a count of primes and a digit sum whatever the planner's prompt
+/// said; asked this alone, it told computation from web in 20 of 22
+/// tasks, and its two misses keep the web for the executor).
+pub const SOURCE: &str = "Where does the answer to this task come from? computation: a program can work it out from numbers, dates or text given in the task (arithmetic, counting, conversions). files: the files the task names. web: facts that change or must be looked up online (news, prices, populations, versions, a page). Answer with JSON.";
+
 /// After the task, when the person gave files (their names and first
 /// lines are in the task).
 pub const PLAN_FILES: &str = "The files above and their first lines are already known: plan no step to list, open or look at them.";

@@ -38,6 +38,25 @@ plan_engine::wire_enum! {
     }
 }
 
+/// The router's second answer: where the task's answer comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceAnswer {
+    pub source: SourceWord,
+    /// One short sentence.
+    #[schemars(length(max = 160))]
+    pub why: String,
+}
+
+plan_engine::wire_enum! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+    pub enum SourceWord: "source (computation, files or web)" {
+        Computation = "computation",
+        Files = "files",
+        Web = "web",
+    }
+}
+
 /// One subtask proposed by a planner.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Proposed {

@@ -120,7 +120,13 @@ impl Driver {
             plan: &old,
             comment,
         });
-        let tools = self.tools.specs();
+        let mut tools = self.tools.specs();
+        let offline = self
+            .plans_offline(&tools, &task, revision.is_some())
+            .await?;
+        if offline {
+            tools.retain(|t| !crate::tools::web::WEB_TOOLS.contains(&t.name.as_str()));
+        }
         let mut memory = self.recalled().await;
         if let Some(template) = &self.run.config.template {
             memory = format!("{}\n{memory}", template.prompt_section());
@@ -146,6 +152,13 @@ impl Driver {
             inputs.is_empty() && self.run.config.plan.is_none(),
         );
         planner::compute_unasked_writes(&mut planned, &names, &self.run.config.task);
+        if offline {
+            planned.repairs.push(
+                "planned without the web tools: the task's answer comes from computation or \
+                 its files, the router judged (the executor still has them)"
+                    .into(),
+            );
+        }
         if !planned.repairs.is_empty() {
             self.caller
                 .log(RunEntry::PlanRepaired {
@@ -199,6 +212,29 @@ impl Driver {
     /// A plan people wrote, taken as the run's first proposal: a draft is
     /// submitted (the plan's own approval setting decides whether it waits
     /// for one: its authors chose it); an approved or running one runs.
+    /// Whether the first plan is made without the web tools: only when
+    /// the planner would have both the web and run_python, and the router
+    /// judges the answer computable from the task or its files. Revisions
+    /// keep every tool (a person's comment may ask for the web).
+    async fn plans_offline(
+        &self,
+        tools: &[crate::protocol::ToolSpec],
+        task: &str,
+        revising: bool,
+    ) -> Result<bool, RunFailure> {
+        let web = tools
+            .iter()
+            .any(|t| crate::tools::web::WEB_TOOLS.contains(&t.name.as_str()));
+        let code = tools.iter().any(|t| t.name == planner::CODE);
+        if revising || !web || !code {
+            return Ok(false);
+        }
+        let needed = classify::needs_web(&self.caller, task)
+            .await
+            .map_err(RunFailure::Planning)?;
+        Ok(!needed)
+    }
+
     async fn take_given(&mut self, plan: Plan) -> Flow {
         let plan = match plan.state() {
             PlanState::Draft => (*self

@@ -8,7 +8,7 @@ use plan_engine::Mode;
 use crate::call::{CallError, Caller};
 use crate::llm::{CallRole, Message};
 use crate::prompts;
-use crate::protocol::{ModeAnswer, ModeWord};
+use crate::protocol::{ModeAnswer, ModeWord, SourceAnswer, SourceWord};
 use crate::run::{Classification, DecidedBy};
 
 /// The rules layer: `Some` only when the wording settles it.
@@ -121,6 +121,38 @@ pub async fn classify(
             confidence: 0.0,
             by: DecidedBy::Rules,
         }),
+    }
+}
+
+/// Whether the task's answer may need the web: the router's second
+/// question, asked before planning when the planner could be offered both
+/// the web and a code tool. A task that names a page needs no asking; an
+/// answer that cannot be had keeps the web (as if the question were never
+/// asked), and only a budget reached stops the run.
+pub async fn needs_web(caller: &Caller, task: &str) -> Result<bool, CallError> {
+    let lower = task.to_lowercase();
+    if ["http://", "https://", "www."]
+        .iter()
+        .any(|p| lower.contains(p))
+    {
+        return Ok(true);
+    }
+    let answer = caller
+        .json::<SourceAnswer>(
+            CallRole::Classifier,
+            "source",
+            vec![
+                Message::system(prompts::SOURCE),
+                Message::user(format!("Task: {task}")),
+            ],
+            150,
+            None,
+        )
+        .await;
+    match answer {
+        Ok(answer) => Ok(answer.source == SourceWord::Web),
+        Err(CallError::Budget(why)) => Err(CallError::Budget(why)),
+        Err(_) => Ok(true),
     }
 }
 

@@ -585,17 +585,19 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             Action::Fail { reason } if !fix_checked && turn < job.max_turns => {
                 let computes = specs.iter().any(|s| s.name == "run_python");
                 match (code_error.as_deref(), web_error.as_deref()) {
-                    (Some(error), _) => {
-                        fix_checked = true;
-                        fix(error)
-                    }
                     // One checking turn: the web could not be reached and
                     // the model failed a subtask a program might answer
                     // (Qwen2.5-1.5B planned a fetch for the primes below
-                    // 10,000 on a machine with no internet, and gave up).
-                    (None, Some(error)) if computes => {
+                    // 10,000 on a machine with no internet, tried the same
+                    // download in code, and gave up): the web first, as
+                    // its code's failure followed from it.
+                    (code, Some(error)) if computes => {
                         fix_checked = true;
-                        offline(error)
+                        offline(error, code)
+                    }
+                    (Some(error), _) => {
+                        fix_checked = true;
+                        fix(error)
                     }
                     _ => return failed(reason),
                 }
@@ -840,14 +842,23 @@ fn fix(report: &str) -> String {
 }
 
 /// What the model reads when it fails a subtask after the web could not
-/// be reached, with a code tool at hand.
-fn offline(error: &str) -> String {
-    format!(
+/// be reached, with a code tool at hand (and its code's last error, if
+/// its code failed too).
+fn offline(error: &str, code: Option<&str>) -> String {
+    let mut said = format!(
         "The web could not be reached ({}). Do not fail yet: if what the subtask needs can be \
-         computed or worked out from the files, do it with run_python and complete with what \
-         it prints. Fail only if the subtask truly needs a page from the web.",
+         computed or worked out from the files, do it with run_python, without the network, \
+         and complete with what it prints. Fail only if the subtask truly needs a page from \
+         the web.",
         cut(error, 300)
-    )
+    );
+    if let Some(report) = code {
+        let stderr = report.rsplit("--- stderr ---\n").next().unwrap_or(report);
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(4)..].join("\n");
+        said.push_str(&format!("\nYour code failed too:\n{}", cut(&tail, 500)));
+    }
+    said
 }
 
 fn action_text(action: &Action) -> String {

@@ -258,7 +258,7 @@ fn unordered(answer: &PlanAnswer, problem: &Unreadable) -> Option<Planned> {
 /// a code step is part of that code step's work.
 const READING: [&str; 2] = ["read_file", "list_files"];
 /// The tool that runs code.
-const CODE: &str = "run_python";
+pub const CODE: &str = "run_python";
 /// The tool that writes a file from text the model types.
 const WRITING: &str = "write_file";
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::support::*;
 use agent::llm::CallRole;
 use agent::tools::{files::FileTools, ToolBox, Toolset};
-use agent::RunState;
+use agent::{RunEntry, RunState};
 use serde_json::json;
 
 fn reading_plan() -> serde_json::Value {
@@ -109,8 +109,20 @@ impl ToolBox for FakePython {
     async fn call(
         &self,
         _name: &str,
-        _arguments: &serde_json::Value,
+        arguments: &serde_json::Value,
     ) -> Result<String, agent::tools::ToolError> {
+        // The jail has no network: a download in code fails.
+        if arguments["code"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("import requests")
+        {
+            return Ok(
+                "exit status 1 (0.01 s)\n--- stdout ---\n(empty)\n--- stderr ---\n\
+                 ModuleNotFoundError: No module named 'requests'\n"
+                    .into(),
+            );
+        }
         Ok("exit status 0 (0.01 s)\n--- stdout ---\n2\n".into())
     }
 }
@@ -401,4 +413,155 @@ async fn a_subtask_failed_after_the_web_could_not_be_reached_is_sent_back_once_t
                 .starts_with("The web could not be reached (cannot resolve")
         });
     assert!(told, "the model was sent to compute");
+}
+
+/// A world with files, a code tool and the web (offline).
+fn web_world(llm: agent::ScriptedLlm, dir: &std::path::Path) -> World {
+    let root = dir.to_path_buf();
+    World::with_agent(llm, move |agent| {
+        agent.with_tools(move |_| {
+            let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(&root).unwrap());
+            Toolset::new(vec![files, Arc::new(FakePython), Arc::new(Offline)])
+        })
+    })
+}
+
+/// The planner's prompt: the task and the tools it was offered.
+fn planner_prompt(world: &World) -> String {
+    let requests = world.llm.requests();
+    let planner = requests
+        .iter()
+        .find(|r| r.role == CallRole::Planner)
+        .expect("a plan was asked for");
+    planner.messages[1].content.clone()
+}
+
+#[tokio::test]
+async fn a_task_a_program_can_answer_is_planned_without_the_web_tools_which_the_executor_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker().push_json(
+        CallRole::Classifier,
+        json!({"source": "computation", "why": "counting primes is arithmetic"}),
+    );
+    let world = web_world(llm, dir.path());
+    let run = world.run(simple("How many primes are below 100?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let planner = planner_prompt(&world);
+    assert!(planner.contains("- run_python:"), "{planner}");
+    assert!(!planner.contains("fetch_url"), "{planner}");
+    let requests = world.llm.requests();
+    let executor = requests
+        .iter()
+        .find(|r| r.role == CallRole::Executor)
+        .unwrap();
+    assert!(
+        format!("{:?}", executor.shape).contains("fetch_url"),
+        "the executor is still offered the web"
+    );
+    let said = world.entries().into_iter().any(|e| match e {
+        RunEntry::PlanRepaired { repairs } => repairs
+            .iter()
+            .any(|r| r.starts_with("planned without the web tools")),
+        _ => false,
+    });
+    assert!(said, "the board says why the plan has no web step");
+}
+
+#[tokio::test]
+async fn a_task_the_router_says_needs_the_web_is_planned_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker().push_json(
+        CallRole::Classifier,
+        json!({"source": "web", "why": "a population changes"}),
+    );
+    let world = web_world(llm, dir.path());
+    let run = world.run(simple("What is the population of Lisbon?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(planner_prompt(&world).contains("- fetch_url:"));
+    assert_eq!(world.llm.calls(CallRole::Classifier), 1);
+}
+
+#[tokio::test]
+async fn a_task_that_names_a_page_is_planned_with_the_web_without_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker().push_json(
+        CallRole::Classifier,
+        json!({"source": "computation", "why": "a wrong judgement"}),
+    );
+    let world = web_world(llm, dir.path());
+    let run = world
+        .run(simple("How many words has https://example.com/news/1?"))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(planner_prompt(&world).contains("- fetch_url:"));
+    assert_eq!(
+        world.llm.calls(CallRole::Classifier),
+        0,
+        "nothing was asked"
+    );
+}
+
+#[tokio::test]
+async fn a_router_that_cannot_answer_where_the_answer_comes_from_keeps_the_web() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push(
+            CallRole::Classifier,
+            agent::llm::Reply::Text("computation, surely".into()),
+        )
+        .push(
+            CallRole::Classifier,
+            agent::llm::Reply::Text("computation!".into()),
+        );
+    let world = web_world(llm, dir.path());
+    let run = world.run(simple("How many primes are below 100?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(planner_prompt(&world).contains("- fetch_url:"));
+}
+
+#[tokio::test]
+async fn a_subtask_failed_after_the_web_and_then_a_download_in_code_failed_is_sent_to_compute_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"title": "Primes", "subtasks": [{
+        "name": "Fetch the primes below 100", "description": "Fetch a list of the primes below 100.",
+        "expected_outcome": "the count", "tool": "fetch_url",
+    }]});
+    let llm = worker()
+        .push_json(CallRole::Planner, plan)
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "fetch_url", "arguments": {"url": "https://primes.example/100"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "import requests"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "fail", "reason": "requests is not installed"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(2)"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 of them."}),
+        );
+    let world = web_world(llm, dir.path());
+    let run = world.run(simple("How many primes are below 100?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let requests = world.llm.requests();
+    let told = requests
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .find(|m| m.content.starts_with("The web could not be reached"))
+        .expect("the model was sent to compute");
+    assert!(
+        told.content
+            .contains("Your code failed too:\nModuleNotFoundError: No module named 'requests'"),
+        "{}",
+        told.content
+    );
 }

@@ -52,9 +52,14 @@ pub fn answer(request: &ChatRequest) -> Reply {
                 json!({"drop": [], "needs_update": false, "reason": "fine", "new_todos": []}),
             ),
         },
-        CallRole::Classifier => {
-            Reply::Json(json!({"confidence": 0.5, "mode": "simple", "reason": "default"}))
-        }
+        // Where the answer comes from: the web, so every tool stays offered
+        // (the stories of that question script it).
+        CallRole::Classifier => match &request.shape {
+            Shape::Json { name: "source", .. } => {
+                Reply::Json(json!({"source": "web", "why": "default"}))
+            }
+            _ => Reply::Json(json!({"confidence": 0.5, "mode": "simple", "reason": "default"})),
+        },
         CallRole::Planner => Reply::Json(plan_json(&[("only", &[])])),
     }
 }
