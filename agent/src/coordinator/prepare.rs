@@ -121,9 +121,7 @@ impl Driver {
             comment,
         });
         let mut tools = self.tools.specs();
-        let offline = self
-            .plans_offline(&tools, &task, revision.is_some())
-            .await?;
+        let offline = self.plans_offline(&tools, &task, revision.is_some()).await;
         if offline {
             tools.retain(|t| !crate::tools::web::WEB_TOOLS.contains(&t.name.as_str()));
         }
@@ -221,18 +219,12 @@ impl Driver {
         tools: &[crate::protocol::ToolSpec],
         task: &str,
         revising: bool,
-    ) -> Result<bool, RunFailure> {
+    ) -> bool {
         let web = tools
             .iter()
             .any(|t| crate::tools::web::WEB_TOOLS.contains(&t.name.as_str()));
         let code = tools.iter().any(|t| t.name == planner::CODE);
-        if revising || !web || !code {
-            return Ok(false);
-        }
-        let needed = classify::needs_web(&self.caller, task)
-            .await
-            .map_err(RunFailure::Planning)?;
-        Ok(!needed)
+        !revising && web && code && !classify::needs_web(&self.caller, task).await
     }
 
     async fn take_given(&mut self, plan: Plan) -> Flow {

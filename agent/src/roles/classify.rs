@@ -128,14 +128,14 @@ pub async fn classify(
 /// question, asked before planning when the planner could be offered both
 /// the web and a code tool. A task that names a page needs no asking; an
 /// answer that cannot be had keeps the web (as if the question were never
-/// asked), and only a budget reached stops the run.
-pub async fn needs_web(caller: &Caller, task: &str) -> Result<bool, CallError> {
+/// asked).
+pub async fn needs_web(caller: &Caller, task: &str) -> bool {
     let lower = task.to_lowercase();
     if ["http://", "https://", "www."]
         .iter()
         .any(|p| lower.contains(p))
     {
-        return Ok(true);
+        return true;
     }
     let answer = caller
         .json::<SourceAnswer>(
@@ -149,11 +149,9 @@ pub async fn needs_web(caller: &Caller, task: &str) -> Result<bool, CallError> {
             None,
         )
         .await;
-    match answer {
-        Ok(answer) => Ok(answer.source == SourceWord::Web),
-        Err(CallError::Budget(why)) => Err(CallError::Budget(why)),
-        Err(_) => Ok(true),
-    }
+    // A budget reached here is reached again by the planner's call, which
+    // says so as it did before this question was asked.
+    answer.map_or(true, |answer| answer.source == SourceWord::Web)
 }
 
 #[cfg(test)]

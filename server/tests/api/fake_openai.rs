@@ -80,6 +80,8 @@ pub fn subtask(request: &Value) -> String {
 pub fn diligent(request: &Value) -> String {
     match shape(request).as_str() {
         "mode" => json!({"confidence": 0.9, "mode": "simple", "reason": "a clear linear task"}),
+        // Where the answer comes from: the web, so every tool stays offered.
+        "source" => json!({"source": "web", "why": "it may need a page"}),
         "plan" => json!({"title": "the plan", "subtasks": [
             {"name": "gather", "description": "gather the facts", "expected_outcome": "facts", "depends_on": []},
             {"name": "report", "description": "write the report", "expected_outcome": "a report", "depends_on": []}
@@ -232,7 +234,13 @@ async fn chat(
             .unwrap_or_default()
             .to_string(),
     );
-    let mut next = script.queue.lock().unwrap().pop_front().unwrap_or_else(|| {
+    // The router's question before planning is answered by the diligent
+    // model: the scripts stay in the order of the calls they are about.
+    let queued = match shape(&request).as_str() {
+        "source" => None,
+        _ => script.queue.lock().unwrap().pop_front(),
+    };
+    let mut next = queued.unwrap_or_else(|| {
         let plan = script.plan.lock().unwrap().clone();
         match plan {
             Some(plan) if shape(&request) == "plan" => Fake::Content(plan.to_string()),

@@ -1622,15 +1622,15 @@ async fn with_the_tool_calls_protocol_a_run_works_through_function_calls() {
             "{names:?}"
         );
     }
-    let classifier: Vec<&Value> = requests
-        .iter()
-        .filter(|r| crate::fake_openai::shape(r) == "mode")
-        .collect();
-    assert_eq!(classifier.len(), 1);
-    assert_eq!(classifier[0]["model"], "fake-small");
+    // The router's questions (the mode, and where the answer comes from)
+    // go to the classifier's model, the rest to the main one.
+    let routing = |r: &Value| ["mode", "source"].contains(&crate::fake_openai::shape(r).as_str());
+    let classifier: Vec<&Value> = requests.iter().filter(|r| routing(r)).collect();
+    assert_eq!(classifier.len(), 2);
+    assert!(classifier.iter().all(|r| r["model"] == "fake-small"));
     assert!(requests
         .iter()
-        .filter(|r| crate::fake_openai::shape(r) != "mode")
+        .filter(|r| !routing(r))
         .all(|r| r["model"] == "fake"));
     let keys = fake.authorization();
     assert_eq!(keys.len(), requests.len());
