@@ -142,6 +142,7 @@ impl Driver {
         .await
         .map_err(RunFailure::Planning)?;
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        planner::drop_unasked_writes(&mut planned, &names, &self.run.config.task);
         planner::tidy(
             &mut planned,
             mode,

@@ -296,6 +296,47 @@ pub fn compute_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str)
     }
 }
 
+/// Words with which a task asks for something to be written down (the
+/// task's own file names are checked apart).
+const ASKS_TO_WRITE: [&str; 7] = ["write", "save", "store", "export", "写", "保存", "存储"];
+
+/// A plan's last steps that type a file nobody asked for, after a step
+/// that runs code, are dropped: the answer carries what the code printed
+/// (Qwen2.5-1.5B planned "write the result to
+/// total_revenue_north_2026_03.txt" after its sum for a question that
+/// asked for none; joined into the code step, the card said "Write the
+/// result to a file", the program wrote the file and printed nothing, and
+/// the model typed a number). Only when the task names no such file and
+/// asks nothing to be written, and only steps nothing depends on. Said in
+/// `repairs`.
+pub fn drop_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
+    let lower = task.to_lowercase();
+    if !tools.contains(&CODE) || ASKS_TO_WRITE.iter().any(|w| lower.contains(w)) {
+        return;
+    }
+    let codes = |s: &NewSubtask| s.tool.as_deref() == Some(CODE) || s.name == CODE;
+    let mut dropped = 0;
+    while let Some(last) = planned.subtasks.last() {
+        let id = SubtaskId(planned.subtasks.len() as u32);
+        let words = format!("{} {}", last.name, last.description);
+        let unasked = (last.tool.as_deref() == Some(WRITING) || last.name == WRITING)
+            && !file_names(&words).iter().any(|f| task.contains(f));
+        let before = &planned.subtasks[..planned.subtasks.len() - 1];
+        let needed = before.iter().any(|s| s.dependencies.contains(&id));
+        if !unasked || needed || !before.iter().any(codes) {
+            break;
+        }
+        planned.subtasks.pop();
+        dropped += 1;
+    }
+    if dropped > 0 {
+        planned.repairs.push(format!(
+            "dropped {dropped} steps that write a file the task does not ask for (the answer \
+             carries the result)"
+        ));
+    }
+}
+
 /// The file names in `text`: words with an extension (`output.txt`,
 /// `'sorted.csv'`), without the quotes around them.
 fn file_names(text: &str) -> Vec<&str> {
@@ -1176,6 +1217,55 @@ mod tests {
         });
         compute_unasked_writes(&mut coded, &tools, "What is 2+2?");
         assert_eq!(coded.subtasks[0].tool.as_deref(), Some(WRITING));
+    }
+
+    #[test]
+    fn a_last_step_writing_a_file_nobody_asked_for_after_the_code_is_dropped() {
+        let tools = ["read_file", "write_file", "run_python"];
+        let plan = |last: NewSubtask| Planned {
+            title: "t".into(),
+            subtasks: vec![
+                step("Read sales.csv", "read_file", "Read sales.csv."),
+                step(
+                    "Sum the March revenue",
+                    CODE,
+                    "Sum the north region's March revenue.",
+                ),
+                last,
+            ],
+            repairs: Vec::new(),
+        };
+        let task =
+            "What was the total revenue of the north region in 2026-03, according to sales.csv?";
+        let mut planned = plan(writing(
+            "write_file",
+            "Write the result to a file named 'total_revenue_north_2026_03.txt'.",
+        ));
+        drop_unasked_writes(&mut planned, &tools, task);
+        assert_eq!(planned.subtasks.len(), 2);
+        assert_eq!(planned.subtasks[1].tool.as_deref(), Some(CODE));
+        assert!(planned.repairs[0].starts_with("dropped 1 steps that write a file"));
+
+        // Kept: a file the task names, a task that asks for a write, no
+        // code before it, no code offered, a step another depends on.
+        let mut named = plan(writing("Write it", "Write the total to out.txt."));
+        drop_unasked_writes(&mut named, &tools, "Put the total of sales.csv in out.txt");
+        assert_eq!(named.subtasks.len(), 3);
+        let mut asked = plan(writing("Write it", "Write the total to a file."));
+        drop_unasked_writes(&mut asked, &tools, "Sum sales.csv and save the total");
+        assert_eq!(asked.subtasks.len(), 3);
+        let mut uncoded = plan(writing("Write it", "Write the total to out.txt."));
+        uncoded.subtasks[1].tool = Some("read_file".into());
+        drop_unasked_writes(&mut uncoded, &tools, task);
+        assert_eq!(uncoded.subtasks.len(), 3);
+        let mut no_code = plan(writing("Write it", "Write the total to out.txt."));
+        drop_unasked_writes(&mut no_code, &["read_file", "write_file"], task);
+        assert_eq!(no_code.subtasks.len(), 3);
+        let mut needed = plan(writing("Write it", "Write the total to out.txt."));
+        needed.subtasks[1].dependencies = vec![SubtaskId(3)];
+        drop_unasked_writes(&mut needed, &tools, task);
+        assert_eq!(needed.subtasks.len(), 3);
+        assert!(named.repairs.is_empty() && asked.repairs.is_empty() && needed.repairs.is_empty());
     }
 
     fn planned_with_write() -> Planned {
