@@ -6,7 +6,10 @@
 //! what the subtask asks again; when both print the same number and the
 //! result does not state it, the executor is shown their outputs once
 //! and decides again (self-consistency: a wrong program is rarely wrong
-//! the same way twice). The check never decides by itself: it cannot
+//! the same way twice). A check whose program failed, beside one that
+//! printed another number, is shown its error and written once more, so
+//! the disagreement can be settled by two opinions, not one. The check
+//! never decides by itself: it cannot
 //! change a result, only send it back once, and a check that cannot run
 //! (no code tool, a guarded one, a model error) lets the result through.
 //!
@@ -15,8 +18,9 @@
 //!   not already say.
 //! - [`recheck`]: the executor's entry: whether a result is checked and
 //!   what becomes of it ([`Recheck`]).
-//! - [`check`]: writes and runs the two programs; [`Opinion`] is what
-//!   they say of the result.
+//! - [`check`]: writes and runs the two programs (one fix for a failed
+//!   one beside a disagreeing one); [`Opinion`] is what they say of the
+//!   result.
 //! - [`disputed`]: what the executor reads when both disagree with it.
 
 use plan_engine::text::ellipsis;
@@ -182,62 +186,111 @@ pub async fn check(
     given: &str,
     claimed: &[Written],
 ) -> Result<Checked, String> {
-    let mut ran = Vec::new();
+    // Per check: what it said, the program that ran (code and report),
+    // and its conversation, for a fix.
     let mut said = Vec::new();
+    let mut ran: Vec<Option<Ran>> = Vec::new();
+    let mut asked: Vec<Vec<Message>> = Vec::new();
     for way in [prompts::CHECKER_PLAIN, prompts::CHECKER_STEPS] {
         let messages = vec![
             Message::system(format!("{}\n{way}", prompts::CHECKER)),
             Message::user(given.to_string()),
         ];
-        let program = match caller
-            .json::<CheckProgram>(
-                CallRole::Checker,
-                "check_program",
-                messages,
-                PROGRAM_TOKENS,
-                Some(subtask),
-            )
-            .await
-        {
-            Ok(program) => program,
-            Err(CallError::Budget(why)) => return Err(why),
-            Err(_) => {
-                said.push(Said::Nothing);
-                continue;
-            }
-        };
-        let code = program.code();
-        let arguments = serde_json::json!({ "code": code });
-        let started = std::time::Instant::now();
-        let result = tools.call(CHECK_TOOL, &arguments).await;
-        let (ok, text) = match result {
-            Ok(out) => (true, out),
-            Err(e) => (false, e.message),
-        };
-        caller
-            .log(RunEntry::ToolCall {
-                subtask,
-                name: CHECK_TOOL.to_string(),
-                arguments,
-                result: ellipsis(&text, LOGGED),
-                ok,
-                duration_ms: started.elapsed().as_millis() as u64,
-            })
-            .await;
-        said.push(said_of(claimed, ok.then_some(text.as_str())));
-        if ok {
-            ran.push(Ran { code, output: text });
-        }
+        let (one, program) = check_once(caller, tools, subtask, &messages, claimed).await?;
+        said.push(one);
+        ran.push(program);
+        asked.push(messages);
         // The first check bore the result out: no second is needed.
         if said.first() == Some(&Said::Agrees) {
             break;
         }
     }
+    // One check printed another number and the other's program failed:
+    // the failed one gets one fix, so two opinions can be had (Qwen2.5-
+    // 1.5B's first check counted the log's 33 clients where the executor
+    // said 299, its second failed on a regex, and 299 stood).
+    let failed = match said.as_slice() {
+        [Said::Differs(_), Said::Nothing] => Some(1),
+        [Said::Nothing, Said::Differs(_)] => Some(0),
+        _ => None,
+    };
+    if let Some(i) = failed {
+        let broken = ran[i]
+            .as_ref()
+            .filter(|r| crate::tools::sandbox::capture::report_failed(&r.output));
+        if let Some(broken) = broken {
+            let mut messages = asked[i].clone();
+            messages.push(Message::assistant(
+                serde_json::json!({ "lines": broken.code.lines().collect::<Vec<_>>() }).to_string(),
+            ));
+            messages.push(Message::user(format!(
+                "The program failed:\n{}\nFix it and answer with the whole program again.",
+                ellipsis(error_tail(&broken.output).trim(), SHOWN)
+            )));
+            let (again, program) = check_once(caller, tools, subtask, &messages, claimed).await?;
+            said[i] = again;
+            if program.is_some() {
+                ran[i] = program;
+            }
+        }
+    }
     let second = said.get(1).cloned().unwrap_or(Said::Nothing);
     Ok(Checked {
         opinion: opinion(&said[0], &second),
-        ran,
+        ran: ran.into_iter().flatten().collect(),
     })
+}
+
+/// The last lines of a failed program's report: its error.
+fn error_tail(report: &str) -> String {
+    let lines: Vec<&str> = report.lines().collect();
+    lines[lines.len().saturating_sub(4)..].join("\n")
+}
+
+/// One check: the program the model writes for `messages`, run and
+/// logged; what it said, and the program if one ran. Only a budget that
+/// ran out is an error.
+async fn check_once(
+    caller: &Caller,
+    tools: &Toolset,
+    subtask: SubtaskId,
+    messages: &[Message],
+    claimed: &[Written],
+) -> Result<(Said, Option<Ran>), String> {
+    let program = match caller
+        .json::<CheckProgram>(
+            CallRole::Checker,
+            "check_program",
+            messages.to_vec(),
+            PROGRAM_TOKENS,
+            Some(subtask),
+        )
+        .await
+    {
+        Ok(program) => program,
+        Err(CallError::Budget(why)) => return Err(why),
+        Err(_) => return Ok((Said::Nothing, None)),
+    };
+    let code = program.code();
+    let arguments = serde_json::json!({ "code": code });
+    let started = std::time::Instant::now();
+    let result = tools.call(CHECK_TOOL, &arguments).await;
+    let (ok, text) = match result {
+        Ok(out) => (true, out),
+        Err(e) => (false, e.message),
+    };
+    caller
+        .log(RunEntry::ToolCall {
+            subtask,
+            name: CHECK_TOOL.to_string(),
+            arguments,
+            result: ellipsis(&text, LOGGED),
+            ok,
+            duration_ms: started.elapsed().as_millis() as u64,
+        })
+        .await;
+    let said = said_of(claimed, ok.then_some(text.as_str()));
+    Ok((said, ok.then_some(Ran { code, output: text })))
 }
 
 /// What becomes of a result the checker saw.

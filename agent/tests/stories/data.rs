@@ -289,6 +289,66 @@ async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_w
 }
 
 #[tokio::test]
+async fn a_check_whose_program_failed_beside_one_that_disagrees_is_fixed_once_and_can_dispute() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = json!({"lines": ["import requests", "print(2)"]});
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There is 1 ERROR line."}),
+        )
+        .push_json(CallRole::Checker, check_program())
+        .push_json(CallRole::Checker, broken)
+        .push_json(CallRole::Checker, check_program())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Checker), 3, "one fix");
+    let requests = world.llm.requests();
+    let fix = requests
+        .iter()
+        .filter(|r| r.role == CallRole::Checker)
+        .nth(2)
+        .unwrap();
+    let asked = &fix.messages.last().unwrap().content;
+    assert!(
+        asked.starts_with("The program failed:") && asked.contains("No module named 'requests'"),
+        "{asked}"
+    );
+    assert!(
+        fix.messages
+            .iter()
+            .all(|m| !m.content.contains("1 ERROR line")),
+        "the fixed check does not see the result either"
+    );
+    let told = requests
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .find(|m| m.content.starts_with("Two programs written independently"))
+        .map(|m| m.content.clone())
+        .expect("the executor was shown the checks");
+    assert!(told.contains("both printed 2"), "{told}");
+    assert!(
+        !told.contains("Program 3"),
+        "the failed program is not shown: {told}"
+    );
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
+}
+
+#[tokio::test]
 async fn a_number_the_first_check_computes_too_is_kept_without_a_second() {
     let dir = tempfile::tempdir().unwrap();
     let llm = worker()
