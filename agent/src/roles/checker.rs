@@ -6,8 +6,9 @@
 //! what the subtask asks again; when both print the same number and the
 //! result does not state it, the executor is shown their outputs once
 //! and decides again (self-consistency: a wrong program is rarely wrong
-//! the same way twice). A check whose program failed, beside one that
-//! printed another number, is shown its error and written once more, so
+//! the same way twice). A check whose program failed or printed no
+//! answer, beside one that printed another number, is shown why and
+//! written once more, so
 //! the disagreement can be settled by two opinions, not one. The check
 //! never decides by itself: it cannot
 //! change a result, only send it back once, and a check that cannot run
@@ -205,28 +206,24 @@ pub async fn check(
             break;
         }
     }
-    // One check printed another number and the other's program failed:
-    // the failed one gets one fix, so two opinions can be had (Qwen2.5-
-    // 1.5B's first check counted the log's 33 clients where the executor
-    // said 299, its second failed on a regex, and 299 stood).
+    // One check printed another number and the other's program failed or
+    // printed no answer: that one gets one fix, so two opinions can be had
+    // (Qwen2.5-1.5B's first check counted the log's 33 clients where the
+    // executor said 299, its second failed on a regex, and 299 stood; a
+    // count of functions checked as 12 beside a check that printed
+    // nothing kept the executor's 28).
     let failed = match said.as_slice() {
         [Said::Differs(_), Said::Nothing] => Some(1),
         [Said::Nothing, Said::Differs(_)] => Some(0),
         _ => None,
     };
     if let Some(i) = failed {
-        let broken = ran[i]
-            .as_ref()
-            .filter(|r| crate::tools::sandbox::capture::report_failed(&r.output));
-        if let Some(broken) = broken {
+        if let Some(broken) = ran[i].as_ref() {
             let mut messages = asked[i].clone();
             messages.push(Message::assistant(
                 serde_json::json!({ "lines": broken.code.lines().collect::<Vec<_>>() }).to_string(),
             ));
-            messages.push(Message::user(format!(
-                "The program failed:\n{}\nFix it and answer with the whole program again.",
-                ellipsis(error_tail(&broken.output).trim(), SHOWN)
-            )));
+            messages.push(Message::user(fix_request(&broken.output)));
             let (again, program) = check_once(caller, tools, subtask, &messages, claimed).await?;
             said[i] = again;
             if program.is_some() {
@@ -241,10 +238,29 @@ pub async fn check(
     })
 }
 
-/// The last lines of a failed program's report: its error.
-fn error_tail(report: &str) -> String {
-    let lines: Vec<&str> = report.lines().collect();
-    lines[lines.len().saturating_sub(4)..].join("\n")
+/// What a check whose program gave no answer reads: its error's last
+/// lines, or what it printed instead of an answer line.
+fn fix_request(report: &str) -> String {
+    let (what, shown) = if crate::tools::sandbox::capture::report_failed(report) {
+        (
+            "failed",
+            report.rsplit("--- stderr ---\n").next().unwrap_or(report),
+        )
+    } else {
+        ("printed no answer on its last line", stdout_of(report))
+    };
+    let lines: Vec<&str> = shown.trim().lines().collect();
+    let tail = lines[lines.len().saturating_sub(4)..].join("\n");
+    let tail = if tail.is_empty() {
+        "(nothing)".to_string()
+    } else {
+        tail
+    };
+    format!(
+        "The program {what}:\n{}\nFix it and answer with the whole program again; it prints \
+         the answer alone on its last line.",
+        ellipsis(&tail, SHOWN)
+    )
 }
 
 /// One check: the program the model writes for `messages`, run and
@@ -471,6 +487,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(program.code(), "for i in range(2):\n    print(i)");
+    }
+
+    #[test]
+    fn a_check_that_gave_no_answer_is_told_why_it_is_written_again() {
+        let failed = fix_request(
+            "exit status 1 (0.03 s)\n--- stdout ---\n(empty)\n--- stderr ---\nTraceback\nNameError: name 'x' is not defined\n",
+        );
+        assert!(failed.starts_with("The program failed:\n"), "{failed}");
+        assert!(
+            failed.contains("NameError: name 'x' is not defined"),
+            "{failed}"
+        );
+        let silent = fix_request("exit status 0 (0.03 s)\n--- stdout ---\n\n--- stderr ---\n");
+        assert!(
+            silent.starts_with("The program printed no answer on its last line:\n(nothing)"),
+            "{silent}"
+        );
     }
 
     #[test]

@@ -111,6 +111,14 @@ impl ToolBox for FakePython {
         _name: &str,
         arguments: &serde_json::Value,
     ) -> Result<String, agent::tools::ToolError> {
+        // A program that prints nothing.
+        if arguments["code"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("# silent")
+        {
+            return Ok("exit status 0 (0.01 s)\n--- stdout ---\n(empty)\n".into());
+        }
         // The jail has no network: a download in code fails.
         if arguments["code"]
             .as_str()
@@ -290,8 +298,27 @@ async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_w
 
 #[tokio::test]
 async fn a_check_whose_program_failed_beside_one_that_disagrees_is_fixed_once_and_can_dispute() {
+    check_fixed_once(
+        json!({"lines": ["import requests", "print(2)"]}),
+        "The program failed:\nModuleNotFoundError: No module named 'requests'",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_check_that_printed_nothing_beside_one_that_disagrees_is_fixed_once_and_can_dispute() {
+    check_fixed_once(
+        json!({"lines": ["# silent", "n = 2"]}),
+        "The program printed no answer on its last line:\n(nothing)",
+    )
+    .await;
+}
+
+/// The executor says 1; the first check prints 2, the second runs
+/// `broken`, is told `told` and fixed, and prints 2: the executor is shown
+/// both.
+async fn check_fixed_once(broken: serde_json::Value, told: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let broken = json!({"lines": ["import requests", "print(2)"]});
     let llm = worker()
         .push_json(CallRole::Planner, counting_plan())
         .push_json(
@@ -320,10 +347,7 @@ async fn a_check_whose_program_failed_beside_one_that_disagrees_is_fixed_once_an
         .nth(2)
         .unwrap();
     let asked = &fix.messages.last().unwrap().content;
-    assert!(
-        asked.starts_with("The program failed:") && asked.contains("No module named 'requests'"),
-        "{asked}"
-    );
+    assert!(asked.starts_with(told), "{asked}");
     assert!(
         fix.messages
             .iter()
