@@ -10,12 +10,9 @@
 #   scripts/build.sh            debug build (what the tests use)
 #   scripts/build.sh --release  release build (what scripts/run serves)
 #
-# Debug: the two halves build one after the other (the tests' build; on a
-# 2-core machine two cargo builds at once were no faster). Release: the
-# server builds beside the wasm (target/ and target/front, so neither waits
-# for the other's lock): each ends in one long crate on one core (the
-# `server` crate alone took 238 s of a fresh machine's 20.7 minutes, with
-# the other core idle), and the two tails overlap.
+# The two halves build one after the other: on a 2-core machine two cargo
+# builds at once are slower than one after the other, and the wasm is the
+# smaller one.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 cd "$ROOT"
@@ -48,17 +45,6 @@ else
   server_profile=()
 fi
 
-server_build=()
-if $release; then
-  step "building the server (release) beside the wasm, its output in target/server-build.log"
-  mkdir -p target
-  cargo build --package=server --bin=planboard --no-default-features "${server_profile[@]}" \
-    > target/server-build.log 2>&1 &
-  server_build=($!)
-  # A failed wasm build stops the script: the server's build stops with it.
-  trap 'kill "${server_build[@]}" 2>/dev/null || true' EXIT
-fi
-
 step "building the board's wasm (app with hydrate, $wasm_dir)"
 cargo build --package=app --lib --target-dir=target/front --target=wasm32-unknown-unknown \
   --no-default-features --features=hydrate "${wasm_profile[@]}"
@@ -81,14 +67,5 @@ fi
 cp style/main.css "$pkg/$LEPTOS_OUTPUT_NAME.css"
 cp -r public/. target/site/
 
-if $release; then
-  step "waiting for the server's release build"
-  if ! wait "${server_build[0]}"; then
-    tail -n 40 target/server-build.log >&2
-    exit 1
-  fi
-  tail -n 2 target/server-build.log
-else
-  step "building the server (debug)"
-  cargo build --package=server --bin=planboard --no-default-features "${server_profile[@]}"
-fi
+step "building the server ($($release && echo release || echo debug))"
+cargo build --package=server --bin=planboard --no-default-features "${server_profile[@]}"
