@@ -35,6 +35,9 @@ function answer(request) {
   switch (shape) {
     case "mode":
       return { confidence: 0.9, mode: "complex", reason: "two parts can run in parallel, then one combines them" };
+    case "source":
+      // Where the answer comes from: the web, so every tool stays offered.
+      return { source: "web", why: "it may need a page" };
     case "plan":
       // A revision after a rejection: one subtask changed, one added, one
       // replaced, so the board's revision marks can be seen.

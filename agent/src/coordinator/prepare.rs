@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// Model calls a run must have left for the router to ask where the
+/// answer comes from: the question and its repair round, the plan, a first
+/// step.
+const ROOM_TO_ASK: u32 = 4;
+
 impl Driver {
     pub(super) async fn classify(&mut self) -> Flow {
         let task = self.run.config.task.clone();
@@ -212,7 +217,8 @@ impl Driver {
     /// submitted (the plan's own approval setting decides whether it waits
     /// for one: its authors chose it); an approved or running one runs.
     /// Whether the first plan is made without the web tools: only when
-    /// the planner would have both the web and run_python, and the router
+    /// the planner would have both the web and run_python, the budget
+    /// leaves room for the question ([`ROOM_TO_ASK`]), and the router
     /// judges the answer computable from the task or its files. Revisions
     /// keep every tool (a person's comment may ask for the web).
     async fn plans_offline(
@@ -225,7 +231,19 @@ impl Driver {
             .iter()
             .any(|t| crate::tools::web::WEB_TOOLS.contains(&t.name.as_str()));
         let code = tools.iter().any(|t| t.name == planner::CODE);
-        !revising && web && code && !classify::needs_web(&self.caller, task).await
+        // The question is worth a call only where the budget leaves room for
+        // it (a repair round included), the plan and a first step: a run
+        // given 2 calls spends them on work.
+        let left = self
+            .caller
+            .budget()
+            .max_llm_calls
+            .saturating_sub(self.caller.spent().llm_calls);
+        !revising
+            && web
+            && code
+            && left >= ROOM_TO_ASK
+            && !classify::needs_web(&self.caller, task).await
     }
 
     async fn take_given(&mut self, plan: Plan) -> Flow {

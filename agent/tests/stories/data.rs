@@ -649,3 +649,22 @@ async fn a_subtask_failed_after_the_web_and_then_a_download_in_code_failed_is_se
         told.content
     );
 }
+
+#[tokio::test]
+async fn a_run_whose_budget_leaves_no_room_for_the_routers_question_spends_it_on_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker().push_json(
+        CallRole::Classifier,
+        json!({"source": "computation", "why": "counting primes is arithmetic"}),
+    );
+    let world = web_world(llm, dir.path());
+    let mut config = simple("How many primes are below 100?");
+    config.budget.max_llm_calls = 3;
+    world.run(config).await;
+    assert_eq!(
+        world.llm.calls(CallRole::Classifier),
+        0,
+        "nothing was asked"
+    );
+    assert!(planner_prompt(&world).contains("- fetch_url:"));
+}
