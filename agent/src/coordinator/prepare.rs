@@ -213,9 +213,6 @@ impl Driver {
         Ok(())
     }
 
-    /// A plan people wrote, taken as the run's first proposal: a draft is
-    /// submitted (the plan's own approval setting decides whether it waits
-    /// for one: its authors chose it); an approved or running one runs.
     /// Whether the first plan is made without the web tools: only when
     /// the planner would have both the web and run_python, the budget
     /// leaves room for the question ([`ROOM_TO_ASK`]), and the router
@@ -246,6 +243,9 @@ impl Driver {
             && !classify::needs_web(&self.caller, task).await
     }
 
+    /// A plan people wrote, taken as the run's first proposal: a draft is
+    /// submitted (the plan's own approval setting decides whether it waits
+    /// for one: its authors chose it); an approved or running one runs.
     async fn take_given(&mut self, plan: Plan) -> Flow {
         let plan = match plan.state() {
             PlanState::Draft => (*self
