@@ -32,9 +32,28 @@ pub fn fit(text: &str, max: usize) -> String {
     }
 }
 
+/// The last `n` lines of `text` (all of them when it has fewer), joined
+/// by `\n`: the end of a program's error, where its cause is written.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_lines_of_a_text_are_its_end_and_the_whole_text_when_shorter() {
+        let error = "Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: x\n";
+        assert_eq!(
+            last_lines(error, 2),
+            "  File \"x.py\", line 1\nNameError: x"
+        );
+        assert_eq!(last_lines(error, 9), error.trim_end());
+        assert_eq!(last_lines(error, 0), "");
+        assert_eq!(last_lines("", 3), "");
+    }
 
     #[test]
     fn a_cut_counts_characters_and_never_splits_one() {

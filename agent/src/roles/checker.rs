@@ -24,7 +24,7 @@
 //!   result.
 //! - [`disputed`]: what the executor reads when both disagree with it.
 
-use plan_engine::text::ellipsis;
+use plan_engine::text::{ellipsis, last_lines};
 use plan_engine::SubtaskId;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -34,7 +34,7 @@ use crate::grounded::{matches, numbers, Written};
 use crate::llm::{CallRole, Message};
 use crate::prompts;
 use crate::run::{RunEntry, ToolPolicy};
-use crate::tools::sandbox::capture::stdout_of;
+use crate::tools::sandbox::capture::{report_failed, stderr_of, stdout_of};
 use crate::tools::Toolset;
 
 /// The code tool the checks run on.
@@ -133,7 +133,7 @@ fn answer_line(stdout: &str) -> Vec<Written> {
 }
 
 fn said_of(claimed: &[Written], output: Option<&str>) -> Said {
-    let Some(output) = output.filter(|o| !crate::tools::sandbox::capture::report_failed(o)) else {
+    let Some(output) = output.filter(|o| !report_failed(o)) else {
         return Said::Nothing;
     };
     let answer = answer_line(stdout_of(output));
@@ -241,16 +241,12 @@ pub async fn check(
 /// What a check whose program gave no answer reads: its error's last
 /// lines, or what it printed instead of an answer line.
 fn fix_request(report: &str) -> String {
-    let (what, shown) = if crate::tools::sandbox::capture::report_failed(report) {
-        (
-            "failed",
-            report.rsplit("--- stderr ---\n").next().unwrap_or(report),
-        )
+    let (what, shown) = if report_failed(report) {
+        ("failed", stderr_of(report))
     } else {
         ("printed no answer on its last line", stdout_of(report))
     };
-    let lines: Vec<&str> = shown.trim().lines().collect();
-    let tail = lines[lines.len().saturating_sub(4)..].join("\n");
+    let tail = last_lines(shown.trim(), 4);
     let tail = if tail.is_empty() {
         "(nothing)".to_string()
     } else {
@@ -316,12 +312,18 @@ pub enum Recheck {
     /// Both checks printed another number: `said` is what the executor
     /// reads, `outputs` what the checks printed (now evidence).
     Disputed { said: String, outputs: Vec<String> },
+    /// No check bore the result out, and the executor's own last program
+    /// printed other numbers than the result states: `said` is what the
+    /// executor reads.
+    Contradicted { said: String },
     /// The run's budget ran out while checking.
     Budget(String),
 }
 
 /// Checks `result` when it states numbers `said` (the person's own words
-/// in the task) does not hold and a check can run here.
+/// in the task) does not hold: by two check programs when they can run
+/// here, and against `own`, the report of the executor's own last program
+/// that ran without error, when no check bore the result out.
 pub async fn recheck(
     caller: &Caller,
     tools: &Toolset,
@@ -329,10 +331,23 @@ pub async fn recheck(
     given: &str,
     result: &str,
     said: &[&str],
+    own: Option<&str>,
 ) -> Recheck {
     let claimed = claimed(result, said);
-    if claimed.is_empty() || !can_check(tools) {
+    if claimed.is_empty() {
         return Recheck::Keep;
+    }
+    // Qwen2.5-1.5B's program printed 30 ERROR lines, it answered 4 (a
+    // number the log holds), and both its checks failed: nothing but its
+    // own program spoke, and it was not heard.
+    let against_own = || match said_of(&claimed, own) {
+        Said::Differs(printed) => Recheck::Contradicted {
+            said: contradicted(&printed, &claimed),
+        },
+        Said::Agrees | Said::Nothing => Recheck::Keep,
+    };
+    if !can_check(tools) {
+        return against_own();
     }
     match check(caller, tools, subtask, given, &claimed).await {
         Err(why) => Recheck::Budget(why),
@@ -343,8 +358,32 @@ pub async fn recheck(
             said: disputed(&theirs, &ran),
             outputs: ran.into_iter().map(|r| r.output).collect(),
         },
+        Ok(Checked {
+            opinion: Opinion::Unsettled,
+            ..
+        }) => against_own(),
         Ok(_) => Recheck::Keep,
     }
+}
+
+/// What the executor reads when its own program printed `printed` on its
+/// last line with numbers and its result states `claimed` instead.
+fn contradicted(printed: &[Written], claimed: &[Written]) -> String {
+    let texts = |numbers: &[Written]| {
+        numbers
+            .iter()
+            .map(|n| n.text.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let printed = texts(printed);
+    format!(
+        "Your own program printed {printed} on its last line with numbers, but your result \
+         states {}. The result must say what a program computed. If your program answers the \
+         subtask, complete with {printed}. If it printed only a part of the answer or is \
+         wrong, compute the whole answer in one program and complete with what it prints.",
+        texts(claimed)
+    )
 }
 
 /// What the executor reads when both checks printed `theirs` and its

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use plan_engine::text::last_lines;
 use plan_engine::{HintOptions, NewSubtask, Op, Plan, SubtaskId};
 
 use crate::call::{CallError, Caller};
@@ -16,7 +17,7 @@ use crate::protocol::{Action, ToolSpec};
 use crate::roles::checker::{self, Recheck};
 use crate::run::RunEntry;
 use crate::run::{ToolPolicy, Verdict};
-use crate::tools::sandbox::capture::{report_failed as code_failed, untimed};
+use crate::tools::sandbox::capture::{report_failed as code_failed, stderr_of, untimed};
 use crate::tools::web::WEB_TOOLS;
 use crate::tools::{ToolError, Toolset};
 
@@ -460,6 +461,8 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     // The error of the last code run, while it is not fixed, and whether
     // a `fail` after it was sent back once to fix the code instead.
     let mut code_error: Option<String> = None;
+    // The report of the last program that ran without error.
+    let mut own_output: Option<String> = None;
     // The error of the last web call, while none has succeeded since.
     let mut web_error: Option<String> = None;
     let mut fix_checked = false;
@@ -555,6 +558,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                                 given,
                                 result,
                                 &words,
+                                own_output.as_deref(),
                             )
                             .await
                             {
@@ -564,6 +568,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                                     evidence.extend(outputs);
                                     said
                                 }
+                                Recheck::Contradicted { said } => said,
                             }
                         } else {
                             // One checking turn: the result states numbers
@@ -710,6 +715,9 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 };
                 if code {
                     code_error = code_failed(&text).then(|| text.clone());
+                    if ok && code_error.is_none() {
+                        own_output = Some(text.clone());
+                    }
                 }
                 if WEB_TOOLS.contains(&name.as_str()) {
                     web_error = (!ok).then(|| text.clone());
@@ -831,8 +839,7 @@ fn failed(reason: &str) -> Outcome {
 /// What the model reads when it fails a subtask after its code failed:
 /// the error's last lines, and that fixing it is its work.
 fn fix(report: &str) -> String {
-    let lines: Vec<&str> = report.lines().collect();
-    let tail = lines[lines.len().saturating_sub(6)..].join("\n");
+    let tail = last_lines(report, 6);
     format!(
         "Do not fail the subtask because your code failed: a code error is yours to fix. The \
          error was:\n{}\nFix that line (the code holds only Python, nothing copied from the \
@@ -853,9 +860,7 @@ fn offline(error: &str, code: Option<&str>) -> String {
         cut(error, 300)
     );
     if let Some(report) = code {
-        let stderr = report.rsplit("--- stderr ---\n").next().unwrap_or(report);
-        let lines: Vec<&str> = stderr.lines().collect();
-        let tail = lines[lines.len().saturating_sub(4)..].join("\n");
+        let tail = last_lines(stderr_of(report), 4);
         said.push_str(&format!("\nYour code failed too:\n{}", cut(&tail, 500)));
     }
     said

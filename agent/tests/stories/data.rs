@@ -297,6 +297,60 @@ async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_w
 }
 
 #[tokio::test]
+async fn a_result_its_own_program_contradicts_is_sent_back_once_when_no_check_bears_it_out() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app.log"),
+        "10:00 ERROR disk 4 full\n10:01 ERROR down\n",
+    )
+    .unwrap();
+    let failing = json!({"lines": ["import requests", "print(4)"]});
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "app.log"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(sum('ERROR' in l for l in open('app.log')))"}}),
+        )
+        // 4 is in the log, not what the program printed (2).
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 4 ERROR lines."}),
+        )
+        .push_json(CallRole::Checker, failing.clone())
+        .push_json(CallRole::Checker, failing)
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
+    assert_eq!(
+        world.llm.calls(CallRole::Checker),
+        2,
+        "neither check is fixed"
+    );
+    let told = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .filter_map(|r| r.messages.last())
+        .find(|m| m.content.starts_with("Your own program printed 2"))
+        .map(|m| m.content.clone())
+        .expect("the executor was shown its own program's number");
+    assert!(told.contains("your result states 4"), "{told}");
+}
+
+#[tokio::test]
 async fn a_check_whose_program_failed_beside_one_that_disagrees_is_fixed_once_and_can_dispute() {
     check_fixed_once(
         json!({"lines": ["import requests", "print(2)"]}),

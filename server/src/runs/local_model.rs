@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use plan_engine::text::last_lines;
 use run_model::ModelStatus;
 
 /// Lines of the model's log shown when it died.
@@ -38,7 +39,7 @@ pub fn observe(home: &Path) -> Observed {
         launcher_alive: alive("launcher.pid").unwrap_or(false),
         server_alive: alive("planboard-model.pid"),
         log_tail: read("planboard-model.log")
-            .map(|log| tail(&log, LOG_LINES))
+            .map(|log| last_lines(&log, LOG_LINES))
             .unwrap_or_default(),
     }
 }
@@ -55,11 +56,6 @@ pub fn process_alive(pid: u32) -> bool {
 /// name in parentheses, which may itself hold spaces and parentheses).
 fn stat_state(stat: &str) -> Option<char> {
     stat.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// The model's status: `answers` is whether its endpoint answered;

@@ -185,6 +185,12 @@ pub fn stdout_of(report: &str) -> &str {
     }
 }
 
+/// What a [`RunOutcome::report`]'s code printed on stderr; any other text
+/// whole (a tool's own error is what went wrong).
+pub fn stderr_of(report: &str) -> &str {
+    report.rsplit("--- stderr ---\n").next().unwrap_or(report)
+}
+
 fn section(text: &mut String, name: &str, body: &str) {
     text.push_str("--- ");
     text.push_str(name);
