@@ -269,6 +269,9 @@ impl ToolBox for CodeTools {
         if let Some(module) = missing_module(&outcome.stderr) {
             report.push_str(&missing_module_note(module, &self.packages_sentence()));
         }
+        if let Some(note) = tool_called_in_code(&outcome.stderr) {
+            report.push_str(&note);
+        }
         // Code that opened a file nobody gave or wrote (Qwen2.5-1.5B read
         // a "primes.txt" and an "input.txt" in runs given no files): the
         // workspace's real files, so the next call uses them or computes.
@@ -404,6 +407,35 @@ pub(super) fn missing_module_note(module: &str, packages: &str) -> String {
              network). {packages} Rewrite the code without {module}."
         )
     }
+}
+
+/// The agent's tools, which code may take for Python functions.
+const AGENT_TOOLS: [&str; 5] = [
+    "read_file",
+    "list_files",
+    "write_file",
+    "fetch_url",
+    "web_search",
+];
+
+/// A note for code that called one of the agent's tools as if it were a
+/// Python function (Qwen2.5-1.5B's check programs called
+/// `read_file('server.log')`, having seen the tool in the results, and
+/// both failed on the `NameError`): what to write instead.
+pub(super) fn tool_called_in_code(stderr: &str) -> Option<String> {
+    let rest = stderr.split("NameError: name '").nth(1)?;
+    let name = rest.split('\'').next()?;
+    let tool = AGENT_TOOLS.iter().find(|t| **t == name)?;
+    let instead = if crate::tools::web::WEB_TOOLS.contains(tool) {
+        "code runs with no network; compute what can be computed, and use the files in the \
+         current directory for data"
+    } else {
+        "the task's files are in the current directory: open them with open('name'), list \
+         them with os.listdir('.')"
+    };
+    Some(format!(
+        "\n--- note ---\n{tool} is the agent's tool, not a Python function: {instead}."
+    ))
 }
 
 pub(super) fn missing_module(stderr: &str) -> Option<&str> {

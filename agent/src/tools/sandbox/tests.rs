@@ -28,6 +28,24 @@ fn code_that_imports_a_web_module_is_told_it_has_no_network_and_to_compute() {
 }
 
 #[test]
+fn code_that_calls_an_agent_tool_as_a_function_is_told_to_open_the_file() {
+    let stderr = "Traceback (most recent call last):\n  File \"<code>\", line 1, in <module>\nNameError: name 'read_file' is not defined";
+    let note = tool_called_in_code(stderr).unwrap();
+    assert!(
+        note.contains("read_file is the agent's tool, not a Python function"),
+        "{note}"
+    );
+    assert!(note.contains("open('name')"), "{note}");
+    let web = tool_called_in_code("NameError: name 'fetch_url' is not defined").unwrap();
+    assert!(web.contains("no network"), "{web}");
+    assert_eq!(
+        tool_called_in_code("NameError: name 'x' is not defined"),
+        None
+    );
+    assert_eq!(tool_called_in_code("ValueError: read_file"), None);
+}
+
+#[test]
 fn a_missing_module_is_read_from_the_traceback() {
     let stderr = "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'pandas'\n";
     assert_eq!(missing_module(stderr), Some("pandas"));
@@ -460,6 +478,19 @@ async fn code_tools_report_a_failing_command_as_a_result_not_an_error() {
             report.contains(
                 "--- note ---\nno_such_module_here is not installed here and cannot be installed"
             ) && report.contains("Rewrite the code without no_such_module_here."),
+            "{report}"
+        );
+        // One of the agent's tools called as a function: the tool says
+        // how code reads a file.
+        let report = tools
+            .call(
+                "run_python",
+                &json!({"code": "print(read_file('app.log'))"}),
+            )
+            .await
+            .unwrap();
+        assert!(
+            report.contains("--- note ---\nread_file is the agent's tool, not a Python function"),
             "{report}"
         );
     }
