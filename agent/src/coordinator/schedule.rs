@@ -17,7 +17,9 @@ impl Driver {
             // be done fails and is rescheduled. (Qwen2.5-1.5B asked on 2
             // of its first 3 items, and added 35 subtasks, with them.)
             offered: crate::protocol::Actions {
-                add_subtask: self.mode() != Mode::Simple && !self.batching(),
+                add_subtask: self.mode() != Mode::Simple
+                    && !self.batching()
+                    && self.steps_may_add(plan),
                 ask: !self.batching(),
             },
             max_turns: self.caller.budget().max_turns,
@@ -25,6 +27,26 @@ impl Driver {
             earlier_failures: self.run.failures_of(id),
             taught: self.taught_for_step(plan, id),
         }
+    }
+
+    /// Whether an executor may still add a subtask: the plan is smaller
+    /// than the adaptation budget lets it grow (the approved size and as
+    /// many again, at least [`run_model::adaptation::MIN_ADDED`]; an
+    /// emergent list up to its cap). Each attempt adds at most one, so
+    /// the plan ends at most `max_parallel - 1` past it. (Qwen2.5-1.5B's
+    /// executors each added "calculate_north_region_revenue", whose
+    /// executors added it again: 28 subtasks from a plan of 2 in 5
+    /// minutes.)
+    fn steps_may_add(&self, plan: &Plan) -> bool {
+        let floor = if self.mode() == Mode::Emergent {
+            EMERGENT_CAP
+        } else {
+            run_model::adaptation::MIN_ADDED
+        };
+        let mut budget = self.run.adaptation.clone();
+        budget.start(self.approved_len.unwrap_or(plan.subtasks().len()), floor);
+        let ceiling = budget.base as usize + budget.limits().added as usize;
+        plan.subtasks().len() < ceiling
     }
 
     pub(super) fn spawn(
@@ -65,6 +87,7 @@ impl Driver {
                 Some(seen) if current == Some(seen.version()) => seen.clone(),
                 _ => Arc::new(self.host.plan(plan_id).await?),
             };
+            self.approved_len.get_or_insert(plan.subtasks().len());
             self.notice_people(&plan).await;
             // A batch added to the plan just before a restart becomes the
             // current batch before any of it runs (it is no-op otherwise).

@@ -463,6 +463,8 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     let mut code_error: Option<String> = None;
     // The report of the last program that ran without error.
     let mut own_output: Option<String> = None;
+    // The subtask this attempt added, if it added one.
+    let mut added: Option<u32> = None;
     // The error of the last web call, while none has succeeded since.
     let mut web_error: Option<String> = None;
     let mut fix_checked = false;
@@ -631,10 +633,43 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             Action::Ask { .. } => "Asking a person is not possible in this step: decide with a \
                 reasonable assumption and state it in the result, or fail with the reason."
                 .to_string(),
+            // One subtask added per attempt, never one the plan holds: a
+            // small model asked to add work adds it again and again
+            // (Qwen2.5-1.5B added the same step eight times in one
+            // attempt, copying the "#12" it was told into the next name).
+            Action::AddSubtask { .. } if added.is_some() => format!(
+                "You added #{} already; one new subtask per attempt. Do this subtask's own work \
+                 now: call a tool, complete or fail.",
+                added.unwrap_or_default()
+            ),
             Action::AddSubtask { name, description } => {
+                let name = name
+                    .trim_start_matches(|c: char| {
+                        c == '#' || c.is_ascii_digit() || c.is_whitespace()
+                    })
+                    .to_string();
+                let held = job.plan.subtasks().iter().find(|s| {
+                    run_model::adaptation::same_step(
+                        &name,
+                        description,
+                        s.name(),
+                        s.description(),
+                        s.state() == plan_engine::SubtaskState::Done,
+                    )
+                });
+                if let Some(held) = held {
+                    let said = format!(
+                        "The plan holds that subtask already (#{}): do not add it again. Do this \
+                         subtask's own work now.",
+                        held.id().0
+                    );
+                    messages.push(Message::assistant(action_text(&action)));
+                    messages.push(Message::user(said));
+                    continue;
+                }
                 let op = Op::AddSubtask {
                     subtask: NewSubtask {
-                        name: name.clone(),
+                        name,
                         description: description.clone(),
                         ..NewSubtask::default()
                     },
@@ -643,10 +678,11 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     required_by: Vec::new(),
                 };
                 match host.execute(job.plan.id(), vec![op], AGENT_ACTOR).await {
-                    Ok(plan) => format!(
-                        "Added to the plan as #{}. Go on with your own subtask.",
-                        plan.next_subtask_id().saturating_sub(1)
-                    ),
+                    Ok(plan) => {
+                        let id = plan.next_subtask_id().saturating_sub(1);
+                        added = Some(id);
+                        format!("Added to the plan as #{id}. Go on with your own subtask.")
+                    }
                     Err(e) => format!("The plan refused the new subtask: {e}"),
                 }
             }

@@ -355,3 +355,90 @@ async fn an_emergent_model_that_fails_every_todo_and_always_adds_a_way_around_st
         assert!(run.spent.llm_calls < 40, "{} calls", run.spent.llm_calls);
     }
 }
+
+#[tokio::test]
+async fn a_complex_run_whose_executors_always_add_a_subtask_ends_with_its_plan_bounded() {
+    // Every executor asks twice to add a new subtask, never seen before,
+    // and then completes: without a bound each added subtask's executor
+    // adds another, and only the call budget ends the run.
+    let adds = Arc::new(AtomicUsize::new(0));
+    let asked = adds.clone();
+    let llm = worker()
+        .push_json(
+            CallRole::Planner,
+            plan_json(&[("gather", &[]), ("report", &[1])]),
+        )
+        .responder(move |request| {
+            if request.role == CallRole::Executor {
+                // Valid answers only: adding while the schema offers it.
+                let offered = matches!(&request.shape, Shape::Json { schema, .. }
+                    if schema.to_string().contains(r#""add_subtask""#));
+                // Two adds in a row, then complete.
+                let early = request.messages.len() <= 4;
+                let n = asked.fetch_add(1, Ordering::SeqCst);
+                return Reply::Json(if offered && early {
+                    json!({"action": "add_subtask", "name": format!("#{n} more work {n}"),
+                        "description": format!("dig deeper, part {n}")})
+                } else {
+                    json!({"action": "complete", "result": "done"})
+                });
+            }
+            answer(request)
+        });
+    let world = World::new(llm);
+    let mut c = config("Gather and report the figures");
+    c.mode = ModeChoice::Complex;
+    c.budget.max_llm_calls = 1000;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    // Approved with 2: it may grow by 3 (MIN_ADDED) to 5, one attempt past
+    // it at most while subtasks run one after another here.
+    assert!(
+        plan.subtasks().len() <= 6,
+        "{} subtasks: {:?}",
+        plan.subtasks().len(),
+        plan.subtasks().iter().map(|s| s.name()).collect::<Vec<_>>()
+    );
+    assert!(
+        plan.subtasks().iter().all(|s| !s.name().starts_with('#')),
+        "a copied number is no part of a name"
+    );
+    let refused = world.llm.requests().iter().any(|r| {
+        r.role == CallRole::Executor
+            && r.messages
+                .last()
+                .is_some_and(|m| m.content.contains("one new subtask per attempt"))
+    });
+    assert!(refused, "a second add in one attempt is refused");
+    assert!(run.spent.llm_calls < 100, "{} calls", run.spent.llm_calls);
+}
+
+#[tokio::test]
+async fn a_subtask_the_plan_holds_is_not_added_again_by_an_executor() {
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("gather", &[]), ("report", &[1])]))
+        .responder(|request| {
+            if request.role == CallRole::Executor && request.messages.len() <= 2 {
+                // plan_json describes "report" as "do report".
+                return Reply::Json(
+                    json!({"action": "add_subtask", "name": "#2 Report", "description": "do report"}),
+                );
+            }
+            answer(request)
+        });
+    let world = World::new(llm);
+    let mut c = config("Gather and report the figures");
+    c.mode = ModeChoice::Complex;
+    let run = world.run(c).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.plan().subtasks().len(), 2);
+    let told = world.llm.requests().iter().any(|r| {
+        r.role == CallRole::Executor
+            && r.messages.last().is_some_and(|m| {
+                m.content
+                    .starts_with("The plan holds that subtask already (#2)")
+            })
+    });
+    assert!(told, "the executor is told the plan holds it");
+}
