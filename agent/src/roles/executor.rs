@@ -643,11 +643,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 added.unwrap_or_default()
             ),
             Action::AddSubtask { name, description } => {
-                let name = name
-                    .trim_start_matches(|c: char| {
-                        c == '#' || c.is_ascii_digit() || c.is_whitespace()
-                    })
-                    .to_string();
+                let name = uncopied(name);
                 let held = job.plan.subtasks().iter().find(|s| {
                     run_model::adaptation::same_step(
                         &name,
@@ -865,6 +861,18 @@ fn bare(specs: &[ToolSpec]) -> String {
 }
 
 /// The failed attempt a `fail` action ends in.
+/// A new subtask's name without a leading "#12 " the model copied from
+/// what it was told ("Added to the plan as #12"); any other name whole
+/// ("2026 sales summary" keeps its year).
+fn uncopied(name: &str) -> String {
+    let copied = name.trim_start().strip_prefix('#').and_then(|rest| {
+        let after = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+        (after.len() < rest.len() && after.starts_with(char::is_whitespace))
+            .then(|| after.trim_start())
+    });
+    copied.unwrap_or(name).to_string()
+}
+
 fn failed(reason: &str) -> Outcome {
     Outcome::Failed {
         reason: reason.to_string(),
@@ -922,6 +930,15 @@ fn action_text(action: &Action) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_copied_into_a_new_subtasks_name_is_dropped_and_a_leading_year_kept() {
+        assert_eq!(uncopied("#12 calculate revenue"), "calculate revenue");
+        assert_eq!(uncopied(" #7  check"), "check");
+        assert_eq!(uncopied("2026 sales summary"), "2026 sales summary");
+        assert_eq!(uncopied("#hashtags to count"), "#hashtags to count");
+        assert_eq!(uncopied("#12"), "#12");
+    }
 
     fn spec(name: &str) -> ToolSpec {
         ToolSpec {
