@@ -860,7 +860,6 @@ fn bare(specs: &[ToolSpec]) -> String {
     )
 }
 
-/// The failed attempt a `fail` action ends in.
 /// A new subtask's name without a leading "#12 " the model copied from
 /// what it was told ("Added to the plan as #12"); any other name whole
 /// ("2026 sales summary" keeps its year).
@@ -873,6 +872,7 @@ fn uncopied(name: &str) -> String {
     copied.unwrap_or(name).to_string()
 }
 
+/// The failed attempt a `fail` action ends in.
 fn failed(reason: &str) -> Outcome {
     Outcome::Failed {
         reason: reason.to_string(),
