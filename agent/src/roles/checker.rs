@@ -7,10 +7,11 @@
 //! result does not state it, the executor is shown their outputs once
 //! and decides again (self-consistency: a wrong program is rarely wrong
 //! the same way twice). A check whose program failed or printed no
-//! answer, beside one that printed another number, is shown why and
-//! written once more, so
-//! the disagreement can be settled by two opinions, not one. The check
-//! never decides by itself: it cannot
+//! answer, beside one that printed another number or failed too, is shown
+//! why and written once more, so the disagreement can be settled by two
+//! opinions, not one. A dispute needs both to print one number alone: a
+//! line of several does not say which is the answer. The check never
+//! decides by itself: it cannot
 //! change a result, only send it back once, and a check that cannot run
 //! (no code tool, a guarded one, a model error) lets the result through.
 //!
@@ -19,9 +20,9 @@
 //!   not already say.
 //! - [`recheck`]: the executor's entry: whether a result is checked and
 //!   what becomes of it ([`Recheck`]).
-//! - [`check`]: writes and runs the two programs (one fix for a failed
-//!   one beside a disagreeing one); [`Opinion`] is what they say of the
-//!   result.
+//! - [`check`]: writes and runs the two programs (one fix each for a
+//!   failed one beside a disagreeing or failed one); [`Opinion`] is what
+//!   they say of the result.
 //! - [`disputed`]: what the executor reads when both disagree with it.
 
 use plan_engine::text::{ellipsis, last_lines};
@@ -157,13 +158,18 @@ fn same(a: &Written, b: &Written) -> bool {
 fn opinion(first: &Said, second: &Said) -> Opinion {
     match (first, second) {
         (Said::Agrees, _) | (_, Said::Agrees) => Opinion::BorneOut,
-        (Said::Differs(a), Said::Differs(b)) => a
-            .iter()
-            .find(|x| b.iter().any(|y| same(x, y)))
-            .map(|x| Opinion::Disputed {
+        // Each printed one number alone, as asked, and it is the same. A
+        // line of several numbers bears a result out when it holds one of
+        // them, but does not say which is its answer: Qwen2.5-1.5B's check
+        // printed "Total functions: 12, Total methods: 0" beside another
+        // that printed 0, and a dispute on the 0 turned the executor's
+        // answer to 0 (the answer was 12).
+        (Said::Differs(a), Said::Differs(b)) => match (a.as_slice(), b.as_slice()) {
+            ([x], [y]) if same(x, y) => Opinion::Disputed {
                 theirs: x.text.clone(),
-            })
-            .unwrap_or(Opinion::Unsettled),
+            },
+            _ => Opinion::Unsettled,
+        },
         _ => Opinion::Unsettled,
     }
 }
@@ -206,24 +212,27 @@ pub async fn check(
             break;
         }
     }
-    // One check printed another number and the other's program failed or
-    // printed no answer: that one gets one fix, so two opinions can be had
-    // (Qwen2.5-1.5B's first check counted the log's 33 clients where the
-    // executor said 299, its second failed on a regex, and 299 stood; a
-    // count of functions checked as 12 beside a check that printed
-    // nothing kept the executor's 28).
-    let failed = match said.as_slice() {
-        [Said::Differs(_), Said::Nothing] => Some(1),
-        [Said::Nothing, Said::Differs(_)] => Some(0),
-        _ => None,
+    // A check whose program failed or printed no answer, beside one that
+    // printed another number or failed too, gets one fix, so two opinions
+    // can be had (Qwen2.5-1.5B's first check counted the log's 33 clients
+    // where the executor said 299, its second failed on a regex, and 299
+    // stood; a count of functions checked as 12 beside a check that
+    // printed nothing kept the executor's 28; both checks of a count of
+    // ERROR lines called `read_file` in Python, and its 3 stood).
+    let broken: &[usize] = match said.as_slice() {
+        [Said::Differs(_), Said::Nothing] => &[1],
+        [Said::Nothing, Said::Differs(_)] => &[0],
+        [Said::Nothing, Said::Nothing] => &[0, 1],
+        _ => &[],
     };
-    if let Some(i) = failed {
-        if let Some(broken) = ran[i].as_ref() {
+    for &i in broken {
+        if let Some(program) = ran[i].as_ref() {
             let mut messages = asked[i].clone();
             messages.push(Message::assistant(
-                serde_json::json!({ "lines": broken.code.lines().collect::<Vec<_>>() }).to_string(),
+                serde_json::json!({ "lines": program.code.lines().collect::<Vec<_>>() })
+                    .to_string(),
             ));
-            messages.push(Message::user(fix_request(&broken.output)));
+            messages.push(Message::user(fix_request(&program.output)));
             let (again, program) = check_once(caller, tools, subtask, &messages, claimed).await?;
             said[i] = again;
             if program.is_some() {
@@ -459,7 +468,7 @@ mod tests {
     }
 
     #[test]
-    fn a_result_is_disputed_only_when_both_checks_print_the_same_other_number() {
+    fn a_result_is_disputed_only_when_both_checks_print_the_same_other_number_alone() {
         let n = |text: &str| Said::Differs(numbers(text));
         assert_eq!(
             opinion(&n("count: 30"), &n("30 ERROR lines")),
@@ -468,6 +477,11 @@ mod tests {
             }
         );
         assert_eq!(opinion(&n("30"), &n("31")), Opinion::Unsettled);
+        assert_eq!(
+            opinion(&n("Total functions: 12, Total methods: 0"), &n("0")),
+            Opinion::Unsettled,
+            "a line of several numbers does not say which is its answer"
+        );
         assert_eq!(opinion(&n("30"), &Said::Nothing), Opinion::Unsettled);
         assert_eq!(opinion(&Said::Nothing, &Said::Nothing), Opinion::Unsettled);
         assert_eq!(opinion(&n("30"), &Said::Agrees), Opinion::BorneOut);

@@ -9,6 +9,7 @@ use crate::call::{CallError, Caller};
 use crate::llm::{CallRole, Message};
 use crate::prompts;
 use crate::protocol::{PlanAnswer, Proposed, Unreadable};
+use crate::tools::files;
 use crate::tools::web::WEB_TOOLS;
 
 /// Emergent plans hold at most this many TODOs (seed 004 `MAX_TODO_ITEMS`).
@@ -256,11 +257,11 @@ fn unordered(answer: &PlanAnswer, problem: &Unreadable) -> Option<Planned> {
 
 /// Tools whose only work is reading what is there: a step of them before
 /// a code step is part of that code step's work.
-const READING: [&str; 2] = ["read_file", "list_files"];
+const READING: [&str; 2] = [files::READ_FILE, files::LIST_FILES];
 /// The tool that runs code.
 pub const CODE: &str = "run_python";
 /// The tool that writes a file from text the model types.
-const WRITING: &str = "write_file";
+const WRITING: &str = files::WRITE_FILE;
 
 /// In a plan where no step runs code although code is offered, a step
 /// that types a file the person's `task` does not name becomes a code

@@ -155,6 +155,13 @@ pub fn holdings(workspace: &Workspace) -> String {
     )
 }
 
+/// The file tools' names, which the planner and the code runner's notes
+/// read too.
+pub const LIST_FILES: &str = "list_files";
+pub const READ_FILE: &str = "read_file";
+pub const WRITE_FILE: &str = "write_file";
+pub const FILE_TOOLS: [&str; 3] = [LIST_FILES, READ_FILE, WRITE_FILE];
+
 #[async_trait::async_trait]
 impl ToolBox for FileTools {
     fn specs(&self) -> Vec<ToolSpec> {
@@ -162,17 +169,17 @@ impl ToolBox for FileTools {
             json!({"type": "string", "maxLength": 200, "description": "relative to the workspace"});
         vec![
             ToolSpec {
-                name: "list_files".into(),
+                name: LIST_FILES.into(),
                 description: "Lists the files of a directory in the run's workspace.".into(),
                 parameters: json!({"type": "object", "properties": {"path": path}, "required": []}),
             },
             ToolSpec {
-                name: "read_file".into(),
+                name: READ_FILE.into(),
                 description: "Reads a text file from the run's workspace.".into(),
                 parameters: json!({"type": "object", "properties": {"path": path}, "required": ["path"]}),
             },
             ToolSpec {
-                name: "write_file".into(),
+                name: WRITE_FILE.into(),
                 description: "Writes a text file in the run's workspace (an artifact of the run)."
                     .into(),
                 parameters: json!({"type": "object", "properties": {
@@ -185,9 +192,9 @@ impl ToolBox for FileTools {
 
     async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
         match name {
-            "list_files" => self.list(arguments).await,
-            "read_file" => self.read(arguments).await,
-            "write_file" => self.write(arguments).await,
+            LIST_FILES => self.list(arguments).await,
+            READ_FILE => self.read(arguments).await,
+            WRITE_FILE => self.write(arguments).await,
             other => Err(ToolError::refused(format!(
                 "there is no file tool named {other}"
             ))),

@@ -51,17 +51,8 @@ async fn a_question_a_subtasks_tool_could_answer_is_sent_back_once_and_the_tool_
             .any(|c| c.body.contains("What is in notes.txt?")),
         "no person was asked"
     );
-    let told = world
-        .llm
-        .requests()
-        .iter()
-        .filter(|r| r.role == CallRole::Executor)
-        .filter_map(|r| r.messages.last())
-        .any(|m| {
-            m.content
-                .starts_with("Do not ask a person for what read_file can find out")
-        });
-    assert!(told, "the model was told to use its tool");
+    let told = world.told("Do not ask a person for what read_file can find out");
+    assert!(told.is_some(), "the model was told to use its tool");
 }
 
 #[tokio::test]
@@ -177,16 +168,8 @@ async fn numbers_stated_after_reading_a_file_without_code_are_sent_back_once_to_
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(world.plan().subtasks()[0].outcome(), Some("2 ERROR lines."));
-    let told = world
-        .llm
-        .requests()
-        .iter()
-        .filter_map(|r| r.messages.last())
-        .any(|m| {
-            m.content
-                .starts_with("Your result states numbers you read or counted yourself")
-        });
-    assert!(told, "the model was sent to compute");
+    let told = world.told("Your result states numbers you read or counted yourself");
+    assert!(told.is_some(), "the model was sent to compute");
 
     // A number copied from the file, said again, is kept.
     let llm = worker()
@@ -267,13 +250,7 @@ async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_w
         "a check never sees the result it checks"
     );
     let told = world
-        .llm
-        .requests()
-        .iter()
-        .filter(|r| r.role == CallRole::Executor)
-        .filter_map(|r| r.messages.last())
-        .find(|m| m.content.starts_with("Two programs written independently"))
-        .map(|m| m.content.clone())
+        .told("Two programs written independently")
         .expect("the executor was shown the checks");
     assert!(told.contains("both printed 2"), "{told}");
     assert!(
@@ -321,6 +298,9 @@ async fn a_result_its_own_program_contradicts_is_sent_back_once_when_no_check_be
             json!({"action": "complete", "result": "There are 4 ERROR lines."}),
         )
         .push_json(CallRole::Checker, failing.clone())
+        .push_json(CallRole::Checker, failing.clone())
+        // Each failed check is fixed once, and fails again.
+        .push_json(CallRole::Checker, failing.clone())
         .push_json(CallRole::Checker, failing)
         .push_json(
             CallRole::Executor,
@@ -335,17 +315,11 @@ async fn a_result_its_own_program_contradicts_is_sent_back_once_when_no_check_be
     );
     assert_eq!(
         world.llm.calls(CallRole::Checker),
-        2,
-        "neither check is fixed"
+        4,
+        "each check is fixed once, not more"
     );
     let told = world
-        .llm
-        .requests()
-        .iter()
-        .filter(|r| r.role == CallRole::Executor)
-        .filter_map(|r| r.messages.last())
-        .find(|m| m.content.starts_with("Your own program printed 2"))
-        .map(|m| m.content.clone())
+        .told("Your own program printed 2")
         .expect("the executor was shown its own program's number");
     assert!(told.contains("your result states 4"), "{told}");
 }
@@ -366,6 +340,56 @@ async fn a_check_that_printed_nothing_beside_one_that_disagrees_is_fixed_once_an
         "The program printed no answer on its last line:\n(nothing)",
     )
     .await;
+}
+
+#[tokio::test]
+async fn two_checks_whose_programs_both_failed_are_each_fixed_once_and_can_dispute() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = json!({"lines": ["import requests", "print(2)"]});
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There is 1 ERROR line."}),
+        )
+        .push_json(CallRole::Checker, failing.clone())
+        .push_json(CallRole::Checker, failing)
+        .push_json(CallRole::Checker, check_program())
+        .push_json(CallRole::Checker, check_program())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Checker), 4, "one fix each");
+    let fixes: Vec<String> = world
+        .llm
+        .requests()
+        .iter()
+        .filter(|r| r.role == CallRole::Checker)
+        .skip(2)
+        .map(|r| r.messages.last().unwrap().content.clone())
+        .collect();
+    assert!(
+        fixes
+            .iter()
+            .all(|f| f.starts_with("The program failed:\nModuleNotFoundError")),
+        "{fixes:?}"
+    );
+    let told = world
+        .told("Two programs written independently")
+        .expect("the executor was shown the fixed checks");
+    assert!(told.contains("both printed 2"), "{told}");
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
 }
 
 /// The executor says 1; the first check prints 2, the second runs
@@ -408,12 +432,8 @@ async fn check_fixed_once(broken: serde_json::Value, told: &str) {
             .all(|m| !m.content.contains("1 ERROR line")),
         "the fixed check does not see the result either"
     );
-    let told = requests
-        .iter()
-        .filter(|r| r.role == CallRole::Executor)
-        .filter_map(|r| r.messages.last())
-        .find(|m| m.content.starts_with("Two programs written independently"))
-        .map(|m| m.content.clone())
+    let told = world
+        .told("Two programs written independently")
         .expect("the executor was shown the checks");
     assert!(told.contains("both printed 2"), "{told}");
     assert!(
@@ -689,18 +709,12 @@ async fn a_subtask_failed_after_the_web_and_then_a_download_in_code_failed_is_se
     let world = web_world(llm, dir.path());
     let run = world.run(simple("How many primes are below 100?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
-    let requests = world.llm.requests();
-    let told = requests
-        .iter()
-        .filter(|r| r.role == CallRole::Executor)
-        .filter_map(|r| r.messages.last())
-        .find(|m| m.content.starts_with("The web could not be reached"))
+    let told = world
+        .told("The web could not be reached")
         .expect("the model was sent to compute");
     assert!(
-        told.content
-            .contains("Your code failed too:\nModuleNotFoundError: No module named 'requests'"),
-        "{}",
-        told.content
+        told.contains("Your code failed too:\nModuleNotFoundError: No module named 'requests'"),
+        "{told}"
     );
 }
 

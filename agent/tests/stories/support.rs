@@ -183,6 +183,18 @@ impl World {
         self.host.entries(id)
     }
 
+    /// What the agent told the executor, beginning with `prefix`: the
+    /// last message of the first executor call that ends with it.
+    pub fn told(&self, prefix: &str) -> Option<String> {
+        self.llm
+            .requests()
+            .iter()
+            .filter(|r| r.role == CallRole::Executor)
+            .filter_map(|r| r.messages.last())
+            .find(|m| m.content.starts_with(prefix))
+            .map(|m| m.content.clone())
+    }
+
     /// The first message of the last executor call about `name`.
     pub fn executor_prompt(&self, name: &str) -> String {
         self.llm

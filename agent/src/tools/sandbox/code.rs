@@ -409,15 +409,6 @@ pub(super) fn missing_module_note(module: &str, packages: &str) -> String {
     }
 }
 
-/// The agent's tools, which code may take for Python functions.
-const AGENT_TOOLS: [&str; 5] = [
-    "read_file",
-    "list_files",
-    "write_file",
-    "fetch_url",
-    "web_search",
-];
-
 /// A note for code that called one of the agent's tools as if it were a
 /// Python function (Qwen2.5-1.5B's check programs called
 /// `read_file('server.log')`, having seen the tool in the results, and
@@ -425,8 +416,10 @@ const AGENT_TOOLS: [&str; 5] = [
 pub(super) fn tool_called_in_code(stderr: &str) -> Option<String> {
     let rest = stderr.split("NameError: name '").nth(1)?;
     let name = rest.split('\'').next()?;
-    let tool = AGENT_TOOLS.iter().find(|t| **t == name)?;
-    let instead = if crate::tools::web::WEB_TOOLS.contains(tool) {
+    // The agent's tools, which code may take for Python functions.
+    let web = &crate::tools::web::WEB_TOOLS;
+    let tool = (crate::tools::files::FILE_TOOLS.iter().chain(web)).find(|t| **t == name)?;
+    let instead = if web.contains(tool) {
         "code runs with no network; compute what can be computed, and use the files in the \
          current directory for data"
     } else {
