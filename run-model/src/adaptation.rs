@@ -103,6 +103,15 @@ impl Adaptation {
         }
     }
 
+    /// The most subtasks the plan may hold by adapting: the approved size
+    /// and what it may add (0 before [`Adaptation::start`]).
+    pub fn most_subtasks(&self) -> usize {
+        if self.base == 0 {
+            return 0;
+        }
+        self.base as usize + self.limits().added as usize
+    }
+
     /// How many subtasks may still be added.
     pub fn room(&self) -> u32 {
         self.limits().added.saturating_sub(self.added)
@@ -250,8 +259,10 @@ mod tests {
     #[test]
     fn the_budget_grows_with_the_approved_plan_and_is_spent_by_rounds_that_add() {
         let mut a = Adaptation::default();
+        assert_eq!(a.most_subtasks(), 0, "no budget before the plan runs");
         a.start(6, MIN_ADDED);
         a.start(40, MIN_ADDED); // the approved plan counts, not what it grew to
+        assert_eq!(a.most_subtasks(), 12);
         assert_eq!(
             a.limits(),
             AdaptLimits {

@@ -295,7 +295,6 @@ impl Agent {
             saved: Instant::now(),
             recalled: None,
             input: None,
-            approved_len: None,
         };
         if let Err(why) = driver.go().await {
             driver.move_to(RunState::Failed, why.to_string()).await;
@@ -328,9 +327,6 @@ struct Driver {
     recalled: Option<Vec<run_model::Memory>>,
     /// A run in batches: its input's items, once read.
     input: Option<Arc<run_model::BatchInput>>,
-    /// The plan's size when its subtasks first started in this process:
-    /// what the adaptation budget grows from until the plan first adapts.
-    approved_len: Option<usize>,
 }
 
 /// Why a run failed, recorded as its reason.

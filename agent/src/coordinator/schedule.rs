@@ -38,15 +38,21 @@ impl Driver {
     /// executors added it again: 28 subtasks from a plan of 2 in 5
     /// minutes.)
     fn steps_may_add(&self, plan: &Plan) -> bool {
-        let floor = if self.mode() == Mode::Emergent {
-            EMERGENT_CAP
-        } else {
-            run_model::adaptation::MIN_ADDED
+        plan.subtasks().len() < self.run.adaptation.most_subtasks()
+    }
+
+    /// Starts the adaptation budget from the plan's size when its subtasks
+    /// first run, in the modes whose executors may add subtasks: stored
+    /// with the run, so a restart keeps the approved size.
+    fn start_budget(&mut self, plan: &Plan) {
+        let floor = match self.mode() {
+            Mode::Emergent => EMERGENT_CAP,
+            Mode::Complex => run_model::adaptation::MIN_ADDED,
+            _ => return,
         };
-        let mut budget = self.run.adaptation.clone();
-        budget.start(self.approved_len.unwrap_or(plan.subtasks().len()), floor);
-        let ceiling = budget.base as usize + budget.limits().added as usize;
-        plan.subtasks().len() < ceiling
+        if !self.batching() {
+            self.run.adaptation.start(plan.subtasks().len(), floor);
+        }
     }
 
     pub(super) fn spawn(
@@ -87,7 +93,7 @@ impl Driver {
                 Some(seen) if current == Some(seen.version()) => seen.clone(),
                 _ => Arc::new(self.host.plan(plan_id).await?),
             };
-            self.approved_len.get_or_insert(plan.subtasks().len());
+            self.start_budget(&plan);
             self.notice_people(&plan).await;
             // A batch added to the plan just before a restart becomes the
             // current batch before any of it runs (it is no-op otherwise).

@@ -392,6 +392,10 @@ async fn a_complex_run_whose_executors_always_add_a_subtask_ends_with_its_plan_b
     let run = world.run(c).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let plan = world.plan();
+    assert_eq!(
+        run.adaptation.base, 2,
+        "the budget starts from the approved plan and is stored with the run"
+    );
     // Approved with 2: it may grow by 3 (MIN_ADDED) to 5, one attempt past
     // it at most while subtasks run one after another here.
     assert!(
