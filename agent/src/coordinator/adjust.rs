@@ -593,8 +593,11 @@ impl Driver {
             Message::system(prompts::COMPILER),
             Message::user(given.clone()),
         ];
-        // The answer may state only numbers the task or the results hold;
-        // one more try when it states others, then the results themselves.
+        // The answer may state only numbers the person's own words or the
+        // results hold (not the files' previews: Qwen2.5-1.5B answered
+        // "widget" and added "followed by gizmo with 39", a price from the
+        // CSV's first rows); one more try when it states others, then the
+        // results themselves.
         for last in [false, true] {
             let answer = match self
                 .caller
@@ -604,7 +607,7 @@ impl Driver {
                 Ok(answer) if !answer.is_empty() => answer,
                 Ok(_) | Err(_) => return fallback,
             };
-            let missing = crate::grounded::unsupported(&answer, &[&given]);
+            let missing = crate::grounded::unsupported(&answer, &[&self.run.config.task, &results]);
             if missing.is_empty() {
                 return answer;
             }

@@ -113,6 +113,35 @@ async fn an_answer_stating_a_number_the_results_lack_is_written_again_and_else_t
 }
 
 #[tokio::test]
+async fn an_answer_stating_a_number_only_a_files_preview_holds_is_written_again() {
+    let result = json!({"action": "complete", "result": "widget has the highest revenue."});
+    let llm = worker()
+        .push_json(CallRole::Executor, result)
+        .push(
+            CallRole::Compiler,
+            Reply::Text("widget, followed by gizmo with 39.".into()),
+        )
+        .push(
+            CallRole::Compiler,
+            Reply::Text("widget has the highest revenue.".into()),
+        );
+    let world = World::new(llm);
+    let mut config = simple("Which product has the highest revenue in sales.csv?");
+    config.inputs = vec![run_model::InputFile {
+        path: "sales.csv".into(),
+        bytes: 40,
+        preview: Some("product,revenue\nwidget,284\ngizmo,39\n".into()),
+    }];
+    let run = world.run(config).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Compiler), 2);
+    assert_eq!(
+        run.answer.as_deref(),
+        Some("widget has the highest revenue.")
+    );
+}
+
+#[tokio::test]
 async fn with_one_result_the_answer_the_model_cannot_write_is_that_result_alone() {
     // Said twice: a number no tool printed is questioned once.
     let result = json!({"action": "complete", "result": "There are 1229 primes below 10000."});
