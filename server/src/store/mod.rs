@@ -9,9 +9,10 @@
 //! # Layout
 //! - this file: the trait and the rows it speaks in;
 //! - `sql.rs`: [`SqlStore`], one implementation for SQLite and PostgreSQL;
-//! - `runs.rs`: [`RunStore`], the agent's runs and run log, on the same database.
+//! - `direct.rs`: SQLite's plan commits without sqlx's worker thread;
 //! - `sessions.rs`: agent sessions' settings (part of [`PlanStore`]).
 
+mod direct;
 mod sessions;
 pub(crate) mod sql;
 
@@ -35,6 +36,9 @@ pub enum StoreError {
     Constraint(String),
     #[error("database error: {0}")]
     Database(sqlx::Error),
+    /// From the commits SQLite runs on the calling thread (`direct.rs`).
+    #[error("database error: {0}")]
+    Sqlite(rusqlite::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is unreadable: {0}")]
@@ -46,26 +50,59 @@ pub enum StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        use sqlx::error::ErrorKind;
         if let sqlx::Error::Configuration(why) = &e {
             return StoreError::Config(format!("DATABASE_URL cannot be used: {why}"));
         }
         let Some(db) = e.as_database_error() else {
             return StoreError::Database(e);
         };
-        let what = match db.kind() {
-            ErrorKind::UniqueViolation if db.message().contains("plan_key") => {
-                "another plan already uses this plan key (OpenManus plan_id); choose another"
-            }
-            ErrorKind::UniqueViolation => "an entry with the same key is already stored",
-            ErrorKind::ForeignKeyViolation => "it refers to something that is not stored",
-            ErrorKind::NotNullViolation | ErrorKind::CheckViolation => {
-                "a value is missing or out of range"
-            }
-            _ => return StoreError::Database(e),
-        };
-        StoreError::Constraint(format!("the change was not saved: {what}"))
+        refused(db.kind(), db.message()).unwrap_or(StoreError::Database(e))
     }
+}
+
+/// SQLite's own errors, from `direct.rs`'s commits: a constraint is the
+/// same sentence as through sqlx (whose SQLite driver reads the same
+/// extended codes).
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ffi;
+        use sqlx::error::ErrorKind;
+        if let rusqlite::Error::SqliteFailure(failure, message) = &e {
+            let kind = match failure.extended_code {
+                ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+                    ErrorKind::UniqueViolation
+                }
+                ffi::SQLITE_CONSTRAINT_FOREIGNKEY => ErrorKind::ForeignKeyViolation,
+                ffi::SQLITE_CONSTRAINT_NOTNULL => ErrorKind::NotNullViolation,
+                ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::CheckViolation,
+                _ => ErrorKind::Other,
+            };
+            if let Some(refused) = refused(kind, message.as_deref().unwrap_or_default()) {
+                return refused;
+            }
+        }
+        StoreError::Sqlite(e)
+    }
+}
+
+/// The sentence for a write the database refused on a constraint (the
+/// client can act on it: nothing was written); `None` for other errors.
+fn refused(kind: sqlx::error::ErrorKind, message: &str) -> Option<StoreError> {
+    use sqlx::error::ErrorKind;
+    let what = match kind {
+        ErrorKind::UniqueViolation if message.contains("plan_key") => {
+            "another plan already uses this plan key (OpenManus plan_id); choose another"
+        }
+        ErrorKind::UniqueViolation => "an entry with the same key is already stored",
+        ErrorKind::ForeignKeyViolation => "it refers to something that is not stored",
+        ErrorKind::NotNullViolation | ErrorKind::CheckViolation => {
+            "a value is missing or out of range"
+        }
+        _ => return None,
+    };
+    Some(StoreError::Constraint(format!(
+        "the change was not saved: {what}"
+    )))
 }
 
 /// One plan's part of a commit.

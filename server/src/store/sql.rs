@@ -28,6 +28,46 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrati
 /// Wakes other processes' live streams after a commit (PostgreSQL only).
 const CHANNEL: &str = "planboard_events";
 
+/// The statements of a plan commit, shared by sqlx's commit here and
+/// SQLite's on the calling thread (`direct.rs`): `$n` reads the same in
+/// both dialects.
+pub(super) mod statements {
+    pub const INSERT_PLAN: &str = "INSERT INTO plans (plan_key, title, state, mode, approval, \
+        version, updated_at, finished_at, snapshot, id, created_at) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+    /// The snapshot only when due; NULL keeps the stored one.
+    pub const UPDATE_PLAN: &str = "UPDATE plans SET plan_key = $1, title = $2, state = $3, \
+        mode = $4, approval = $5, version = $6, updated_at = $7, finished_at = $8, \
+        snapshot = COALESCE($9, snapshot) \
+        WHERE id = $10 AND version = $11 AND deleted_at IS NULL";
+    pub const PLAN_VERSION: &str = "SELECT version FROM plans WHERE id = $1";
+    pub const INSERT_COMMENT: &str =
+        "INSERT INTO comments (plan_id, id, subtask, author, body, at) \
+        VALUES ($1, $2, $3, $4, $5, $6)";
+    /// A deleted plan's key is free for a new plan.
+    pub const DELETE_PLAN: &str = "UPDATE plans SET deleted_at = $1, plan_key = NULL \
+        WHERE id = $2 AND deleted_at IS NULL RETURNING version";
+    pub const INSERT_DELETED_EVENT: &str = "INSERT INTO plan_events \
+        (plan_id, version, actor, kind, payload, at) VALUES ($1, $2, $3, 'plan_deleted', 'null', $4)";
+    pub const CLEAR_ACTIVE_PLAN: &str = "DELETE FROM active_plans WHERE plan_id = $1";
+    pub const SET_ACTIVE: &str = "INSERT INTO active_plans (session, plan_id, updated_at) \
+        VALUES ($1, $2, $3) ON CONFLICT (session) DO UPDATE SET plan_id = excluded.plan_id, \
+        updated_at = excluded.updated_at";
+    pub const CLEAR_ACTIVE_SESSION: &str = "DELETE FROM active_plans WHERE session = $1";
+    /// Events per `INSERT`: each statement is a round trip to sqlx's
+    /// SQLite worker thread, once the agent's main cost per step.
+    pub const EVENTS_PER_INSERT: usize = 1000;
+
+    /// The `INSERT` of `rows` events (six columns each).
+    pub fn insert_events(rows: usize) -> String {
+        super::values_sql(
+            "INSERT INTO plan_events (plan_id, version, actor, kind, payload, at) VALUES ",
+            6,
+            rows,
+        )
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
     Sqlite,
@@ -54,6 +94,8 @@ pub struct SqlStore {
     _alive: std::sync::Arc<()>,
     /// SQLite's writing transactions take turns here (see [`SqlStore::write_turn`]).
     writes: tokio::sync::Mutex<()>,
+    /// A SQLite file's plan commits, on the calling thread (`direct.rs`).
+    pub(super) direct: Option<super::direct::Direct>,
 }
 
 /// How often a SQLite file's log is copied back into the database.
@@ -99,9 +141,13 @@ impl SqlStore {
             if !memory {
                 ensure_sqlite_folder(url);
             }
-            // An in-memory database lives in one connection.
+            // An in-memory database lives in one connection. A connection
+            // to a file in this process has no other end to lose, and
+            // sqlx's ping before each acquire is one more round trip to its
+            // worker thread on every query (about three per agent step).
             options = options
                 .max_connections(if memory { 1 } else { 4 })
+                .test_before_acquire(false)
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         // Checkpoints run in the background (see
@@ -131,8 +177,10 @@ impl SqlStore {
             Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
         }
         let alive = std::sync::Arc::new(());
+        let mut direct = None;
         if backend == Backend::Sqlite && !memory {
             spawn_checkpointer(pool.clone(), std::sync::Arc::downgrade(&alive));
+            direct = Some(super::direct::Direct::open(sqlite_path(url))?);
         }
         Ok(SqlStore {
             pool,
@@ -140,6 +188,7 @@ impl SqlStore {
             url: url.to_string(),
             _alive: alive,
             writes: tokio::sync::Mutex::new(()),
+            direct,
         })
     }
 
@@ -166,13 +215,17 @@ impl SqlStore {
     }
 }
 
-fn ensure_sqlite_folder(url: &str) {
-    let path = url
-        .trim_start_matches("sqlite://")
+/// The file a `sqlite:` URL names.
+fn sqlite_path(url: &str) -> &str {
+    url.trim_start_matches("sqlite://")
         .trim_start_matches("sqlite:")
         .split('?')
         .next()
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn ensure_sqlite_folder(url: &str) {
+    let path = sqlite_path(url);
     if let Some(parent) = std::path::Path::new(path).parent() {
         if !parent.as_os_str().is_empty() {
             // A failure shows up as a clear connect error right after.
@@ -203,8 +256,18 @@ pub(crate) fn name_of<T: Serialize>(value: &T) -> String {
     }
 }
 
-fn version_i64(v: u64) -> i64 {
+pub(super) fn version_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A plan write's snapshot as stored, when it carries one.
+pub(super) fn snapshot_text(write: &super::PlanWrite) -> Result<Option<String>, StoreError> {
+    write
+        .snapshot
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(corrupt)
 }
 
 /// A row that does not read back as what was written (every store's
@@ -310,6 +373,9 @@ impl PlanStore for SqlStore {
             return Ok(());
         }
         let _turn = self.write_turn().await;
+        if let Some(direct) = &self.direct {
+            return direct.commit(batch);
+        }
         let mut tx = self.pool.begin().await?;
         if self.backend == Backend::Postgres {
             // Readers go on; writers queue, so seq order is commit order and
@@ -321,19 +387,10 @@ impl PlanStore for SqlStore {
             let row = &write.row;
             let id = row.id.to_string();
             // PlanWrite carries the plan only when its snapshot is due.
-            let snapshot = write
-                .snapshot
-                .as_ref()
-                .map(serde_json::to_string)
-                .transpose()
-                .map_err(corrupt)?;
+            let snapshot = snapshot_text(write)?;
             let changed = match write.base_version {
                 None => bind_row(
-                    sqlx::query(
-                        "INSERT INTO plans (plan_key, title, state, mode, approval, version, \
-                         updated_at, finished_at, snapshot, id, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                    ),
+                    sqlx::query(statements::INSERT_PLAN),
                     row,
                     Some(
                         snapshot
@@ -345,42 +402,25 @@ impl PlanStore for SqlStore {
                 .execute(&mut *tx)
                 .await?
                 .rows_affected(),
-                // The snapshot only when due; NULL keeps the stored one.
-                Some(base) => bind_row(
-                    sqlx::query(
-                        "UPDATE plans SET plan_key = $1, title = $2, state = $3, mode = $4, \
-                         approval = $5, version = $6, updated_at = $7, finished_at = $8, \
-                         snapshot = COALESCE($9, snapshot) \
-                         WHERE id = $10 AND version = $11 AND deleted_at IS NULL",
-                    ),
-                    row,
-                    snapshot,
-                )
-                .bind(&id)
-                .bind(version_i64(base))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
+                Some(base) => bind_row(sqlx::query(statements::UPDATE_PLAN), row, snapshot)
+                    .bind(&id)
+                    .bind(version_i64(base))
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected(),
             };
             if changed != 1 {
-                let current: Option<i64> =
-                    sqlx::query_scalar("SELECT version FROM plans WHERE id = $1")
-                        .bind(&id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
+                let current: Option<i64> = sqlx::query_scalar(statements::PLAN_VERSION)
+                    .bind(&id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
                 return Err(StoreError::Conflict {
                     plan_id: row.id,
                     current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
                 });
             }
-            // One statement per thousand events: each statement is a round
-            // trip to SQLite's worker thread, the agent's main cost per step.
-            for events in write.events.chunks(1000) {
-                let sql = values_sql(
-                    "INSERT INTO plan_events (plan_id, version, actor, kind, payload, at) VALUES ",
-                    6,
-                    events.len(),
-                );
+            for events in write.events.chunks(statements::EVENTS_PER_INSERT) {
+                let sql = statements::insert_events(events.len());
                 let mut insert = sqlx::query(&sql);
                 for event in events {
                     insert = insert
@@ -395,46 +435,36 @@ impl PlanStore for SqlStore {
             }
             for event in &write.events {
                 if let EventKind::CommentAdded { comment } = &event.kind {
-                    sqlx::query(
-                        "INSERT INTO comments (plan_id, id, subtask, author, body, at) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
-                    )
-                    .bind(&id)
-                    .bind(i64::from(comment.id))
-                    .bind(comment.subtask.map(|s| i64::from(s.0)))
-                    .bind(&comment.author)
-                    .bind(&comment.body)
-                    .bind(ts(comment.at))
-                    .execute(&mut *tx)
-                    .await?;
+                    sqlx::query(statements::INSERT_COMMENT)
+                        .bind(&id)
+                        .bind(i64::from(comment.id))
+                        .bind(comment.subtask.map(|s| i64::from(s.0)))
+                        .bind(&comment.author)
+                        .bind(&comment.body)
+                        .bind(ts(comment.at))
+                        .execute(&mut *tx)
+                        .await?;
                 }
             }
         }
         let now = ts(chrono::Utc::now());
         for (plan_id, actor) in &batch.deleted {
             let id = plan_id.to_string();
-            let version: Option<i64> = sqlx::query_scalar(
-                // A deleted plan's key is free for a new plan.
-                "UPDATE plans SET deleted_at = $1, plan_key = NULL \
-                 WHERE id = $2 AND deleted_at IS NULL RETURNING version",
-            )
-            .bind(&now)
-            .bind(&id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(version) = version {
-                sqlx::query(
-                    "INSERT INTO plan_events (plan_id, version, actor, kind, payload, at) \
-                     VALUES ($1, $2, $3, 'plan_deleted', 'null', $4)",
-                )
-                .bind(&id)
-                .bind(version)
-                .bind(actor)
+            let version: Option<i64> = sqlx::query_scalar(statements::DELETE_PLAN)
                 .bind(&now)
-                .execute(&mut *tx)
+                .bind(&id)
+                .fetch_optional(&mut *tx)
                 .await?;
+            if let Some(version) = version {
+                sqlx::query(statements::INSERT_DELETED_EVENT)
+                    .bind(&id)
+                    .bind(version)
+                    .bind(actor)
+                    .bind(&now)
+                    .execute(&mut *tx)
+                    .await?;
             }
-            sqlx::query("DELETE FROM active_plans WHERE plan_id = $1")
+            sqlx::query(statements::CLEAR_ACTIVE_PLAN)
                 .bind(&id)
                 .execute(&mut *tx)
                 .await?;
@@ -442,19 +472,15 @@ impl PlanStore for SqlStore {
         for (session, plan) in &batch.active {
             match plan {
                 Some(plan) => {
-                    sqlx::query(
-                        "INSERT INTO active_plans (session, plan_id, updated_at) VALUES ($1, $2, $3) \
-                         ON CONFLICT (session) DO UPDATE SET plan_id = excluded.plan_id, \
-                         updated_at = excluded.updated_at",
-                    )
-                    .bind(session)
-                    .bind(plan.to_string())
-                    .bind(&now)
-                    .execute(&mut *tx)
-                    .await?;
+                    sqlx::query(statements::SET_ACTIVE)
+                        .bind(session)
+                        .bind(plan.to_string())
+                        .bind(&now)
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 None => {
-                    sqlx::query("DELETE FROM active_plans WHERE session = $1")
+                    sqlx::query(statements::CLEAR_ACTIVE_SESSION)
                         .bind(session)
                         .execute(&mut *tx)
                         .await?;
