@@ -56,6 +56,50 @@ impl SqlStore {
     }
 }
 
+/// Run-log rows per `INSERT`.
+const APPEND_ROWS: usize = 500;
+
+/// The `INSERT` of `rows` run-log entries, returning their seqs.
+fn append_sql(rows: usize) -> String {
+    values_sql(
+        "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ",
+        5,
+        rows,
+    ) + " RETURNING seq"
+}
+
+/// When an entry is stored: with microseconds, so the entry streamed now
+/// equals the one read back.
+fn stored_at(e: &NewRunEntry) -> chrono::DateTime<chrono::Utc> {
+    chrono::SubsecRound::trunc_subsecs(e.at, 6)
+}
+
+/// The entries of one `INSERT` with the seqs it returned.
+fn numbered(chunk: &[NewRunEntry], mut seqs: Vec<i64>) -> Result<Vec<StoredRunEntry>, StoreError> {
+    // One INSERT's rows take their seqs in VALUES order, but the order
+    // RETURNING lists them in is not specified.
+    seqs.sort_unstable();
+    if seqs.len() != chunk.len() {
+        return Err(corrupt(format!(
+            "{} run-log rows written, {} seqs returned",
+            chunk.len(),
+            seqs.len()
+        )));
+    }
+    Ok(chunk
+        .iter()
+        .zip(seqs)
+        .map(|(e, seq)| StoredRunEntry {
+            seq,
+            run_id: e.run,
+            plan_id: e.plan,
+            kind: e.kind,
+            at: stored_at(e),
+            entry: e.entry.clone(),
+        })
+        .collect())
+}
+
 /// Wakes other processes' run-log readers after an append (PostgreSQL only).
 const RUN_LOG_CHANNEL: &str = "planboard_run_log";
 /// Carries reply deltas between processes (PostgreSQL only).
@@ -69,6 +113,28 @@ impl RunLogStore for SqlStore {
     ) -> Result<Vec<StoredRunEntry>, StoreError> {
         let mut stored = Vec::with_capacity(entries.len());
         let _turn = self.write_turn().await;
+        // A SQLite file appends on the calling thread, as plans commit.
+        if let Some(direct) = &self.direct {
+            return direct.write(|tx| {
+                for chunk in entries.chunks(APPEND_ROWS) {
+                    let mut values = Vec::with_capacity(chunk.len() * 5);
+                    for e in chunk {
+                        use rusqlite::types::Value;
+                        values.push(Value::Text(e.run.to_string()));
+                        values.push(e.plan.map_or(Value::Null, |p| Value::Text(p.to_string())));
+                        values.push(Value::Text(e.kind.to_string()));
+                        values.push(Value::Text(e.entry.to_string()));
+                        values.push(Value::Text(ts(stored_at(e))));
+                    }
+                    let seqs = tx
+                        .prepare_cached(&append_sql(chunk.len()))?
+                        .query_map(rusqlite::params_from_iter(values), |r| r.get(0))?
+                        .collect::<Result<Vec<i64>, _>>()?;
+                    stored.extend(numbered(chunk, seqs)?);
+                }
+                Ok(stored)
+            });
+        }
         let mut tx = self.pool.begin().await?;
         if self.is_postgres() {
             // Writers take turns, so seqs are handed out in commit order and
@@ -78,43 +144,18 @@ impl RunLogStore for SqlStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        for chunk in entries.chunks(500) {
-            let sql = values_sql(
-                "INSERT INTO run_log (run_id, plan_id, kind, entry, at) VALUES ",
-                5,
-                chunk.len(),
-            ) + " RETURNING seq";
+        for chunk in entries.chunks(APPEND_ROWS) {
+            let sql = append_sql(chunk.len());
             let mut query = sqlx::query_scalar::<_, i64>(&sql);
             for e in chunk {
-                // Stored with microseconds: the entry streamed now equals
-                // the one read back.
-                let at = chrono::SubsecRound::trunc_subsecs(e.at, 6);
                 query = query
                     .bind(e.run.to_string())
                     .bind(e.plan.map(|p| p.to_string()))
                     .bind(e.kind.to_string())
                     .bind(e.entry.to_string())
-                    .bind(ts(at));
+                    .bind(ts(stored_at(e)));
             }
-            let mut seqs = query.fetch_all(&mut *tx).await?;
-            // One INSERT's rows take their seqs in VALUES order, but the
-            // order RETURNING lists them in is not specified.
-            seqs.sort_unstable();
-            if seqs.len() != chunk.len() {
-                return Err(corrupt(format!(
-                    "{} run-log rows written, {} seqs returned",
-                    chunk.len(),
-                    seqs.len()
-                )));
-            }
-            stored.extend(chunk.iter().zip(seqs).map(|(e, seq)| StoredRunEntry {
-                seq,
-                run_id: e.run,
-                plan_id: e.plan,
-                kind: e.kind,
-                at: chrono::SubsecRound::trunc_subsecs(e.at, 6),
-                entry: e.entry.clone(),
-            }));
+            stored.extend(numbered(chunk, query.fetch_all(&mut *tx).await?)?);
         }
         if self.is_postgres() {
             // Delivered when (and only if) the transaction commits.

@@ -8,7 +8,8 @@
 //! task switches, not SQLite, were most of an agent step's cost. Here the
 //! whole commit runs as plain calls into SQLite on the task that commits,
 //! a few tens of microseconds in WAL mode, under the store's write turn, so
-//! the plan commits and the run log's appends still take turns.
+//! the plan commits and the run log's appends (which run here too) still
+//! take turns.
 //!
 //! What it trades: the commit blocks its tokio worker while SQLite works,
 //! and while SQLite's busy handler waits for a writer outside the write
@@ -18,14 +19,16 @@
 //!
 //! # Layout
 //! - [`Direct::open`]: the connection, with the pool's settings;
-//! - [`Direct::commit`]: one [`Batch`] in one `BEGIN IMMEDIATE` transaction,
-//!   the same statements as [`super::sql`]'s commit.
+//! - [`Direct::write`]: one `BEGIN IMMEDIATE` transaction on the calling
+//!   thread, for the plan commits and the run log's appends;
+//! - [`Direct::commit`]: one [`Batch`], the same statements as
+//!   [`super::sql`]'s commit.
 
 use std::sync::Mutex;
 
 use plan_engine::EventKind;
 use rusqlite::types::Value;
-use rusqlite::{params_from_iter, Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{params_from_iter, Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use super::sql::{corrupt, name_of, snapshot_text, statements, ts, version_i64};
 use super::{Batch, PlanColumns, StoreError};
@@ -58,119 +61,135 @@ impl Direct {
         })
     }
 
+    /// Runs `work` in one `BEGIN IMMEDIATE` transaction on the calling
+    /// thread and commits it; nothing is written when `work` fails. The
+    /// caller holds the store's write turn.
+    pub fn write<T>(
+        &self,
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // A panic mid-transaction rolled it back (rusqlite's `Transaction`
+        // does on drop): the connection is usable.
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = work(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
     /// Writes `batch` in one transaction, every changed plan guarded by its
     /// base version; nothing is written when any part fails.
     pub fn commit(&self, batch: &Batch) -> Result<(), StoreError> {
-        // A panic mid-commit rolled its transaction back (rusqlite's
-        // `Transaction` does on drop): the connection is usable.
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for write in &batch.plans {
-            let row = &write.row;
-            let id = row.id.to_string();
-            let snapshot = snapshot_text(write)?;
-            let changed = match write.base_version {
-                None => {
-                    let snapshot = snapshot
-                        .ok_or_else(|| corrupt("a new plan is written without its snapshot"))?;
-                    let mut values = columns(row, Some(snapshot));
-                    values.push(Value::Text(id.clone()));
-                    values.push(Value::Text(ts(row.created_at)));
-                    tx.prepare_cached(statements::INSERT_PLAN)?
-                        .execute(params_from_iter(values))?
-                }
-                Some(base) => {
-                    let mut values = columns(row, snapshot);
-                    values.push(Value::Text(id.clone()));
-                    values.push(Value::Integer(version_i64(base)));
-                    tx.prepare_cached(statements::UPDATE_PLAN)?
-                        .execute(params_from_iter(values))?
-                }
-            };
-            if changed != 1 {
-                let current: Option<i64> = tx
-                    .prepare_cached(statements::PLAN_VERSION)?
-                    .query_row([&id], |r| r.get(0))
-                    .map(Some)
-                    .or_else(|e| match e {
-                        rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                        e => Err(e),
-                    })?;
-                return Err(StoreError::Conflict {
-                    plan_id: row.id,
-                    current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
-                });
+        self.write(|tx| commit_plans(tx, batch))
+    }
+}
+
+/// The statements of one [`Batch`] (see [`Direct::commit`]).
+fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
+    for write in &batch.plans {
+        let row = &write.row;
+        let id = row.id.to_string();
+        let snapshot = snapshot_text(write)?;
+        let changed = match write.base_version {
+            None => {
+                let snapshot = snapshot
+                    .ok_or_else(|| corrupt("a new plan is written without its snapshot"))?;
+                let mut values = columns(row, Some(snapshot));
+                values.push(Value::Text(id.clone()));
+                values.push(Value::Text(ts(row.created_at)));
+                tx.prepare_cached(statements::INSERT_PLAN)?
+                    .execute(params_from_iter(values))?
             }
-            for events in write.events.chunks(statements::EVENTS_PER_INSERT) {
-                let sql = statements::insert_events(events.len());
-                let mut values = Vec::with_capacity(events.len() * 6);
-                for event in events {
-                    values.push(Value::Text(id.clone()));
-                    values.push(Value::Integer(version_i64(event.version)));
-                    values.push(Value::Text(event.actor.to_string()));
-                    values.push(Value::Text(event.kind.name().to_string()));
-                    values.push(Value::Text(serde_json::to_string(event).map_err(corrupt)?));
-                    values.push(Value::Text(ts(event.at)));
-                }
-                tx.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            Some(base) => {
+                let mut values = columns(row, snapshot);
+                values.push(Value::Text(id.clone()));
+                values.push(Value::Integer(version_i64(base)));
+                tx.prepare_cached(statements::UPDATE_PLAN)?
+                    .execute(params_from_iter(values))?
             }
-            for event in &write.events {
-                if let EventKind::CommentAdded { comment } = &event.kind {
-                    tx.prepare_cached(statements::INSERT_COMMENT)?
-                        .execute(params_from_iter([
-                            Value::Text(id.clone()),
-                            Value::Integer(i64::from(comment.id)),
-                            comment
-                                .subtask
-                                .map_or(Value::Null, |s| Value::Integer(i64::from(s.0))),
-                            Value::Text(comment.author.clone()),
-                            Value::Text(comment.body.clone()),
-                            Value::Text(ts(comment.at)),
-                        ]))?;
-                }
-            }
-        }
-        let now = ts(chrono::Utc::now());
-        for (plan_id, actor) in &batch.deleted {
-            let id = plan_id.to_string();
-            let version: Option<i64> = tx
-                .prepare_cached(statements::DELETE_PLAN)?
-                .query_row([&now, &id], |r| r.get(0))
+        };
+        if changed != 1 {
+            let current: Option<i64> = tx
+                .prepare_cached(statements::PLAN_VERSION)?
+                .query_row([&id], |r| r.get(0))
                 .map(Some)
                 .or_else(|e| match e {
                     rusqlite::Error::QueryReturnedNoRows => Ok(None),
                     e => Err(e),
                 })?;
-            if let Some(version) = version {
-                tx.prepare_cached(statements::INSERT_DELETED_EVENT)?
+            return Err(StoreError::Conflict {
+                plan_id: row.id,
+                current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
+            });
+        }
+        for events in write.events.chunks(statements::EVENTS_PER_INSERT) {
+            let sql = statements::insert_events(events.len());
+            let mut values = Vec::with_capacity(events.len() * 6);
+            for event in events {
+                values.push(Value::Text(id.clone()));
+                values.push(Value::Integer(version_i64(event.version)));
+                values.push(Value::Text(event.actor.to_string()));
+                values.push(Value::Text(event.kind.name().to_string()));
+                values.push(Value::Text(serde_json::to_string(event).map_err(corrupt)?));
+                values.push(Value::Text(ts(event.at)));
+            }
+            tx.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+        }
+        for event in &write.events {
+            if let EventKind::CommentAdded { comment } = &event.kind {
+                tx.prepare_cached(statements::INSERT_COMMENT)?
                     .execute(params_from_iter([
                         Value::Text(id.clone()),
-                        Value::Integer(version),
-                        Value::Text(actor.clone()),
-                        Value::Text(now.clone()),
+                        Value::Integer(i64::from(comment.id)),
+                        comment
+                            .subtask
+                            .map_or(Value::Null, |s| Value::Integer(i64::from(s.0))),
+                        Value::Text(comment.author.clone()),
+                        Value::Text(comment.body.clone()),
+                        Value::Text(ts(comment.at)),
                     ]))?;
             }
-            tx.prepare_cached(statements::CLEAR_ACTIVE_PLAN)?
-                .execute([&id])?;
         }
-        for (session, plan) in &batch.active {
-            match plan {
-                Some(plan) => {
-                    tx.prepare_cached(statements::SET_ACTIVE)?.execute([
-                        session.as_str(),
-                        plan.to_string().as_str(),
-                        now.as_str(),
-                    ])?;
-                }
-                None => {
-                    tx.prepare_cached(statements::CLEAR_ACTIVE_SESSION)?
-                        .execute([session])?;
-                }
+    }
+    let now = ts(chrono::Utc::now());
+    for (plan_id, actor) in &batch.deleted {
+        let id = plan_id.to_string();
+        let version: Option<i64> = tx
+            .prepare_cached(statements::DELETE_PLAN)?
+            .query_row([&now, &id], |r| r.get(0))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        if let Some(version) = version {
+            tx.prepare_cached(statements::INSERT_DELETED_EVENT)?
+                .execute(params_from_iter([
+                    Value::Text(id.clone()),
+                    Value::Integer(version),
+                    Value::Text(actor.clone()),
+                    Value::Text(now.clone()),
+                ]))?;
+        }
+        tx.prepare_cached(statements::CLEAR_ACTIVE_PLAN)?
+            .execute([&id])?;
+    }
+    for (session, plan) in &batch.active {
+        match plan {
+            Some(plan) => {
+                tx.prepare_cached(statements::SET_ACTIVE)?.execute([
+                    session.as_str(),
+                    plan.to_string().as_str(),
+                    now.as_str(),
+                ])?;
+            }
+            None => {
+                tx.prepare_cached(statements::CLEAR_ACTIVE_SESSION)?
+                    .execute([session])?;
             }
         }
-        tx.commit()?;
-        Ok(())
     }
+    Ok(())
 }
 
 /// A plan row's columns in the order of [`statements::INSERT_PLAN`] and

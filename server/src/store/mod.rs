@@ -12,7 +12,7 @@
 //! - `direct.rs`: SQLite's plan commits without sqlx's worker thread;
 //! - `sessions.rs`: agent sessions' settings (part of [`PlanStore`]).
 
-mod direct;
+pub(crate) mod direct;
 mod sessions;
 pub(crate) mod sql;
 

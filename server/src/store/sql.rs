@@ -95,7 +95,7 @@ pub struct SqlStore {
     /// SQLite's writing transactions take turns here (see [`SqlStore::write_turn`]).
     writes: tokio::sync::Mutex<()>,
     /// A SQLite file's plan commits, on the calling thread (`direct.rs`).
-    pub(super) direct: Option<super::direct::Direct>,
+    pub(crate) direct: Option<super::direct::Direct>,
 }
 
 /// How often a SQLite file's log is copied back into the database.
