@@ -188,10 +188,18 @@ impl PlanService {
             }
             let mut book = self.book.lock().await;
             match result {
-                Ok(()) => {
+                Ok(rows) => {
                     book.settle(calls);
                     drop(book);
-                    self.hub.wake();
+                    // Alone on the database, the rows this commit wrote are
+                    // the log's next rows: published now, in commit order
+                    // (under `committing`), with no read back. Beside other
+                    // processes the reader reads the log between commits.
+                    if self.shared {
+                        self.hub.wake();
+                    } else {
+                        self.hub.publish(&rows);
+                    }
                 }
                 Err(e) => book.rollback(calls, Failure::Commit(Arc::new(e))),
             }

@@ -30,8 +30,11 @@ use plan_engine::EventKind;
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::sql::{corrupt, name_of, snapshot_text, statements, ts, version_i64};
-use super::{Batch, PlanColumns, StoreError};
+use super::sql::{
+    corrupt, deleted_event, name_of, snapshot_text, statements, stored_events, stored_now, ts,
+    version_i64,
+};
+use super::{Batch, PlanColumns, StoreError, StoredEvent};
 
 /// How long a commit waits for another writer of the file, as the pool.
 const BUSY: std::time::Duration = std::time::Duration::from_secs(5);
@@ -79,13 +82,14 @@ impl Direct {
 
     /// Writes `batch` in one transaction, every changed plan guarded by its
     /// base version; nothing is written when any part fails.
-    pub fn commit(&self, batch: &Batch) -> Result<(), StoreError> {
+    pub fn commit(&self, batch: &Batch) -> Result<Vec<StoredEvent>, StoreError> {
         self.write(|tx| commit_plans(tx, batch))
     }
 }
 
 /// The statements of one [`Batch`] (see [`Direct::commit`]).
-fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
+fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut stored = Vec::new();
     for write in &batch.plans {
         let row = &write.row;
         let id = row.id.to_string();
@@ -133,7 +137,11 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
                 values.push(Value::Text(serde_json::to_string(event).map_err(corrupt)?));
                 values.push(Value::Text(ts(event.at)));
             }
-            tx.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            let seqs = tx
+                .prepare_cached(&sql)?
+                .query_map(params_from_iter(values), |r| r.get(0))?
+                .collect::<Result<Vec<i64>, _>>()?;
+            stored.extend(stored_events(row.id, events, seqs)?);
         }
         for event in &write.events {
             if let EventKind::CommentAdded { comment } = &event.kind {
@@ -151,7 +159,8 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
             }
         }
     }
-    let now = ts(chrono::Utc::now());
+    let at = stored_now();
+    let now = ts(at);
     for (plan_id, actor) in &batch.deleted {
         let id = plan_id.to_string();
         let version: Option<i64> = tx
@@ -163,13 +172,18 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
                 e => Err(e),
             })?;
         if let Some(version) = version {
-            tx.prepare_cached(statements::INSERT_DELETED_EVENT)?
-                .execute(params_from_iter([
-                    Value::Text(id.clone()),
-                    Value::Integer(version),
-                    Value::Text(actor.clone()),
-                    Value::Text(now.clone()),
-                ]))?;
+            let seq: i64 = tx
+                .prepare_cached(statements::INSERT_DELETED_EVENT)?
+                .query_row(
+                    params_from_iter([
+                        Value::Text(id.clone()),
+                        Value::Integer(version),
+                        Value::Text(actor.clone()),
+                        Value::Text(now.clone()),
+                    ]),
+                    |r| r.get(0),
+                )?;
+            stored.push(deleted_event(seq, *plan_id, version, actor, at));
         }
         tx.prepare_cached(statements::CLEAR_ACTIVE_PLAN)?
             .execute([&id])?;
@@ -189,7 +203,8 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<(), StoreError> {
             }
         }
     }
-    Ok(())
+    stored.sort_unstable_by_key(|e| e.seq);
+    Ok(stored)
 }
 
 /// A plan row's columns in the order of [`statements::INSERT_PLAN`] and
@@ -252,25 +267,62 @@ mod tests {
         store
     }
 
-    #[tokio::test]
-    async fn a_plan_committed_directly_reads_back_through_the_pool_event_for_event() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = file_store(&dir).await;
-        let (mut plan, created) = new_plan("k1");
-        store
+    /// The rows commits return are the rows the log reads back: a new
+    /// plan, a change and a deletion.
+    async fn committed_rows_are_the_logs(store: &SqlStore) {
+        let (mut plan, created) = new_plan(&format!("k-{}", uuid::Uuid::new_v4()));
+        let mut returned = store
             .commit(&batch(PlanWrite::of(&plan, None, created.clone())))
             .await
             .unwrap();
         let base = plan.version();
         let started = plan.execute(&start_first().into(), "t", now()).unwrap();
-        store
-            .commit(&batch(PlanWrite::of(&plan, Some(base), started.clone())))
-            .await
-            .unwrap();
+        returned.extend(
+            store
+                .commit(&batch(PlanWrite::of(&plan, Some(base), started.clone())))
+                .await
+                .unwrap(),
+        );
         assert_eq!(store.load(plan.id()).await.unwrap().as_ref(), Some(&plan));
-        let stored = store.events(Some(plan.id()), 0, 100).await.unwrap();
-        assert_eq!(stored.len(), created.len() + started.len());
-        assert!(stored.windows(2).all(|w| w[0].seq < w[1].seq));
+        returned.extend(
+            store
+                .commit(&Batch {
+                    deleted: vec![(plan.id(), "t".into())],
+                    ..Batch::default()
+                })
+                .await
+                .unwrap(),
+        );
+        let read = store.events(Some(plan.id()), 0, 100).await.unwrap();
+        assert_eq!(read.len(), created.len() + started.len() + 1);
+        assert_eq!(
+            serde_json::to_value(&returned).unwrap(),
+            serde_json::to_value(&read).unwrap()
+        );
+        assert!(read.windows(2).all(|w| w[0].seq < w[1].seq));
+    }
+
+    #[tokio::test]
+    async fn the_rows_a_direct_commit_returns_are_the_rows_the_pool_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        committed_rows_are_the_logs(&file_store(&dir).await).await;
+    }
+
+    #[tokio::test]
+    async fn the_rows_a_commit_through_sqlx_returns_are_the_rows_it_reads_back() {
+        let memory = SqlStore::connect("sqlite::memory:").await.unwrap();
+        assert!(
+            memory.direct.is_none(),
+            "one connection holds a memory database"
+        );
+        committed_rows_are_the_logs(&memory).await;
+        // PostgreSQL too, where `scripts/test` gives one.
+        if let Some(url) = std::env::var("PLANBOARD_TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            committed_rows_are_the_logs(&SqlStore::connect(&url).await.unwrap()).await;
+        }
     }
 
     #[tokio::test]

@@ -242,7 +242,9 @@ pub trait PlanStore: Send + Sync {
     async fn load(&self, id: PlanId) -> Result<Option<Plan>, StoreError>;
     /// The stored version of a plan that is not deleted.
     async fn version(&self, id: PlanId) -> Result<Option<u64>, StoreError>;
-    async fn commit(&self, batch: &Batch) -> Result<(), StoreError>;
+    /// Writes `batch` in one transaction; returns the log rows it wrote,
+    /// in seq order, as [`PlanStore::events`] reads them back.
+    async fn commit(&self, batch: &Batch) -> Result<Vec<StoredEvent>, StoreError>;
     /// Log rows after `after_seq`, oldest first; of one plan or of all.
     async fn events(
         &self,

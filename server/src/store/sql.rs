@@ -48,7 +48,8 @@ pub(super) mod statements {
     pub const DELETE_PLAN: &str = "UPDATE plans SET deleted_at = $1, plan_key = NULL \
         WHERE id = $2 AND deleted_at IS NULL RETURNING version";
     pub const INSERT_DELETED_EVENT: &str = "INSERT INTO plan_events \
-        (plan_id, version, actor, kind, payload, at) VALUES ($1, $2, $3, 'plan_deleted', 'null', $4)";
+        (plan_id, version, actor, kind, payload, at) VALUES ($1, $2, $3, 'plan_deleted', 'null', $4) \
+        RETURNING seq";
     pub const CLEAR_ACTIVE_PLAN: &str = "DELETE FROM active_plans WHERE plan_id = $1";
     pub const SET_ACTIVE: &str = "INSERT INTO active_plans (session, plan_id, updated_at) \
         VALUES ($1, $2, $3) ON CONFLICT (session) DO UPDATE SET plan_id = excluded.plan_id, \
@@ -58,13 +59,14 @@ pub(super) mod statements {
     /// SQLite worker thread, once the agent's main cost per step.
     pub const EVENTS_PER_INSERT: usize = 1000;
 
-    /// The `INSERT` of `rows` events (six columns each).
+    /// The `INSERT` of `rows` events (six columns each), returning their
+    /// seqs.
     pub fn insert_events(rows: usize) -> String {
         super::values_sql(
             "INSERT INTO plan_events (plan_id, version, actor, kind, payload, at) VALUES ",
             6,
             rows,
-        )
+        ) + " RETURNING seq"
     }
 }
 
@@ -260,6 +262,64 @@ pub(super) fn version_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// The log rows of one `INSERT` of `events` with the seqs it returned,
+/// as [`PlanStore::events`] reads them back (times at microseconds).
+pub(super) fn stored_events(
+    plan_id: PlanId,
+    events: &[plan_engine::Event],
+    mut seqs: Vec<i64>,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    // One INSERT's rows take their seqs in VALUES order, but the order
+    // RETURNING lists them in is not specified.
+    seqs.sort_unstable();
+    if seqs.len() != events.len() {
+        return Err(corrupt(format!(
+            "{} events written, {} seqs returned",
+            events.len(),
+            seqs.len()
+        )));
+    }
+    events
+        .iter()
+        .zip(seqs)
+        .map(|(event, seq)| {
+            Ok(StoredEvent {
+                seq,
+                plan_id,
+                version: event.version,
+                actor: event.actor.to_string(),
+                kind: event.kind.name().to_string(),
+                at: chrono::SubsecRound::trunc_subsecs(event.at, 6),
+                event: serde_json::to_value(event).map_err(corrupt)?,
+            })
+        })
+        .collect()
+}
+
+/// The row a deletion writes.
+pub(super) fn deleted_event(
+    seq: i64,
+    plan_id: PlanId,
+    version: i64,
+    actor: &str,
+    at: Timestamp,
+) -> StoredEvent {
+    StoredEvent {
+        seq,
+        plan_id,
+        version: u64::try_from(version).unwrap_or_default(),
+        actor: actor.to_string(),
+        kind: "plan_deleted".to_string(),
+        at,
+        event: serde_json::Value::Null,
+    }
+}
+
+/// Now, as a stored time reads back (microseconds).
+pub(super) fn stored_now() -> Timestamp {
+    chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6)
+}
+
 /// A plan write's snapshot as stored, when it carries one.
 pub(super) fn snapshot_text(write: &super::PlanWrite) -> Result<Option<String>, StoreError> {
     write
@@ -368,15 +428,16 @@ impl PlanStore for SqlStore {
         Ok(version.and_then(|v| u64::try_from(v).ok()))
     }
 
-    async fn commit(&self, batch: &Batch) -> Result<(), StoreError> {
+    async fn commit(&self, batch: &Batch) -> Result<Vec<StoredEvent>, StoreError> {
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let _turn = self.write_turn().await;
         if let Some(direct) = &self.direct {
             return direct.commit(batch);
         }
         let mut tx = self.pool.begin().await?;
+        let mut stored = Vec::new();
         if self.backend == Backend::Postgres {
             // Readers go on; writers queue, so seq order is commit order and
             // a live stream resuming "after seq n" can never skip a row.
@@ -421,7 +482,7 @@ impl PlanStore for SqlStore {
             }
             for events in write.events.chunks(statements::EVENTS_PER_INSERT) {
                 let sql = statements::insert_events(events.len());
-                let mut insert = sqlx::query(&sql);
+                let mut insert = sqlx::query_scalar::<_, i64>(&sql);
                 for event in events {
                     insert = insert
                         .bind(&id)
@@ -431,7 +492,8 @@ impl PlanStore for SqlStore {
                         .bind(serde_json::to_string(event).map_err(corrupt)?)
                         .bind(ts(event.at));
                 }
-                insert.execute(&mut *tx).await?;
+                let seqs = insert.fetch_all(&mut *tx).await?;
+                stored.extend(stored_events(row.id, events, seqs)?);
             }
             for event in &write.events {
                 if let EventKind::CommentAdded { comment } = &event.kind {
@@ -447,7 +509,8 @@ impl PlanStore for SqlStore {
                 }
             }
         }
-        let now = ts(chrono::Utc::now());
+        let at = stored_now();
+        let now = ts(at);
         for (plan_id, actor) in &batch.deleted {
             let id = plan_id.to_string();
             let version: Option<i64> = sqlx::query_scalar(statements::DELETE_PLAN)
@@ -456,13 +519,14 @@ impl PlanStore for SqlStore {
                 .fetch_optional(&mut *tx)
                 .await?;
             if let Some(version) = version {
-                sqlx::query(statements::INSERT_DELETED_EVENT)
+                let seq: i64 = sqlx::query_scalar(statements::INSERT_DELETED_EVENT)
                     .bind(&id)
                     .bind(version)
                     .bind(actor)
                     .bind(&now)
-                    .execute(&mut *tx)
+                    .fetch_one(&mut *tx)
                     .await?;
+                stored.push(deleted_event(seq, *plan_id, version, actor, at));
             }
             sqlx::query(statements::CLEAR_ACTIVE_PLAN)
                 .bind(&id)
@@ -492,7 +556,8 @@ impl PlanStore for SqlStore {
             tx.execute(format!("NOTIFY {CHANNEL}").as_str()).await?;
         }
         tx.commit().await?;
-        Ok(())
+        stored.sort_unstable_by_key(|e| e.seq);
+        Ok(stored)
     }
 
     async fn events(
