@@ -22,7 +22,7 @@
 //! - [`Direct::write`]: one `BEGIN IMMEDIATE` transaction on the calling
 //!   thread, for the plan commits and the run log's appends;
 //! - [`Direct::commit`]: one [`Batch`], the same statements as
-//!   [`super::sql`]'s commit.
+//!   `sql.rs`'s commit.
 
 use std::sync::Mutex;
 
@@ -30,7 +30,7 @@ use plan_engine::EventKind;
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::sql::{
+use super::rows::{
     corrupt, deleted_event, name_of, snapshot_text, statements, stored_events, stored_now, ts,
     version_i64,
 };

@@ -9,10 +9,12 @@
 //! # Layout
 //! - this file: the trait and the rows it speaks in;
 //! - `sql.rs`: [`SqlStore`], one implementation for SQLite and PostgreSQL;
-//! - `direct.rs`: SQLite's plan commits without sqlx's worker thread;
+//! - `direct.rs`: a SQLite file's writes without sqlx's worker thread;
+//! - `rows.rs`: how values are stored, for both write paths;
 //! - `sessions.rs`: agent sessions' settings (part of [`PlanStore`]).
 
 pub(crate) mod direct;
+mod rows;
 mod sessions;
 pub(crate) mod sql;
 
