@@ -346,24 +346,7 @@ async fn a_check_that_printed_nothing_beside_one_that_disagrees_is_fixed_once_an
 async fn two_checks_whose_programs_both_failed_are_each_fixed_once_and_can_dispute() {
     let dir = tempfile::tempdir().unwrap();
     let failing = json!({"lines": ["import requests", "print(2)"]});
-    let llm = worker()
-        .push_json(CallRole::Planner, counting_plan())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
-        )
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "There is 1 ERROR line."}),
-        )
-        .push_json(CallRole::Checker, failing.clone())
-        .push_json(CallRole::Checker, failing)
-        .push_json(CallRole::Checker, check_program())
-        .push_json(CallRole::Checker, check_program())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
-        );
+    let llm = one_then_checked([failing.clone(), failing, check_program(), check_program()]);
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
@@ -392,11 +375,10 @@ async fn two_checks_whose_programs_both_failed_are_each_fixed_once_and_can_dispu
     );
 }
 
-/// The executor says 1; the first check prints 2, the second runs
-/// `broken`, is told `told` and fixed, and prints 2: the executor is shown
-/// both.
-async fn check_fixed_once(broken: serde_json::Value, told: &str) {
-    let dir = tempfile::tempdir().unwrap();
+/// A run whose executor reads the log and says 1, whose check programs
+/// are `checks` in turn (the fake `run_python` prints 2 for a program that
+/// does not fail), and whose executor then says 2.
+fn one_then_checked<const N: usize>(checks: [serde_json::Value; N]) -> agent::ScriptedLlm {
     let llm = worker()
         .push_json(CallRole::Planner, counting_plan())
         .push_json(
@@ -406,14 +388,22 @@ async fn check_fixed_once(broken: serde_json::Value, told: &str) {
         .push_json(
             CallRole::Executor,
             json!({"action": "complete", "result": "There is 1 ERROR line."}),
-        )
-        .push_json(CallRole::Checker, check_program())
-        .push_json(CallRole::Checker, broken)
-        .push_json(CallRole::Checker, check_program())
+        );
+    checks
+        .into_iter()
+        .fold(llm, |llm, check| llm.push_json(CallRole::Checker, check))
         .push_json(
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
-        );
+        )
+}
+
+/// The executor says 1; the first check prints 2, the second runs
+/// `broken`, is told `told` and fixed, and prints 2: the executor is shown
+/// both.
+async fn check_fixed_once(broken: serde_json::Value, told: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = one_then_checked([check_program(), broken, check_program()]);
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
