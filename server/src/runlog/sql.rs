@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::store::{NewRunEntry, RunLogStore, StoredRunEntry};
-use crate::store::sql::{corrupt, read_ts, ts, values_sql};
+use crate::store::sql::{corrupt, in_values_order, read_ts, ts, values_sql};
 use crate::store::{SqlStore, StoreError};
 
 fn entry_of(row: &sqlx::any::AnyRow) -> Result<StoredRunEntry, StoreError> {
@@ -75,20 +75,10 @@ fn stored_at(e: &NewRunEntry) -> chrono::DateTime<chrono::Utc> {
 }
 
 /// The entries of one `INSERT` with the seqs it returned.
-fn numbered(chunk: &[NewRunEntry], mut seqs: Vec<i64>) -> Result<Vec<StoredRunEntry>, StoreError> {
-    // One INSERT's rows take their seqs in VALUES order, but the order
-    // RETURNING lists them in is not specified.
-    seqs.sort_unstable();
-    if seqs.len() != chunk.len() {
-        return Err(corrupt(format!(
-            "{} run-log rows written, {} seqs returned",
-            chunk.len(),
-            seqs.len()
-        )));
-    }
+fn numbered(chunk: &[NewRunEntry], seqs: Vec<i64>) -> Result<Vec<StoredRunEntry>, StoreError> {
     Ok(chunk
         .iter()
-        .zip(seqs)
+        .zip(in_values_order(seqs, chunk.len(), "run-log rows")?)
         .map(|(e, seq)| StoredRunEntry {
             seq,
             run_id: e.run,

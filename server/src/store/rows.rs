@@ -69,26 +69,34 @@ pub(super) fn version_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// The seqs one `INSERT` of `rows` rows returned, in the order of its
+/// `VALUES`: its rows take their seqs in that order, but the order
+/// `RETURNING` lists them in is not specified.
+pub(crate) fn in_values_order(
+    mut seqs: Vec<i64>,
+    rows: usize,
+    what: &str,
+) -> Result<Vec<i64>, StoreError> {
+    seqs.sort_unstable();
+    if seqs.len() != rows {
+        return Err(corrupt(format!(
+            "{rows} {what} written, {} seqs returned",
+            seqs.len()
+        )));
+    }
+    Ok(seqs)
+}
+
 /// The log rows of one `INSERT` of `events` with the seqs it returned,
 /// as `PlanStore::events` reads them back (times at microseconds).
 pub(super) fn stored_events(
     plan_id: PlanId,
     events: &[plan_engine::Event],
-    mut seqs: Vec<i64>,
+    seqs: Vec<i64>,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    // One INSERT's rows take their seqs in VALUES order, but the order
-    // RETURNING lists them in is not specified.
-    seqs.sort_unstable();
-    if seqs.len() != events.len() {
-        return Err(corrupt(format!(
-            "{} events written, {} seqs returned",
-            events.len(),
-            seqs.len()
-        )));
-    }
     events
         .iter()
-        .zip(seqs)
+        .zip(in_values_order(seqs, events.len(), "events")?)
         .map(|(event, seq)| {
             Ok(StoredEvent {
                 seq,

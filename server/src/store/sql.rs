@@ -22,7 +22,7 @@ use super::rows::{
     deleted_event, snapshot_text, statements, stored_events, stored_now, version_i64,
 };
 // Every concept's SQL reads and writes its values through these.
-pub(crate) use super::rows::{corrupt, name_of, ts, values_sql};
+pub(crate) use super::rows::{corrupt, in_values_order, name_of, ts, values_sql};
 use super::{Batch, PlanStore, SessionSettings, StoreError, StoredComment, StoredEvent};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
