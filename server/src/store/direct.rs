@@ -1,4 +1,4 @@
-//! SQLite's plan commits on the calling thread: [`Direct`], a rusqlite
+//! A SQLite file's writes on the calling thread: [`Direct`], a rusqlite
 //! connection to the same file the sqlx pool reads.
 //!
 //! sqlx runs each SQLite statement on a worker thread of the connection's
@@ -40,7 +40,8 @@ use super::{Batch, PlanColumns, StoreError, StoredEvent};
 const BUSY: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct Direct {
-    /// Held only while a commit runs, never across an `.await`.
+    /// Held only while a transaction runs, never across an `.await`, and
+    /// never waited for: every caller holds the store's write turn.
     conn: Mutex<Connection>,
 }
 
