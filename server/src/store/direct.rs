@@ -261,6 +261,16 @@ mod tests {
         }
     }
 
+    /// A new plan with the key `key`, committed.
+    async fn stored_plan(store: &SqlStore, key: &str) -> Plan {
+        let (plan, created) = new_plan(key);
+        store
+            .commit(&batch(PlanWrite::of(&plan, None, created)))
+            .await
+            .unwrap();
+        plan
+    }
+
     async fn file_store(dir: &tempfile::TempDir) -> SqlStore {
         let url = format!("sqlite://{}", dir.path().join("plans.db").display());
         let store = SqlStore::connect(&url).await.unwrap();
@@ -330,11 +340,7 @@ mod tests {
     async fn a_direct_commit_from_a_stale_version_is_a_conflict_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = file_store(&dir).await;
-        let (plan, created) = new_plan("k2");
-        store
-            .commit(&batch(PlanWrite::of(&plan, None, created)))
-            .await
-            .unwrap();
+        let plan = stored_plan(&store, "k2").await;
         let base = plan.version();
         let mut first = plan.clone();
         let events = first.execute(&start_first().into(), "a", now()).unwrap();
@@ -368,11 +374,7 @@ mod tests {
     async fn a_plan_key_taken_is_the_same_sentence_as_through_sqlx() {
         let dir = tempfile::tempdir().unwrap();
         let store = file_store(&dir).await;
-        let (one, events) = new_plan("same");
-        store
-            .commit(&batch(PlanWrite::of(&one, None, events)))
-            .await
-            .unwrap();
+        stored_plan(&store, "same").await;
         let (two, events) = new_plan("same");
         let refused = store
             .commit(&batch(PlanWrite::of(&two, None, events)))
