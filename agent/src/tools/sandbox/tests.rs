@@ -28,21 +28,18 @@ fn code_that_imports_a_web_module_is_told_it_has_no_network_and_to_compute() {
 }
 
 #[test]
-fn code_that_calls_an_agent_tool_as_a_function_is_told_to_open_the_file() {
-    let stderr = "Traceback (most recent call last):\n  File \"<code>\", line 1, in <module>\nNameError: name 'read_file' is not defined";
-    let note = tool_called_in_code(stderr).unwrap();
-    assert!(
-        note.contains("read_file is the agent's tool, not a Python function"),
-        "{note}"
-    );
-    assert!(note.contains("open('name')"), "{note}");
+fn code_that_calls_a_web_tool_as_a_function_is_told_there_is_no_network() {
     let web = tool_called_in_code("NameError: name 'fetch_url' is not defined").unwrap();
+    assert!(
+        web.contains("fetch_url is the agent's tool, not a Python function"),
+        "{web}"
+    );
     assert!(web.contains("no network"), "{web}");
     assert_eq!(
         tool_called_in_code("NameError: name 'x' is not defined"),
         None
     );
-    assert_eq!(tool_called_in_code("ValueError: read_file"), None);
+    assert_eq!(tool_called_in_code("ValueError: fetch_url"), None);
 }
 
 #[test]
@@ -103,6 +100,9 @@ fn outcome(exit: i32, stdout: &str, stderr: &str) -> RunOutcome {
 fn a_python_run_that_printed_nothing_or_broke_a_string_says_what_to_do() {
     let silent = python_note(&outcome(0, "", ""), false).unwrap();
     assert!(silent.contains("print()"), "{silent}");
+    // The runner's own line is not something the code printed.
+    let imported = "(planboard: the code used csv without importing it; imported it)\n";
+    assert_eq!(python_note(&outcome(0, "", imported), false), Some(silent));
     assert_eq!(
         python_note(&outcome(0, "", ""), true),
         None,
@@ -446,6 +446,59 @@ async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
 }
 
 #[tokio::test]
+async fn python_code_that_forgot_an_import_or_called_a_file_tool_still_runs() {
+    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+        return;
+    };
+    if sandbox.python().is_none() {
+        return;
+    }
+    let (_dir, ws) = workspace();
+    std::fs::write(ws.join("sales.csv"), "region,revenue\nnorth,3\nsouth,4\n").unwrap();
+    let tools = CodeTools::new(Arc::new(sandbox), ws).unwrap();
+    let run = |code: &'static str| {
+        let tools = &tools;
+        async move {
+            tools
+                .call("run_python", &json!({ "code": code }))
+                .await
+                .unwrap()
+        }
+    };
+    // `csv` and `json` used without their imports, inside a function too.
+    let report = run(
+        "def total():\n    return sum(int(r['revenue']) for r in csv.DictReader(open('sales.csv')))\nprint(json.dumps({'total': total()}))",
+    )
+    .await;
+    assert!(report.starts_with("exit status 0 "), "{report}");
+    assert!(
+        report.contains("--- stdout ---\n{\"total\": 7}\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("(planboard: the code used csv without importing it; imported it)"),
+        "{report}"
+    );
+    // A name from a module, and the agent's file tools as functions.
+    let report = run(
+        "write_file('out.txt', 'a b a')\nprint(Counter(read_file('out.txt').split())['a'], list_files())",
+    )
+    .await;
+    assert!(
+        report.contains("--- stdout ---\n2 ['out.txt', 'sales.csv']\n"),
+        "{report}"
+    );
+    // The code's own names come first; an unknown name is still an error.
+    let report = run("csv = 'mine'\nprint(csv)\nprint(undefined_name)").await;
+    assert!(report.contains("--- stdout ---\nmine\n"), "{report}");
+    assert!(
+        report.contains("NameError: name 'undefined_name' is not defined"),
+        "{report}"
+    );
+    assert!(!report.contains("imported it"), "{report}");
+}
+
+#[tokio::test]
 async fn code_tools_report_a_failing_command_as_a_result_not_an_error() {
     let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
         return;
@@ -480,17 +533,17 @@ async fn code_tools_report_a_failing_command_as_a_result_not_an_error() {
             ) && report.contains("Rewrite the code without no_such_module_here."),
             "{report}"
         );
-        // One of the agent's tools called as a function: the tool says
-        // how code reads a file.
+        // A web tool called as a function: the tool says there is no
+        // network.
         let report = tools
             .call(
                 "run_python",
-                &json!({"code": "print(read_file('app.log'))"}),
+                &json!({"code": "print(fetch_url('https://example.com'))"}),
             )
             .await
             .unwrap();
         assert!(
-            report.contains("--- note ---\nread_file is the agent's tool, not a Python function"),
+            report.contains("--- note ---\nfetch_url is the agent's tool, not a Python function"),
             "{report}"
         );
     }
