@@ -102,7 +102,7 @@ pub const EXECUTOR_ADD: &str =
 
 /// The checker ([`crate::roles::checker`]): a program written without
 /// the executor's result, so it cannot copy it.
-pub const CHECKER: &str = "You check a subtask of a plan by computing its answer yourself. Write one short Python program that computes what the subtask asks, from the files in the current directory and the results given below, and prints the answer alone on its last line. Read files with open('name') (read_file and the other tools in the results are not Python functions); write or change none. Do not guess values: compute them. Answer with JSON: {\"lines\": [the program's lines, one string each, indentation kept]}.";
+pub const CHECKER: &str = "You check a subtask of a plan by computing its answer yourself. Write one short Python program that computes what the subtask asks, from the files in the current directory and the results given below, and prints the answer alone on its last line. Read files with open('name') or read_file('name'), which returns the text; write or change none. Do not guess values: compute them. Answer with JSON: {\"lines\": [the program's lines, one string each, indentation kept]}.";
 
 /// The first check: the plain way.
 pub const CHECKER_PLAIN: &str = "Write the most direct program.";
