@@ -9,7 +9,9 @@
 //! the same way twice). A check whose program failed or printed no
 //! answer, beside one that printed another number or failed too, is shown
 //! why and written once more, so the disagreement can be settled by two
-//! opinions, not one. A dispute needs both to print one number alone: a
+//! opinions, not one; when one still gave nothing beside one that printed
+//! a number, a third check, written another way, stands in for it. A
+//! dispute needs both to print one number alone: a
 //! line of several does not say which is the answer. The check never
 //! decides by itself: it cannot
 //! change a result, only send it back once, and a check that cannot run
@@ -21,8 +23,9 @@
 //! - [`recheck`]: the executor's entry: whether a result is checked and
 //!   what becomes of it ([`Recheck`]).
 //! - [`check`]: writes and runs the two programs (one fix each for a
-//!   failed one beside a disagreeing or failed one); [`Opinion`] is what
-//!   they say of the result.
+//!   failed one beside a disagreeing or failed one, and a third program
+//!   for one that failed again beside a lone dissent); [`Opinion`] is
+//!   what they say of the result.
 //! - [`disputed`]: what the executor reads when both disagree with it.
 
 use plan_engine::text::{ellipsis, last_lines};
@@ -238,6 +241,31 @@ pub async fn check(
             if program.is_some() {
                 ran[i] = program;
             }
+        }
+    }
+    // One check printed a number of its own and the other gave none, even
+    // after its fix: a third check, written another way, stands in for it,
+    // so two opinions can still agree (Qwen2.5-1.5B's first check counted
+    // the log's 33 clients where the executor said 299; its second wrote
+    // the same broken regex before and after its fix, and 299 stood).
+    let lone = match said.as_slice() {
+        [Said::Differs(d), Said::Nothing] if d.len() == 1 => Some(1),
+        [Said::Nothing, Said::Differs(d)] if d.len() == 1 => Some(0),
+        _ => None,
+    };
+    if let Some(i) = lone {
+        let messages = vec![
+            Message::system(format!(
+                "{}\n{}",
+                prompts::CHECKER,
+                prompts::CHECKER_PLAIN_TEXT
+            )),
+            Message::user(given.to_string()),
+        ];
+        let (third, program) = check_once(caller, tools, subtask, &messages, claimed).await?;
+        said[i] = third;
+        if program.is_some() {
+            ran[i] = program;
         }
     }
     let second = said.get(1).cloned().unwrap_or(Said::Nothing);

@@ -437,6 +437,44 @@ async fn check_fixed_once(broken: serde_json::Value, told: &str) {
 }
 
 #[tokio::test]
+async fn a_lone_dissent_beside_a_check_that_failed_twice_gets_a_third_check_and_can_dispute() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = json!({"lines": ["import requests", "print(2)"]});
+    // The first check prints 2; the second fails, and fails again after
+    // its fix; a third, written another way, prints 2 too.
+    let llm = one_then_checked([check_program(), failing.clone(), failing, check_program()]);
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Checker), 4, "one fix, one third");
+    let third = world
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == CallRole::Checker)
+        .nth(3)
+        .unwrap();
+    assert!(
+        third.messages[0].content.contains("no regular expressions"),
+        "the third is written another way: {}",
+        third.messages[0].content
+    );
+    assert_eq!(third.messages.len(), 2, "a new program, not a fix");
+    let told = world
+        .told("Two programs written independently")
+        .expect("the executor was shown the first and the third");
+    assert!(told.contains("both printed 2"), "{told}");
+    assert!(
+        !told.contains("requests"),
+        "the failed program is not shown: {told}"
+    );
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
+}
+
+#[tokio::test]
 async fn a_number_the_first_check_computes_too_is_kept_without_a_second() {
     let dir = tempfile::tempdir().unwrap();
     let llm = worker()
