@@ -607,6 +607,8 @@ impl Driver {
                 Ok(answer) if !answer.is_empty() => answer,
                 Ok(_) | Err(_) => return fallback,
             };
+            let names: Vec<&str> = done.iter().map(|s| s.name()).collect();
+            let answer = unpasted(&answer, &names).to_string();
             let missing = crate::grounded::unsupported(&answer, &[&self.run.config.task, &results]);
             if missing.is_empty() {
                 return answer;
@@ -623,6 +625,29 @@ impl Driver {
         }
         fallback
     }
+}
+
+/// The answer without the results it pasted under their headings: what it
+/// wrote before the first `## <subtask name>` line, when it wrote anything
+/// there. The compiler reads each result under such a heading, and
+/// Qwen2.5-1.5B wrote the right answer ("3 perfect numbers: 6, 28 and
+/// 496") and pasted the results below it, one of them wrong ("[1]"): a
+/// person reads the answer, the results are on the board.
+pub(super) fn unpasted<'a>(answer: &'a str, names: &[&str]) -> &'a str {
+    let mut at = 0;
+    for line in answer.split_inclusive('\n') {
+        let heading = line.trim().strip_prefix("## ").map(str::trim);
+        if heading.is_some_and(|h| names.contains(&h)) {
+            let before = answer[..at].trim_end();
+            return if before.trim().is_empty() {
+                answer
+            } else {
+                before
+            };
+        }
+        at += line.len();
+    }
+    answer
 }
 
 /// What the TODO an emergent update follows came to.
@@ -642,4 +667,23 @@ fn new_id(kept: &[usize], index: usize, before: usize, first_new: u32) -> Option
     }
     let at = kept.iter().position(|&k| k == index)?;
     Some(SubtaskId(first_new + at as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unpasted;
+
+    #[test]
+    fn an_answer_keeps_what_it_wrote_before_the_results_it_pasted() {
+        let names = ["Count the perfect numbers", "List them"];
+        let answer =
+            "There are 3: 6, 28 and 496.\n\n## Count the perfect numbers\n3\n\n## List them\n[1]";
+        assert_eq!(unpasted(answer, &names), "There are 3: 6, 28 and 496.");
+        // A heading of its own, not a subtask's, is the answer's.
+        let own = "There are 3.\n## How\nBy trial division.";
+        assert_eq!(unpasted(own, &names), own);
+        // Nothing written before the pasted results: they are the answer.
+        let only = "## List them\n6, 28, 496";
+        assert_eq!(unpasted(only, &names), only);
+    }
 }

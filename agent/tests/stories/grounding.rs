@@ -142,6 +142,18 @@ async fn an_answer_stating_a_number_only_a_files_preview_holds_is_written_again(
 }
 
 #[tokio::test]
+async fn an_answer_that_pastes_the_results_under_their_headings_keeps_only_what_it_wrote() {
+    let llm = worker().push(
+        CallRole::Compiler,
+        Reply::Text("It is the only result.\n\n## only\nresult of only".into()),
+    );
+    let world = World::new(llm);
+    let run = world.run(simple("What is it?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(run.answer.as_deref(), Some("It is the only result."));
+}
+
+#[tokio::test]
 async fn with_one_result_the_answer_the_model_cannot_write_is_that_result_alone() {
     // Said twice: a number no tool printed is questioned once.
     let result = json!({"action": "complete", "result": "There are 1229 primes below 10000."});
