@@ -9,9 +9,9 @@
 //! the same way twice). A check whose program failed or printed no
 //! answer, beside one that printed another number or failed too, is shown
 //! why and written once more, so the disagreement can be settled by two
-//! opinions, not one; when one still gave nothing beside one that printed
-//! a number, a third check, written another way, stands in for it. A
-//! dispute needs both to print one number alone: a
+//! opinions, not one; when the two still settle nothing and one printed a
+//! number alone, a third check, written another way, may agree with it or
+//! with the result. A dispute needs two to print one number alone: a
 //! line of several does not say which is the answer. The check never
 //! decides by itself: it cannot
 //! change a result, only send it back once, and a check that cannot run
@@ -24,7 +24,7 @@
 //!   what becomes of it ([`Recheck`]).
 //! - [`check`]: writes and runs the two programs (one fix each for a
 //!   failed one beside a disagreeing or failed one, and a third program
-//!   for one that failed again beside a lone dissent); [`Opinion`] is
+//!   when the two settle nothing beside a lone dissent); [`Opinion`] is
 //!   what they say of the result.
 //! - [`disputed`]: what the executor reads when both disagree with it.
 
@@ -103,9 +103,9 @@ enum Said {
 pub enum Opinion {
     /// At least one check printed a number the result states.
     BorneOut,
-    /// Both printed the same number, which the result does not state.
+    /// Two printed the same number alone, which the result does not state.
     Disputed {
-        /// The number both printed, as the first wrote it.
+        /// The number both printed, as the first of them wrote it.
         theirs: String,
     },
     /// No two opinions agree on anything (or none could be had): the
@@ -157,24 +157,41 @@ fn same(a: &Written, b: &Written) -> bool {
     matches(a, b.value) || matches(b, a.value)
 }
 
-/// The opinion of two checks (pure, so it is tested alone).
-fn opinion(first: &Said, second: &Said) -> Opinion {
-    match (first, second) {
-        (Said::Agrees, _) | (_, Said::Agrees) => Opinion::BorneOut,
-        // Each printed one number alone, as asked, and it is the same. A
-        // line of several numbers bears a result out when it holds one of
-        // them, but does not say which is its answer: Qwen2.5-1.5B's check
-        // printed "Total functions: 12, Total methods: 0" beside another
-        // that printed 0, and a dispute on the 0 turned the executor's
-        // answer to 0 (the answer was 12).
-        (Said::Differs(a), Said::Differs(b)) => match (a.as_slice(), b.as_slice()) {
-            ([x], [y]) if same(x, y) => Opinion::Disputed {
-                theirs: x.text.clone(),
-            },
-            _ => Opinion::Unsettled,
-        },
-        _ => Opinion::Unsettled,
+/// The opinion of the checks (pure, so it is tested alone).
+fn opinion(said: &[Said]) -> Opinion {
+    if said.contains(&Said::Agrees) {
+        return Opinion::BorneOut;
     }
+    match disputing(said) {
+        Some((i, _)) => Opinion::Disputed {
+            theirs: alone(&said[i]).map(|n| n.text.clone()).unwrap_or_default(),
+        },
+        None => Opinion::Unsettled,
+    }
+}
+
+/// The number a check printed alone on its answer line, if it printed one
+/// number that is not the result's.
+fn alone(said: &Said) -> Option<&Written> {
+    match said {
+        Said::Differs(numbers) if numbers.len() == 1 => numbers.first(),
+        _ => None,
+    }
+}
+
+/// The first two checks that each printed one number alone, the same. A
+/// line of several numbers bears a result out when it holds one of them,
+/// but does not say which is its answer: Qwen2.5-1.5B's check printed
+/// "Total functions: 12, Total methods: 0" beside another that printed 0,
+/// and a dispute on the 0 turned the executor's answer to 0 (it was 12).
+fn disputing(said: &[Said]) -> Option<(usize, usize)> {
+    let pairs = (0..said.len()).flat_map(|i| (i + 1..said.len()).map(move |j| (i, j)));
+    pairs
+        .into_iter()
+        .find(|&(i, j)| match (alone(&said[i]), alone(&said[j])) {
+            (Some(x), Some(y)) => same(x, y),
+            _ => false,
+        })
 }
 
 /// Whether a result can be checked in this run: the code tool is offered
@@ -243,17 +260,13 @@ pub async fn check(
             }
         }
     }
-    // One check printed a number of its own and the other gave none, even
-    // after its fix: a third check, written another way, stands in for it,
-    // so two opinions can still agree (Qwen2.5-1.5B's first check counted
-    // the log's 33 clients where the executor said 299; its second wrote
-    // the same broken regex before and after its fix, and 299 stood).
-    let lone = match said.as_slice() {
-        [Said::Differs(d), Said::Nothing] if d.len() == 1 => Some(1),
-        [Said::Nothing, Said::Differs(d)] if d.len() == 1 => Some(0),
-        _ => None,
-    };
-    if let Some(i) = lone {
+    // The two settled nothing, and one printed a number of its own alone:
+    // a third check, written another way, may agree with it or with the
+    // result (Qwen2.5-1.5B's first check counted the log's 33 clients
+    // where the executor said 299; its second wrote the same broken regex
+    // before and after its fix, and 299 stood; in another round the
+    // checks printed 0 and 33).
+    if opinion(&said) == Opinion::Unsettled && said.iter().any(|s| alone(s).is_some()) {
         let messages = vec![
             Message::system(format!(
                 "{}\n{}",
@@ -263,14 +276,20 @@ pub async fn check(
             Message::user(given.to_string()),
         ];
         let (third, program) = check_once(caller, tools, subtask, &messages, claimed).await?;
-        said[i] = third;
-        if program.is_some() {
-            ran[i] = program;
-        }
+        said.push(third);
+        ran.push(program);
     }
-    let second = said.get(1).cloned().unwrap_or(Said::Nothing);
+    let opinion = opinion(&said);
+    // A dispute shows the two programs that agree, not one that failed or
+    // printed a third number.
+    let ran = match disputing(&said) {
+        Some((i, j)) if matches!(opinion, Opinion::Disputed { .. }) => {
+            vec![ran[i].take(), ran[j].take()]
+        }
+        _ => ran,
+    };
     Ok(Checked {
-        opinion: opinion(&said[0], &second),
+        opinion,
         ran: ran.into_iter().flatten().collect(),
     })
 }
@@ -499,28 +518,44 @@ mod tests {
     fn a_result_is_disputed_only_when_both_checks_print_the_same_other_number_alone() {
         let n = |text: &str| Said::Differs(numbers(text));
         assert_eq!(
-            opinion(&n("count: 30"), &n("30 ERROR lines")),
+            opinion(&[n("count: 30"), n("30 ERROR lines")]),
             Opinion::Disputed {
                 theirs: "30".into()
             }
         );
-        assert_eq!(opinion(&n("30"), &n("31")), Opinion::Unsettled);
+        assert_eq!(opinion(&[n("30"), n("31")]), Opinion::Unsettled);
         assert_eq!(
-            opinion(&n("Total functions: 12, Total methods: 0"), &n("0")),
+            opinion(&[n("Total functions: 12, Total methods: 0"), n("0")]),
             Opinion::Unsettled,
             "a line of several numbers does not say which is its answer"
         );
-        assert_eq!(opinion(&n("30"), &Said::Nothing), Opinion::Unsettled);
-        assert_eq!(opinion(&Said::Nothing, &Said::Nothing), Opinion::Unsettled);
-        assert_eq!(opinion(&n("30"), &Said::Agrees), Opinion::BorneOut);
-        assert_eq!(opinion(&Said::Agrees, &Said::Nothing), Opinion::BorneOut);
+        assert_eq!(opinion(&[n("30"), Said::Nothing]), Opinion::Unsettled);
+        assert_eq!(opinion(&[Said::Nothing, Said::Nothing]), Opinion::Unsettled);
+        assert_eq!(opinion(&[n("30"), Said::Agrees]), Opinion::BorneOut);
+        assert_eq!(opinion(&[Said::Agrees, Said::Nothing]), Opinion::BorneOut);
         // Written at other precisions, the same value.
         assert_eq!(
-            opinion(&n("mean 33.67"), &n("33.666666")),
+            opinion(&[n("mean 33.67"), n("33.666666")]),
             Opinion::Disputed {
                 theirs: "33.67".into()
             }
         );
+        // A third check settles two that disagreed, or one beside nothing.
+        assert_eq!(
+            opinion(&[n("0"), n("33"), n("33 clients")]),
+            Opinion::Disputed {
+                theirs: "33".into()
+            }
+        );
+        assert_eq!(
+            opinion(&[n("33"), Said::Nothing, n("33")]),
+            Opinion::Disputed {
+                theirs: "33".into()
+            }
+        );
+        assert_eq!(opinion(&[n("0"), n("33"), Said::Agrees]), Opinion::BorneOut);
+        assert_eq!(opinion(&[n("0"), n("33"), n("34")]), Opinion::Unsettled);
+        assert_eq!(disputing(&[n("0"), n("33"), n("33")]), Some((1, 2)));
     }
 
     struct Code;

@@ -122,6 +122,14 @@ impl ToolBox for FakePython {
                     .into(),
             );
         }
+        // A program that counts wrongly.
+        if arguments["code"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("# wrong")
+        {
+            return Ok("exit status 0 (0.01 s)\n--- stdout ---\n0\n".into());
+        }
         Ok("exit status 0 (0.01 s)\n--- stdout ---\n2\n".into())
     }
 }
@@ -467,6 +475,29 @@ async fn a_lone_dissent_beside_a_check_that_failed_twice_gets_a_third_check_and_
     assert!(
         !told.contains("requests"),
         "the failed program is not shown: {told}"
+    );
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
+}
+
+#[tokio::test]
+async fn two_checks_that_disagree_with_each_other_get_a_third_and_the_two_that_agree_dispute() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = json!({"lines": ["# wrong", "print(0)"]});
+    let llm = one_then_checked([wrong, check_program(), check_program()]);
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Checker), 3, "no fix, one third");
+    let told = world
+        .told("Two programs written independently")
+        .expect("the executor was shown the two that agree");
+    assert!(told.contains("both printed 2"), "{told}");
+    assert!(
+        !told.contains("# wrong"),
+        "the third number's program is not shown: {told}"
     );
     assert_eq!(
         world.plan().subtasks()[0].outcome(),
