@@ -143,6 +143,26 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
     (dir, ws)
 }
 
+/// The code tools on a fresh workspace holding `files`, when this machine
+/// has the sandbox and python3.
+fn python_tools(files: &[(&str, &str)]) -> Option<(tempfile::TempDir, CodeTools)> {
+    let sandbox = sandbox_or_skip(SandboxLimits::default())?;
+    sandbox.python()?;
+    let (dir, ws) = workspace();
+    for (name, text) in files {
+        std::fs::write(ws.join(name), text).unwrap();
+    }
+    Some((dir, CodeTools::new(Arc::new(sandbox), ws).unwrap()))
+}
+
+/// `run_python`'s report of `code`.
+async fn run_python(tools: &CodeTools, code: &str) -> String {
+    tools
+        .call("run_python", &json!({ "code": code }))
+        .await
+        .unwrap()
+}
+
 async fn shell(sandbox: &Sandbox, ws: &Path, command: &str) -> RunOutcome {
     sandbox
         .run(
@@ -375,23 +395,10 @@ async fn python_computes_writes_to_the_workspace_and_has_a_private_tmp() {
 
 #[tokio::test]
 async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
-    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+    let Some((_dir, tools)) = python_tools(&[]) else {
         return;
     };
-    if sandbox.python().is_none() {
-        return;
-    }
-    let (_dir, ws) = workspace();
-    let tools = CodeTools::new(Arc::new(sandbox), ws).unwrap();
-    let run = |code: &'static str| {
-        let tools = &tools;
-        async move {
-            tools
-                .call("run_python", &json!({ "code": code }))
-                .await
-                .unwrap()
-        }
-    };
+    let run = |code: &'static str| run_python(&tools, code);
     let report = run("x = 2 ** 100\nsum(int(d) for d in str(x))").await;
     assert!(report.contains("--- stdout ---\n115\n"), "{report}");
     // print() as usual; a last expression of None shows nothing.
@@ -447,24 +454,11 @@ async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
 
 #[tokio::test]
 async fn python_code_that_forgot_an_import_or_called_a_file_tool_still_runs() {
-    let Some(sandbox) = sandbox_or_skip(SandboxLimits::default()) else {
+    let sales = "region,revenue\nnorth,3\nsouth,4\n";
+    let Some((_dir, tools)) = python_tools(&[("sales.csv", sales)]) else {
         return;
     };
-    if sandbox.python().is_none() {
-        return;
-    }
-    let (_dir, ws) = workspace();
-    std::fs::write(ws.join("sales.csv"), "region,revenue\nnorth,3\nsouth,4\n").unwrap();
-    let tools = CodeTools::new(Arc::new(sandbox), ws).unwrap();
-    let run = |code: &'static str| {
-        let tools = &tools;
-        async move {
-            tools
-                .call("run_python", &json!({ "code": code }))
-                .await
-                .unwrap()
-        }
-    };
+    let run = |code: &'static str| run_python(&tools, code);
     // `csv` and `json` used without their imports, inside a function too.
     let report = run(
         "def total():\n    return sum(int(r['revenue']) for r in csv.DictReader(open('sales.csv')))\nprint(json.dumps({'total': total()}))",
