@@ -373,14 +373,7 @@ async fn two_checks_whose_programs_both_failed_are_each_fixed_once_and_can_dispu
             .all(|f| f.starts_with("The program failed:\nModuleNotFoundError")),
         "{fixes:?}"
     );
-    let told = world
-        .told("Two programs written independently")
-        .expect("the executor was shown the fixed checks");
-    assert!(told.contains("both printed 2"), "{told}");
-    assert_eq!(
-        world.plan().subtasks()[0].outcome(),
-        Some("There are 2 ERROR lines.")
-    );
+    disputed_to_two(&world);
 }
 
 /// A run whose executor reads the log and says 1, whose check programs
@@ -404,6 +397,20 @@ fn one_then_checked<const N: usize>(checks: [serde_json::Value; N]) -> agent::Sc
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
         )
+}
+
+/// What the executor of a [`one_then_checked`] run read when two checks
+/// printed 2, after which the subtask kept 2.
+fn disputed_to_two(world: &World) -> String {
+    let told = world
+        .told("Two programs written independently")
+        .expect("the executor was shown two checks that agree");
+    assert!(told.contains("both printed 2"), "{told}");
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("There are 2 ERROR lines.")
+    );
+    told
 }
 
 /// The executor says 1; the first check prints 2, the second runs
@@ -430,17 +437,10 @@ async fn check_fixed_once(broken: serde_json::Value, told: &str) {
             .all(|m| !m.content.contains("1 ERROR line")),
         "the fixed check does not see the result either"
     );
-    let told = world
-        .told("Two programs written independently")
-        .expect("the executor was shown the checks");
-    assert!(told.contains("both printed 2"), "{told}");
+    let told = disputed_to_two(&world);
     assert!(
         !told.contains("Program 3"),
         "the failed program is not shown: {told}"
-    );
-    assert_eq!(
-        world.plan().subtasks()[0].outcome(),
-        Some("There are 2 ERROR lines.")
     );
 }
 
@@ -468,17 +468,10 @@ async fn a_lone_dissent_beside_a_check_that_failed_twice_gets_a_third_check_and_
         third.messages[0].content
     );
     assert_eq!(third.messages.len(), 2, "a new program, not a fix");
-    let told = world
-        .told("Two programs written independently")
-        .expect("the executor was shown the first and the third");
-    assert!(told.contains("both printed 2"), "{told}");
+    let told = disputed_to_two(&world);
     assert!(
         !told.contains("requests"),
         "the failed program is not shown: {told}"
-    );
-    assert_eq!(
-        world.plan().subtasks()[0].outcome(),
-        Some("There are 2 ERROR lines.")
     );
 }
 
@@ -491,17 +484,10 @@ async fn two_checks_that_disagree_with_each_other_get_a_third_and_the_two_that_a
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(world.llm.calls(CallRole::Checker), 3, "no fix, one third");
-    let told = world
-        .told("Two programs written independently")
-        .expect("the executor was shown the two that agree");
-    assert!(told.contains("both printed 2"), "{told}");
+    let told = disputed_to_two(&world);
     assert!(
         !told.contains("# wrong"),
         "the third number's program is not shown: {told}"
-    );
-    assert_eq!(
-        world.plan().subtasks()[0].outcome(),
-        Some("There are 2 ERROR lines.")
     );
 }
 
