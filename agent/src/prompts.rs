@@ -111,8 +111,8 @@ pub const CHECKER_PLAIN: &str = "Write the most direct program.";
 /// the same program twice.
 pub const CHECKER_STEPS: &str = "Go step by step: print what you matched or counted first (the first 5 items and how many), then the answer alone on the last line.";
 
-/// The third check, for one that gave no answer twice beside a lone
-/// dissent: plain string methods, since a broken regular expression was
+/// The third check, when the first two settle nothing beside a lone
+/// number: plain string methods, since a broken regular expression was
 /// what failed twice (Qwen2.5-1.5B's `r'client=(\b\b\b)'`).
 pub const CHECKER_PLAIN_TEXT: &str = "Read any file line by line with plain string methods (split, strip, startswith, in), no regular expressions.";
 

@@ -589,6 +589,7 @@ impl Driver {
             self.run.config.task_for_model(),
             prompts::LANGUAGE
         );
+        let names: Vec<&str> = done.iter().map(|s| s.name()).collect();
         let mut messages = vec![
             Message::system(prompts::COMPILER),
             Message::user(given.clone()),
@@ -607,7 +608,6 @@ impl Driver {
                 Ok(answer) if !answer.is_empty() => answer,
                 Ok(_) | Err(_) => return fallback,
             };
-            let names: Vec<&str> = done.iter().map(|s| s.name()).collect();
             let answer = unpasted(&answer, &names).to_string();
             let missing = crate::grounded::unsupported(&answer, &[&self.run.config.task, &results]);
             if missing.is_empty() {

@@ -185,13 +185,11 @@ fn alone(said: &Said) -> Option<&Written> {
 /// "Total functions: 12, Total methods: 0" beside another that printed 0,
 /// and a dispute on the 0 turned the executor's answer to 0 (it was 12).
 fn disputing(said: &[Said]) -> Option<(usize, usize)> {
-    let pairs = (0..said.len()).flat_map(|i| (i + 1..said.len()).map(move |j| (i, j)));
-    pairs
-        .into_iter()
-        .find(|&(i, j)| match (alone(&said[i]), alone(&said[j])) {
-            (Some(x), Some(y)) => same(x, y),
-            _ => false,
-        })
+    let mut pairs = (0..said.len()).flat_map(|i| (i + 1..said.len()).map(move |j| (i, j)));
+    pairs.find(|&(i, j)| match (alone(&said[i]), alone(&said[j])) {
+        (Some(x), Some(y)) => same(x, y),
+        _ => false,
+    })
 }
 
 /// Whether a result can be checked in this run: the code tool is offered
@@ -202,8 +200,8 @@ pub fn can_check(tools: &Toolset) -> bool {
         && tools.policy(CHECK_TOOL) == ToolPolicy::Auto
 }
 
-/// Writes and runs the two check programs for the subtask `given`
-/// describes (the executor's brief without earlier attempts' guesses),
+/// Writes and runs the check programs (two, and a third when they settle
+/// nothing beside a lone number) for the subtask `given` describes (the executor's brief without earlier attempts' guesses),
 /// and compares what they print with `claimed`. Only a budget that ran
 /// out is an error (why it ran out): any other failure is no opinion.
 pub async fn check(
@@ -365,7 +363,7 @@ async fn check_once(
 pub enum Recheck {
     /// Nothing to check, or the checks bore it out or settled nothing.
     Keep,
-    /// Both checks printed another number: `said` is what the executor
+    /// Two checks printed another number: `said` is what the executor
     /// reads, `outputs` what the checks printed (now evidence).
     Disputed { said: String, outputs: Vec<String> },
     /// No check bore the result out, and the executor's own last program
@@ -442,7 +440,7 @@ fn contradicted(printed: &[Written], claimed: &[Written]) -> String {
     )
 }
 
-/// What the executor reads when both checks printed `theirs` and its
+/// What the executor reads when two checks printed `theirs` and its
 /// result states other numbers: each program and what it printed, so the
 /// difference from its own program shows (Qwen2.5-Coder-1.5B, shown only
 /// the outputs, ran its own program again, which left out the month the

@@ -155,12 +155,11 @@ pub fn holdings(workspace: &Workspace) -> String {
     )
 }
 
-/// The file tools' names, which the planner and the code runner's notes
-/// read too.
+/// The file tools' names, which the planner reads too (`run_python`
+/// defines Python functions of the same names).
 pub const LIST_FILES: &str = "list_files";
 pub const READ_FILE: &str = "read_file";
 pub const WRITE_FILE: &str = "write_file";
-pub const FILE_TOOLS: [&str; 3] = [LIST_FILES, READ_FILE, WRITE_FILE];
 
 #[async_trait::async_trait]
 impl ToolBox for FileTools {

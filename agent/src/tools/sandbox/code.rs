@@ -324,7 +324,7 @@ impl ToolBox for CodeTools {
 /// `import csv` or `import json` or a call of `read_file`, and a check
 /// program that fails cannot catch a wrong number. Names the code defines
 /// come first; anything else it did not define is still a `NameError`.
-pub(super) const SHOW_LAST: &str = r#"import ast, sys, traceback
+pub(super) const SHOW_LAST: &str = r#"import ast, builtins, importlib, os, sys, traceback
 src = sys.argv[1]
 sys.argv = ['-c']
 mended = 0
@@ -347,7 +347,6 @@ if mended:
 last = None
 if tree.body and isinstance(tree.body[-1], ast.Expr):
     last = ast.Expression(tree.body.pop().value)
-import builtins, importlib, os
 def read_file(path):
     with open(path, encoding='utf-8', errors='replace') as f:
         return f.read()
