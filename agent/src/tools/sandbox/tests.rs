@@ -455,7 +455,7 @@ async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
 #[tokio::test]
 async fn python_code_that_forgot_an_import_or_called_a_file_tool_still_runs() {
     let sales = "region,revenue\nnorth,3\nsouth,4\n";
-    let Some((_dir, tools)) = python_tools(&[("sales.csv", sales)]) else {
+    let Some((dir, tools)) = python_tools(&[("sales.csv", sales)]) else {
         return;
     };
     let run = |code: &'static str| run_python(&tools, code);
@@ -490,6 +490,16 @@ async fn python_code_that_forgot_an_import_or_called_a_file_tool_still_runs() {
         "{report}"
     );
     assert!(!report.contains("imported it"), "{report}");
+    // The file functions run in the jail: a path out of the workspace, as
+    // a hostile model would name it, reaches nothing on the host.
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET-planboard").unwrap();
+    let report = run_python(&tools, &format!("print(read_file('{}'))", secret.display())).await;
+    assert!(!report.starts_with("exit status 0 "), "{report}");
+    assert!(!report.contains("TOPSECRET"), "{report}");
+    let report = run("write_file('../escaped.txt', 'x')").await;
+    assert!(!report.starts_with("exit status 0 "), "{report}");
+    assert!(!dir.path().join("escaped.txt").exists(), "{report}");
 }
 
 #[tokio::test]
