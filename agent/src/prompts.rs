@@ -101,8 +101,10 @@ pub const EXECUTOR_ADD: &str =
     "- add_subtask: you found work outside this subtask that the plan needs; it is added to the plan.";
 
 /// The checker ([`crate::roles::checker`]): a program written without
-/// the executor's result, so it cannot copy it.
-pub const CHECKER: &str = "You check a subtask of a plan by computing its answer yourself. Write one short Python program that computes what the subtask asks, from the files in the current directory and the results given below, and prints the answer alone on its last line. Read files with open('name') or read_file('name'), which returns the text; write or change none. Do not guess values: compute them. Answer with JSON: {\"lines\": [the program's lines, one string each, indentation kept]}.";
+/// the executor's result, so it cannot copy it; as plain text in a fenced
+/// block, where a backslash is the model's own (see
+/// [`crate::roles::checker::program_of`]).
+pub const CHECKER: &str = "You check a subtask of a plan by computing its answer yourself. Write one short Python program that computes what the subtask asks, from the files in the current directory and the results given below, and prints the answer alone on its last line. Read files with open('name') or read_file('name'), which returns the text; write or change none. Do not guess values: compute them. Answer with the program alone, in one ```python block.";
 
 /// The first check: the plain way.
 pub const CHECKER_PLAIN: &str = "Write the most direct program.";

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::support::*;
 use agent::llm::CallRole;
+use agent::llm::Reply;
 use agent::tools::{files::FileTools, ToolBox, Toolset};
 use agent::{RunEntry, RunState};
 use serde_json::json;
@@ -208,10 +209,22 @@ fn counting_plan() -> serde_json::Value {
     }]})
 }
 
+/// A check program as the model writes it: plain text, the code in a
+/// fenced block after a line of its own words.
+fn program(lines: &[&str]) -> Reply {
+    Reply::Text(format!(
+        "The program:\n```python\n{}\n```",
+        lines.join("\n")
+    ))
+}
+
 /// The check programs the model writes (their code is not read: the fake
 /// `run_python` prints 2 for any).
-fn check_program() -> serde_json::Value {
-    json!({"lines": ["lines = open('app.log').read().splitlines()", "print(sum('ERROR' in l.split() for l in lines))"]})
+fn check_program() -> Reply {
+    program(&[
+        "lines = open('app.log').read().splitlines()",
+        "print(sum('ERROR' in l.split() for l in lines))",
+    ])
 }
 
 #[tokio::test]
@@ -230,8 +243,8 @@ async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_w
             CallRole::Executor,
             json!({"action": "complete", "result": "There is 1 ERROR line."}),
         )
-        .push_json(CallRole::Checker, check_program())
-        .push_json(CallRole::Checker, check_program())
+        .push(CallRole::Checker, check_program())
+        .push(CallRole::Checker, check_program())
         .push_json(
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
@@ -289,7 +302,7 @@ async fn a_result_its_own_program_contradicts_is_sent_back_once_when_no_check_be
         "10:00 ERROR disk 4 full\n10:01 ERROR down\n",
     )
     .unwrap();
-    let failing = json!({"lines": ["import requests", "print(4)"]});
+    let failing = program(&["import requests", "print(4)"]);
     let llm = worker()
         .push_json(CallRole::Planner, counting_plan())
         .push_json(
@@ -305,11 +318,11 @@ async fn a_result_its_own_program_contradicts_is_sent_back_once_when_no_check_be
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 4 ERROR lines."}),
         )
-        .push_json(CallRole::Checker, failing.clone())
-        .push_json(CallRole::Checker, failing.clone())
+        .push(CallRole::Checker, failing.clone())
+        .push(CallRole::Checker, failing.clone())
         // Each failed check is fixed once, and fails again.
-        .push_json(CallRole::Checker, failing.clone())
-        .push_json(CallRole::Checker, failing)
+        .push(CallRole::Checker, failing.clone())
+        .push(CallRole::Checker, failing)
         .push_json(
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
@@ -335,7 +348,7 @@ async fn a_result_its_own_program_contradicts_is_sent_back_once_when_no_check_be
 #[tokio::test]
 async fn a_check_whose_program_failed_beside_one_that_disagrees_is_fixed_once_and_can_dispute() {
     check_fixed_once(
-        json!({"lines": ["import requests", "print(2)"]}),
+        program(&["import requests", "print(2)"]),
         "The program failed:\nModuleNotFoundError: No module named 'requests'",
     )
     .await;
@@ -344,7 +357,7 @@ async fn a_check_whose_program_failed_beside_one_that_disagrees_is_fixed_once_an
 #[tokio::test]
 async fn a_check_that_printed_nothing_beside_one_that_disagrees_is_fixed_once_and_can_dispute() {
     check_fixed_once(
-        json!({"lines": ["# silent", "n = 2"]}),
+        program(&["# silent", "n = 2"]),
         "The program printed no answer on its last line:\n(nothing)",
     )
     .await;
@@ -353,7 +366,7 @@ async fn a_check_that_printed_nothing_beside_one_that_disagrees_is_fixed_once_an
 #[tokio::test]
 async fn two_checks_whose_programs_both_failed_are_each_fixed_once_and_can_dispute() {
     let dir = tempfile::tempdir().unwrap();
-    let failing = json!({"lines": ["import requests", "print(2)"]});
+    let failing = program(&["import requests", "print(2)"]);
     let llm = one_then_checked([failing.clone(), failing, check_program(), check_program()]);
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
@@ -379,7 +392,7 @@ async fn two_checks_whose_programs_both_failed_are_each_fixed_once_and_can_dispu
 /// A run whose executor reads the log and says 1, whose check programs
 /// are `checks` in turn (the fake `run_python` prints 2 for a program that
 /// does not fail), and whose executor then says 2.
-fn one_then_checked<const N: usize>(checks: [serde_json::Value; N]) -> agent::ScriptedLlm {
+fn one_then_checked<const N: usize>(checks: [Reply; N]) -> agent::ScriptedLlm {
     let llm = worker()
         .push_json(CallRole::Planner, counting_plan())
         .push_json(
@@ -392,7 +405,7 @@ fn one_then_checked<const N: usize>(checks: [serde_json::Value; N]) -> agent::Sc
         );
     checks
         .into_iter()
-        .fold(llm, |llm, check| llm.push_json(CallRole::Checker, check))
+        .fold(llm, |llm, check| llm.push(CallRole::Checker, check))
         .push_json(
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
@@ -416,7 +429,7 @@ fn disputed_to_two(world: &World) -> String {
 /// The executor says 1; the first check prints 2, the second runs
 /// `broken`, is told `told` and fixed, and prints 2: the executor is shown
 /// both.
-async fn check_fixed_once(broken: serde_json::Value, told: &str) {
+async fn check_fixed_once(broken: Reply, told: &str) {
     let dir = tempfile::tempdir().unwrap();
     let llm = one_then_checked([check_program(), broken, check_program()]);
     let world = coding_world(llm, dir.path());
@@ -447,7 +460,7 @@ async fn check_fixed_once(broken: serde_json::Value, told: &str) {
 #[tokio::test]
 async fn a_lone_dissent_beside_a_check_that_failed_twice_gets_a_third_check_and_can_dispute() {
     let dir = tempfile::tempdir().unwrap();
-    let failing = json!({"lines": ["import requests", "print(2)"]});
+    let failing = program(&["import requests", "print(2)"]);
     // The first check prints 2; the second fails, and fails again after
     // its fix; a third, written another way, prints 2 too.
     let llm = one_then_checked([check_program(), failing.clone(), failing, check_program()]);
@@ -478,7 +491,7 @@ async fn a_lone_dissent_beside_a_check_that_failed_twice_gets_a_third_check_and_
 #[tokio::test]
 async fn two_checks_that_disagree_with_each_other_get_a_third_and_the_two_that_agree_dispute() {
     let dir = tempfile::tempdir().unwrap();
-    let wrong = json!({"lines": ["# wrong", "print(0)"]});
+    let wrong = program(&["# wrong", "print(0)"]);
     let llm = one_then_checked([wrong, check_program(), check_program()]);
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
@@ -504,7 +517,7 @@ async fn a_number_the_first_check_computes_too_is_kept_without_a_second() {
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
         )
-        .push_json(CallRole::Checker, check_program());
+        .push(CallRole::Checker, check_program());
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
@@ -536,7 +549,7 @@ async fn numbers_the_planners_own_text_holds_are_checked_all_the_same() {
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
         )
-        .push_json(CallRole::Checker, check_program());
+        .push(CallRole::Checker, check_program());
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
