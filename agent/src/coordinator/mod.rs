@@ -42,12 +42,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::future::{AbortHandle, Abortable, Aborted, BoxFuture, FutureExt};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use plan_engine::{
     ApprovalStatus, InfoPatch, Mode, NewPlan, NewSubtask, Op, Plan, PlanState, SubtaskId,
     SubtaskPatch, SubtaskState,
 };
 use tokio::sync::Semaphore;
-use tokio::task::{AbortHandle, JoinSet};
 
 use crate::call::{CallError, Caller};
 use crate::host::{Host, HostError};

@@ -2,11 +2,13 @@
 //! other (checked, then real dependencies the scheduler waits for), and a
 //! TODO list updated after a TODO that failed as after one that finished.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::*;
 use agent::llm::{CallRole, ChatRequest, Reply, Shape};
-use agent::{ModeChoice, RunEntry, RunState};
+use agent::{ModeChoice, RunEntry, RunState, ScriptedLlm};
 use plan_engine::{Op, SubtaskId, SubtaskState};
 use serde_json::json;
 
@@ -254,4 +256,54 @@ async fn after_an_emergent_todo_fails_for_good_the_update_hears_why_and_may_add_
     let run = world.wait_run(|r| r.state == RunState::Done).await;
     assert_eq!(run.answer.as_deref(), Some("the final answer"));
     assert_eq!(world.plan().subtasks()[1].state(), SubtaskState::Done);
+}
+
+#[tokio::test]
+async fn a_todo_in_flight_goes_on_while_the_list_is_updated_after_another() {
+    // "quick" is done at its first call; "steady" lists the files twice
+    // first. The update after "quick" takes a second: the run works in
+    // parallel, so "steady" must not wait for it.
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let seen: Arc<Mutex<Vec<(String, Duration)>>> = Arc::default();
+    let steady_calls = Arc::new(AtomicUsize::new(0));
+    let log = seen.clone();
+    let calls = steady_calls.clone();
+    let llm = ScriptedLlm::new()
+        .with_latency(Duration::from_millis(20))
+        .slow(CallRole::Adapter, Duration::from_secs(1))
+        .push_json(
+            CallRole::Planner,
+            plan_json(&[("quick", &[]), ("steady", &[])]),
+        )
+        .responder(move |request| {
+            let what = match request.role {
+                CallRole::Executor => subtask_name(request).unwrap_or_default(),
+                _ if is_update(request) => "update".to_string(),
+                _ => String::new(),
+            };
+            log.lock().unwrap().push((what.clone(), started.elapsed()));
+            if what == "steady" && calls.fetch_add(1, Ordering::SeqCst) < 2 {
+                return Reply::Json(json!({"action": "list_files", "arguments": {"path": "."}}));
+            }
+            answer(request)
+        });
+    let world = World::reading(llm, dir.path());
+    let run = world.run(emergent("Look into the two logs")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let seen = seen.lock().unwrap().clone();
+    let at = |what: &str| -> Vec<Duration> {
+        seen.iter()
+            .filter(|(w, _)| w == what)
+            .map(|(_, t)| *t)
+            .collect()
+    };
+    let update = at("update")[0];
+    let steady = at("steady");
+    assert_eq!(steady.len(), 3, "{seen:?}");
+    assert!(
+        steady[2] < update + Duration::from_millis(700),
+        "steady's last call began {:?} after the update began: it waited for it ({seen:?})",
+        steady[2].saturating_sub(update)
+    );
 }
