@@ -414,13 +414,26 @@ pub fn tidy(
         ));
     }
     // A complex plan that is a chain all the same (each subtask after the
-    // one before it, or after none) is mended like a simple one.
+    // one before it, or after none) is mended like a simple one. One whose
+    // subtasks are all independent is a chain only when it has steps to
+    // join (reading or code: Qwen2.5-1.5B's "read a", "read b", "count"
+    // forgot their dependencies); otherwise the planner said they run in
+    // parallel, and a chain of them ran 20 tool-less subtasks one at a
+    // time (`cargo bench -p server --bench agent -- parallel_dag`: 5.07×
+    // the ideal, against 1.02× before the mend).
     let chain = planned
         .subtasks
         .iter()
         .enumerate()
         .all(|(i, s)| s.dependencies.is_empty() || s.dependencies == [SubtaskId(i as u32)]);
-    let linear = matches!(mode, Mode::Simple) || (mode == Mode::Complex && chain);
+    let independent = planned.subtasks.iter().all(|s| s.dependencies.is_empty());
+    let joinable = planned.subtasks.iter().any(|s| {
+        s.tool
+            .as_deref()
+            .is_some_and(|t| t == CODE || READING.contains(&t))
+    });
+    let linear = matches!(mode, Mode::Simple)
+        || (mode == Mode::Complex && chain && (!independent || joinable));
     if !linear || planned.subtasks.len() < 2 {
         return;
     }
@@ -909,6 +922,33 @@ mod tests {
             chained.subtasks.len(),
             1,
             "a chain is mended like a simple plan"
+        );
+        let mut forgotten = Planned {
+            subtasks: vec![
+                step("read_file", "read_file", "Read a.csv."),
+                step("run_python", "run_python", "Sum it."),
+            ],
+            ..plan()
+        };
+        tidy(&mut forgotten, Mode::Complex, &TOOLS, true, false);
+        assert_eq!(
+            forgotten.subtasks.len(),
+            1,
+            "independent reading and code steps are joined as a chain's"
+        );
+        let mut parallel = Planned {
+            subtasks: vec![
+                step("Draft the intro", "", "Write the intro."),
+                step("Draft the summary", "", "Write the summary."),
+                step("Draft the outlook", "", "Write the outlook."),
+            ],
+            ..plan()
+        };
+        tidy(&mut parallel, Mode::Complex, &TOOLS, true, false);
+        assert!(
+            parallel.subtasks.iter().all(|s| s.dependencies.is_empty()),
+            "independent subtasks with nothing to join stay parallel: {:#?}",
+            parallel.subtasks
         );
     }
 
