@@ -118,6 +118,11 @@ pub const CHECKER_STEPS: &str = "Go step by step: print what you matched or coun
 /// what failed twice (Qwen2.5-1.5B's `r'client=(\b\b\b)'`).
 pub const CHECKER_PLAIN_TEXT: &str = "Read any file line by line with plain string methods (split, strip, startswith, in), no regular expressions.";
 
+/// When the executor's `run_python` code came through JSON with a
+/// backspace where it wrote a regular expression's backslash
+/// ([`crate::roles::executor`]): the same program as plain text.
+pub const CODE_AS_TEXT: &str = "Your code reached Python with backspace characters: in a JSON string, \\b is a backspace, and a regular expression's \\w, \\d or \\s cannot be written there. Write the same program again in one ```python block, as plain text, not JSON: it runs as your run_python call.";
+
 /// After the reasons earlier attempts failed, in the executor's brief.
 pub const TRY_AGAIN: &str = "Do not repeat what failed: take another way (another tool, other arguments, a smaller step). If it truly cannot be done, fail with the reason.";
 

@@ -12,10 +12,11 @@
 //! opinions, not one; when the two still settle nothing and one printed a
 //! number alone, a third check, written another way, may agree with it or
 //! with the result. A dispute needs two to print one number alone: a
-//! line of several does not say which is the answer. The check never
-//! decides by itself: it cannot
-//! change a result, only send it back once, and a check that cannot run
-//! (no code tool, a guarded one, a model error) lets the result through.
+//! line of several does not say which is the answer. The check sends a
+//! result back once; it changes it only when the executor then keeps
+//! another number without a reason (the executor's `insisted`), and a
+//! check that cannot run (no code tool, a guarded one, a model error)
+//! lets the result through.
 //!
 //! # Layout
 //! - [`claimed`]: the numbers a result states that the person's task did
@@ -371,9 +372,13 @@ async fn check_once(
 pub enum Recheck {
     /// Nothing to check, or the checks bore it out or settled nothing.
     Keep,
-    /// Two checks printed another number: `said` is what the executor
-    /// reads, `outputs` what the checks printed (now evidence).
-    Disputed { said: String, outputs: Vec<String> },
+    /// Two checks printed another number, `theirs`: `said` is what the
+    /// executor reads, `outputs` what the checks printed (now evidence).
+    Disputed {
+        theirs: String,
+        said: String,
+        outputs: Vec<String>,
+    },
     /// No check bore the result out, and the executor's own last program
     /// printed other numbers than the result states: `said` is what the
     /// executor reads.
@@ -419,6 +424,7 @@ pub async fn recheck(
         }) => Recheck::Disputed {
             said: disputed(&theirs, &ran),
             outputs: ran.into_iter().map(|r| r.output).collect(),
+            theirs,
         },
         Ok(Checked {
             opinion: Opinion::Unsettled,

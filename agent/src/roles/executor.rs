@@ -468,8 +468,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     // The error of the last web call, while none has succeeded since.
     let mut web_error: Option<String> = None;
     let mut fix_checked = false;
-    // Whether the checker computed this attempt's numbers again.
+    // Whether the checker computed this attempt's numbers again, and the
+    // number two checks agreed on against the result, if they did.
     let mut others_checked = false;
+    let mut disputed: Option<String> = None;
     let mut seen = Seen::default();
     for turn in 1..=job.max_turns.max(1) {
         let action = match caller
@@ -484,6 +486,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     reason: e.to_string(),
                 }
             }
+        };
+        let action = match unmangled(caller, &messages, action, job.subtask).await {
+            Ok(action) => action,
+            Err(why) => return Outcome::Budget(why),
         };
         let observation = match &action {
             Action::Complete { result, short_of } => {
@@ -541,6 +547,14 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                             };
                         }
                         if missing.is_empty() || grounding_checked {
+                            if let Some(theirs) = disputed.as_deref() {
+                                if insisted(result, theirs) {
+                                    return Outcome::Done {
+                                        result: overruled(theirs, result),
+                                        short_of: None,
+                                    };
+                                }
+                            }
                             let done = Outcome::Done {
                                 result: result.clone(),
                                 short_of: short_of.clone(),
@@ -566,8 +580,13 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                             {
                                 Recheck::Keep => return done,
                                 Recheck::Budget(why) => return Outcome::Budget(why),
-                                Recheck::Disputed { said, outputs } => {
+                                Recheck::Disputed {
+                                    theirs,
+                                    said,
+                                    outputs,
+                                } => {
                                     evidence.extend(outputs);
+                                    disputed = Some(theirs);
                                     said
                                 }
                                 Recheck::Contradicted { said } => said,
@@ -841,6 +860,38 @@ fn ungrounded(missing: &[String], specs: &[ToolSpec], printed: Option<&str>) -> 
 /// (Qwen2.5-1.5B completed "count the functions of three files" with "6 3
 /// 3", its code's per-file counts, and the answer then said 6): a person
 /// cannot read it, and the answer's writer may not add them up.
+/// Characters of a result that keeps its number against two checks and
+/// still counts as giving no reason: a number and a short sentence.
+const NO_REASON: usize = 100;
+
+/// Whether a result completed after two checks agreed on `theirs` keeps
+/// another number without a reason: it states numbers, none of `theirs`,
+/// and is no longer than a short sentence, where the dispute asked it to say what
+/// the two programs got wrong. Qwen2.5-1.5B, shown two programs that both
+/// counted 33 distinct clients, ran its own program again and completed
+/// with "299" (its program took the rest of each line for the address).
+fn insisted(result: &str, theirs: &str) -> bool {
+    let theirs = crate::grounded::numbers(theirs);
+    let stated = crate::grounded::numbers(result);
+    !theirs.is_empty()
+        && !stated.is_empty()
+        && !stated
+            .iter()
+            .any(|n| theirs.iter().any(|t| crate::grounded::matches(n, t.value)))
+        && result.trim().chars().count() <= NO_REASON
+}
+
+/// The result of a subtask whose executor kept its number against two
+/// checks without a reason: the checks' number first (two programs
+/// against one), and what the executor said, so a person sees both.
+fn overruled(theirs: &str, result: &str) -> String {
+    format!(
+        "{theirs}. Two programs written independently both computed {theirs}; this \
+         subtask's own program said {} and gave no reason to keep it.",
+        result.trim()
+    )
+}
+
 fn bare_numbers(result: &str) -> bool {
     crate::grounded::numbers(result).len() >= 2 && !result.chars().any(char::is_alphabetic)
 }
@@ -908,6 +959,61 @@ fn offline(error: &str, code: Option<&str>) -> String {
         said.push_str(&format!("\nYour code failed too:\n{}", cut(&tail, 500)));
     }
     said
+}
+
+/// The Python tool whose code a JSON string can mangle.
+const PYTHON: &str = "run_python";
+/// Tokens of a program asked for again as text (as a check program's).
+const PROGRAM_TOKENS: u32 = 600;
+
+/// A `run_python` call whose code holds a backspace or a form feed: a
+/// JSON string's `\b` or `\f`, which is what llama.cpp's grammar left of
+/// a regular expression's `\w`, `\d` or `\s` (it allows after a
+/// backslash only JSON's own escapes). Python would run the mangled
+/// pattern and match nothing; Qwen2.5-Coder-1.5B's executors wrote such
+/// code, and six of their replies ran on in `\b\b\b…` to the token limit
+/// (about a minute each). The model writes the program once more as
+/// plain text, in a fenced block, where a backslash is its own, and that
+/// program is the call; the conversation shows the call with it. Anything
+/// else, or a text call that fails, leaves the action as it was.
+async fn unmangled(
+    caller: &Caller,
+    messages: &[Message],
+    action: Action,
+    subtask: SubtaskId,
+) -> Result<Action, String> {
+    let mangled = match &action {
+        Action::Tool { name, arguments } if name == PYTHON => arguments["code"]
+            .as_str()
+            .is_some_and(|c| c.contains(['\u{8}', '\u{c}'])),
+        _ => false,
+    };
+    if !mangled {
+        return Ok(action);
+    }
+    let mut asked = messages.to_vec();
+    asked.push(Message::assistant(action_text(&action)));
+    asked.push(Message::user(prompts::CODE_AS_TEXT.to_string()));
+    let reply = match caller
+        .text(
+            crate::llm::CallRole::Executor,
+            asked,
+            PROGRAM_TOKENS,
+            Some(subtask),
+        )
+        .await
+    {
+        Ok(reply) => reply,
+        Err(CallError::Budget(why)) => return Err(why),
+        Err(_) => return Ok(action),
+    };
+    Ok(match checker::program_of(&reply) {
+        Some(code) => Action::Tool {
+            name: PYTHON.to_string(),
+            arguments: serde_json::json!({ "code": code }),
+        },
+        None => action,
+    })
 }
 
 fn action_text(action: &Action) -> String {
@@ -1008,5 +1114,28 @@ mod tests {
             .advice(&[spec("read_file")])
             .unwrap()
             .contains("complete with what you have"));
+    }
+
+    #[test]
+    fn a_short_result_with_another_number_than_two_checks_is_kept_without_a_reason() {
+        assert!(insisted("299", "33"));
+        assert!(insisted(
+            "There are 299 distinct client IP addresses.",
+            "33"
+        ));
+        assert!(!insisted("33", "33"), "it gave way");
+        assert!(!insisted("33 distinct clients, not 299", "33"));
+        assert!(!insisted(
+            "299: both programs above counted only the clients of ERROR lines, and the task \
+             asks for every line of the log.",
+            "33"
+        ));
+        assert!(!insisted("299", "no number"));
+        assert!(!insisted("Done.", "33"), "no number kept");
+        assert_eq!(
+            overruled("33", " 299 "),
+            "33. Two programs written independently both computed 33; this subtask's own \
+             program said 299 and gave no reason to keep it."
+        );
     }
 }

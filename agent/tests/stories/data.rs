@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use crate::support::*;
-use agent::llm::CallRole;
 use agent::llm::Reply;
+use agent::llm::{CallRole, Shape};
 use agent::tools::{files::FileTools, ToolBox, Toolset};
 use agent::{RunEntry, RunState};
 use serde_json::json;
@@ -793,4 +793,108 @@ async fn a_run_whose_budget_leaves_no_room_for_the_routers_question_spends_it_on
         "nothing was asked"
     );
     assert!(planner_prompt(&world).contains("- fetch_url:"));
+}
+
+#[tokio::test]
+async fn code_whose_json_turned_a_regex_backslash_into_a_backspace_is_asked_for_again_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    // What llama.cpp's JSON grammar leaves of `\w+`: JSON's `\b`, a
+    // backspace, twice.
+    let mangled = "import re\nprint(len(re.findall(r'def \u{8}\u{8}', read_file('calc.py'))))";
+    let fenced = "import re\nprint(len(re.findall(r'def \\w+', read_file('calc.py'))))";
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": mangled}}),
+        )
+        .push(
+            CallRole::Executor,
+            Reply::Text(format!("The same program:\n```python\n{fenced}\n```")),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "calc.py defines 2 functions."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world
+        .run(simple("How many functions does calc.py define?"))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let ran: Vec<String> = world
+        .entries()
+        .iter()
+        .filter_map(|e| match e {
+            RunEntry::ToolCall {
+                name, arguments, ..
+            } if name == "run_python" => arguments["code"].as_str().map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ran,
+        [fenced],
+        "the program written as text ran, not the mangled one"
+    );
+    let requests = world.llm.requests();
+    let asked = requests
+        .iter()
+        .find(|r| r.role == CallRole::Executor && matches!(r.shape, Shape::Text))
+        .expect("the program was asked for as plain text");
+    let said = &asked.messages.last().unwrap().content;
+    assert!(said.contains("backspace"), "{said}");
+    // The next turn shows the call with the program that ran.
+    let next = requests
+        .iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .nth(2)
+        .unwrap();
+    let shown = &next.messages[next.messages.len() - 2].content;
+    assert!(shown.contains("def \\\\w+"), "{shown}");
+}
+
+/// A run whose executor reads the log and says 1, whose two checks print
+/// 2 (the fake `run_python`), and which then completes with `then`.
+fn disputed_then(then: &str) -> agent::ScriptedLlm {
+    worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "There is 1 ERROR line."}),
+        )
+        .push(CallRole::Checker, check_program())
+        .push(CallRole::Checker, check_program())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": then}),
+        )
+}
+
+#[tokio::test]
+async fn a_number_kept_against_two_agreeing_checks_without_a_reason_gives_way_to_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = coding_world(disputed_then("1"), dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let outcome = world.plan().subtasks()[0].outcome().unwrap().to_string();
+    assert!(outcome.starts_with("2. Two programs"), "{outcome}");
+    assert!(
+        outcome.contains("said 1"),
+        "the executor's number stays in view: {outcome}"
+    );
+}
+
+#[tokio::test]
+async fn a_number_kept_against_two_checks_with_a_reason_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let reason = "There is 1 ERROR line: both programs above also counted the word ERROR inside \
+                  the message of a WARN line, which is not an ERROR line.";
+    let world = coding_world(disputed_then(reason), dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.plan().subtasks()[0].outcome(), Some(reason));
 }
