@@ -154,6 +154,10 @@ pub struct FileEntry {
     /// Relative to the workspace, `/` between folders.
     pub path: String,
     pub bytes: u64,
+    /// When it was last written, where the file system says: two listings
+    /// then differ for a file rewritten at the same size (a program that
+    /// sorted a file's lines in place was told it changed no file).
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// What a listing found.
@@ -345,10 +349,11 @@ impl Workspace {
     pub fn files(&self) -> Result<Listing, WorkspaceError> {
         let mut listing = Listing::default();
         walk(&self.dir, &mut |path, file| {
-            let bytes = file.metadata()?.len();
+            let meta = file.metadata()?;
             listing.files.push(FileEntry {
                 path: path.to_string(),
-                bytes,
+                bytes: meta.len(),
+                modified: meta.modified().ok(),
             });
             Ok(())
         })
@@ -649,6 +654,7 @@ pub fn copy_tree(
         copied.push(FileEntry {
             path: path.to_string(),
             bytes: size,
+            modified: None,
         });
         Ok(())
     });

@@ -206,6 +206,7 @@ mod tests {
         FileEntry {
             path: path.into(),
             bytes,
+            modified: None,
         }
     }
 

@@ -289,13 +289,21 @@ impl ToolBox for CodeTools {
         // wrote is shown, as a person would open the file (Qwen2.5-1.5B's
         // program wrote the March total to a file, printed nothing, and
         // the model then stated a number of its own).
-        if outcome.exit_code == Some(0) && outcome.stdout.trim().is_empty() && before != after {
+        // A file rewritten at the same size changes the listing, not the
+        // usage (Qwen2.5-1.5B's program sorted sorted.txt in place, was told
+        // it changed no file, and "fixed" it into one line).
+        let relisted = match &listed {
+            Some(_) => self.listing().await,
+            None => None,
+        };
+        let wrote = before != after || relisted != listed;
+        if outcome.exit_code == Some(0) && outcome.stdout.trim().is_empty() && wrote {
             if let Some(listed) = listed {
                 report.push_str(&self.written_since(listed).await);
             }
         }
         if let Some(note) = (name == "run_python")
-            .then(|| python_note(&outcome, before != after))
+            .then(|| python_note(&outcome, wrote))
             .flatten()
         {
             report.push_str("\n--- note ---\n");

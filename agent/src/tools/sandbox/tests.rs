@@ -1102,3 +1102,29 @@ async fn a_link_the_code_leaves_is_never_followed_when_its_written_files_are_sho
         "{report}"
     );
 }
+
+#[tokio::test]
+async fn a_file_the_code_rewrote_at_the_same_size_counts_as_written() {
+    // Sorting a file's lines in place keeps its size: the usage of the
+    // workspace does not change, its listing does.
+    let Some((dir, tools)) = python_tools(&[("sorted.txt", "pear\napple\n")]) else {
+        return;
+    };
+    // Written an hour ago, as by an earlier call: a coarse clock cannot
+    // give the rewrite the same time.
+    let file = std::fs::File::options()
+        .write(true)
+        .open(dir.path().join("ws").join("sorted.txt"))
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    let report = run_python(
+        &tools,
+        "lines = open('sorted.txt').read().splitlines()\n\
+         with open('sorted.txt', 'w') as f:\n    f.write('\\n'.join(sorted(lines)) + '\\n')",
+    )
+    .await;
+    assert!(!report.contains("no file changed"), "{report}");
+    assert!(report.contains("--- written: sorted.txt"), "{report}");
+    assert!(report.contains("apple\npear"), "{report}");
+}
