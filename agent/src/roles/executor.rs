@@ -856,20 +856,17 @@ fn ungrounded(missing: &[String], specs: &[ToolSpec], printed: Option<&str>) -> 
     )
 }
 
-/// Whether a result is several numbers and no word of what they are
-/// (Qwen2.5-1.5B completed "count the functions of three files" with "6 3
-/// 3", its code's per-file counts, and the answer then said 6): a person
-/// cannot read it, and the answer's writer may not add them up.
 /// Characters of a result that keeps its number against two checks and
 /// still counts as giving no reason: a number and a short sentence.
 const NO_REASON: usize = 100;
 
 /// Whether a result completed after two checks agreed on `theirs` keeps
 /// another number without a reason: it states numbers, none of `theirs`,
-/// and is no longer than a short sentence, where the dispute asked it to say what
-/// the two programs got wrong. Qwen2.5-1.5B, shown two programs that both
-/// counted 33 distinct clients, ran its own program again and completed
-/// with "299" (its program took the rest of each line for the address).
+/// and is no longer than a short sentence, where the dispute asked it to
+/// say what the two programs got wrong. Qwen2.5-1.5B, shown two programs
+/// that both counted 33 distinct clients, ran its own program again and
+/// completed with "299" (its program took the rest of each line for the
+/// address).
 fn insisted(result: &str, theirs: &str) -> bool {
     let theirs = crate::grounded::numbers(theirs);
     let stated = crate::grounded::numbers(result);
@@ -886,12 +883,16 @@ fn insisted(result: &str, theirs: &str) -> bool {
 /// against one), and what the executor said, so a person sees both.
 fn overruled(theirs: &str, result: &str) -> String {
     format!(
-        "{theirs}. Two programs written independently both computed {theirs}; this \
-         subtask's own program said {} and gave no reason to keep it.",
+        "{theirs}. Two programs written independently both computed {theirs}; the \
+         executor said {} and gave no reason to keep it.",
         result.trim()
     )
 }
 
+/// Whether a result is several numbers and no word of what they are
+/// (Qwen2.5-1.5B completed "count the functions of three files" with "6 3
+/// 3", its code's per-file counts, and the answer then said 6): a person
+/// cannot read it, and the answer's writer may not add them up.
 fn bare_numbers(result: &str) -> bool {
     crate::grounded::numbers(result).len() >= 2 && !result.chars().any(char::is_alphabetic)
 }
@@ -1134,8 +1135,8 @@ mod tests {
         assert!(!insisted("Done.", "33"), "no number kept");
         assert_eq!(
             overruled("33", " 299 "),
-            "33. Two programs written independently both computed 33; this subtask's own \
-             program said 299 and gave no reason to keep it."
+            "33. Two programs written independently both computed 33; the executor said \
+             299 and gave no reason to keep it."
         );
     }
 }

@@ -231,24 +231,7 @@ fn check_program() -> Reply {
 async fn a_number_two_independent_programs_compute_otherwise_is_sent_back_once_with_their_outputs()
 {
     let dir = tempfile::tempdir().unwrap();
-    let llm = worker()
-        .push_json(CallRole::Planner, counting_plan())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
-        )
-        // Not what the code printed, but the brief holds a 1 (the
-        // subtask's "#1"): grounding lets it through, the checks do not.
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "There is 1 ERROR line."}),
-        )
-        .push(CallRole::Checker, check_program())
-        .push(CallRole::Checker, check_program())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
-        );
+    let llm = one_then_checked([check_program(), check_program()]);
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
@@ -393,12 +376,19 @@ async fn two_checks_whose_programs_both_failed_are_each_fixed_once_and_can_dispu
 /// are `checks` in turn (the fake `run_python` prints 2 for a program that
 /// does not fail), and whose executor then says 2.
 fn one_then_checked<const N: usize>(checks: [Reply; N]) -> agent::ScriptedLlm {
+    checked_then(checks, "There are 2 ERROR lines.")
+}
+
+/// [`one_then_checked`] whose executor then completes with `then`.
+fn checked_then<const N: usize>(checks: [Reply; N], then: &str) -> agent::ScriptedLlm {
     let llm = worker()
         .push_json(CallRole::Planner, counting_plan())
         .push_json(
             CallRole::Executor,
             json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
         )
+        // Not what the code printed, but the brief holds a 1 (the
+        // subtask's "#1"): grounding lets it through, the checks do not.
         .push_json(
             CallRole::Executor,
             json!({"action": "complete", "result": "There is 1 ERROR line."}),
@@ -408,7 +398,7 @@ fn one_then_checked<const N: usize>(checks: [Reply; N]) -> agent::ScriptedLlm {
         .fold(llm, |llm, check| llm.push(CallRole::Checker, check))
         .push_json(
             CallRole::Executor,
-            json!({"action": "complete", "result": "There are 2 ERROR lines."}),
+            json!({"action": "complete", "result": then}),
         )
 }
 
@@ -853,31 +843,13 @@ async fn code_whose_json_turned_a_regex_backslash_into_a_backspace_is_asked_for_
     assert!(shown.contains("def \\\\w+"), "{shown}");
 }
 
-/// A run whose executor reads the log and says 1, whose two checks print
-/// 2 (the fake `run_python`), and which then completes with `then`.
-fn disputed_then(then: &str) -> agent::ScriptedLlm {
-    worker()
-        .push_json(CallRole::Planner, counting_plan())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "run_python", "arguments": {"code": "print(open('app.log').read())"}}),
-        )
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "There is 1 ERROR line."}),
-        )
-        .push(CallRole::Checker, check_program())
-        .push(CallRole::Checker, check_program())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": then}),
-        )
-}
-
 #[tokio::test]
 async fn a_number_kept_against_two_agreeing_checks_without_a_reason_gives_way_to_theirs() {
     let dir = tempfile::tempdir().unwrap();
-    let world = coding_world(disputed_then("1"), dir.path());
+    let world = coding_world(
+        checked_then([check_program(), check_program()], "1"),
+        dir.path(),
+    );
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let outcome = world.plan().subtasks()[0].outcome().unwrap().to_string();
@@ -893,7 +865,10 @@ async fn a_number_kept_against_two_checks_with_a_reason_stands() {
     let dir = tempfile::tempdir().unwrap();
     let reason = "There is 1 ERROR line: both programs above also counted the word ERROR inside \
                   the message of a WARN line, which is not an ERROR line.";
-    let world = coding_world(disputed_then(reason), dir.path());
+    let world = coding_world(
+        checked_then([check_program(), check_program()], reason),
+        dir.path(),
+    );
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(world.plan().subtasks()[0].outcome(), Some(reason));
