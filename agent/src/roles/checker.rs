@@ -43,8 +43,9 @@ use crate::tools::Toolset;
 /// The code tool the checks run on.
 pub const CHECK_TOOL: &str = "run_python";
 /// Tokens of one check program (a short program; the executor's code is
-/// seldom longer than 300).
-const PROGRAM_TOKENS: u32 = 600;
+/// seldom longer than 300), and of a program the executor writes again as
+/// text.
+pub(crate) const PROGRAM_TOKENS: u32 = 600;
 /// Characters of a check's output and of its code shown to the executor.
 const SHOWN: usize = 600;
 const SHOWN_CODE: usize = 800;
@@ -212,8 +213,9 @@ pub fn can_check(tools: &Toolset) -> bool {
 }
 
 /// Writes and runs the check programs (two, and a third when they settle
-/// nothing beside a lone number) for the subtask `given` describes (the executor's brief without earlier attempts' guesses),
-/// and compares what they print with `claimed`. Only a budget that ran
+/// nothing beside a lone number) for the subtask `given` describes (the
+/// executor's brief without earlier attempts' guesses), and compares what
+/// they print with `claimed`. Only a budget that ran
 /// out is an error (why it ran out): any other failure is no opinion.
 pub async fn check(
     caller: &Caller,

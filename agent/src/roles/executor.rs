@@ -962,11 +962,6 @@ fn offline(error: &str, code: Option<&str>) -> String {
     said
 }
 
-/// The Python tool whose code a JSON string can mangle.
-const PYTHON: &str = "run_python";
-/// Tokens of a program asked for again as text (as a check program's).
-const PROGRAM_TOKENS: u32 = 600;
-
 /// A `run_python` call whose code holds a backspace or a form feed: a
 /// JSON string's `\b` or `\f`, which is what llama.cpp's grammar left of
 /// a regular expression's `\w`, `\d` or `\s` (it allows after a
@@ -984,7 +979,7 @@ async fn unmangled(
     subtask: SubtaskId,
 ) -> Result<Action, String> {
     let mangled = match &action {
-        Action::Tool { name, arguments } if name == PYTHON => arguments["code"]
+        Action::Tool { name, arguments } if name == checker::CHECK_TOOL => arguments["code"]
             .as_str()
             .is_some_and(|c| c.contains(['\u{8}', '\u{c}'])),
         _ => false,
@@ -999,7 +994,7 @@ async fn unmangled(
         .text(
             crate::llm::CallRole::Executor,
             asked,
-            PROGRAM_TOKENS,
+            checker::PROGRAM_TOKENS,
             Some(subtask),
         )
         .await
@@ -1010,7 +1005,7 @@ async fn unmangled(
     };
     Ok(match checker::program_of(&reply) {
         Some(code) => Action::Tool {
-            name: PYTHON.to_string(),
+            name: checker::CHECK_TOOL.to_string(),
             arguments: serde_json::json!({ "code": code }),
         },
         None => action,

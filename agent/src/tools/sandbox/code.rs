@@ -63,15 +63,12 @@ impl CodeTools {
             .flatten()
     }
 
-    /// The files that are new or changed in size since `before`, each with
-    /// its first lines, read through the workspace (never through a link);
-    /// "" when none.
-    async fn written_since(&self, before: Listing) -> String {
+    /// The files of `now` that are new or changed (in size or time) since
+    /// `before`, each with its first lines, read through the workspace
+    /// (never through a link); "" when none.
+    async fn written_since(&self, before: Listing, now: Listing) -> String {
         let ws = self.workspace.clone();
         tokio::task::spawn_blocking(move || {
-            let Ok(now) = ws.files() else {
-                return String::new();
-            };
             let mut out = String::new();
             let changed = now
                 .files
@@ -292,14 +289,16 @@ impl ToolBox for CodeTools {
         // A file rewritten at the same size changes the listing, not the
         // usage (Qwen2.5-1.5B's program sorted sorted.txt in place, was told
         // it changed no file, and "fixed" it into one line).
+        // Only a silent run needs it: what it wrote is all it showed.
+        let silent = outcome.exit_code == Some(0) && outcome.stdout.trim().is_empty();
         let relisted = match &listed {
-            Some(_) => self.listing().await,
-            None => None,
+            Some(_) if silent => self.listing().await,
+            _ => None,
         };
-        let wrote = before != after || relisted != listed;
-        if outcome.exit_code == Some(0) && outcome.stdout.trim().is_empty() && wrote {
-            if let Some(listed) = listed {
-                report.push_str(&self.written_since(listed).await);
+        let wrote = before != after || (relisted.is_some() && relisted != listed);
+        if silent && wrote {
+            if let (Some(listed), Some(relisted)) = (listed, relisted) {
+                report.push_str(&self.written_since(listed, relisted).await);
             }
         }
         if let Some(note) = (name == "run_python")
