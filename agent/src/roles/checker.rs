@@ -165,7 +165,7 @@ fn said_of(claimed: &[Written], output: Option<&str>) -> Said {
 
 /// Whether two written numbers are one value, each at the other's
 /// precision (`33.67` and `33.666`).
-fn same(a: &Written, b: &Written) -> bool {
+pub(crate) fn same(a: &Written, b: &Written) -> bool {
     matches(a, b.value) || matches(b, a.value)
 }
 

@@ -874,7 +874,7 @@ fn insisted(result: &str, theirs: &str) -> bool {
         && !stated.is_empty()
         && !stated
             .iter()
-            .any(|n| theirs.iter().any(|t| crate::grounded::matches(n, t.value)))
+            .any(|n| theirs.iter().any(|t| checker::same(n, t)))
         && result.trim().chars().count() <= NO_REASON
 }
 

@@ -427,11 +427,10 @@ pub fn tidy(
         .enumerate()
         .all(|(i, s)| s.dependencies.is_empty() || s.dependencies == [SubtaskId(i as u32)]);
     let independent = planned.subtasks.iter().all(|s| s.dependencies.is_empty());
-    let joinable = planned.subtasks.iter().any(|s| {
-        s.tool
-            .as_deref()
-            .is_some_and(|t| t == CODE || READING.contains(&t))
-    });
+    let joinable = planned
+        .subtasks
+        .iter()
+        .any(|s| s.tool.as_deref().is_some_and(joins));
     let linear = matches!(mode, Mode::Simple)
         || (mode == Mode::Complex && chain && (!independent || joinable));
     if !linear || planned.subtasks.len() < 2 {
@@ -486,7 +485,7 @@ pub fn tidy(
                 let t = last.tool.as_deref().unwrap_or("");
                 if t == WRITING {
                     writes += 1;
-                } else if t == CODE || READING.contains(&t) {
+                } else if joins(t) {
                     absorbed += 1;
                 } else {
                     break;
@@ -549,6 +548,12 @@ pub fn tidy(
         };
     }
     planned.subtasks = merged;
+}
+
+/// Whether a step with this tool is joined into the code step after it
+/// (reading and code: one program does both).
+fn joins(tool: &str) -> bool {
+    tool == CODE || READING.contains(&tool)
 }
 
 /// A subtask's name from its description: the first sentence, at most 60
