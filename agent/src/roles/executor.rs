@@ -456,8 +456,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     let mut asked_checked = false;
     // Whether numbers read off a file were sent back once to be computed.
     let mut computed_checked = false;
-    // Whether a result of bare numbers was sent back once to be said.
+    // Whether a result of bare numbers was sent back once to be said, and
+    // that result when the tools' output showed all its numbers.
     let mut bare_checked = false;
+    let mut bare_shown: Option<String> = None;
     // The error of the last code run, while it is not fixed, and whether
     // a `fail` after it was sent back once to fix the code instead.
     let mut code_error: Option<String> = None;
@@ -516,6 +518,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     }
                     None if !bare_checked && bare_numbers(result) => {
                         bare_checked = true;
+                        let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
+                        bare_shown = crate::grounded::unsupported(result, &sources)
+                            .is_empty()
+                            .then(|| result.clone());
                         bare(&specs)
                     }
                     None if uncounted => {
@@ -528,7 +534,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     }
                     None => {
                         let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
-                        let missing = crate::grounded::unsupported(result, &sources);
+                        let mut missing = crate::grounded::unsupported(result, &sources);
                         // A subtask that works with tools and states,
                         // after being shown the output, numbers none of
                         // it holds has guessed (Qwen2.5-1.5B answered
@@ -536,6 +542,23 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                         // fails and the next starts with the reason. One
                         // without tools (a text, a plan) keeps its words.
                         let with_tools = !called.is_empty() || named_tool(&job, &specs).is_some();
+                        // Asked to say what its shown numbers are, the model
+                        // added numbers nothing shows, twice (Qwen2.5-1.5B
+                        // printed the perfect numbers [6, 28, 496], then
+                        // "said" them with a sum of 720 and a mean of 240):
+                        // the shown numbers stand, under the subtask's name,
+                        // and the asking never costs a right result.
+                        let said_shown = bare_shown
+                            .as_deref()
+                            .filter(|_| grounding_checked && !missing.is_empty() && with_tools)
+                            .map(|shown| labelled(&job, shown));
+                        let result = match &said_shown {
+                            Some(shown) => {
+                                missing.clear();
+                                shown
+                            }
+                            None => result,
+                        };
                         if grounding_checked && !missing.is_empty() && with_tools {
                             return Outcome::Failed {
                                 reason: format!(
@@ -895,6 +918,17 @@ fn overruled(theirs: &str, result: &str) -> String {
 /// cannot read it, and the answer's writer may not add them up.
 fn bare_numbers(result: &str) -> bool {
     crate::grounded::numbers(result).len() >= 2 && !result.chars().any(char::is_alphabetic)
+}
+
+/// Numbers a tool showed, under the name of the subtask they answer, so
+/// a person and the answer's writer can tell what they are.
+fn labelled(job: &Job, shown: &str) -> String {
+    let name = job
+        .plan
+        .subtask(job.subtask)
+        .map(|s| s.name())
+        .unwrap_or("result");
+    format!("{name}: {}", shown.trim())
 }
 
 /// What the model reads when its result is bare numbers.

@@ -260,3 +260,40 @@ async fn a_result_of_bare_numbers_is_sent_back_once_to_be_said_in_words() {
     assert!(told[2].contains("Your result is only numbers"), "{told:#?}");
     assert_eq!(world.llm.calls(CallRole::Executor), 3);
 }
+
+#[tokio::test]
+async fn shown_numbers_sent_back_to_be_said_stand_when_the_saying_adds_numbers_nothing_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("perfect.txt"), "[6, 28, 496]\n").unwrap();
+    let said = |extra: &str| {
+        json!({"action": "complete",
+               "result": format!("The perfect numbers up to 1000 are 6, 28 and 496. {extra}")})
+    };
+    let llm = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "read_file", "arguments": {"path": "perfect.txt"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "[6, 28, 496]"}),
+        )
+        .push_json(CallRole::Executor, said("Their sum is 720."))
+        .push_json(
+            CallRole::Executor,
+            said("Their sum is 720 and their mean 240."),
+        );
+    let world = World::reading(llm, dir.path());
+    let run = world
+        .run(simple("List the perfect numbers up to 1000."))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let subtask = world.plan().subtasks()[0].clone();
+    assert_eq!(
+        subtask.outcome(),
+        Some(format!("{}: [6, 28, 496]", subtask.name()).as_str())
+    );
+    // Asked to say them, then told once that 720 shows nowhere: one
+    // attempt, no failure.
+    assert_eq!(world.llm.calls(CallRole::Executor), 4);
+}
