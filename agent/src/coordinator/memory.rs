@@ -142,9 +142,20 @@ impl Driver {
                 c.by
             ));
         }
+        // The outcome before the plan, so a cut never hides it; and only a
+        // run that ended done lends its plan to later planners. A failed
+        // or cancelled run's plan is what not to do again: Qwen2.5-1.5B,
+        // shown one whose steps summed made-up numbers ("Compute 720
+        // divisors sum"), planned the same step for the same task. The
+        // run and plan ids keep the whole plan for a person.
+        summary.push_str(&format!(" Outcome: {}", self.run.state));
+        if let Some(reason) = &self.run.reason {
+            summary.push_str(&format!(" ({})", cut(reason, 200)));
+        }
+        summary.push('.');
         if let Some(plan) = &plan {
             let names: Vec<&str> = plan.subtasks().iter().take(12).map(|s| s.name()).collect();
-            if !names.is_empty() {
+            if !names.is_empty() && self.run.state == RunState::Done {
                 summary.push_str(&format!(" Plan: {}.", names.join(" → ")));
             }
             let said: Vec<String> = plan
@@ -168,11 +179,6 @@ impl Driver {
                 memories.push(memory(MemoryKind::Correction, text));
             }
         }
-        summary.push_str(&format!(" Outcome: {}", self.run.state));
-        if let Some(reason) = &self.run.reason {
-            summary.push_str(&format!(" ({})", cut(reason, 200)));
-        }
-        summary.push('.');
         if let Some(answer) = &self.run.answer {
             summary.push_str(&format!(" Answer: {}", cut(answer, 300)));
         }

@@ -107,6 +107,54 @@ async fn a_rejection_comment_reaches_the_planner_of_a_similar_later_task_and_not
 }
 
 #[tokio::test]
+async fn a_cancelled_run_is_remembered_with_its_outcome_and_without_its_plan_to_copy() {
+    let world = World::new(worker().push_json(
+        CallRole::Planner,
+        plan_json(&[("compute 720 divisors sum", &[]), ("list them", &[1])]),
+    ));
+    let task = "Find every perfect number up to 1000";
+    let mut c = config(task);
+    c.mode = ModeChoice::Complex;
+    c.approval_required = true;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| p.state() == PlanState::AwaitingApproval)
+        .await;
+    world
+        .person(
+            plan.id(),
+            vec![Op::Finish {
+                state: PlanState::Abandoned,
+                outcome: "this plan sums made-up numbers".into(),
+            }],
+        )
+        .await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Cancelled, "{:?}", run.reason);
+    let kept = world.host.memories();
+    let memory = kept
+        .iter()
+        .find(|m| m.kind == MemoryKind::Run)
+        .expect("the run is remembered");
+    assert!(
+        memory.text.contains("Outcome: cancelled (") && !memory.text.contains("720"),
+        "{memory:#?}"
+    );
+
+    // The same task again: its planner reads how the last one ended, and
+    // no plan to copy.
+    let mut c = config(task);
+    c.mode = ModeChoice::Complex;
+    another(&world, c).await;
+    let prompt = planner_prompt(&world, task);
+    assert!(
+        prompt.contains("Earlier run") && prompt.contains("Outcome: cancelled"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("720"), "{prompt}");
+}
+
+#[tokio::test]
 async fn a_person_switching_the_mode_becomes_an_example_for_the_classifier() {
     let world = World::new(
         worker()
