@@ -97,16 +97,17 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<StoredEvent>,
         let snapshot = snapshot_text(write)?;
         let changed = match write.base_version {
             None => {
-                let snapshot = snapshot
-                    .ok_or_else(|| corrupt("a new plan is written without its snapshot"))?;
-                let mut values = columns(row, Some(snapshot));
+                if snapshot.is_none() {
+                    return Err(corrupt("a new plan is written without its snapshot"));
+                }
+                let mut values = columns(row);
                 values.push(Value::Text(id.clone()));
                 values.push(Value::Text(ts(row.created_at)));
                 tx.prepare_cached(statements::INSERT_PLAN)?
                     .execute(params_from_iter(values))?
             }
             Some(base) => {
-                let mut values = columns(row, snapshot);
+                let mut values = columns(row);
                 values.push(Value::Text(id.clone()));
                 values.push(Value::Integer(version_i64(base)));
                 tx.prepare_cached(statements::UPDATE_PLAN)?
@@ -126,6 +127,10 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<StoredEvent>,
                 plan_id: row.id,
                 current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
             });
+        }
+        if let Some(snapshot) = snapshot {
+            tx.prepare_cached(statements::PUT_SNAPSHOT)?
+                .execute([&id, &snapshot])?;
         }
         for events in write.events.chunks(statements::EVENTS_PER_INSERT) {
             let sql = statements::insert_events(events.len());
@@ -209,8 +214,8 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<StoredEvent>,
 }
 
 /// A plan row's columns in the order of [`statements::INSERT_PLAN`] and
-/// [`statements::UPDATE_PLAN`] (`$1`–`$9`), as `bind_row` binds them.
-fn columns(row: &PlanColumns, snapshot: Option<String>) -> Vec<Value> {
+/// [`statements::UPDATE_PLAN`] (`$1`–`$8`), as `bind_row` binds them.
+fn columns(row: &PlanColumns) -> Vec<Value> {
     let text = |s: Option<String>| s.map_or(Value::Null, Value::Text);
     vec![
         text(row.key.clone()),
@@ -221,7 +226,6 @@ fn columns(row: &PlanColumns, snapshot: Option<String>) -> Vec<Value> {
         Value::Integer(version_i64(row.version)),
         Value::Text(ts(row.updated_at)),
         text(row.finished_at.map(ts)),
-        text(snapshot),
     ]
 }
 
@@ -386,5 +390,75 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(store.load(two.id()).await.unwrap(), None);
+    }
+
+    /// A database written before plans' snapshots had their own table
+    /// (migrations 1 to 14) opens with its plans whole: the snapshot moved,
+    /// and a step's commit no longer rewrites it.
+    #[tokio::test]
+    async fn a_database_from_before_the_snapshot_table_keeps_its_plans() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("migrations");
+        std::fs::create_dir(&old).unwrap();
+        let all = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/sqlite");
+        for entry in std::fs::read_dir(&all).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if name.as_str() < "0015" {
+                std::fs::copy(&path, old.join(&name)).unwrap();
+            }
+        }
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("plans.db").display()
+        );
+        let (mut plan, _) = new_plan("old");
+        plan.execute(&start_first().into(), "t", now()).unwrap();
+        {
+            sqlx::any::install_default_drivers();
+            let pool = sqlx::any::AnyPoolOptions::new()
+                .max_connections(1)
+                .connect(&url)
+                .await
+                .unwrap();
+            let before = sqlx::migrate::Migrator::new(old.as_path()).await.unwrap();
+            assert_eq!(before.iter().count(), 14);
+            before.run(&pool).await.unwrap();
+            sqlx::query(
+                "INSERT INTO plans (id, plan_key, title, state, mode, approval, version, \
+                 created_at, updated_at, snapshot) \
+                 VALUES ($1, 'old', 'p', 'running', 'simple', 'none', $2, $3, $3, $4)",
+            )
+            .bind(plan.id().to_string())
+            .bind(i64::try_from(plan.version()).unwrap())
+            .bind(super::ts(now()))
+            .bind(serde_json::to_string(&plan).unwrap())
+            .execute(&pool)
+            .await
+            .unwrap();
+            pool.close().await;
+        }
+        let store = SqlStore::connect(&url).await.unwrap();
+        assert_eq!(store.load_all().await.unwrap(), vec![plan.clone()]);
+        // And it goes on from there.
+        let base = plan.version();
+        let done = plan
+            .execute(
+                &Op::SetSubtaskState {
+                    id: SubtaskId(1),
+                    state: SubtaskState::Done,
+                    note: None,
+                    start_next: false,
+                }
+                .into(),
+                "t",
+                now(),
+            )
+            .unwrap();
+        store
+            .commit(&batch(PlanWrite::of(&plan, Some(base), done)))
+            .await
+            .unwrap();
+        assert_eq!(store.load(plan.id()).await.unwrap(), Some(plan));
     }
 }

@@ -113,7 +113,7 @@ pub struct PlanWrite {
     /// the batch deletes, so the events before the deletion are kept).
     pub row: PlanColumns,
     /// The whole plan, only when its snapshot is written: a new plan, or
-    /// every [`SNAPSHOT_EVERY`] versions. Copying a plan costs as much as
+    /// every [`SNAPSHOT_EVERY`] versions (or the plan's size). Copying a plan costs as much as
     /// the plan, so a step does not copy it for nothing.
     pub snapshot: Option<Plan>,
     /// The version the writer started from; `None` for a new plan.
@@ -123,7 +123,8 @@ pub struct PlanWrite {
 
 impl PlanWrite {
     pub fn of(plan: &Plan, base_version: Option<u64>, events: Vec<Event>) -> PlanWrite {
-        let due = base_version.is_none_or(|base| sql::snapshot_due(base, plan.version()));
+        let due = base_version
+            .is_none_or(|base| sql::snapshot_due(base, plan.version(), plan.subtasks().len()));
         PlanWrite {
             row: PlanColumns::of(plan),
             snapshot: due.then(|| plan.clone()),

@@ -14,13 +14,21 @@ use super::{PlanWrite, StoreError, StoredEvent};
 /// both dialects.
 pub(crate) mod statements {
     pub const INSERT_PLAN: &str = "INSERT INTO plans (plan_key, title, state, mode, approval, \
-        version, updated_at, finished_at, snapshot, id, created_at) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
-    /// The snapshot only when due; NULL keeps the stored one.
+        version, updated_at, finished_at, id, created_at) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
     pub const UPDATE_PLAN: &str = "UPDATE plans SET plan_key = $1, title = $2, state = $3, \
-        mode = $4, approval = $5, version = $6, updated_at = $7, finished_at = $8, \
-        snapshot = COALESCE($9, snapshot) \
-        WHERE id = $10 AND version = $11 AND deleted_at IS NULL";
+        mode = $4, approval = $5, version = $6, updated_at = $7, finished_at = $8 \
+        WHERE id = $9 AND version = $10 AND deleted_at IS NULL";
+    /// A new plan's snapshot, or a due one (its own table: see the
+    /// migration `0015_plan_snapshots`).
+    pub const PUT_SNAPSHOT: &str = "INSERT INTO plan_snapshots (plan_id, snapshot) \
+        VALUES ($1, $2) ON CONFLICT (plan_id) DO UPDATE SET snapshot = excluded.snapshot";
+    /// The plans to load: each live plan's snapshot and version.
+    pub const LOAD_PLANS: &str = "SELECT s.snapshot, p.version FROM plans p \
+        JOIN plan_snapshots s ON s.plan_id = p.id WHERE p.deleted_at IS NULL \
+        ORDER BY p.created_at";
+    pub const LOAD_PLAN: &str = "SELECT s.snapshot, p.version FROM plans p \
+        JOIN plan_snapshots s ON s.plan_id = p.id WHERE p.id = $1 AND p.deleted_at IS NULL";
     pub const PLAN_VERSION: &str = "SELECT version FROM plans WHERE id = $1";
     pub const INSERT_COMMENT: &str =
         "INSERT INTO comments (plan_id, id, subtask, author, body, at) \

@@ -7,10 +7,11 @@
 //! log's order (SQLite has one writer; PostgreSQL locks the log table) and in
 //! LISTEN/NOTIFY.
 //!
-//! A plan's row holds its indexed columns at the current version and a
-//! snapshot rewritten only every [`SNAPSHOT_EVERY`] versions (the snapshot
-//! carries its own version); loading folds the events after it. So an
-//! agent's step writes a few hundred bytes whatever the plan's size.
+//! A plan's row holds its indexed columns at the current version; its
+//! snapshot, in `plan_snapshots`, is rewritten only every
+//! [`SNAPSHOT_EVERY`] versions or the plan's size (the snapshot carries
+//! its own version); loading folds the events after it. So an agent's
+//! step writes a few hundred bytes whatever the plan's size.
 
 use async_trait::async_trait;
 use plan_engine::{EventKind, Plan, PlanId, Timestamp};
@@ -206,13 +207,17 @@ pub(crate) fn read_ts(row: &AnyRow, column: &str) -> Result<Timestamp, StoreErro
 }
 
 /// A commit rewrites the plan's snapshot when its version crosses a
-/// multiple of this; otherwise only the indexed columns and the events are
-/// written, so a step's write does not grow with the plan. A load folds at
-/// most about this many events onto the snapshot.
+/// multiple of this, or of the plan's size when that is larger (rounded up
+/// to a power of two); otherwise only the plan's small row and the events
+/// are written. So a step's write does not grow with the plan: a snapshot
+/// of n subtasks is written once per n versions or more, a constant share
+/// of each. A load folds at most about that many events onto the snapshot,
+/// as much work as reading the snapshot itself.
 pub const SNAPSHOT_EVERY: u64 = 32;
 
-pub(super) fn snapshot_due(base: u64, version: u64) -> bool {
-    base / SNAPSHOT_EVERY != version / SNAPSHOT_EVERY
+pub(super) fn snapshot_due(base: u64, version: u64, subtasks: usize) -> bool {
+    let every = SNAPSHOT_EVERY.max((subtasks as u64).next_power_of_two());
+    base / every != version / every
 }
 
 /// The plan as of its `version`: the snapshot, with the events after it
@@ -264,11 +269,9 @@ fn event_from_row(row: &AnyRow) -> Result<StoredEvent, StoreError> {
 #[async_trait]
 impl PlanStore for SqlStore {
     async fn load_all(&self) -> Result<Vec<Plan>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT snapshot, version FROM plans WHERE deleted_at IS NULL ORDER BY created_at",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query(statements::LOAD_PLANS)
+            .fetch_all(&self.pool)
+            .await?;
         let mut plans = Vec::with_capacity(rows.len());
         for row in &rows {
             plans.push(plan_from_row(&self.pool, row).await?);
@@ -277,11 +280,10 @@ impl PlanStore for SqlStore {
     }
 
     async fn load(&self, id: PlanId) -> Result<Option<Plan>, StoreError> {
-        let row =
-            sqlx::query("SELECT snapshot, version FROM plans WHERE id = $1 AND deleted_at IS NULL")
-                .bind(id.to_string())
-                .fetch_optional(&self.pool)
-                .await?;
+        let row = sqlx::query(statements::LOAD_PLAN)
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
         match row {
             Some(row) => Ok(Some(plan_from_row(&self.pool, &row).await?)),
             None => Ok(None),
@@ -319,20 +321,18 @@ impl PlanStore for SqlStore {
             // PlanWrite carries the plan only when its snapshot is due.
             let snapshot = snapshot_text(write)?;
             let changed = match write.base_version {
-                None => bind_row(
-                    sqlx::query(statements::INSERT_PLAN),
-                    row,
-                    Some(
-                        snapshot
-                            .ok_or_else(|| corrupt("a new plan is written without its snapshot"))?,
-                    ),
-                )
-                .bind(&id)
-                .bind(ts(row.created_at))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected(),
-                Some(base) => bind_row(sqlx::query(statements::UPDATE_PLAN), row, snapshot)
+                None => {
+                    if snapshot.is_none() {
+                        return Err(corrupt("a new plan is written without its snapshot"));
+                    }
+                    bind_row(sqlx::query(statements::INSERT_PLAN), row)
+                        .bind(&id)
+                        .bind(ts(row.created_at))
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected()
+                }
+                Some(base) => bind_row(sqlx::query(statements::UPDATE_PLAN), row)
                     .bind(&id)
                     .bind(version_i64(base))
                     .execute(&mut *tx)
@@ -348,6 +348,13 @@ impl PlanStore for SqlStore {
                     plan_id: row.id,
                     current: current.and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
                 });
+            }
+            if let Some(snapshot) = snapshot {
+                sqlx::query(statements::PUT_SNAPSHOT)
+                    .bind(&id)
+                    .bind(snapshot)
+                    .execute(&mut *tx)
+                    .await?;
             }
             for events in write.events.chunks(statements::EVENTS_PER_INSERT) {
                 let sql = statements::insert_events(events.len());
@@ -603,12 +610,11 @@ impl SqlStore {
 }
 
 /// Binds a plan row's columns as `$1`–`$8` (key, title, state, mode,
-/// approval, version, updated_at, finished_at) and its snapshot as `$9`:
-/// the INSERT of a new plan and the UPDATE of a changed one share them.
+/// approval, version, updated_at, finished_at): the INSERT of a new plan
+/// and the UPDATE of a changed one share them.
 fn bind_row<'q>(
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     row: &'q super::PlanColumns,
-    snapshot: Option<String>,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     query
         .bind(&row.key)
@@ -619,7 +625,6 @@ fn bind_row<'q>(
         .bind(version_i64(row.version))
         .bind(ts(row.updated_at))
         .bind(row.finished_at.map(ts))
-        .bind(snapshot)
 }
 
 #[cfg(test)]
@@ -628,9 +633,21 @@ mod tests {
 
     #[test]
     fn a_snapshot_is_due_only_when_a_commit_crosses_an_interval() {
-        assert!(snapshot_due(SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY));
-        assert!(snapshot_due(SNAPSHOT_EVERY - 2, SNAPSHOT_EVERY + 3));
-        assert!(!snapshot_due(SNAPSHOT_EVERY, SNAPSHOT_EVERY + 1));
-        assert!(!snapshot_due(1, 2));
+        assert!(snapshot_due(SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY, 10));
+        assert!(snapshot_due(SNAPSHOT_EVERY - 2, SNAPSHOT_EVERY + 3, 10));
+        assert!(!snapshot_due(SNAPSHOT_EVERY, SNAPSHOT_EVERY + 1, 10));
+        assert!(!snapshot_due(1, 2, 10));
+    }
+
+    #[test]
+    fn a_larger_plan_writes_its_snapshot_as_seldom_as_it_has_subtasks() {
+        let due = |subtasks| {
+            (0..4096u64)
+                .filter(|v| snapshot_due(*v, v + 1, subtasks))
+                .count()
+        };
+        assert_eq!(due(10), 4096 / 32);
+        assert_eq!(due(100), 4096 / 128);
+        assert_eq!(due(1000), 4096 / 1024);
     }
 }
