@@ -653,7 +653,19 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
             }
             Action::Fail { reason } => return failed(reason),
             Action::Ask { question } if job.offered.ask => {
-                match named_tool(&job, &specs).filter(|_| !asked_checked) {
+                // The subtask's tool, or the code tool this attempt has
+                // been writing code with (Qwen2.5-1.5B, its program's
+                // `calendar.weekday` call wrong, asked a person "What is
+                // the code to count the number of months with a Friday
+                // the 13th?").
+                let coding = CODE_TOOLS
+                    .iter()
+                    .copied()
+                    .find(|t| called.contains(*t) && specs.iter().any(|s| s.name == *t));
+                match named_tool(&job, &specs)
+                    .or(coding)
+                    .filter(|_| !asked_checked)
+                {
                     // One checking turn: a small model whose code failed
                     // asked a person for what its tool reads (Qwen2.5-1.5B:
                     // "What is the content of the server.log file?"), and

@@ -57,6 +57,50 @@ async fn a_question_a_subtasks_tool_could_answer_is_sent_back_once_and_the_tool_
 }
 
 #[tokio::test]
+async fn a_question_for_code_after_writing_code_is_sent_back_once_to_the_code_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(
+            CallRole::Planner,
+            json!({"title": "Fridays", "subtasks": [{
+                "name": "Count the Fridays the 13th",
+                "description": "Count the months of 2026 with a Friday the 13th.",
+            }]}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "import requests"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "ask", "question": "What is the code to count them?"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(3)"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "2 months have a Friday the 13th."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world
+        .run(simple("How many months of 2026 have a Friday the 13th?"))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(
+        !world
+            .plan()
+            .comments()
+            .iter()
+            .any(|c| c.body.contains("What is the code")),
+        "no person was asked"
+    );
+    let told = world.told("Do not ask a person for what run_python can find out");
+    assert!(told.is_some(), "the model was told to use its code tool");
+}
+
+#[tokio::test]
 async fn a_question_asked_again_after_the_reminder_reaches_a_person() {
     let dir = tempfile::tempdir().unwrap();
     let llm = worker()
