@@ -113,8 +113,9 @@ pub struct PlanWrite {
     /// the batch deletes, so the events before the deletion are kept).
     pub row: PlanColumns,
     /// The whole plan, only when its snapshot is written: a new plan, or
-    /// every [`SNAPSHOT_EVERY`] versions (or the plan's size). Copying a plan costs as much as
-    /// the plan, so a step does not copy it for nothing.
+    /// every [`SNAPSHOT_EVERY`] versions (or the plan's size). Copying a
+    /// plan costs as much as the plan, so a step does not copy it for
+    /// nothing.
     pub snapshot: Option<Plan>,
     /// The version the writer started from; `None` for a new plan.
     pub base_version: Option<u64>,
