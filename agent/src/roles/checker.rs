@@ -86,17 +86,38 @@ fn fenced(code: &str) -> String {
 
 /// The numbers of `result` that `said` (the person's own words in the
 /// task, without its files' previews) does not already hold: what the
-/// executor found out.
+/// executor found out. Or, when it states one number only and the task
+/// holds it, that number if the task also holds another like it (as many
+/// digits, no decimals): a choice among the task's numbers is found out
+/// too. (Qwen2.5-1.5B's program counted 0 Fridays the 13th in each of
+/// 2025, 2026 and 2027, and it answered that 2026 has the most: the task
+/// holds 2026, so nothing was checked, and a wrong year would have passed
+/// as well.)
 pub fn claimed(result: &str, said: &[&str]) -> Vec<Written> {
-    let known: Vec<f64> = said
+    let known: Vec<Written> = said.iter().flat_map(|s| numbers(s)).collect();
+    let stated = numbers(result);
+    let found: Vec<Written> = stated
         .iter()
-        .flat_map(|s| numbers(s))
-        .map(|n| n.value)
+        .filter(|n| !known.iter().any(|k| matches(n, k.value)))
+        .cloned()
         .collect();
-    numbers(result)
-        .into_iter()
-        .filter(|n| !known.iter().any(|k| matches(n, *k)))
-        .collect()
+    if !found.is_empty() {
+        return found;
+    }
+    let whole = |n: &Written| n.decimals == 0 && n.value.fract() == 0.0;
+    let digits = |n: &Written| n.text.chars().filter(char::is_ascii_digit).count();
+    match stated.first() {
+        Some(one)
+            if stated.iter().all(|n| n.value == one.value)
+                && whole(one)
+                && known
+                    .iter()
+                    .any(|k| k.value != one.value && whole(k) && digits(k) == digits(one)) =>
+        {
+            vec![one.clone()]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// What one check program said.
@@ -503,6 +524,21 @@ mod tests {
         .collect();
         assert_eq!(found, ["1229"]);
         assert!(claimed("Sorted the words.", &["sort"]).is_empty());
+    }
+
+    #[test]
+    fn a_choice_among_the_tasks_numbers_is_found_out_and_a_number_merely_repeated_is_not() {
+        let task = ["Which of the years 2025, 2026 and 2027 has the most Fridays the 13th?"];
+        let chosen: Vec<String> = claimed("2026 has the most.", &task)
+            .into_iter()
+            .map(|n| n.text)
+            .collect();
+        assert_eq!(chosen, ["2026"]);
+        // The task's one year said back is no choice.
+        assert!(claimed("The 2026 report is written.", &["Write the 2026 report."]).is_empty());
+        // Nor are two of its numbers restated, or a number unlike the others.
+        assert!(claimed("From 2025 to 2027.", &task).is_empty());
+        assert!(claimed("Done in 13 steps.", &["Sum 13 and 2025."]).is_empty());
     }
 
     #[test]

@@ -423,6 +423,50 @@ fn one_then_checked<const N: usize>(checks: [Reply; N]) -> agent::ScriptedLlm {
     checked_then(checks, "There are 2 ERROR lines.")
 }
 
+#[tokio::test]
+async fn a_choice_among_the_tasks_numbers_is_computed_again_and_two_checks_overturn_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(
+            CallRole::Planner,
+            json!({"title": "Days", "subtasks": [{
+                "name": "Find the day with the most ERROR lines",
+                "description": "Count the ERROR lines of days 1, 2 and 3 of app.log.",
+                "expected_outcome": "the day", "tool": "run_python",
+            }]}),
+        )
+        // A program that counts nothing, and a day the task names anyway.
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(0)  # wrong"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "Day 3 has the most ERROR lines."}),
+        )
+        .push(CallRole::Checker, check_program())
+        .push(CallRole::Checker, check_program())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "Day 2 has the most ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world
+        .run(simple(
+            "Which of the days 1, 2 and 3 of app.log has the most ERROR lines?",
+        ))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let told = world
+        .told("Two programs written independently")
+        .expect("the executor was shown two checks that agree");
+    assert!(told.contains("both printed 2"), "{told}");
+    assert_eq!(
+        world.plan().subtasks()[0].outcome(),
+        Some("Day 2 has the most ERROR lines.")
+    );
+}
+
 /// [`one_then_checked`] whose executor then completes with `then`.
 fn checked_then<const N: usize>(checks: [Reply; N], then: &str) -> agent::ScriptedLlm {
     let llm = worker()
