@@ -534,7 +534,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     }
                     None => {
                         let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
-                        let mut missing = crate::grounded::unsupported(result, &sources);
+                        let missing = crate::grounded::unsupported(result, &sources);
                         // A subtask that works with tools and states,
                         // after being shown the output, numbers none of
                         // it holds has guessed (Qwen2.5-1.5B answered
@@ -542,24 +542,20 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                         // fails and the next starts with the reason. One
                         // without tools (a text, a plan) keeps its words.
                         let with_tools = !called.is_empty() || named_tool(&job, &specs).is_some();
+                        let guessed = grounding_checked && !missing.is_empty() && with_tools;
                         // Asked to say what its shown numbers are, the model
                         // added numbers nothing shows, twice (Qwen2.5-1.5B
                         // printed the perfect numbers [6, 28, 496], then
                         // "said" them with a sum of 720 and a mean of 240):
                         // the shown numbers stand, under the subtask's name,
-                        // and the asking never costs a right result.
+                        // and the asking never costs a right result. (It
+                        // goes on as a result after the grounding turn.)
                         let said_shown = bare_shown
                             .as_deref()
-                            .filter(|_| grounding_checked && !missing.is_empty() && with_tools)
+                            .filter(|_| guessed)
                             .map(|shown| labelled(&job, shown));
-                        let result = match &said_shown {
-                            Some(shown) => {
-                                missing.clear();
-                                shown
-                            }
-                            None => result,
-                        };
-                        if grounding_checked && !missing.is_empty() && with_tools {
+                        let result = said_shown.as_ref().unwrap_or(result);
+                        if guessed && said_shown.is_none() {
                             return Outcome::Failed {
                                 reason: format!(
                                     "the result stated {}, which no tool output shows; compute \

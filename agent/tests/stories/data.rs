@@ -77,7 +77,7 @@ async fn a_question_for_code_after_writing_code_is_sent_back_once_to_the_code_to
         )
         .push_json(
             CallRole::Executor,
-            json!({"action": "run_python", "arguments": {"code": "print(3)"}}),
+            json!({"action": "run_python", "arguments": {"code": "print(2)"}}),
         )
         .push_json(
             CallRole::Executor,
