@@ -97,9 +97,6 @@ fn commit_plans(tx: &Transaction<'_>, batch: &Batch) -> Result<Vec<StoredEvent>,
         let snapshot = snapshot_text(write)?;
         let changed = match write.base_version {
             None => {
-                if snapshot.is_none() {
-                    return Err(corrupt("a new plan is written without its snapshot"));
-                }
                 let mut values = columns(row);
                 values.push(Value::Text(id.clone()));
                 values.push(Value::Text(ts(row.created_at)));
@@ -390,6 +387,27 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(store.load(two.id()).await.unwrap(), None);
+    }
+
+    /// A new plan is loaded from its snapshot: a write without one is
+    /// refused whole, on either write path.
+    #[tokio::test]
+    async fn a_new_plan_without_its_snapshot_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = file_store(&dir).await;
+        let memory = SqlStore::connect("sqlite::memory:").await.unwrap();
+        for store in [&file, &memory] {
+            let (plan, created) = new_plan(&format!("k-{}", uuid::Uuid::new_v4()));
+            let write = PlanWrite {
+                snapshot: None,
+                ..PlanWrite::of(&plan, None, created)
+            };
+            match store.commit(&batch(write)).await {
+                Err(StoreError::Corrupt(why)) => assert!(why.contains("snapshot"), "{why}"),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(store.load(plan.id()).await.unwrap(), None);
+        }
     }
 
     /// A database written before plans' snapshots had their own table

@@ -143,8 +143,12 @@ pub(super) fn stored_now() -> Timestamp {
     chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6)
 }
 
-/// A plan write's snapshot as stored, when it carries one.
+/// A plan write's snapshot as stored, when it carries one; a new plan
+/// must (its snapshot is where a load starts).
 pub(super) fn snapshot_text(write: &PlanWrite) -> Result<Option<String>, StoreError> {
+    if write.base_version.is_none() && write.snapshot.is_none() {
+        return Err(corrupt("a new plan is written without its snapshot"));
+    }
     write
         .snapshot
         .as_ref()

@@ -321,17 +321,12 @@ impl PlanStore for SqlStore {
             // PlanWrite carries the plan only when its snapshot is due.
             let snapshot = snapshot_text(write)?;
             let changed = match write.base_version {
-                None => {
-                    if snapshot.is_none() {
-                        return Err(corrupt("a new plan is written without its snapshot"));
-                    }
-                    bind_row(sqlx::query(statements::INSERT_PLAN), row)
-                        .bind(&id)
-                        .bind(ts(row.created_at))
-                        .execute(&mut *tx)
-                        .await?
-                        .rows_affected()
-                }
+                None => bind_row(sqlx::query(statements::INSERT_PLAN), row)
+                    .bind(&id)
+                    .bind(ts(row.created_at))
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected(),
                 Some(base) => bind_row(sqlx::query(statements::UPDATE_PLAN), row)
                     .bind(&id)
                     .bind(version_i64(base))
