@@ -47,6 +47,9 @@ pub mod run;
 pub mod tools;
 pub mod workspace;
 
+#[cfg(test)]
+mod testing;
+
 pub use coordinator::Agent;
 pub use host::{Host, HostError, MemoryHost};
 pub use llm::{Embedder, Llm, LlmConfig, OpenAiEmbedder, OpenAiLlm, ScriptedLlm};

@@ -47,15 +47,23 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
 /// The most a run's workspace may hold, unless configured otherwise.
 pub const DEFAULT_QUOTA: u64 = 1024 * 1024 * 1024;
+/// The most files and folders a run's workspace may hold: its quota of
+/// entries, below [`MAX_ENTRIES`] so that a walk always sees past it.
+pub const DEFAULT_MAX_ENTRIES: u64 = 50_000;
 /// The longest name taken (a whole relative path), in bytes.
 pub const MAX_NAME_BYTES: usize = 1024;
 /// The most entries a walk of a workspace visits: a bound on work, also
 /// against a tree the model grew on purpose.
 pub const MAX_ENTRIES: usize = 100_000;
+/// The deepest folder a walk enters (deeper ones are left out): a walk
+/// holds one open folder per level, so this bounds its descriptors.
+pub const MAX_DEPTH: usize = 64;
+/// How long a caller waits for one workspace job ([`off_thread`]).
+pub const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Why a name or an operation on a workspace was refused.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +84,10 @@ pub enum WorkspaceError {
     OverQuota { used: u64, adding: u64, quota: u64 },
     #[error("the workspace has more than {MAX_ENTRIES} files and folders")]
     TooManyEntries,
+    #[error("the workspace has folders nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    #[error("the workspace did not answer within {} seconds", JOB_TIMEOUT.as_secs())]
+    TimedOut,
     #[error("{name}: {error}")]
     Io { name: String, error: io::Error },
 }
@@ -86,6 +98,8 @@ impl WorkspaceError {
         match error.raw_os_error() {
             Some(40) => WorkspaceError::Link { name: name.into() }, // ELOOP
             Some(20) => WorkspaceError::NotADir { name: name.into() }, // ENOTDIR
+            // A named pipe opened for writing with nobody reading, a socket.
+            Some(6) => WorkspaceError::NotAFile { name: name.into() }, // ENXIO
             _ => match error.kind() {
                 io::ErrorKind::NotFound => WorkspaceError::NotFound { name: name.into() },
                 // cap-std's "a path led outside of the filesystem".
@@ -104,7 +118,24 @@ impl WorkspaceError {
 
     /// The model's or the person's mistake, not the server's.
     pub fn is_client_error(&self) -> bool {
-        !matches!(self, WorkspaceError::Io { .. })
+        !matches!(self, WorkspaceError::Io { .. } | WorkspaceError::TimedOut)
+    }
+}
+
+/// Runs blocking workspace work on tokio's blocking threads and waits at
+/// most [`JOB_TIMEOUT`] for it. Every open here is non-blocking, so a job
+/// ends on its own; the timeout is the bound for what still could hang
+/// (a stalled disk), and the caller gets a sentence instead of a wait.
+pub async fn off_thread<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, WorkspaceError> {
+    match tokio::time::timeout(JOB_TIMEOUT, tokio::task::spawn_blocking(f)).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => Err(WorkspaceError::Io {
+            name: ".".into(),
+            error: io::Error::other(e.to_string()),
+        }),
+        Err(_) => Err(WorkspaceError::TimedOut),
     }
 }
 
@@ -126,6 +157,11 @@ pub fn check_name(name: &str) -> Result<&Path, WorkspaceError> {
     if name.chars().any(char::is_control) {
         return Err(bad("it contains a control character"));
     }
+    if name.chars().any(is_deceptive) {
+        return Err(bad(
+            "it contains an invisible formatting character (a right-to-left override or the like) that makes a name show as another",
+        ));
+    }
     let path = Path::new(name);
     if path.is_absolute() {
         return Err(bad(
@@ -139,6 +175,22 @@ pub fn check_name(name: &str) -> Result<&Path, WorkspaceError> {
         }
     }
     Ok(path)
+}
+
+/// Unicode's format characters that reorder or hide text (the bidi
+/// controls, zero-width ones): `invoice\u{202E}fdp.sh` shows as
+/// `invoicehs.pdf`, so a name holding one lies to whoever reads it.
+pub fn is_deceptive(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{061C}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
 }
 
 /// A name found on disk, when planboard can show and take it back as it is.
@@ -167,6 +219,18 @@ pub struct Listing {
     /// Entries left out: links, devices, and names planboard does not take
     /// (not UTF-8, a backslash, a control character).
     pub left_out: usize,
+    /// The walk stopped at its budget ([`Workspace::files_within`]): there
+    /// are more files than listed.
+    pub truncated: bool,
+}
+
+fn entry_of(path: &str, file: &std::fs::File) -> io::Result<FileEntry> {
+    let meta = file.metadata()?;
+    Ok(FileEntry {
+        path: path.to_string(),
+        bytes: meta.len(),
+        modified: meta.modified().ok(),
+    })
 }
 
 /// A run's workspace, opened once; see the module comment.
@@ -175,6 +239,15 @@ pub struct Workspace {
     dir: Arc<Dir>,
     root: PathBuf,
     quota: u64,
+    max_entries: u64,
+}
+
+/// What a workspace holds: the bytes of its regular files, and how many
+/// files and folders (of any kind) it has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub bytes: u64,
+    pub entries: u64,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -186,9 +259,20 @@ impl std::fmt::Debug for Workspace {
     }
 }
 
+/// `O_NONBLOCK`: opening a named pipe the code left waits for a writer
+/// for ever without it. Every open here is non-blocking and checks what
+/// it opened on the handle (`fstat`) before using it; on a regular file or
+/// a folder the flag changes nothing.
+fn nonblocking() -> i32 {
+    rustix::fs::OFlags::NONBLOCK.bits() as i32
+}
+
 fn read_options() -> OpenOptions {
     let mut options = OpenOptions::new();
-    options.read(true).follow(FollowSymlinks::No);
+    options
+        .read(true)
+        .follow(FollowSymlinks::No)
+        .custom_flags(nonblocking());
     options
 }
 
@@ -209,6 +293,7 @@ impl Workspace {
             dir: Arc::new(dir),
             root,
             quota: DEFAULT_QUOTA,
+            max_entries: DEFAULT_MAX_ENTRIES,
         })
     }
 
@@ -226,6 +311,32 @@ impl Workspace {
 
     pub fn quota(&self) -> u64 {
         self.quota
+    }
+
+    /// The same workspace with another quota of files and folders.
+    pub fn with_max_entries(mut self, entries: u64) -> Workspace {
+        self.max_entries = entries.min(MAX_ENTRIES as u64 - 1);
+        self
+    }
+
+    pub fn max_entries(&self) -> u64 {
+        self.max_entries
+    }
+
+    /// Why `usage` is past either quota, as a sentence; `None` within.
+    pub fn past_quota(&self, usage: Usage) -> Option<String> {
+        if usage.bytes > self.quota {
+            return Some(format!(
+                "the workspace holds {} bytes, past its quota of {} bytes",
+                usage.bytes, self.quota
+            ));
+        }
+        (usage.entries > self.max_entries).then(|| {
+            format!(
+                "the workspace holds {} files and folders, past its quota of {}",
+                usage.entries, self.max_entries
+            )
+        })
     }
 
     fn open_file(&self, name: &str) -> Result<std::fs::File, WorkspaceError> {
@@ -295,16 +406,34 @@ impl Workspace {
                 }
             })?;
         }
+        // Something that is not a regular file (a named pipe, a socket)
+        // is refused before it is opened, and again on the handle, in case
+        // one was swapped in between; it is never truncated.
+        match self.dir.symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(WorkspaceError::Link { name: name.into() })
+            }
+            Ok(meta) if !meta.is_file() => {
+                return Err(WorkspaceError::NotAFile { name: name.into() })
+            }
+            _ => {}
+        }
         let mut options = OpenOptions::new();
         options
             .write(true)
             .create(true)
-            .truncate(true)
-            .follow(FollowSymlinks::No);
+            .follow(FollowSymlinks::No)
+            .custom_flags(nonblocking());
         let mut file = self
             .dir
             .open_with(path, &options)
-            .map_err(|e| WorkspaceError::io(name, e))?;
+            .map_err(|e| WorkspaceError::io(name, e))?
+            .into_std();
+        let meta = file.metadata().map_err(|e| WorkspaceError::io(name, e))?;
+        if !meta.is_file() {
+            return Err(WorkspaceError::NotAFile { name: name.into() });
+        }
+        file.set_len(0).map_err(|e| WorkspaceError::io(name, e))?;
         file.write_all(content)
             .map_err(|e| WorkspaceError::io(name, e))
     }
@@ -345,16 +474,11 @@ impl Workspace {
     }
 
     /// Every regular file, sorted by path; links are neither listed nor
-    /// followed.
+    /// followed. More than [`MAX_ENTRIES`] entries is an error.
     pub fn files(&self) -> Result<Listing, WorkspaceError> {
         let mut listing = Listing::default();
-        walk(&self.dir, &mut |path, file| {
-            let meta = file.metadata()?;
-            listing.files.push(FileEntry {
-                path: path.to_string(),
-                bytes: meta.len(),
-                modified: meta.modified().ok(),
-            });
+        walk(&self.dir, MAX_ENTRIES, &mut |path, file| {
+            listing.files.push(entry_of(path, file)?);
             Ok(())
         })
         .map(|left_out| listing.left_out = left_out)?;
@@ -362,12 +486,150 @@ impl Workspace {
         Ok(listing)
     }
 
+    /// The regular files found within the first `most` entries of a walk
+    /// (a listing a request asked for: its work is bounded whatever the
+    /// workspace holds), sorted; `truncated` when the walk stopped there.
+    pub fn files_within(&self, most: usize) -> Result<Listing, WorkspaceError> {
+        let mut listing = Listing::default();
+        let walked = walk(&self.dir, most, &mut |path, file| {
+            listing.files.push(entry_of(path, file)?);
+            Ok(())
+        });
+        match walked {
+            Ok(left_out) => listing.left_out = left_out,
+            Err(WorkspaceError::TooManyEntries) => listing.truncated = true,
+            Err(e) => return Err(e),
+        }
+        listing.files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(listing)
+    }
+
     /// Bytes held by the workspace's regular files.
     pub fn usage(&self) -> Result<u64, WorkspaceError> {
-        let mut used = 0u64;
+        self.usage_counted().map(|u| u.bytes)
+    }
+
+    /// Bytes held and entries counted ([`Usage`]); more than
+    /// [`MAX_ENTRIES`] entries is [`WorkspaceError::TooManyEntries`].
+    pub fn usage_counted(&self) -> Result<Usage, WorkspaceError> {
+        let mut used = Usage::default();
         // Sizes from the entries' own metadata: no file is opened.
-        walk_meta(&self.dir, &mut |bytes| used = used.saturating_add(bytes))?;
+        walk_meta(&self.dir, &mut |bytes| {
+            used.bytes = used.bytes.saturating_add(bytes);
+            used.entries += 1;
+        })?;
         Ok(used)
+    }
+
+    /// Removes the entry `name` (a file, a link, or a folder with all it
+    /// holds), never following a link: what a link points at stays.
+    pub fn remove_entry(&self, name: &str) -> Result<(), WorkspaceError> {
+        let path = check_name(name)?;
+        if path.components().all(|c| c == Component::CurDir) {
+            return Err(WorkspaceError::BadName {
+                name: name.into(),
+                why: "give the name of an entry to remove",
+            });
+        }
+        let meta = self
+            .dir
+            .symlink_metadata(path)
+            .map_err(|e| WorkspaceError::io(name, e))?;
+        if meta.is_dir() {
+            self.dir.remove_dir_all(path)
+        } else {
+            self.dir.remove_file(path)
+        }
+        .map_err(|e| WorkspaceError::io(name, e))
+    }
+
+    /// The names at the workspace's top, whatever they are (for
+    /// [`Workspace::reclaim`]); `None` past [`MAX_ENTRIES`].
+    pub fn top_names(&self) -> Option<std::collections::HashSet<std::ffi::OsString>> {
+        let mut seen = Budget {
+            used: 0,
+            most: MAX_ENTRIES,
+        };
+        entries_of(&self.dir, ".", &mut seen)
+            .ok()
+            .map(|found| found.into_iter().map(|(name, _)| name).collect())
+    }
+
+    /// Brings a workspace that a run of code left past its quota back
+    /// within it by removing what that run added: first the entries at
+    /// the top that were not there before (`top_before`; a tree of many
+    /// folders goes whole), then, newest first, the files it created
+    /// (not in `files_before`), until both quotas hold. What was there
+    /// before is never removed. Returns the names removed.
+    pub fn reclaim(
+        &self,
+        top_before: &std::collections::HashSet<std::ffi::OsString>,
+        files_before: &[FileEntry],
+    ) -> Vec<String> {
+        let mut removed = Vec::new();
+        let within = |ws: &Workspace| {
+            ws.usage_counted()
+                .is_ok_and(|usage| ws.past_quota(usage).is_none())
+        };
+        if within(self) {
+            return removed;
+        }
+        // Too many entries to walk, or files under new folders: new
+        // folders at the top go first, whole.
+        if let Some(now) = self.top_names() {
+            let mut added: Vec<_> = now.difference(top_before).cloned().collect();
+            added.sort();
+            for name in added {
+                let shown = name.to_string_lossy().into_owned();
+                let is_dir = self.dir.symlink_metadata(&name).is_ok_and(|m| m.is_dir());
+                if !is_dir {
+                    continue;
+                }
+                if self.dir.remove_dir_all(&name).is_ok() {
+                    removed.push(format!("{shown}/"));
+                }
+                if within(self) {
+                    return removed;
+                }
+            }
+        }
+        let known: std::collections::HashSet<&str> =
+            files_before.iter().map(|f| f.path.as_str()).collect();
+        let Ok(listing) = self.files() else {
+            return removed;
+        };
+        let mut added: Vec<FileEntry> = listing
+            .files
+            .into_iter()
+            .filter(|f| !known.contains(f.path.as_str()))
+            .collect();
+        // Newest first: what was written last is what passed the quota.
+        added.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.path.cmp(&a.path)));
+        let Ok(mut usage) = self.usage_counted() else {
+            return removed;
+        };
+        for file in added {
+            if self.past_quota(usage).is_none() {
+                break;
+            }
+            if self.dir.remove_file(&file.path).is_ok() {
+                usage.bytes = usage.bytes.saturating_sub(file.bytes);
+                usage.entries = usage.entries.saturating_sub(1);
+                removed.push(file.path);
+            }
+        }
+        // Names planboard does not list (a backslash, not UTF-8) that the
+        // run left at the top go too, when still past.
+        if self.past_quota(usage).is_some() {
+            if let Some(now) = self.top_names() {
+                for name in now.difference(top_before) {
+                    if shown_name(name).is_none() && self.dir.remove_file(name).is_ok() {
+                        removed.push(name.to_string_lossy().into_owned());
+                    }
+                }
+            }
+        }
+        removed
     }
 
     /// Copies every regular file and folder into `to` (links and names
@@ -454,7 +716,8 @@ fn open_dir_nofollow(dir: &Dir, path: &Path) -> io::Result<Dir> {
     options
         .read(true)
         .maybe_dir(true)
-        .follow(FollowSymlinks::No);
+        .follow(FollowSymlinks::No)
+        .custom_flags(nonblocking());
     let file = dir.open_with(path, &options)?.into_std();
     if !file.metadata()?.is_dir() {
         return Err(io::Error::from_raw_os_error(20)); // ENOTDIR
@@ -462,97 +725,139 @@ fn open_dir_nofollow(dir: &Dir, path: &Path) -> io::Result<Dir> {
     Ok(Dir::from_std_file(file))
 }
 
+/// What one folder of a walk holds: its entries' names and kinds, read
+/// whole before anything is opened beneath it, so the folder's listing
+/// handle is closed before the walk goes down (a walk holds one open
+/// folder per level, never one per folder: 25,000 folders side by side
+/// held 25,000 descriptors and took the server's).
+fn entries_of(
+    dir: &Dir,
+    shown: &str,
+    seen: &mut Budget,
+) -> Result<Vec<(std::ffi::OsString, Option<cap_std::fs::FileType>)>, WorkspaceError> {
+    let mut found = Vec::new();
+    for entry in dir.entries().map_err(|e| WorkspaceError::io(shown, e))? {
+        seen.used += 1;
+        if seen.used > seen.most {
+            return Err(WorkspaceError::TooManyEntries);
+        }
+        if let Ok(entry) = entry {
+            found.push((entry.file_name(), entry.file_type().ok()));
+        }
+    }
+    Ok(found)
+}
+
 /// Visits every regular file beneath `root` with its `/`-joined path and an
-/// open handle (opened without following a link); returns how many
-/// entries were left out. Each folder is opened from its parent's handle,
-/// so a folder swapped for a link mid-walk is refused, not followed.
+/// open handle (opened without following a link, without blocking, and
+/// checked to be a regular file on the handle); returns how many entries
+/// were left out. Each folder is opened from its parent's handle, so a
+/// folder swapped for a link mid-walk is refused, not followed; folders
+/// deeper than [`MAX_DEPTH`] are left out.
 fn walk(
     root: &Dir,
+    most: usize,
     visit: &mut dyn FnMut(&str, &std::fs::File) -> io::Result<()>,
 ) -> Result<usize, WorkspaceError> {
     let mut left_out = 0;
-    let mut seen = 0usize;
-    let mut stack: Vec<(String, Dir)> = vec![(
-        String::new(),
-        root.try_clone().map_err(|e| WorkspaceError::io(".", e))?,
-    )];
-    while let Some((prefix, dir)) = stack.pop() {
-        let shown = if prefix.is_empty() {
-            "."
-        } else {
-            prefix.as_str()
-        };
-        for entry in dir.entries().map_err(|e| WorkspaceError::io(shown, e))? {
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                return Err(WorkspaceError::TooManyEntries);
-            }
-            let Ok(entry) = entry else {
-                left_out += 1;
-                continue;
-            };
-            let file_name = entry.file_name();
-            let (Some(name), Ok(kind)) = (shown_name(&file_name), entry.file_type()) else {
-                left_out += 1;
-                continue;
-            };
-            let path = if prefix.is_empty() {
-                name.to_string()
-            } else {
-                format!("{prefix}/{name}")
-            };
-            if kind.is_dir() {
-                match open_dir_nofollow(&dir, Path::new(name)) {
-                    Ok(child) => stack.push((path, child)),
-                    Err(_) => left_out += 1,
-                }
-            } else if kind.is_file() {
-                // Swapped for a link since the listing: refused here.
-                let Ok(file) = dir.open_with(name, &read_options()) else {
-                    left_out += 1;
-                    continue;
-                };
-                let file = file.into_std();
-                if !file.metadata().is_ok_and(|m| m.is_file()) {
-                    left_out += 1;
-                    continue;
-                }
-                visit(&path, &file).map_err(|e| WorkspaceError::io(&path, e))?;
-            } else {
-                left_out += 1;
-            }
-        }
-    }
+    let mut seen = Budget { used: 0, most };
+    walk_from(root, "", 0, &mut seen, &mut left_out, visit)?;
     Ok(left_out)
 }
 
-/// Adds up the sizes of the regular files beneath `root` without opening
-/// them (an entry's own `lstat`).
-fn walk_meta(root: &Dir, add: &mut dyn FnMut(u64)) -> Result<(), WorkspaceError> {
-    let mut seen = 0usize;
-    let mut stack = vec![root.try_clone().map_err(|e| WorkspaceError::io(".", e))?];
-    while let Some(dir) = stack.pop() {
-        for entry in dir.entries().map_err(|e| WorkspaceError::io(".", e))? {
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                return Err(WorkspaceError::TooManyEntries);
+/// Entries a walk has visited, and the most it may.
+struct Budget {
+    used: usize,
+    most: usize,
+}
+
+fn walk_from(
+    dir: &Dir,
+    prefix: &str,
+    depth: usize,
+    seen: &mut Budget,
+    left_out: &mut usize,
+    visit: &mut dyn FnMut(&str, &std::fs::File) -> io::Result<()>,
+) -> Result<(), WorkspaceError> {
+    let shown = if prefix.is_empty() { "." } else { prefix };
+    for (file_name, kind) in entries_of(dir, shown, seen)? {
+        let (Some(name), Some(kind)) = (shown_name(&file_name), kind) else {
+            *left_out += 1;
+            continue;
+        };
+        let name = name.to_string();
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if kind.is_dir() {
+            if depth + 1 >= MAX_DEPTH {
+                *left_out += 1;
+                continue;
             }
-            let Ok(entry) = entry else { continue };
-            let Ok(kind) = entry.file_type() else {
+            match open_dir_nofollow(dir, Path::new(&name)) {
+                Ok(child) => walk_from(&child, &path, depth + 1, seen, left_out, visit)?,
+                Err(_) => *left_out += 1,
+            }
+        } else if kind.is_file() {
+            // Swapped for a link or a pipe since the listing: refused here.
+            let Ok(file) = dir.open_with(&name, &read_options()) else {
+                *left_out += 1;
                 continue;
             };
+            let file = file.into_std();
+            if !file.metadata().is_ok_and(|m| m.is_file()) {
+                *left_out += 1;
+                continue;
+            }
+            visit(&path, &file).map_err(|e| WorkspaceError::io(&path, e))?;
+        } else {
+            *left_out += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Adds up the sizes of the regular files beneath `root` without opening
+/// them (an entry's own `lstat`), one open folder per level as [`walk`];
+/// every entry counts, whatever its name (a name planboard does not take
+/// still takes disk).
+fn walk_meta(root: &Dir, add: &mut dyn FnMut(u64)) -> Result<(), WorkspaceError> {
+    fn from(
+        dir: &Dir,
+        depth: usize,
+        seen: &mut Budget,
+        add: &mut dyn FnMut(u64),
+    ) -> Result<(), WorkspaceError> {
+        for (name, kind) in entries_of(dir, ".", seen)? {
+            let Some(kind) = kind else { continue };
+            if !kind.is_file() {
+                // A folder, a link, a pipe: an entry, of no bytes.
+                add(0);
+            }
             if kind.is_dir() {
-                if let Ok(child) = open_dir_nofollow(&dir, Path::new(&entry.file_name())) {
-                    stack.push(child);
+                // What lies deeper cannot be counted: the workspace is not
+                // measured at all rather than measured short.
+                if depth + 1 >= MAX_DEPTH {
+                    return Err(WorkspaceError::TooDeep);
+                }
+                if let Ok(child) = open_dir_nofollow(dir, Path::new(&name)) {
+                    from(&child, depth + 1, seen, add)?;
                 }
             } else if kind.is_file() {
-                if let Ok(meta) = entry.metadata() {
+                if let Ok(meta) = dir.symlink_metadata(&name) {
                     add(meta.len());
                 }
             }
         }
+        Ok(())
     }
-    Ok(())
+    let mut seen = Budget {
+        used: 0,
+        most: MAX_ENTRIES,
+    };
+    from(root, 0, &mut seen, add)
 }
 
 /// What a copy takes.
@@ -622,7 +927,7 @@ pub fn copy_tree(
     let mut too_large = false;
     let mut over_quota = false;
     let used = to.usage()?;
-    let result = walk(&from.dir, &mut |path, file| {
+    let result = walk(&from.dir, MAX_ENTRIES, &mut |path, file| {
         let base = path.rsplit('/').next().unwrap_or(path);
         if rules.skip_git && path.starts_with(".git/") {
             return Ok(());
@@ -919,5 +1224,191 @@ mod tests {
         let copied = copy_tree(&ws, &copy, &rules).unwrap();
         let names: Vec<&str> = copied.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(names, ["a.txt"]);
+    }
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mkfifo {}", path.display());
+    }
+
+    /// Runs `f` on another thread and fails the test unless it returns
+    /// within two seconds (a blocked open would never return).
+    fn promptly<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(2))
+            .unwrap_or_else(|_| panic!("{what} blocked"))
+    }
+
+    #[test]
+    fn a_named_pipe_the_code_left_fails_fast_for_every_operation() {
+        let (dir, ws, _) = setup();
+        ws.write("real.txt", b"mine").unwrap();
+        mkfifo(&ws.root().join("pipe.txt"));
+        std::fs::create_dir(ws.root().join("sub")).unwrap();
+        mkfifo(&ws.root().join("sub/inner"));
+        let w = ws.clone();
+        let e = promptly("read", move || w.read("pipe.txt", 100).unwrap_err());
+        assert!(matches!(e, WorkspaceError::NotAFile { .. }), "{e}");
+        let w = ws.clone();
+        let e = promptly("read_head", move || {
+            w.read_head("sub/inner", 10).unwrap_err()
+        });
+        assert!(matches!(e, WorkspaceError::NotAFile { .. }), "{e}");
+        let w = ws.clone();
+        let e = promptly("write", move || w.write("pipe.txt", b"x").unwrap_err());
+        assert!(matches!(e, WorkspaceError::NotAFile { .. }), "{e}");
+        // A reader waiting on the pipe (the code's own) does not make the
+        // write go through it either.
+        let reader = {
+            let path = ws.root().join("pipe.txt");
+            std::thread::spawn(move || std::fs::read(path))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let w = ws.clone();
+        let e = promptly("write with a reader", move || {
+            w.write("pipe.txt", b"x").unwrap_err()
+        });
+        assert!(matches!(e, WorkspaceError::NotAFile { .. }), "{e}");
+        // Let the reader go.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(ws.root().join("pipe.txt"))
+            .unwrap();
+        reader.join().unwrap().unwrap();
+        let w = ws.clone();
+        let listing = promptly("listing", move || w.files().unwrap());
+        let names: Vec<&str> = listing.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(names, ["real.txt"]);
+        assert_eq!(listing.left_out, 2);
+        let w = ws.clone();
+        let (entries, left_out) = promptly("list_dir", move || w.list_dir(".").unwrap());
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        assert_eq!(left_out, 1);
+        let w = ws.clone();
+        let e = promptly("a pipe opened as a folder", move || {
+            w.list_dir("pipe.txt").unwrap_err()
+        });
+        assert!(matches!(e, WorkspaceError::NotADir { .. }), "{e}");
+        let copy = Workspace::create(dir.path().join("copy")).unwrap();
+        let w = ws.clone();
+        let copied = promptly("copy", move || w.copy_into(&copy).unwrap());
+        assert_eq!(copied.len(), 1);
+        let w = ws.clone();
+        assert_eq!(promptly("usage", move || w.usage().unwrap()), 4);
+    }
+
+    #[test]
+    fn a_pipe_swapped_in_for_a_listed_file_never_blocks_a_walk_or_a_read() {
+        // The code flips `f` between a file and a named pipe while the
+        // host lists and reads it: the listing saw a file, the open finds
+        // a pipe, and nothing waits for a writer.
+        let (_dir, ws, _) = setup();
+        let root = ws.root().to_path_buf();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flipper = {
+            let (root, stop) = (root.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let f = root.join("f");
+                let mut flips = 0u64;
+                let pause = std::time::Duration::from_micros(300);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::remove_file(&f);
+                    let _ = std::fs::write(&f, "x");
+                    std::thread::sleep(pause);
+                    let _ = std::fs::remove_file(&f);
+                    let _ = rustix::fs::mknodat(
+                        rustix::fs::CWD,
+                        &f,
+                        rustix::fs::FileType::Fifo,
+                        rustix::fs::Mode::from_raw_mode(0o644),
+                        0,
+                    );
+                    std::thread::sleep(pause);
+                    flips += 1;
+                }
+                flips
+            })
+        };
+        let w = ws.clone();
+        promptly("200 listings and reads", move || {
+            for _ in 0..200 {
+                let _ = w.files();
+                let _ = w.read("f", 10);
+                let _ = w.write("f", b"y");
+            }
+        });
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(flipper.join().unwrap() > 10, "the race ran");
+    }
+
+    #[test]
+    fn five_thousand_folders_are_walked_under_a_limit_of_1024_descriptors() {
+        if !crate::testing::is_child() {
+            return crate::testing::run_limited(
+                "workspace::tests::five_thousand_folders_are_walked_under_a_limit_of_1024_descriptors",
+                &["--nofile=1024"],
+                std::time::Duration::from_secs(120),
+            );
+        }
+        let (dir, ws, _) = setup();
+        for i in 0..5_000 {
+            let folder = ws.root().join(format!("d{i}"));
+            std::fs::create_dir(&folder).unwrap();
+            std::fs::write(folder.join("f"), "x").unwrap();
+        }
+        assert_eq!(ws.files().unwrap().files.len(), 5_000);
+        assert_eq!(ws.usage().unwrap(), 5_000);
+        let copy = Workspace::create(dir.path().join("copy")).unwrap();
+        assert_eq!(ws.copy_into(&copy).unwrap().len(), 5_000);
+        // And descriptors are left for everything else.
+        let files: Vec<std::fs::File> = (0..500)
+            .map(|_| std::fs::File::open(dir.path()).unwrap())
+            .collect();
+        assert_eq!(files.len(), 500);
+    }
+
+    #[test]
+    fn a_listing_a_request_asked_for_stops_at_its_budget() {
+        let (_dir, ws, _) = setup();
+        for i in 0..50 {
+            ws.write(&format!("d{i}/f"), b"x").unwrap();
+        }
+        let listing = ws.files_within(30).unwrap();
+        assert!(listing.truncated);
+        assert!(listing.files.len() < 30, "{}", listing.files.len());
+        let whole = ws.files_within(1_000).unwrap();
+        assert!(!whole.truncated);
+        assert_eq!(whole.files.len(), 50);
+    }
+
+    #[test]
+    fn names_that_show_as_other_names_are_refused() {
+        for name in [
+            "invoice\u{202E}fdp.sh",
+            "a\u{200B}b.txt",
+            "x\u{2066}y",
+            "\u{FEFF}a",
+        ] {
+            let e = check_name(name).unwrap_err();
+            assert!(
+                e.to_string().contains("invisible formatting"),
+                "{name:?}: {e}"
+            );
+        }
+        let (_dir, ws, _) = setup();
+        std::fs::write(ws.root().join("invoice\u{202E}fdp.sh"), "x").unwrap();
+        let listing = ws.files().unwrap();
+        assert!(listing.files.is_empty());
+        assert_eq!(listing.left_out, 1);
+        assert!(
+            check_name("发票.pdf").is_ok(),
+            "other scripts are names like any"
+        );
     }
 }

@@ -222,7 +222,7 @@ fn system(tools: &[ToolSpec], offered: crate::protocol::Actions) -> String {
 }
 
 /// The tools that run code the model writes.
-const CODE_TOOLS: [&str; 2] = ["run_python", "run_shell"];
+use crate::tools::CODE_TOOLS;
 
 /// Seed 004's tool router: a tool that failed twice in a row is named in
 /// the next prompt, with the alternatives.
@@ -752,7 +752,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 }
                 let mut arguments = arguments.clone();
                 let mut edited_note = None;
-                if tools.policy(name) == ToolPolicy::Ask {
+                if tools.policy_for(name, &arguments) == ToolPolicy::Ask {
                     match guarded(caller, host, job.subtask, name, &arguments).await {
                         Guard::Run(decided) => {
                             if decided != arguments {

@@ -48,15 +48,15 @@ impl FileTools {
             .ok_or_else(|| ToolError::refused(format!("the argument {name} (a string) is missing")))
     }
 
-    /// Runs a blocking workspace operation off the async threads.
+    /// Runs a blocking workspace operation off the async threads, within
+    /// the workspace's time limit ([`crate::workspace::off_thread`]).
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(Workspace) -> Result<T, WorkspaceError> + Send + 'static,
     ) -> Result<T, ToolError> {
         let workspace = self.workspace.clone();
-        tokio::task::spawn_blocking(move || f(workspace))
+        crate::workspace::off_thread(move || f(workspace))
             .await
-            .map_err(|e| ToolError::refused(e.to_string()))?
             .map_err(ToolError::from)
     }
 
@@ -86,18 +86,17 @@ impl FileTools {
     async fn read(&self, arguments: &Value) -> Result<String, ToolError> {
         let shown = Self::string_arg(arguments, "path")?.to_string();
         let workspace = self.workspace.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            match workspace.read(&shown, READ_CAP as u64 + 4) {
+        let read = crate::workspace::off_thread(move || {
+            Ok(match workspace.read(&shown, READ_CAP as u64 + 4) {
                 // A name the model made up (Qwen2.5-1.5B planned to read a
                 // "primes.txt" in a run given no files): say what is there.
                 Err(e @ WorkspaceError::NotFound { .. }) => {
                     Err(ToolError::refused(format!("{e}. {}", holdings(&workspace))))
                 }
                 other => other.map_err(ToolError::from),
-            }
+            })
         })
-        .await
-        .map_err(|e| ToolError::refused(e.to_string()))?;
+        .await?;
         let (bytes, len) = read?;
         let text = String::from_utf8_lossy(&bytes);
         if len as usize <= READ_CAP {

@@ -3,12 +3,15 @@
 //! under its policy. The sources live beside this file, one a file:
 //! - [`files`]: `list_files`, `read_file` and `write_file` on the run's
 //!   [`crate::workspace`];
+//! - [`html`]: pages read with the tokenizer only (no tree: bounded
+//!   memory whatever the markup);
 //! - [`web`]: `fetch_url` (private addresses refused, redirects checked
 //!   again) and `web_search`, through the same guard;
 //! - [`mcp`]: MCP servers (streamable HTTP or stdio) as work tools;
 //! - [`sandbox`]: `run_python` and `run_shell` under bubblewrap.
 
 pub mod files;
+pub mod html;
 pub mod mcp;
 pub mod sandbox;
 pub mod web;
@@ -48,6 +51,18 @@ pub trait ToolBox: Send + Sync {
     fn default_policy(&self, _name: &str) -> ToolPolicy {
         ToolPolicy::Auto
     }
+}
+
+/// The tools that run code in the sandbox.
+pub const CODE_TOOLS: [&str; 2] = ["run_python", "run_shell"];
+
+/// Whether a file named `path` is something Python imports or runs at
+/// start (a module, compiled or not, or a `.pth` path file).
+pub fn writes_python(path: &str) -> bool {
+    let lower = path.trim().to_ascii_lowercase();
+    [".py", ".pyc", ".pyw", ".pth", ".pyi"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
 }
 
 /// Several tool sources offered as one; the first that knows a name runs it.
@@ -118,6 +133,24 @@ impl Toolset {
         self.policies.get(name).copied().unwrap_or_default()
     }
 
+    /// What this call of `name` needs: its tool's policy, and for a
+    /// `write_file` of Python code (`.py`, `.pth` …) the code tools' too,
+    /// since Python may import what it writes: a person who reads each
+    /// snippet before it runs also reads the code written to be imported
+    /// (a planted `ast.py` ran inside an approved `print`).
+    pub fn policy_for(&self, name: &str, arguments: &Value) -> ToolPolicy {
+        let own = self.policy(name);
+        let path = arguments.get("path").and_then(Value::as_str).unwrap_or("");
+        let code_asks = CODE_TOOLS
+            .iter()
+            .any(|tool| self.policy(tool) == ToolPolicy::Ask);
+        if name == "write_file" && writes_python(path) && code_asks {
+            own.stricter(ToolPolicy::Ask)
+        } else {
+            own
+        }
+    }
+
     /// Only the tools named (a run's choice); `None` keeps them all.
     pub fn only(mut self, names: Option<&[String]>) -> Toolset {
         self.allowed = names.map(|n| Arc::new(n.iter().cloned().collect()));
@@ -159,6 +192,31 @@ mod tests {
     use super::*;
     use crate::tools::files::FileTools;
     use serde_json::json;
+
+    #[test]
+    fn writing_python_asks_whenever_running_code_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Arc<dyn ToolBox> = Arc::new(FileTools::new(dir.path()).unwrap());
+        let set =
+            Toolset::new(vec![files]).with_policies([("run_python".to_string(), ToolPolicy::Ask)]);
+        for path in ["ast.py", "lib/evil.pth", "x.PYC"] {
+            assert_eq!(
+                set.policy_for("write_file", &json!({"path": path, "content": "x"})),
+                ToolPolicy::Ask,
+                "{path}"
+            );
+        }
+        assert_eq!(
+            set.policy_for("write_file", &json!({"path": "notes.txt", "content": "x"})),
+            ToolPolicy::Auto
+        );
+        let relaxed = Toolset::new(vec![]);
+        assert_eq!(
+            relaxed.policy_for("write_file", &json!({"path": "ast.py"})),
+            ToolPolicy::Auto,
+            "code that runs unasked makes a module written unasked no worse"
+        );
+    }
 
     #[tokio::test]
     async fn a_run_sees_and_calls_only_the_tools_it_chose() {

@@ -9,7 +9,8 @@
 //! rebinding DNS server could answer differently); redirects are followed
 //! by hand, each one checked again; the body is read up to a size limit
 //! within a time limit, and only text is accepted (HTML is turned into
-//! readable text by `html2text`).
+//! readable text by html5ever's tokenizer alone, never a tree: see
+//! [`super::html`]).
 //!
 //! A search sends the query text, and nothing else of the run, to one
 //! provider: DuckDuckGo's keyless HTML page unless the operator chose
@@ -424,8 +425,12 @@ impl WebTools {
         })?;
         let (bytes, cut) = read_capped(response, self.policy.max_bytes).await?;
         let text = match kind {
-            TextKind::Html => html2text::from_read(bytes.as_slice(), 100)
-                .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned()),
+            // The tokenizer only: bounded whatever the markup (`html`).
+            TextKind::Html => super::html::to_text(
+                &String::from_utf8_lossy(&bytes),
+                Some(&url),
+                self.policy.text_cap.saturating_add(1_000),
+            ),
             TextKind::Plain => String::from_utf8_lossy(&bytes).into_owned(),
         };
         let mut out = format!("{status} {url}\n\n");
@@ -623,9 +628,7 @@ fn json_hits(body: &Value, path: &[&str], snippet: &str, html: bool) -> Vec<Hit>
 
 /// The text of an HTML fragment, its white space collapsed.
 fn plain_text(html: &str) -> String {
-    let fragment = scraper::Html::parse_fragment(html);
-    let text: String = fragment.root_element().text().collect();
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    super::html::fragment_text(html)
 }
 
 /// The results on DuckDuckGo's HTML page: each `a.result__a` is a title
@@ -633,47 +636,17 @@ fn plain_text(html: &str) -> String {
 /// its snippet the `.result__snippet` in the same `.result`; ads are left
 /// out.
 fn duckduckgo_hits(html: &str, page: &Url) -> Vec<Hit> {
-    let document = scraper::Html::parse_document(html);
-    let (Ok(link), Ok(snippet)) = (
-        scraper::Selector::parse("a.result__a"),
-        scraper::Selector::parse(".result__snippet"),
-    ) else {
-        return Vec::new();
-    };
-    let has_class = |e: &scraper::ElementRef, name: &str| e.value().classes().any(|c| c == name);
-    let text = |e: scraper::ElementRef| e.text().collect::<String>();
-    let mut hits = Vec::new();
-    for anchor in document.select(&link) {
-        let boxes: Vec<scraper::ElementRef> = anchor
-            .ancestors()
-            .filter_map(scraper::ElementRef::wrap)
-            .collect();
-        if boxes.iter().any(|b| has_class(b, "result--ad")) {
-            continue;
-        }
-        let Some(url) = anchor
-            .value()
-            .attr("href")
-            .and_then(|href| duckduckgo_target(href, page))
-        else {
-            continue;
-        };
-        let snippet = boxes
-            .iter()
-            .find(|b| has_class(b, "result"))
-            .and_then(|b| b.select(&snippet).next())
-            .map(text)
-            .unwrap_or_default();
-        hits.push(Hit {
-            title: text(anchor)
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" "),
-            url,
-            snippet: snippet.split_whitespace().collect::<Vec<_>>().join(" "),
-        });
-    }
-    hits
+    super::html::duckduckgo_hits(html)
+        .into_iter()
+        .filter(|hit| !hit.ad)
+        .filter_map(|hit| {
+            Some(Hit {
+                url: duckduckgo_target(&hit.href, page)?,
+                title: hit.title,
+                snippet: hit.snippet,
+            })
+        })
+        .collect()
 }
 
 /// Where a DuckDuckGo result link leads: the `uddg` parameter of its

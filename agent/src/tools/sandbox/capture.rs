@@ -111,6 +111,8 @@ pub struct RunOutcome {
     pub signal: Option<i32>,
     /// Stopped at the wall-time limit.
     pub timed_out: bool,
+    /// Stopped by a watchdog, and why (the workspace passed its quota).
+    pub stopped: Option<String>,
     pub duration: Duration,
     pub stdout: String,
     pub stderr: String,
@@ -125,7 +127,9 @@ impl RunOutcome {
     /// What the model reads: how it ended, then stdout and stderr.
     pub fn report(&self) -> String {
         let took = format!("{:.2} s", self.duration.as_secs_f64());
-        let mut text = if self.timed_out {
+        let mut text = if let Some(why) = &self.stopped {
+            format!("killed: {why} ({took})")
+        } else if self.timed_out {
             format!(
                 "killed: wall-time limit of {} reached ({took})",
                 seconds(self.limits.wall)
@@ -261,23 +265,30 @@ pub(super) fn bytes(n: u64) -> String {
     }
 }
 
-/// What the workspace's quota leaves one run, reckoned once from its use
-/// before the run (`used`; `None` when it could not be measured, and then
-/// nothing is held back). One reckoning guards twice: code does not run
-/// while the workspace is past the quota (so one call can pass it by at
-/// most what the file-size and wall-time limits let it write), and the
-/// bytes left are the largest file the run may write, so a write that
-/// would pass the quota fails inside the code (`EFBIG`, or `SIGXFSZ`).
-pub(super) fn room(used: Option<u64>, quota: u64) -> Result<u64, ToolError> {
-    match used {
-        Some(used) if used > quota => Err(ToolError::refused(format!(
-            "the workspace holds {used} bytes, past its quota of {quota} bytes: code does not \
-             run until a person removes files or raises the quota \
-             (PLANBOARD_WORKSPACE_QUOTA_MB)"
-        ))),
-        Some(used) => Ok(quota - used),
-        None => Ok(u64::MAX),
-    }
+/// What the workspace's quotas leave one run, reckoned from its use before
+/// the run (`measured`). Code does not run while the workspace is past a
+/// quota or cannot be measured, and the bytes left are the largest file
+/// the run may write, so a single write that would pass the quota fails
+/// inside the code (`EFBIG`, or `SIGXFSZ`). Many files together are the
+/// watchdog's and [`crate::workspace::Workspace::reclaim`]'s (see
+/// `code.rs`).
+pub(super) fn room(
+    workspace: &crate::workspace::Workspace,
+    measured: Result<crate::workspace::Usage, crate::workspace::WorkspaceError>,
+) -> Result<u64, ToolError> {
+    let why = match measured {
+        Ok(usage) => match workspace.past_quota(usage) {
+            None => return Ok(workspace.quota().saturating_sub(usage.bytes)),
+            Some(why) => why,
+        },
+        // A workspace that cannot be measured (too many entries, nested
+        // too deep) is not taken to be within its quota.
+        Err(e) => format!("the workspace cannot be measured ({e})"),
+    };
+    Err(ToolError::refused(format!(
+        "{why}: code does not run until a person removes files or raises the quota \
+         (PLANBOARD_WORKSPACE_QUOTA_MB)"
+    )))
 }
 
 /// What the model must hear of the quota after a run that had `left`

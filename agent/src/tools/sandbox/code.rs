@@ -15,7 +15,7 @@ use super::{Sandbox, SHELL};
 use crate::protocol::ToolSpec;
 use crate::run::ToolPolicy;
 use crate::tools::{ToolBox, ToolError};
-use crate::workspace::{Listing, Workspace};
+use crate::workspace::{Listing, Workspace, WorkspaceError};
 
 pub(super) const CODE_MAX_CHARS: usize = 20_000;
 const COMMAND_MAX_CHARS: usize = 4_000;
@@ -44,23 +44,23 @@ impl CodeTools {
         self.workspace.root()
     }
 
+    /// The workspace's disk use and entries.
+    async fn measure(&self) -> Result<crate::workspace::Usage, WorkspaceError> {
+        let ws = self.workspace.clone();
+        crate::workspace::off_thread(move || ws.usage_counted()).await
+    }
+
     /// The workspace's disk use, or `None` when it cannot be measured.
     async fn usage(&self) -> Option<u64> {
         let ws = self.workspace.clone();
-        tokio::task::spawn_blocking(move || ws.usage().ok())
-            .await
-            .ok()
-            .flatten()
+        crate::workspace::off_thread(move || ws.usage()).await.ok()
     }
 
     /// The workspace's files, if it can be listed (none when it holds too
     /// many entries: then nothing written is shown).
     async fn listing(&self) -> Option<Listing> {
         let ws = self.workspace.clone();
-        tokio::task::spawn_blocking(move || ws.files().ok())
-            .await
-            .ok()
-            .flatten()
+        crate::workspace::off_thread(move || ws.files()).await.ok()
     }
 
     /// The files of `now` that are new or changed (in size or time) since
@@ -68,7 +68,7 @@ impl CodeTools {
     /// (never through a link); "" when none.
     async fn written_since(&self, before: Listing, now: Listing) -> String {
         let ws = self.workspace.clone();
-        tokio::task::spawn_blocking(move || {
+        crate::workspace::off_thread(move || {
             let mut out = String::new();
             let changed = now
                 .files
@@ -99,7 +99,7 @@ impl CodeTools {
                     text.trim_end()
                 ));
             }
-            out
+            Ok(out)
         })
         .await
         .unwrap_or_default()
@@ -226,11 +226,19 @@ impl ToolBox for CodeTools {
                     ToolError::refused("run_python is not available: python3 is not installed")
                 })?;
                 let code = string_arg(arguments, "code", CODE_MAX_CHARS)?;
-                // Not `-I`: the environment is already clean, and modules
-                // the code wrote in the workspace should import. The code
+                // Isolated (`-I`: no current folder on the path, no user
+                // site, no PYTHON* variables), so a module the model's
+                // file tools planted (`ast.py`) never runs inside the
+                // snippet a person approved; SHOW_LAST puts the data stack
+                // after the standard library and the workspace last, so
+                // the code's own modules import but shadow nothing. `-B`
+                // and `-u` stand for the variables `-I` ignores. The code
                 // runs under SHOW_LAST, as a notebook cell does.
                 vec![
                     python.to_string_lossy().into_owned(),
+                    "-I".to_string(),
+                    "-B".to_string(),
+                    "-u".to_string(),
                     "-c".to_string(),
                     SHOW_LAST.to_string(),
                     code.to_string(),
@@ -248,9 +256,23 @@ impl ToolBox for CodeTools {
         };
         let quota = self.workspace.quota();
         let listed = self.listing().await;
-        let before = self.usage().await;
-        let left = room(before, quota)?;
-        let outcome = self.sandbox.run_within(self.root(), program, left).await?;
+        let ws = self.workspace.clone();
+        let top_before = crate::workspace::off_thread(move || Ok(ws.top_names()))
+            .await
+            .ok()
+            .flatten();
+        let measured = self.measure().await;
+        let before = measured.as_ref().ok().map(|u| u.bytes);
+        let left = room(&self.workspace, measured)?;
+        let outcome = self
+            .sandbox
+            .run_within(
+                self.root(),
+                program,
+                left,
+                Some(quota_watch(self.workspace.clone())),
+            )
+            .await?;
         tracing::info!(
             "{name} in {}: exit {:?}, signal {:?}, timed out {}, {:.2} s",
             self.root().display(),
@@ -275,11 +297,57 @@ impl ToolBox for CodeTools {
         if missing_file(&outcome.stderr) {
             let workspace = self.workspace.clone();
             if let Ok(held) =
-                tokio::task::spawn_blocking(move || crate::tools::files::holdings(&workspace)).await
+                crate::workspace::off_thread(move || Ok(crate::tools::files::holdings(&workspace)))
+                    .await
             {
                 report.push_str("\n--- note ---\nA file the code opened does not exist. ");
                 report.push_str(&held);
             }
+        }
+        // Past a quota after the run (many files, each within the size
+        // limit, written faster than the watchdog looks): what this run
+        // added goes until the workspace is within it again.
+        // Code stopped mid-run may still be dying in its jail for a few
+        // milliseconds: then the workspace is looked at a few times.
+        let stopped = outcome.stopped.is_some() || outcome.timed_out;
+        let mut reclaimed = Vec::new();
+        for _ in 0..if stopped { 5 } else { 1 } {
+            let past = match self.measure().await {
+                Ok(usage) => self.workspace.past_quota(usage).is_some(),
+                Err(_) => true,
+            };
+            if past {
+                let ws = self.workspace.clone();
+                let files_before = listed.clone().map(|l| l.files).unwrap_or_default();
+                let top_before = top_before.clone().unwrap_or_default();
+                reclaimed.extend(
+                    crate::workspace::off_thread(
+                        move || Ok(ws.reclaim(&top_before, &files_before)),
+                    )
+                    .await
+                    .unwrap_or_default(),
+                );
+            }
+            if stopped {
+                tokio::time::sleep(WATCH_EVERY).await;
+            }
+        }
+        if !reclaimed.is_empty() {
+            let shown: Vec<&str> = reclaimed.iter().take(5).map(String::as_str).collect();
+            let more = reclaimed.len().saturating_sub(shown.len());
+            report.push_str(&format!(
+                "\n--- note ---\nThe code wrote past the workspace's quota ({} bytes, {} files and \
+                 folders); what it added was removed, newest first: {}{}. Write fewer or \
+                 smaller files.",
+                quota,
+                self.workspace.max_entries(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
         }
         let after = self.usage().await;
         // Code that wrote its result to a file and printed nothing: what it
@@ -315,6 +383,36 @@ impl ToolBox for CodeTools {
     }
 }
 
+/// How often the quota watchdog measures the workspace at least (a walk
+/// of a large workspace waits twice its own duration before the next).
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Resolves, with the reason, once the workspace is past a quota (or can
+/// no longer be measured) while code runs in it: the code is stopped
+/// there, instead of only between calls.
+fn quota_watch(workspace: Workspace) -> futures_util::future::BoxFuture<'static, String> {
+    Box::pin(async move {
+        let mut pause = WATCH_EVERY;
+        loop {
+            tokio::time::sleep(pause).await;
+            let started = std::time::Instant::now();
+            let ws = workspace.clone();
+            match crate::workspace::off_thread(move || ws.usage_counted()).await {
+                Ok(usage) => {
+                    if let Some(why) = workspace.past_quota(usage) {
+                        return why;
+                    }
+                }
+                Err(e @ (WorkspaceError::TooManyEntries | WorkspaceError::TooDeep)) => {
+                    return e.to_string()
+                }
+                Err(_) => {}
+            }
+            pause = WATCH_EVERY.max(started.elapsed() * 2);
+        }
+    })
+}
+
 /// Runs the code (`sys.argv[1]`) as a notebook cell runs: when its last
 /// statement is an expression, its value is printed (Qwen2.5-1.5B wrote
 /// `sum(int(d) for d in str(2**100))` and, shown nothing, answered a
@@ -332,6 +430,10 @@ impl ToolBox for CodeTools {
 /// program that fails cannot catch a wrong number. Names the code defines
 /// come first; anything else it did not define is still a `NameError`.
 pub(super) const SHOW_LAST: &str = r#"import ast, builtins, importlib, os, sys, traceback
+stdlib = [p for p in sys.path if 'packages' not in p]
+extra = [p for p in os.environ.get('PYTHONPATH', '').split(':') if p]
+sys.path[:] = stdlib + extra + [p for p in sys.path if 'packages' in p] + [os.getcwd()]
+del stdlib, extra
 src = sys.argv[1]
 sys.argv = ['-c']
 mended = 0

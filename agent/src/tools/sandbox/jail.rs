@@ -32,14 +32,20 @@ pub(super) const ETC_ENTRIES: [&str; 5] = [
 /// The whole environment inside (after `--clearenv`). `USER` keeps
 /// `getpass.getuser()` working without an `/etc/passwd`; unbuffered python
 /// output survives a kill at the wall-time limit.
-const ENV: [(&str, &str); 7] = [
+const ENV: [(&str, &str); 9] = [
     ("PATH", "/usr/bin:/bin"),
-    ("HOME", WORKSPACE),
+    // A private home in the jail's own /tmp: caches (matplotlib's
+    // fontconfig, pip's) never land in the workspace as artifacts.
+    ("HOME", "/tmp"),
+    ("XDG_CACHE_HOME", "/tmp/.cache"),
     ("LANG", "C.UTF-8"),
     ("USER", "nobody"),
     ("TMPDIR", "/tmp"),
     ("PYTHONDONTWRITEBYTECODE", "1"),
     ("PYTHONUNBUFFERED", "1"),
+    // `python3 -c` and `-m` in a shell command put no current folder
+    // first on the path either (Python 3.11+).
+    ("PYTHONSAFEPATH", "1"),
 ];
 
 /// What bwrap, as root, keeps until `setpriv` drops to uid 65534: the user

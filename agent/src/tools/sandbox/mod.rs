@@ -202,18 +202,23 @@ impl Sandbox {
         workspace: &Path,
         program: Vec<String>,
     ) -> Result<RunOutcome, ToolError> {
-        self.run_within(workspace, program, self.limits.file_bytes)
+        self.run_within(workspace, program, self.limits.file_bytes, None)
             .await
     }
 
     /// [`Sandbox::run`], no file growing past `file_bytes` (at most the
     /// limit's): what the workspace's quota has left, so a write that
     /// would pass it fails inside the code (`EFBIG`, or `SIGXFSZ`).
+    ///
+    /// `stop`, when it resolves, stops the code there (a watchdog: the
+    /// workspace passed its quota); its sentence is the outcome's
+    /// `stopped`.
     pub async fn run_within(
         &self,
         workspace: &Path,
         program: Vec<String>,
         file_bytes: u64,
+        stop: Option<futures_util::future::BoxFuture<'static, String>>,
     ) -> Result<RunOutcome, ToolError> {
         let file_bytes = file_bytes.min(self.limits.file_bytes);
         if program.is_empty() {
@@ -265,24 +270,40 @@ impl Sandbox {
         // run stopped at the wall-time limit still shows what it printed.
         let mut out = Capture::new(self.limits.output_bytes);
         let mut err = Capture::new(self.limits.output_bytes);
+        let mut stopped = None;
         let finished = tokio::time::timeout(self.limits.wall, async {
-            let (_, _, status) = tokio::join!(
-                drain(stdout, &mut out),
-                drain(stderr, &mut err),
-                child.wait()
-            );
-            status
+            let run = async {
+                let (_, _, status) = tokio::join!(
+                    drain(stdout, &mut out),
+                    drain(stderr, &mut err),
+                    child.wait()
+                );
+                status
+            };
+            let watch = async {
+                match stop {
+                    Some(stop) => stop.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                status = run => Some(status),
+                why = watch => {
+                    stopped = Some(why);
+                    None
+                }
+            }
         })
         .await;
         let timed_out = finished.is_err();
         let status = match finished {
-            Ok(status) => status,
-            Err(_) => {
+            Ok(Some(status)) => status,
+            _ => {
                 // SIGKILL to bwrap; the jail's pid 1 has bwrap as parent
                 // and `--die-with-parent`, and the kernel kills every
                 // process of a pid namespace whose pid 1 dies.
                 if let Err(e) = child.start_kill() {
-                    tracing::warn!("the sandbox could not be killed at its wall-time limit: {e}");
+                    tracing::warn!("the sandbox could not be killed: {e}");
                 }
                 child.wait().await
             }
@@ -309,6 +330,7 @@ impl Sandbox {
             exit_code,
             signal,
             timed_out,
+            stopped,
             duration,
             stdout,
             stderr,

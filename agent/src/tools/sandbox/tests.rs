@@ -84,6 +84,7 @@ fn unprobed() -> Sandbox {
 
 fn outcome(exit: i32, stdout: &str, stderr: &str) -> RunOutcome {
     RunOutcome {
+        stopped: None,
         exit_code: Some(exit),
         signal: None,
         timed_out: false,
@@ -317,6 +318,7 @@ fn output_keeps_the_head_and_the_tail_and_counts_what_was_cut() {
 #[test]
 fn the_report_names_the_exit_status_the_limits_and_the_cut_bytes() {
     let outcome = RunOutcome {
+        stopped: None,
         exit_code: Some(0),
         signal: None,
         timed_out: false,
@@ -332,6 +334,7 @@ fn the_report_names_the_exit_status_the_limits_and_the_cut_bytes() {
         "exit status 0 (0.12 s)\n--- stdout ---\n45\n--- stderr ---\n(empty)"
     );
     let timed_out = RunOutcome {
+        stopped: None,
         timed_out: true,
         exit_code: None,
         signal: Some(9),
@@ -341,6 +344,7 @@ fn the_report_names_the_exit_status_the_limits_and_the_cut_bytes() {
         .report()
         .starts_with("killed: wall-time limit of 60 s reached"));
     let cpu = RunOutcome {
+        stopped: None,
         exit_code: Some(152),
         signal: Some(24),
         ..outcome
@@ -667,22 +671,144 @@ async fn code_does_not_run_while_the_workspace_is_past_its_quota() {
         Arc::new(sandbox),
         Workspace::open(&ws).unwrap().with_quota(1000),
     );
-    // One call may go past the quota (each file stops at what was
-    // left, two together pass it); it is told, and the next is refused.
-    let report = tools
-        .call(
-            "run_shell",
-            &json!({"command": "head -c 600 /dev/zero > a; head -c 600 /dev/zero > b"}),
-        )
-        .await
-        .unwrap();
-    assert!(report.contains("past its quota of 1000 bytes"), "{report}");
+    // Past it by what the host put there (an upload, a lower quota).
+    std::fs::write(ws.join("big"), vec![0u8; 1200]).unwrap();
     let e = tools
         .call("run_shell", &json!({"command": "touch ran"}))
         .await
         .unwrap_err();
     assert!(e.message.contains("past its quota"), "{e}");
     assert!(!ws.join("ran").exists());
+}
+
+#[tokio::test]
+async fn one_call_writing_ten_times_the_quota_in_many_files_ends_within_it() {
+    let Some((_dir, tools)) = python_tools(&[("kept.txt", "from before")]) else {
+        return;
+    };
+    let ws = tools.root().to_path_buf();
+    let quota = 1024 * 1024;
+    let tools = CodeTools::on(
+        Arc::new(tools.sandbox().clone()),
+        Workspace::open(&ws).unwrap().with_quota(quota),
+    );
+    // 100 files of 100 KiB: each within the size limit, 10 MiB together.
+    let report = run_python(
+        &tools,
+        "import os\nos.makedirs('out', exist_ok=True)\n\
+         for i in range(100):\n    open(f'out/part{i:03}.bin', 'wb').write(b'x' * 102400)\n\
+         for i in range(100):\n    open(f'top{i:03}.bin', 'wb').write(b'y' * 102400)\n",
+    )
+    .await;
+    let used = Workspace::open(&ws).unwrap().usage().unwrap();
+    assert!(used <= quota, "{used} bytes left, past {quota}: {report}");
+    assert!(report.contains("what it added was removed"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("kept.txt")).unwrap(),
+        "from before",
+        "what was there before stays"
+    );
+    // And code runs again.
+    let report = run_python(&tools, "print('again')").await;
+    assert!(report.contains("again"), "{report}");
+}
+
+#[tokio::test]
+async fn a_call_making_more_entries_than_the_quota_allows_is_brought_back_within_it() {
+    let Some((_dir, tools)) = python_tools(&[]) else {
+        return;
+    };
+    let ws = tools.root().to_path_buf();
+    let tools = CodeTools::on(
+        Arc::new(tools.sandbox().clone()),
+        Workspace::open(&ws).unwrap().with_max_entries(200),
+    );
+    let report = run_python(
+        &tools,
+        "import os\nfor i in range(3000):\n    open(f'f{i}', 'w').close()\n\
+         os.makedirs('deep/a', exist_ok=True)\nfor i in range(3000):\n    os.mkdir(f'deep/a/d{i}')\n",
+    )
+    .await;
+    let usage = Workspace::open(&ws).unwrap().usage_counted().unwrap();
+    assert!(usage.entries <= 200, "{usage:?}: {report}");
+}
+
+#[tokio::test]
+async fn code_still_writing_past_the_quota_is_stopped_while_it_runs() {
+    let Some((_dir, tools)) = python_tools(&[]) else {
+        return;
+    };
+    let ws = tools.root().to_path_buf();
+    let quota = 1024 * 1024;
+    let tools = CodeTools::on(
+        Arc::new(tools.sandbox().clone()),
+        Workspace::open(&ws).unwrap().with_quota(quota),
+    );
+    // Slow enough that the watchdog sees it: 64 KiB every 10 ms, for ever.
+    let started = std::time::Instant::now();
+    let report = run_python(
+        &tools,
+        "import time\ni = 0\nwhile True:\n    open(f'f{i}', 'wb').write(b'z' * 65536)\n    i += 1\n    time.sleep(0.01)\n",
+    )
+    .await;
+    assert!(
+        report.starts_with("killed: the workspace holds"),
+        "{report}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{report}"
+    );
+    let used = Workspace::open(&ws).unwrap().usage().unwrap();
+    assert!(used <= quota, "{used}");
+}
+
+#[tokio::test]
+async fn a_module_or_path_file_planted_in_the_workspace_never_runs_inside_an_approved_snippet() {
+    let Some((_dir, tools)) = python_tools(&[
+        ("ast.py", "print('PWNED by ast.py')\n"),
+        ("traceback.py", "print('PWNED by traceback.py')\n"),
+        ("sitecustomize.py", "print('PWNED by sitecustomize.py')\n"),
+        ("usercustomize.py", "print('PWNED by usercustomize.py')\n"),
+        ("evil.pth", "import os; print('PWNED by evil.pth')\n"),
+        ("helper.py", "VALUE = 41\n"),
+    ]) else {
+        return;
+    };
+    let report = run_python(&tools, "print('fine')").await;
+    assert!(report.contains("fine"), "{report}");
+    assert!(!report.contains("PWNED"), "{report}");
+    // The code's own modules still import, after the standard library.
+    let report = run_python(&tools, "import helper, json\nprint(helper.VALUE + 1)").await;
+    assert!(report.contains("42"), "{report}");
+    assert!(!report.contains("PWNED"), "{report}");
+    // And `python3 -c` from a shell command puts no current folder first.
+    let report = tools
+        .call(
+            "run_shell",
+            &json!({"command": "python3 -c 'import ast; print(1)'"}),
+        )
+        .await
+        .unwrap();
+    assert!(!report.contains("PWNED"), "{report}");
+}
+
+#[tokio::test]
+async fn the_codes_caches_stay_out_of_the_workspace() {
+    let Some((_dir, tools)) = python_tools(&[]) else {
+        return;
+    };
+    let report = run_python(
+        &tools,
+        "import os\nos.makedirs(os.path.expanduser('~/.cache/x'), exist_ok=True)\n\
+         print(os.path.expanduser('~'), os.environ.get('XDG_CACHE_HOME'))",
+    )
+    .await;
+    assert!(report.contains("/tmp /tmp/.cache"), "{report}");
+    assert!(
+        std::fs::read_dir(tools.root()).unwrap().next().is_none(),
+        "nothing landed in the workspace"
+    );
 }
 
 #[tokio::test]
@@ -1007,15 +1133,24 @@ async fn symlinks_in_the_workspace_do_not_reach_host_files() {
 
 #[test]
 fn the_quota_is_reckoned_once_refusing_a_full_workspace_and_capping_files_by_what_is_left() {
-    let e = room(Some(101), 100).unwrap_err();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::open(dir.path())
+        .unwrap()
+        .with_quota(100)
+        .with_max_entries(10);
+    let used = |bytes, entries| Ok(crate::workspace::Usage { bytes, entries });
+    let e = room(&ws, used(101, 1)).unwrap_err();
     assert!(e.message.contains("past its quota of 100 bytes"), "{e}");
-    assert_eq!(room(Some(100), 100).unwrap(), 0, "full, not past");
-    assert_eq!(room(Some(30), 100).unwrap(), 70);
-    assert_eq!(
-        room(None, 100).unwrap(),
-        u64::MAX,
-        "unmeasured: nothing held back"
+    assert_eq!(room(&ws, used(100, 1)).unwrap(), 0, "full, not past");
+    assert_eq!(room(&ws, used(30, 10)).unwrap(), 70);
+    let e = room(&ws, used(30, 11)).unwrap_err();
+    assert!(
+        e.message
+            .contains("11 files and folders, past its quota of 10"),
+        "{e}"
     );
+    let e = room(&ws, Err(crate::workspace::WorkspaceError::TooDeep)).unwrap_err();
+    assert!(e.message.contains("cannot be measured"), "{e}");
 
     let mut too_large = outcome(1, "", "OSError: [Errno 27] File too large");
     let now_past = quota_note(Some(150), 100, 70, &too_large).unwrap();
@@ -1041,6 +1176,7 @@ fn a_report_is_read_back_as_failed_or_not_and_without_its_timing() {
     assert!(!report_failed(&outcome(0, "1\n", "").report()));
     assert!(report_failed(&outcome(1, "", "SyntaxError\n").report()));
     let timed_out = RunOutcome {
+        stopped: None,
         timed_out: true,
         exit_code: None,
         signal: Some(9),
