@@ -4,8 +4,9 @@
 //! |---|---|---|
 //! | `DATABASE_URL` | `sqlite://data/planboard.db` | `sqlite:…` (embedded) or `postgres://…` |
 //! | `PLANBOARD_USER` | `$USER`, else `local` | the one user of local mode |
-//! | `PLANBOARD_TOKENS` | — | token mode: `name:role:token` entries separated by `,` |
+//! | `PLANBOARD_TOKENS` | — | token mode: `name:role:token` entries separated by `,`; each token must carry at least 128 bits (estimated from its length and characters: `openssl rand -hex 16` makes one) and 8 different characters |
 //! | `PLANBOARD_TOKENS_FILE` | — | token mode: one `name role token` per line |
+//! | `PLANBOARD_TRUSTED_PROXIES` | — | addresses or CIDR blocks (`10.0.0.1`, `10.0.0.0/8`, `fd00::/8`) separated by `,`: reverse proxies whose `X-Forwarded-For` names the client, so token mode's limit on wrong tokens (10 a minute) counts per client behind them |
 //! | `PLANBOARD_LEASE_SECS` | `1800` | idle time after which in-progress subtasks go back to todo |
 //! | `PLANBOARD_INSTANCE` | — | echoed by `/healthz` as `x-planboard-instance`; names this process's run leases (else the host name) |
 //! | `PLANBOARD_LLM_MODEL` | — | the model of planboard's own agent; unset: runs are refused, all else works |
@@ -21,7 +22,7 @@
 //! | `PLANBOARD_LOCAL_MODEL_HOME` | set by `scripts/run` when it starts the local model | the local model's folder (`scripts/local-model.sh`): the task box tells "building" and "starting" from "died" by it |
 //! | `PLANBOARD_WORKSPACE_QUOTA_MB` | `1024` | the most a run's workspace may hold, in MiB: writes past it are refused, and code does not run while it is past |
 //! | `PLANBOARD_WORKSPACE_ROOTS` | — | folders (separated by `:`) a run may start from: a folder or git repository inside one is copied into the run's workspace |
-//! | `PLANBOARD_TOOL_POLICY` | — | `tool=auto\|ask\|never` entries separated by `,`, over the defaults (`run_shell` and MCP tools not marked read-only: `ask`) |
+//! | `PLANBOARD_TOOL_POLICY` | — | `tool=auto\|ask\|never` entries separated by `,`, over the defaults (MCP tools not marked read-only: `ask`; every other tool, `run_python` and `run_shell` included: `auto`) |
 //! | `PLANBOARD_SANDBOX` | `on` | `off`: no `run_python` / `run_shell` even where bubblewrap works |
 //! | `PLANBOARD_FETCH_ALLOW_PRIVATE` | `false` | `fetch_url` may read loopback, private and link-local addresses |
 //! | `PLANBOARD_FETCH_ALLOW` | — | private addresses `fetch_url` may read, as `host:port` entries separated by `,` |
@@ -41,12 +42,12 @@
 //! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | — | OpenTelemetry spans over OTLP/HTTP protobuf (see `telemetry`) |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use crate::auth::Access;
-use crate::auth::{Identity, Role};
+use crate::auth::{Identity, IpRange, Role, Tokens};
 pub use crate::store::redact_url;
 
 #[derive(Clone)]
@@ -383,13 +384,14 @@ impl Config {
                 add_token(&mut tokens, &parts, line)?;
             }
         }
+        let trusted_proxies = trusted_proxies(var("PLANBOARD_TRUSTED_PROXIES"))?;
         let access = if tokens.is_empty() {
             let user = var("PLANBOARD_USER")
                 .or_else(|| var("USER"))
                 .unwrap_or_else(|| "local".into());
             Access::Local { user }
         } else {
-            Access::Tokens(tokens.into())
+            Access::Tokens(Tokens::from(tokens).behind(trusted_proxies))
         };
         let lease = match var("PLANBOARD_LEASE_SECS") {
             None => Duration::from_secs(1800),
@@ -548,6 +550,26 @@ impl Config {
     }
 }
 
+/// `PLANBOARD_TRUSTED_PROXIES`: addresses or CIDR blocks; names are not
+/// resolved (a proxy's address is what the connection shows).
+fn trusted_proxies(list: Option<String>) -> Result<Vec<IpRange>, ConfigError> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|entry| {
+            IpRange::parse(entry).ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "PLANBOARD_TRUSTED_PROXIES takes IP addresses or CIDR blocks separated by \
+                     commas (10.0.0.1, 10.0.0.0/8, fd00::/8), not '{entry}'"
+                ))
+            })
+        })
+        .collect()
+}
+
 /// `PLANBOARD_ALLOWED_HOSTS`: host names (with a port, or a leading `.`
 /// for subdomains), not URLs: a scheme or a path is a mistake worth naming.
 fn allowed_hosts(list: Option<String>) -> Result<Vec<String>, ConfigError> {
@@ -624,13 +646,52 @@ fn add_token(
             "token '{name}' has role '{role}'; the roles are viewer, operator and admin"
         ))
     })?;
-    if token.len() < 16 {
+    let bits = token_bits(token);
+    let distinct = token.chars().collect::<HashSet<char>>().len();
+    if bits + 1e-9 < TOKEN_BITS || distinct < TOKEN_DISTINCT {
         return Err(ConfigError::Invalid(format!(
-            "the token of '{name}' is shorter than 16 characters; use a long random one"
+            "the token of '{name}' is too easy to guess: about {} bits ({} characters, {distinct} \
+             different); a token needs at least {TOKEN_BITS} bits and {TOKEN_DISTINCT} different \
+             characters. Make one with `openssl rand -hex 16` (128 bits) or \
+             `openssl rand -hex 32` (256 bits)",
+            bits.floor(),
+            token.chars().count(),
         )));
     }
     tokens.insert(token.to_string(), Identity::new(*name, role));
     Ok(())
+}
+
+/// The fewest bits a token may carry ([`token_bits`]).
+const TOKEN_BITS: f64 = 128.0;
+
+/// The fewest different characters a token may have: `aaaa…` or
+/// `abab…` are long, not random.
+const TOKEN_DISTINCT: usize = 8;
+
+/// What a token would carry if it were random: its length times log2 of
+/// the alphabet its kinds of characters make (lower case 26, upper case
+/// 26, digits 10, anything else 33, the rest of printable ASCII; a token
+/// of hex digits only, in one case, 16). An estimate that trusts the
+/// token to be random: it refuses the short and the narrow, not a
+/// password that looks random.
+fn token_bits(token: &str) -> f64 {
+    let any = |kind: fn(&u8) -> bool| token.as_bytes().iter().any(kind);
+    let all = |kind: fn(&u8) -> bool| token.as_bytes().iter().all(kind);
+    let kinds: u32 = [
+        (26u32, any(u8::is_ascii_lowercase)),
+        (26, any(u8::is_ascii_uppercase)),
+        (10, any(u8::is_ascii_digit)),
+        (33, any(|b| !b.is_ascii_alphanumeric())),
+    ]
+    .iter()
+    .filter(|(_, used)| *used)
+    .map(|(size, _)| size)
+    .sum();
+    let hex = all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        || all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b));
+    let alphabet = if hex { kinds.min(16) } else { kinds };
+    token.chars().count() as f64 * f64::from(alphabet.max(1)).log2()
 }
 
 #[cfg(test)]
@@ -642,7 +703,7 @@ mod tests {
     fn debug_output_redacts_the_database_password_and_every_token() {
         let mut tokens = HashMap::new();
         tokens.insert(
-            "s3cret-token-0123456789".to_string(),
+            "s3cret-9f8e7d6c5b4a39281706f5e4d3c2b1a0".to_string(),
             Identity::new("alice", Role::Admin),
         );
         let llm = agent::LlmConfig::from_vars(|n| match n {
@@ -889,17 +950,21 @@ mod tests {
         Config::from_vars(|name| vars.get(name).cloned())
     }
 
+    const ALICE: &str = "279bb10a2541907ef5c61a58dcbfc228";
+    const BOB: &str = "565c784144a28c3d54db9d538dc42cd3";
+    const CAROL: &str = "7725CDC49850648B8DA247695F46DDF7";
+
     #[test]
-    fn tokens_come_from_the_variable_or_a_file_and_must_be_sixteen_characters() {
+    fn tokens_come_from_the_variable_or_a_file_and_must_carry_128_bits() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens");
         std::fs::write(
             &file,
-            "# who role token\nbob viewer bbbbbbbbbbbbbbbb\n\ncarol admin cccccccccccccccc\n",
+            format!("# who role token\nbob viewer {BOB}\n\ncarol admin {CAROL}\n"),
         )
         .unwrap();
         let c = config(&[
-            ("PLANBOARD_TOKENS", "alice:operator:aaaaaaaaaaaaaaaa"),
+            ("PLANBOARD_TOKENS", &format!("alice:operator:{ALICE}")),
             ("PLANBOARD_TOKENS_FILE", file.to_str().unwrap()),
         ])
         .unwrap();
@@ -907,15 +972,13 @@ mod tests {
             panic!("token mode")
         };
         assert_eq!(tokens.len(), 3);
-        assert_eq!(
-            tokens["bbbbbbbbbbbbbbbb"],
-            Identity::new("bob", Role::Viewer)
-        );
-        assert_eq!(tokens["cccccccccccccccc"].role, Role::Admin);
+        assert_eq!(tokens[BOB], Identity::new("bob", Role::Viewer));
+        assert_eq!(tokens[CAROL].role, Role::Admin);
+        assert_eq!(tokens[ALICE].role, Role::Operator);
 
         let short = config(&[("PLANBOARD_TOKENS", "alice:admin:fifteen-chars-x")]).unwrap_err();
-        assert!(short.to_string().contains("shorter than 16"), "{short}");
-        let role = config(&[("PLANBOARD_TOKENS", "alice:root:aaaaaaaaaaaaaaaa")]).unwrap_err();
+        assert!(short.to_string().contains("too easy to guess"), "{short}");
+        let role = config(&[("PLANBOARD_TOKENS", &format!("alice:root:{ALICE}"))]).unwrap_err();
         assert!(
             role.to_string().contains("viewer, operator and admin"),
             "{role}"
@@ -931,6 +994,66 @@ mod tests {
         assert_eq!(local.lease, Duration::from_secs(90));
         let bad = config(&[("PLANBOARD_LEASE_SECS", "soon")]).unwrap_err();
         assert!(bad.to_string().contains("PLANBOARD_LEASE_SECS"), "{bad}");
+    }
+
+    #[test]
+    fn a_sixteen_letter_token_of_75_bits_is_refused_and_32_hex_digits_of_128_bits_are_taken() {
+        let token = |text: &str| config(&[("PLANBOARD_TOKENS", &format!("alice:admin:{text}"))]);
+        // 16 × log2(26) ≈ 75.2 bits.
+        let weak = token("qwertzuiopasdfgh").unwrap_err().to_string();
+        assert!(weak.contains("about 75 bits"), "{weak}");
+        assert!(weak.contains("at least 128 bits"), "{weak}");
+        assert!(weak.contains("openssl rand -hex 16"), "{weak}");
+        assert!(
+            !weak.contains("qwertzuiopasdfgh"),
+            "the token is not shown: {weak}"
+        );
+        // 32 × log2(16) = 128 bits, what `openssl rand -hex 16` prints.
+        assert!(token(ALICE).is_ok());
+        assert!(token(CAROL).is_ok(), "upper-case hex too");
+        assert!(token("a026ef2cd8b535f3f6975da11a22278ce6a9051d6fbf543905aa9638c70da154").is_ok());
+        // 31 hex digits: 124 bits.
+        assert!(token(&ALICE[1..]).is_err());
+        // Long but narrow: fewer than 8 different characters.
+        let narrow = token(&"abcdefg".repeat(10)).unwrap_err().to_string();
+        assert!(narrow.contains("7 different"), "{narrow}");
+        assert!(token(&"a".repeat(64)).is_err());
+        // Mixed kinds count their alphabets: 22 × log2(26 + 26 + 10) ≈ 131 bits.
+        assert!(token("Xk9mQ2vR7tLp4WzB8nJc3H").is_ok());
+        assert!((token_bits(ALICE) - 128.0).abs() < 1e-9);
+        assert!((token_bits("0123456789") - 10.0 * 10f64.log2()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_cidr_blocks_and_anything_else_is_refused() {
+        let c = config(&[
+            ("PLANBOARD_TOKENS", &format!("alice:admin:{ALICE}")),
+            (
+                "PLANBOARD_TRUSTED_PROXIES",
+                " 127.0.0.1, 10.0.0.0/8 ,,fd00::/8",
+            ),
+        ])
+        .unwrap();
+        let Access::Tokens(tokens) = &c.access else {
+            panic!("token mode")
+        };
+        assert_eq!(
+            tokens.trusted_proxies(),
+            [
+                IpRange::parse("127.0.0.1").unwrap(),
+                IpRange::parse("10.0.0.0/8").unwrap(),
+                IpRange::parse("fd00::/8").unwrap(),
+            ]
+        );
+        let shown = format!("{c:?}");
+        assert!(shown.contains("10.0.0.0/8"), "{shown}");
+        for bad in ["proxy.internal", "10.0.0.0/40", "10.0.0.1:8080"] {
+            let err = config(&[("PLANBOARD_TRUSTED_PROXIES", bad)]).unwrap_err();
+            assert!(
+                err.to_string().contains("PLANBOARD_TRUSTED_PROXIES"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

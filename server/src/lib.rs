@@ -5,7 +5,8 @@
 //! # Layout
 //! Bottom up; each folder imports only those above it in this list.
 //! - [`config`]: the environment, checked before start;
-//! - [`auth`]: who may do what (local mode, bearer tokens with roles, sessions);
+//! - [`auth`]: who may do what (local mode, bearer tokens with roles, sessions, wrong
+//!   tokens limited per client);
 //! - [`store`]: the plans' [`store::PlanStore`] and the SQLite/PostgreSQL [`store::SqlStore`]
 //!   every concept's store trait is implemented on;
 //! - [`book`], [`hints`]: the working set of plans; what each agent session was last shown;

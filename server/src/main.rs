@@ -38,18 +38,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!("planboard listening on http://{}", listener.local_addr()?);
     let stopping = Arc::new(Notify::new());
     let telemetry = services.telemetry.clone();
-    let serve = axum::serve(listener, server::router(options, services.clone()))
-        .with_graceful_shutdown({
-            let stopping = stopping.clone();
-            async move {
-                stop_signal().await;
-                tracing::info!("shutting down: no new connections; finishing requests in flight");
-                // Live streams never end by themselves: end them with an
-                // event that tells their clients to reconnect.
-                services.shutdown();
-                stopping.notify_one();
-            }
-        });
+    // With each connection's address: token mode counts wrong tokens per
+    // client (`auth::FailureLimiter`).
+    let app = server::router(options, services.clone())
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let serve = axum::serve(listener, app).with_graceful_shutdown({
+        let stopping = stopping.clone();
+        async move {
+            stop_signal().await;
+            tracing::info!("shutting down: no new connections; finishing requests in flight");
+            // Live streams never end by themselves: end them with an
+            // event that tells their clients to reconnect.
+            services.shutdown();
+            stopping.notify_one();
+        }
+    });
     tokio::select! {
         served = serve => served?,
         () = async {

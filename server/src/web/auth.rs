@@ -1,16 +1,21 @@
 //! Who is calling, per request: the middleware that reads a bearer token
 //! or the board's session cookie (or takes the local user) and puts an
 //! [`Identity`] in the request's extensions, refusing a cookie's write
-//! from another site.
+//! from another site. Wrong bearer tokens count against their client
+//! ([`crate::auth::FailureLimiter`]), as wrong sign-ins do.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::extract::connect_info::{ConnectInfo, MockConnectInfo};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method};
+use axum::http::{header, Extensions, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::{Access, AuthError, Identity, Role, AGENT_HEADER};
+use crate::auth::{
+    seconds_to_wait, Access, AuthError, Client, Identity, Role, Tokens, AGENT_HEADER,
+};
 
 /// The board's session cookie: holds the id of a session in
 /// [`Sessions`], never the token the person signed in with, so signing
@@ -51,8 +56,40 @@ pub fn over_https(headers: &HeaderMap) -> bool {
     forwarded_proto || forwarded
 }
 
-/// Who the request is from; `Err` says why it is nobody.
-fn identity_of(access: &Access, headers: &HeaderMap) -> Result<(Identity, Proof), &'static str> {
+/// Whom a request's wrong tokens count against: the connection's address
+/// (when the server was started with
+/// `into_make_service_with_connect_info::<SocketAddr>()`, as `main` and
+/// the tests do), or the client a trusted proxy names in
+/// `X-Forwarded-For`; without the connection's address, one key for all.
+pub fn client(tokens: &Tokens, extensions: &Extensions, headers: &HeaderMap) -> Client {
+    let peer = extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip())
+        .or_else(|| {
+            extensions
+                .get::<MockConnectInfo<SocketAddr>>()
+                .map(|MockConnectInfo(addr)| addr.ip())
+        });
+    // Bytes that are not UTF-8 are kept (replaced), not dropped with
+    // their line: the entry a trusted proxy appended stays readable.
+    let forwarded: Vec<std::borrow::Cow<'_, str>> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()))
+        .collect();
+    tokens.client(peer, &forwarded)
+}
+
+/// A client's wait as the API's refusal (429, with `Retry-After`).
+pub fn too_many(wait: std::time::Duration) -> AuthError {
+    AuthError::TooManyFailures {
+        retry_after: seconds_to_wait(wait),
+    }
+}
+
+/// Who the request is from; `Err` says why it is nobody (401), or that
+/// its client sent too many wrong tokens (429).
+fn identity_of(access: &Access, request: &Request) -> Result<(Identity, Proof), AuthError> {
     let tokens = match access {
         Access::Local { user } => {
             let me = Identity::new(user.clone(), Role::Admin);
@@ -60,24 +97,30 @@ fn identity_of(access: &Access, headers: &HeaderMap) -> Result<(Identity, Proof)
         }
         Access::Tokens(tokens) => tokens,
     };
+    let headers = request.headers();
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     if let Some(token) = bearer {
-        return match tokens.get(token) {
-            Some(identity) => Ok((identity.clone(), Proof::Bearer)),
-            None => Err("the bearer token is not valid"),
+        let who = client(tokens, request.extensions(), headers);
+        return match tokens.failures.attempt(who, || tokens.get(token).cloned()) {
+            Ok(Some(identity)) => Ok((identity, Proof::Bearer)),
+            Ok(None) => Err(AuthError::Unauthorized(
+                "the bearer token is not valid".into(),
+            )),
+            Err(wait) => Err(too_many(wait)),
         };
     }
-    match session_id(headers) {
+    let why = match session_id(headers) {
         Some(id) => match tokens.sessions.identity(&id) {
-            Some(identity) => Ok((identity, Proof::Cookie)),
-            None => Err("the session has expired or was signed out; sign in again"),
+            Some(identity) => return Ok((identity, Proof::Cookie)),
+            None => "the session has expired or was signed out; sign in again",
         },
-        None => Err("this server is in token mode: send Authorization: Bearer <token>"),
-    }
+        None => "this server is in token mode: send Authorization: Bearer <token>",
+    };
+    Err(AuthError::Unauthorized(why.into()))
 }
 
 /// A write carried by the session cookie must come from a page of this
@@ -98,17 +141,19 @@ fn is_reading(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// Identifies the caller; a missing or unknown token is a 401. Writes (any
-/// method but GET/HEAD/OPTIONS) need at least the operator role, and, when
-/// carried by the session cookie, must come from this site.
+/// Identifies the caller; a missing or unknown token is a 401, and a
+/// bearer token from a client that sent too many wrong ones lately a 429
+/// (a right one too). Writes (any method but GET/HEAD/OPTIONS) need at
+/// least the operator role, and, when carried by the session cookie, must
+/// come from this site.
 pub async fn identify(
     State(access): State<Arc<Access>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let (identity, proof) = match identity_of(&access, request.headers()) {
+    let (identity, proof) = match identity_of(&access, &request) {
         Ok(found) => found,
-        Err(why) => return AuthError::Unauthorized(why.into()).into_response(),
+        Err(refused) => return refused.into_response(),
     };
     if !is_reading(request.method()) {
         if let Err(e) = identity.require(Role::Operator) {
@@ -149,12 +194,14 @@ pub async fn identify_viewer(
     if public {
         return next.run(request).await;
     }
-    let (identity, proof) = match identity_of(&access, request.headers()) {
+    let (identity, proof) = match identity_of(&access, &request) {
         Ok(found) => found,
-        Err(_) if is_reading(request.method()) && !path.starts_with("/_board/") => {
+        Err(AuthError::Unauthorized(_))
+            if is_reading(request.method()) && !path.starts_with("/_board/") =>
+        {
             return axum::response::Redirect::to("/login").into_response();
         }
-        Err(why) => return AuthError::Unauthorized(why.into()).into_response(),
+        Err(refused) => return refused.into_response(),
     };
     if !is_reading(request.method()) && proof == Proof::Cookie && !same_origin(request.headers()) {
         return AuthError::Forbidden(

@@ -2,24 +2,25 @@
 //! and opens a session ([`crate::auth::Sessions`]) whose opaque id, never
 //! the token, goes in an HttpOnly, SameSite=Strict cookie for 12 hours;
 //! signing out closes the session, so the old cookie opens nothing.
-//! Failed sign-ins are limited (10 a minute for the whole server; past
-//! that, a 429 until the minute is over). In local mode there is nothing
-//! to sign in to. Also the language switch, which needs no sign-in: it
-//! only sets a cookie.
+//! Failed sign-ins are limited per client, counted with its wrong bearer
+//! tokens (10 a minute; past that, a 429 for that client until its oldest
+//! failure is a minute old: see [`crate::auth::FailureLimiter`]). In local
+//! mode there is nothing to sign in to. Also the language switch, which
+//! needs no sign-in: it only sets a cookie.
 
 use std::sync::Arc;
 
 use app::i18n::{self, Lang, LANG_COOKIE};
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, Extensions, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
 use cookie::{Cookie, SameSite};
 
-use super::auth::{over_https, same_origin, session_id, SESSION_COOKIE};
-use crate::auth::SESSION_TTL;
+use super::auth::{client, over_https, same_origin, session_id, SESSION_COOKIE};
+use crate::auth::{seconds_to_wait, SESSION_TTL};
 use crate::config::Access;
 
 #[derive(Deserialize)]
@@ -67,6 +68,7 @@ pub async fn form(headers: HeaderMap) -> Html<String> {
 
 pub async fn sign_in(
     State(access): State<Arc<Access>>,
+    extensions: Extensions,
     headers: HeaderMap,
     Form(input): Form<SignIn>,
 ) -> Response {
@@ -81,25 +83,31 @@ pub async fn sign_in(
         );
         return (StatusCode::FORBIDDEN, page(lang, Some(why))).into_response();
     }
-    if let Err(wait) = tokens.sessions.may_sign_in() {
-        let seconds = wait.as_secs().max(1);
-        let why = lang.pick(
-            format!("Too many failed sign-ins; try again in {seconds} seconds."),
-            format!("登录失败次数过多，请 {seconds} 秒后再试。"),
-        );
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, seconds.to_string())],
-            page(lang, Some(why.as_str())),
-        )
-            .into_response();
-    }
-    let Some(identity) = tokens.get(input.token.trim()) else {
-        tokens.sessions.failed_sign_in();
-        let why = lang.pick("That token is not valid.", "这个令牌无效。");
-        return (StatusCode::UNAUTHORIZED, page(lang, Some(why))).into_response();
+    let who = client(tokens, &extensions, &headers);
+    let found = tokens
+        .failures
+        .attempt(who, || tokens.get(input.token.trim()).cloned());
+    let identity = match found {
+        Ok(Some(identity)) => identity,
+        Ok(None) => {
+            let why = lang.pick("That token is not valid.", "这个令牌无效。");
+            return (StatusCode::UNAUTHORIZED, page(lang, Some(why))).into_response();
+        }
+        Err(wait) => {
+            let seconds = seconds_to_wait(wait);
+            let why = lang.pick(
+                format!("Too many failed sign-ins; try again in {seconds} seconds."),
+                format!("登录失败次数过多，请 {seconds} 秒后再试。"),
+            );
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, seconds.to_string())],
+                page(lang, Some(why.as_str())),
+            )
+                .into_response();
+        }
     };
-    let cookie = session_cookie(tokens.sessions.open(identity.clone()), &headers);
+    let cookie = session_cookie(tokens.sessions.open(identity), &headers);
     (
         [(header::SET_COOKIE, cookie.to_string())],
         Redirect::to("/"),

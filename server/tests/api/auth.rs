@@ -3,17 +3,27 @@
 use std::collections::HashMap;
 
 use reqwest::{Method, StatusCode};
-use serde_json::json;
-use server::auth::{Identity, Role};
+use serde_json::{json, Value};
+use server::auth::{Identity, IpRange, Role, Tokens, FAILURES_PER_CLIENT};
 use server::config::{Access, Config};
 
 use crate::support::{chain, TestServer};
 
-pub const VIEWER: &str = "viewer-token-0123456789";
-pub const OPERATOR: &str = "operator-token-0123456789";
-pub const ADMIN: &str = "admin-token-0123456789";
+// As `openssl rand -hex 16` makes them: 128 bits each.
+pub const VIEWER: &str = "20a73c9a76e4d06f6705e67be0d7ab9d";
+pub const OPERATOR: &str = "674a70ee8cc1538336f4bc2ccbf03d19";
+pub const ADMIN: &str = "e6a9051d6fbf543905aa9638c70da154";
+/// A token nobody holds.
+pub const WRONG: &str = "746674258c81f5da219402551f9121f7";
 
 pub async fn token_mode() -> TestServer {
+    token_mode_behind(&[]).await
+}
+
+/// Token mode with `proxies` trusted (`PLANBOARD_TRUSTED_PROXIES`). The
+/// tests' connections all come from 127.0.0.1: trusting it, a test plays
+/// a proxy and names each client in `X-Forwarded-For`.
+pub async fn token_mode_behind(proxies: &[&str]) -> TestServer {
     let mut tokens = HashMap::new();
     for (token, name, role) in [
         (VIEWER, "watcher", Role::Viewer),
@@ -22,9 +32,14 @@ pub async fn token_mode() -> TestServer {
     ] {
         tokens.insert(token.to_string(), Identity::new(name, role));
     }
+    let proxies = proxies
+        .iter()
+        .map(|p| IpRange::parse(p).expect("a proxy's address"))
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
-    let mut server = TestServer::on(&url, Access::Tokens(tokens.into())).await;
+    let access = Access::Tokens(Tokens::from(tokens).behind(proxies));
+    let mut server = TestServer::on(&url, access).await;
     server._dir = Some(dir);
     server
 }
@@ -79,7 +94,7 @@ async fn tokens_decide_who_may_read_and_write() {
     let server = token_mode().await;
     let (status, error) = server.get("/api/plans").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{error}");
-    let server = server.with_token("not-a-real-token-at-all");
+    let server = server.with_token(WRONG);
     let (status, _) = server.get("/api/plans").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
@@ -287,10 +302,12 @@ async fn the_session_cookie_is_an_opaque_id_and_signing_out_ends_it() {
 
 /// Ten failed sign-ins in a minute, and the eleventh attempt is a 429 that
 /// says when to try again, even with a right token (or guessing would go
-/// on); bearer tokens keep working.
+/// on); the same client's bearer tokens wait too, while a session it
+/// opened before goes on.
 #[tokio::test]
 async fn eleven_sign_ins_after_ten_wrong_tokens_in_a_minute_are_refused_with_429() {
     let server = token_mode().await;
+    let (_, cookie) = sign_in(&server, OPERATOR).await;
     let attempt = |token: &'static str| {
         let request = no_redirects()
             .post(server.url("/login"))
@@ -302,11 +319,11 @@ async fn eleven_sign_ins_after_ten_wrong_tokens_in_a_minute_are_refused_with_429
             (response.status(), retry, response.text().await.unwrap())
         }
     };
-    for n in 1..=server::auth::SIGN_IN_FAILURES {
-        let (status, _, _) = attempt("wrong-token-0123456789").await;
+    for n in 1..=FAILURES_PER_CLIENT {
+        let (status, _, _) = attempt(WRONG).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {n}");
     }
-    let (status, retry, page) = attempt("wrong-token-0123456789").await;
+    let (status, retry, page) = attempt(WRONG).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{page}");
     let seconds: u64 = retry.unwrap().to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&seconds), "{seconds}");
@@ -317,8 +334,174 @@ async fn eleven_sign_ins_after_ten_wrong_tokens_in_a_minute_are_refused_with_429
         StatusCode::TOO_MANY_REQUESTS,
         "a right token waits too"
     );
-    let (status, _) = server.with_token(ADMIN).get("/api/plans").await;
-    assert_eq!(status, StatusCode::OK, "bearer tokens are not sign-ins");
+    let server = server.with_token(ADMIN);
+    let (status, body) = server.get("/api/plans").await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "so does this client's bearer token: {body}"
+    );
+    let open = no_redirects()
+        .get(server.url("/api/plans"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(open.status(), StatusCode::OK, "an open session goes on");
+}
+
+/// `GET /api/plans` with the bearer `token`, from the client a proxy names
+/// in `X-Forwarded-For` (`forwarded`): the status, `Retry-After` and body.
+async fn list_as(
+    server: &TestServer,
+    forwarded: &str,
+    token: &str,
+) -> (StatusCode, Option<u64>, Value) {
+    let response = server
+        .client
+        .get(server.url("/api/plans"))
+        .bearer_auth(token)
+        .header("x-forwarded-for", forwarded)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let retry = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    (status, retry, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Signs in with `token` from the client named by `forwarded`: the status
+/// (a redirect when signed in) and `Retry-After`.
+async fn sign_in_as(
+    server: &TestServer,
+    forwarded: &str,
+    token: &str,
+) -> (StatusCode, Option<u64>) {
+    let response = no_redirects()
+        .post(server.url("/login"))
+        .header("origin", origin(server))
+        .header("x-forwarded-for", forwarded)
+        .form(&[("token", token)])
+        .send()
+        .await
+        .unwrap();
+    let retry = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    (response.status(), retry)
+}
+
+/// The guesser and another person, as a proxy on 127.0.0.1 names them.
+const GUESSER: &str = "203.0.113.7";
+const OTHER: &str = "198.51.100.20";
+
+/// Wrong sign-ins lock out only the client that sent them: the admin,
+/// signing in from elsewhere with the right token, is not kept waiting by
+/// someone else's guessing (before, ten wrong sign-ins from anyone locked
+/// everyone out).
+#[tokio::test]
+async fn wrong_sign_ins_lock_only_their_client_and_another_signs_in_with_the_right_token() {
+    let server = token_mode_behind(&["127.0.0.1"]).await;
+    for n in 1..=FAILURES_PER_CLIENT {
+        let (status, _) = sign_in_as(&server, GUESSER, WRONG).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {n}");
+    }
+    let (status, retry) = sign_in_as(&server, GUESSER, ADMIN).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(retry.is_some_and(|s| (1..=60).contains(&s)), "{retry:?}");
+    let (status, _) = sign_in_as(&server, OTHER, ADMIN).await;
+    assert!(status.is_redirection(), "another client signs in: {status}");
+    // The proxy's own requests (no X-Forwarded-For) are another client.
+    sign_in(&server, OPERATOR).await;
+    let (status, _, body) = list_as(&server, OTHER, ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Ten wrong bearer tokens from one client: its next request is a 429 with
+/// `Retry-After`, a right token too, over the REST API, MCP and sign-in
+/// alike; another client's right token still works, and its wrong one is
+/// its own 401.
+#[tokio::test]
+async fn ten_wrong_bearer_tokens_make_the_clients_next_request_429_and_others_go_on() {
+    let server = token_mode_behind(&["127.0.0.1"]).await;
+    for n in 1..=FAILURES_PER_CLIENT {
+        let (status, _, body) = list_as(&server, GUESSER, WRONG).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "request {n}: {body}");
+    }
+    let (status, retry, body) = list_as(&server, GUESSER, ADMIN).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert_eq!(body["error"], "too_many_requests", "{body}");
+    let seconds = retry.expect("Retry-After");
+    assert!((1..=60).contains(&seconds), "{seconds}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{seconds} seconds")),
+        "{body}"
+    );
+    let mcp = server
+        .client
+        .post(server.url("/mcp"))
+        .bearer_auth(ADMIN)
+        .header("x-forwarded-for", GUESSER)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        mcp.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "MCP asks the same"
+    );
+    let (status, _) = sign_in_as(&server, GUESSER, ADMIN).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "and so does sign-in");
+
+    let (status, _, body) = list_as(&server, OTHER, ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "another client goes on: {body}");
+    let (status, _, _) = list_as(&server, OTHER, WRONG).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "its own first failure");
+}
+
+/// `X-Forwarded-For` names the client only when a trusted proxy sent it:
+/// from any other peer a new address in it is no new client, so it cannot
+/// escape the limit; and behind a trusted proxy, only the entry the proxy
+/// added counts, not those the client wrote to its left.
+#[tokio::test]
+async fn an_x_forwarded_for_from_an_untrusted_peer_is_ignored_and_escapes_nothing() {
+    for proxies in [&[][..], &["10.0.0.0/8"][..]] {
+        let server = token_mode_behind(proxies).await;
+        for n in 1..=FAILURES_PER_CLIENT {
+            let (status, _, _) = list_as(&server, &format!("203.0.113.{n}"), WRONG).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{proxies:?}: {n}");
+        }
+        let (status, _, body) = list_as(&server, "198.51.100.99", ADMIN).await;
+        assert_eq!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{proxies:?}: one client whatever it says: {body}"
+        );
+        let (status, _) = sign_in_as(&server, "198.51.100.98", ADMIN).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{proxies:?}");
+    }
+
+    let server = token_mode_behind(&["127.0.0.1"]).await;
+    for n in 1..=FAILURES_PER_CLIENT {
+        let spoofed = format!("198.51.100.{n}, {GUESSER}");
+        let (status, _, _) = list_as(&server, &spoofed, WRONG).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{n}");
+    }
+    let (status, _, _) = list_as(&server, &format!("192.0.2.1, {GUESSER}"), ADMIN).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    let (status, _, _) = list_as(&server, &format!("{GUESSER}, {OTHER}"), ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "the right-most entry is the client");
 }
 
 /// `DELETE /api/plans/{id}` is the admins', and so is deleting a plan

@@ -2,7 +2,7 @@
 //! the refusals, and a run started from one — it takes the template's
 //! mode without asking the classifier, its planner reads the template's
 //! steps (and a run without one does not), and it keeps its copy when the
-//! template is deleted.
+//! template is deleted. Operators save templates; only admins delete them.
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -168,4 +168,52 @@ async fn a_plan_saved_as_a_template_starts_a_later_task_whose_planner_adapts_it(
         view["config"]["template"]["name"], "Staged deploy",
         "{view}"
     );
+}
+
+/// Templates are the admins' to delete (docs/security.md), as plans are:
+/// an operator saves a plan as a template, but its delete, over the API
+/// or with the board's Delete, is a 403 and the template stays; an
+/// admin's `DELETE` is a 204.
+#[tokio::test]
+async fn an_operator_saves_a_template_but_only_an_admin_deletes_it() {
+    use crate::auth::{no_redirects, origin, sign_in, token_mode, ADMIN, OPERATOR};
+    let operator = token_mode().await.with_token(OPERATOR);
+    let plan = operator
+        .create(crate::support::chain("a shape worth keeping"))
+        .await;
+    let (status, template) = operator
+        .post(
+            &format!("/api/plans/{plan}/template"),
+            json!({"name": "kept"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{template}");
+    assert_eq!(template["created_by"], "robot");
+    let id = template["id"].as_str().unwrap().to_string();
+    let path = format!("/api/templates/{id}");
+
+    let (status, body) = operator.send(axum::http::Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["error"], "forbidden", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("admin"),
+        "{body}"
+    );
+    let (_, cookie) = sign_in(&operator, OPERATOR).await;
+    let board = no_redirects()
+        .post(operator.url(&format!("/templates/{id}/delete")))
+        .header("cookie", &cookie)
+        .header("origin", origin(&operator))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(board.status(), StatusCode::FORBIDDEN, "the board's Delete");
+    let (status, kept) = operator.get(&path).await;
+    assert_eq!(status, StatusCode::OK, "the template stays: {kept}");
+
+    let admin = operator.with_token(ADMIN);
+    let (status, body) = admin.send(axum::http::Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, _) = admin.get(&path).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

@@ -23,6 +23,11 @@ pub struct ErrorBody {
 
 const BAD_REQUEST: (u16, &str) = (400, "malformed JSON, fields or parameters");
 const UNAUTHORIZED: (u16, &str) = (401, "token mode: no token, or an unknown one");
+const TOO_MANY: (u16, &str) = (
+    429,
+    "token mode: 10 wrong tokens or sign-ins from this client within a minute; every request \
+     with a token from it waits (a right one too) for the seconds `Retry-After` says",
+);
 const FORBIDDEN: (u16, &str) = (
     403,
     "the token's role may not do this, or a cookie-carried change came from another site",
@@ -84,25 +89,25 @@ macro_rules! error_set {
 
 error_set!(
     /// A read of one plan.
-    ReadErrors: [BAD_REQUEST, UNAUTHORIZED, NOT_FOUND, FAILED, UNAVAILABLE]
+    ReadErrors: [BAD_REQUEST, UNAUTHORIZED, TOO_MANY, NOT_FOUND, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A read of lists or documents not tied to one plan.
-    ListErrors: [BAD_REQUEST, UNAUTHORIZED, FAILED, UNAVAILABLE]
+    ListErrors: [BAD_REQUEST, UNAUTHORIZED, TOO_MANY, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A change to an existing plan.
-    WriteErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
+    WriteErrors: [BAD_REQUEST, UNAUTHORIZED, TOO_MANY, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A new plan (create, import).
-    CreateErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
+    CreateErrors: [BAD_REQUEST, UNAUTHORIZED, TOO_MANY, FORBIDDEN, CONFLICT, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// Starting a run (409 `no_model` when no model is configured).
-    RunStartErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NO_MODEL, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
+    RunStartErrors: [BAD_REQUEST, UNAUTHORIZED, TOO_MANY, FORBIDDEN, NO_MODEL, TOO_LARGE, NOT_JSON, REFUSED, FAILED, UNAVAILABLE]
 );
 error_set!(
     /// A tool call (a refusal is a 422 with the tool's own reply).
-    ToolErrors: [BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, FAILED, UNAVAILABLE]
+    ToolErrors: [BAD_REQUEST, UNAUTHORIZED, TOO_MANY, FORBIDDEN, NOT_FOUND, CONFLICT, TOO_LARGE, NOT_JSON, FAILED, UNAVAILABLE]
 );

@@ -63,6 +63,9 @@ plan_engine::wire_enum! {
         TooLarge = "too_large",
         /// The body was not sent as JSON (415).
         UnsupportedMediaType = "unsupported_media_type",
+        /// Token mode: too many wrong tokens from this client lately
+        /// (429, with `Retry-After`).
+        TooManyRequests = "too_many_requests",
         /// The engine refused: a cycle (422).
         Cycle = "cycle",
         /// The engine refused: a move the state does not allow (422).
@@ -108,6 +111,12 @@ pub enum ApiError {
     /// A body in another type than JSON (415): `text/plain` is what a page
     /// may post to another site without a preflight.
     UnsupportedMediaType(String),
+    /// Too many wrong tokens from this client: nothing with a token is
+    /// looked at for `retry_after` seconds (429, `Retry-After`).
+    TooManyRequests {
+        message: String,
+        retry_after: u64,
+    },
     /// What this would create is stored already (a name, a URL, a key).
     AlreadyExists(String),
     /// The server's state does not allow it now (no model for runs, not
@@ -147,6 +156,7 @@ impl ApiError {
             }
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Store | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -163,6 +173,7 @@ impl ApiError {
             ApiError::Conflict { .. } => ErrorCode::Conflict,
             ApiError::TooLarge(_) => ErrorCode::TooLarge,
             ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
+            ApiError::TooManyRequests { .. } => ErrorCode::TooManyRequests,
             ApiError::AlreadyExists(_) => ErrorCode::AlreadyExists,
             ApiError::State { code, .. } | ApiError::Refused { code, .. } => *code,
             ApiError::Store => ErrorCode::Store,
@@ -183,6 +194,7 @@ impl ApiError {
             | ApiError::AlreadyExists(m) => m.clone(),
             ApiError::Conflict { message, .. }
             | ApiError::State { message, .. }
+            | ApiError::TooManyRequests { message, .. }
             | ApiError::Refused { message, .. } => message.clone(),
             ApiError::Store => STORE_FAILED.into(),
             ApiError::Internal => INTERNAL.into(),
@@ -199,7 +211,12 @@ impl IntoResponse for ApiError {
         {
             body["current_version"] = json!(current_version);
         }
-        (self.status(), Json(body)).into_response()
+        let status = self.status();
+        if let ApiError::TooManyRequests { retry_after, .. } = self {
+            let wait = [(axum::http::header::RETRY_AFTER, retry_after.to_string())];
+            return (status, wait, Json(body)).into_response();
+        }
+        (status, Json(body)).into_response()
     }
 }
 
@@ -216,6 +233,10 @@ impl From<AuthError> for ApiError {
         match e {
             AuthError::Unauthorized(m) => ApiError::Unauthorized(m),
             AuthError::Forbidden(m) => ApiError::Forbidden(m),
+            AuthError::TooManyFailures { retry_after } => ApiError::TooManyRequests {
+                message: AuthError::TooManyFailures { retry_after }.to_string(),
+                retry_after,
+            },
         }
     }
 }

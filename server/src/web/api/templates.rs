@@ -1,6 +1,6 @@
-//! Plans saved as templates over HTTP: save a plan's shape under a name,
-//! list and read templates, delete one. A run starts from one with
-//! `POST /api/runs {"task": …, "template": id}`.
+//! Plans saved as templates over HTTP: save a plan's shape under a name
+//! (operators), list and read templates (anyone), delete one (admins). A
+//! run starts from one with `POST /api/runs {"task": …, "template": id}`.
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -15,7 +15,7 @@ use super::docs::{ListErrors, ReadErrors, WriteErrors};
 use super::error::{ApiError, Body};
 use super::extract::{path_param, Params, PlanRef};
 use super::ApiState;
-use crate::auth::Identity;
+use crate::auth::{Identity, Role};
 
 /// The `{id}` of a template route: a malformed id is a 404.
 pub struct TemplateRef(pub run_model::TemplateId);
@@ -84,12 +84,14 @@ pub async fn get_template(
 
 #[utoipa::path(delete, path = "/templates/{id}", tag = "templates",
     params(("id" = uuid::Uuid, Path, description = "template UUID")),
-    description = "deletes the template; runs started from it keep their copy",
+    description = "deletes the template (admins only); runs started from it keep their copy",
     responses((status = 204, description = "deleted"), WriteErrors))]
 pub async fn delete_template(
     State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
     TemplateRef(id): TemplateRef,
 ) -> Result<StatusCode, ApiError> {
+    who.require(Role::Admin)?;
     state.templates.delete(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -709,6 +709,10 @@ mod tests {
             },
             ApiError::TooLarge(m()),
             ApiError::UnsupportedMediaType(m()),
+            ApiError::TooManyRequests {
+                message: m(),
+                retry_after: 30,
+            },
             ApiError::AlreadyExists(m()),
             ApiError::State {
                 code: ErrorCode::NoModel,

@@ -1,5 +1,6 @@
-//! Templates: "Save as template" on a plan's board and the Templates
-//! page's Delete, through the service the API's template routes call.
+//! Templates: "Save as template" on a plan's board (operators) and the
+//! Templates page's Delete (admins), through the service the API's
+//! template routes call.
 
 use app::api::BoardError;
 use serde::Deserialize;
@@ -34,7 +35,8 @@ pub async fn save(
     form_answer(result, lang)
 }
 
-/// `POST /templates/{id}/delete`: the Templates page's Delete.
+/// `POST /templates/{id}/delete`: the Templates page's Delete, for
+/// admins only, as `DELETE /api/templates/{id}`.
 pub async fn delete(
     axum::extract::State(board): BoardState,
     axum::extract::Path(id): axum::extract::Path<String>,
@@ -46,7 +48,7 @@ pub async fn delete(
         let id: run_model::TemplateId = id
             .parse()
             .map_err(|_| BoardError::NotFound(format!("'{id}' is not a template id")))?;
-        viewer.may_change(("templates", "模板"), lang)?;
+        viewer.may_manage(("templates", "模板"), lang)?;
         board.templates.delete(id).await.map_err(api_error)?;
         Ok("/templates".to_string())
     }
