@@ -402,6 +402,13 @@ impl Caller {
             tracing::warn!("run {}: could not write the run log: {e}", self.run);
         }
     }
+
+    /// [`Caller::log`], returning once the entry is stored.
+    pub async fn log_stored(&self, entry: RunEntry) {
+        if let Err(e) = self.host.log_stored(self.run, entry).await {
+            tracing::warn!("run {}: could not write the run log: {e}", self.run);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,17 @@ pub trait Host: Send + Sync {
     /// The guarded calls on the run's log that nobody has decided.
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError>;
 
+    /// Appends to the run log and returns once the entry is stored, not
+    /// only queued: what a crash right after must still find.
+    async fn log_stored(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
+        self.log(run, entry).await
+    }
+
+    /// The run's work tool calls as its log holds them, in order: their
+    /// starts ([`RunEntry::ToolStarted`]), ends ([`RunEntry::ToolCall`])
+    /// and interruptions found before ([`RunEntry::ToolInterrupted`]).
+    async fn tool_history(&self, run: RunId) -> Result<Vec<RunEntry>, HostError>;
+
     /// The stored memories most like `query` (by [`run_model::memory::terms`]),
     /// best first, at most `limit`; pinned ones before the rest; what
     /// people taught keeps its slots ([`run_model::memory::choose`]).
@@ -125,6 +136,72 @@ pub fn open_calls<'a>(entries: impl IntoIterator<Item = &'a RunEntry>) -> Vec<St
         }
     }
     open
+}
+
+/// A work tool call that was running when the process stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interrupted {
+    pub subtask: plan_engine::SubtaskId,
+    pub name: String,
+    pub arguments: serde_json::Value,
+    pub digest: String,
+    /// How often this same call of this subtask has been interrupted, this
+    /// time included.
+    pub times: u32,
+}
+
+/// The calls in `history` (a run's [`Host::tool_history`], in order) that
+/// were started and neither ended nor already found interrupted: running
+/// when the process stopped. A subtask runs one tool at a time, so the
+/// next start or end of the same subtask closes a start.
+pub fn interrupted<'a>(history: impl IntoIterator<Item = &'a RunEntry>) -> Vec<Interrupted> {
+    let mut open: Vec<Interrupted> = Vec::new();
+    let mut found: Vec<Interrupted> = Vec::new();
+    let mut before: HashMap<(plan_engine::SubtaskId, String), u32> = HashMap::new();
+    for entry in history {
+        match entry {
+            RunEntry::ToolStarted {
+                subtask,
+                name,
+                arguments,
+                digest,
+            } => {
+                // An earlier start of the subtask that nothing ended.
+                if let Some(at) = open.iter().position(|o| o.subtask == *subtask) {
+                    found.push(open.remove(at));
+                }
+                open.push(Interrupted {
+                    subtask: *subtask,
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                    digest: digest.clone(),
+                    times: 0,
+                });
+            }
+            RunEntry::ToolCall { subtask, .. } => open.retain(|o| o.subtask != *subtask),
+            RunEntry::ToolInterrupted {
+                subtask,
+                digest,
+                times,
+                ..
+            } => {
+                open.retain(|o| o.subtask != *subtask);
+                found.retain(|o| o.subtask != *subtask || o.digest != *digest);
+                let seen = before.entry((*subtask, digest.clone())).or_default();
+                *seen = (*seen).max(*times);
+            }
+            _ => {}
+        }
+    }
+    found.extend(open);
+    for call in &mut found {
+        let seen = before
+            .entry((call.subtask, call.digest.clone()))
+            .or_default();
+        *seen += 1;
+        call.times = *seen;
+    }
+    found
 }
 
 /// Plans and run logs in memory, with change notification.
@@ -308,6 +385,21 @@ impl Host for MemoryHost {
 
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
         Ok(open_calls(&self.entries(run)))
+    }
+
+    async fn tool_history(&self, run: RunId) -> Result<Vec<RunEntry>, HostError> {
+        Ok(self
+            .entries(run)
+            .into_iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    RunEntry::ToolStarted { .. }
+                        | RunEntry::ToolCall { .. }
+                        | RunEntry::ToolInterrupted { .. }
+                )
+            })
+            .collect())
     }
 
     /// Ranks by the number of shared terms (the stores use their

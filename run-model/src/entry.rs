@@ -140,6 +140,25 @@ pub enum RunEntry {
         ok: bool,
         duration_ms: u64,
     },
+    /// A work tool is about to run (written before it runs, and waited
+    /// for): a [`RunEntry::ToolCall`] of the same subtask ends it. One
+    /// that nothing ended was running when the process stopped.
+    ToolStarted {
+        subtask: SubtaskId,
+        name: String,
+        arguments: serde_json::Value,
+        /// [`crate::call_digest`] of the call.
+        digest: String,
+    },
+    /// A call that was running when the process stopped (a crash, a kill,
+    /// a restart), found when the run resumed; `times`: how often this
+    /// same call (tool and arguments) of this subtask has been so far.
+    ToolInterrupted {
+        subtask: SubtaskId,
+        name: String,
+        digest: String,
+        times: u32,
+    },
     RetryScheduled {
         role: CallRole,
         attempt: u32,
@@ -261,6 +280,8 @@ plan_engine::wire_enum! {
         PlanRepaired = "plan_repaired",
         LlmCall = "llm_call",
         ToolCall = "tool_call",
+        ToolStarted = "tool_started",
+        ToolInterrupted = "tool_interrupted",
         RetryScheduled = "retry_scheduled",
         ToolRetryScheduled = "tool_retry_scheduled",
         SubtaskRetry = "subtask_retry",
@@ -291,6 +312,8 @@ impl RunEntry {
             RunEntry::PlanRepaired { .. } => EntryKind::PlanRepaired,
             RunEntry::LlmCall(_) => EntryKind::LlmCall,
             RunEntry::ToolCall { .. } => EntryKind::ToolCall,
+            RunEntry::ToolStarted { .. } => EntryKind::ToolStarted,
+            RunEntry::ToolInterrupted { .. } => EntryKind::ToolInterrupted,
             RunEntry::RetryScheduled { .. } => EntryKind::RetryScheduled,
             RunEntry::ToolRetryScheduled { .. } => EntryKind::ToolRetryScheduled,
             RunEntry::SubtaskRetry { .. } => EntryKind::SubtaskRetry,
@@ -316,6 +339,8 @@ impl RunEntry {
         match self {
             RunEntry::LlmCall(call) => call.subtask,
             RunEntry::ToolCall { subtask, .. }
+            | RunEntry::ToolStarted { subtask, .. }
+            | RunEntry::ToolInterrupted { subtask, .. }
             | RunEntry::ToolRetryScheduled { subtask, .. }
             | RunEntry::ToolApproval { subtask, .. }
             | RunEntry::SubtaskRetry { subtask, .. }

@@ -23,6 +23,8 @@
 //!   config gives.
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
 //!   [`DecidedBy`].
+//! - [`digest`]: a tool call's SHA-256 digest over its name and its
+//!   arguments written canonically ([`call_digest`]).
 //! - [`entry`]: [`RunEntry`] (one line of the run log) and its
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
@@ -50,6 +52,7 @@ pub mod adaptation;
 pub mod batch;
 pub mod config;
 pub mod cost;
+pub mod digest;
 pub mod entry;
 pub mod memory;
 pub mod model_status;
@@ -75,6 +78,7 @@ pub use config::{
     MAX_RETRY_DELAY_MS, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS, TOOL_NAME_CHARS,
 };
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
+pub use digest::call_digest;
 pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
     RunEntry, Verdict, MESSAGE_CAP,

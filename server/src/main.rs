@@ -16,6 +16,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
+    raise_open_files_limit();
     // The site's name is compiled in by scripts/build.sh and cargo-leptos
     // (LEPTOS_OUTPUT_NAME at build time), so the binary runs on its own;
     // only a build without it needs the project's Cargo.toml.
@@ -65,6 +66,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     }
     Ok(())
+}
+
+/// Raises the soft limit of open descriptors to the hard one: the default
+/// soft limit (often 1,024) is a number of connections, SQLite handles,
+/// sandboxes and workspace walks the server reaches with a few busy runs
+/// (25,000 folders a run's code made once took it to "Too many open
+/// files"; walks hold one folder per level since, and this leaves room).
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    // No hard limit: the kernel's own ceiling (nr_open) is 2^20 by default.
+    let target = limit.maximum.unwrap_or(1 << 20);
+    if let Some(from) = limit.current.filter(|c| *c < target) {
+        limit.current = Some(target);
+        match setrlimit(Resource::Nofile, limit) {
+            Ok(()) => tracing::debug!("open files: soft limit raised from {from} to {target}"),
+            Err(e) => tracing::warn!("the open files limit could not be raised: {e}"),
+        }
+    }
 }
 
 /// How long requests in flight (commits included) may take to finish once

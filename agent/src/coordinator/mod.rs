@@ -72,6 +72,10 @@ mod prepare;
 mod recover;
 mod schedule;
 
+/// How often the same call may be running when the process stops before
+/// the run waits for a person.
+pub const CRASHES_BEFORE_PAUSE: u32 = 2;
+
 /// Rejections a planner answers before the run gives up (seed 003).
 pub const MAX_REVISIONS: u32 = 3;
 /// Emergent lists are compacted from this many TODOs on (80 % of 20).
@@ -265,6 +269,30 @@ impl Agent {
                     .await;
             }
         }
+        // A call that was running when the process stopped: the second
+        // time the same call (tool and arguments) of a subtask was, the run
+        // waits for a person instead of making it again (a page that took
+        // the server's memory took it again at every restart).
+        let mut crashed = None;
+        if let Ok(history) = self.host.tool_history(run.id).await {
+            for call in crate::host::interrupted(&history) {
+                let _ = self
+                    .host
+                    .log_stored(
+                        run.id,
+                        RunEntry::ToolInterrupted {
+                            subtask: call.subtask,
+                            name: call.name.clone(),
+                            digest: call.digest.clone(),
+                            times: call.times,
+                        },
+                    )
+                    .await;
+                if call.times >= CRASHES_BEFORE_PAUSE {
+                    crashed = Some(crashed_call(&call));
+                }
+            }
+        }
         let budget = Arc::new(Mutex::new(run.config.budget.clone()));
         self.budgets
             .lock()
@@ -296,6 +324,7 @@ impl Agent {
             saved: Instant::now(),
             recalled: None,
             input: None,
+            crashed,
         };
         if let Err(why) = driver.go().await {
             driver.move_to(RunState::Failed, why.to_string()).await;
@@ -328,6 +357,9 @@ struct Driver {
     recalled: Option<Vec<run_model::Memory>>,
     /// A run in batches: its input's items, once read.
     input: Option<Arc<run_model::BatchInput>>,
+    /// Why the run must wait for a person before it goes on: a call that
+    /// was running when the process stopped, twice.
+    crashed: Option<String>,
 }
 
 /// Why a run failed, recorded as its reason.
@@ -504,6 +536,21 @@ impl Driver {
             .saturating_sub(Duration::from_millis(spent.wall_ms))
     }
 
+    /// Pauses the run for a person, saying why on the plan.
+    async fn pause_for_crash(&mut self, why: String) -> Flow {
+        let _ = self
+            .apply(vec![
+                Op::Pause {},
+                Op::Comment {
+                    subtask: None,
+                    body: why.clone(),
+                },
+            ])
+            .await;
+        self.move_to(RunState::Paused, why).await;
+        Ok(())
+    }
+
     async fn pause_for_budget(&mut self, why: String) -> Flow {
         self.caller
             .log(RunEntry::BudgetReached { what: why.clone() })
@@ -522,6 +569,20 @@ impl Driver {
             .await;
         Ok(())
     }
+}
+
+/// What a person reads on a run paused because the same call was running
+/// when the process stopped, again.
+fn crashed_call(call: &crate::host::Interrupted) -> String {
+    format!(
+        "Paused: {} was running in subtask #{} when the server stopped, {} times with the same \
+         arguments ({}). The run waits so that the call does not stop the server again: skip or \
+         edit the subtask, or resume to try it once more.",
+        call.name,
+        call.subtask.0,
+        call.times,
+        cut(&call.arguments.to_string(), 300)
+    )
 }
 
 /// What changed in a plan's subtasks from `before` to `after`, in words a

@@ -212,6 +212,10 @@ impl Driver {
                 }
             }
             if self.run.state == RunState::Running {
+                if let Some(why) = self.crashed.take() {
+                    self.pause_for_crash(why).await?;
+                    continue;
+                }
                 if let Some(why) = self.caller.budget_reached() {
                     self.pause_for_budget(why).await?;
                     continue;

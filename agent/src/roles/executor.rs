@@ -403,6 +403,17 @@ async fn run_tool(
     name: &str,
     arguments: &serde_json::Value,
 ) -> Result<String, ToolError> {
+    // Stored before the call runs: a call that takes the process down
+    // (a page that exhausts memory) is found on the log at the restart,
+    // and the same call is not made blindly a third time.
+    caller
+        .log_stored(RunEntry::ToolStarted {
+            subtask,
+            name: name.to_string(),
+            arguments: arguments.clone(),
+            digest: run_model::call_digest(name, arguments),
+        })
+        .await;
     let mut attempt = 1;
     loop {
         match tools.call(name, arguments).await {

@@ -561,3 +561,112 @@ async fn a_tool_failing_for_a_moment_is_tried_again_after_doubling_waits_within_
         "3 attempts in all, then the model reads the failure"
     );
 }
+
+/// A tool that never returns: the process "stops" while it runs.
+struct Hangs;
+
+#[async_trait::async_trait]
+impl agent::tools::ToolBox for Hangs {
+    fn specs(&self) -> Vec<agent::protocol::ToolSpec> {
+        vec![agent::protocol::ToolSpec {
+            name: "fetch_url".into(),
+            description: "fetches".into(),
+            parameters: json!({"type": "object", "properties": {"url": {"type": "string"}}}),
+        }]
+    }
+
+    async fn call(
+        &self,
+        _name: &str,
+        _arguments: &serde_json::Value,
+    ) -> Result<String, agent::tools::ToolError> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn the_same_call_running_at_two_stops_pauses_the_run_for_a_person_instead_of_a_third() {
+    // Every executor turn calls the same page (the model keys its
+    // arguments in another order each time: the same call all the same).
+    let turn = std::sync::atomic::AtomicUsize::new(0);
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("read the page", &[])]))
+        .responder(move |request| {
+            if request.role == CallRole::Executor {
+                let n = turn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let arguments = if n.is_multiple_of(2) {
+                    json!({"url": "https://big.example/page", "x": 1})
+                } else {
+                    json!({"x": 1, "url": "https://big.example/page"})
+                };
+                return agent::llm::Reply::Json(
+                    json!({"action": "fetch_url", "arguments": arguments}),
+                );
+            }
+            answer(request)
+        });
+    let world = World::with_agent(llm, |agent| {
+        agent.with_tools(|_| {
+            let hangs: std::sync::Arc<dyn agent::tools::ToolBox> = std::sync::Arc::new(Hangs);
+            agent::tools::Toolset::new(vec![hangs])
+        })
+    });
+    let started = |world: &World| {
+        world
+            .entries()
+            .iter()
+            .filter(|e| matches!(e, RunEntry::ToolStarted { .. }))
+            .count()
+    };
+    let wait_started = |n: usize| {
+        let world = &world;
+        async move {
+            tokio::time::timeout(Duration::from_secs(10), async {
+                while started(world) < n {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await
+            .expect("the call started")
+        }
+    };
+    // Stopped while the call runs; the restart makes the same call, and
+    // the process stops again.
+    let driving = world.start(simple("Read the big page")).await;
+    wait_started(1).await;
+    driving.abort();
+    let _ = driving.await;
+    let stored = world.stored_run();
+    assert_eq!(stored.state, RunState::Running);
+    let agent = world.agent.clone();
+    let again = tokio::spawn(async move { agent.drive(stored).await });
+    wait_started(2).await;
+    again.abort();
+    let _ = again.await;
+    let interrupted: Vec<u32> = world
+        .entries()
+        .iter()
+        .filter_map(|e| match e {
+            RunEntry::ToolInterrupted { times, .. } => Some(*times),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        interrupted,
+        [1],
+        "the first stop was found at the first restart"
+    );
+    // The third start finds the same call stopped twice: it waits.
+    let agent = world.agent.clone();
+    let stored = world.stored_run();
+    let driving = tokio::spawn(async move { agent.drive(stored).await });
+    let run = world.wait_run(|r| r.state == RunState::Paused).await;
+    let reason = run.reason.unwrap_or_default();
+    assert!(
+        reason.contains("fetch_url was running in subtask #1 when the server stopped, 2 times"),
+        "{reason}"
+    );
+    assert_eq!(started(&world), 2, "the call was not made a third time");
+    assert_eq!(world.plan().state(), PlanState::Paused);
+    driving.abort();
+}

@@ -38,6 +38,8 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::PlanRepaired => ("plan repaired", "计划已修复"),
         EntryKind::LlmCall => ("model call", "模型调用"),
         EntryKind::ToolCall => ("tool call", "工具调用"),
+        EntryKind::ToolStarted => ("tool started", "工具开始"),
+        EntryKind::ToolInterrupted => ("tool interrupted by a stop", "工具因服务器停止而中断"),
         EntryKind::RetryScheduled => ("retry scheduled", "计划重试"),
         EntryKind::ToolRetryScheduled => ("tool retry scheduled", "计划重试工具"),
         EntryKind::SubtaskRetry => ("subtask tried again", "子任务重试"),
@@ -223,6 +225,34 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
                 format!("参数：{arguments}\n\n结果：\n{result}"),
             )),
             ok,
+        ),
+        E::ToolStarted {
+            subtask,
+            name,
+            arguments,
+            ..
+        } => line(
+            Some(subtask.0),
+            lang.pick(format!("{name} started"), format!("{name} 开始")),
+            Some(lang.pick(
+                format!("arguments: {arguments}"),
+                format!("参数：{arguments}"),
+            )),
+            true,
+        ),
+        E::ToolInterrupted {
+            subtask,
+            name,
+            times,
+            ..
+        } => line(
+            Some(subtask.0),
+            lang.pick(
+                format!("{name} was running when the server stopped (time {times} for this call)"),
+                format!("服务器停止时 {name} 正在运行（此调用第 {times} 次）"),
+            ),
+            None,
+            false,
         ),
         E::RetryScheduled {
             role,

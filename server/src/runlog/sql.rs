@@ -200,6 +200,30 @@ impl RunLogStore for SqlStore {
         Ok(out)
     }
 
+    async fn run_log_of_kinds(
+        &self,
+        run: RunId,
+        kinds: &[run_model::EntryKind],
+    ) -> Result<Vec<StoredRunEntry>, StoreError> {
+        if kinds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks = (0..kinds.len())
+            .map(|i| format!("${}", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT seq, run_id, plan_id, kind, entry, at FROM run_log \
+             WHERE run_id = $1 AND kind IN ({marks}) ORDER BY seq"
+        );
+        let mut query = sqlx::query(&sql).bind(run.to_string());
+        for kind in kinds {
+            query = query.bind(kind.as_str());
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter().map(entry_of).collect()
+    }
+
     async fn run_log_since(
         &self,
         after: i64,

@@ -65,6 +65,12 @@ pub trait RunLogStore: Send + Sync {
     /// decisions on them (`tool_decision`), in log order: what waits for a
     /// person, read from an index instead of the whole logs.
     async fn run_log_calls(&self, runs: &[RunId]) -> Result<Vec<StoredRunEntry>, StoreError>;
+    /// The entries of one run's log of the given kinds, in log order.
+    async fn run_log_of_kinds(
+        &self,
+        run: RunId,
+        kinds: &[run_model::EntryKind],
+    ) -> Result<Vec<StoredRunEntry>, StoreError>;
     /// Every run's entries after `after`, in log order: what a process
     /// reads to stream the entries other processes wrote.
     async fn run_log_since(

@@ -209,6 +209,34 @@ impl Host for ServerHost {
         }
     }
 
+    /// Queued like any entry, then waited for: the writer's next batch.
+    async fn log_stored(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
+        self.log(run, entry).await?;
+        self.log.flush().await;
+        Ok(())
+    }
+
+    async fn tool_history(&self, run: RunId) -> Result<Vec<RunEntry>, HostError> {
+        let stored = self
+            .log_store
+            .run_log_of_kinds(
+                run,
+                &[
+                    EntryKind::ToolStarted,
+                    EntryKind::ToolCall,
+                    EntryKind::ToolInterrupted,
+                ],
+            )
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))?;
+        // A line an older version wrote and this one cannot read is
+        // skipped, as the whole log's reader skips it.
+        Ok(stored
+            .into_iter()
+            .filter_map(|e| serde_json::from_value(e.entry).ok())
+            .collect())
+    }
+
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
         let entries = super::needs::calls_of(self.log_store.as_ref(), &[run])
             .await

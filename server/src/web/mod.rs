@@ -172,10 +172,24 @@ fn with_operations(app: Router, plans: Arc<PlanService>) -> Router {
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
 
+/// How long `/healthz` waits for one of tokio's blocking threads.
+const POOL_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `ok`, unless the blocking thread pool (every file, workspace and
+/// SQLite job runs there) takes no new work: then 503, since a server
+/// whose reads all wait is not healthy though it still answers this.
 async fn healthz(instance: Option<Arc<str>>) -> axum::response::Response {
     use axum::response::IntoResponse;
+    let probe = tokio::time::timeout(POOL_PROBE, tokio::task::spawn_blocking(|| ())).await;
+    let (status, body) = match probe {
+        Ok(Ok(())) => (axum::http::StatusCode::OK, "ok"),
+        _ => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "starved: the blocking thread pool took no work within 2 s",
+        ),
+    };
     match instance.and_then(|i| axum::http::HeaderValue::from_str(&i).ok()) {
-        Some(name) => ([("x-planboard-instance", name)], "ok").into_response(),
-        None => "ok".into_response(),
+        Some(name) => (status, [("x-planboard-instance", name)], body).into_response(),
+        None => (status, body).into_response(),
     }
 }

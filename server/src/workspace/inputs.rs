@@ -49,13 +49,16 @@ pub enum InputError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
+    /// Work on runs' files is at its limit (overall, or for this run).
+    #[error("{0}")]
+    Busy(String),
 }
 
 impl InputError {
     /// The person's mistake (400), or the server's (500).
     pub fn is_client_error(&self) -> bool {
         match self {
-            InputError::Io(_) => false,
+            InputError::Io(_) | InputError::Busy(_) => false,
             InputError::Workspace(e) => e.is_client_error(),
             _ => true,
         }

@@ -8,7 +8,9 @@
 //!
 //! # Layout
 //! - this file: [`Workspaces`], the runs' workspaces under one folder,
-//!   with their quota; [`Artifact`]; the listing, the zip and one file;
+//!   with their quota; [`Artifact`]; the listing, the zip and one file,
+//!   each a bounded job ([`Jobs`]: so many at once overall and per run,
+//!   a listing's walk within a budget of entries);
 //! - `inputs.rs`: staging uploads and allowed folders, checked against the
 //!   limits, and moving them into a run's workspace;
 //! - `images.rs`: which files are images, how each is served, which the
@@ -17,7 +19,9 @@
 pub mod images;
 pub mod inputs;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use agent::workspace::{FileEntry, Workspace, WorkspaceError};
 use agent::RunId;
@@ -34,6 +38,102 @@ pub struct Workspaces {
     quota: u64,
     /// Folders runs may start from (`PLANBOARD_WORKSPACE_ROOTS`).
     roots: Vec<PathBuf>,
+    jobs: Jobs,
+}
+
+/// Workspace jobs a request may start at once, overall: each holds one of
+/// tokio's blocking threads while it runs, and any page (an `<img>` of
+/// another site, in local mode) can ask for them. 560 reads of one named
+/// pipe pinned all 512 threads before every open was non-blocking; this
+/// bound keeps the pool for everything else whatever a job meets.
+pub const JOBS_AT_ONCE: usize = 16;
+/// The same for one run's workspace.
+pub const JOBS_PER_RUN: usize = 4;
+/// How long a request waits for a free job before it is answered 503.
+pub const JOB_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Entries a listing a request asked for walks at most (the workspace's
+/// own quota of entries is 50,000; a listing shows the first files).
+pub const LISTING_ENTRIES: usize = 20_000;
+
+/// The bound on request-driven workspace work ([`JOBS_AT_ONCE`],
+/// [`JOBS_PER_RUN`]); a job's slots are held until its blocking work has
+/// really ended, also when the request stopped waiting for it.
+pub struct Jobs {
+    all: Arc<tokio::sync::Semaphore>,
+    per_run: Arc<Mutex<HashMap<RunId, usize>>>,
+}
+
+impl Default for Jobs {
+    fn default() -> Jobs {
+        Jobs {
+            all: Arc::new(tokio::sync::Semaphore::new(JOBS_AT_ONCE)),
+            per_run: Arc::default(),
+        }
+    }
+}
+
+/// One run's slot, given back when dropped.
+struct RunSlot {
+    run: RunId,
+    per_run: Arc<Mutex<HashMap<RunId, usize>>>,
+}
+
+impl Drop for RunSlot {
+    fn drop(&mut self) {
+        let mut per_run = self.per_run.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = per_run.get_mut(&self.run) {
+            *n -= 1;
+            if *n == 0 {
+                per_run.remove(&self.run);
+            }
+        }
+    }
+}
+
+impl Jobs {
+    /// Jobs running now, overall.
+    pub fn running(&self) -> usize {
+        JOBS_AT_ONCE - self.all.available_permits()
+    }
+
+    /// Runs `f` on a blocking thread once a slot is free (overall and for
+    /// `run`), or answers [`InputError::Busy`].
+    async fn run<T: Send + 'static>(
+        &self,
+        run: RunId,
+        f: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+    ) -> Result<T, InputError> {
+        let slot = {
+            let mut per_run = self.per_run.lock().unwrap_or_else(|p| p.into_inner());
+            let n = per_run.entry(run).or_default();
+            if *n >= JOBS_PER_RUN {
+                return Err(InputError::Busy(format!(
+                    "the files of run {run} are being read by {JOBS_PER_RUN} requests already; try again"
+                )));
+            }
+            *n += 1;
+            RunSlot {
+                run,
+                per_run: self.per_run.clone(),
+            }
+        };
+        let permit = tokio::time::timeout(JOB_WAIT, self.all.clone().acquire_owned())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| {
+                InputError::Busy(format!(
+                    "the server is reading {JOBS_AT_ONCE} runs' files already; try again"
+                ))
+            })?;
+        agent::workspace::off_thread(move || {
+            // Held by the blocking work itself: given back when it ends.
+            let _held = (permit, slot);
+            f()
+        })
+        .await
+        .map_err(InputError::Workspace)
+    }
 }
 
 /// Why one artifact is not served.
@@ -49,7 +149,17 @@ pub enum ArtifactError {
 
 impl Workspaces {
     pub fn new(root: PathBuf, quota: u64, roots: Vec<PathBuf>) -> Workspaces {
-        Workspaces { root, quota, roots }
+        Workspaces {
+            root,
+            quota,
+            roots,
+            jobs: Jobs::default(),
+        }
+    }
+
+    /// The bound on request-driven work (for `/healthz`).
+    pub fn jobs(&self) -> &Jobs {
+        &self.jobs
     }
 
     /// The folder every run's workspace is in.
@@ -104,29 +214,30 @@ impl Workspaces {
         let Some(ws) = self.open(id).await? else {
             return Ok(Vec::new());
         };
-        blocking(move || {
-            let listing = ws.files()?;
-            let mut out: Vec<Artifact> = listing
-                .files
-                .into_iter()
-                .map(|f| Artifact {
-                    url: images::artifact_url(id, &f.path),
-                    image: images::shown_as_image(&f.path, f.bytes),
-                    path: f.path,
-                    bytes: f.bytes,
-                    preview: None,
-                })
-                .collect();
-            for artifact in out.iter_mut().take(PREVIEWED) {
-                if let Ok(head) =
-                    ws.read_head(&artifact.path, (run_model::PREVIEW_CHARS * 4) as u64)
-                {
-                    artifact.preview = inputs::preview(&head);
+        self.jobs
+            .run(id, move || {
+                let listing = ws.files_within(LISTING_ENTRIES)?;
+                let mut out: Vec<Artifact> = listing
+                    .files
+                    .into_iter()
+                    .map(|f| Artifact {
+                        url: images::artifact_url(id, &f.path),
+                        image: images::shown_as_image(&f.path, f.bytes),
+                        path: f.path,
+                        bytes: f.bytes,
+                        preview: None,
+                    })
+                    .collect();
+                for artifact in out.iter_mut().take(PREVIEWED) {
+                    if let Ok(head) =
+                        ws.read_head(&artifact.path, (run_model::PREVIEW_CHARS * 4) as u64)
+                    {
+                        artifact.preview = inputs::preview(&head);
+                    }
                 }
-            }
-            Ok(out)
-        })
-        .await
+                Ok(out)
+            })
+            .await
     }
 
     /// The whole workspace as a zip archive (regular files only; links are
@@ -135,18 +246,24 @@ impl Workspaces {
         let ws = self.open(id).await?;
         // One walk of the workspace: the listing (without previews) and
         // the files' bytes, each read through the workspace.
-        let zipped = blocking(move || {
-            let files = match &ws {
-                Some(ws) => ws.files()?.files,
-                None => Vec::new(),
-            };
-            let total: u64 = files.iter().map(|f| f.bytes).sum();
-            if total > ZIP_MAX_BYTES {
-                return Ok(Err(total));
-            }
-            zip_files(ws.as_ref(), &files).map(Ok)
-        })
-        .await?;
+        let zipped = self
+            .jobs
+            .run(id, move || {
+                let files = match &ws {
+                    Some(ws) => ws.files_within(LISTING_ENTRIES)?,
+                    None => agent::workspace::Listing::default(),
+                };
+                if files.truncated {
+                    return Err(WorkspaceError::TooManyEntries);
+                }
+                let files = files.files;
+                let total: u64 = files.iter().map(|f| f.bytes).sum();
+                if total > ZIP_MAX_BYTES {
+                    return Ok(Err(total));
+                }
+                zip_files(ws.as_ref(), &files).map(Ok)
+            })
+            .await?;
         zipped.map_err(|total| InputError::Source {
             path: format!("the workspace of run {id}"),
             error: format!(
@@ -163,9 +280,14 @@ impl Workspaces {
             return Err(missing());
         };
         let name = relative.to_string();
-        let read = tokio::task::spawn_blocking(move || ws.read(&name, ZIP_MAX_BYTES))
+        let read = match self
+            .jobs
+            .run(id, move || Ok(ws.read(&name, ZIP_MAX_BYTES)))
             .await
-            .map_err(|e| InputError::Io(std::io::Error::other(e.to_string())))?;
+        {
+            Ok(read) => read,
+            Err(e) => return Err(e.into()),
+        };
         match read {
             Ok((bytes, len)) if len <= ZIP_MAX_BYTES => Ok(bytes),
             Ok((_, len)) => Err(ArtifactError::Refused(format!(
@@ -190,7 +312,11 @@ impl Workspaces {
         let Some(ws) = self.open(id).await? else {
             return Ok(Vec::new());
         };
-        let files = blocking(move || ws.files()).await?.files;
+        let files = self
+            .jobs
+            .run(id, move || ws.files_within(LISTING_ENTRIES))
+            .await?
+            .files;
         Ok(images::answer_images(answer, files, inputs))
     }
 }

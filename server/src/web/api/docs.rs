@@ -59,7 +59,11 @@ const FAILED: (u16, &str) = (
     "the server failed: `store` (the database) or `internal`; the message is generic and the \
      server log has the details",
 );
-const UNAVAILABLE: (u16, &str) = (503, "the request took longer than 30 s");
+const UNAVAILABLE: (u16, &str) = (
+    503,
+    "the request took longer than 30 s, or (`busy`, with `Retry-After`) the server is at its \
+     limit of work on runs' files",
+);
 
 fn error_responses(codes: &[(u16, &str)]) -> BTreeMap<String, RefOr<Response>> {
     codes

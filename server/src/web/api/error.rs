@@ -66,6 +66,9 @@ plan_engine::wire_enum! {
         /// Token mode: too many wrong tokens from this client lately
         /// (429, with `Retry-After`).
         TooManyRequests = "too_many_requests",
+        /// The server is at its limit of this kind of work (a run's files
+        /// being listed, read or zipped): try again (503, `Retry-After`).
+        Busy = "busy",
         /// The engine refused: a cycle (422).
         Cycle = "cycle",
         /// The engine refused: a move the state does not allow (422).
@@ -117,6 +120,8 @@ pub enum ApiError {
         message: String,
         retry_after: u64,
     },
+    /// The server is at its limit of this work now (503, `Retry-After`).
+    Busy(String),
     /// What this would create is stored already (a name, a URL, a key).
     AlreadyExists(String),
     /// The server's state does not allow it now (no model for runs, not
@@ -157,6 +162,7 @@ impl ApiError {
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Store | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -174,6 +180,7 @@ impl ApiError {
             ApiError::TooLarge(_) => ErrorCode::TooLarge,
             ApiError::UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
             ApiError::TooManyRequests { .. } => ErrorCode::TooManyRequests,
+            ApiError::Busy(_) => ErrorCode::Busy,
             ApiError::AlreadyExists(_) => ErrorCode::AlreadyExists,
             ApiError::State { code, .. } | ApiError::Refused { code, .. } => *code,
             ApiError::Store => ErrorCode::Store,
@@ -191,6 +198,7 @@ impl ApiError {
             | ApiError::MethodNotAllowed(m)
             | ApiError::TooLarge(m)
             | ApiError::UnsupportedMediaType(m)
+            | ApiError::Busy(m)
             | ApiError::AlreadyExists(m) => m.clone(),
             ApiError::Conflict { message, .. }
             | ApiError::State { message, .. }
@@ -214,6 +222,10 @@ impl IntoResponse for ApiError {
         let status = self.status();
         if let ApiError::TooManyRequests { retry_after, .. } = self {
             let wait = [(axum::http::header::RETRY_AFTER, retry_after.to_string())];
+            return (status, wait, Json(body)).into_response();
+        }
+        if let ApiError::Busy(_) = self {
+            let wait = [(axum::http::header::RETRY_AFTER, "1".to_string())];
             return (status, wait, Json(body)).into_response();
         }
         (status, Json(body)).into_response()
@@ -385,6 +397,10 @@ impl From<InputError> for ApiError {
             InputError::Io(_) => {
                 tracing::error!("writing a run's files failed: {e}");
                 ApiError::Internal
+            }
+            InputError::Busy(_)
+            | InputError::Workspace(agent::workspace::WorkspaceError::TimedOut) => {
+                ApiError::Busy(e.to_string())
             }
             InputError::Workspace(ref w) if !w.is_client_error() => {
                 tracing::error!("a run's workspace failed: {e}");
