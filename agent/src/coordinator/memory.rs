@@ -179,9 +179,10 @@ impl Driver {
                 memories.push(memory(MemoryKind::Correction, text));
             }
         }
-        if let Some(answer) = &self.run.answer {
-            summary.push_str(&format!(" Answer: {}", cut(answer, 300)));
-        }
+        // The model's free-text answer is not kept: it may carry what a
+        // page or a file told the model, and a later task's planner
+        // copied an earlier answer's words and numbers as its own. A good
+        // review keeps what a person vouched for.
         memories.push(memory(MemoryKind::Run, summary));
         let count = memories.len();
         // A store busy for a moment is tried again (3 attempts, 250 then
