@@ -35,6 +35,7 @@ Usage: python3 scripts/import_loops.py engine/src run-model/src ...
 Exits 1, listing each loop and the paths that make its edges, when there
 is one.
 """
+import bisect
 import collections
 import os
 import re
@@ -204,7 +205,7 @@ def read_crate(root):
     owner, defs = {}, collections.defaultdict(set)
     binds = collections.defaultdict(lambda: collections.defaultdict(list))
     globs = collections.defaultdict(list)
-    uses = collections.defaultdict(list)   # file -> [(segments, namespace, text)]
+    uses = collections.defaultdict(list)   # file -> [(segments, namespace, text, line)]
     tests = set()
     for mod, src in modules.items():
         code = blank(src)
@@ -230,6 +231,11 @@ def read_crate(root):
             inner = [name for a, b, name in spans if a < k < b]
             return mod if not inner else mod + ('::' if mod else '') + '::'.join(inner), len(inner)
 
+        starts = [k for k, ch in enumerate(code) if ch == '\n']
+
+        def line_at(k):
+            return bisect.bisect_left(starts, k) + 1
+
         owner[mod] = mod
         for a, b, name in spans:
             ns, _ = ns_at(a + 1)
@@ -243,7 +249,8 @@ def read_crate(root):
             for segs, name, glob in use_leaves(m.group(1)):
                 if not segs:
                     continue
-                uses[mod].append((segs, ns, '::'.join(segs) + ('::*' if glob else '')))
+                uses[mod].append((segs, ns, '::'.join(segs) + ('::*' if glob else ''),
+                                  line_at(m.start())))
                 if depth[m.start()] == level:
                     if glob:
                         globs[ns].append((segs, ns))
@@ -253,7 +260,7 @@ def read_crate(root):
         for m in PATH.finditer(code):
             ns, _ = ns_at(m.start())
             segs = [m.group(1)] + re.findall(IDENT, m.group(2))
-            uses[mod].append((segs, ns, '::'.join(segs)))
+            uses[mod].append((segs, ns, '::'.join(segs), line_at(m.start())))
     for t in list(tests):
         for mod in list(modules):
             if mod == t or mod.startswith(t + '::'):
@@ -262,10 +269,14 @@ def read_crate(root):
     return modules, owner, defs, binds, globs, uses
 
 
-def loops(root, follow=True, out=sys.stdout):
-    """Prints the loops of files importing each other under `root`; returns
-    their number. `follow=False` resolves a name to the module it is named
-    through, the way the check worked before it followed re-exports."""
+def imports(root, follow=True):
+    """The crate under `root` and every use in it of an item of its own:
+    (modules, [(file, defining file, path as written, line)]), files named
+    by module path ('' for lib.rs), in the order the files name them. A
+    name is resolved to the file defining it, through re-exports; with
+    `follow=False` to the module it is named through, the way the check
+    worked before it followed re-exports. Extern crates, the prelude and a
+    file naming its own items are left out."""
     modules, owner, defs, binds, globs, uses = read_crate(root)
     limit = 40
 
@@ -328,18 +339,31 @@ def loops(root, follow=True, out=sys.stdout):
             return cur
         return cur
 
-    def related(a, b):
-        return a == b or a == '' or b == '' or a.startswith(b + '::') or b.startswith(a + '::')
-
-    edges = collections.defaultdict(lambda: collections.defaultdict(list))
+    found = []
     for m in modules:
-        for segs, ns, text in uses[m]:
+        for segs, ns, text, line in uses[m]:
             a = absolute(segs, ns, 0)
             if a is None:
                 continue
             t = owner.get(resolve(a), '')
-            if t in modules and not related(m, t) and text not in edges[m][t]:
-                edges[m][t].append(text)
+            if t in modules and t != m:
+                found.append((m, t, text, line))
+    return modules, found
+
+
+def loops(root, follow=True, out=sys.stdout):
+    """Prints the loops of files importing each other under `root`; returns
+    their number. `follow=False` resolves a name to the module it is named
+    through, the way the check worked before it followed re-exports."""
+    modules, found = imports(root, follow)
+
+    def related(a, b):
+        return a == b or a == '' or b == '' or a.startswith(b + '::') or b.startswith(a + '::')
+
+    edges = collections.defaultdict(lambda: collections.defaultdict(list))
+    for m, t, text, _ in found:
+        if not related(m, t) and text not in edges[m][t]:
+            edges[m][t].append(text)
 
     idx, low, stack, on, sccs, counter = {}, {}, [], set(), [], [0]
     sys.setrecursionlimit(10000)

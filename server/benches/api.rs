@@ -45,7 +45,7 @@ async fn start(url: Option<&str>) -> Running {
     let services = server::start(&config).await.expect("start");
     let options = leptos::config::LeptosOptions::builder()
         .output_name("planboard")
-        .site_root("target/site")
+        .site_root(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site"))
         .build();
     let app = server::router(options, services);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

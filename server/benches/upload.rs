@@ -83,7 +83,7 @@ async fn main() {
         .unwrap();
     let options = leptos::config::LeptosOptions::builder()
         .output_name("planboard")
-        .site_root("target/site")
+        .site_root(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site"))
         .build();
     let app = server::router(options, services);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -14,7 +14,7 @@
 //! | `PLANBOARD_LLM_API_KEY` | `OPENAI_API_KEY` | never logged or shown |
 //! | `PLANBOARD_LLM_CLASSIFIER_MODEL` | the model | a cheaper model for the classifier |
 //! | `PLANBOARD_LLM_TIMEOUT_SECS` | `120` | per model call attempt |
-//! | `PLANBOARD_LLM_CONCURRENCY` | `4` | model calls in flight, across all runs |
+//! | `PLANBOARD_LLM_CONCURRENCY` | `auto` | model calls in flight at once, across all runs (more wait in planboard's queue, the runs served in turn; waiting never counts toward a call's timeout); `auto`: as many as the endpoint says it serves (llama.cpp's server: `total_slots` from `/props`, else `/slots`), else 4; a number: that many, the endpoint not asked; halved after a 429, grown back by one every 5 successes |
 //! | `PLANBOARD_LLM_PROTOCOL` | `auto` | `auto`, `json_schema` or `tool_calls` |
 //! | `PLANBOARD_WORKSPACES` | `data/workspaces` | one folder per run for the file tools |
 //! | `PLANBOARD_RUN_LEASE_SECS` | `30` | how long a run's lease lasts without a heartbeat |
@@ -82,7 +82,7 @@ pub struct Config {
     /// What the agent's model calls cost.
     pub prices: run_model::PriceTable,
     /// Where notifications go.
-    pub webhooks: crate::webhooks::WebhookConfig,
+    pub webhooks: WebhookConfig,
     /// Where spans go (OpenTelemetry); `None`: no tracing.
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,
     /// How long a finished run's log is kept; `None`: for good.
@@ -129,9 +129,7 @@ impl std::fmt::Debug for Config {
 
 /// The webhook endpoint of `PLANBOARD_WEBHOOK_URL` (managing several on a
 /// settings page is still to come) and the board's public address.
-fn webhooks(
-    var: &impl Fn(&str) -> Option<String>,
-) -> Result<crate::webhooks::WebhookConfig, ConfigError> {
+fn webhooks(var: &impl Fn(&str) -> Option<String>) -> Result<WebhookConfig, ConfigError> {
     let site = var("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
     let board_url = var("PLANBOARD_PUBLIC_URL")
         .unwrap_or_else(|| format!("http://{}", site.trim()))
@@ -156,17 +154,17 @@ fn webhooks(
                 .ok_or_else(|| {
                     ConfigError::Invalid(format!(
                         "PLANBOARD_WEBHOOK_URL must be an http(s) URL, not '{}'",
-                        crate::webhooks::shown_url(&url)
+                        crate::store::shown_url(&url)
                     ))
                 })?;
-            vec![crate::webhooks::Endpoint {
+            vec![Endpoint {
                 url: parsed,
                 secret: var("PLANBOARD_WEBHOOK_SECRET").map(|s| s.trim().to_string()),
                 slack,
             }]
         }
     };
-    let defaults = crate::webhooks::WebhookConfig::default();
+    let defaults = WebhookConfig::default();
     let retention = match var("PLANBOARD_WEBHOOK_RETENTION_DAYS") {
         None => defaults.retention,
         Some(days) => match days.trim().parse::<u64>() {
@@ -178,7 +176,7 @@ fn webhooks(
             }
         },
     };
-    Ok(crate::webhooks::WebhookConfig {
+    Ok(WebhookConfig {
         endpoints,
         board_url,
         retention,
@@ -345,7 +343,7 @@ impl Config {
             // reach no outside service.
             search: agent::tools::web::SearchProvider::Off,
             prices: run_model::PriceTable::builtin(),
-            webhooks: crate::webhooks::WebhookConfig::default(),
+            webhooks: WebhookConfig::default(),
             telemetry: None,
             run_log_retention: Some(DEFAULT_RUN_LOG_RETENTION),
             workspace_retention: Some(DEFAULT_WORKSPACE_RETENTION),
@@ -692,6 +690,65 @@ fn token_bits(token: &str) -> f64 {
         || all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b));
     let alphabet = if hex { kinds.min(16) } else { kinds };
     token.chars().count() as f64 * f64::from(alphabet.max(1)).log2()
+}
+
+/// One place notifications go.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub url: reqwest::Url,
+    /// Signs each body (`X-Planboard-Signature`); `None`: unsigned.
+    pub secret: Option<String>,
+    /// Slack's incoming-webhook shape (`{"text": …}`) instead of the JSON
+    /// payload.
+    pub slack: bool,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("url", &crate::store::shown_url(self.url.as_str()))
+            .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .field("slack", &self.slack)
+            .finish()
+    }
+}
+
+/// Where and how to deliver.
+#[derive(Clone, Debug)]
+pub struct WebhookConfig {
+    pub endpoints: Vec<Endpoint>,
+    /// The board's address for people (links in the payloads).
+    pub board_url: String,
+    /// The first retry's wait; each next one doubles it (at most an hour).
+    pub retry_base: Duration,
+    pub max_attempts: u32,
+    /// How often the deliverer looks for new entries and due deliveries.
+    pub poll: Duration,
+    /// Per delivery attempt.
+    pub timeout: Duration,
+    /// How old a log entry must be before the cursor moves past it: on
+    /// PostgreSQL a lower `seq` may commit after a higher one, so the
+    /// newest entries are read again each round (recording a delivery
+    /// twice adds nothing) until none below them can still appear.
+    pub settle: Duration,
+    /// Deliveries that are over are deleted after this long
+    /// (`PLANBOARD_WEBHOOK_RETENTION_DAYS`, 30 days).
+    pub retention: Duration,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            endpoints: Vec::new(),
+            board_url: "http://127.0.0.1:3000".into(),
+            retry_base: Duration::from_secs(2),
+            max_attempts: 10,
+            poll: Duration::from_millis(500),
+            timeout: Duration::from_secs(10),
+            settle: Duration::from_secs(10),
+            retention: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
 }
 
 #[cfg(test)]

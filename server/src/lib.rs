@@ -3,22 +3,24 @@
 //! durable store.
 //!
 //! # Layout
-//! Bottom up; each folder imports only those above it in this list.
-//! - [`config`]: the environment, checked before start;
+//! Bottom up; each folder imports only those above it in this list
+//! (`scripts/layers.py` checks it).
 //! - [`auth`]: who may do what (local mode, bearer tokens with roles, sessions, wrong
 //!   tokens limited per client);
 //! - [`store`]: the plans' [`store::PlanStore`] and the SQLite/PostgreSQL [`store::SqlStore`]
-//!   every concept's store trait is implemented on;
+//!   every concept's store trait is implemented on, and the log rows both logs share;
 //! - [`book`], [`hints`]: the working set of plans; what each agent session was last shown;
 //! - [`pages`], [`metrics`], [`telemetry`]: paging through logs; Prometheus metrics; OpenTelemetry;
-//! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
+//! - [`config`]: the environment, checked before start (webhook endpoints included);
 //! - [`live`]: the plans' log reader and SSE streams;
-//! - [`runlog`]: the runs' log, its writer and the replicas' delta relay;
+//! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
+//! - [`runlog`]: the runs' rows and their log, its writer and the replicas' delta relay;
 //! - [`templates`], [`memories`], [`tool_servers`], [`webhooks`]: one folder per concept,
 //!   each with its service, its store trait and SQL;
 //! - [`workspace`]: a run's files as people reach them: inputs, artifacts, the zip, images;
 //! - [`runs`]: planboard's own agent: runs under leases, their controls and retention;
 //! - [`reviews`]: people's reviews of finished plans;
+//! - [`services`]: [`Services`], every concept's service together;
 //! - [`web`]: the edges: the REST API, the board's backend and forms, MCP, sign-in, the
 //!   request guard, `/metrics`; [`router`] wires them; `main.rs` binds it;
 //! - [`start`]: the services built from the config.
@@ -48,6 +50,7 @@ pub mod reviews;
 pub mod runlog;
 pub mod runs;
 pub mod service;
+pub mod services;
 pub mod store;
 pub mod telemetry;
 pub mod templates;
@@ -56,51 +59,24 @@ pub mod web;
 pub mod webhooks;
 pub mod workspace;
 
+pub use services::{Services, UPLOAD_BODY_LIMIT};
 pub use web::{bounded_responses, page_routes, router, router_with_pages, REQUEST_TIMEOUT};
+
+/// The site's name as this binary was compiled with it (`.cargo/config.toml`
+/// sets `LEPTOS_OUTPUT_NAME` for every cargo command): the name of the
+/// wasm, script and stylesheet the pages ask for, which Leptos fixes at
+/// compile time. `main` serves with it whatever the environment says at
+/// run time.
+pub const SITE_NAME: &str = env!("LEPTOS_OUTPUT_NAME");
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Access, Config};
+use crate::config::Config;
 use crate::runlog::RunLogStore;
-use crate::runs::RunStore;
+use crate::runlog::RunStore;
 use crate::service::PlanService;
 use crate::store::{SqlStore, StoreError};
-
-/// What the router needs besides the Leptos options.
-#[derive(Clone)]
-pub struct Services {
-    pub plans: Arc<PlanService>,
-    pub runs: Arc<runs::Runs>,
-    pub templates: Arc<templates::Templates>,
-    pub reviews: Arc<reviews::Reviews>,
-    pub memories: Arc<memories::Memories>,
-    pub tool_servers: Arc<tool_servers::ToolServers>,
-    pub workspaces: Arc<workspace::Workspaces>,
-    pub access: Arc<Access>,
-    /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).
-    pub instance: Option<Arc<str>>,
-    /// How often an idle SSE stream sends a keep-alive comment.
-    pub keep_alive: Duration,
-    /// The configured webhook endpoint (those admins add are in the store).
-    pub webhooks: Arc<webhooks::Webhooks>,
-    /// Spans of runs and requests, when an OTLP endpoint is set.
-    pub telemetry: Option<Arc<telemetry::Telemetry>>,
-    /// The hosts the server answers to and the origin its pages write from.
-    pub guard: Arc<web::guard::Guard>,
-}
-
-/// The body of a request that carries a run's files: the files' limit
-/// and room for the form's other fields.
-pub const UPLOAD_BODY_LIMIT: usize = run_model::MAX_FILES_BYTES + 1024 * 1024;
-
-impl Services {
-    /// Begins a graceful shutdown: every live stream ends with a
-    /// `shutdown` event so its client reconnects elsewhere.
-    pub fn shutdown(&self) {
-        self.plans.hub().close();
-    }
-}
 
 /// Opens the store, loads the plans, releases stale leases and starts the
 /// periodic lease check.
@@ -227,9 +203,7 @@ pub async fn start_with_model(
             store.clone(),
         )),
         telemetry,
-        guard: Arc::new(web::guard::Guard::new(
-            config.public_url.as_ref(),
-            &config.allowed_hosts,
-        )),
+        public_url: config.public_url.clone(),
+        allowed_hosts: config.allowed_hosts.clone(),
     })
 }

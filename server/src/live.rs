@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::pages::{Pages, Sequenced};
-use crate::runlog::StoredRunEntry;
+use crate::store::StoredRunEntry;
 use crate::store::{PlanStore, StoredEvent};
 
 /// How many rows a slow subscriber may fall behind before it gets `resync`.

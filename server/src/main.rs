@@ -1,6 +1,6 @@
 //! The `planboard` binary: reads the configuration (`DATABASE_URL`,
-//! `PLANBOARD_*`, and the Leptos `LEPTOS_*` variables cargo-leptos sets, with
-//! `Cargo.toml` as the fallback), opens the store, binds and serves until
+//! `PLANBOARD_*`, and the Leptos `LEPTOS_*` variables: the site's address
+//! and root; its name is compiled in), opens the store, binds and serves until
 //! Ctrl-C or SIGTERM, then shuts down gracefully (see `stop_signal`).
 
 use std::sync::Arc;
@@ -17,14 +17,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     raise_open_files_limit();
-    // The site's name is compiled in by scripts/build.sh and cargo-leptos
-    // (LEPTOS_OUTPUT_NAME at build time), so the binary runs on its own;
-    // only a build without it needs the project's Cargo.toml.
-    let config_file = (std::env::var_os("LEPTOS_OUTPUT_NAME").is_none()
-        && option_env!("LEPTOS_OUTPUT_NAME").is_none())
-    .then_some("Cargo.toml");
-    let conf = get_configuration(config_file)?;
-    let options = conf.leptos_options;
+    // The site's name is compiled in (`.cargo/config.toml` sets
+    // LEPTOS_OUTPUT_NAME for every cargo command), and Leptos' pages ask
+    // for the files of the name they were compiled with: the binary serves
+    // with that name, whatever its environment says, and never with hashed
+    // file names, which this build does not make.
+    let conf = get_configuration(None)?;
+    let mut options = conf.leptos_options;
+    if *options.output_name != *server::SITE_NAME || options.hash_files {
+        tracing::warn!(
+            "LEPTOS_OUTPUT_NAME={} / LEPTOS_HASH_FILES={} ignored: the pages of this build ask for /{}/{}.wasm",
+            options.output_name,
+            options.hash_files,
+            options.site_pkg_dir,
+            server::SITE_NAME
+        );
+        options.output_name = server::SITE_NAME.into();
+        options.hash_files = false;
+    }
+    let missing = server::web::assets::missing(&options);
+    if !missing.is_empty() {
+        tracing::error!(
+            "the board's files are missing ({}): pages are served but never come alive; \
+             build them with scripts/build.sh, or set LEPTOS_SITE_ROOT to the folder that holds them",
+            missing
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let addr = options.site_addr;
     let config = match Config::from_env().and_then(|c| c.check_bind(addr).map(|()| c)) {
         Ok(config) => config,

@@ -20,7 +20,7 @@ impl Sequenced for crate::store::StoredEvent {
     }
 }
 
-impl Sequenced for crate::runlog::StoredRunEntry {
+impl Sequenced for crate::store::StoredRunEntry {
     fn seq(&self) -> i64 {
         self.seq
     }

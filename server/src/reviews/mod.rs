@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use plan_engine::{PlanError, PlanId, StateFilter};
 use run_model::{MemoryKind, NewMemory, NewReview, Review, ReviewVerdict, RunRecord, ToReview};
 
-use crate::runs::RunStore;
+use crate::runlog::RunStore;
 use crate::service::{PlanService, ServiceError};
 use crate::store::StoreError;
 

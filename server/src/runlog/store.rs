@@ -4,10 +4,9 @@ use agent::run::EntryKind;
 use agent::RunId;
 use async_trait::async_trait;
 use plan_engine::{PlanId, Timestamp};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use crate::store::StoreError;
+pub use crate::store::StoredRunEntry;
 
 /// A run-log entry to append; `at` is when the agent logged it.
 #[derive(Clone, Debug)]
@@ -16,23 +15,6 @@ pub struct NewRunEntry {
     pub plan: Option<PlanId>,
     pub kind: EntryKind,
     pub at: Timestamp,
-    pub entry: serde_json::Value,
-}
-
-/// One line of a run's log as stored and streamed.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-pub struct StoredRunEntry {
-    /// Its position in the log of all runs; the SSE id.
-    pub seq: i64,
-    pub run_id: RunId,
-    /// The run's plan, so the plan's stream can carry the entry too.
-    pub plan_id: Option<PlanId>,
-    pub kind: EntryKind,
-    pub at: Timestamp,
-    /// The entry itself (`kind` repeated inside). Kept as the JSON the
-    /// database holds, so a line written by an older version is served as
-    /// it was written rather than lost.
-    #[schemars(with = "agent::RunEntry")]
     pub entry: serde_json::Value,
 }
 

@@ -26,7 +26,6 @@ mod host;
 pub mod local_model;
 mod needs;
 pub mod retention;
-mod store;
 mod stream;
 
 pub use crate::tool_servers::ToolServers;
@@ -60,11 +59,11 @@ pub use stream::run_stream;
 
 use crate::config::Config;
 use crate::memories::MemoryStore;
+pub use crate::runlog::RunStore;
 use crate::runlog::{DeltaRelay, RunLogStore, StoredRunEntry, Streaming};
 use crate::service::{PlanService, ServiceError};
 use crate::store::StoreError;
 use crate::templates::TemplateStore;
-pub use store::RunStore;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {

@@ -182,6 +182,24 @@ impl Batch {
     }
 }
 
+/// One line of a run's log as stored and streamed (a row, like
+/// [`StoredEvent`]: the pages and the live streams read both).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct StoredRunEntry {
+    /// Its position in the log of all runs; the SSE id.
+    pub seq: i64,
+    pub run_id: agent::RunId,
+    /// The run's plan, so the plan's stream can carry the entry too.
+    pub plan_id: Option<plan_engine::PlanId>,
+    pub kind: run_model::EntryKind,
+    pub at: plan_engine::Timestamp,
+    /// The entry itself (`kind` repeated inside). Kept as the JSON the
+    /// database holds, so a line written by an older version is served as
+    /// it was written rather than lost.
+    #[schemars(with = "agent::RunEntry")]
+    pub entry: serde_json::Value,
+}
+
 /// A row of the event log, as the API and the live stream show it.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct StoredEvent {

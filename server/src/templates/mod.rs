@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use plan_engine::{PlanError, PlanId};
 use run_model::{Template, TemplateId};
 
-use crate::runs::RunStore;
+use crate::runlog::RunStore;
 use crate::service::{PlanService, ServiceError};
 use crate::store::StoreError;
 

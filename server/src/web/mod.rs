@@ -13,9 +13,11 @@
 //! - `guard.rs`: hosts answered, writes only from planboard's own pages,
 //!   JSON bodies, security headers;
 //! - `metrics.rs`: `GET /metrics` and the per-request metrics;
+//! - `assets.rs`: the site's static files, a plain 404 for a missing one;
 //! - this file: [`router`], all of it wired together.
 
 pub mod api;
+pub mod assets;
 pub mod auth;
 pub mod board;
 pub mod guard;
@@ -34,7 +36,7 @@ use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 
 use crate::service::PlanService;
-use crate::Services;
+use crate::services::Services;
 
 /// The whole application. Takes the Leptos options so tests can point it
 /// at any site root.
@@ -60,6 +62,7 @@ pub fn router_with_pages(
     routes: Vec<AxumRouteListing>,
 ) -> Router {
     let api = api::routes(Arc::new(services.clone()));
+    let assets = assets::routes(&options);
     let guarded = Router::new()
         .route("/metrics", {
             let runs = services.runs.clone();
@@ -119,6 +122,7 @@ pub fn router_with_pages(
         .route("/api/openapi.json", get(api::openapi))
         .merge(guarded)
         .merge(sessions)
+        .merge(assets)
         .merge(site);
     let app = app.layer(axum::middleware::from_fn_with_state(
         services.telemetry.clone(),
@@ -128,7 +132,10 @@ pub fn router_with_pages(
     // forms, sign-in): nothing is handled before its host and origin are
     // checked, and every answer, a refusal too, gets the security headers.
     let app = app.layer(axum::middleware::from_fn_with_state(
-        services.guard.clone(),
+        Arc::new(guard::Guard::new(
+            services.public_url.as_ref(),
+            &services.allowed_hosts,
+        )),
         guard::guard,
     ));
     with_operations(app, services.plans)

@@ -9,7 +9,7 @@ use super::events::{body_for, signature};
 use super::{Attempt, Delivery, Endpoint, NewDelivery, WebhookConfig, WebhookStore};
 use crate::pages::Pages;
 use crate::runlog::RunLogStore;
-use crate::runs::RunStore;
+use crate::runlog::RunStore;
 use crate::store::StoreError;
 
 /// Every endpoint: the configured one, then those admins added (read on

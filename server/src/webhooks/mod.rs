@@ -11,10 +11,10 @@
 //! deliverer is its own task: a dead endpoint never slows a run.
 //!
 //! # Layout
-//! - this file: [`WebhookConfig`] and [`Endpoint`] (where to send, from
-//!   the environment: `PLANBOARD_WEBHOOK_URL`, `PLANBOARD_WEBHOOK_SECRET`,
-//!   `PLANBOARD_WEBHOOK_FORMAT`, `PLANBOARD_PUBLIC_URL`) and [`Webhooks`],
-//!   the one service the API and the board's settings call;
+//! - this file: [`Webhooks`], the one service the API and the board's
+//!   settings call ([`WebhookConfig`] and [`Endpoint`], where to send, are
+//!   the configuration's: `PLANBOARD_WEBHOOK_URL`, `PLANBOARD_WEBHOOK_SECRET`,
+//!   `PLANBOARD_WEBHOOK_FORMAT`, `PLANBOARD_PUBLIC_URL`);
 //! - `events.rs`: [`WebhookEvent`], [`event_of`] (which run-log entries
 //!   notify), [`Payload`] and [`signature`] (the body and its HMAC-SHA256);
 //! - `deliverer.rs`: [`spawn`], the deliverer, its cursor and its purge;
@@ -32,75 +32,18 @@ mod sql;
 mod store;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::store::StoreError;
 
+/// Where to deliver: read from the environment with the rest of the
+/// configuration, so defined there (the configuration comes first).
+pub use crate::config::{Endpoint, WebhookConfig};
 /// Defined with the store (whose rows hide their URLs with it too); used
 /// here and by the API, the board and the config.
 pub use crate::store::shown_url;
 pub use deliverer::{open_cursor, purge, spawn, DelivererStores};
 pub use events::{event_of, signature, slack_escaped, Payload, WebhookEvent};
 pub use store::{Attempt, Delivery, NewDelivery, StoredEndpoint, WebhookStore};
-
-/// One place notifications go.
-#[derive(Clone)]
-pub struct Endpoint {
-    pub url: reqwest::Url,
-    /// Signs each body (`X-Planboard-Signature`); `None`: unsigned.
-    pub secret: Option<String>,
-    /// Slack's incoming-webhook shape (`{"text": …}`) instead of the JSON
-    /// payload.
-    pub slack: bool,
-}
-
-impl std::fmt::Debug for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint")
-            .field("url", &shown_url(self.url.as_str()))
-            .field("secret", &self.secret.as_ref().map(|_| "<set>"))
-            .field("slack", &self.slack)
-            .finish()
-    }
-}
-
-/// Where and how to deliver.
-#[derive(Clone, Debug)]
-pub struct WebhookConfig {
-    pub endpoints: Vec<Endpoint>,
-    /// The board's address for people (links in the payloads).
-    pub board_url: String,
-    /// The first retry's wait; each next one doubles it (at most an hour).
-    pub retry_base: Duration,
-    pub max_attempts: u32,
-    /// How often the deliverer looks for new entries and due deliveries.
-    pub poll: Duration,
-    /// Per delivery attempt.
-    pub timeout: Duration,
-    /// How old a log entry must be before the cursor moves past it: on
-    /// PostgreSQL a lower `seq` may commit after a higher one, so the
-    /// newest entries are read again each round (recording a delivery
-    /// twice adds nothing) until none below them can still appear.
-    pub settle: Duration,
-    /// Deliveries that are over are deleted after this long
-    /// (`PLANBOARD_WEBHOOK_RETENTION_DAYS`, 30 days).
-    pub retention: Duration,
-}
-
-impl Default for WebhookConfig {
-    fn default() -> Self {
-        WebhookConfig {
-            endpoints: Vec::new(),
-            board_url: "http://127.0.0.1:3000".into(),
-            retry_base: Duration::from_secs(2),
-            max_attempts: 10,
-            poll: Duration::from_millis(500),
-            timeout: Duration::from_secs(10),
-            settle: Duration::from_secs(10),
-            retention: Duration::from_secs(30 * 24 * 3600),
-        }
-    }
-}
 
 /// Why an endpoint was not added or removed.
 #[derive(Debug, thiserror::Error)]

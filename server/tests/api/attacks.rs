@@ -295,7 +295,7 @@ async fn the_server_raises_its_open_files_limit_to_the_hard_one_at_start() {
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_planboard"))
         .env("LEPTOS_OUTPUT_NAME", "planboard")
-        .env("LEPTOS_SITE_ROOT", "target/site")
+        .env("LEPTOS_SITE_ROOT", crate::support::SITE_ROOT)
         .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
         .env(
             "DATABASE_URL",

@@ -624,3 +624,54 @@ async fn a_server_function_body_over_the_limit_is_a_413() {
         .unwrap();
     assert_eq!(whoami.status(), StatusCode::OK);
 }
+
+/// Status, content type and body of `path` on `server`, no redirects.
+async fn raw(server: &TestServer, path: &str) -> (StatusCode, String, String) {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = client.get(server.url(path)).send().await.unwrap();
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (status, kind, response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_missing_static_file_is_a_plain_404_in_both_modes_and_a_present_one_needs_no_session() {
+    let local = TestServer::start().await;
+    let tokens = crate::auth::token_mode().await;
+    for server in [&local, &tokens] {
+        for path in [
+            "/pkg/planboard_bg.wasm",
+            "/pkg/",
+            "/pkg",
+            "/pkg/nested/x.js",
+            "/favicon.ico",
+        ] {
+            let (status, kind, body) = raw(server, path).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+            assert!(kind.starts_with("text/plain"), "{path}: {kind}");
+            assert_eq!(body, "not found\n", "{path}");
+        }
+        // What the build made is served, without a session in token mode.
+        let site = std::path::Path::new(crate::support::SITE_ROOT);
+        for (path, file) in [
+            ("/pkg/planboard.wasm", "pkg/planboard.wasm"),
+            ("/pkg/planboard.css", "pkg/planboard.css"),
+            ("/favicon.svg", "favicon.svg"),
+        ] {
+            if !site.join(file).is_file() {
+                eprintln!("skipped {path}: scripts/build.sh has not built the site");
+                continue;
+            }
+            let (status, _, _) = raw(server, path).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+        }
+    }
+}

@@ -19,10 +19,14 @@ pub struct TestServer {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// The site scripts/build.sh makes, by its absolute path (the tests run
+/// in `server/`, where a relative `target/site` holds nothing).
+pub const SITE_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site");
+
 pub fn options() -> LeptosOptions {
     LeptosOptions::builder()
-        .output_name("planboard")
-        .site_root("target/site")
+        .output_name(server::SITE_NAME)
+        .site_root(SITE_ROOT)
         .build()
 }
 
@@ -205,7 +209,7 @@ pub async fn spawn_planboard(port: u16, vars: &[(&str, String)]) -> Process {
     let mut command = Command::new(env!("CARGO_BIN_EXE_planboard"));
     command
         .env("LEPTOS_OUTPUT_NAME", "planboard")
-        .env("LEPTOS_SITE_ROOT", "target/site")
+        .env("LEPTOS_SITE_ROOT", SITE_ROOT)
         .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())

@@ -55,7 +55,7 @@ pub async fn start(
     let services = server::start(&config).await.map_err(|e| e.to_string())?;
     let options = leptos::config::LeptosOptions::builder()
         .output_name("planboard")
-        .site_root("target/site")
+        .site_root(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site"))
         .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -49,7 +49,7 @@ pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 
 /// What every handler reaches: the server's services, the same value the
 /// board holds (no second list of them to keep in step).
-pub type ApiState = std::sync::Arc<crate::Services>;
+pub type ApiState = std::sync::Arc<crate::services::Services>;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -131,7 +131,7 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
     use actions::*;
     use plans::*;
     use subtasks::*;
-    let upload = || DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT);
+    let upload = || DefaultBodyLimit::max(crate::services::UPLOAD_BODY_LIMIT);
     let bounded = OpenApiRouter::default()
         .routes(routes!(list_plans, create_plan))
         .routes(routes!(import))

@@ -68,7 +68,7 @@ pub async fn bounded_server_fn_bodies(
 pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Router<S> {
     use axum::routing::{get, post};
     use forms::{memories, reviews, run, settings, task, templates, tools};
-    let uploads = axum::extract::DefaultBodyLimit::max(crate::UPLOAD_BODY_LIMIT);
+    let uploads = axum::extract::DefaultBodyLimit::max(crate::services::UPLOAD_BODY_LIMIT);
     axum::Router::new()
         .route(
             app::pages::task::TASK_ROUTE,
@@ -96,14 +96,14 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .with_state(board)
 }
 
-pub struct Board(pub crate::Services);
+pub struct Board(pub crate::services::Services);
 
 /// The board's forms and server functions reach the services as fields
 /// (`board.runs`), like the API's handlers.
 impl std::ops::Deref for Board {
-    type Target = crate::Services;
+    type Target = crate::services::Services;
 
-    fn deref(&self) -> &crate::Services {
+    fn deref(&self) -> &crate::services::Services {
         &self.0
     }
 }

@@ -1,5 +1,7 @@
-//! Durable runs of planboard's own agent: [`RunStore`], and its SQL
-//! implementation on the same database as the plans.
+//! Durable runs of planboard's own agent: [`RunStore`], the runs' rows,
+//! and its SQL implementation on the same database as the plans. Below
+//! the concepts that read runs (templates, webhooks, reviews) and the
+//! runs' controller (`runs/`), which all use it.
 
 use agent::run::{RunRecord, RunState};
 use agent::RunId;
