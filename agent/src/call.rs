@@ -1,7 +1,9 @@
 //! [`Caller`]: every model call of a run goes through here, so each one is
-//! counted against the budget, limited by the global concurrency, retried
-//! by the one retry layer, recorded on the run log, and (for structured
-//! answers) given one repair round with the parse error shown.
+//! counted against the budget, waits its run's turn in the endpoint's
+//! [`ModelQueue`] (as many in flight as the endpoint serves; waiting never
+//! counts toward the call's timeout), retried by the one retry layer,
+//! recorded on the run log, and (for structured answers) given one repair
+//! round with the parse error shown.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -9,10 +11,12 @@ use std::time::Instant;
 use plan_engine::SubtaskId;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use tokio::sync::Semaphore;
 
 use crate::host::Host;
-use crate::llm::{CallRole, ChatReply, ChatRequest, Llm, LlmError, Message, Protocol, Shape};
+use crate::llm::{
+    CallRole, ChatReply, ChatRequest, ErrorClass, Llm, LlmError, Message, ModelQueue, Protocol,
+    Shape,
+};
 use crate::protocol::{self, Action, ToolSpec, Unreadable};
 use crate::retry::RetryPolicy;
 use run_model::PriceTable;
@@ -50,7 +54,9 @@ pub fn shown_answer(text: &str) -> String {
 #[derive(Clone)]
 pub struct Caller {
     pub llm: Arc<dyn Llm>,
-    pub limit: Arc<Semaphore>,
+    /// The endpoint's queue, shared by all runs: a call is sent only
+    /// when its run's turn has come and a place is free.
+    pub queue: ModelQueue,
     pub retry: RetryPolicy,
     pub host: Arc<dyn Host>,
     pub run: RunId,
@@ -101,11 +107,12 @@ fn transcript(messages: &[Message], reply: &str) -> String {
 
 impl Caller {
     /// A caller outside any run (tools, evaluations): no budget, a
-    /// throw-away log.
+    /// throw-away log, a queue of its own (`concurrency` as
+    /// [`ModelQueue::for_setting`] takes it: `0` asks the endpoint).
     pub fn standalone(llm: Arc<dyn Llm>, concurrency: usize, protocol: Protocol) -> Caller {
         Caller {
+            queue: ModelQueue::for_setting(llm.clone(), concurrency),
             llm,
-            limit: Arc::new(Semaphore::new(concurrency.max(1))),
             retry: RetryPolicy::default(),
             host: crate::host::MemoryHost::new(),
             run: uuid::Uuid::nil(),
@@ -153,13 +160,15 @@ impl Caller {
         let mut attempt = 1;
         loop {
             self.check_budget()?;
+            // The run's turn in the endpoint's queue. Waiting has no
+            // deadline and is not the call's: its timeout starts when it
+            // is sent, below.
+            let permit = self.queue.acquire(self.run).await;
+            // Another call of this run may have used the budget up while
+            // this one waited.
+            self.check_budget()?;
             let started = Instant::now();
             let result = {
-                let _permit = self
-                    .limit
-                    .acquire()
-                    .await
-                    .expect("the limit is never closed");
                 let role = request.role;
                 let piece = move |text: &str, done: bool| ReplyDelta {
                     role,
@@ -170,6 +179,7 @@ impl Caller {
                 };
                 let (host, run) = (self.host.clone(), self.run);
                 let delta = move |text: &str| host.delta(run, piece(text, false));
+                // A streamed reply holds its place until the stream ends.
                 if self.host.watched(self.run) {
                     let result = self.llm.chat_streaming(request, &delta).await;
                     self.host.delta(self.run, piece("", true));
@@ -178,7 +188,14 @@ impl Caller {
                     self.llm.chat(request).await
                 }
             };
+            // The call's own time, from when it was sent (not its wait).
             let latency_ms = started.elapsed().as_millis() as u64;
+            match &result {
+                Ok(_) => permit.succeeded(),
+                Err(e) if e.class == ErrorClass::RateLimited => permit.rate_limited(),
+                Err(_) => {}
+            }
+            drop(permit);
             let (usage, finish_reason, error, reply_text, model) = match &result {
                 Ok(r) => (
                     r.usage.clone().unwrap_or_default(),

@@ -48,11 +48,10 @@ use plan_engine::{
     ApprovalStatus, InfoPatch, Mode, NewPlan, NewSubtask, Op, Plan, PlanState, SubtaskId,
     SubtaskPatch, SubtaskState,
 };
-use tokio::sync::Semaphore;
 
 use crate::call::{CallError, Caller};
 use crate::host::{Host, HostError};
-use crate::llm::{CallRole, Llm, Message, Protocol};
+use crate::llm::{CallRole, Llm, Message, ModelQueue, Protocol};
 use crate::prompts;
 use crate::protocol::{AdaptAnswer, UpdateAnswer};
 use crate::retry::RetryPolicy;
@@ -90,8 +89,12 @@ type ToolsFor = dyn Fn(RunId) -> Toolset + Send + Sync;
 pub struct Agent {
     pub host: Arc<dyn Host>,
     pub llm: Arc<dyn Llm>,
-    /// One limit on model calls in flight, across all runs.
-    pub limit: Arc<Semaphore>,
+    /// The model endpoint's queue, across all runs: as many calls in
+    /// flight as the endpoint serves at once, the runs served in turn,
+    /// fewer after a 429. The board reads it: `queue.position(run)` is
+    /// `Some(n)` while the run waits for the model with `n` calls before
+    /// its next one; `queue.waiting()` and `queue.status()` the whole.
+    pub queue: ModelQueue,
     pub retry: RetryPolicy,
     pub protocol: Protocol,
     tools: Arc<ToolsFor>,
@@ -101,11 +104,16 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// An agent on `llm` with `concurrency` model calls in flight at once
+    /// (`PLANBOARD_LLM_CONCURRENCY`): `0` asks the endpoint how many it
+    /// serves (llama.cpp's server: its slots), with
+    /// [`crate::llm::queue::DEFAULT_CONCURRENCY`] when it does not say; a
+    /// number is taken as it is. See [`ModelQueue`].
     pub fn new(host: Arc<dyn Host>, llm: Arc<dyn Llm>, concurrency: usize) -> Agent {
         Agent {
+            queue: ModelQueue::for_setting(llm.clone(), concurrency),
             host,
             llm,
-            limit: Arc::new(Semaphore::new(concurrency.max(1))),
             retry: RetryPolicy::default(),
             protocol: Protocol::Auto,
             tools: Arc::new(|_| Toolset::default()),
@@ -123,6 +131,13 @@ impl Agent {
     /// Which tools a run gets (its workspace, the MCP servers).
     pub fn with_tools(mut self, f: impl Fn(RunId) -> Toolset + Send + Sync + 'static) -> Agent {
         self.tools = Arc::new(f);
+        self
+    }
+
+    /// Puts this agent's calls in `queue` (one shared with others that
+    /// call the same endpoint).
+    pub fn with_queue(mut self, queue: ModelQueue) -> Agent {
+        self.queue = queue;
         self
     }
 
@@ -300,7 +315,7 @@ impl Agent {
             .insert(run.id, budget.clone());
         let caller = Caller {
             llm: self.llm.clone(),
-            limit: self.limit.clone(),
+            queue: self.queue.clone(),
             retry: self.retry.clone(),
             host: self.host.clone(),
             run: run.id,

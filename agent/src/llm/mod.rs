@@ -5,8 +5,13 @@
 //! OpenAI-compatible endpoint) and [`ScriptedLlm`] for tests. Retries are
 //! not done here: the error says whether a retry can help and how long to
 //! wait, and [`crate::retry`] is the one layer that acts on it.
+//!
+//! In front of the endpoint stands [`ModelQueue`] ([`queue`]): as many
+//! calls in flight as the endpoint serves at once (it says so itself:
+//! [`Llm::capacity`]), the runs served in turn, fewer after a 429.
 
 mod openai;
+pub mod queue;
 mod scripted;
 
 use std::time::Duration;
@@ -15,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use openai::{BadVar, ClientError, LlmConfig, OpenAiEmbedder, OpenAiLlm};
+pub use queue::{ModelQueue, Permit, QueueStatus};
 pub use scripted::{Reply, ScriptedLlm};
 
 /// Where the pieces of a reply go as the model writes them.
@@ -215,6 +221,18 @@ pub fn checked_embeddings(
     Ok(indexed.into_iter().map(|(_, v)| v).collect())
 }
 
+/// How many requests an endpoint serves at once, as it says itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capacity {
+    /// This many at once (llama.cpp's server: its slots, `--parallel`).
+    Slots(usize),
+    /// It answered but does not say (OpenAI, vLLM, Ollama): the setting
+    /// holds (`PLANBOARD_LLM_CONCURRENCY`).
+    Unknown,
+    /// It did not answer (a local server still starting): ask again later.
+    Unreachable,
+}
+
 /// A chat model. Implementations do not retry; see [`crate::retry`].
 #[async_trait::async_trait]
 pub trait Llm: Send + Sync {
@@ -237,6 +255,12 @@ pub trait Llm: Send + Sync {
     /// Whether native tool calls are trusted for `Protocol::Auto`.
     fn tool_calls_reliable(&self) -> bool {
         false
+    }
+
+    /// How many requests the endpoint serves at once, asked of the
+    /// endpoint itself; [`ModelQueue`] asks before the first call.
+    async fn capacity(&self) -> Capacity {
+        Capacity::Unknown
     }
 }
 

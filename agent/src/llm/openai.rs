@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use futures_util::StreamExt;
 
 use super::{
-    CallRole, ChatReply, ChatRequest, ErrorClass, FunctionCall, Llm, LlmError, OnDelta, Protocol,
-    Shape, Usage,
+    CallRole, Capacity, ChatReply, ChatRequest, ErrorClass, FunctionCall, Llm, LlmError, OnDelta,
+    Protocol, Shape, Usage,
 };
 
 /// Where the model is and how to talk to it. Read from the environment by
@@ -40,7 +40,11 @@ pub struct LlmConfig {
     pub embedding_model: Option<String>,
     /// Per attempt.
     pub timeout: Duration,
-    /// Most LLM calls in flight at once, across all runs.
+    /// Most LLM calls in flight at once, across all runs
+    /// (`PLANBOARD_LLM_CONCURRENCY`). `0` (`auto`, the default): as many
+    /// as the endpoint says it serves at once (llama.cpp's server: its
+    /// slots, [`LlmConfig::capacity`]), else
+    /// [`super::queue::DEFAULT_CONCURRENCY`]. See [`super::ModelQueue`].
     pub concurrency: usize,
     pub protocol: Protocol,
     /// Ask for the reply as a stream of pieces (`stream: true`), so people
@@ -143,11 +147,71 @@ impl LlmConfig {
             classifier_model: get(&["PLANBOARD_LLM_CLASSIFIER_MODEL"]),
             embedding_model: get(&["PLANBOARD_EMBEDDING_MODEL"]),
             timeout: Duration::from_secs(number("PLANBOARD_LLM_TIMEOUT_SECS", 120)?),
-            concurrency: number("PLANBOARD_LLM_CONCURRENCY", 4)? as usize,
+            concurrency: concurrency(var("PLANBOARD_LLM_CONCURRENCY"))?,
             protocol,
             stream,
         }))
     }
+}
+
+/// `PLANBOARD_LLM_CONCURRENCY`: unset, empty or `auto` is `0` (ask the
+/// endpoint); else a positive whole number.
+fn concurrency(value: Option<String>) -> Result<usize, BadVar> {
+    let Some(given) = value else {
+        return Ok(0);
+    };
+    let number = given.trim();
+    if number.is_empty() || number == "auto" {
+        return Ok(0);
+    }
+    if let Some(n) = number.parse::<usize>().ok().filter(|n| *n > 0) {
+        return Ok(n);
+    }
+    Err(BadVar {
+        name: "PLANBOARD_LLM_CONCURRENCY",
+        expected: "auto or a positive whole number",
+        given,
+    })
+}
+
+/// The server's own root for a base URL with `/v1`: llama.cpp's server
+/// answers `/props` and `/slots` beside `/v1`, not under it.
+fn server_root(base_url: &str) -> &str {
+    let base = base_url.trim_end_matches('/');
+    base.strip_suffix("/v1").unwrap_or(base)
+}
+
+/// How many requests at once a llama.cpp-style answer says the server
+/// serves: `GET /props` answers an object with `total_slots` (its
+/// `--parallel`), `GET /slots` an array with one object per slot (some
+/// versions and proxies wrap it as `{"slots": [...]}`). `None` when the
+/// answer says nothing usable.
+pub(crate) fn slots_in(answer: &Value) -> Option<usize> {
+    let count = match answer {
+        Value::Array(slots) => slots.len() as u64,
+        Value::Object(fields) => match (fields.get("total_slots"), fields.get("slots")) {
+            (Some(total), _) => total.as_u64()?,
+            (None, Some(Value::Array(slots))) => slots.len() as u64,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    usize::try_from(count)
+        .ok()
+        .filter(|n| *n > 0)
+        .map(|n| n.min(super::queue::MAX_SLOTS))
+}
+
+/// A body of at most `cap` bytes, or `None`.
+async fn body_within(mut response: reqwest::Response, cap: usize) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        if body.len() + chunk.len() > cap {
+            return None;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Some(body)
 }
 
 /// An error status as our transport saw it, before async-openai parses it.
@@ -210,6 +274,47 @@ impl LlmConfig {
             request = request.bearer_auth(&self.api_key);
         }
         request.send().await.is_ok()
+    }
+
+    /// How many requests the endpoint serves at once, asked of the server
+    /// itself: llama.cpp's server answers `GET /props` with `total_slots`
+    /// and `GET /slots` with one entry per slot (both beside `/v1`); other
+    /// servers answer neither ([`Capacity::Unknown`]); one that answers
+    /// nothing at all is [`Capacity::Unreachable`].
+    pub async fn capacity(&self) -> Capacity {
+        let Ok(http) = reqwest::Client::builder()
+            .timeout(Duration::from_secs(3))
+            .build()
+        else {
+            return Capacity::Unknown;
+        };
+        let root = server_root(&self.base_url);
+        let mut answered = false;
+        for path in ["props", "slots"] {
+            let mut request = http.get(format!("{root}/{path}"));
+            if !self.api_key.is_empty() {
+                request = request.bearer_auth(&self.api_key);
+            }
+            let Ok(response) = request.send().await else {
+                continue;
+            };
+            answered = true;
+            if !response.status().is_success() {
+                continue;
+            }
+            let slots = body_within(response, 1 << 20)
+                .await
+                .and_then(|body| serde_json::from_slice::<Value>(&body).ok())
+                .and_then(|answer| slots_in(&answer));
+            if let Some(slots) = slots {
+                return Capacity::Slots(slots);
+            }
+        }
+        if answered {
+            Capacity::Unknown
+        } else {
+            Capacity::Unreachable
+        }
     }
 }
 
@@ -574,6 +679,10 @@ impl Llm for OpenAiLlm {
     fn tool_calls_reliable(&self) -> bool {
         self.config.protocol == Protocol::ToolCalls
     }
+
+    async fn capacity(&self) -> Capacity {
+        self.config.capacity().await
+    }
 }
 
 #[cfg(test)]
@@ -669,6 +778,69 @@ mod tests {
             ErrorClass::Dropped,
             "a stream with no reply is retried"
         );
+    }
+
+    #[test]
+    fn the_concurrency_is_asked_of_the_endpoint_unless_a_number_is_set() {
+        let with = |value: Option<&'static str>| {
+            LlmConfig::from_vars(move |n: &str| match n {
+                "PLANBOARD_LLM_MODEL" => Some("m".to_string()),
+                "PLANBOARD_LLM_CONCURRENCY" => value.map(str::to_string),
+                _ => None,
+            })
+        };
+        assert_eq!(with(None).unwrap().unwrap().concurrency, 0, "auto");
+        assert_eq!(with(Some("auto")).unwrap().unwrap().concurrency, 0);
+        assert_eq!(with(Some(" 6 ")).unwrap().unwrap().concurrency, 6);
+        for bad in ["0", "many", "-1"] {
+            let e = with(Some(bad)).unwrap_err();
+            assert_eq!(e.name, "PLANBOARD_LLM_CONCURRENCY", "{bad}");
+            assert!(e.to_string().contains("auto or a positive"), "{e}");
+        }
+    }
+
+    #[test]
+    fn llama_cpp_answers_say_how_many_slots_it_serves_and_other_answers_say_nothing() {
+        // GET /props, as llama.cpp's server README shows it (in part).
+        let props = json!({
+            "default_generation_settings": {"id": 0, "n_ctx": 1024, "is_processing": false},
+            "total_slots": 2,
+            "model_path": "../models/model.gguf",
+            "chat_template": "...",
+            "build_info": "b1-abc"
+        });
+        assert_eq!(slots_in(&props), Some(2));
+        // GET /slots: one object per slot.
+        let slots = json!([
+            {"id": 0, "id_task": 135, "n_ctx": 65536, "is_processing": true},
+            {"id": 1, "id_task": 0, "n_ctx": 65536, "is_processing": true},
+            {"id": 2, "id_task": -1, "n_ctx": 65536, "is_processing": false}
+        ]);
+        assert_eq!(slots_in(&slots), Some(3));
+        assert_eq!(slots_in(&json!({"slots": [{"id": 0}]})), Some(1));
+        for nothing in [
+            json!({"total_slots": 0}),
+            json!({"total_slots": "two"}),
+            json!([]),
+            json!({"object": "list", "data": []}),
+            json!({"error": {"message": "not found"}}),
+            json!("2"),
+        ] {
+            assert_eq!(slots_in(&nothing), None, "{nothing}");
+        }
+        assert_eq!(
+            slots_in(&json!({"total_slots": 1_000_000})),
+            Some(crate::llm::queue::MAX_SLOTS)
+        );
+        assert_eq!(
+            server_root("http://127.0.0.1:8080/v1"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            server_root("http://127.0.0.1:8080/v1/"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(server_root("http://gpu:8080"), "http://gpu:8080");
     }
 
     #[test]

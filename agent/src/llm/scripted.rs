@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{CallRole, ChatReply, ChatRequest, FunctionCall, Llm, LlmError, OnDelta, Usage};
+use super::{
+    CallRole, Capacity, ChatReply, ChatRequest, FunctionCall, Llm, LlmError, OnDelta, Usage,
+};
 
 /// One scripted answer.
 #[derive(Clone, Debug)]
@@ -37,6 +39,7 @@ pub struct ScriptedLlm {
     slow: HashMap<CallRole, Duration>,
     seen: Mutex<Vec<ChatRequest>>,
     tool_calls: bool,
+    capacity: Capacity,
 }
 
 impl Default for ScriptedLlm {
@@ -54,7 +57,15 @@ impl ScriptedLlm {
             slow: HashMap::new(),
             seen: Mutex::new(Vec::new()),
             tool_calls: false,
+            capacity: Capacity::Unknown,
         }
+    }
+
+    /// Says it serves this many calls at once, as llama.cpp's server does
+    /// ([`Llm::capacity`]; by default it does not say).
+    pub fn with_capacity(mut self, capacity: Capacity) -> ScriptedLlm {
+        self.capacity = capacity;
+        self
     }
 
     /// Every call takes this long (tokio time, so a paused clock skips it).
@@ -193,5 +204,9 @@ impl Llm for ScriptedLlm {
 
     fn tool_calls_reliable(&self) -> bool {
         self.tool_calls
+    }
+
+    async fn capacity(&self) -> Capacity {
+        self.capacity
     }
 }
