@@ -1,10 +1,12 @@
-//! Measures planboard's agent on real tasks with verifiable answers, end to
-//! end through the API, the way a person starts them: the task's files
-//! uploaded with `POST /api/runs`, approval off, memory off (no task learns
-//! from another), then `GET /api/runs/{id}` until the run ends.
+//! Measures planboard's agent on real tasks with answers a program checks,
+//! end to end through the API, the way a person starts them: the task's
+//! files uploaded with `POST /api/runs`, memory off (no task learns from
+//! another), approval off unless a person is to edit the plan first, then
+//! `GET /api/runs/{id}` until the run ends.
 //!
 //! ```text
-//! cargo run -p server --release --bin task-eval -- [--fake] [--only NAME]... [--limit SECS] [--tasks FILE] [--keep]
+//! cargo run -p server --release --bin task-eval -- [--set dev|heldout|all] [--category NAME]...
+//!     [--only ID]... [--fake] [--limit SECS] [--tasks FILE] [--keep] [--list]
 //! ```
 //!
 //! The server runs in this process on a port of its own, with a fresh
@@ -15,29 +17,67 @@
 //! default local model (`scripts/local-model.sh` on port 8091) is asked.
 //! `--fake` puts a model in place that answers every schema validly and
 //! does no work (one subtask, "complete: done", "done"): the scorer must
-//! give it nothing.
+//! give it nothing. `--list` prints the tasks and checks the files
+//! without running anything.
 //!
-//! The tasks (`server/eval/tasks.json`, files in `server/eval/files/`) are
-//! questions only a tool answers reliably. Scoring, automatic:
-//! - `number`: the first number of the answer that is not already in the
-//!   task (so a year or a count the question names is skipped) must equal
-//!   it, within `tolerance`: the answer must say the result first and not
-//!   hedge between two;
-//! - `word`: the answer names it and none of `not`;
-//! - `file`: the run's workspace holds the file with exactly `lines`.
+//! # The sets
 //!
-//! A run that is not done within the limit (default 300 s) is cancelled and
-//! counts as wrong, as does one that fails or waits for a person.
+//! Two files in `server/eval/`, each `{set, about, tasks}`:
+//! - `dev.json`, the development set: the agent is tuned on these (the
+//!   ten tasks of the first evaluation are its first ten);
+//! - `heldout.json`, the held-out set: run only to report. No rule or
+//!   prompt may name its tasks, and nothing is changed because one of
+//!   them failed; written apart from the dev set (other topics, other
+//!   wording, other numbers).
+//!
+//! `--set` picks one (`dev` by default) or `all`; `--category` and
+//! `--only` (a task's id) narrow it; `--tasks FILE` reads another file.
+//!
+//! A task: `id`, `category`, `task` (the text a person types), `files`
+//! (names in `server/eval/files/`), `inline` (file name → contents, for
+//! files given in the task file itself), `edits` (a person's edits of the
+//! plan before approving it, below), `note` (how the expected answer was
+//! computed) and `checks`, in the language of `eval_server/checks.rs`
+//! (answers, words, lines, tool calls, mode, files read back through
+//! `GET /api/runs/{id}/artifacts`; a file must be at the path the check
+//! names). Every check must hold; a run that is
+//! not done within the limit (default 300 s) is cancelled and counts as
+//! wrong, as does one that fails or waits for a person.
+//!
+//! # Edits before approval
+//!
+//! A task with `edits` starts with approval required; when its plan waits
+//! for approval, each edit is made through the plan API, then the plan is
+//! approved (`POST /api/plans/{id}/approve`):
+//! - `{"add": {name, description, expected_outcome}}`: a subtask at the
+//!   end (`POST /api/plans/{id}/subtasks`);
+//! - `{"edit": {"subtask": "first"|"last"|"all"|N, name, description,
+//!   expected_outcome, append}}`: `PATCH /api/plans/{id}/subtasks/{sid}`
+//!   on the chosen subtasks (N: 1-based position); `append` adds text to
+//!   the description;
+//! - `{"command": {"op": …}}`: one engine operation through
+//!   `POST /api/plans/{id}/commands`; an `"id"` of `"first"` or `"last"`
+//!   names that subtask.
+//!
+//! # What it prints
+//!
+//! Each task's verdict, time, model calls (`llm_call` entries on the
+//! run's log) and tool calls, its answer and plan; then per category:
+//! right / total, percent, the median time per task and model calls per
+//! task; and the total.
 //!
 //! # Layout
-//! - `Task`, `Expect`: the task file's shape; `score`: the verdicts.
+//! - `SetFile`, `TaskSpec` → `Task`: the files' shape, checked on reading;
+//!   `Edit`: a person's change to the plan.
 //! - `fake_model`: the idle model (the server under test is `eval_server`'s,
-//!   shared with `memory-eval`).
-//! - `run_task`: one task through the API; `main`: the table and the rate.
+//!   shared with `memory-eval`; the checks are `eval_server/checks.rs`).
+//! - `run_task`: one task through the API; `report`: the table.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use checks::{Check, Evidence};
 use eval_server::get_json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -45,83 +85,179 @@ use serde_json::{json, Value};
 #[path = "eval_server/mod.rs"]
 mod eval_server;
 
+#[path = "eval_server/checks.rs"]
+mod checks;
+
+/// A task file: which set it is, what that means, its tasks.
 #[derive(Deserialize)]
-struct Task {
-    name: String,
+#[serde(deny_unknown_fields)]
+struct SetFile {
+    set: String,
+    about: String,
+    tasks: Vec<TaskSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskSpec {
+    id: String,
+    category: String,
     task: String,
     #[serde(default)]
     files: Vec<String>,
-    expect: Expect,
+    #[serde(default)]
+    inline: BTreeMap<String, String>,
+    #[serde(default)]
+    edits: Vec<Value>,
+    /// How the expected answer was computed; for people only.
+    #[serde(default, rename = "note")]
+    _note: Option<String>,
+    checks: Vec<Value>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Expect {
-    Number {
-        number: f64,
-        #[serde(default)]
-        tolerance: f64,
-    },
-    Word {
-        word: String,
-        #[serde(default)]
-        not: Vec<String>,
-    },
-    File {
-        file: String,
-        lines: Vec<String>,
-    },
+/// A task as it is run: its checks and edits read.
+struct Task {
+    id: String,
+    category: String,
+    set: String,
+    text: String,
+    files: Vec<String>,
+    inline: BTreeMap<String, String>,
+    edits: Vec<Edit>,
+    checks: Vec<Check>,
 }
 
-/// The numbers in `text`, in order, read as the agent reads a model's
-/// numbers ([`agent::grounded::numbers`]).
-fn numbers(text: &str) -> Vec<f64> {
-    agent::grounded::numbers(text)
-        .into_iter()
-        .map(|n| n.value)
-        .collect()
+/// Which subtasks an edit changes.
+#[derive(Clone, Copy, Debug)]
+enum Pick {
+    First,
+    Last,
+    All,
+    /// 1-based position in the plan.
+    At(usize),
 }
 
-/// Whether the answer (or the workspace file) is right, and if not, why.
-fn score(task: &Task, answer: &str, file: Option<&str>) -> Result<(), String> {
-    match &task.expect {
-        Expect::Number { number, tolerance } => {
-            let given = numbers(&task.task);
-            let first = numbers(answer)
-                .into_iter()
-                .find(|n| !given.iter().any(|g| (g - n).abs() < 1e-9));
-            match first {
-                Some(n) if (n - number).abs() <= tolerance.max(1e-9) => Ok(()),
-                Some(n) => Err(format!("first number {n}, expected {number}")),
-                None => Err(format!("no number; expected {number}")),
+/// A person's change to the plan before approving it.
+enum Edit {
+    /// A new subtask (`NewSubtask`'s JSON) at the end.
+    Add(Value),
+    /// The fields of a `SubtaskPatch`, and text to add to the description.
+    Patch {
+        pick: Pick,
+        patch: serde_json::Map<String, Value>,
+        append: Option<String>,
+    },
+    /// An engine command, whole.
+    Command(Value),
+}
+
+impl Edit {
+    fn parse(v: &Value) -> Result<Edit, String> {
+        let obj = v
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .ok_or_else(|| format!("an edit is one of add, edit, command: {v}"))?;
+        let (kind, arg) = obj.iter().next().ok_or("an empty edit")?;
+        let fields = arg
+            .as_object()
+            .ok_or_else(|| format!("{kind}: an object, not {arg}"))?;
+        match kind.as_str() {
+            "add" => {
+                if !fields.get("name").is_some_and(Value::is_string) {
+                    return Err(format!("add: a subtask with a name: {v}"));
+                }
+                Ok(Edit::Add(arg.clone()))
             }
-        }
-        Expect::Word { word, not } => {
-            let lower = answer.to_lowercase();
-            if !lower.contains(&word.to_lowercase()) {
-                return Err(format!("does not name {word}"));
+            "edit" => {
+                let pick = match fields.get("subtask") {
+                    Some(Value::String(s)) if s == "first" => Pick::First,
+                    Some(Value::String(s)) if s == "last" => Pick::Last,
+                    Some(Value::String(s)) if s == "all" => Pick::All,
+                    Some(n) => match n.as_u64() {
+                        Some(n) if n >= 1 => Pick::At(n as usize),
+                        _ => {
+                            return Err(format!(
+                                "edit: subtask is first, last, all or a position: {v}"
+                            ))
+                        }
+                    },
+                    None => return Err(format!("edit: which subtask? {v}")),
+                };
+                let mut patch = serde_json::Map::new();
+                let mut append = None;
+                for (key, value) in fields {
+                    let Some(text) = value.as_str() else {
+                        if key == "subtask" {
+                            continue;
+                        }
+                        return Err(format!("edit: {key} is text: {v}"));
+                    };
+                    match key.as_str() {
+                        "subtask" => {}
+                        "append" => append = Some(text.to_string()),
+                        "name" | "description" | "expected_outcome" => {
+                            patch.insert(key.clone(), Value::String(text.to_string()));
+                        }
+                        other => return Err(format!("edit: no field {other}: {v}")),
+                    }
+                }
+                if patch.is_empty() && append.is_none() {
+                    return Err(format!("edit: nothing to change: {v}"));
+                }
+                Ok(Edit::Patch {
+                    pick,
+                    patch,
+                    append,
+                })
             }
-            match not.iter().find(|w| lower.contains(&w.to_lowercase())) {
-                Some(w) => Err(format!("also names {w}")),
-                None => Ok(()),
+            "command" => {
+                if !fields.get("op").is_some_and(Value::is_string) {
+                    return Err(format!("command: an engine command with its op: {v}"));
+                }
+                Ok(Edit::Command(arg.clone()))
             }
-        }
-        Expect::File { file: name, lines } => {
-            let Some(text) = file else {
-                return Err(format!("no {name} in the workspace"));
-            };
-            let got: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            if got == lines.iter().map(String::as_str).collect::<Vec<_>>() {
-                Ok(())
-            } else {
-                Err(format!("{name} holds {got:?}"))
-            }
+            other => Err(format!("no edit is called {other}: {v}")),
         }
     }
+}
+
+/// The tasks of a set file, with their checks and edits read (a mistake
+/// in the file stops the evaluation before any run).
+fn load(path: &Path) -> Result<(SetFile, Vec<Task>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut file: SetFile =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut tasks = Vec::new();
+    for spec in std::mem::take(&mut file.tasks) {
+        let id = spec.id.clone();
+        let mistake = |e: String| format!("{}: task {id}: {e}", path.display());
+        if spec.checks.is_empty() {
+            return Err(mistake("no checks".into()));
+        }
+        let checks = spec
+            .checks
+            .iter()
+            .map(Check::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(mistake)?;
+        let edits = spec
+            .edits
+            .iter()
+            .map(Edit::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(mistake)?;
+        tasks.push(Task {
+            id: spec.id,
+            category: spec.category,
+            set: file.set.clone(),
+            text: spec.task,
+            files: spec.files,
+            inline: spec.inline,
+            edits,
+            checks,
+        });
+    }
+    Ok((file, tasks))
 }
 
 /// A model that answers every schema validly and does nothing.
@@ -163,9 +299,195 @@ async fn fake_model() -> String {
 struct Outcome {
     verdict: Result<(), String>,
     seconds: f64,
-    calls: u64,
+    /// `llm_call` entries on the run's log.
+    model_calls: usize,
+    tool_calls: usize,
+    mode: Option<String>,
     answer: String,
     steps: Vec<String>,
+}
+
+/// A request that must succeed: its JSON body, or what it answered.
+async fn send_ok(request: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
+    let response = request.send().await.map_err(|e| format!("{what}: {e}"))?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if status.is_success() {
+        Ok(body)
+    } else {
+        Err(format!("{what} answered {status}: {body}"))
+    }
+}
+
+/// The plan's subtasks, in order: id and description.
+async fn subtasks(
+    http: &reqwest::Client,
+    base: &str,
+    plan: &str,
+) -> Result<Vec<(u64, String)>, String> {
+    let view = get_json(http, &format!("{base}/api/plans/{plan}")).await?;
+    Ok(view["plan"]["subtasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            Some((
+                s["id"].as_u64()?,
+                s["description"].as_str().unwrap_or_default().to_string(),
+            ))
+        })
+        .collect())
+}
+
+fn picked(pick: Pick, all: &[(u64, String)]) -> Vec<(u64, String)> {
+    match pick {
+        Pick::First => all.first().cloned().into_iter().collect(),
+        Pick::Last => all.last().cloned().into_iter().collect(),
+        Pick::All => all.to_vec(),
+        Pick::At(n) => all.get(n - 1).cloned().into_iter().collect(),
+    }
+}
+
+/// Makes a person's edits on the plan that waits for approval; what was
+/// done, for the report.
+async fn apply_edits(
+    http: &reqwest::Client,
+    base: &str,
+    plan: &str,
+    edits: &[Edit],
+) -> Result<Vec<String>, String> {
+    let mut done = Vec::new();
+    for edit in edits {
+        let now = subtasks(http, base, plan).await?;
+        match edit {
+            Edit::Add(subtask) => {
+                send_ok(
+                    http.post(format!("{base}/api/plans/{plan}/subtasks"))
+                        .json(&json!({ "subtask": subtask })),
+                    "adding a subtask",
+                )
+                .await?;
+                done.push(format!(
+                    "edit: added {}",
+                    subtask["name"].as_str().unwrap_or_default()
+                ));
+            }
+            Edit::Patch {
+                pick,
+                patch,
+                append,
+            } => {
+                let chosen = picked(*pick, &now);
+                if chosen.is_empty() {
+                    return Err(format!("no subtask {pick:?} among {}", now.len()));
+                }
+                for (id, description) in chosen {
+                    let mut body = patch.clone();
+                    if let Some(more) = append {
+                        let base_text = patch
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .unwrap_or(&description);
+                        body.insert(
+                            "description".into(),
+                            Value::String(format!("{base_text}{more}")),
+                        );
+                    }
+                    send_ok(
+                        http.patch(format!("{base}/api/plans/{plan}/subtasks/{id}"))
+                            .json(&Value::Object(body)),
+                        "editing a subtask",
+                    )
+                    .await?;
+                    done.push(format!("edit: #{id} changed ({pick:?})"));
+                }
+            }
+            Edit::Command(command) => {
+                let mut command = command.clone();
+                let named = match command.get("id").and_then(Value::as_str) {
+                    Some("first") => now.first().map(|s| s.0),
+                    Some("last") => now.last().map(|s| s.0),
+                    _ => None,
+                };
+                if let Some(id) = named {
+                    command["id"] = json!(id);
+                }
+                send_ok(
+                    http.post(format!("{base}/api/plans/{plan}/commands"))
+                        .json(&command),
+                    "a plan command",
+                )
+                .await?;
+                done.push(format!(
+                    "edit: command {}",
+                    command["op"].as_str().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Every entry of the run's log, a page at a time.
+async fn run_log(http: &reqwest::Client, base: &str, id: &str) -> Vec<Value> {
+    const PAGE: usize = 1000;
+    let mut entries = Vec::new();
+    let mut after = 0;
+    for _ in 0..100 {
+        let url = format!("{base}/api/runs/{id}/events?after={after}&limit={PAGE}");
+        let Ok(value) = get_json(http, &url).await else {
+            break;
+        };
+        let Some(page) = value.as_array() else {
+            break;
+        };
+        if let Some(last) = page.last().and_then(|e| e["seq"].as_i64()) {
+            after = last;
+        }
+        entries.extend(page.iter().cloned());
+        if page.len() < PAGE {
+            break;
+        }
+    }
+    entries
+}
+
+/// The files the checks name that the run's workspace holds at their
+/// paths, read back through the API (`GET /api/runs/{id}/artifacts`, then
+/// each file's address).
+async fn fetch_files(
+    http: &reqwest::Client,
+    base: &str,
+    id: &str,
+    task: &Task,
+) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let mut files = BTreeMap::new();
+    let wanted: Vec<&str> = task.checks.iter().filter_map(Check::file).collect();
+    if wanted.is_empty() {
+        return Ok(files);
+    }
+    let listing = get_json(http, &format!("{base}/api/runs/{id}/artifacts")).await?;
+    let listed: Vec<(&str, &str)> = listing
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| Some((a["path"].as_str()?, a["url"].as_str()?)))
+        .collect();
+    for want in wanted {
+        let Some(found) = listed.iter().find(|(path, _)| *path == want) else {
+            continue;
+        };
+        let response = http
+            .get(format!("{base}{}", found.1))
+            .send()
+            .await
+            .map_err(|e| format!("{want}: {e}"))?;
+        if response.status().is_success() {
+            let bytes = response.bytes().await.map_err(|e| format!("{want}: {e}"))?;
+            files.insert(want.to_string(), bytes.to_vec());
+        }
+    }
+    Ok(files)
 }
 
 async fn run_task(
@@ -175,13 +497,20 @@ async fn run_task(
     task: &Task,
     limit: Duration,
 ) -> Result<Outcome, String> {
-    let run = json!({"task": task.task, "approval_required": false, "memory": false});
+    let approval = !task.edits.is_empty();
+    let run = json!({"task": task.text, "approval_required": approval, "memory": false});
     let mut form = reqwest::multipart::Form::new().text("run", run.to_string());
     for name in &task.files {
         let bytes = std::fs::read(files.join(name)).map_err(|e| format!("{name}: {e}"))?;
         form = form.part(
             "files",
             reqwest::multipart::Part::bytes(bytes).file_name(name.clone()),
+        );
+    }
+    for (name, text) in &task.inline {
+        form = form.part(
+            "files",
+            reqwest::multipart::Part::bytes(text.clone().into_bytes()).file_name(name.clone()),
         );
     }
     let started = Instant::now();
@@ -197,11 +526,39 @@ async fn run_task(
         return Err(format!("POST /api/runs answered {status}: {view}"));
     }
     let id = view["id"].as_str().unwrap_or_default().to_string();
+    let mut steps = Vec::new();
+    // A person's part: the edits once, then an approval for each round of
+    // planning (a plan the run proposes again is approved as it is).
+    let mut edited = false;
+    let mut approved_round = None;
+    let mut trouble = None;
     let view = loop {
         let view = get_json(http, &format!("{base}/api/runs/{id}")).await?;
         let state = view["state"].as_str().unwrap_or_default();
         if ["done", "failed", "cancelled", "paused"].contains(&state) || started.elapsed() > limit {
             break view;
+        }
+        let round = view["round"].as_u64();
+        if approval && state == "awaiting_approval" && approved_round != Some(round) {
+            let plan = view["plan_id"].as_str().unwrap_or_default().to_string();
+            if !edited {
+                edited = true;
+                match apply_edits(http, base, &plan, &task.edits).await {
+                    Ok(done) => steps.extend(done),
+                    Err(e) => {
+                        trouble = Some(format!("the edits failed: {e}"));
+                        break view;
+                    }
+                }
+            }
+            let approve = http
+                .post(format!("{base}/api/plans/{plan}/approve"))
+                .json(&json!({}));
+            if let Err(e) = send_ok(approve, "approving").await {
+                trouble = Some(e);
+                break view;
+            }
+            approved_round = Some(round);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
@@ -215,9 +572,12 @@ async fn run_task(
             .await;
     }
     let answer = view["answer"].as_str().unwrap_or_default().to_string();
-    let mut steps = Vec::new();
+    let mut mode = view["classification"]["mode"].as_str().map(str::to_string);
     if let Some(plan) = view["plan_id"].as_str() {
         let plan = get_json(http, &format!("{base}/api/plans/{plan}")).await?;
+        if mode.is_none() {
+            mode = plan["plan"]["mode"].as_str().map(str::to_string);
+        }
         for s in plan["plan"]["subtasks"].as_array().into_iter().flatten() {
             steps.push(format!(
                 "#{} {} [{}] → {}",
@@ -229,17 +589,16 @@ async fn run_task(
             ));
         }
     }
-    // The tool calls, in order: what the model did, for the report.
-    let calls = get_json(http, &format!("{base}/api/runs/{id}/events?limit=1000"))
-        .await
-        .unwrap_or(Value::Null);
-    for c in calls
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| &e["entry"])
+    // The run's log: its model calls counted, its tool calls counted and
+    // listed in order (what the model did, for the report).
+    let log = run_log(http, base, &id).await;
+    let model_calls = log.iter().filter(|e| e["kind"] == "llm_call").count();
+    let calls: Vec<&Value> = log
+        .iter()
         .filter(|e| e["kind"] == "tool_call")
-    {
+        .map(|e| &e["entry"])
+        .collect();
+    for c in &calls {
         steps.push(format!(
             "  {}({}) {} → {}",
             c["name"].as_str().unwrap_or_default(),
@@ -253,23 +612,27 @@ async fn run_task(
                 .replace('\n', " ")
         ));
     }
-    let file = match &task.expect {
-        Expect::File { file, .. } => {
-            let response = http
-                .get(format!("{base}/api/runs/{id}/artifacts/{file}"))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            if response.status().is_success() {
-                Some(response.text().await.map_err(|e| e.to_string())?)
-            } else {
-                None
-            }
+    let verdict = if let Some(trouble) = trouble {
+        Err(trouble)
+    } else if state == "done" {
+        let written = fetch_files(http, base, &id, task).await?;
+        let evidence = Evidence {
+            task: &task.text,
+            answer: &answer,
+            tool_calls: calls.len(),
+            mode: mode.as_deref(),
+            files: &written,
+        };
+        let wrong: Vec<String> = task
+            .checks
+            .iter()
+            .filter_map(|c| c.judge(&evidence).err())
+            .collect();
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(wrong.join("; "))
         }
-        _ => None,
-    };
-    let verdict = if state == "done" {
-        score(task, &answer, file.as_deref())
     } else if seconds > limit.as_secs_f64() {
         Err(format!("not done within {} s ({state})", limit.as_secs()))
     } else {
@@ -281,68 +644,159 @@ async fn run_task(
     Ok(Outcome {
         verdict,
         seconds,
-        calls: view["spent"]["llm_calls"].as_u64().unwrap_or(0),
+        model_calls,
+        tool_calls: calls.len(),
+        mode,
         answer,
         steps,
     })
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// One line of the table: right / total, percent, median seconds per
+/// task, model calls per task.
+fn row(name: &str, outcomes: &[&Outcome]) -> String {
+    let total = outcomes.len().max(1) as f64;
+    let right = outcomes.iter().filter(|o| o.verdict.is_ok()).count();
+    let seconds: Vec<f64> = outcomes.iter().map(|o| o.seconds).collect();
+    let calls: usize = outcomes.iter().map(|o| o.model_calls).sum();
+    let fraction = format!("{right}/{}", outcomes.len());
+    format!(
+        "{name:<18} {fraction:>7} {:>5.0} % {:>10.1} {:>12.1}",
+        100.0 * right as f64 / total,
+        median(&seconds),
+        calls as f64 / total
+    )
+}
+
+/// The table: per category (in the order the tasks came), then all.
+fn report(results: &[(&Task, Outcome)]) -> String {
+    let mut categories: Vec<&str> = Vec::new();
+    for (task, _) in results {
+        if !categories.contains(&task.category.as_str()) {
+            categories.push(&task.category);
+        }
+    }
+    let mut lines = vec![format!(
+        "{:<18} {:>7} {:>7} {:>10} {:>12}",
+        "category", "right", "", "median s", "calls/task"
+    )];
+    for category in categories {
+        let of: Vec<&Outcome> = results
+            .iter()
+            .filter(|(t, _)| t.category == category)
+            .map(|(_, o)| o)
+            .collect();
+        lines.push(row(category, &of));
+    }
+    let all: Vec<&Outcome> = results.iter().map(|(_, o)| o).collect();
+    lines.push(row("all", &all));
+    lines.join("\n")
 }
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let mut fake = false;
     let mut keep = false;
+    let mut list = false;
     let mut only = Vec::new();
+    let mut categories = Vec::new();
+    let mut set = "dev".to_string();
     let mut limit = Duration::from_secs(300);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval");
-    let mut tasks_file = root.join("tasks.json");
+    let mut tasks_file = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--fake" => fake = true,
             "--keep" => keep = true,
-            "--only" => only.push(args.next().ok_or("--only takes a task name")?),
+            "--list" => list = true,
+            "--only" | "--id" => only.push(args.next().ok_or("--only takes a task id")?),
+            "--category" => categories.push(args.next().ok_or("--category takes a name")?),
+            "--set" => set = args.next().ok_or("--set takes dev, heldout or all")?,
             "--limit" => {
                 let secs = args.next().ok_or("--limit takes seconds")?;
                 limit = Duration::from_secs(secs.parse().map_err(|_| "--limit takes seconds")?);
             }
-            "--tasks" => tasks_file = PathBuf::from(args.next().ok_or("--tasks takes a file")?),
+            "--tasks" => {
+                tasks_file = Some(PathBuf::from(args.next().ok_or("--tasks takes a file")?))
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    let files = tasks_file
-        .parent()
-        .map(|p| p.join("files"))
-        .unwrap_or_else(|| root.join("files"));
-    let tasks: Vec<Task> = serde_json::from_str(
-        &std::fs::read_to_string(&tasks_file)
-            .map_err(|e| format!("{}: {e}", tasks_file.display()))?,
-    )
-    .map_err(|e| format!("{}: {e}", tasks_file.display()))?;
-    let tasks: Vec<Task> = tasks
+    let paths = match (&tasks_file, set.as_str()) {
+        (Some(file), _) => vec![file.clone()],
+        (None, "dev") => vec![root.join("dev.json")],
+        (None, "heldout") => vec![root.join("heldout.json")],
+        (None, "all") => vec![root.join("dev.json"), root.join("heldout.json")],
+        (None, other) => return Err(format!("--set is dev, heldout or all, not {other}")),
+    };
+    let mut tasks = Vec::new();
+    for path in &paths {
+        let (file, loaded) = load(path)?;
+        println!("{} ({} tasks): {}", file.set, loaded.len(), file.about);
+        let files = path
+            .parent()
+            .map(|p| p.join("files"))
+            .unwrap_or_else(|| root.join("files"));
+        tasks.extend(loaded.into_iter().map(|t| (t, files.clone())));
+    }
+    let tasks: Vec<(Task, PathBuf)> = tasks
         .into_iter()
-        .filter(|t| only.is_empty() || only.contains(&t.name))
+        .filter(|(t, _)| only.is_empty() || only.contains(&t.id))
+        .filter(|(t, _)| categories.is_empty() || categories.contains(&t.category))
         .collect();
+    if tasks.is_empty() {
+        return Err("no task matches --only and --category".into());
+    }
+    if list {
+        for (t, _) in &tasks {
+            println!(
+                "{:<8} {:<18} {:<28} {} checks{}",
+                t.set,
+                t.category,
+                t.id,
+                t.checks.len(),
+                if t.edits.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} edits before approval", t.edits.len())
+                }
+            );
+        }
+        return Ok(());
+    }
     // A fresh database and workspace folder for each evaluation.
     let dir = std::env::temp_dir().join(format!("planboard-task-eval-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let model = if fake { Some(fake_model().await) } else { None };
     let base = eval_server::start(&dir, model, |_| None).await?.0;
     let http = reqwest::Client::new();
-    let mut right = 0;
-    let mut total_seconds = 0.0;
-    for task in &tasks {
-        let outcome = run_task(&http, &base, &files, task, limit).await?;
-        total_seconds += outcome.seconds;
+    let mut results = Vec::new();
+    for (task, files) in &tasks {
+        let outcome = run_task(&http, &base, files, task, limit).await?;
         let mark = match &outcome.verdict {
-            Ok(()) => {
-                right += 1;
-                "right".to_string()
-            }
+            Ok(()) => "right".to_string(),
             Err(why) => format!("WRONG: {why}"),
         };
         println!(
-            "{:<22} {:>6.1} s {:>3} calls  {mark}",
-            task.name, outcome.seconds, outcome.calls
+            "{:<28} {:<16} {:>6.1} s {:>3} model calls {:>3} tool calls {:<8}  {mark}",
+            task.id,
+            task.category,
+            outcome.seconds,
+            outcome.model_calls,
+            outcome.tool_calls,
+            outcome.mode.as_deref().unwrap_or("-"),
         );
         println!(
             "    answer: {}",
@@ -351,14 +805,9 @@ async fn main() -> Result<(), String> {
         for step in &outcome.steps {
             println!("    {step}");
         }
+        results.push((task, outcome));
     }
-    println!(
-        "\n{right}/{} right ({:.0} %), {:.0} s in all, {:.0} s per task",
-        tasks.len(),
-        100.0 * f64::from(right) / (tasks.len().max(1) as f64),
-        total_seconds,
-        total_seconds / (tasks.len().max(1) as f64)
-    );
+    println!("\n{}", report(&results));
     if keep {
         println!("kept: {}", dir.display());
     } else {
@@ -371,39 +820,80 @@ async fn main() -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn task(text: &str, expect: Expect) -> Task {
-        Task {
-            name: "t".into(),
-            task: text.into(),
-            files: Vec::new(),
-            expect,
+    fn set(name: &str) -> (SetFile, Vec<Task>) {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval");
+        load(&root.join(name)).unwrap()
+    }
+
+    /// Both sets read, each with its files at hand; the held-out set says
+    /// what it is; no task is in both; eight categories in each.
+    #[test]
+    fn the_two_sets_read_and_keep_apart() {
+        let (dev_file, dev) = set("dev.json");
+        let (held_file, held) = set("heldout.json");
+        assert_eq!(dev_file.set, "dev");
+        assert_eq!(held_file.set, "heldout");
+        assert!(held_file.about.starts_with("held out: run only to report"));
+        assert!(held.len() >= 30, "{} held-out tasks", held.len());
+        assert!(dev.len() + held.len() >= 60);
+        let files = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval/files");
+        let mut ids = std::collections::BTreeSet::new();
+        for task in dev.iter().chain(&held) {
+            assert!(ids.insert(task.id.clone()), "{} twice", task.id);
+            for name in &task.files {
+                assert!(files.join(name).is_file(), "{}: no {name}", task.id);
+            }
+        }
+        for tasks in [&dev, &held] {
+            let categories: std::collections::BTreeSet<&str> =
+                tasks.iter().map(|t| t.category.as_str()).collect();
+            assert_eq!(categories.len(), 8, "{categories:?}");
+        }
+        let first: Vec<&str> = dev.iter().take(10).map(|t| t.id.as_str()).collect();
+        assert!(first.contains(&"sales-north-march") && first.contains(&"sorted-words"));
+    }
+
+    /// The fake model's run (the answer "done", no tool call, planned
+    /// simple, no file written) is right on no task.
+    #[test]
+    fn an_idle_run_is_right_on_no_task() {
+        let none = BTreeMap::new();
+        for task in set("dev.json").1.iter().chain(&set("heldout.json").1) {
+            let evidence = Evidence {
+                task: &task.text,
+                answer: "done",
+                tool_calls: 0,
+                mode: Some("simple"),
+                files: &none,
+            };
+            assert!(
+                task.checks.iter().any(|c| c.judge(&evidence).is_err()),
+                "{} passes doing nothing",
+                task.id
+            );
         }
     }
 
     #[test]
-    fn the_first_new_number_decides_and_numbers_of_the_task_are_skipped() {
-        let t = task(
-            "How many primes are below 10000?",
-            Expect::Number {
-                number: 1229.0,
-                tolerance: 0.0,
-            },
-        );
-        assert!(score(&t, "Below 10,000 there are 1229 primes.", None).is_ok());
-        assert!(score(&t, "There are 4 kinds, and 1229 primes.", None).is_err());
-        assert!(score(&t, "I cannot tell.", None).is_err());
+    fn edits_name_their_subtasks_and_fields() {
+        assert!(Edit::parse(&json!({"edit": {"subtask": "last", "append": " more"}})).is_ok());
+        assert!(Edit::parse(&json!({"edit": {"subtask": 2, "description": "x"}})).is_ok());
+        assert!(Edit::parse(&json!({"edit": {"subtask": 0, "description": "x"}})).is_err());
+        assert!(Edit::parse(&json!({"edit": {"subtask": "last"}})).is_err());
+        assert!(Edit::parse(&json!({"edit": {"subtask": "last", "notes": "x"}})).is_err());
+        assert!(Edit::parse(&json!({"add": {"description": "no name"}})).is_err());
+        assert!(Edit::parse(&json!({"command": {"op": "add_subtask"}})).is_ok());
+        assert!(Edit::parse(&json!({"add": {"name": "a"}, "edit": {}})).is_err());
+        let all = vec![(3, "a".to_string()), (5, "b".to_string())];
+        assert_eq!(picked(Pick::Last, &all), vec![(5u64, "b".to_string())]);
+        assert!(picked(Pick::At(3), &all).is_empty());
+        assert_eq!(picked(Pick::All, &all).len(), 2);
     }
 
     #[test]
-    fn a_word_answer_must_not_hedge() {
-        let t = task(
-            "Which product?",
-            Expect::Word {
-                word: "widget".into(),
-                not: vec!["gadget".into()],
-            },
-        );
-        assert!(score(&t, "The widget.", None).is_ok());
-        assert!(score(&t, "The widget or the gadget.", None).is_err());
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert!((median(&[4.0, 1.0, 3.0]) - 3.0).abs() < 1e-12);
+        assert!((median(&[4.0, 1.0, 3.0, 2.0]) - 2.5).abs() < 1e-12);
+        assert!(median(&[]).abs() < 1e-12);
     }
 }
