@@ -76,6 +76,16 @@ pub trait Host: Send + Sync {
         self.log(run, entry).await
     }
 
+    /// The regular files in the run's workspace now (relative path and
+    /// size), for checking that a file the task asked for was written;
+    /// `None` when this host cannot tell (then no file is checked).
+    async fn workspace_files(
+        &self,
+        _run: RunId,
+    ) -> Result<Option<Vec<(String, u64)>>, HostError> {
+        Ok(None)
+    }
+
     /// The run's work tool calls as its log holds them, in order: their
     /// starts ([`RunEntry::ToolStarted`]), ends ([`RunEntry::ToolCall`])
     /// and interruptions found before ([`RunEntry::ToolInterrupted`]).
@@ -221,11 +231,23 @@ pub struct MemoryHost {
     inputs: Mutex<HashMap<String, Vec<u8>>>,
     /// How many of the next `remember` calls fail as a busy store would.
     remember_failures: std::sync::atomic::AtomicU32,
+    /// The files every run's workspace holds, as `workspace_files` says
+    /// (`None`: it cannot tell, until a file is put).
+    files: Mutex<Option<Vec<(String, u64)>>>,
 }
 
 impl MemoryHost {
     pub fn new() -> Arc<MemoryHost> {
         Arc::new(MemoryHost::default())
+    }
+
+    /// Puts a file of `bytes` in every run's workspace (as its listing says).
+    pub fn put_file(&self, path: &str, bytes: u64) {
+        self.files
+            .lock()
+            .expect("files lock")
+            .get_or_insert_with(Vec::new)
+            .push((path.to_string(), bytes));
     }
 
     /// The next `times` calls to `remember` fail (the store unavailable).
@@ -385,6 +407,13 @@ impl Host for MemoryHost {
 
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
         Ok(open_calls(&self.entries(run)))
+    }
+
+    async fn workspace_files(
+        &self,
+        _run: RunId,
+    ) -> Result<Option<Vec<(String, u64)>>, HostError> {
+        Ok(self.files.lock().expect("files lock").clone())
     }
 
     async fn tool_history(&self, run: RunId) -> Result<Vec<RunEntry>, HostError> {

@@ -534,6 +534,11 @@ pub struct RunPanel {
     /// A person keeps the run from the retentions.
     #[serde(default)]
     pub kept: bool,
+    /// What the task asks for (its questions, the files it asks to be
+    /// written), in a person's words: listed with the plan, and checked
+    /// before the answer is kept.
+    #[serde(default)]
+    pub asks: Vec<String>,
 }
 
 /// A guarded tool call as the run header shows it.

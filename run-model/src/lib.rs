@@ -15,6 +15,8 @@
 //! # Layout
 //! - [`adaptation`]: how far a run may change its own plan after approval
 //!   ([`Adaptation`]: the budget, the gaps, no step twice).
+//! - [`asks`]: a task's asks (its questions, the files it asks for),
+//!   read from its words, and whether an answer answers them.
 //! - [`batch`]: seed 002's iterative batches: [`Batching`] (the setting),
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
@@ -49,6 +51,7 @@
 //!   ([`ToolServerView`]).
 
 pub mod adaptation;
+pub mod asks;
 pub mod batch;
 pub mod config;
 pub mod cost;
@@ -68,6 +71,7 @@ pub mod tools;
 pub mod trace;
 
 pub use adaptation::{Adaptation, Gap};
+pub use asks::Ask;
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,

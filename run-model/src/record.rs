@@ -55,6 +55,11 @@ pub struct RunRecord {
     /// alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kept: bool,
+    /// What the task asks for ([`crate::asks::of`]): its questions and the
+    /// files it asks to be written, shown with the plan and checked before
+    /// the answer is kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asks: Vec<crate::Ask>,
     /// When the workspace retention removed the run's files (its row,
     /// plan, answer and memories stay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +137,7 @@ impl RunRecord {
     }
 
     pub fn new(id: RunId, config: RunConfig) -> RunRecord {
+        let config_task = config.task.clone();
         RunRecord {
             id,
             config,
@@ -151,6 +157,7 @@ impl RunRecord {
             adaptation: crate::Adaptation::default(),
             kept: false,
             files_removed_at: None,
+            asks: crate::asks::of(&config_task),
         }
     }
 }

@@ -155,6 +155,7 @@ impl Agent {
             reason: format!("run again from #{} '{name}' of run {earlier}", from.0),
             confidence: 1.0,
             by: DecidedBy::Person,
+            in_words: false,
         });
         run.again_of = Some(AgainOf {
             run: earlier,

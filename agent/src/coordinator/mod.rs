@@ -340,7 +340,17 @@ impl Agent {
             recalled: None,
             input: None,
             crashed,
+            source: None,
+            asks_sent_back: false,
         };
+        if driver
+            .run
+            .classification
+            .as_ref()
+            .is_some_and(|c| c.in_words)
+        {
+            driver.words_only();
+        }
         if let Err(why) = driver.go().await {
             driver.move_to(RunState::Failed, why.to_string()).await;
         }
@@ -375,6 +385,12 @@ struct Driver {
     /// Why the run must wait for a person before it goes on: a call that
     /// was running when the process stopped, twice.
     crashed: Option<String>,
+    /// The router's answer to where the task's answer comes from, once
+    /// asked in this process (`None` inside: it could not be had).
+    source: Option<Option<crate::protocol::SourceWord>>,
+    /// The answer's missing parts were sent back once already (the rule
+    /// `every_ask_answered`).
+    asks_sent_back: bool,
 }
 
 /// Why a run failed, recorded as its reason.
@@ -549,6 +565,12 @@ impl Driver {
         let spent = self.caller.spent();
         Duration::from_secs(budget.max_wall_secs)
             .saturating_sub(Duration::from_millis(spent.wall_ms))
+    }
+
+    /// A run answered in words offers its executor no tool (the rule
+    /// `words_only`): what it writes is the answer.
+    fn words_only(&mut self) {
+        self.tools = std::mem::take(&mut self.tools).only(Some(&[][..]));
     }
 
     /// Pauses the run for a person, saying why on the plan.

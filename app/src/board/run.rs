@@ -246,6 +246,12 @@ fn run_panel_html(
             </div>
             {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
+            {(!r.asks.is_empty()).then(|| view! {
+                <div class="run-asks" data-testid="run-asks">
+                    <span>{lang.pick("The task asks: ", "任务要求：")}</span>
+                    <ol>{r.asks.iter().map(|a| view! { <li>{a.clone()}</li> }).collect::<Vec<_>>()}</ol>
+                </div>
+            })}
             {reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
             {raise}
             {questions
@@ -579,6 +585,7 @@ mod tests {
             batches: None,
             files_removed_at: None,
             kept: false,
+            asks: Vec::new(),
         }
     }
 

@@ -306,6 +306,33 @@ impl Host for ServerHost {
         .map_err(|e| HostError::Unavailable(format!("the input {path} could not be read: {e}")))
     }
 
+    async fn workspace_files(
+        &self,
+        run: RunId,
+    ) -> Result<Option<Vec<(String, u64)>>, HostError> {
+        let root = self.workspaces.join(run.to_string());
+        if !root.is_dir() {
+            return Ok(Some(Vec::new()));
+        }
+        agent::workspace::off_thread(move || {
+            let ws = agent::workspace::Workspace::open(&root).map_err(|e| {
+                agent::workspace::WorkspaceError::Io {
+                    name: ".".into(),
+                    error: e,
+                }
+            })?;
+            Ok(Some(
+                ws.files_within(20_000)?
+                    .files
+                    .into_iter()
+                    .map(|f| (f.path, f.bytes))
+                    .collect(),
+            ))
+        })
+        .await
+        .map_err(|e| HostError::Unavailable(format!("the workspace could not be listed: {e}")))
+    }
+
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {
         if let Some(telemetry) = &self.telemetry {
             telemetry.saw_run(run);

@@ -655,6 +655,7 @@ impl BoardBackend for Board {
                 pending,
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
+                asks: r.asks.iter().map(run_model::Ask::describe).collect(),
             }
         }))
     }
