@@ -79,10 +79,7 @@ pub trait Host: Send + Sync {
     /// The regular files in the run's workspace now (relative path and
     /// size), for checking that a file the task asked for was written;
     /// `None` when this host cannot tell (then no file is checked).
-    async fn workspace_files(
-        &self,
-        _run: RunId,
-    ) -> Result<Option<Vec<(String, u64)>>, HostError> {
+    async fn workspace_files(&self, _run: RunId) -> Result<Option<Vec<(String, u64)>>, HostError> {
         Ok(None)
     }
 
@@ -409,10 +406,7 @@ impl Host for MemoryHost {
         Ok(open_calls(&self.entries(run)))
     }
 
-    async fn workspace_files(
-        &self,
-        _run: RunId,
-    ) -> Result<Option<Vec<(String, u64)>>, HostError> {
+    async fn workspace_files(&self, _run: RunId) -> Result<Option<Vec<(String, u64)>>, HostError> {
         Ok(self.files.lock().expect("files lock").clone())
     }
 

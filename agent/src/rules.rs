@@ -113,9 +113,15 @@ mod tests {
         let names: HashSet<&str> = ALL.iter().map(|r| r.name).collect();
         assert_eq!(names.len(), ALL.len());
         for rule in ALL {
-            assert!(!rule.does.is_empty() && !rule.guards.is_empty(), "{}", rule.name);
             assert!(
-                rule.name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                !rule.does.is_empty() && !rule.guards.is_empty(),
+                "{}",
+                rule.name
+            );
+            assert!(
+                rule.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_'),
                 "{}",
                 rule.name
             );

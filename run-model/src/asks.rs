@@ -33,16 +33,36 @@ impl Ask {
     }
 }
 
-/// Words that open a question in a clause.
-const QUESTION_WORDS: [&str; 16] = [
-    "how many", "how much", "which", "what", "who", "when", "where", "why", "how long",
-    "how old", "is ", "are ", "does ", "do ", "can ", "tell me",
+/// Words that open a question at a clause's start (after `then`, `and`,
+/// `also` or `please`).
+const QUESTION_STARTS: [&str; 11] = [
+    "which ", "what ", "who ", "when ", "where ", "why ", "is ", "are ", "does ", "do ", "can ",
 ];
+
+/// Phrases that ask, anywhere in a clause.
+const QUESTION_PHRASES: [&str; 7] = [
+    "how many", "how much", "how long", "how old", "tell me", "give me", "say how",
+];
+
+/// Words a clause may open with before its question.
+const LEADS: [&str; 4] = ["then ", "and ", "also ", "please "];
 
 /// Words that ask for a number.
 const NUMBER_WORDS: [&str; 14] = [
-    "how many", "how much", "how long", "how old", "total", "sum", "count", "average", "mean",
-    "number of", "percentage", "多少", "几", "总",
+    "how many",
+    "how much",
+    "how long",
+    "how old",
+    "total",
+    "sum",
+    "count",
+    "average",
+    "mean",
+    "number of",
+    "percentage",
+    "多少",
+    "几",
+    "总",
 ];
 
 /// Words before a file name that say it is written, not read.
@@ -63,18 +83,31 @@ pub fn of(task: &str) -> Vec<Ask> {
     for clause in clauses(task) {
         let lower = clause.to_lowercase();
         let asked = clause.trim_end().ends_with('?') || clause.trim_end().ends_with('？');
-        let opens = QUESTION_WORDS
-            .iter()
-            .any(|w| lower.trim_start().starts_with(w) || lower.contains(&format!(" and {w}")));
+        let mut start = lower.trim_start();
+        while let Some(rest) = LEADS.iter().find_map(|l| start.strip_prefix(l)) {
+            start = rest.trim_start();
+        }
+        let opens = QUESTION_STARTS.iter().any(|w| start.starts_with(w))
+            || QUESTION_PHRASES.iter().any(|p| lower.contains(p));
         let number = NUMBER_WORDS.iter().any(|w| lower.contains(w));
         if asked || (opens && number) {
-            let text = clause.trim().trim_start_matches(['-', '*', ' ']).to_string();
-            if !text.is_empty() && !asks.iter().any(|a| matches!(a, Ask::Question { text: t, .. } if *t == text)) {
+            let text = clause
+                .trim()
+                .trim_start_matches(['-', '*', ' '])
+                .to_string();
+            if !text.is_empty()
+                && !asks
+                    .iter()
+                    .any(|a| matches!(a, Ask::Question { text: t, .. } if *t == text))
+            {
                 asks.push(Ask::Question { text, number });
             }
         }
         for path in written_files(clause) {
-            if !asks.iter().any(|a| matches!(a, Ask::File { path: p } if *p == path)) {
+            if !asks
+                .iter()
+                .any(|a| matches!(a, Ask::File { path: p } if *p == path))
+            {
                 asks.push(Ask::File { path });
             }
         }
@@ -134,7 +167,10 @@ fn written_files(clause: &str) -> Vec<String> {
         if !is_file {
             continue;
         }
-        let before = i.checked_sub(1).map(|j| words[j].to_lowercase()).unwrap_or_default();
+        let before = i
+            .checked_sub(1)
+            .map(|j| words[j].to_lowercase())
+            .unwrap_or_default();
         let destination = DESTINATIONS.contains(&before.as_str());
         let read = SOURCES.contains(&before.as_str());
         if (destination || writes) && !read {
@@ -198,7 +234,9 @@ mod tests {
                     text: "Which region sold the most units, and how many?".into(),
                     number: true
                 },
-                Ask::File { path: "chart.png".into() },
+                Ask::File {
+                    path: "chart.png".into()
+                },
             ]
         );
     }
@@ -209,13 +247,19 @@ mod tests {
             described("Read sales.csv and write the totals per region to totals.csv; then tell me how many regions there are."),
             ["write totals.csv", "then tell me how many regions there are."]
         );
-        assert_eq!(described("Sum the amounts in data.csv"), Vec::<String>::new());
+        assert_eq!(
+            described("Sum the amounts in data.csv"),
+            Vec::<String>::new()
+        );
         assert_eq!(
             described("What was the total revenue in March 2026 in orders.csv? Write a short report to report.md."),
             ["What was the total revenue in March 2026 in orders.csv?", "write report.md"]
         );
         assert_eq!(described("Write a haiku about plans"), Vec::<String>::new());
-        assert_eq!(described("See https://example.com/a.html for details"), Vec::<String>::new());
+        assert_eq!(
+            described("See https://example.com/a.html for details"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -226,7 +270,11 @@ mod tests {
         };
         let task = "How many days from 2026-03-14 to 2027-01-01?";
         assert!(answered_in(&ask, "There are 293 days.", task));
-        assert!(!answered_in(&ask, "The days from 2026-03-14 to 2027-01-01 were counted.", task));
+        assert!(!answered_in(
+            &ask,
+            "The days from 2026-03-14 to 2027-01-01 were counted.",
+            task
+        ));
         assert!(!answered_in(&ask, "The result is:", task));
         let plain = Ask::Question {
             text: "Who wrote it?".into(),

@@ -545,14 +545,20 @@ impl Driver {
         if crate::rules::on(&crate::rules::EVERY_ASK_ANSWERED) && !self.run.asks.is_empty() {
             let missing = self.missing_asks(&answer).await;
             if !missing.is_empty() {
-                if !self.asks_sent_back {
+                // Sent back once, and only with room in the budget for the
+                // new steps and the answer again.
+                if !self.asks_sent_back && self.room_to_ask() {
                     self.asks_sent_back = true;
                     if self.send_back(&missing).await {
                         return Ok(false);
                     }
                 }
                 let parts: Vec<String> = missing.iter().map(run_model::Ask::describe).collect();
-                answer = format!("Not done: {}.\n\n{answer}", parts.join("; "));
+                let mut first = format!("Not done: {}", parts.join("; "));
+                if !first.ends_with(['.', '?', '!', '。', '？']) {
+                    first.push('.');
+                }
+                answer = format!("{first}\n\n{answer}");
             }
         }
         if let Some(coverage) = self.coverage() {
@@ -579,12 +585,7 @@ impl Driver {
     /// the host can list the workspace), a question asking how many or how
     /// much that the answer gives no number of its own for.
     async fn missing_asks(&self, answer: &str) -> Vec<run_model::Ask> {
-        let files = self
-            .host
-            .workspace_files(self.run.id)
-            .await
-            .ok()
-            .flatten();
+        let files = self.host.workspace_files(self.run.id).await.ok().flatten();
         let task = &self.run.config.task;
         self.run
             .asks
@@ -677,11 +678,7 @@ impl Driver {
             .collect();
         // Written in words (the rule `words_only`): the one step's text is
         // the answer, as written; a compiler would summarise a poem.
-        let in_words = self
-            .run
-            .classification
-            .as_ref()
-            .is_some_and(|c| c.in_words);
+        let in_words = self.run.classification.as_ref().is_some_and(|c| c.in_words);
         if let ([only], true) = (done.as_slice(), in_words) {
             if let Some(text) = only.outcome().filter(|t| !t.trim().is_empty()) {
                 return text.trim().to_string();

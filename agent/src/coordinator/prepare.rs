@@ -91,8 +91,12 @@ impl Driver {
     /// kept for [`Driver::plans_offline`]); an answer written in words is
     /// a simple run of one step with no tool.
     async fn in_words(&mut self, task: &str) -> Option<Classification> {
+        // Only where the wording settles nothing, and where the run has
+        // tools to misuse (with none, every step answers in words anyway).
         if !crate::rules::on(&crate::rules::WORDS_ONLY)
             || !self.run.config.inputs.is_empty()
+            || classify::by_rules(task).is_some()
+            || self.tools.specs().is_empty()
             || !self.room_to_ask()
         {
             return None;
@@ -111,7 +115,7 @@ impl Driver {
     /// Whether the budget leaves room for the router's question (a repair
     /// round included), the plan and a first step: a run given 2 calls
     /// spends them on work.
-    fn room_to_ask(&self) -> bool {
+    pub(super) fn room_to_ask(&self) -> bool {
         let left = self
             .caller
             .budget()
@@ -187,11 +191,7 @@ impl Driver {
         if self.run.config.plan.is_some() && comment.is_none() {
             return self.take_given(old).await;
         }
-        let in_words = self
-            .run
-            .classification
-            .as_ref()
-            .is_some_and(|c| c.in_words);
+        let in_words = self.run.classification.as_ref().is_some_and(|c| c.in_words);
         if in_words && comment.is_none() {
             let planned = self.words_plan();
             return self.propose(old, planned).await;

@@ -246,7 +246,11 @@ mod tests {
             "Keep digging until you find who changed the config",
             "调查一下为什么夜间任务经常超时",
         ] {
-            assert_eq!(by_rules(task).map(|c| c.mode), Some(Mode::Emergent), "{task}");
+            assert_eq!(
+                by_rules(task).map(|c| c.mode),
+                Some(Mode::Emergent),
+                "{task}"
+            );
         }
         for task in [
             "Sum the amounts in sales.csv",

@@ -571,8 +571,11 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                         let result = said_shown.as_ref().unwrap_or(result);
                         // The rule `file_names_grounded`: files a tool
                         // never showed cannot be reported as found.
-                        let shown: Vec<&str> =
-                            sources.iter().copied().chain(asked.iter().map(String::as_str)).collect();
+                        let shown: Vec<&str> = sources
+                            .iter()
+                            .copied()
+                            .chain(asked.iter().map(String::as_str))
+                            .collect();
                         let phantom = crate::grounded::unsupported_files(result, &shown);
                         if crate::rules::on(&crate::rules::FILE_NAMES_GROUNDED)
                             && with_tools

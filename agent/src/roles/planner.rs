@@ -284,7 +284,10 @@ pub fn compute_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str)
             continue;
         }
         let words = format!("{} {}", s.name, s.description);
-        if !crate::grounded::file_names(&words).iter().any(|f| task.contains(f)) {
+        if !crate::grounded::file_names(&words)
+            .iter()
+            .any(|f| task.contains(f))
+        {
             s.tool = Some(CODE.to_string());
             retooled += 1;
         }
@@ -321,7 +324,9 @@ pub fn drop_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
         let id = SubtaskId(planned.subtasks.len() as u32);
         let words = format!("{} {}", last.name, last.description);
         let unasked = (last.tool.as_deref() == Some(WRITING) || last.name == WRITING)
-            && !crate::grounded::file_names(&words).iter().any(|f| task.contains(f));
+            && !crate::grounded::file_names(&words)
+                .iter()
+                .any(|f| task.contains(f));
         let before = &planned.subtasks[..planned.subtasks.len() - 1];
         let needed = before.iter().any(|s| s.dependencies.contains(&id));
         if !unasked || needed || !before.iter().any(codes) {
@@ -337,7 +342,6 @@ pub fn drop_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
         ));
     }
 }
-
 
 /// The rule [`crate::rules::NO_READS_OF_AN_EMPTY_WORKSPACE`], in every
 /// mode: in a run that starts with an empty workspace (`empty_start`), a
@@ -394,7 +398,12 @@ pub fn drop_reads_of_an_empty_workspace(planned: &mut Planned, mode: Mode, empty
     }
     // A dropped step's place in others' dependencies goes to its own
     // dependencies, resolved to kept steps.
-    fn kept_of(i: usize, dropped: &[bool], deps: &dyn Fn(usize) -> Vec<usize>, seen: &mut Vec<bool>) -> Vec<usize> {
+    fn kept_of(
+        i: usize,
+        dropped: &[bool],
+        deps: &dyn Fn(usize) -> Vec<usize>,
+        seen: &mut Vec<bool>,
+    ) -> Vec<usize> {
         if !dropped[i] {
             return vec![i];
         }
@@ -1448,11 +1457,21 @@ mod tests {
         assert_eq!(names, ["Write the poem", "Save the poem", "Read it back"]);
         assert_eq!(planned.subtasks[0].dependencies, Vec::<SubtaskId>::new());
         assert_eq!(planned.subtasks[1].dependencies, vec![SubtaskId(1)]);
-        assert_eq!(planned.subtasks[2].dependencies, vec![SubtaskId(2)], "after the write: kept");
-        assert!(planned.repairs[0].contains("dropped 2 steps"), "{:?}", planned.repairs);
+        assert_eq!(
+            planned.subtasks[2].dependencies,
+            vec![SubtaskId(2)],
+            "after the write: kept"
+        );
+        assert!(
+            planned.repairs[0].contains("dropped 2 steps"),
+            "{:?}",
+            planned.repairs
+        );
         // Files given: nothing is dropped.
         let mut given = planned.clone();
-        given.subtasks.insert(0, step("Read the notes", Some("read_file"), &[]));
+        given
+            .subtasks
+            .insert(0, step("Read the notes", Some("read_file"), &[]));
         let before = given.subtasks.len();
         drop_reads_of_an_empty_workspace(&mut given, Mode::Emergent, false);
         assert_eq!(given.subtasks.len(), before);
@@ -1469,7 +1488,9 @@ mod tests {
     #[test]
     fn file_names_are_words_with_an_extension_without_their_quotes() {
         assert_eq!(
-            crate::grounded::file_names("Write to 'output.txt', then sorted.csv. Version 2.5 and e.g. not"),
+            crate::grounded::file_names(
+                "Write to 'output.txt', then sorted.csv. Version 2.5 and e.g. not"
+            ),
             ["output.txt", "sorted.csv"]
         );
     }

@@ -10,6 +10,7 @@ mod emergent;
 mod failure;
 mod grounding;
 mod guards;
+mod judgement;
 mod memory;
 mod people;
 mod resilience;

@@ -306,10 +306,7 @@ impl Host for ServerHost {
         .map_err(|e| HostError::Unavailable(format!("the input {path} could not be read: {e}")))
     }
 
-    async fn workspace_files(
-        &self,
-        run: RunId,
-    ) -> Result<Option<Vec<(String, u64)>>, HostError> {
+    async fn workspace_files(&self, run: RunId) -> Result<Option<Vec<(String, u64)>>, HostError> {
         let root = self.workspaces.join(run.to_string());
         if !root.is_dir() {
             return Ok(Some(Vec::new()));
