@@ -539,6 +539,10 @@ pub struct RunPanel {
     /// before the answer is kept.
     #[serde(default)]
     pub asks: Vec<String>,
+    /// The run waits for the model: this many calls go before its next
+    /// one (`Some(0)`: it goes next).
+    #[serde(default)]
+    pub model_ahead: Option<usize>,
 }
 
 /// A guarded tool call as the run header shows it.
@@ -565,6 +569,9 @@ pub struct AgentInfo {
     pub model_status: run_model::ModelStatus,
     /// The folders a run may start from (`PLANBOARD_WORKSPACE_ROOTS`).
     pub workspace_roots: Vec<String>,
+    /// Model calls waiting in planboard's queue for the model now.
+    #[serde(default)]
+    pub model_waiting: usize,
 }
 
 /// Why a request was not done, in words for the person who made it.

@@ -246,6 +246,13 @@ fn run_panel_html(
             </div>
             {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
+            {r.model_ahead.filter(|_| live).map(|n| view! {
+                <p class="run-waiting" data-testid="run-model-queue">{if n == 0 {
+                    lang.pick("waiting for the model (next)".to_string(), "等待模型（下一个）".to_string())
+                } else {
+                    lang.pick(format!("waiting for the model ({n} ahead)"), format!("等待模型（前面还有 {n} 个）"))
+                }}</p>
+            })}
             {(!r.asks.is_empty()).then(|| view! {
                 <div class="run-asks" data-testid="run-asks">
                     <span>{lang.pick("The task asks: ", "任务要求：")}</span>
@@ -586,6 +593,7 @@ mod tests {
             files_removed_at: None,
             kept: false,
             asks: Vec::new(),
+            model_ahead: None,
         }
     }
 

@@ -417,6 +417,18 @@ impl Runs {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// How many model calls go before `run`'s next one in the model's
+    /// queue (`Some(0)`: it goes next); `None` when none of its calls
+    /// waits.
+    pub fn model_position(&self, run: RunId) -> Option<usize> {
+        self.agent.as_ref()?.queue.position(run)
+    }
+
+    /// Model calls waiting in the queue, across all runs.
+    pub fn model_waiting(&self) -> usize {
+        self.agent.as_ref().map_or(0, |a| a.queue.waiting())
+    }
+
     /// Whether the model answers, is still building or starting, or died
     /// (read afresh on every call: a few small files and `/proc`).
     pub fn model_status(&self) -> run_model::ModelStatus {

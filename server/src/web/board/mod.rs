@@ -394,6 +394,7 @@ impl BoardBackend for Board {
                 .sandbox_unavailable()
                 .map(|e| e.reason().to_string()),
             model_status: self.runs.model_status(),
+            model_waiting: self.runs.model_waiting(),
             workspace_roots: self
                 .workspaces
                 .roots()
@@ -656,6 +657,7 @@ impl BoardBackend for Board {
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
                 asks: r.asks.iter().map(run_model::Ask::describe).collect(),
+                model_ahead: self.runs.model_position(r.id),
             }
         }))
     }
