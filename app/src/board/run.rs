@@ -627,6 +627,29 @@ mod tests {
 
     #[cfg(feature = "ssr")]
     #[test]
+    fn a_run_waiting_for_the_model_says_how_many_calls_are_ahead_and_lists_the_tasks_asks() {
+        use plan_engine::Lang;
+        let id = uuid::Uuid::nil();
+        let waiting = |ahead| crate::api::RunPanel {
+            state: run_model::RunState::Running,
+            model_ahead: ahead,
+            asks: vec!["write chart.png".into()],
+            ..paused_panel("x", None)
+        };
+        let html = super::run_panel_html(id, waiting(Some(2)), Vec::new(), true, Lang::En);
+        assert!(html.contains("waiting for the model (2 ahead)"), "{html}");
+        assert!(
+            html.contains("The task asks: ") && html.contains("write chart.png"),
+            "{html}"
+        );
+        let html = super::run_panel_html(id, waiting(Some(0)), Vec::new(), true, Lang::Zh);
+        assert!(html.contains("等待模型（下一个）"), "{html}");
+        let html = super::run_panel_html(id, waiting(None), Vec::new(), true, Lang::En);
+        assert!(!html.contains("run-model-queue"), "{html}");
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
     fn a_models_tool_arguments_that_close_the_textarea_stay_text_in_the_guard_form() {
         use plan_engine::Lang;
         // The arguments are the model's: an attacker's input.

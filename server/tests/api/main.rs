@@ -21,6 +21,7 @@ mod openai_quirks;
 mod openapi;
 mod plans;
 mod postgres;
+mod queue;
 mod reviews;
 mod runs;
 mod site;
