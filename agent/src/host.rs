@@ -428,6 +428,8 @@ impl Host for MemoryHost {
     /// Ranks by the number of shared terms (the stores use their
     /// full-text search over the same terms).
     async fn recall(&self, query: &str, limit: usize) -> Result<Vec<Memory>, HostError> {
+        // As the server's full-text recall: the rule `recall_relevance_bar`.
+        let bar = crate::rules::on(&crate::rules::RECALL_RELEVANCE_BAR);
         let wanted = run_model::memory::terms(query);
         let memories = self.memories.lock().expect("memory lock");
         let mut scored: Vec<(bool, usize, &Memory)> = memories
@@ -438,6 +440,7 @@ impl Host for MemoryHost {
                 (m.pinned, shared, m)
             })
             .filter(|(_, shared, _)| *shared > 0)
+            .filter(|(_, _, m)| !bar || run_model::memory::relevant(query, m))
             .collect();
         scored.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
         let ranked = scored.into_iter().map(|(_, _, m)| m.clone()).collect();
