@@ -458,7 +458,22 @@ pub struct ActivityLog {
     /// The files of the run's workspace (those it started with and those
     /// it wrote): path, size in bytes, and the start of a text file.
     pub artifacts: Vec<FileRow>,
+    /// Every decision people made on the run (its plan's approvals, its
+    /// guarded calls, budgets, grants), oldest first.
+    #[serde(default)]
+    pub approvals: Vec<run_model::ApprovalRecord>,
 }
+
+/// Which approval records the approvals page lists (its address's query).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalsFilter {
+    pub run: Option<RunId>,
+    pub person: Option<String>,
+    pub tool: Option<String>,
+}
+
+/// The most approval records the approvals page lists.
+pub const APPROVALS_SHOWN: u32 = 200;
 
 /// One file of a run's workspace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -546,6 +561,10 @@ pub struct PendingTool {
     pub arguments: String,
     /// What the call would do, for reading: the code, the command, the URL.
     pub shown: Option<String>,
+    /// The call's SHA-256 (its tool and canonical arguments), sent back
+    /// with the decision so it is bound to what was shown.
+    #[serde(default)]
+    pub digest: String,
 }
 
 /// Whether the agent can run, on which model, and with which tools.
@@ -650,6 +669,12 @@ pub trait BoardBackend: Send + Sync {
     async fn tools_overview(
         &self,
     ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError>;
+    /// The approval records `filter` admits, newest first (at most
+    /// [`APPROVALS_SHOWN`]).
+    async fn approvals(
+        &self,
+        filter: &ApprovalsFilter,
+    ) -> Result<Vec<run_model::ApprovalRecord>, BoardError>;
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -993,6 +1018,20 @@ pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
         async {
             let who = editor().await?;
             backend()?.create(spec, &who.name).await
+        }
+        .await,
+    )
+}
+
+/// The approvals page (rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_approvals(
+    filter: ApprovalsFilter,
+) -> Result<Vec<run_model::ApprovalRecord>, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.approvals(&filter).await
         }
         .await,
     )

@@ -15,6 +15,8 @@
 //! # Layout
 //! - [`adaptation`]: how far a run may change its own plan after approval
 //!   ([`Adaptation`]: the budget, the gaps, no step twice).
+//! - [`approval`]: every decision a person makes for the agent, as kept for
+//!   audit ([`ApprovalRecord`], [`ApprovalKind`], [`ApprovalDecision`]).
 //! - [`batch`]: seed 002's iterative batches: [`Batching`] (the setting),
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
@@ -24,7 +26,8 @@
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
 //!   [`DecidedBy`].
 //! - [`digest`]: a tool call's SHA-256 digest over its name and its
-//!   arguments written canonically ([`call_digest`]).
+//!   arguments written canonically ([`call_digest`]); a plan's over what a
+//!   person approves of it ([`plan_digest`]).
 //! - [`entry`]: [`RunEntry`] (one line of the run log) and its
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
@@ -49,6 +52,7 @@
 //!   ([`ToolServerView`]).
 
 pub mod adaptation;
+pub mod approval;
 pub mod batch;
 pub mod config;
 pub mod cost;
@@ -68,6 +72,7 @@ pub mod tools;
 pub mod trace;
 
 pub use adaptation::{Adaptation, Gap};
+pub use approval::{ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord};
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
@@ -78,7 +83,7 @@ pub use config::{
     MAX_RETRY_DELAY_MS, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS, TOOL_NAME_CHARS,
 };
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
-pub use digest::call_digest;
+pub use digest::{call_digest, plan_digest};
 pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
     RunEntry, Verdict, MESSAGE_CAP,
@@ -122,6 +127,8 @@ mod tests {
         names_agree(&ReviewVerdict::ALL).unwrap();
         names_agree(&ToolSource::ALL).unwrap();
         names_agree(&ToolTransport::ALL).unwrap();
+        names_agree(&ApprovalKind::ALL).unwrap();
+        names_agree(&ApprovalDecision::ALL).unwrap();
         assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
         assert_eq!(
             "sleeping".parse::<RunState>().unwrap_err().to_string(),

@@ -15,8 +15,9 @@
 //! - [`live`]: the plans' log reader and SSE streams;
 //! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
 //! - [`runlog`]: the runs' rows and their log, its writer and the replicas' delta relay;
-//! - [`templates`], [`memories`], [`tool_servers`], [`webhooks`]: one folder per concept,
-//!   each with its service, its store trait and SQL;
+//! - [`templates`], [`memories`], [`tool_servers`], [`webhooks`], [`approvals`]: one folder
+//!   per concept, each with its service, its store trait and SQL (approvals: every decision a
+//!   person makes for the agent, kept for audit);
 //! - [`workspace`]: a run's files as people reach them: inputs, artifacts, the zip, images;
 //! - [`runs`]: planboard's own agent: runs under leases, their controls and retention;
 //! - [`reviews`]: people's reviews of finished plans;
@@ -38,6 +39,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod approvals;
 pub mod auth;
 pub mod book;
 pub mod config;
@@ -95,6 +97,8 @@ pub async fn start_with_model(
     let store = Arc::new(SqlStore::connect(&config.database_url).await?);
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
+    // Told of every approval the plan service commits, from here on.
+    let approvals = approvals::Approvals::new(plans.clone(), store.clone(), store.clone());
     let tool_servers = tool_servers::ToolServers::open(config, store.clone()).await?;
     let telemetry = match &config.telemetry {
         None => None,
@@ -121,6 +125,7 @@ pub async fn start_with_model(
             templates: store.clone(),
             memories: store.clone(),
             log: store.clone(),
+            approvals: approvals.clone(),
         },
         tool_servers.clone(),
         model,
@@ -190,6 +195,7 @@ pub async fn start_with_model(
     Ok(Services {
         plans,
         runs,
+        approvals,
         templates,
         reviews,
         memories,

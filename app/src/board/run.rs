@@ -78,6 +78,7 @@ fn tool_guard(id: PlanId, p: crate::api::PendingTool, can_edit: bool, lang: Lang
             {can_edit.then(|| view! {
                 <form method="post" action=format!("/plans/{id}/tool-call")>
                     <input type="hidden" name="call" value=p.call.clone()/>
+                    <input type="hidden" name="digest" value=p.digest.clone()/>
                     <label class="field">
                         {lang.pick("Arguments (edit them, then “Run edited”)", "参数（可修改，然后点“按修改运行”）")}
                         <textarea name="arguments" rows="4" data-testid="tool-guard-arguments">{crate::words::textarea_text(&p.arguments)}</textarea>
@@ -624,6 +625,7 @@ mod tests {
                 name: "run_python".into(),
                 arguments: attack.into(),
                 shown: Some(attack.into()),
+                digest: String::new(),
             }],
             ..paused_panel("x", None)
         };

@@ -57,6 +57,7 @@ pub use crate::live::{LiveDelta, RunNews};
 pub use host::ServerHost;
 pub use stream::run_stream;
 
+use crate::approvals::Approvals;
 use crate::config::Config;
 use crate::memories::MemoryStore;
 pub use crate::runlog::RunStore;
@@ -87,6 +88,11 @@ pub enum RunError {
     /// The guarded call was decided already (or expired).
     #[error("the call {0} was decided already")]
     Decided(String),
+    /// The decision was made on something other than what waits now:
+    /// another call's digest (an approval is never replayed onto another
+    /// call).
+    #[error("{0}")]
+    Stale(String),
     /// The run's files were refused (or could not be written).
     #[error(transparent)]
     Input(#[from] InputError),
@@ -157,6 +163,9 @@ pub struct Runs {
     retention: run_model::Retention,
     run_log_keep: Option<Duration>,
     workspace_keep: Option<Duration>,
+    approval_keep: Option<Duration>,
+    /// The decisions people make on runs (guarded calls, budgets), kept.
+    approvals: Arc<Approvals>,
     driving: Mutex<HashSet<RunId>>,
     /// The agent's host, for what people add to a run's log.
     host: Arc<ServerHost>,
@@ -243,6 +252,8 @@ pub struct RunStores {
     pub memories: Arc<dyn MemoryStore>,
     /// The runs' log.
     pub log: Arc<dyn RunLogStore>,
+    /// Where the decisions people make on runs are recorded.
+    pub approvals: Arc<Approvals>,
 }
 
 /// A run log that other processes write too (PostgreSQL): the entries
@@ -272,6 +283,7 @@ impl Runs {
             templates,
             memories,
             log,
+            approvals,
         } = stores;
         let (entries, _) = broadcast::channel(4096);
         let (streaming, relay) = match shared_log {
@@ -394,9 +406,14 @@ impl Runs {
                 webhook_days: config.webhooks.retention.as_secs() / (24 * 3600),
                 workspace_quota_bytes: config.workspace_quota,
                 staging_hours: retention::STAGING_KEPT.as_secs() / 3600,
+                approval_days: config
+                    .approval_retention
+                    .map(|d| d.as_secs() / (24 * 3600)),
             },
             run_log_keep: config.run_log_retention,
             workspace_keep: config.workspace_retention,
+            approval_keep: config.approval_retention,
+            approvals,
             driving: Mutex::new(HashSet::new()),
             host: host_for_people,
             deciding: tokio::sync::Mutex::new(()),
@@ -775,18 +792,57 @@ impl Runs {
         budget: Option<Budget>,
         who: &str,
     ) -> Result<RunView, RunError> {
-        if let Some(budget) = budget {
-            let mut record = self.record(id).await?;
-            let live = self
-                .agent
-                .as_ref()
-                .is_some_and(|a| a.raise_budget(id, budget.clone()));
-            if !live {
-                record.config.budget = budget;
-                self.store.save_run(&record).await?;
+        let raised = match budget {
+            Some(budget) => {
+                let mut record = self.record(id).await?;
+                let before = record.config.budget.clone();
+                let live = self
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.raise_budget(id, budget.clone()));
+                if !live {
+                    record.config.budget = budget.clone();
+                    self.store.save_run(&record).await?;
+                }
+                Some((record, before, budget))
             }
+            None => None,
+        };
+        let view = self.on_plan(id, vec![Op::Resume {}], who).await?;
+        if let Some((record, before, budget)) = raised {
+            self.record_budget(&record, &before, &budget, who).await;
         }
-        self.on_plan(id, vec![Op::Resume {}], who).await
+        Ok(view)
+    }
+
+    /// The approval record of a budget raised: the new limits' digest, the
+    /// old and new limits beside it.
+    async fn record_budget(
+        &self,
+        run: &RunRecord,
+        before: &Budget,
+        after: &Budget,
+        who: &str,
+    ) {
+        use run_model::{ApprovalDecision, ApprovalKind, ApprovalRecord};
+        let limits = serde_json::json!({"before": before, "after": after});
+        let digest = run_model::digest::value_digest(&serde_json::json!(after));
+        let mut record = ApprovalRecord::new(
+            uuid::Uuid::new_v4(),
+            ApprovalKind::Budget,
+            ApprovalDecision::Approved,
+            who,
+            chrono::Utc::now(),
+            digest,
+        )
+        .with_note(run.reason.as_deref());
+        record.run_id = Some(run.id);
+        record.plan_id = run.plan_id;
+        if let Some(plan) = run.plan_id {
+            record.plan_version = self.plans.read(plan, |p| p.version()).await;
+        }
+        record.detail = Some(limits);
+        let _ = self.approvals.record(&record).await;
     }
 
     /// Ends the plan as abandoned: work in flight is dropped, subtasks in
@@ -919,12 +975,16 @@ impl Runs {
     /// The run's guarded tool calls that wait for a person, oldest first.
     pub async fn pending_calls(&self, id: RunId) -> Result<Vec<PendingCall>, RunError> {
         self.record(id).await?;
-        let mut calls = needs::calls_of(self.log.as_ref(), &[id]).await?;
-        Ok(needs::pending_of(calls.remove(&id).unwrap_or_default()))
+        let calls = needs::timed_calls_of(self.log.as_ref(), id).await?;
+        Ok(needs::pending_of(calls))
     }
 
     /// A person's decision on a guarded call: approved, edited (with the
-    /// arguments to use) or denied (with a reason for the model).
+    /// arguments to use) or denied (with a reason for the model). With a
+    /// `digest`, the decision is of that call as the person saw it: a
+    /// call with other arguments (another call) is refused, so an
+    /// approval is never replayed onto what it was not given for. Each
+    /// decision is an approval record.
     pub async fn decide(
         &self,
         id: RunId,
@@ -933,19 +993,31 @@ impl Runs {
         who: &str,
     ) -> Result<RunView, RunError> {
         let _one = self.deciding.lock().await;
-        let pending = self.pending_calls(id).await?;
-        if !pending.iter().any(|p| p.call == call) {
-            let calls = needs::calls_of(self.log.as_ref(), &[id]).await?;
-            let asked = calls.get(&id).is_some_and(|entries| {
-                entries
-                    .iter()
-                    .any(|e| matches!(e, RunEntry::ToolApproval { call: c, .. } if c == call))
-            });
+        let record = self.record(id).await?;
+        let calls = needs::timed_calls_of(self.log.as_ref(), id).await?;
+        let asked = calls
+            .iter()
+            .any(|(e, _)| matches!(e, RunEntry::ToolApproval { call: c, .. } if c == call));
+        let Some(pending) = needs::pending_of(calls)
+            .into_iter()
+            .find(|p| p.call == call)
+        else {
             return Err(if asked {
                 RunError::Decided(call.to_string())
             } else {
                 RunError::NoCall(call.to_string())
             });
+        };
+        if let Some(seen) = decision.digest.as_deref() {
+            if !seen.trim().eq_ignore_ascii_case(&pending.digest) {
+                return Err(RunError::Stale(format!(
+                    "the call {call} is {} with the digest {}, not the one decided on ({}): \
+                     read it again and decide on what it asks now",
+                    pending.name,
+                    pending.digest,
+                    plan_engine::text::prefix(seen.trim(), 64)
+                )));
+            }
         }
         let (verdict, arguments) = match decision.verdict {
             DecisionKind::Approve => (Verdict::Approved, None),
@@ -963,6 +1035,8 @@ impl Runs {
             .reason
             .map(|r| plan_engine::text::prefix(r.trim(), REASON_CHARS).to_string())
             .filter(|r| !r.is_empty());
+        // What will run, and so what the decision is bound to.
+        let ran = arguments.clone().unwrap_or_else(|| pending.arguments.clone());
         self.host
             .log_now(
                 id,
@@ -970,12 +1044,62 @@ impl Runs {
                     call: call.to_string(),
                     verdict,
                     by: who.to_string(),
-                    reason,
+                    reason: reason.clone(),
                     arguments,
                 },
             )
             .await?;
-        self.get(id).await
+        self.record_call(&record, &pending, verdict, &ran, reason.as_deref(), who)
+            .await;
+        self.view(record).await
+    }
+
+    /// The approval record of a decision on a guarded call: its tool and
+    /// the digest of what runs (the person's arguments for an edit).
+    async fn record_call(
+        &self,
+        run: &RunRecord,
+        call: &PendingCall,
+        verdict: Verdict,
+        ran: &serde_json::Value,
+        reason: Option<&str>,
+        who: &str,
+    ) {
+        use run_model::{ApprovalDecision, ApprovalKind, ApprovalRecord};
+        let decision = match verdict {
+            Verdict::Approved => ApprovalDecision::Approved,
+            Verdict::Edited => ApprovalDecision::Edited,
+            Verdict::Denied | Verdict::Expired => ApprovalDecision::Denied,
+        };
+        let now = chrono::Utc::now();
+        let mut record = ApprovalRecord::new(
+            uuid::Uuid::new_v4(),
+            ApprovalKind::ToolCall,
+            decision,
+            who,
+            now,
+            run_model::call_digest(&call.name, ran),
+        )
+        .with_note(reason);
+        record.run_id = Some(run.id);
+        record.plan_id = run.plan_id;
+        if let Some(plan) = run.plan_id {
+            record.plan_version = self.plans.read(plan, |p| p.version()).await;
+        }
+        record.tool = Some(call.name.clone());
+        record.call = Some(call.call.clone());
+        record.waited_ms = call
+            .asked_at
+            .map(|asked| crate::approvals::waited(asked, now));
+        if verdict == Verdict::Edited {
+            record.detail = Some(serde_json::json!({"asked": call.digest}));
+        }
+        let _ = self.approvals.record(&record).await;
+    }
+
+    /// The approvals service (the records of this server's decisions).
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.approvals
     }
 
     /// The files the run wrote ([`Workspaces::artifacts`]).
@@ -1005,6 +1129,11 @@ pub struct PendingCall {
     pub name: String,
     /// The arguments the agent gave (the code, the URL, …).
     pub arguments: serde_json::Value,
+    /// The call's SHA-256 (its tool and canonical arguments): send it with
+    /// the decision to bind the decision to what was read.
+    pub digest: String,
+    /// When the agent asked, when known.
+    pub asked_at: Option<plan_engine::Timestamp>,
 }
 
 /// The longest reason given with a decision, in characters.
@@ -1025,6 +1154,12 @@ plan_engine::wire_enum! {
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     pub verdict: DecisionKind,
+    /// The call's `digest` as the person read it (`GET
+    /// /api/runs/{id}/tool-calls`): when given, a call with another digest
+    /// is refused (409 `stale`).
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub digest: Option<String>,
     /// For the model: why it was denied (or edited).
     #[serde(default)]
     #[schemars(length(max = REASON_CHARS))]

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use agent::{RunEntry, RunId};
-use plan_engine::{PlanId, PlanState, SubtaskState};
+use plan_engine::{PlanId, PlanState, SubtaskState, Timestamp};
 use run_model::{Need, NeedKind, RunState};
 
 use super::{PendingCall, RunError, Runs};
@@ -30,19 +30,38 @@ pub(crate) async fn calls_of(
     Ok(by_run)
 }
 
-/// The calls among `entries` (one run's) that wait for a decision, oldest
-/// first.
-pub(crate) fn pending_of(entries: Vec<RunEntry>) -> Vec<PendingCall> {
-    let open = agent::host::open_calls(&entries);
+/// One run's guarded calls and decisions, in log order, each with when it
+/// was logged (how long a call waited for its decision).
+pub(crate) async fn timed_calls_of(
+    store: &dyn RunLogStore,
+    run: RunId,
+) -> Result<Vec<(RunEntry, Option<Timestamp>)>, StoreError> {
+    Ok(store
+        .run_log_calls(&[run])
+        .await?
+        .into_iter()
+        .filter_map(|stored| {
+            let entry = serde_json::from_value(stored.entry).ok()?;
+            Some((entry, Some(stored.at)))
+        })
+        .collect())
+}
+
+/// The calls among `entries` (one run's, each with when it was asked if
+/// known) that wait for a decision, oldest first.
+pub(crate) fn pending_of(entries: Vec<(RunEntry, Option<Timestamp>)>) -> Vec<PendingCall> {
+    let open = agent::host::open_calls(entries.iter().map(|(e, _)| e));
     entries
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|(e, at)| match e {
             RunEntry::ToolApproval {
                 subtask,
                 call,
                 name,
                 arguments,
             } if open.contains(&call) => Some(PendingCall {
+                digest: run_model::call_digest(&name, &arguments),
+                asked_at: at,
                 call,
                 subtask,
                 name,
@@ -137,7 +156,8 @@ impl Runs {
                 continue;
             };
             let entries = calls.remove(&run.id).unwrap_or_default();
-            for call in pending_of(entries) {
+            let untimed = entries.into_iter().map(|e| (e, None)).collect();
+            for call in pending_of(untimed) {
                 needs.push(Need::new(
                     NeedKind::ToolCall,
                     (plan_id, &plan_title),

@@ -15,6 +15,10 @@
 //! `expected_version` gets a conflict instead, because it asked not to
 //! overwrite what it has not seen.
 //!
+//! Approving or rejecting a plan, through any edge, is told to an
+//! [`ApprovalGate`] (the approvals' records and rules, set at start):
+//! checked before the write, recorded after the commit.
+//!
 //! # Layout
 //! - `mod.rs`: the write path (decide, group commit, undo on failure);
 //! - `read.rs`: reads of the committed working set and the stored log;
@@ -62,6 +66,60 @@ pub enum ServiceError {
     Forbidden(String),
 }
 
+/// Hears of every decision on a plan's approval (approve or reject) that
+/// the write path commits, whatever edge it came through (the API, the
+/// board, MCP, the commands route): the approval records and the rules on
+/// who may approve live above the plan service (`crate::approvals`),
+/// which knows them only through this.
+#[async_trait::async_trait]
+pub trait ApprovalGate: Send + Sync {
+    /// Whether `actor` may approve (`approve`) or reject `plan` as it
+    /// stands: a refusal is the caller's error, and nothing changes.
+    async fn check(&self, plan: &Plan, actor: &str, approve: bool) -> Result<(), ServiceError>;
+    /// The decision on `before` is committed; `after` is the plan now.
+    async fn decided(
+        &self,
+        before: &Plan,
+        after: &Plan,
+        actor: &str,
+        approve: bool,
+        comment: Option<&str>,
+    );
+}
+
+/// What an op decides of a plan's approval: approve (`true`) or reject,
+/// with the person's comment.
+fn approval_decision(op: &Op) -> Option<(bool, Option<&str>)> {
+    match op {
+        Op::Approve { comment } => Some((true, comment.as_deref())),
+        Op::Reject { comment } => Some((false, Some(comment.as_str()))),
+        _ => None,
+    }
+}
+
+/// A decision on a plan's approval under way: checked by the gate before
+/// the write, told to it once committed.
+struct Gated {
+    gate: Arc<dyn ApprovalGate>,
+    before: Plan,
+    approve: bool,
+    comment: Option<String>,
+}
+
+impl Gated {
+    async fn done(self, after: &Plan, actor: &str) {
+        self.gate
+            .decided(
+                &self.before,
+                after,
+                actor,
+                self.approve,
+                self.comment.as_deref(),
+            )
+            .await;
+    }
+}
+
 /// What a tool call may do besides an operator's changes to plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ToolRights {
@@ -82,6 +140,8 @@ pub struct PlanService {
     /// unchanged plan gets a one-line hint instead of the same window again.
     hints_shown: std::sync::Mutex<HintsShown>,
     metrics: Metrics,
+    /// Told of every approval and rejection (set once, at start).
+    gate: std::sync::OnceLock<Arc<dyn ApprovalGate>>,
 }
 
 impl PlanService {
@@ -102,6 +162,7 @@ impl PlanService {
             shared,
             hints_shown: std::sync::Mutex::new(HintsShown::new()),
             metrics: Metrics::new(),
+            gate: std::sync::OnceLock::new(),
         });
         tokio::spawn(upkeep::read_log(Arc::downgrade(&service), remote));
         Ok(service)
@@ -117,6 +178,40 @@ impl PlanService {
 
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Sets who hears of approvals and rejections (once; later calls are
+    /// ignored).
+    pub fn set_gate(&self, gate: Arc<dyn ApprovalGate>) {
+        let _ = self.gate.set(gate);
+    }
+
+    /// For ops that approve or reject: the gate's check on the plan as it
+    /// stands, and what to tell it once committed. Other ops (every step
+    /// of an agent) cost a match.
+    async fn gated(
+        &self,
+        id: PlanId,
+        ops: &[Op],
+        actor: &str,
+    ) -> Result<Option<Gated>, ServiceError> {
+        let Some(gate) = self.gate.get() else {
+            return Ok(None);
+        };
+        let Some((approve, comment)) = ops.iter().find_map(approval_decision) else {
+            return Ok(None);
+        };
+        // An unknown plan is the write's to report.
+        let Some(before) = self.get(id).await else {
+            return Ok(None);
+        };
+        gate.check(&before, actor, approve).await?;
+        Ok(Some(Gated {
+            gate: gate.clone(),
+            approve,
+            comment: comment.map(str::to_string),
+            before,
+        }))
     }
 
     /// Runs `change` on the working set and returns once what it did is
@@ -254,19 +349,27 @@ impl PlanService {
         actor: &str,
     ) -> Result<(Plan, Vec<Event>), ServiceError> {
         self.refresh(id).await?;
+        let gated = self
+            .gated(id, std::slice::from_ref(&command.op), actor)
+            .await?;
         let now = chrono::Utc::now();
-        self.write(actor, |book| {
-            if book.get(id).is_none() {
-                return Err(ServiceError::from(PlanError::UnknownPlan { id }));
-            }
-            let events = book.command(id, command, actor, now)?;
-            let plan = book
-                .get(id)
-                .cloned()
-                .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))?;
-            Ok((plan, events))
-        })
-        .await
+        let (plan, events) = self
+            .write(actor, |book| {
+                if book.get(id).is_none() {
+                    return Err(ServiceError::from(PlanError::UnknownPlan { id }));
+                }
+                let events = book.command(id, command, actor, now)?;
+                let plan = book
+                    .get(id)
+                    .cloned()
+                    .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))?;
+                Ok((plan, events))
+            })
+            .await?;
+        if let Some(gated) = gated {
+            gated.done(&plan, actor).await;
+        }
+        Ok((plan, events))
     }
 
     /// Runs several ops as one change, all or none (the agent's path);
@@ -278,17 +381,23 @@ impl PlanService {
         actor: &str,
     ) -> Result<Plan, ServiceError> {
         self.refresh(id).await?;
+        let gated = self.gated(id, &ops, actor).await?;
         let now = chrono::Utc::now();
-        self.write(actor, |book| {
-            if book.get(id).is_none() {
-                return Err(ServiceError::from(PlanError::UnknownPlan { id }));
-            }
-            book.execute(id, ops.clone(), actor, now)?;
-            book.get(id)
-                .cloned()
-                .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))
-        })
-        .await
+        let plan = self
+            .write(actor, |book| {
+                if book.get(id).is_none() {
+                    return Err(ServiceError::from(PlanError::UnknownPlan { id }));
+                }
+                book.execute(id, ops.clone(), actor, now)?;
+                book.get(id)
+                    .cloned()
+                    .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))
+            })
+            .await?;
+        if let Some(gated) = gated {
+            gated.done(&plan, actor).await;
+        }
+        Ok(plan)
     }
 
     pub async fn delete(&self, id: PlanId, actor: &str) -> Result<(), ServiceError> {

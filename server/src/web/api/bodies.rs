@@ -162,15 +162,35 @@ plan_body! {
     |b, sid| Op::SetNotes { id: subtask_of(sid)?, notes: b.notes }
 }
 
-plan_body! {
-    /// `POST /api/plans/{id}/approve` (the body may be left out).
-    #[derive(Default)]
-    #[serde(deny_unknown_fields)]
-    Approve {
-        #[serde(default)]
-        comment: Option<String>,
+/// `POST /api/plans/{id}/approve` (the body may be left out).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Approve {
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// The plan's `digest` as the person read it (`GET /api/plans/{id}`):
+    /// a plan that says something else now is refused with 409 `stale`,
+    /// so an approval is of what was read and is never replayed onto
+    /// another version.
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub digest: Option<String>,
+    /// The plan version this change was decided on; a newer plan
+    /// answers 409 instead of being overwritten.
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+impl Approve {
+    /// The approval, bound to the version `if_match` names if the body
+    /// names none.
+    pub fn approval(self, if_match: Option<u64>) -> crate::approvals::PlanApproval {
+        crate::approvals::PlanApproval {
+            comment: self.comment,
+            digest: self.digest,
+            expected_version: if_match.or(self.expected_version),
+        }
     }
-    |b, _sid| Op::Approve { comment: b.comment }
 }
 
 plan_body! {

@@ -133,6 +133,7 @@ schemars_bridge! {
         DeliveryDoc => crate::webhooks::Delivery,
         ToolServerDoc => run_model::ToolServerView,
         StorageReportDoc => run_model::StorageReport,
+        ApprovalRecordDoc => run_model::ApprovalRecord,
     ],
     local: []
 }

@@ -421,6 +421,7 @@ impl BoardBackend for Board {
                 rows: Vec::new(),
                 cost: None,
                 artifacts: Vec::new(),
+                approvals: Vec::new(),
             });
         };
         // The panel's reader with no limit: one place turns entries into
@@ -444,13 +445,36 @@ impl BoardBackend for Board {
             })
             .collect();
         let cost = self.runs.cost(run).await.map_err(run_error)?;
+        let approvals = self
+            .approvals
+            .of_run(run)
+            .await
+            .map_err(|e| board_error(e.into()))?;
         Ok(ActivityLog {
             plan_title,
             run_id: Some(run),
             rows,
             cost: Some(cost),
             artifacts,
+            approvals,
         })
+    }
+
+    async fn approvals(
+        &self,
+        filter: &app::api::ApprovalsFilter,
+    ) -> Result<Vec<run_model::ApprovalRecord>, BoardError> {
+        let filter = crate::approvals::ApprovalFilter {
+            run: filter.run,
+            person: filter.person.clone(),
+            tool: filter.tool.clone(),
+            limit: app::api::APPROVALS_SHOWN,
+            ..Default::default()
+        };
+        self.approvals
+            .list(&filter)
+            .await
+            .map_err(|e| board_error(e.into()))
     }
 
     async fn tools_overview(
@@ -588,6 +612,7 @@ impl BoardBackend for Board {
                 call: p.call,
                 subtask: p.subtask.0,
                 name: p.name,
+                digest: p.digest,
             })
             .collect();
         // The images the run wrote, under its answer (none before it

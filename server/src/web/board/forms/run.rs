@@ -179,6 +179,9 @@ pub struct ToolCallForm {
     arguments: String,
     #[serde(default)]
     reason: String,
+    /// The call's digest as the form showed it: the decision is bound to it.
+    #[serde(default)]
+    digest: String,
 }
 
 /// `POST /plans/{id}/tool-call`: a person approves, edits or denies a call
@@ -214,6 +217,7 @@ pub async fn tool_call(
         };
         let decision = crate::runs::Decision {
             verdict,
+            digest: Some(form.digest).filter(|d| !d.trim().is_empty()),
             reason: Some(form.reason),
             arguments,
         };

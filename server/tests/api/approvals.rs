@@ -1,0 +1,232 @@
+//! Approvals a team can trust (issue 55) over HTTP: every decision is a
+//! record (who, when, the plan's version and content digest, the call's
+//! tool and digest), an approval is of what the person read and is never
+//! replayed onto another version or call, and the records are listed with
+//! filters at `GET /api/approvals`.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::fake_openai::FakeOpenAi;
+use crate::runs::{server_on, start, wait_for};
+use crate::support::TestServer;
+
+/// A plan of one step for the fake planner.
+fn one_step(name: &str) -> Value {
+    json!({"title": "t", "subtasks": [
+        {"name": name, "description": "write the file", "expected_outcome": "a file", "depends_on": []}
+    ]})
+}
+
+/// The executor's call of `write_file`.
+fn write(path: &str, content: &str) -> Value {
+    json!({"action": "write_file", "arguments": {"path": path, "content": content}})
+}
+
+/// The run's first guarded call whose id is not `decided`, once it asks.
+async fn asked(server: &TestServer, run: &str, decided: &[&str]) -> Value {
+    for _ in 0..400 {
+        let (status, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
+        assert_eq!(status, StatusCode::OK, "{calls}");
+        let open = calls
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| !decided.contains(&c["call"].as_str().unwrap_or_default()))
+            .cloned();
+        if let Some(call) = open {
+            return call;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("run {run} never asked again");
+}
+
+/// `GET /api/approvals?{query}`, as a list.
+async fn records(server: &TestServer, query: &str) -> Vec<Value> {
+    let (status, body) = server.get(&format!("/api/approvals?{query}")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body.as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_plan_approval_is_a_record_bound_to_the_digest_the_person_read() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    fake.content(one_step("save"));
+    let (run, plan) = start(&server, json!({"task": "Save a note", "mode": "simple"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let (_, read) = server.get(&format!("/api/plans/{plan}")).await;
+    let seen = read["digest"].as_str().unwrap().to_string();
+    assert_eq!(seen.len(), 64, "{read}");
+    // Someone edits the plan after it was read: the approval of what was
+    // read is refused, and nothing is approved.
+    let (status, body) = server
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/plans/{plan}/subtasks/1"),
+            Some(json!({"description": "write the file and sign it"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{plan}/approve"),
+            json!({"digest": seen}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "stale");
+    assert_eq!(server.plan(&plan).await["state"], "awaiting_approval");
+    assert!(records(&server, &format!("run={run}")).await.is_empty());
+    // What it says now, approved as read.
+    let (_, read) = server.get(&format!("/api/plans/{plan}")).await;
+    let now = read["digest"].as_str().unwrap().to_string();
+    let version = read["plan"]["version"].as_u64().unwrap();
+    assert_ne!(now, seen);
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{plan}/approve"),
+            json!({"digest": now, "comment": "looks right"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The same approval again is refused: a plan is approved once.
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{plan}/approve"),
+            json!({"digest": now}),
+        )
+        .await;
+    assert!(status.is_client_error(), "{status}");
+    let list = records(&server, &format!("run={run}")).await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    let record = &list[0];
+    assert_eq!(record["kind"], "plan");
+    assert_eq!(record["decision"], "approved");
+    assert_eq!(record["digest"], now.as_str());
+    assert_eq!(record["plan_version"], version);
+    assert_eq!(record["plan_id"], plan.as_str());
+    assert_eq!(record["person"], "tester");
+    assert_eq!(record["note"], "looks right");
+    assert!(record["waited_ms"].is_u64(), "{record}");
+    // The filters.
+    assert_eq!(records(&server, "kind=plan&person=tester").await.len(), 1);
+    assert!(records(&server, "person=nobody").await.is_empty());
+    assert!(records(&server, "to=2000-01-01T00:00:00Z").await.is_empty());
+    assert_eq!(
+        records(&server, "from=2000-01-01T00:00:00Z").await.len(),
+        1
+    );
+    let (status, body) = server.get("/api/approvals?from=yesterday").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    wait_for(&server, &run, "done").await;
+}
+
+#[tokio::test]
+async fn a_guarded_calls_decision_is_a_record_of_what_ran_and_a_changed_argument_asks_again() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    fake.content(one_step("save"));
+    fake.content(write("a.txt", "one"));
+    fake.content(write("a.txt", "two"));
+    fake.content(json!({"action": "complete", "result": "saved"}));
+    let (run, _) = start(
+        &server,
+        json!({"task": "Save a note", "mode": "simple", "approval_required": false,
+               "policies": {"write_file": "ask"}}),
+    )
+    .await;
+    let first = asked(&server, &run, &[]).await;
+    let first_id = first["call"].as_str().unwrap().to_string();
+    let digest = first["digest"].as_str().unwrap().to_string();
+    assert_eq!(
+        digest,
+        run_model::call_digest("write_file", &first["arguments"]),
+        "{first}"
+    );
+    let decide = |call: String, body: Value| {
+        let path = format!("/api/runs/{run}/tool-calls/{call}");
+        let server = &server;
+        async move { server.post(&path, body).await }
+    };
+    // An approval given for another call's digest is refused.
+    let (status, body) = decide(
+        first_id.clone(),
+        json!({"verdict": "approve", "digest": "0".repeat(64)}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "stale");
+    let (status, body) = decide(
+        first_id.clone(),
+        json!({"verdict": "approve", "digest": digest}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Single-use: the same approval again is refused.
+    let (status, body) = decide(first_id.clone(), json!({"verdict": "approve"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "decided");
+    // The model calls again with other arguments: it asks again.
+    let second = asked(&server, &run, &[first_id.as_str()]).await;
+    assert_eq!(second["arguments"]["content"], "two");
+    assert_ne!(second["digest"], first["digest"]);
+    let edited = json!({"path": "a.txt", "content": "three"});
+    let (status, body) = decide(
+        second["call"].as_str().unwrap().to_string(),
+        json!({"verdict": "edit", "arguments": edited, "reason": "three, not two",
+               "digest": second["digest"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "done").await;
+    // Newest first: the edit (bound to what ran), then the approval.
+    let list = records(&server, &format!("run={run}&kind=tool_call")).await;
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list[0]["decision"], "edited");
+    assert_eq!(
+        list[0]["digest"],
+        run_model::call_digest("write_file", &edited).as_str()
+    );
+    assert_eq!(list[0]["note"], "three, not two");
+    assert_eq!(list[1]["decision"], "approved");
+    assert_eq!(list[1]["digest"], digest.as_str());
+    assert_eq!(list[1]["call"], first_id.as_str());
+    for record in &list {
+        assert_eq!(record["tool"], "write_file");
+        assert_eq!(record["run_id"], run.as_str());
+        assert!(record["waited_ms"].is_u64(), "{record}");
+    }
+    assert_eq!(records(&server, "tool=write_file").await.len(), 2);
+    assert!(records(&server, "tool=run_shell").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_budget_raised_to_resume_a_run_is_a_record_of_the_new_limits() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    let (run, _) = start(
+        &server,
+        json!({"task": "Say hello", "mode": "simple", "approval_required": false,
+               "budget": {"max_llm_calls": 2}}),
+    )
+    .await;
+    wait_for(&server, &run, "paused").await;
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/resume"),
+            json!({"budget": {"max_llm_calls": 50}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "done").await;
+    let list = records(&server, &format!("run={run}&kind=budget")).await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["decision"], "approved");
+    assert_eq!(list[0]["detail"]["before"]["max_llm_calls"], 2);
+    assert_eq!(list[0]["detail"]["after"]["max_llm_calls"], 50);
+    assert_eq!(list[0]["digest"].as_str().unwrap().len(), 64);
+}
