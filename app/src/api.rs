@@ -549,6 +549,29 @@ pub struct RunPanel {
     /// A person keeps the run from the retentions.
     #[serde(default)]
     pub kept: bool,
+    /// While its plan awaits approval: the card a person reads before
+    /// approving (the guarded tools its steps call, to grant with the
+    /// approval).
+    #[serde(default)]
+    pub card: Option<ApprovalCard>,
+    /// The tools granted for the run at approval (the revoked ones too).
+    #[serde(default)]
+    pub grants: Vec<run_model::Grant>,
+    /// Approved and held: it starts on a click or at its time.
+    #[serde(default)]
+    pub hold: Option<run_model::Hold>,
+}
+
+/// What a person reads before approving a run's plan, drawn from one
+/// version of it: the approval the card's form sends is bound to that
+/// version and content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalCard {
+    pub version: u64,
+    /// The plan's content digest (SHA-256) at that version.
+    pub digest: String,
+    /// The tools that ask before each call, with the steps that call them.
+    pub guarded: Vec<run_model::GuardedTool>,
 }
 
 /// A guarded tool call as the run header shows it.

@@ -26,3 +26,30 @@ CREATE TABLE approvals (
 CREATE INDEX approvals_at ON approvals (at);
 CREATE INDEX approvals_run ON approvals (run_id, at);
 CREATE INDEX approvals_person ON approvals (person, at);
+
+-- Tools granted for one run when its plan was approved (a glob over the
+-- call's main argument, or none: the whole tool): their calls no longer
+-- ask. A revoked grant stays, with who revoked it and when.
+CREATE TABLE grants (
+    id         TEXT PRIMARY KEY,
+    run_id     TEXT NOT NULL,
+    tool       TEXT NOT NULL,
+    pattern    TEXT,
+    by_actor   TEXT NOT NULL,
+    at         TEXT NOT NULL,
+    revoked_by TEXT,
+    revoked_at TEXT
+);
+CREATE INDEX grants_run ON grants (run_id);
+
+-- A run approved and held: it starts on a person's click, or at
+-- `start_at` (RFC 3339) when set. `released_at` is when it started.
+CREATE TABLE holds (
+    run_id      TEXT PRIMARY KEY,
+    plan_id     TEXT NOT NULL,
+    start_at    TEXT,
+    by_actor    TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    released_at TEXT
+);
+CREATE INDEX holds_due ON holds (released_at, start_at);

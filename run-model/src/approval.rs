@@ -83,6 +83,21 @@ pub struct ApprovalRecord {
     pub detail: Option<serde_json::Value>,
 }
 
+/// A run approved and held: it starts on a person's click, or at
+/// `start_at` when set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Hold {
+    pub run_id: RunId,
+    pub plan_id: PlanId,
+    /// When it starts by itself; `None`: on a click.
+    pub start_at: Option<Timestamp>,
+    /// Who approved it and held it, and when.
+    pub by: String,
+    pub at: Timestamp,
+    /// When it started (a click or its time); `None`: still held.
+    pub released_at: Option<Timestamp>,
+}
+
 /// The longest note kept with a decision, in characters.
 pub const NOTE_CHARS: usize = 2000;
 

@@ -223,6 +223,22 @@ pub enum RunEntry {
         #[serde(default)]
         arguments: Option<serde_json::Value>,
     },
+    /// A call of an `ask` tool that a grant of the run covers: it runs
+    /// without asking (the grant's approval record names who allowed it).
+    ToolGranted {
+        subtask: SubtaskId,
+        name: String,
+        arguments: serde_json::Value,
+        /// The grant that covers it, and who gave it.
+        grant: crate::GrantId,
+        by: String,
+    },
+    /// The run's plan has waited for approval this long (seconds): people
+    /// are told (Needs you, the webhooks); it is never approved by a
+    /// timer.
+    ApprovalOverdue {
+        waited_secs: u64,
+    },
     /// A person moved a subtask the agent was working on; its late result
     /// was dropped.
     Overridden {
@@ -290,6 +306,8 @@ plan_engine::wire_enum! {
         Remembered = "remembered",
         ToolApproval = "tool_approval",
         ToolDecision = "tool_decision",
+        ToolGranted = "tool_granted",
+        ApprovalOverdue = "approval_overdue",
         Overridden = "overridden",
         Asked = "asked",
         SubtaskResult = "subtask_result",
@@ -322,6 +340,8 @@ impl RunEntry {
             RunEntry::Remembered { .. } => EntryKind::Remembered,
             RunEntry::ToolApproval { .. } => EntryKind::ToolApproval,
             RunEntry::ToolDecision { .. } => EntryKind::ToolDecision,
+            RunEntry::ToolGranted { .. } => EntryKind::ToolGranted,
+            RunEntry::ApprovalOverdue { .. } => EntryKind::ApprovalOverdue,
             RunEntry::Overridden { .. } => EntryKind::Overridden,
             RunEntry::Asked { .. } => EntryKind::Asked,
             RunEntry::SubtaskResult { .. } => EntryKind::SubtaskResult,
@@ -343,6 +363,7 @@ impl RunEntry {
             | RunEntry::ToolInterrupted { subtask, .. }
             | RunEntry::ToolRetryScheduled { subtask, .. }
             | RunEntry::ToolApproval { subtask, .. }
+            | RunEntry::ToolGranted { subtask, .. }
             | RunEntry::SubtaskRetry { subtask, .. }
             | RunEntry::Recovery { subtask, .. }
             | RunEntry::Overridden { subtask, .. }

@@ -20,6 +20,8 @@
 //! - [`batch`]: seed 002's iterative batches: [`Batching`] (the setting),
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
+//! - [`card`]: the card a person reads before approving a run's plan: the
+//!   guarded tools its steps call ([`GuardedTool`]).
 //! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`], the
 //!   [`ToolPolicy`] per tool and the typed [`ConfigError`] a refused
 //!   config gives.
@@ -28,6 +30,9 @@
 //! - [`digest`]: a tool call's SHA-256 digest over its name and its
 //!   arguments written canonically ([`call_digest`]); a plan's over what a
 //!   person approves of it ([`plan_digest`]).
+//! - [`grant`]: a guarded tool granted for one run at approval ([`Grant`],
+//!   [`NewGrant`]), the whole tool or the calls whose main argument
+//!   matches a glob.
 //! - [`entry`]: [`RunEntry`] (one line of the run log) and its
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
@@ -54,10 +59,12 @@
 pub mod adaptation;
 pub mod approval;
 pub mod batch;
+pub mod card;
 pub mod config;
 pub mod cost;
 pub mod digest;
 pub mod entry;
+pub mod grant;
 pub mod memory;
 pub mod model_status;
 pub mod money;
@@ -72,11 +79,12 @@ pub mod tools;
 pub mod trace;
 
 pub use adaptation::{Adaptation, Gap};
-pub use approval::{ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord};
+pub use approval::{ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord, Hold};
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
+pub use card::GuardedTool;
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
     FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,
@@ -88,6 +96,7 @@ pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
     RunEntry, Verdict, MESSAGE_CAP,
 };
+pub use grant::{Grant, GrantError, GrantId, NewGrant};
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
 pub use model_status::ModelStatus;
 pub use money::{BadPrices, Price, PriceTable, Usd};

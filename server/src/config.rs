@@ -36,6 +36,7 @@
 //! | `PLANBOARD_WEBHOOK_FORMAT` | `json` | `slack`: Slack's incoming-webhook shape (`{"text": …}`) |
 //! | `PLANBOARD_WEBHOOK_RETENTION_DAYS` | `30` | deliveries that are over (delivered or given up) are deleted after this many days |
 //! | `PLANBOARD_RUN_LOG_RETENTION_HOURS` | `720` (30 days) | a finished run's log (its model calls and their messages, tool calls, activity) is deleted this many hours after the run ended (seed 002's `memoryRetention`, 24 there); the run's row, its plan, memories and reviews stay; runs a person keeps are left alone; `off`: kept for good |
+//! | `PLANBOARD_APPROVAL_REMIND_MINUTES` | `60` | a plan that has waited this long for approval is reported once: marked overdue in Needs you and sent to the webhooks (`approval_overdue`); it is never approved by a timer; `off`: never reported |
 //! | `PLANBOARD_APPROVAL_RETENTION_DAYS` | `365` | the approval records of a finished run (who approved, rejected, edited or denied what, with its digest) are deleted this many days after the run ended, and records of no run this many days after they were made; runs a person keeps are left alone; `off`: kept for good. Longer than the log's: an audit asks about the year |
 //! | `PLANBOARD_WORKSPACE_RETENTION_DAYS` | `7` | a finished run's workspace (its uploads, copied folder, written files) is removed this many days after the run ended; the run's row, plan, answer and memories stay; runs a person keeps are left alone; `off`: kept for good |
 //! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links; its host is answered and its origin may write (see `guard`) |
@@ -93,6 +94,9 @@ pub struct Config {
     /// How long the approval records of a finished run (or of no run) are
     /// kept; `None`: for good.
     pub approval_retention: Option<Duration>,
+    /// A plan waiting for approval this long is reported (Needs you, the
+    /// webhooks); `None`: never.
+    pub approval_remind: Option<Duration>,
     /// `PLANBOARD_PUBLIC_URL`, when set: the address people open the board
     /// at, whose host the server answers to.
     pub public_url: Option<reqwest::Url>,
@@ -295,6 +299,9 @@ pub const DEFAULT_WORKSPACE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3
 /// log's 30 days (an audit asks who approved what long after the
 /// activity is gone).
 pub const DEFAULT_APPROVAL_RETENTION: Duration = Duration::from_secs(365 * 24 * 3600);
+/// How long a plan may wait for approval before people are reminded
+/// unless configured: an hour.
+pub const DEFAULT_APPROVAL_REMIND: Duration = Duration::from_secs(3600);
 
 /// A retention in whole `unit`s (at least 1), or `off` (kept for good).
 fn retention(
@@ -356,6 +363,7 @@ impl Config {
             run_log_retention: Some(DEFAULT_RUN_LOG_RETENTION),
             workspace_retention: Some(DEFAULT_WORKSPACE_RETENTION),
             approval_retention: Some(DEFAULT_APPROVAL_RETENTION),
+            approval_remind: Some(DEFAULT_APPROVAL_REMIND),
             public_url: None,
             allowed_hosts: Vec::new(),
         }
@@ -531,6 +539,13 @@ impl Config {
                 "days",
                 24 * 3600,
                 DEFAULT_APPROVAL_RETENTION,
+            )?,
+            approval_remind: retention(
+                &var,
+                "PLANBOARD_APPROVAL_REMIND_MINUTES",
+                "minutes",
+                60,
+                DEFAULT_APPROVAL_REMIND,
             )?,
             public_url: match var("PLANBOARD_PUBLIC_URL") {
                 None => None,

@@ -133,6 +133,14 @@ pub async fn start_with_model(
         telemetry.clone(),
     )
     .map_err(|e| StoreError::Config(e.to_string()))?;
+    // A grant may name only a tool a run can be given.
+    let tools_of = Arc::downgrade(&runs);
+    approvals.know_tools(Arc::new(move || {
+        tools_of
+            .upgrade()
+            .map(|runs| runs.tools().into_iter().map(|t| t.name).collect())
+            .unwrap_or_default()
+    }));
     webhooks::open_cursor(store.as_ref(), store.as_ref()).await?;
     runs.spawn_keeper();
     webhooks::spawn(

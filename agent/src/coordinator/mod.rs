@@ -101,6 +101,10 @@ pub struct Agent {
     budgets: Mutex<HashMap<RunId, Arc<Mutex<Budget>>>>,
     /// What model calls are charged at (the built-in list by default).
     pub prices: Arc<run_model::PriceTable>,
+    /// A plan waiting for approval this long is logged as overdue once
+    /// (`approval_overdue`: Needs you and the webhooks tell people); it is
+    /// never approved by a timer. `None`: never.
+    pub approval_remind: Option<Duration>,
 }
 
 impl Agent {
@@ -119,6 +123,7 @@ impl Agent {
             tools: Arc::new(|_| Toolset::default()),
             budgets: Mutex::new(HashMap::new()),
             prices: Arc::default(),
+            approval_remind: None,
         }
     }
 
@@ -340,6 +345,7 @@ impl Agent {
             recalled: None,
             input: None,
             crashed,
+            approval_remind: self.approval_remind,
         };
         if let Err(why) = driver.go().await {
             driver.move_to(RunState::Failed, why.to_string()).await;
@@ -375,6 +381,8 @@ struct Driver {
     /// Why the run must wait for a person before it goes on: a call that
     /// was running when the process stopped, twice.
     crashed: Option<String>,
+    /// See [`Agent::approval_remind`].
+    approval_remind: Option<Duration>,
 }
 
 /// Why a run failed, recorded as its reason.

@@ -24,7 +24,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use plan_engine::{Command, Event, Op, Plan, PlanError, PlanId, Timestamp};
-use run_model::{ApprovalDecision, ApprovalKind, ApprovalRecord, RunId};
+use run_model::{
+    ApprovalDecision, ApprovalKind, ApprovalRecord, Grant, GrantId, Hold, NewGrant, RunId,
+};
 
 use crate::runlog::RunStore;
 use crate::service::{ApprovalGate, PlanService, ServiceError};
@@ -60,8 +62,30 @@ pub trait ApprovalStore: Send + Sync {
     ) -> Result<Vec<ApprovalRecord>, StoreError>;
     /// Deletes the records of the runs that ended before `before` (runs a
     /// person keeps are left alone) and the records of no run made before
-    /// it; how many went.
+    /// it, with those runs' grants and holds; how many records went.
     async fn purge_approvals(&self, before: Timestamp) -> Result<u64, StoreError>;
+    async fn insert_grants(&self, grants: &[Grant]) -> Result<(), StoreError>;
+    /// Removes grants an approval gave that did not go through.
+    async fn delete_grants(&self, ids: &[GrantId]) -> Result<(), StoreError>;
+    /// A run's grants, oldest first, the revoked ones too.
+    async fn run_grants(&self, run: RunId) -> Result<Vec<Grant>, StoreError>;
+    /// Revokes `run`'s grant `grant` unless it is revoked already; whether
+    /// this call did.
+    async fn revoke_grant(
+        &self,
+        run: RunId,
+        grant: GrantId,
+        by: &str,
+        at: Timestamp,
+    ) -> Result<bool, StoreError>;
+    async fn put_hold(&self, hold: &Hold) -> Result<(), StoreError>;
+    /// The run's hold, released or not.
+    async fn hold_of(&self, run: RunId) -> Result<Option<Hold>, StoreError>;
+    /// Marks the run's hold released at `at`; whether this call did (so
+    /// of two replicas only one starts the run).
+    async fn release_hold(&self, run: RunId, at: Timestamp) -> Result<bool, StoreError>;
+    /// The holds still held whose start time is at or before `now`.
+    async fn due_holds(&self, now: Timestamp) -> Result<Vec<Hold>, StoreError>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,13 +120,30 @@ pub struct PlanApproval {
     pub digest: Option<String>,
     /// The version the person saw (`expected_version`, `If-Match`).
     pub expected_version: Option<u64>,
+    /// Guarded tools granted for the run with the approval: their calls
+    /// (or those matching a pattern) no longer ask.
+    pub grants: Vec<NewGrant>,
+    /// Approve without starting: `Some(None)` starts on a click,
+    /// `Some(Some(t))` at `t` (or on a click before it).
+    pub hold: Option<Option<Timestamp>>,
 }
 
 /// The plan after an approval, and the events that recorded it.
 pub struct Approved {
     pub plan: Plan,
     pub events: Vec<Event>,
+    /// The grants it gave.
+    pub grants: Vec<Grant>,
+    /// The hold, when it was approved and held.
+    pub hold: Option<Hold>,
 }
+
+/// The longest a run may be held before it starts by itself: a year.
+pub const LONGEST_HOLD_DAYS: i64 = 366;
+
+/// The work tools a run can be given, by name (the runs' list, set at
+/// start: a grant of a tool that does not exist is refused).
+pub type ToolNames = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 /// Recording and listing approvals; the plan service's gate.
 pub struct Approvals {
@@ -110,6 +151,8 @@ pub struct Approvals {
     store: Arc<dyn ApprovalStore>,
     /// Which run works a plan, for the records of its approvals.
     runs: Arc<dyn RunStore>,
+    /// The tools a grant may name (set once the runs exist).
+    tools: std::sync::OnceLock<ToolNames>,
 }
 
 impl Approvals {
@@ -123,6 +166,7 @@ impl Approvals {
             plans: plans.clone(),
             store,
             runs,
+            tools: std::sync::OnceLock::new(),
         });
         plans.set_gate(approvals.clone());
         approvals
@@ -144,23 +188,31 @@ impl Approvals {
         kept
     }
 
+    /// Tells the service which tools a grant may name.
+    pub fn know_tools(&self, names: ToolNames) {
+        let _ = self.tools.set(names);
+    }
+
     /// Approves plan `id` for `who`: only the plan as the person read it
     /// (its `digest`, and the version they saw), never one that changed
-    /// since. The record is written by the plan service's gate, like any
-    /// approval's.
+    /// since; with the grants and the hold asked for, in one change (the
+    /// grants are stored first and removed again if the approval does not
+    /// go through). The plan's record is written by the plan service's
+    /// gate, like any approval's; each grant and the hold are records too.
     pub async fn approve_plan(
         &self,
         id: PlanId,
         approval: PlanApproval,
         who: &str,
     ) -> Result<Approved, ApprovalError> {
+        let now = chrono::Utc::now();
         let mut expected_version = approval.expected_version;
+        let plan = self
+            .plans
+            .get(id)
+            .await
+            .ok_or(ServiceError::Plan(PlanError::UnknownPlan { id }))?;
         if let Some(seen) = approval.digest.as_deref().map(str::trim) {
-            let plan = self
-                .plans
-                .get(id)
-                .await
-                .ok_or(ServiceError::Plan(PlanError::UnknownPlan { id }))?;
             let digest = run_model::plan_digest(&plan);
             if !seen.eq_ignore_ascii_case(&digest) {
                 return Err(ApprovalError::Stale(format!(
@@ -173,14 +225,219 @@ impl Approvals {
             // conflict, never approved unread.
             expected_version = expected_version.or(Some(plan.version()));
         }
-        let command = Command {
+        let grants = self.checked_grants(approval.grants)?;
+        let hold = approval.hold.map(|at| at.filter(|t| *t > now));
+        if let Some(Some(at)) = hold {
+            if at > now + chrono::Duration::days(LONGEST_HOLD_DAYS) {
+                return Err(ApprovalError::Invalid(format!(
+                    "hold starts the run within {LONGEST_HOLD_DAYS} days, not at {}",
+                    at.to_rfc3339()
+                )));
+            }
+        }
+        let run = if grants.is_empty() && hold.is_none() {
+            None
+        } else {
+            let run = self
+                .run_on(id)
+                .await
+                .filter(|r| !r.state.is_finished())
+                .ok_or_else(|| {
+                    ApprovalError::Invalid(format!(
+                        "grants and hold are for a plan planboard's agent works; plan {id} has \
+                         no run that goes on"
+                    ))
+                })?;
+            Some(run.id)
+        };
+        let grants: Vec<Grant> = grants
+            .into_iter()
+            .map(|g| Grant {
+                id: uuid::Uuid::new_v4(),
+                run_id: run.unwrap_or_default(),
+                tool: g.tool,
+                pattern: g.pattern,
+                by: who.to_string(),
+                at: now,
+                revoked_by: None,
+                revoked_at: None,
+            })
+            .collect();
+        self.store.insert_grants(&grants).await?;
+        let mut commands = vec![Command {
             op: Op::Approve {
                 comment: approval.comment,
             },
             expected_version,
+        }];
+        if hold.is_some() {
+            commands.push(Command::from(Op::Pause {}));
+        }
+        let (plan, events) = match self.plans.commands(id, &commands, who).await {
+            Ok(done) => done,
+            Err(e) => {
+                let ids: Vec<GrantId> = grants.iter().map(|g| g.id).collect();
+                if let Err(undo) = self.store.delete_grants(&ids).await {
+                    tracing::error!("grants of a refused approval stay (revoke them): {undo}");
+                }
+                return Err(e.into());
+            }
         };
-        let (plan, events) = self.plans.command(id, &command, who).await?;
-        Ok(Approved { plan, events })
+        for grant in &grants {
+            let _ = self.record(&self.grant_record(grant, &plan, false)).await;
+        }
+        let hold = match (hold, run) {
+            (Some(start_at), Some(run_id)) => {
+                let hold = Hold {
+                    run_id,
+                    plan_id: id,
+                    start_at,
+                    by: who.to_string(),
+                    at: now,
+                    released_at: None,
+                };
+                self.store.put_hold(&hold).await?;
+                Some(hold)
+            }
+            _ => None,
+        };
+        Ok(Approved {
+            plan,
+            events,
+            grants,
+            hold,
+        })
+    }
+
+    /// The grants asked for, checked: each well formed and naming a tool
+    /// a run can be given.
+    fn checked_grants(&self, grants: Vec<NewGrant>) -> Result<Vec<NewGrant>, ApprovalError> {
+        if grants.len() > run_model::grant::MAX_GRANTS {
+            return Err(ApprovalError::Invalid(
+                run_model::GrantError::TooMany.to_string(),
+            ));
+        }
+        let known = self.tools.get().map(|names| names());
+        grants
+            .into_iter()
+            .map(|g| {
+                let g = g
+                    .checked()
+                    .map_err(|e| ApprovalError::Invalid(e.to_string()))?;
+                if let Some(known) = &known {
+                    if !known.contains(&g.tool) {
+                        return Err(ApprovalError::Invalid(format!(
+                            "there is no tool named {} to grant; the tools are {}",
+                            g.tool,
+                            known.join(", ")
+                        )));
+                    }
+                }
+                Ok(g)
+            })
+            .collect()
+    }
+
+    /// The approval record of a grant given (or revoked).
+    fn grant_record(&self, grant: &Grant, plan: &Plan, revoked: bool) -> ApprovalRecord {
+        let (decision, by, at) = match (revoked, &grant.revoked_by, grant.revoked_at) {
+            (true, Some(by), Some(at)) => (ApprovalDecision::Revoked, by.as_str(), at),
+            _ => (ApprovalDecision::Approved, grant.by.as_str(), grant.at),
+        };
+        let what = serde_json::json!({"tool": grant.tool, "pattern": grant.pattern});
+        let mut record = ApprovalRecord::new(
+            uuid::Uuid::new_v4(),
+            ApprovalKind::Grant,
+            decision,
+            by,
+            at,
+            run_model::digest::value_digest(&what),
+        );
+        record.run_id = Some(grant.run_id);
+        record.plan_id = Some(plan.id());
+        record.plan_version = Some(plan.version());
+        record.tool = Some(grant.tool.clone());
+        record.call = Some(grant.id.to_string());
+        record.detail = Some(what);
+        record
+    }
+
+    /// A run's grants, oldest first (the revoked ones too); a run that
+    /// does not exist is not found.
+    pub async fn run_grants(&self, run: RunId) -> Result<Vec<Grant>, ApprovalError> {
+        if self.runs.load_run(run).await?.is_none() {
+            return Err(ApprovalError::NotFound(format!("no run has id {run}")));
+        }
+        Ok(self.store.run_grants(run).await?)
+    }
+
+    /// A run's grants, oldest first (the revoked ones too).
+    pub async fn grants_of(&self, run: RunId) -> Result<Vec<Grant>, StoreError> {
+        self.store.run_grants(run).await
+    }
+
+    /// The run's grant, not revoked, that covers a call of `tool` with
+    /// `arguments`: read from the store for each call (a guarded call,
+    /// which would otherwise wait for a person), so a revocation on any
+    /// replica counts at once.
+    pub async fn grant_for(
+        &self,
+        run: RunId,
+        tool: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<Option<Grant>, StoreError> {
+        Ok(self
+            .store
+            .run_grants(run)
+            .await?
+            .into_iter()
+            .find(|g| g.covers(tool, arguments)))
+    }
+
+    /// Revokes `run`'s grant `grant` for `who`: its calls ask again from
+    /// the next one on. A record says who took it back.
+    pub async fn revoke_grant(
+        &self,
+        run: RunId,
+        grant: GrantId,
+        who: &str,
+    ) -> Result<Grant, ApprovalError> {
+        let now = chrono::Utc::now();
+        let revoked = self.store.revoke_grant(run, grant, who, now).await?;
+        let found = self
+            .store
+            .run_grants(run)
+            .await?
+            .into_iter()
+            .find(|g| g.id == grant)
+            .ok_or_else(|| ApprovalError::NotFound(format!("run {run} has no grant {grant}")))?;
+        if revoked {
+            let plan = match self.runs.load_run(run).await {
+                Ok(Some(record)) => record.plan_id,
+                _ => None,
+            };
+            if let Some(plan) = plan {
+                if let Some(plan) = self.plans.get(plan).await {
+                    let _ = self.record(&self.grant_record(&found, &plan, true)).await;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The run's hold, if it was approved and held (released or not).
+    pub async fn hold_of(&self, run: RunId) -> Result<Option<Hold>, StoreError> {
+        self.store.hold_of(run).await
+    }
+
+    /// Marks the run's hold released now; whether this call did.
+    pub async fn release_hold(&self, run: RunId) -> Result<bool, StoreError> {
+        self.store.release_hold(run, chrono::Utc::now()).await
+    }
+
+    /// The holds whose time to start has come.
+    pub async fn due_holds(&self) -> Result<Vec<Hold>, StoreError> {
+        self.store.due_holds(chrono::Utc::now()).await
     }
 
     /// The records `filter` admits, newest first (none when `from` is

@@ -1,7 +1,7 @@
 //! [`ApprovalStore`] on the server's SQL store, on the same database as
 //! the plans and the runs (the retention reads the runs' rows).
 
-use run_model::ApprovalRecord;
+use run_model::{ApprovalRecord, Grant, GrantId, Hold, RunId};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -40,6 +40,51 @@ fn record_of(row: &AnyRow) -> Result<ApprovalRecord, StoreError> {
             .map(|d| serde_json::from_str(&d))
             .transpose()
             .map_err(corrupt)?,
+    })
+}
+
+const GRANT_COLUMNS: &str = "id, run_id, tool, pattern, by_actor, at, revoked_by, revoked_at";
+const HOLD_COLUMNS: &str = "run_id, plan_id, start_at, by_actor, at, released_at";
+
+/// An optional stored timestamp read back.
+fn read_optional_ts(
+    row: &AnyRow,
+    column: &str,
+) -> Result<Option<plan_engine::Timestamp>, StoreError> {
+    let text: Option<String> = row.try_get(column)?;
+    text.map(|text| {
+        chrono::DateTime::parse_from_rfc3339(&text)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .map_err(|e| corrupt(format!("{column} '{text}': {e}")))
+    })
+    .transpose()
+}
+
+fn grant_of(row: &AnyRow) -> Result<Grant, StoreError> {
+    let id: String = row.try_get("id")?;
+    let run: String = row.try_get("run_id")?;
+    Ok(Grant {
+        id: id.parse().map_err(corrupt)?,
+        run_id: run.parse().map_err(corrupt)?,
+        tool: row.try_get("tool")?,
+        pattern: row.try_get("pattern")?,
+        by: row.try_get("by_actor")?,
+        at: read_ts(row, "at")?,
+        revoked_by: row.try_get("revoked_by")?,
+        revoked_at: read_optional_ts(row, "revoked_at")?,
+    })
+}
+
+fn hold_of(row: &AnyRow) -> Result<Hold, StoreError> {
+    let run: String = row.try_get("run_id")?;
+    let plan: String = row.try_get("plan_id")?;
+    Ok(Hold {
+        run_id: run.parse().map_err(corrupt)?,
+        plan_id: plan.parse().map_err(corrupt)?,
+        start_at: read_optional_ts(row, "start_at")?,
+        by: row.try_get("by_actor")?,
+        at: read_ts(row, "at")?,
+        released_at: read_optional_ts(row, "released_at")?,
     })
 }
 
@@ -118,14 +163,134 @@ impl ApprovalStore for SqlStore {
 
     async fn purge_approvals(&self, before: plan_engine::Timestamp) -> Result<u64, StoreError> {
         // A run's `updated_at` is its last save: a finished run saves no more.
+        let ended = format!(
+            "SELECT id FROM runs WHERE {ENDED} AND updated_at < $1 AND record NOT LIKE $2"
+        );
         let done = sqlx::query(&format!(
-            "DELETE FROM approvals WHERE (run_id IS NULL AND at < $1) OR run_id IN \
-             (SELECT id FROM runs WHERE {ENDED} AND updated_at < $1 AND record NOT LIKE $2)"
+            "DELETE FROM approvals WHERE (run_id IS NULL AND at < $1) OR run_id IN ({ended})"
         ))
         .bind(ts(before))
         .bind(KEPT)
         .execute(&self.pool)
         .await?;
+        for table in ["grants", "holds"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE run_id IN ({ended})"))
+                .bind(ts(before))
+                .bind(KEPT)
+                .execute(&self.pool)
+                .await?;
+        }
         Ok(done.rows_affected())
+    }
+
+    async fn insert_grants(&self, grants: &[Grant]) -> Result<(), StoreError> {
+        for grant in grants {
+            sqlx::query(&format!(
+                "INSERT INTO grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+            ))
+            .bind(grant.id.to_string())
+            .bind(grant.run_id.to_string())
+            .bind(grant.tool.clone())
+            .bind(grant.pattern.clone())
+            .bind(grant.by.clone())
+            .bind(ts(grant.at))
+            .bind(grant.revoked_by.clone())
+            .bind(grant.revoked_at.map(ts))
+            .execute(&self.pool)
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_grants(&self, ids: &[GrantId]) -> Result<(), StoreError> {
+        for id in ids {
+            sqlx::query("DELETE FROM grants WHERE id = $1")
+                .bind(id.to_string())
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn run_grants(&self, run: RunId) -> Result<Vec<Grant>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants WHERE run_id = $1 ORDER BY at, id"
+        ))
+        .bind(run.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(grant_of).collect()
+    }
+
+    async fn revoke_grant(
+        &self,
+        run: RunId,
+        grant: GrantId,
+        by: &str,
+        at: plan_engine::Timestamp,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE grants SET revoked_by = $1, revoked_at = $2 \
+             WHERE id = $3 AND run_id = $4 AND revoked_at IS NULL",
+        )
+        .bind(by.to_string())
+        .bind(ts(at))
+        .bind(grant.to_string())
+        .bind(run.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn put_hold(&self, hold: &Hold) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "INSERT INTO holds ({HOLD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (run_id) DO UPDATE SET plan_id = excluded.plan_id, \
+             start_at = excluded.start_at, by_actor = excluded.by_actor, at = excluded.at, \
+             released_at = excluded.released_at"
+        ))
+        .bind(hold.run_id.to_string())
+        .bind(hold.plan_id.to_string())
+        .bind(hold.start_at.map(ts))
+        .bind(hold.by.clone())
+        .bind(ts(hold.at))
+        .bind(hold.released_at.map(ts))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn hold_of(&self, run: RunId) -> Result<Option<Hold>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {HOLD_COLUMNS} FROM holds WHERE run_id = $1"))
+        .bind(run.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(hold_of).transpose()
+    }
+
+    async fn release_hold(
+        &self,
+        run: RunId,
+        at: plan_engine::Timestamp,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE holds SET released_at = $1 WHERE run_id = $2 AND released_at IS NULL",
+        )
+        .bind(ts(at))
+        .bind(run.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn due_holds(&self, now: plan_engine::Timestamp) -> Result<Vec<Hold>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {HOLD_COLUMNS} FROM holds WHERE released_at IS NULL \
+             AND start_at IS NOT NULL AND start_at <= $1 ORDER BY start_at"
+        ))
+        .bind(ts(now))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(hold_of).collect()
     }
 }

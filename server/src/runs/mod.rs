@@ -140,6 +140,19 @@ pub struct RunView {
     /// (`batches` is the record's own: where the iteration stands.)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_view: Option<run_model::BatchView>,
+    /// The tools granted for the run when its plan was approved (the
+    /// revoked ones too, with who revoked them); one run's view only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<run_model::Grant>,
+    /// The run was approved and held: it starts on a click (`POST
+    /// /api/runs/{id}/start`) or at `start_at`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<run_model::Hold>,
+    /// While the plan awaits approval: the tools that ask a person before
+    /// each call and the steps that will call them (a person may grant
+    /// them with the approval).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guarded_tools: Vec<run_model::GuardedTool>,
 }
 
 const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL and \
@@ -164,6 +177,9 @@ pub struct Runs {
     run_log_keep: Option<Duration>,
     workspace_keep: Option<Duration>,
     approval_keep: Option<Duration>,
+    /// A plan waiting for approval this long is marked overdue in Needs
+    /// you (the agent tells the webhooks).
+    approval_remind: Option<Duration>,
     /// The decisions people make on runs (guarded calls, budgets), kept.
     approvals: Arc<Approvals>,
     driving: Mutex<HashSet<RunId>>,
@@ -178,6 +194,9 @@ pub struct Runs {
     builtin_tools: Vec<ToolSpec>,
     /// The MCP servers (the file's and the board's).
     tool_servers: Arc<ToolServers>,
+    /// The operator's tool policies (`PLANBOARD_TOOL_POLICY`), read when
+    /// a run starts.
+    policies: Arc<std::sync::RwLock<Vec<(String, agent::run::ToolPolicy)>>>,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
     /// The local model's folder (`PLANBOARD_LOCAL_MODEL_HOME`).
     local_model_home: Option<PathBuf>,
@@ -318,6 +337,7 @@ impl Runs {
                 memories,
                 log: log.clone(),
                 workspaces: config.workspaces.clone(),
+                approvals: approvals.clone(),
             },
         ));
         let host_for_people = host.clone();
@@ -348,19 +368,22 @@ impl Runs {
                 sources
             }
         };
-        let policies = config.tool_policies.clone();
+        let policies = Arc::new(std::sync::RwLock::new(config.tool_policies.clone()));
         // Asked of the built-in tools for no run, whose empty folder then
         // goes again; the MCP servers' tools are asked of them each time.
         let builtin_tools = Toolset::new(builtin(RunId::nil()))
-            .with_policies(policies.iter().cloned())
+            .with_policies(config.tool_policies.iter().cloned())
             .specs();
-        // A run's tools: the built-in ones and the servers connected now.
+        // A run's tools: the built-in ones and the servers connected now,
+        // under the operator's policies as they are when it starts.
         let toolset = {
             let servers = tool_servers.clone();
+            let policies = policies.clone();
             move |run: RunId| {
                 let mut sources = builtin(run);
                 sources.extend(servers.boxes());
-                Toolset::new(sources).with_policies(policies.iter().cloned())
+                let operator = policies.read().expect("policies lock").clone();
+                Toolset::new(sources).with_policies(operator)
             }
         };
         let _ = std::fs::remove_dir(workspaces.join(RunId::nil().to_string()));
@@ -381,6 +404,7 @@ impl Runs {
                     .with_tools(toolset)
                     .with_prices(config.prices.clone());
                 agent.protocol = protocol;
+                agent.approval_remind = config.approval_remind;
                 Some(Arc::new(agent))
             }
         };
@@ -413,6 +437,7 @@ impl Runs {
             run_log_keep: config.run_log_retention,
             workspace_keep: config.workspace_retention,
             approval_keep: config.approval_retention,
+            approval_remind: config.approval_remind,
             approvals,
             driving: Mutex::new(HashSet::new()),
             host: host_for_people,
@@ -420,6 +445,7 @@ impl Runs {
             sandbox,
             builtin_tools,
             tool_servers,
+            policies,
             model_answers,
             local_model_home: config.local_model_home.clone(),
             telemetry,
@@ -517,6 +543,7 @@ impl Runs {
     }
 
     async fn keep(self: &Arc<Self>) {
+        self.start_due_holds().await;
         let until = now_ms() + self.lease.as_millis() as i64;
         if let Err(e) = self.store.renew_runs(&self.owner, until).await {
             tracing::error!("renewing run leases failed: {e}");
@@ -708,7 +735,44 @@ impl Runs {
             plan_state,
             progress,
             batch_view,
+            grants: Vec::new(),
+            hold: None,
+            guarded_tools: Vec::new(),
         })
+    }
+
+    /// One run's view with what people decided on it (its grants and its
+    /// hold) and, while its plan awaits approval, the card's guarded
+    /// tools.
+    async fn full_view(&self, record: RunRecord) -> Result<RunView, RunError> {
+        let id = record.id;
+        let mut view = self.view(record).await?;
+        view.grants = self.approvals.grants_of(id).await?;
+        view.hold = self.approvals.hold_of(id).await?;
+        if view.plan_state == Some(PlanState::AwaitingApproval) {
+            if let Some(plan) = view.record.plan_id {
+                if let Some(plan) = self.plans.get(plan).await {
+                    let offered: Vec<String> = self.tools().into_iter().map(|t| t.name).collect();
+                    let config = &view.record.config;
+                    view.guarded_tools = run_model::card::guarded_tools(&plan, &offered, |tool| {
+                        self.policy_for_run(config, tool)
+                    });
+                }
+            }
+        }
+        Ok(view)
+    }
+
+    /// What a call of `tool` needs in a run started with `config`: the
+    /// tool's default (`ask` for an MCP tool that may write), the
+    /// operator's policy over it, the run's own stricter one.
+    pub fn policy_for_run(&self, config: &RunConfig, tool: &str) -> agent::run::ToolPolicy {
+        let operator: Vec<(String, agent::run::ToolPolicy)> =
+            self.policies.read().expect("policies lock").clone();
+        Toolset::new(self.tool_servers.boxes())
+            .with_policies(operator)
+            .overridden(&config.policies)
+            .policy(tool)
     }
 
     pub async fn record(&self, id: RunId) -> Result<RunRecord, RunError> {
@@ -717,7 +781,7 @@ impl Runs {
 
     pub async fn get(&self, id: RunId) -> Result<RunView, RunError> {
         let record = self.record(id).await?;
-        self.view(record).await
+        self.full_view(record).await
     }
 
     pub async fn list(
@@ -779,6 +843,62 @@ impl Runs {
         self.view(record).await
     }
 
+    /// Starts a run that was approved and held (`POST
+    /// /api/runs/{id}/start`, the board's Start): its hold is released and
+    /// its plan resumed. Refused for a run that is not held.
+    pub async fn start_held(&self, id: RunId, who: &str) -> Result<RunView, RunError> {
+        let record = self.record(id).await?;
+        let held = self
+            .approvals
+            .hold_of(id)
+            .await?
+            .is_some_and(|h| h.released_at.is_none());
+        if !held || !self.approvals.release_hold(id).await? {
+            return Err(RunError::Invalid(format!(
+                "run {id} is not held: it was not approved with hold, or it has started"
+            )));
+        }
+        self.on_plan(id, vec![Op::Resume {}], who).await?;
+        self.get(record.id).await
+    }
+
+    /// Starts the held runs whose time has come (at most one process
+    /// starts each: releasing the hold is the claim). A run someone
+    /// started and paused again since is left paused.
+    async fn start_due_holds(&self) {
+        let due = match self.approvals.due_holds().await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::error!("reading the held runs failed: {e}");
+                return;
+            }
+        };
+        for hold in due {
+            let untouched = self
+                .plans
+                .read(hold.plan_id, |p| {
+                    p.state() == PlanState::Paused
+                        && p.subtasks().iter().all(|s| s.started_at().is_none())
+                })
+                .await
+                .unwrap_or(false);
+            match self.approvals.release_hold(hold.run_id).await {
+                Ok(true) if untouched => {
+                    let who = format!("planboard (held by {} until its time)", hold.by);
+                    let resumed = self
+                        .plans
+                        .command(hold.plan_id, &Command::from(Op::Resume {}), &who)
+                        .await;
+                    if let Err(e) = resumed {
+                        tracing::warn!("run {}: starting it at its time failed: {e}", hold.run_id);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!("releasing run {}'s hold failed: {e}", hold.run_id),
+            }
+        }
+    }
+
     /// Nothing new starts; work in flight finishes.
     pub async fn pause(&self, id: RunId, who: &str) -> Result<RunView, RunError> {
         self.on_plan(id, vec![Op::Pause {}], who).await
@@ -809,6 +929,11 @@ impl Runs {
             None => None,
         };
         let view = self.on_plan(id, vec![Op::Resume {}], who).await?;
+        // A held run resumed by hand has started: its time no longer
+        // starts it.
+        if let Err(e) = self.approvals.release_hold(id).await {
+            tracing::warn!("run {id}: releasing its hold failed: {e}");
+        }
         if let Some((record, before, budget)) = raised {
             self.record_budget(&record, &before, &budget, who).await;
         }

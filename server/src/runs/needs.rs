@@ -78,6 +78,10 @@ const RUNS_LOOKED_AT: u32 = 500;
 impl Runs {
     /// Everything waiting for a person, approvals first, oldest first.
     pub async fn needs(&self) -> Result<Vec<Need>, RunError> {
+        let now = chrono::Utc::now();
+        let remind = self
+            .approval_remind
+            .and_then(|r| chrono::Duration::from_std(r).ok());
         // Plans: waiting for approval, or holding a question from the agent.
         let plans: Vec<(PlanId, String, plan_engine::Timestamp, Vec<Need>)> = self
             .plans
@@ -94,7 +98,10 @@ impl Runs {
                     )
                 };
                 if plan.state() == PlanState::AwaitingApproval {
-                    needs.push(base(NeedKind::Approval, None, plan.goal()));
+                    let mut need = base(NeedKind::Approval, None, plan.goal());
+                    // Told, never approved by a timer.
+                    need.overdue = remind.is_some_and(|r| now - plan.updated_at() > r);
+                    needs.push(need);
                 }
                 // A question blocks its subtask: the engine counts blocked
                 // subtasks in O(1), so a plan with none (nearly every plan
@@ -135,12 +142,29 @@ impl Runs {
             let Some((plan_id, plan_title, since)) = on_plan(&run) else {
                 continue;
             };
+            // A run approved and held waits for its click or its time.
+            let held = self
+                .approvals
+                .hold_of(run.id)
+                .await?
+                .filter(|h| h.released_at.is_none());
+            let text = match &held {
+                Some(hold) => match hold.start_at {
+                    Some(at) => format!(
+                        "approved by {} and held: starts at {} (or on Start)",
+                        hold.by,
+                        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                    None => format!("approved by {} and held: starts on Start", hold.by),
+                },
+                None => run.reason.clone().unwrap_or_else(|| "paused".into()),
+            };
             needs.push(Need::new(
                 NeedKind::Stuck,
                 (plan_id, &plan_title),
                 Some(run.id),
                 None,
-                run.reason.as_deref().unwrap_or("paused"),
+                &text,
                 since,
             ));
         }

@@ -372,6 +372,37 @@ impl PlanService {
         Ok((plan, events))
     }
 
+    /// Runs several commands on one plan as one change, all or none (an
+    /// approval held by a pause); returns the plan after it and the events.
+    pub async fn commands(
+        &self,
+        id: PlanId,
+        commands: &[Command],
+        actor: &str,
+    ) -> Result<(Plan, Vec<Event>), ServiceError> {
+        self.refresh(id).await?;
+        let ops: Vec<Op> = commands.iter().map(|c| c.op.clone()).collect();
+        let gated = self.gated(id, &ops, actor).await?;
+        let now = chrono::Utc::now();
+        let (plan, events) = self
+            .write(actor, |book| {
+                if book.get(id).is_none() {
+                    return Err(ServiceError::from(PlanError::UnknownPlan { id }));
+                }
+                let events = book.commands(id, commands, actor, now)?;
+                let plan = book
+                    .get(id)
+                    .cloned()
+                    .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))?;
+                Ok((plan, events))
+            })
+            .await?;
+        if let Some(gated) = gated {
+            gated.done(&plan, actor).await;
+        }
+        Ok((plan, events))
+    }
+
     /// Runs several ops as one change, all or none (the agent's path);
     /// returns the plan after it.
     pub async fn execute(

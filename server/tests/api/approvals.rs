@@ -230,3 +230,210 @@ async fn a_budget_raised_to_resume_a_run_is_a_record_of_the_new_limits() {
     assert_eq!(list[0]["detail"]["after"]["max_llm_calls"], 50);
     assert_eq!(list[0]["digest"].as_str().unwrap().len(), 64);
 }
+
+/// The run log's entries of `kind`.
+async fn entries(server: &TestServer, run: &str, kind: &str) -> Vec<Value> {
+    let (_, events) = server
+        .get(&format!("/api/runs/{run}/events?limit=1000"))
+        .await;
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn a_grant_stops_the_asking_and_a_revoked_grant_restores_it() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    fake.content(json!({"title": "t", "subtasks": [
+        {"name": "save", "description": "save the notes with write_file", "expected_outcome": "files", "depends_on": []}
+    ]}));
+    fake.content(write("a.txt", "one"));
+    fake.content(write("b.txt", "two"));
+    fake.content(write("a2.txt", "three"));
+    fake.content(json!({"action": "complete", "result": "saved"}));
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Save the notes", "mode": "simple", "policies": {"write_file": "ask"}}),
+    )
+    .await;
+    let view = wait_for(&server, &run, "awaiting_approval").await;
+    // The card lists the guarded tool its step will call.
+    assert_eq!(view["guarded_tools"][0]["tool"], "write_file", "{view}");
+    assert_eq!(view["guarded_tools"][0]["steps"], json!([1]));
+    // Refused grants change nothing: a pattern for a tool without a main
+    // argument, a tool that does not exist.
+    for (grants, words) in [
+        (json!([{"tool": "run_python", "pattern": "print(*)"}]), "grant it whole"),
+        (json!([{"tool": "write_fiel"}]), "no tool named write_fiel"),
+    ] {
+        let (status, body) = server
+            .post(
+                &format!("/api/plans/{plan}/approve"),
+                json!({"grants": grants}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert!(body["message"].as_str().unwrap().contains(words), "{body}");
+        assert_eq!(server.plan(&plan).await["state"], "awaiting_approval");
+    }
+    let (status, body) = server
+        .post(
+            &format!("/api/plans/{plan}/approve"),
+            json!({"grants": [{"tool": "write_file", "pattern": "a*"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, grants) = server.get(&format!("/api/runs/{run}/grants")).await;
+    assert_eq!(grants.as_array().unwrap().len(), 1, "{grants}");
+    let grant = grants[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(grants[0]["pattern"], "a*");
+    // a.txt ran without asking; b.txt is not covered and asks.
+    let asked_b = asked(&server, &run, &[]).await;
+    assert_eq!(asked_b["arguments"]["path"], "b.txt", "{asked_b}");
+    let granted = entries(&server, &run, "tool_granted").await;
+    assert_eq!(granted.len(), 1, "{granted:?}");
+    assert_eq!(granted[0]["entry"]["arguments"]["path"], "a.txt");
+    assert_eq!(granted[0]["entry"]["grant"], grant.as_str());
+    // Revoked mid-run: the grant's calls ask again from the next one on.
+    let (status, body) = server
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/api/runs/{run}/grants/{grant}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["revoked_at"].is_string(), "{body}");
+    let b_id = asked_b["call"].as_str().unwrap().to_string();
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/tool-calls/{b_id}"),
+            json!({"verdict": "approve"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let asked_a2 = asked(&server, &run, &[b_id.as_str()]).await;
+    assert_eq!(asked_a2["arguments"]["path"], "a2.txt", "{asked_a2}");
+    let (status, body) = server
+        .post(
+            &format!("/api/runs/{run}/tool-calls/{}", asked_a2["call"].as_str().unwrap()),
+            json!({"verdict": "approve"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "done").await;
+    assert_eq!(entries(&server, &run, "tool_granted").await.len(), 1);
+    // The grant and its revocation are records, beside the plan's.
+    let list = records(&server, &format!("run={run}&kind=grant")).await;
+    let decisions: Vec<&str> = list
+        .iter()
+        .map(|r| r["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["revoked", "approved"], "{list:?}");
+    assert!(list.iter().all(|r| r["call"] == grant.as_str()));
+    assert_eq!(list[1]["detail"]["pattern"], "a*");
+    // An unknown grant is not found.
+    let (status, _) = server
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/api/runs/{run}/grants/{}", uuid::Uuid::new_v4()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_plan_approved_and_held_starts_on_a_click_or_at_its_time() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    // Held until a click.
+    let (run, plan) = start(&server, json!({"task": "Say hello", "mode": "simple"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let (status, body) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({"hold": true}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let view = wait_for(&server, &run, "paused").await;
+    assert_eq!(view["hold"]["released_at"], Value::Null, "{view}");
+    assert_eq!(view["progress"]["done"], 0);
+    let (_, needs) = server.get("/api/inbox").await;
+    let held = needs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["run_id"] == run.as_str())
+        .cloned()
+        .expect("the held run is in Needs you");
+    assert!(
+        held["text"].as_str().unwrap().contains("held"),
+        "{held}"
+    );
+    let (status, body) = server.post(&format!("/api/runs/{run}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "done").await;
+    let (status, body) = server.post(&format!("/api/runs/{run}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "started once: {body}");
+    // Held until a time two seconds ahead: it starts by itself.
+    let (run, plan) = start(&server, json!({"task": "Say hello again", "mode": "simple"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let at = (chrono::Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
+    let (status, body) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({"hold": at}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let view = wait_for(&server, &run, "done").await;
+    assert!(view["hold"]["released_at"].is_string(), "{view}");
+    // A run without a plan of the agent's cannot be held.
+    let other = server.create(crate::support::chain("by hand")).await;
+    let (status, body) = server
+        .post(&format!("/api/plans/{other}/approve"), json!({"hold": true}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+}
+
+#[tokio::test]
+async fn a_plan_waiting_too_long_is_reported_and_never_approved_by_a_timer() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = server::config::Config {
+        lease: Duration::from_secs(3600),
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.path().join("workspaces"),
+        run_lease: Duration::from_secs(3),
+        approval_remind: Some(Duration::from_secs(1)),
+        ..server::config::Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            crate::support::local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (run, plan) = start(&server, json!({"task": "Say hello", "mode": "simple"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let mut overdue = Vec::new();
+    for _ in 0..200 {
+        overdue = entries(&server, &run, "approval_overdue").await;
+        if !overdue.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(overdue.len(), 1, "told once");
+    let (_, needs) = server.get("/api/inbox").await;
+    let approval = needs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "approval" && n["plan_id"] == plan.as_str())
+        .cloned()
+        .expect("the approval waits in Needs you");
+    assert_eq!(approval["overdue"], true, "{approval}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(server.plan(&plan).await["state"], "awaiting_approval");
+    assert_eq!(entries(&server, &run, "approval_overdue").await.len(), 1);
+}

@@ -175,10 +175,35 @@ pub struct Approve {
     #[serde(default)]
     #[schemars(length(max = 64))]
     pub digest: Option<String>,
+    /// Guarded tools granted for the plan's run with the approval, so
+    /// their calls no longer ask: `{"tool": "run_shell"}` the whole tool,
+    /// `{"tool": "write_file", "pattern": "out/*"}` the calls whose main
+    /// argument (a path, a URL's host, a command, a search query) matches
+    /// the glob (`*` any run of characters, never a shell operator in a
+    /// command; `?` one). Each grant is an approval record, revocable
+    /// with `DELETE /api/runs/{id}/grants/{grant}`.
+    #[serde(default)]
+    #[schemars(length(max = run_model::grant::MAX_GRANTS))]
+    pub grants: Vec<run_model::NewGrant>,
+    /// Approve without starting: `true` holds the run until `POST
+    /// /api/runs/{id}/start`; an RFC 3339 time starts it then (or on the
+    /// click before); `false`, a past time or absent: it starts at once.
+    #[serde(default)]
+    pub hold: Option<HoldBody>,
     /// The plan version this change was decided on; a newer plan
     /// answers 409 instead of being overwritten.
     #[serde(default)]
     pub expected_version: Option<u64>,
+}
+
+/// `hold` of an approval: a flag, or when to start.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum HoldBody {
+    /// `true`: held until a click.
+    Click(bool),
+    /// Held until this time (RFC 3339).
+    Until(chrono::DateTime<chrono::Utc>),
 }
 
 impl Approve {
@@ -189,6 +214,12 @@ impl Approve {
             comment: self.comment,
             digest: self.digest,
             expected_version: if_match.or(self.expected_version),
+            grants: self.grants,
+            hold: match self.hold {
+                None | Some(HoldBody::Click(false)) => None,
+                Some(HoldBody::Click(true)) => Some(None),
+                Some(HoldBody::Until(at)) => Some(Some(at)),
+            },
         }
     }
 }

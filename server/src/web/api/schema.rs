@@ -134,6 +134,7 @@ schemars_bridge! {
         ToolServerDoc => run_model::ToolServerView,
         StorageReportDoc => run_model::StorageReport,
         ApprovalRecordDoc => run_model::ApprovalRecord,
+        GrantDoc => run_model::Grant,
     ],
     local: []
 }

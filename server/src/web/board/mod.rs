@@ -80,6 +80,9 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .route("/plans/{id}/agent", post(run::agent_work))
         .route("/plans/{id}/budget", post(run::budget))
         .route("/plans/{id}/tool-call", post(run::tool_call))
+        .route("/plans/{id}/approve-card", post(run::approve_card))
+        .route("/plans/{id}/revoke-grant", post(run::revoke_grant))
+        .route("/plans/{id}/start", post(run::start_held))
         .route("/plans/{id}/again", post(reviews::again))
         .route("/plans/{id}/review", post(reviews::review))
         .route("/plans/{id}/template", post(templates::save))
@@ -597,6 +600,18 @@ impl BoardBackend for Board {
         let Some(view) = self.run_on(plan).await? else {
             return Ok(None);
         };
+        // One run's whole view: its grants, its hold, the approval card.
+        let view = self.runs.get(view.record.id).await.map_err(run_error)?;
+        let card = match view.plan_state {
+            Some(plan_engine::PlanState::AwaitingApproval) => {
+                self.plans.get(plan).await.map(|p| app::api::ApprovalCard {
+                    version: p.version(),
+                    digest: run_model::plan_digest(&p),
+                    guarded: view.guarded_tools.clone(),
+                })
+            }
+            _ => None,
+        };
         let pending = self
             .runs
             .pending_calls(view.record.id)
@@ -680,6 +695,9 @@ impl BoardBackend for Board {
                 pending,
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
+                card,
+                grants: view.grants,
+                hold: view.hold,
             }
         }))
     }

@@ -1,13 +1,14 @@
 //! The forms of a plan's board and its run header: re-plan before
 //! approval, answer the agent's question, let the agent work a plan,
-//! raise a paused run's budget, decide a guarded tool call. Each takes
-//! the service path of its API route.
+//! raise a paused run's budget, decide a guarded tool call, approve as
+//! the approval card shows (with grants, held), revoke a grant, start a
+//! held run. Each takes the service path of its API route.
 
 use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{back_to_board, change_from_form, BoardState, PlanForm};
-use crate::web::board::{board_error, run_error};
+use crate::web::board::{api_error, board_error, run_error};
 
 /// The run header's re-plan form, as posted.
 #[derive(Deserialize)]
@@ -224,6 +225,127 @@ pub async fn tool_call(
         board
             .runs
             .decide(run.record.id, &form.call, decision, &viewer.name)
+            .await
+            .map_err(run_error)?;
+        Ok(plan)
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
+/// `POST /plans/{id}/approve-card`: the approval card's form. Approves
+/// the plan as the card showed it (its version and content digest), with
+/// the tools ticked granted for the run (`grant_<tool>=on`, each with an
+/// optional `pattern_<tool>`) and, if asked, held (`hold`: empty, `click`,
+/// or `time` with `start_at`, a `datetime-local` read as UTC): the one
+/// service of `POST /api/plans/{id}/approve`.
+pub async fn approve_card(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+    axum::Form(form): axum::Form<std::collections::HashMap<String, String>>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let field = |name: &str| {
+            form.get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let mut grants: Vec<run_model::NewGrant> = form
+            .iter()
+            .filter(|(key, value)| key.starts_with("grant_") && value.as_str() == "on")
+            .map(|(key, _)| {
+                let tool = key.trim_start_matches("grant_").to_string();
+                let pattern = field(&format!("pattern_{tool}"));
+                run_model::NewGrant { tool, pattern }
+            })
+            .collect();
+        grants.sort_by(|a, b| a.tool.cmp(&b.tool));
+        let hold = match field("hold").as_deref() {
+            None => None,
+            Some("click") => Some(None),
+            Some("time") => {
+                let text = field("start_at").unwrap_or_default();
+                let at = chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M")
+                    .or_else(|_| chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M:%S"))
+                    .map_err(|_| {
+                        BoardError::Refused(lang.pick(
+                            format!("a held run starts at a date and time (UTC), not '{text}'"),
+                            format!("暂缓的运行需要开始日期和时间（UTC），而不是“{text}”"),
+                        ))
+                    })?;
+                Some(Some(at.and_utc()))
+            }
+            Some(other) => {
+                return Err(BoardError::Refused(format!(
+                    "hold is empty, click or time, not '{other}'"
+                )))
+            }
+        };
+        let approval = crate::approvals::PlanApproval {
+            comment: field("comment"),
+            digest: field("digest"),
+            expected_version: field("version").and_then(|v| v.parse().ok()),
+            grants,
+            hold,
+        };
+        board
+            .approvals
+            .approve_plan(plan, approval, &viewer.name)
+            .await
+            .map_err(api_error)?;
+        Ok(plan)
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
+/// The run header's revoke button, as posted.
+#[derive(Deserialize)]
+pub struct RevokeForm {
+    #[serde(default)]
+    grant: String,
+}
+
+/// `POST /plans/{id}/revoke-grant`: revokes a grant of the plan's run; its
+/// tool's calls ask again from the next one on (the service of `DELETE
+/// /api/runs/{id}/grants/{grant}`).
+pub async fn revoke_grant(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+    axum::Form(form): axum::Form<RevokeForm>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let run = board.run_working(plan).await?;
+        let grant = form
+            .grant
+            .trim()
+            .parse()
+            .map_err(|_| BoardError::NotFound(format!("'{}' is not a grant id", form.grant)))?;
+        board
+            .approvals
+            .revoke_grant(run.record.id, grant, &viewer.name)
+            .await
+            .map_err(api_error)?;
+        Ok(plan)
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
+/// `POST /plans/{id}/start`: starts the plan's run that was approved and
+/// held (the service of `POST /api/runs/{id}/start`).
+pub async fn start_held(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let run = board.run_working(plan).await?;
+        board
+            .runs
+            .start_held(run.record.id, &viewer.name)
             .await
             .map_err(run_error)?;
         Ok(plan)
