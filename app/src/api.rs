@@ -560,6 +560,10 @@ pub struct RunPanel {
     /// Approved and held: it starts on a click or at its time.
     #[serde(default)]
     pub hold: Option<run_model::Hold>,
+    /// Once approved: the forecast the plan was approved with, shown
+    /// beside what the run spent.
+    #[serde(default)]
+    pub forecast: Option<run_model::Forecast>,
 }
 
 /// What a person reads before approving a run's plan, drawn from one
@@ -572,6 +576,12 @@ pub struct ApprovalCard {
     pub digest: String,
     /// The tools that ask before each call, with the steps that call them.
     pub guarded: Vec<run_model::GuardedTool>,
+    /// What is wrong with the plan, each a sentence.
+    #[serde(default)]
+    pub checks: Vec<run_model::PlanCheck>,
+    /// What it will likely cost, and whether it fits the budget.
+    #[serde(default)]
+    pub forecast: Option<run_model::Forecast>,
 }
 
 /// A guarded tool call as the run header shows it.

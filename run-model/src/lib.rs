@@ -21,7 +21,9 @@
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
 //! - [`card`]: the card a person reads before approving a run's plan: the
-//!   guarded tools its steps call ([`GuardedTool`]).
+//!   guarded tools its steps call ([`GuardedTool`]), what is wrong with it
+//!   ([`PlanCheck`]), what it will likely cost ([`Forecast`]) and how often
+//!   such forecasts held ([`ForecastAccuracy`]).
 //! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`], the
 //!   [`ToolPolicy`] per tool and the typed [`ConfigError`] a refused
 //!   config gives.
@@ -84,7 +86,9 @@ pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
-pub use card::GuardedTool;
+pub use card::{
+    Forecast, ForecastAccuracy, ForecastBasis, GuardedTool, Interval, PlanCheck, PlanCheckKind,
+};
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
     FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,
@@ -138,6 +142,8 @@ mod tests {
         names_agree(&ToolTransport::ALL).unwrap();
         names_agree(&ApprovalKind::ALL).unwrap();
         names_agree(&ApprovalDecision::ALL).unwrap();
+        names_agree(&PlanCheckKind::ALL).unwrap();
+        names_agree(&ForecastBasis::ALL).unwrap();
         assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
         assert_eq!(
             "sleeping".parse::<RunState>().unwrap_err().to_string(),

@@ -59,6 +59,10 @@ pub struct RunRecord {
     /// plan, answer and memories stay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_removed_at: Option<plan_engine::Timestamp>,
+    /// The model the run's steps were worked on (its executor's), so a
+    /// forecast reads runs of the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Where a run started again from: an earlier run, its plan, and the
@@ -151,6 +155,7 @@ impl RunRecord {
             adaptation: crate::Adaptation::default(),
             kept: false,
             files_removed_at: None,
+            model: None,
         }
     }
 }

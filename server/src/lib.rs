@@ -98,7 +98,12 @@ pub async fn start_with_model(
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
     // Told of every approval the plan service commits, from here on.
-    let approvals = approvals::Approvals::new(plans.clone(), store.clone(), store.clone());
+    let approvals = approvals::Approvals::new(
+        plans.clone(),
+        store.clone(),
+        store.clone(),
+        config.prices.clone(),
+    );
     let tool_servers = tool_servers::ToolServers::open(config, store.clone()).await?;
     let telemetry = match &config.telemetry {
         None => None,

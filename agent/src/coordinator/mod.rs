@@ -216,6 +216,7 @@ impl Agent {
         run.plan_id = Some(plan);
         run.started_by = who.to_string();
         run.trace_parent = trace;
+        run.model = Some(self.llm.model(CallRole::Executor));
         self.host.save_run(&run).await?;
         self.host
             .log(

@@ -108,6 +108,18 @@ fn approval_card(
             }
         })
         .collect_view();
+    let chinese = lang.pick(false, true);
+    let checks = card
+        .checks
+        .iter()
+        .map(|c| view! { <li data-testid="plan-check" data-kind=c.kind.as_str()>{c.sentence(chinese)}</li> })
+        .collect_view();
+    let clean = card.checks.is_empty().then(|| view! {
+        <p class="hint" data-testid="plan-checks-clean">{lang.pick("The checks found nothing wrong.", "检查没有发现问题。")}</p>
+    });
+    let forecast = card.forecast.as_ref().map(|f| view! {
+        <p class="card-forecast" data-testid="card-forecast" class:over=!f.fits_budget>{forecast_line(f, lang)}</p>
+    });
     let none = card.guarded.is_empty().then(|| view! {
         <p class="hint" data-testid="card-no-guarded">{lang.pick(
             "No step calls a tool that asks a person before each call.",
@@ -133,12 +145,66 @@ fn approval_card(
     view! {
         <form class="approval-card" method="post" action=format!("/plans/{id}/approve-card") data-testid="approval-card">
             <h2>{lang.pick(format!("Before approving v{}", card.version), format!("批准前（第 {} 版）", card.version))}</h2>
+            <h3>{lang.pick("What it will likely cost", "预计花费")}</h3>
+            {forecast}
+            <h3>{lang.pick("Checks", "检查")}</h3>
+            {clean}
+            <ul class="card-checks">{checks}</ul>
             <h3>{lang.pick("Tools that ask", "需要批准的工具")}</h3>
             {none}
             <ul class="card-tools">{tools}</ul>
             {form}
         </form>
     }
+}
+
+/// `6–14`: an interval with `decimals` decimals.
+#[cfg(feature = "ssr")]
+fn interval(i: run_model::Interval, decimals: usize) -> String {
+    if i.low == i.high {
+        format!("{:.decimals$}", i.low)
+    } else {
+        format!("{:.decimals$}–{:.decimals$}", i.low, i.high)
+    }
+}
+
+/// A forecast in one line: calls, tokens, minutes, cost, what it was read
+/// from, and whether it fits the budget.
+#[cfg(feature = "ssr")]
+fn forecast_line(f: &run_model::Forecast, lang: Lang) -> String {
+    let cost = f
+        .cost
+        .map(|c| format!(", ${}", interval(c, 4)))
+        .unwrap_or_default();
+    let basis = match f.basis {
+        run_model::ForecastBasis::SimilarRuns => lang.pick(
+            format!("from {} similar finished runs", f.runs),
+            format!("依据 {} 个相似的已完成运行", f.runs),
+        ),
+        run_model::ForecastBasis::PlanSize => {
+            lang.pick("from the plan's size".to_string(), "依据计划的规模".to_string())
+        }
+    };
+    let fits = if f.fits_budget {
+        lang.pick("it fits the budget".to_string(), "在预算之内".to_string())
+    } else {
+        let over = f.over_budget.join(", ");
+        lang.pick(format!("it may pass the budget ({over})"), format!("可能超出预算（{over}）"))
+    };
+    lang.pick(
+        format!(
+            "{} model calls, {} tokens, {} min{cost} ({basis}); {fits}.",
+            interval(f.calls, 0),
+            interval(f.tokens, 0),
+            interval(f.minutes, 1)
+        ),
+        format!(
+            "{} 次模型调用，{} tokens，{} 分钟{cost}（{basis}）；{fits}。",
+            interval(f.calls, 0),
+            interval(f.tokens, 0),
+            interval(f.minutes, 1)
+        ),
+    )
 }
 
 /// The tools granted for the run, each revocable while the run goes on.
@@ -354,6 +420,15 @@ fn run_panel_html(
     // reason is told once.
     let reason = r.reason.filter(|_| raise.is_none());
     let held = r.hold.filter(|h| h.released_at.is_none() && live);
+    // Once approved: the forecast it was approved with, beside the spend.
+    let forecast = r.forecast.as_ref().map(|f| {
+        let inside = f.calls.contains(f64::from(r.llm_calls)) && f.tokens.contains(r.tokens as f64);
+        view! {
+            <p class="run-forecast hint" data-testid="run-forecast" data-inside=inside.to_string()>
+                {lang.pick("Forecast at approval: ", "批准时的预测：")}{forecast_line(f, lang)}
+            </p>
+        }
+    });
     let card = r.card.map(|card| approval_card(id, card, can_edit, lang));
     let grants = (!r.grants.is_empty()).then(|| grants_list(id, r.grants, live && can_edit, lang));
     view! {
@@ -389,6 +464,7 @@ fn run_panel_html(
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
             {reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
             {raise}
+            {forecast}
             {held.map(|hold| held_notice(id, hold, can_edit, lang))}
             {card}
             {grants}
@@ -726,6 +802,7 @@ mod tests {
             card: None,
             grants: Vec::new(),
             hold: None,
+            forecast: None,
         }
     }
 

@@ -138,6 +138,11 @@ pub struct Approved {
     pub hold: Option<Hold>,
 }
 
+/// Finished runs a forecast reads, newest first, and of those the most of
+/// the same mode and model it is made from.
+pub const FORECAST_READ: u32 = 100;
+pub const FORECAST_FROM: usize = 50;
+
 /// The longest a run may be held before it starts by itself: a year.
 pub const LONGEST_HOLD_DAYS: i64 = 366;
 
@@ -153,6 +158,8 @@ pub struct Approvals {
     runs: Arc<dyn RunStore>,
     /// The tools a grant may name (set once the runs exist).
     tools: std::sync::OnceLock<ToolNames>,
+    /// What the models' calls cost, for the forecasts.
+    prices: run_model::PriceTable,
 }
 
 impl Approvals {
@@ -161,12 +168,14 @@ impl Approvals {
         plans: Arc<PlanService>,
         store: Arc<dyn ApprovalStore>,
         runs: Arc<dyn RunStore>,
+        prices: run_model::PriceTable,
     ) -> Arc<Approvals> {
         let approvals = Arc::new(Approvals {
             plans: plans.clone(),
             store,
             runs,
             tools: std::sync::OnceLock::new(),
+            prices,
         });
         plans.set_gate(approvals.clone());
         approvals
@@ -479,6 +488,109 @@ impl Approvals {
         &self.plans
     }
 
+    /// What `plan` (the plan of `run`) will likely cost: from the latest
+    /// finished runs of the same mode on the same model
+    /// ([`FORECAST_FROM`] at most), or from its size when fewer than
+    /// [`run_model::card::SIMILAR_RUNS`] are there; and whether it fits
+    /// the run's budget.
+    pub async fn forecast(
+        &self,
+        run: &run_model::RunRecord,
+        plan: &Plan,
+    ) -> Result<run_model::Forecast, StoreError> {
+        let done = self
+            .runs
+            .list_runs(Some(run_model::RunState::Done), None, 0, FORECAST_READ)
+            .await?;
+        let mut past = Vec::new();
+        for other in done {
+            if past.len() == FORECAST_FROM {
+                break;
+            }
+            if other.id == run.id || other.model != run.model {
+                continue;
+            }
+            let Some(id) = other.plan_id else { continue };
+            let steps = self
+                .plans
+                .read(id, |p| {
+                    (p.mode() == plan.mode()).then(|| p.subtasks().len())
+                })
+                .await
+                .flatten();
+            if let Some(steps) = steps {
+                past.push(run_model::card::Past {
+                    steps,
+                    spent: other.spent,
+                });
+            }
+        }
+        let price = run.model.as_deref().and_then(|m| self.prices.price(m));
+        Ok(run_model::card::forecast(
+            plan.subtasks().len(),
+            &past,
+            price,
+            &run.config.budget,
+        ))
+    }
+
+    /// The forecast the run's plan was approved with (kept on its
+    /// approval record), to show beside what the run spent.
+    pub async fn approved_forecast(
+        &self,
+        run: RunId,
+    ) -> Result<Option<run_model::Forecast>, StoreError> {
+        let records = self
+            .store
+            .list_approvals(&ApprovalFilter {
+                run: Some(run),
+                kind: Some(ApprovalKind::Plan),
+                limit: 1,
+                ..ApprovalFilter::default()
+            })
+            .await?;
+        Ok(records
+            .into_iter()
+            .filter(|r| r.decision == ApprovalDecision::Approved)
+            .find_map(|r| serde_json::from_value(r.detail?.get("forecast")?.clone()).ok()))
+    }
+
+    /// How often finished runs spent within the forecast they were approved
+    /// with (the latest [`PAGE_LIMIT`] approvals).
+    pub async fn forecast_accuracy(&self) -> Result<run_model::ForecastAccuracy, StoreError> {
+        let records = self
+            .store
+            .list_approvals(&ApprovalFilter {
+                kind: Some(ApprovalKind::Plan),
+                limit: PAGE_LIMIT,
+                ..ApprovalFilter::default()
+            })
+            .await?;
+        let mut pairs = Vec::new();
+        let mut counted = std::collections::HashSet::new();
+        for record in records {
+            let (Some(run), Some(detail)) = (record.run_id, record.detail) else {
+                continue;
+            };
+            let Some(forecast) = detail
+                .get("forecast")
+                .and_then(|f| serde_json::from_value::<run_model::Forecast>(f.clone()).ok())
+            else {
+                continue;
+            };
+            // The latest approval of each run counts (newest first).
+            if !counted.insert(run) {
+                continue;
+            }
+            if let Some(done) = self.runs.load_run(run).await? {
+                if done.state == run_model::RunState::Done {
+                    pairs.push((forecast, done.spent));
+                }
+            }
+        }
+        Ok(run_model::card::accuracy(&pairs))
+    }
+
     /// The run working `plan` now (else the latest that did).
     async fn run_on(&self, plan: plan_engine::PlanId) -> Option<run_model::RunRecord> {
         match self.runs.runs_on(&[plan]).await {
@@ -534,7 +646,16 @@ impl ApprovalGate for Approvals {
             run_model::plan_digest(before),
         )
         .with_note(comment);
-        record.run_id = self.run_on(after.id()).await.map(|r| r.id);
+        let run = self.run_on(after.id()).await;
+        // The forecast the person approved with, to weigh the spend
+        // against once the run is over.
+        if let Some(run) = run.as_ref().filter(|_| approve) {
+            match self.forecast(run, before).await {
+                Ok(forecast) => record.detail = Some(serde_json::json!({"forecast": forecast})),
+                Err(e) => tracing::warn!("run {}: no forecast for its record: {e}", run.id),
+            }
+        }
+        record.run_id = run.map(|r| r.id);
         record.plan_id = Some(after.id());
         record.plan_version = Some(before.version());
         record.waited_ms = Some(waited(before.updated_at(), now));

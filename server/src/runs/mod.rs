@@ -153,6 +153,16 @@ pub struct RunView {
     /// them with the approval).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub guarded_tools: Vec<run_model::GuardedTool>,
+    /// While the plan awaits approval: what is wrong with it, each a
+    /// sentence (`text`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_checks: Vec<run_model::PlanCheck>,
+    /// While the plan awaits approval, what it will likely cost (calls,
+    /// tokens, minutes, cost, each `{low, high}`) and whether it fits the
+    /// budget; once approved, the forecast it was approved with, to read
+    /// beside `spent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<run_model::Forecast>,
 }
 
 const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL and \
@@ -738,6 +748,8 @@ impl Runs {
             grants: Vec::new(),
             hold: None,
             guarded_tools: Vec::new(),
+            plan_checks: Vec::new(),
+            forecast: None,
         })
     }
 
@@ -749,16 +761,31 @@ impl Runs {
         let mut view = self.view(record).await?;
         view.grants = self.approvals.grants_of(id).await?;
         view.hold = self.approvals.hold_of(id).await?;
-        if view.plan_state == Some(PlanState::AwaitingApproval) {
-            if let Some(plan) = view.record.plan_id {
+        let awaiting = view.plan_state == Some(PlanState::AwaitingApproval);
+        match view.record.plan_id {
+            Some(plan) if awaiting => {
                 if let Some(plan) = self.plans.get(plan).await {
-                    let offered: Vec<String> = self.tools().into_iter().map(|t| t.name).collect();
                     let config = &view.record.config;
+                    let offered: Vec<String> = self.tools().into_iter().map(|t| t.name).collect();
                     view.guarded_tools = run_model::card::guarded_tools(&plan, &offered, |tool| {
                         self.policy_for_run(config, tool)
                     });
+                    // The tools this run may use: its own choice, less the
+                    // `never` ones.
+                    let usable: Vec<String> = offered
+                        .into_iter()
+                        .filter(|t| config.tools.as_ref().is_none_or(|only| only.contains(t)))
+                        .filter(|t| {
+                            self.policy_for_run(config, t) != agent::run::ToolPolicy::Never
+                        })
+                        .collect();
+                    let given: Vec<String> = config.inputs.iter().map(|f| f.path.clone()).collect();
+                    view.plan_checks = run_model::card::plan_checks(&plan, &given, &usable);
+                    view.forecast = Some(self.approvals.forecast(&view.record, &plan).await?);
                 }
             }
+            Some(_) => view.forecast = self.approvals.approved_forecast(id).await?,
+            None => {}
         }
         Ok(view)
     }

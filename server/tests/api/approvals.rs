@@ -437,3 +437,61 @@ async fn a_plan_waiting_too_long_is_reported_and_never_approved_by_a_timer() {
     assert_eq!(server.plan(&plan).await["state"], "awaiting_approval");
     assert_eq!(entries(&server, &run, "approval_overdue").await.len(), 1);
 }
+
+#[tokio::test]
+async fn a_plan_awaiting_approval_carries_its_checks_and_forecast_and_the_forecast_stays_with_the_approval(
+) {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    fake.content(json!({"title": "sales", "subtasks": [
+        {"name": "Load the sales", "description": "read sales.csv", "expected_outcome": "", "depends_on": []},
+        {"name": "Sum", "description": "sum the rows", "expected_outcome": "a total", "depends_on": [1]},
+        {"name": "Draw", "description": "draw a chart", "expected_outcome": "a chart", "depends_on": []}
+    ]}));
+    let (run, plan) = start(&server, json!({"task": "Sum the sales", "mode": "complex"})).await;
+    let view = wait_for(&server, &run, "awaiting_approval").await;
+    let checks: Vec<(String, Value)> = view["plan_checks"]
+        .as_array()
+        .expect("plan_checks while awaiting approval")
+        .iter()
+        .map(|c| (c["kind"].as_str().unwrap().to_string(), c["steps"].clone()))
+        .collect();
+    assert_eq!(
+        checks,
+        vec![
+            ("unconnected".to_string(), json!([3])),
+            ("missing_file".to_string(), json!([1])),
+            ("no_outcome".to_string(), json!([1])),
+        ],
+        "{view}"
+    );
+    assert!(view["plan_checks"][1]["text"]
+        .as_str()
+        .unwrap()
+        .contains("sales.csv"));
+    let forecast = &view["forecast"];
+    assert_eq!(forecast["basis"], "plan_size", "{view}");
+    for measure in ["calls", "tokens", "minutes"] {
+        let (low, high) = (
+            forecast[measure]["low"].as_f64().unwrap(),
+            forecast[measure]["high"].as_f64().unwrap(),
+        );
+        assert!(0.0 < low && low <= high, "{measure}: {forecast}");
+    }
+    assert_eq!(forecast["fits_budget"], true);
+    let (status, body) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let done = wait_for(&server, &run, "done").await;
+    // The forecast it was approved with, beside what it spent.
+    assert_eq!(done["forecast"], *forecast, "{done}");
+    assert!(done.get("plan_checks").is_none(), "only while awaiting approval");
+    let list = records(&server, &format!("run={run}&kind=plan")).await;
+    assert_eq!(list[0]["detail"]["forecast"], *forecast);
+    let (status, accuracy) = server.get("/api/approvals/forecasts").await;
+    assert_eq!(status, StatusCode::OK, "{accuracy}");
+    assert_eq!(accuracy["runs"], 1, "{accuracy}");
+    let share = accuracy["calls"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&share), "{accuracy}");
+}

@@ -97,3 +97,14 @@ pub async fn list_approvals(
     };
     Ok(Json(state.approvals.list(&filter).await?))
 }
+
+#[utoipa::path(get, path = "/approvals/forecasts", tag = "approvals",
+    description = "how often finished runs spent within the forecast their plan was approved with: \
+        per measure (calls, tokens, minutes, cost) the share of runs whose spend fell inside the \
+        interval, over the latest 500 plan approvals",
+    responses((status = 200, body = super::schema::ForecastAccuracyDoc), ListErrors))]
+pub async fn forecast_accuracy(
+    State(state): State<ApiState>,
+) -> Result<Json<run_model::ForecastAccuracy>, ApiError> {
+    Ok(Json(state.approvals.forecast_accuracy().await?))
+}

@@ -210,6 +210,7 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(templates::list_templates))
         .routes(routes!(templates::get_template, templates::delete_template))
         .routes(routes!(approvals::list_approvals))
+        .routes(routes!(approvals::forecast_accuracy))
         // A path that runs to the end of the address (`{*path}`): axum's
         // wildcard, which an OpenAPI path cannot spell, so it is routed by
         // hand and documented in `ApiDoc`'s list (its only entry).

@@ -135,6 +135,7 @@ schemars_bridge! {
         StorageReportDoc => run_model::StorageReport,
         ApprovalRecordDoc => run_model::ApprovalRecord,
         GrantDoc => run_model::Grant,
+        ForecastAccuracyDoc => run_model::ForecastAccuracy,
     ],
     local: []
 }

@@ -608,6 +608,8 @@ impl BoardBackend for Board {
                     version: p.version(),
                     digest: run_model::plan_digest(&p),
                     guarded: view.guarded_tools.clone(),
+                    checks: view.plan_checks.clone(),
+                    forecast: view.forecast.clone(),
                 })
             }
             _ => None,
@@ -695,6 +697,7 @@ impl BoardBackend for Board {
                 pending,
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
+                forecast: card.is_none().then_some(view.forecast).flatten(),
                 card,
                 grants: view.grants,
                 hold: view.hold,
