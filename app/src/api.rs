@@ -564,6 +564,9 @@ pub struct RunPanel {
     /// beside what the run spent.
     #[serde(default)]
     pub forecast: Option<run_model::Forecast>,
+    /// The run paused because its plan drifted from the approved version.
+    #[serde(default)]
+    pub drift: Option<run_model::Drift>,
 }
 
 /// What a person reads before approving a run's plan, drawn from one

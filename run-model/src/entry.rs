@@ -239,6 +239,9 @@ pub enum RunEntry {
     ApprovalOverdue {
         waited_secs: u64,
     },
+    /// The plan drifted from the version a person approved: the run
+    /// paused until a person approves it again.
+    Drifted(crate::Drift),
     /// A person moved a subtask the agent was working on; its late result
     /// was dropped.
     Overridden {
@@ -308,6 +311,7 @@ plan_engine::wire_enum! {
         ToolDecision = "tool_decision",
         ToolGranted = "tool_granted",
         ApprovalOverdue = "approval_overdue",
+        Drifted = "drifted",
         Overridden = "overridden",
         Asked = "asked",
         SubtaskResult = "subtask_result",
@@ -342,6 +346,7 @@ impl RunEntry {
             RunEntry::ToolDecision { .. } => EntryKind::ToolDecision,
             RunEntry::ToolGranted { .. } => EntryKind::ToolGranted,
             RunEntry::ApprovalOverdue { .. } => EntryKind::ApprovalOverdue,
+            RunEntry::Drifted(_) => EntryKind::Drifted,
             RunEntry::Overridden { .. } => EntryKind::Overridden,
             RunEntry::Asked { .. } => EntryKind::Asked,
             RunEntry::SubtaskResult { .. } => EntryKind::SubtaskResult,

@@ -29,6 +29,9 @@
 //!   config gives.
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
 //!   [`DecidedBy`].
+//! - [`drift`]: how far a run's plan moved from the approved version
+//!   ([`ApprovedPlan`], [`Drift`]), measured with the engine's graph
+//!   distance.
 //! - [`digest`]: a tool call's SHA-256 digest over its name and its
 //!   arguments written canonically ([`call_digest`]); a plan's over what a
 //!   person approves of it ([`plan_digest`]).
@@ -65,6 +68,7 @@ pub mod card;
 pub mod config;
 pub mod cost;
 pub mod digest;
+pub mod drift;
 pub mod entry;
 pub mod grant;
 pub mod memory;
@@ -96,6 +100,7 @@ pub use config::{
 };
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
 pub use digest::{call_digest, plan_digest};
+pub use drift::{ApprovedPlan, ApprovedStep, Drift};
 pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
     RunEntry, Verdict, MESSAGE_CAP,

@@ -308,6 +308,9 @@ impl Driver {
             match plan.state() {
                 PlanState::Approved | PlanState::Running | PlanState::Paused => {
                     self.edited_before_approval(&plan).await;
+                    // What the person approved is the contract (also while
+                    // the run is held, before it starts).
+                    self.baseline(&plan);
                     self.seen = Some(Arc::new(plan));
                     self.move_to(RunState::Running, "approved").await;
                     return Ok(());

@@ -50,6 +50,7 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::ToolDecision => ("tool decision", "工具决定"),
         EntryKind::ToolGranted => ("granted tool", "已授权的工具"),
         EntryKind::ApprovalOverdue => ("approval overdue", "批准已超时"),
+        EntryKind::Drifted => ("plan drifted", "计划偏离"),
         EntryKind::Overridden => ("overridden", "被人工改动"),
         EntryKind::Asked => ("question", "提问"),
         EntryKind::SubtaskResult => ("result", "结果"),
@@ -398,6 +399,21 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
                 format!("参数：{arguments}"),
             )),
             true,
+        ),
+        E::Drifted(d) => line(
+            None,
+            lang.pick(
+                format!(
+                    "the plan drifted from the approved v{} (v{}: similarity {:.2}, below {:.2}); it waits to be approved again",
+                    d.approved, d.version, d.similarity, d.threshold
+                ),
+                format!(
+                    "计划偏离了已批准的第 {} 版（第 {} 版：相似度 {:.2}，低于 {:.2}）；等待重新批准",
+                    d.approved, d.version, d.similarity, d.threshold
+                ),
+            ),
+            None,
+            false,
         ),
         E::ApprovalOverdue { waited_secs } => line(
             None,

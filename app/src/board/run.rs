@@ -420,6 +420,29 @@ fn run_panel_html(
     // reason is told once.
     let reason = r.reason.filter(|_| raise.is_none());
     let held = r.hold.filter(|h| h.released_at.is_none() && live);
+    // Paused because the plan drifted from the approved version: the
+    // difference as the compare page shows it, and resuming approves the
+    // plan again (a record).
+    let drifted = r.drift.filter(|_| paused).map(|d| {
+        view! {
+            <div class="run-drift notice" data-testid="run-drift">
+                <p>{lang.pick(
+                    format!(
+                        "The plan drifted from the version approved (v{} → v{}: similarity {:.2}, below {:.2}). Look at the difference, then approve it again to go on.",
+                        d.approved, d.version, d.similarity, d.threshold
+                    ),
+                    format!(
+                        "计划偏离了已批准的版本（第 {} 版 → 第 {} 版：相似度 {:.2}，低于 {:.2}）。请查看差异，然后重新批准以继续。",
+                        d.approved, d.version, d.similarity, d.threshold
+                    ),
+                )}</p>
+                <p><a href=format!("/plans/{id}/compare?from={}&to={}", d.approved, d.version) data-testid="drift-compare">
+                    {lang.pick(format!("Compare v{} with v{}", d.approved, d.version), format!("比较第 {} 版与第 {} 版", d.approved, d.version))}
+                </a></p>
+                {can_edit.then(|| view! { <button class="primary" data-op="resume" data-testid="run-reapprove">{lang.pick("Approve again and go on", "重新批准并继续")}</button> })}
+            </div>
+        }
+    });
     // Once approved: the forecast it was approved with, beside the spend.
     let forecast = r.forecast.as_ref().map(|f| {
         let inside = f.calls.contains(f64::from(r.llm_calls)) && f.tokens.contains(r.tokens as f64);
@@ -453,7 +476,7 @@ fn run_panel_html(
                 <span class="run-actions">
                     {replan}
                     {running.then(|| view! { <button data-op="pause" data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
-                    {(live && paused && !budget_paused && held.is_none()).then(|| view! { <button data-op="resume" data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
+                    {(live && paused && !budget_paused && held.is_none() && drifted.is_none()).then(|| view! { <button data-op="resume" data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
                     {live.then(|| view! { <button class="danger" data-op="cancel" data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
                 </span>
             </div>
@@ -464,6 +487,7 @@ fn run_panel_html(
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
             {reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
             {raise}
+            {drifted}
             {forecast}
             {held.map(|hold| held_notice(id, hold, can_edit, lang))}
             {card}
@@ -803,6 +827,7 @@ mod tests {
             grants: Vec::new(),
             hold: None,
             forecast: None,
+            drift: None,
         }
     }
 

@@ -29,7 +29,7 @@ use run_model::{
 };
 
 use crate::runlog::RunStore;
-use crate::service::{ApprovalGate, PlanService, ServiceError};
+use crate::service::{ApprovalGate, GateDecision, PlanService, ServiceError};
 use crate::store::StoreError;
 
 /// Which records to list: every field narrows; none lists all, newest
@@ -616,44 +616,60 @@ pub fn waited(since: Timestamp, now: Timestamp) -> u64 {
 
 #[async_trait]
 impl ApprovalGate for Approvals {
-    async fn check(&self, _plan: &Plan, _actor: &str, _approve: bool) -> Result<(), ServiceError> {
-        Ok(())
+    /// Approvals and rejections are recorded; a resume only when it
+    /// approves a drifted plan again (its run paused for drift).
+    async fn check(
+        &self,
+        plan: &Plan,
+        _actor: &str,
+        decision: &GateDecision,
+    ) -> Result<bool, ServiceError> {
+        Ok(match decision {
+            GateDecision::Resume => self.run_on(plan.id()).await.is_some_and(|run| {
+                run.state == run_model::RunState::Paused && run.drift.is_some()
+            }),
+            GateDecision::Approve { .. } | GateDecision::Reject { .. } => true,
+        })
     }
 
     /// A plan record: the version decided on and the digest of what it
     /// said then; how long it waited since its last change before the
-    /// decision (its submission, or the last edit a person read).
-    async fn decided(
-        &self,
-        before: &Plan,
-        after: &Plan,
-        actor: &str,
-        approve: bool,
-        comment: Option<&str>,
-    ) {
+    /// decision (its submission, or the last edit a person read). An
+    /// approval keeps the forecast shown with it; a re-approval the drift
+    /// it answered.
+    async fn decided(&self, before: &Plan, after: &Plan, actor: &str, decision: &GateDecision) {
         let now = chrono::Utc::now();
-        let decision = if approve {
+        let (kind, approve, comment) = match decision {
+            GateDecision::Approve { comment } => (ApprovalKind::Plan, true, comment.as_deref()),
+            GateDecision::Reject { comment } => (ApprovalKind::Plan, false, Some(comment.as_str())),
+            GateDecision::Resume => (ApprovalKind::Reapproval, true, None),
+        };
+        let decided = if approve {
             ApprovalDecision::Approved
         } else {
             ApprovalDecision::Denied
         };
         let mut record = ApprovalRecord::new(
             uuid::Uuid::new_v4(),
-            ApprovalKind::Plan,
-            decision,
+            kind,
+            decided,
             actor,
             now,
             run_model::plan_digest(before),
         )
         .with_note(comment);
         let run = self.run_on(after.id()).await;
-        // The forecast the person approved with, to weigh the spend
-        // against once the run is over.
-        if let Some(run) = run.as_ref().filter(|_| approve) {
-            match self.forecast(run, before).await {
+        match (kind, run.as_ref()) {
+            // The forecast the person approved with, to weigh the spend
+            // against once the run is over.
+            (ApprovalKind::Plan, Some(run)) if approve => match self.forecast(run, before).await {
                 Ok(forecast) => record.detail = Some(serde_json::json!({"forecast": forecast})),
                 Err(e) => tracing::warn!("run {}: no forecast for its record: {e}", run.id),
+            },
+            (ApprovalKind::Reapproval, Some(run)) => {
+                record.detail = Some(serde_json::json!({"drift": run.drift}));
             }
+            _ => {}
         }
         record.run_id = run.map(|r| r.id);
         record.plan_id = Some(after.id());

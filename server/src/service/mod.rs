@@ -66,56 +66,65 @@ pub enum ServiceError {
     Forbidden(String),
 }
 
-/// Hears of every decision on a plan's approval (approve or reject) that
-/// the write path commits, whatever edge it came through (the API, the
-/// board, MCP, the commands route): the approval records and the rules on
-/// who may approve live above the plan service (`crate::approvals`),
-/// which knows them only through this.
+/// Hears of every decision on a plan's approval that the write path
+/// commits, whatever edge it came through (the API, the board, MCP, the
+/// commands route): an approval, a rejection, and a resume (which
+/// approves a plan again when its run paused because the plan drifted).
+/// The approval records and the rules on who may approve live above the
+/// plan service (`crate::approvals`), which knows them only through this.
 #[async_trait::async_trait]
 pub trait ApprovalGate: Send + Sync {
-    /// Whether `actor` may approve (`approve`) or reject `plan` as it
-    /// stands: a refusal is the caller's error, and nothing changes.
-    async fn check(&self, plan: &Plan, actor: &str, approve: bool) -> Result<(), ServiceError>;
-    /// The decision on `before` is committed; `after` is the plan now.
-    async fn decided(
+    /// Whether `actor` may make `decision` on `plan` as it stands: a
+    /// refusal is the caller's error, and nothing changes. `Ok(false)`:
+    /// allowed, and nothing to record (a resume that approves nothing).
+    async fn check(
         &self,
-        before: &Plan,
-        after: &Plan,
+        plan: &Plan,
         actor: &str,
-        approve: bool,
-        comment: Option<&str>,
-    );
+        decision: &GateDecision,
+    ) -> Result<bool, ServiceError>;
+    /// The decision on `before` is committed; `after` is the plan now.
+    async fn decided(&self, before: &Plan, after: &Plan, actor: &str, decision: &GateDecision);
 }
 
-/// What an op decides of a plan's approval: approve (`true`) or reject,
-/// with the person's comment.
-fn approval_decision(op: &Op) -> Option<(bool, Option<&str>)> {
-    match op {
-        Op::Approve { comment } => Some((true, comment.as_deref())),
-        Op::Reject { comment } => Some((false, Some(comment.as_str()))),
-        _ => None,
+/// What a command decides that the [`ApprovalGate`] hears of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateDecision {
+    Approve { comment: Option<String> },
+    Reject { comment: String },
+    /// Resuming the plan, which approves it again when its run paused
+    /// for drift.
+    Resume,
+}
+
+impl GateDecision {
+    /// What `op` decides, if the gate hears of it.
+    fn of(op: &Op) -> Option<GateDecision> {
+        match op {
+            Op::Approve { comment } => Some(GateDecision::Approve {
+                comment: comment.clone(),
+            }),
+            Op::Reject { comment } => Some(GateDecision::Reject {
+                comment: comment.clone(),
+            }),
+            Op::Resume {} => Some(GateDecision::Resume),
+            _ => None,
+        }
     }
 }
 
-/// A decision on a plan's approval under way: checked by the gate before
-/// the write, told to it once committed.
+/// A decision under way: checked by the gate before the write, told to it
+/// once committed.
 struct Gated {
     gate: Arc<dyn ApprovalGate>,
     before: Plan,
-    approve: bool,
-    comment: Option<String>,
+    decision: GateDecision,
 }
 
 impl Gated {
     async fn done(self, after: &Plan, actor: &str) {
         self.gate
-            .decided(
-                &self.before,
-                after,
-                actor,
-                self.approve,
-                self.comment.as_deref(),
-            )
+            .decided(&self.before, after, actor, &self.decision)
             .await;
     }
 }
@@ -186,9 +195,9 @@ impl PlanService {
         let _ = self.gate.set(gate);
     }
 
-    /// For ops that approve or reject: the gate's check on the plan as it
-    /// stands, and what to tell it once committed. Other ops (every step
-    /// of an agent) cost a match.
+    /// For ops that approve, reject or resume: the gate's check on the
+    /// plan as it stands, and what to tell it once committed. Other ops
+    /// (every step of an agent) cost a match.
     async fn gated(
         &self,
         id: PlanId,
@@ -198,19 +207,20 @@ impl PlanService {
         let Some(gate) = self.gate.get() else {
             return Ok(None);
         };
-        let Some((approve, comment)) = ops.iter().find_map(approval_decision) else {
+        let Some(decision) = ops.iter().find_map(GateDecision::of) else {
             return Ok(None);
         };
         // An unknown plan is the write's to report.
         let Some(before) = self.get(id).await else {
             return Ok(None);
         };
-        gate.check(&before, actor, approve).await?;
+        if !gate.check(&before, actor, &decision).await? {
+            return Ok(None);
+        }
         Ok(Some(Gated {
             gate: gate.clone(),
-            approve,
-            comment: comment.map(str::to_string),
             before,
+            decision,
         }))
     }
 

@@ -495,3 +495,60 @@ async fn a_plan_awaiting_approval_carries_its_checks_and_forecast_and_the_foreca
     let share = accuracy["calls"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&share), "{accuracy}");
 }
+
+#[tokio::test]
+async fn a_plan_that_drifts_past_the_threshold_pauses_until_a_person_approves_it_again() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    let (run, plan) = start(&server, json!({"task": "Write a report", "mode": "simple"})).await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let (status, body) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({"hold": true}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    wait_for(&server, &run, "paused").await;
+    // Three steps added to the approved two while it was held.
+    for name in ["translate the findings", "print the posters", "book the venue"] {
+        let (status, body) = server
+            .post(
+                &format!("/api/plans/{plan}/subtasks"),
+                json!({"subtask": {"name": name, "expected_outcome": "done"}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, body) = server.post(&format!("/api/runs/{run}/start"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut view = Value::Null;
+    for _ in 0..400 {
+        view = server.get(&format!("/api/runs/{run}")).await.1;
+        if view["drift"].is_object() && view["state"] == "paused" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(view["drift"].is_object(), "the run paused for drift: {view}");
+    let similarity = view["drift"]["similarity"].as_f64().unwrap();
+    assert!(similarity < 0.7, "{view}");
+    assert!(
+        view["reason"].as_str().unwrap().contains("approve it again"),
+        "{view}"
+    );
+    assert_eq!(view["progress"]["done"], 0, "nothing ran past the contract");
+    assert!(records(&server, &format!("run={run}&kind=reapproval"))
+        .await
+        .is_empty());
+    // Approved again: a record, and the run goes on to the end.
+    let (status, body) = server.post(&format!("/api/runs/{run}/resume"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let done = wait_for(&server, &run, "done").await;
+    assert!(done.get("drift").is_none(), "{done}");
+    let list = records(&server, &format!("run={run}&kind=reapproval")).await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["decision"], "approved");
+    assert_eq!(list[0]["person"], "tester");
+    assert_eq!(
+        list[0]["detail"]["drift"]["similarity"].as_f64().unwrap(),
+        similarity
+    );
+}

@@ -200,6 +200,14 @@ pub struct StartRun {
     /// not only after one that fell short or failed (default false).
     #[serde(default)]
     pub adapt_every_step: bool,
+    /// When the plan's graph similarity to the version a person approved
+    /// falls below this (the agent's adaptations, people's edits), the run
+    /// pauses until a person approves it again: 0.0 (never) to 1.0
+    /// (default 0.7: adding a step to a plan of ten passes, rewriting half
+    /// of it does not). Simple and complex plans a person approved.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub drift_threshold: Option<f64>,
 }
 
 impl StartRun {
@@ -382,6 +390,9 @@ impl StartRun {
             batches: self.batches,
             plan: self.plan,
             adapt_every_step: self.adapt_every_step,
+            drift_threshold: self
+                .drift_threshold
+                .unwrap_or(plan_engine::distance::DRIFT_THRESHOLD),
         })
     }
 }

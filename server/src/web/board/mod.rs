@@ -698,6 +698,7 @@ impl BoardBackend for Board {
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
                 forecast: card.is_none().then_some(view.forecast).flatten(),
+                drift: r.drift,
                 card,
                 grants: view.grants,
                 hold: view.hold,
