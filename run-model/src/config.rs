@@ -145,6 +145,10 @@ pub struct RunConfig {
     /// (0.0 to 1.0; 0: never), the run pauses until a person approves it
     /// again. Default [`plan_engine::distance::DRIFT_THRESHOLD`].
     pub drift_threshold: f64,
+    /// The run's own two-person rule, over the operator's (which it may
+    /// only make stricter): for its plan and its guarded calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_rule: Option<crate::ApprovalRule>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -229,6 +233,7 @@ impl Default for RunConfig {
             plan: None,
             adapt_every_step: false,
             drift_threshold: plan_engine::distance::DRIFT_THRESHOLD,
+            approval_rule: None,
         }
     }
 }

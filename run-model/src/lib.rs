@@ -85,7 +85,9 @@ pub mod tools;
 pub mod trace;
 
 pub use adaptation::{Adaptation, Gap};
-pub use approval::{ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord, Hold};
+pub use approval::{
+    ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord, ApprovalRule, Hold, RuleScope,
+};
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,

@@ -103,6 +103,7 @@ pub async fn start_with_model(
         store.clone(),
         store.clone(),
         config.prices.clone(),
+        config.approval_rules.clone(),
     );
     let tool_servers = tool_servers::ToolServers::open(config, store.clone()).await?;
     let telemetry = match &config.telemetry {

@@ -24,8 +24,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use plan_engine::{Command, Event, Op, Plan, PlanError, PlanId, Timestamp};
+use run_model::approval::person_of;
 use run_model::{
-    ApprovalDecision, ApprovalKind, ApprovalRecord, Grant, GrantId, Hold, NewGrant, RunId,
+    ApprovalDecision, ApprovalKind, ApprovalRecord, ApprovalRule, Grant, GrantId, Hold, NewGrant,
+    RuleScope, RunId,
 };
 
 use crate::runlog::RunStore;
@@ -160,6 +162,8 @@ pub struct Approvals {
     tools: std::sync::OnceLock<ToolNames>,
     /// What the models' calls cost, for the forecasts.
     prices: run_model::PriceTable,
+    /// The operator's two-person rules (`PLANBOARD_APPROVAL_RULES`).
+    rules: Vec<(RuleScope, ApprovalRule)>,
 }
 
 impl Approvals {
@@ -169,6 +173,7 @@ impl Approvals {
         store: Arc<dyn ApprovalStore>,
         runs: Arc<dyn RunStore>,
         prices: run_model::PriceTable,
+        rules: Vec<(RuleScope, ApprovalRule)>,
     ) -> Arc<Approvals> {
         let approvals = Arc::new(Approvals {
             plans: plans.clone(),
@@ -176,6 +181,7 @@ impl Approvals {
             runs,
             tools: std::sync::OnceLock::new(),
             prices,
+            rules,
         });
         plans.set_gate(approvals.clone());
         approvals
@@ -235,6 +241,21 @@ impl Approvals {
             expected_version = expected_version.or(Some(plan.version()));
         }
         let grants = self.checked_grants(approval.grants)?;
+        // A grant approves a tool's calls ahead: none under a two-person
+        // rule for that tool, whose every call needs its people.
+        if !grants.is_empty() {
+            if let Some(run) = self.run_on(id).await {
+                for g in &grants {
+                    if !self.rule_for(&run, Some(plan.mode()), Some(&g.tool)).is_plain() {
+                        return Err(ApprovalError::Plan(ServiceError::Forbidden(format!(
+                            "{} cannot be granted for this run: a two-person rule asks its \
+                             people to approve each of its calls",
+                            g.tool
+                        ))));
+                    }
+                }
+            }
+        }
         let hold = approval.hold.map(|at| at.filter(|t| *t > now));
         if let Some(Some(at)) = hold {
             if at > now + chrono::Duration::days(LONGEST_HOLD_DAYS) {
@@ -591,6 +612,151 @@ impl Approvals {
         Ok(run_model::card::accuracy(&pairs))
     }
 
+    /// The rule a decision on `run` must meet: the run's own, made
+    /// stricter by each of the operator's that applies (every run; its
+    /// plan's `mode`; the `tool` of a guarded call or grant; the template
+    /// it started from).
+    pub fn rule_for(
+        &self,
+        run: &run_model::RunRecord,
+        mode: Option<plan_engine::Mode>,
+        tool: Option<&str>,
+    ) -> ApprovalRule {
+        let template = run.config.template.as_ref().map(|t| t.name.as_str());
+        let mut rule = run.config.approval_rule.clone().unwrap_or_default();
+        for (scope, operator) in &self.rules {
+            let applies = match scope {
+                RuleScope::All => true,
+                RuleScope::Mode(m) => mode == Some(*m),
+                RuleScope::Tool(t) => tool == Some(t.as_str()),
+                RuleScope::Template(name) => template == Some(name.as_str()),
+            };
+            if applies {
+                rule = rule.and(operator);
+            }
+        }
+        rule
+    }
+
+    /// The people whose approval of `kind` is recorded as part of a
+    /// two-person decision on this digest (of the plan, or of the call
+    /// `call`), oldest first.
+    async fn partial_approvals(
+        &self,
+        plan: PlanId,
+        kind: ApprovalKind,
+        digest: &str,
+        call: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let records = self
+            .store
+            .list_approvals(&ApprovalFilter {
+                plan: Some(plan),
+                kind: Some(kind),
+                limit: PAGE_LIMIT,
+                ..ApprovalFilter::default()
+            })
+            .await?;
+        let mut people: Vec<String> = Vec::new();
+        for r in records.iter().rev() {
+            let partial = r
+                .detail
+                .as_ref()
+                .and_then(|d| d.get("partial"))
+                .and_then(serde_json::Value::as_bool)
+                == Some(true);
+            let same = r.digest == digest && r.call.as_deref() == call;
+            if partial
+                && same
+                && r.decision != ApprovalDecision::Denied
+                && !people.contains(&r.person)
+            {
+                people.push(r.person.clone());
+            }
+        }
+        Ok(people)
+    }
+
+    /// Applies `rule` to `actor`'s approval of what `digest` names (the
+    /// plan's content, or the guarded call `call` with its tool): refused
+    /// when the rule keeps them out; recorded and [`ServiceError::Waiting`]
+    /// while more people must approve; `Ok` when this approval completes
+    /// it (or the rule asks for no more).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn meet(
+        &self,
+        rule: &ApprovalRule,
+        run: &run_model::RunRecord,
+        plan: &Plan,
+        kind: ApprovalKind,
+        digest: &str,
+        call: Option<(&str, &str)>,
+        actor: &str,
+    ) -> Result<(), ServiceError> {
+        if rule.is_plain() {
+            return Ok(());
+        }
+        let person = person_of(actor).to_string();
+        if let Some(why) = rule.refuses(&person, &run.started_by) {
+            return Err(ServiceError::Forbidden(why));
+        }
+        let needed = rule.needed() as usize;
+        if needed <= 1 {
+            return Ok(());
+        }
+        let mut approved = self
+            .partial_approvals(plan.id(), kind, digest, call.map(|(id, _)| id))
+            .await?;
+        approved.retain(|p| *p != person);
+        if approved.len() + 1 >= needed {
+            return Ok(());
+        }
+        approved.push(person.clone());
+        let waiting = rule.waiting_for(&approved, &run.started_by);
+        let mut record = ApprovalRecord::new(
+            uuid::Uuid::new_v4(),
+            kind,
+            ApprovalDecision::Approved,
+            actor,
+            chrono::Utc::now(),
+            digest.to_string(),
+        );
+        record.run_id = Some(run.id);
+        record.plan_id = Some(plan.id());
+        record.plan_version = Some(plan.version());
+        record.call = call.map(|(id, _)| id.to_string());
+        record.tool = call.map(|(_, tool)| tool.to_string());
+        record.detail = Some(serde_json::json!({
+            "partial": true,
+            "needed": needed,
+            "waiting_for": waiting,
+        }));
+        self.record(&record).await?;
+        Err(ServiceError::Waiting(format!(
+            "{person}'s approval is recorded ({} of {needed}); still to approve: {}",
+            approved.len(),
+            waiting.join(", ")
+        )))
+    }
+
+    /// Who still has to approve `plan`, which its run waits on, under the
+    /// run's two-person rule (empty: anyone who may).
+    pub async fn waiting_for(
+        &self,
+        run: &run_model::RunRecord,
+        plan: &Plan,
+    ) -> Result<Vec<String>, StoreError> {
+        let rule = self.rule_for(run, Some(plan.mode()), None);
+        if rule.is_plain() {
+            return Ok(Vec::new());
+        }
+        let digest = run_model::plan_digest(plan);
+        let approved = self
+            .partial_approvals(plan.id(), ApprovalKind::Plan, &digest, None)
+            .await?;
+        Ok(rule.waiting_for(&approved, &run.started_by))
+    }
+
     /// The run working `plan` now (else the latest that did).
     async fn run_on(&self, plan: plan_engine::PlanId) -> Option<run_model::RunRecord> {
         match self.runs.runs_on(&[plan]).await {
@@ -621,15 +787,30 @@ impl ApprovalGate for Approvals {
     async fn check(
         &self,
         plan: &Plan,
-        _actor: &str,
+        actor: &str,
         decision: &GateDecision,
     ) -> Result<bool, ServiceError> {
-        Ok(match decision {
-            GateDecision::Resume => self.run_on(plan.id()).await.is_some_and(|run| {
-                run.state == run_model::RunState::Paused && run.drift.is_some()
-            }),
-            GateDecision::Approve { .. } | GateDecision::Reject { .. } => true,
-        })
+        let run = self
+            .run_on(plan.id())
+            .await
+            .filter(|r| !r.state.is_finished());
+        let reapproves = run
+            .as_ref()
+            .is_some_and(|r| r.state == run_model::RunState::Paused && r.drift.is_some());
+        let (approves, kind) = match decision {
+            GateDecision::Reject { .. } => return Ok(true),
+            GateDecision::Resume if !reapproves => return Ok(false),
+            GateDecision::Resume => (true, ApprovalKind::Reapproval),
+            GateDecision::Approve { .. } => (true, ApprovalKind::Plan),
+        };
+        // Two people for what is risky: the run's rule and the operator's.
+        if let (true, Some(run)) = (approves, run.as_ref()) {
+            let rule = self.rule_for(run, Some(plan.mode()), None);
+            let digest = run_model::plan_digest(plan);
+            self.meet(&rule, run, plan, kind, &digest, None, actor)
+                .await?;
+        }
+        Ok(true)
     }
 
     /// A plan record: the version decided on and the digest of what it

@@ -204,6 +204,8 @@ pub struct Runs {
     builtin_tools: Vec<ToolSpec>,
     /// The MCP servers (the file's and the board's).
     tool_servers: Arc<ToolServers>,
+    /// No login: one local user (a two-person rule cannot be met).
+    local_mode: bool,
     /// The operator's tool policies (`PLANBOARD_TOOL_POLICY`), read when
     /// a run starts.
     policies: Arc<std::sync::RwLock<Vec<(String, agent::run::ToolPolicy)>>>,
@@ -455,6 +457,7 @@ impl Runs {
             sandbox,
             builtin_tools,
             tool_servers,
+            local_mode: matches!(config.access, crate::config::Access::Local { .. }),
             policies,
             model_answers,
             local_model_home: config.local_model_home.clone(),
@@ -705,6 +708,22 @@ impl Runs {
         let config = config
             .checked()
             .map_err(|e| RunError::Invalid(e.to_string()))?;
+        if let Some(rule) = config.approval_rule.as_ref().filter(|r| !r.is_plain()) {
+            if self.local_mode {
+                return Err(RunError::Invalid(
+                    "approval_rule needs token mode: in local mode everyone is the one local \
+                     user, so no other person could ever approve this run"
+                        .into(),
+                ));
+            }
+            if !rule.approvers.is_empty() && rule.approvers.len() < rule.needed() as usize {
+                return Err(RunError::Invalid(format!(
+                    "approval_rule asks for {} approvals of {} approvers",
+                    rule.needed(),
+                    rule.approvers.len()
+                )));
+            }
+        }
         let tools = self.tools();
         if let Some(unknown) = config
             .tools
@@ -1169,6 +1188,33 @@ impl Runs {
                     pending.digest,
                     plan_engine::text::prefix(seen.trim(), 64)
                 )));
+            }
+        }
+        // Two people for what is risky: an approval (or an edit) of the
+        // call meets the run's rule for its tool; a denial never waits.
+        if decision.verdict != DecisionKind::Deny {
+            if let Some(plan_id) = record.plan_id {
+                if let Some(plan) = self.plans.get(plan_id).await {
+                    let rule =
+                        self.approvals
+                            .rule_for(&record, Some(plan.mode()), Some(&pending.name));
+                    let ran = match (&decision.verdict, &decision.arguments) {
+                        (DecisionKind::Edit, Some(args)) => args.clone(),
+                        _ => pending.arguments.clone(),
+                    };
+                    let digest = run_model::call_digest(&pending.name, &ran);
+                    self.approvals
+                        .meet(
+                            &rule,
+                            &record,
+                            &plan,
+                            run_model::ApprovalKind::ToolCall,
+                            &digest,
+                            Some((call, pending.name.as_str())),
+                            who,
+                        )
+                        .await?;
+                }
             }
         }
         let (verdict, arguments) = match decision.verdict {

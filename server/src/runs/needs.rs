@@ -127,6 +127,27 @@ impl Runs {
             titles.insert(id, (title, at));
             needs.extend(found);
         }
+        // Who still has to approve a plan under a two-person rule.
+        let awaiting: Vec<PlanId> = needs
+            .iter()
+            .filter(|n: &&Need| n.kind == NeedKind::Approval)
+            .map(|n| n.plan_id)
+            .collect();
+        if !awaiting.is_empty() {
+            let working = self.store.runs_on(&awaiting).await?;
+            for need in needs.iter_mut().filter(|n| n.kind == NeedKind::Approval) {
+                let run = working
+                    .iter()
+                    .rev()
+                    .find(|r| r.plan_id == Some(need.plan_id) && !r.state.is_finished());
+                let Some(run) = run else { continue };
+                let Some(plan) = self.plans.get(need.plan_id).await else {
+                    continue;
+                };
+                need.run_id = Some(run.id);
+                need.waiting_for = self.approvals.waiting_for(run, &plan).await?;
+            }
+        }
         // Runs: paused ones wait for a person to resume them; running
         // ones may wait for a decision on a guarded tool call.
         let on_plan = |run: &run_model::RunRecord| {

@@ -64,6 +64,10 @@ pub enum ServiceError {
     /// The caller's role does not allow what the call did (it was undone).
     #[error("{0}")]
     Forbidden(String),
+    /// The approval was recorded, but the plan needs more (a two-person
+    /// rule): the sentence says who still has to approve. Nothing changed.
+    #[error("{0}")]
+    Waiting(String),
 }
 
 /// Hears of every decision on a plan's approval that the write path

@@ -552,3 +552,157 @@ async fn a_plan_that_drifts_past_the_threshold_pauses_until_a_person_approves_it
         similarity
     );
 }
+
+/// A request as the holder of `token`.
+async fn as_person(
+    server: &TestServer,
+    token: &str,
+    path: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let response = server
+        .client
+        .post(server.url(path))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[tokio::test]
+async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_are_counted_once_each(
+) {
+    use crate::auth::{ADMIN, OPERATOR};
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut tokens = std::collections::HashMap::new();
+    tokens.insert(
+        OPERATOR.to_string(),
+        server::auth::Identity::new("robot", server::auth::Role::Operator),
+    );
+    tokens.insert(
+        ADMIN.to_string(),
+        server::auth::Identity::new("boss", server::auth::Role::Admin),
+    );
+    let config = server::config::Config {
+        lease: Duration::from_secs(3600),
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.path().join("workspaces"),
+        run_lease: Duration::from_secs(3),
+        ..server::config::Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            server::config::Access::Tokens(tokens.into()),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let start_as = |token: &'static str, rule: Value| {
+        let server = &server;
+        async move {
+            let (status, view) = as_person(
+                server,
+                token,
+                "/api/runs",
+                json!({"task": "Deploy the release", "mode": "simple", "approval_rule": rule}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::CREATED, "{view}");
+            (
+                view["id"].as_str().unwrap().to_string(),
+                view["plan_id"].as_str().unwrap().to_string(),
+            )
+        }
+    };
+    let wait = |run: String| {
+        let server = &server;
+        async move {
+            for _ in 0..400 {
+                let response = server
+                    .client
+                    .get(server.url(&format!("/api/runs/{run}")))
+                    .bearer_auth(ADMIN)
+                    .send()
+                    .await
+                    .unwrap();
+                let view: Value = response.json().await.unwrap();
+                if view["state"] == "awaiting_approval" {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            panic!("run {run} never awaited approval");
+        }
+    };
+    // The starter may not approve their own plan; another person may.
+    let (run, plan) = start_as(OPERATOR, json!({"not_starter": true})).await;
+    wait(run.clone()).await;
+    let approve = format!("/api/plans/{plan}/approve");
+    let (status, body) = as_person(&server, OPERATOR, &approve, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("robot started this run"), "{body}");
+    let (status, body) = as_person(&server, ADMIN, &approve, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Two approvals by different people: the first waits for the second.
+    let (run, plan) = start_as(ADMIN, json!({"at_least": 2})).await;
+    wait(run.clone()).await;
+    let approve = format!("/api/plans/{plan}/approve");
+    for _ in 0..2 {
+        let (status, body) = as_person(&server, OPERATOR, &approve, json!({})).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert_eq!(body["error"], "waiting");
+        assert!(body["message"].as_str().unwrap().contains("(1 of 2)"), "{body}");
+    }
+    let response = server
+        .client
+        .get(server.url("/api/inbox"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    let needs: Value = response.json().await.unwrap();
+    let need = needs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["plan_id"] == plan.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(need["waiting_for"], json!(["1 × another person"]), "{need}");
+    let (status, body) = as_person(&server, ADMIN, &approve, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let response = server
+        .client
+        .get(server.url(&format!("/api/approvals?run={run}&kind=plan")))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    let list: Value = response.json().await.unwrap();
+    let people: Vec<(&str, bool)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["person"].as_str().unwrap(), r["detail"]["partial"] == true))
+        .collect();
+    assert_eq!(people, [("boss", false), ("robot", true), ("robot", true)]);
+}
+
+#[tokio::test]
+async fn a_two_person_rule_is_refused_in_local_mode_with_the_reason() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    let (status, body) = server
+        .post(
+            "/api/runs",
+            json!({"task": "Deploy", "approval_rule": {"not_starter": true}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("token mode"),
+        "{body}"
+    );
+}

@@ -61,6 +61,9 @@ plan_engine::wire_enum! {
         /// The decision was made on something other than what is asked now:
         /// another call's or another version's digest (409); read it again.
         Stale = "stale",
+        /// An approval was recorded, but a two-person rule wants more
+        /// approvals before it counts; the sentence names who (409).
+        Waiting = "waiting",
         /// The MCP server comes from `PLANBOARD_MCP_SERVERS`: change the file (409).
         FromFile = "from_file",
         /// The body is over the limit (413).
@@ -297,6 +300,10 @@ impl From<ServiceError> for ApiError {
                 e => ApiError::store_failed(format_args!("commit failed: {e}")),
             },
             ServiceError::Forbidden(m) => ApiError::Forbidden(m),
+            ServiceError::Waiting(message) => ApiError::State {
+                code: ErrorCode::Waiting,
+                message,
+            },
             e @ ServiceError::Busy => ApiError::store_failed(e),
         }
     }

@@ -208,6 +208,13 @@ pub struct StartRun {
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub drift_threshold: Option<f64>,
+    /// Two people for this run (token mode only), over the operator's
+    /// `PLANBOARD_APPROVAL_RULES`, which it may only make stricter:
+    /// `not_starter` (whoever started the run may not approve its plan or
+    /// its guarded calls), `at_least` (that many approvals by different
+    /// people), `approvers` (only these people, by name).
+    #[serde(default)]
+    pub approval_rule: Option<run_model::ApprovalRule>,
 }
 
 impl StartRun {
@@ -393,6 +400,7 @@ impl StartRun {
             drift_threshold: self
                 .drift_threshold
                 .unwrap_or(plan_engine::distance::DRIFT_THRESHOLD),
+            approval_rule: self.approval_rule,
         })
     }
 }
