@@ -475,6 +475,18 @@ pub struct ApprovalsFilter {
 /// The most approval records the approvals page lists.
 pub const APPROVALS_SHOWN: u32 = 200;
 
+/// The approvals insights page: approval fatigue per person and per
+/// tool, the suggested policy moves, and how often forecasts held.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InsightsPage {
+    pub days: u32,
+    pub insights: run_model::Insights,
+    pub forecasts: run_model::ForecastAccuracy,
+    /// The viewer may apply a suggestion (an operator or an admin).
+    #[serde(default)]
+    pub can_apply: bool,
+}
+
 /// One file of a run's workspace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FileRow {
@@ -705,6 +717,9 @@ pub trait BoardBackend: Send + Sync {
     async fn tools_overview(
         &self,
     ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError>;
+    /// Approval fatigue over the last `days` days (the caller checked the
+    /// viewer may see it).
+    async fn insights(&self, days: u32) -> Result<InsightsPage, BoardError>;
     /// The approval records `filter` admits, newest first (at most
     /// [`APPROVALS_SHOWN`]).
     async fn approvals(
@@ -1054,6 +1069,22 @@ pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
         async {
             let who = editor().await?;
             backend()?.create(spec, &who.name).await
+        }
+        .await,
+    )
+}
+
+/// The approvals insights page (operators and admins; rendered on the
+/// server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_insights(days: u32) -> Result<InsightsPage, BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            viewer.may_change(("approval insights", "批准分析"), crate::i18n::detect())?;
+            let mut page = backend()?.insights(days).await?;
+            page.can_apply = viewer.can_edit;
+            Ok(page)
         }
         .await,
     )

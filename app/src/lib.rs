@@ -42,7 +42,8 @@ use leptos_router::path;
 use i18n::{use_lang, Lang};
 use pages::plan::BoardPage;
 use pages::{
-    activity::ActivityPage, approvals::ApprovalsPage, compare::ComparePage,
+    activity::ActivityPage, approvals::ApprovalInsightsPage, approvals::ApprovalsPage,
+    compare::ComparePage,
     history::HistoryPage, inbox::InboxPage,
     memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
     settings::SettingsPage, templates::TemplatesPage, tools::ToolsPage,
@@ -85,6 +86,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=PlansPage/>
                     <Route path=path!("/history") view=HistoryPage/>
                     <Route path=path!("/approvals") view=ApprovalsPage/>
+                    <Route path=path!("/approvals/insights") view=ApprovalInsightsPage/>
                     <Route path=path!("/reviews") view=ReviewsPage/>
                     <Route path=path!("/memories") view=MemoriesPage/>
                     <Route path=path!("/templates") view=TemplatesPage/>

@@ -53,3 +53,13 @@ CREATE TABLE holds (
     released_at TEXT
 );
 CREATE INDEX holds_due ON holds (released_at, start_at);
+
+-- Tool policies an operator set on the board or over the API (applying
+-- an approvals insight), over PLANBOARD_TOOL_POLICY; read when a run
+-- starts (and every few seconds by each replica).
+CREATE TABLE tool_policies (
+    tool     TEXT PRIMARY KEY,
+    policy   TEXT NOT NULL,
+    by_actor TEXT NOT NULL,
+    at       TEXT NOT NULL
+);

@@ -46,6 +46,8 @@
 //!   (built-in list prices, the operator's, local models free).
 //! - [`cost`]: what a run's calls cost, the [`CostReport`] read from its
 //!   log (the money types re-exported).
+//! - [`insights`]: approval fatigue measured from the records, and the
+//!   tool policies worth changing ([`Insights`]).
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
@@ -71,6 +73,7 @@ pub mod digest;
 pub mod drift;
 pub mod entry;
 pub mod grant;
+pub mod insights;
 pub mod memory;
 pub mod model_status;
 pub mod money;
@@ -108,6 +111,7 @@ pub use entry::{
     RunEntry, Verdict, MESSAGE_CAP,
 };
 pub use grant::{Grant, GrantError, GrantId, NewGrant};
+pub use insights::{DecisionStats, Insights, Suggestion};
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
 pub use model_status::ModelStatus;
 pub use money::{BadPrices, Price, PriceTable, Usd};

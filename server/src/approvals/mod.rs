@@ -88,6 +88,16 @@ pub trait ApprovalStore: Send + Sync {
     async fn release_hold(&self, run: RunId, at: Timestamp) -> Result<bool, StoreError>;
     /// The holds still held whose start time is at or before `now`.
     async fn due_holds(&self, now: Timestamp) -> Result<Vec<Hold>, StoreError>;
+    /// The tool policies operators set (over `PLANBOARD_TOOL_POLICY`).
+    async fn stored_policies(&self) -> Result<Vec<(String, run_model::ToolPolicy)>, StoreError>;
+    /// Sets (or replaces) an operator's policy of `tool`.
+    async fn put_policy(
+        &self,
+        tool: &str,
+        policy: run_model::ToolPolicy,
+        by: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -144,6 +154,9 @@ pub struct Approved {
 /// the same mode and model it is made from.
 pub const FORECAST_READ: u32 = 100;
 pub const FORECAST_FROM: usize = 50;
+
+/// The most records the insights read.
+pub const INSIGHTS_READ: usize = 10_000;
 
 /// The longest a run may be held before it starts by itself: a year.
 pub const LONGEST_HOLD_DAYS: i64 = 366;
@@ -468,6 +481,49 @@ impl Approvals {
     /// The holds whose time to start has come.
     pub async fn due_holds(&self) -> Result<Vec<Hold>, StoreError> {
         self.store.due_holds(chrono::Utc::now()).await
+    }
+
+    /// The tool policies operators set.
+    pub async fn stored_policies(
+        &self,
+    ) -> Result<Vec<(String, run_model::ToolPolicy)>, StoreError> {
+        self.store.stored_policies().await
+    }
+
+    /// Stores an operator's policy of `tool`.
+    pub async fn put_policy(
+        &self,
+        tool: &str,
+        policy: run_model::ToolPolicy,
+        who: &str,
+    ) -> Result<(), StoreError> {
+        self.store
+            .put_policy(tool, policy, who, chrono::Utc::now())
+            .await
+    }
+
+    /// The records of the last `days` days, newest first (at most
+    /// [`INSIGHTS_READ`]), for the insights.
+    pub async fn recent(&self, days: u32) -> Result<Vec<ApprovalRecord>, StoreError> {
+        let from = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
+        let mut out = Vec::new();
+        while out.len() < INSIGHTS_READ {
+            let page = self
+                .store
+                .list_approvals(&ApprovalFilter {
+                    from: Some(from),
+                    offset: out.len() as u32,
+                    limit: PAGE_LIMIT,
+                    ..ApprovalFilter::default()
+                })
+                .await?;
+            let last = page.len() < PAGE_LIMIT as usize;
+            out.extend(page);
+            if last {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// The records `filter` admits, newest first (none when `from` is

@@ -293,4 +293,38 @@ impl ApprovalStore for SqlStore {
         .await?;
         rows.iter().map(hold_of).collect()
     }
+
+    async fn stored_policies(&self) -> Result<Vec<(String, run_model::ToolPolicy)>, StoreError> {
+        let rows = sqlx::query("SELECT tool, policy FROM tool_policies ORDER BY tool")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| -> Result<(String, run_model::ToolPolicy), StoreError> {
+                let tool: String = row.try_get("tool")?;
+                let policy: String = row.try_get("policy")?;
+                Ok((tool, policy.parse().map_err(corrupt)?))
+            })
+            .collect()
+    }
+
+    async fn put_policy(
+        &self,
+        tool: &str,
+        policy: run_model::ToolPolicy,
+        by: &str,
+        at: plan_engine::Timestamp,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO tool_policies (tool, policy, by_actor, at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (tool) DO UPDATE SET policy = excluded.policy, \
+             by_actor = excluded.by_actor, at = excluded.at",
+        )
+        .bind(tool.to_string())
+        .bind(policy.as_str())
+        .bind(by.to_string())
+        .bind(ts(at))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }

@@ -206,9 +206,11 @@ pub struct Runs {
     tool_servers: Arc<ToolServers>,
     /// No login: one local user (a two-person rule cannot be met).
     local_mode: bool,
-    /// The operator's tool policies (`PLANBOARD_TOOL_POLICY`), read when
-    /// a run starts.
+    /// The operator's tool policies (`PLANBOARD_TOOL_POLICY`, then those
+    /// set on the board, which win), read when a run starts.
     policies: Arc<std::sync::RwLock<Vec<(String, agent::run::ToolPolicy)>>>,
+    /// `PLANBOARD_TOOL_POLICY` alone, under the stored ones.
+    env_policies: Vec<(String, agent::run::ToolPolicy)>,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
     /// The local model's folder (`PLANBOARD_LOCAL_MODEL_HOME`).
     local_model_home: Option<PathBuf>,
@@ -459,6 +461,7 @@ impl Runs {
             tool_servers,
             local_mode: matches!(config.access, crate::config::Access::Local { .. }),
             policies,
+            env_policies: config.tool_policies.clone(),
             model_answers,
             local_model_home: config.local_model_home.clone(),
             telemetry,
@@ -557,6 +560,7 @@ impl Runs {
 
     async fn keep(self: &Arc<Self>) {
         self.start_due_holds().await;
+        self.refresh_policies().await;
         let until = now_ms() + self.lease.as_millis() as i64;
         if let Err(e) = self.store.renew_runs(&self.owner, until).await {
             tracing::error!("renewing run leases failed: {e}");
@@ -887,6 +891,58 @@ impl Runs {
             self.plans.execute(plan, ops, who).await?;
         }
         self.view(record).await
+    }
+
+    /// Reads the operators' stored tool policies again (another replica
+    /// may have set one): `PLANBOARD_TOOL_POLICY` under them.
+    pub async fn refresh_policies(&self) {
+        match self.approvals.stored_policies().await {
+            Ok(stored) => {
+                let mut all = self.env_policies.clone();
+                all.extend(stored);
+                *self.policies.write().expect("policies lock") = all;
+            }
+            Err(e) => tracing::warn!("reading the stored tool policies failed: {e}"),
+        }
+    }
+
+    /// An operator sets `tool`'s policy for the runs started from now on
+    /// (applying an approvals insight): stored, so every replica and a
+    /// restart keep it, over `PLANBOARD_TOOL_POLICY`.
+    pub async fn set_tool_policy(
+        &self,
+        tool: &str,
+        policy: agent::run::ToolPolicy,
+        who: &str,
+    ) -> Result<(), RunError> {
+        if !self.tools().iter().any(|t| t.name == tool) {
+            return Err(RunError::Invalid(format!("there is no tool named {tool}")));
+        }
+        self.approvals.put_policy(tool, policy, who).await?;
+        self.refresh_policies().await;
+        Ok(())
+    }
+
+    /// The operator's policy of `tool` now (its default, the operator's
+    /// over it), without a run's own.
+    pub fn operator_policy(&self, tool: &str) -> agent::run::ToolPolicy {
+        self.policy_for_run(&RunConfig::default(), tool)
+    }
+
+    /// Approval fatigue over the last `days` days: per person and per
+    /// tool, with the suggested policy moves, and how often the forecasts
+    /// held.
+    pub async fn insights(&self, days: u32) -> Result<InsightsView, RunError> {
+        let records = self.approvals.recent(days).await?;
+        let operator: Vec<(String, agent::run::ToolPolicy)> =
+            self.policies.read().expect("policies lock").clone();
+        let toolset = Toolset::new(self.tool_servers.boxes()).with_policies(operator);
+        let insights = run_model::insights::insights(&records, |tool| toolset.policy(tool));
+        Ok(InsightsView {
+            days,
+            insights,
+            forecasts: self.approvals.forecast_accuracy().await?,
+        })
     }
 
     /// Starts a run that was approved and held (`POST
@@ -1317,6 +1373,17 @@ impl Runs {
         self.record(id).await?;
         Ok(self.workspaces.artifact(id, relative).await?)
     }
+}
+
+/// The approvals insights page: approval fatigue per person and per tool,
+/// the suggested policy moves, and how often forecasts held.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct InsightsView {
+    /// The days looked back.
+    pub days: u32,
+    #[serde(flatten)]
+    pub insights: run_model::Insights,
+    pub forecasts: run_model::ForecastAccuracy,
 }
 
 /// A guarded tool call that waits for a person.

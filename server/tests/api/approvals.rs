@@ -706,3 +706,53 @@ async fn a_two_person_rule_is_refused_in_local_mode_with_the_reason() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn the_insights_measure_the_decisions_and_an_operator_applies_a_suggested_policy() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    let apply = |tool: &str, policy: &str| {
+        let body = json!({"tool": tool, "policy": policy});
+        let server = &server;
+        async move { server.post("/api/approvals/insights/apply", body).await }
+    };
+    // The operator has write_file ask for every run from now on.
+    let (status, body) = apply("write_file", "ask").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Twenty quick approvals as asked, as the guarded calls record them.
+    for i in 0..20u64 {
+        let mut record = run_model::ApprovalRecord::new(
+            uuid::Uuid::new_v4(),
+            run_model::ApprovalKind::ToolCall,
+            run_model::ApprovalDecision::Approved,
+            "tester",
+            chrono::Utc::now(),
+            "0".repeat(64),
+        );
+        record.tool = Some("write_file".into());
+        record.waited_ms = Some(400 + i);
+        server.services.approvals.record(&record).await.unwrap();
+    }
+    let (status, insights) = server.get("/api/approvals/insights").await;
+    assert_eq!(status, StatusCode::OK, "{insights}");
+    assert_eq!(insights["people"][0]["name"], "tester", "{insights}");
+    assert_eq!(insights["people"][0]["quick"], 20);
+    assert_eq!(insights["tools"][0]["name"], "write_file");
+    assert_eq!(insights["tools"][0]["approved_share"], 1.0);
+    let suggestion = &insights["suggestions"][0];
+    assert_eq!(
+        (&suggestion["tool"], &suggestion["from"], &suggestion["to"]),
+        (&json!("write_file"), &json!("ask"), &json!("auto")),
+        "{insights}"
+    );
+    // Applied: the runs started from now on do not ask, and nothing is
+    // left to suggest.
+    let (status, body) = apply("write_file", "auto").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, insights) = server.get("/api/approvals/insights").await;
+    assert_eq!(insights["suggestions"], json!([]), "{insights}");
+    let (status, body) = apply("no_such_tool", "ask").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (status, _) = server.get("/api/approvals/insights?days=0").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}

@@ -4,16 +4,19 @@
 //! other tools.
 
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use run_model::{ApprovalKind, ApprovalRecord};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
-use super::docs::ListErrors;
-use super::error::ApiError;
+use super::docs::{ListErrors, WriteErrors};
+use super::error::{ApiError, Body};
 use super::extract::Params;
 use super::ApiState;
 use crate::approvals::ApprovalFilter;
+use crate::auth::{Identity, Role};
+use crate::runs::InsightsView;
 
 /// The longest person or tool name a list is filtered by.
 pub const NAME_CHARS: usize = 200;
@@ -107,4 +110,66 @@ pub async fn forecast_accuracy(
     State(state): State<ApiState>,
 ) -> Result<Json<run_model::ForecastAccuracy>, ApiError> {
     Ok(Json(state.approvals.forecast_accuracy().await?))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct InsightsQuery {
+    /// The days looked back (default 90).
+    #[param(minimum = 1, maximum = 3650)]
+    days: Option<u32>,
+}
+
+#[utoipa::path(get, path = "/approvals/insights", tag = "approvals", params(InsightsQuery),
+    description = "approval fatigue (operators and admins): per person and per tool, the median time \
+        to decide, the share approved as asked, approvals given in under two seconds, denials and \
+        edits; the suggested tool policy moves (a tool always approved as asked from ask to auto, \
+        one often denied from auto to ask) with their figures; and how often forecasts held",
+    responses((status = 200, body = InsightsView), ListErrors))]
+pub async fn insights(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    Params(q): Params<InsightsQuery>,
+) -> Result<Json<InsightsView>, ApiError> {
+    who.require(Role::Operator)?;
+    let days = q.days.unwrap_or(90);
+    if !(1..=3650).contains(&days) {
+        return Err(ApiError::BadRequest(format!(
+            "days must be 1 to 3650, not {days}"
+        )));
+    }
+    Ok(Json(state.runs.insights(days).await?))
+}
+
+/// A tool policy an operator sets (applying an approvals insight).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPolicy {
+    /// The tool, as `GET /api/agent/tools` lists it.
+    #[schemars(length(min = 1, max = run_model::TOOL_NAME_CHARS))]
+    pub tool: String,
+    /// `auto`, `ask` or `never`, for the runs started from now on.
+    pub policy: run_model::ToolPolicy,
+}
+
+#[utoipa::path(post, path = "/approvals/insights/apply", tag = "approvals",
+    description = "sets a tool's policy for the runs started from now on, over PLANBOARD_TOOL_POLICY \
+        (stored, so every replica and a restart keep it): applying a suggestion of the insights is \
+        an operator's click. A run's own policies may still tighten it",
+    request_body = ApplyPolicy,
+    responses((status = 200, body = ApplyPolicy), WriteErrors))]
+pub async fn apply_policy(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    Body(body): Body<ApplyPolicy>,
+) -> Result<Json<ApplyPolicy>, ApiError> {
+    let tool = body.tool.trim().to_string();
+    state
+        .runs
+        .set_tool_policy(&tool, body.policy, &who.actor())
+        .await?;
+    Ok(Json(ApplyPolicy {
+        tool,
+        policy: body.policy,
+    }))
 }

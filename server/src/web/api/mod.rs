@@ -122,6 +122,8 @@ schema::schemars_bridge! {
         memories::EditMemory,
         memories::NewRule,
         reviews::ReviewQueue,
+        crate::runs::InsightsView,
+        approvals::ApplyPolicy,
     ]
 }
 
@@ -211,6 +213,8 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(templates::get_template, templates::delete_template))
         .routes(routes!(approvals::list_approvals))
         .routes(routes!(approvals::forecast_accuracy))
+        .routes(routes!(approvals::insights))
+        .routes(routes!(approvals::apply_policy))
         // A path that runs to the end of the address (`{*path}`): axum's
         // wildcard, which an OpenAPI path cannot spell, so it is routed by
         // hand and documented in `ApiDoc`'s list (its only entry).

@@ -88,6 +88,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .route("/plans/{id}/template", post(templates::save))
         .route("/templates/{id}/delete", post(templates::delete))
         .route("/memories/rule", post(memories::rule))
+        .route("/approvals/insights/apply", post(run::apply_policy))
         .route("/memories/{id}/{action}", post(memories::change))
         .route("/settings/webhooks", post(settings::add_webhook))
         .route(
@@ -460,6 +461,16 @@ impl BoardBackend for Board {
             cost: Some(cost),
             artifacts,
             approvals,
+        })
+    }
+
+    async fn insights(&self, days: u32) -> Result<app::api::InsightsPage, BoardError> {
+        let view = self.runs.insights(days).await.map_err(run_error)?;
+        Ok(app::api::InsightsPage {
+            days: view.days,
+            insights: view.insights,
+            forecasts: view.forecasts,
+            can_apply: false,
         })
     }
 

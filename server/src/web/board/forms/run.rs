@@ -353,3 +353,38 @@ pub async fn start_held(
     .await;
     back_to_board(result, lang)
 }
+
+/// The insights page's Apply button, as posted.
+#[derive(Deserialize)]
+pub struct ApplyForm {
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    policy: String,
+}
+
+/// `POST /approvals/insights/apply`: an operator applies a suggestion: the
+/// tool's policy for the runs started from now on (the service of `POST
+/// /api/approvals/insights/apply`); back to the insights page.
+pub async fn apply_policy(
+    axum::extract::State(board): BoardState,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ApplyForm>,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        viewer.may_change(("tool policies", "工具策略"), lang)?;
+        let policy = run_model::ToolPolicy::from_wire(form.policy.trim()).ok_or_else(|| {
+            BoardError::Refused(format!("no policy is called '{}'", form.policy))
+        })?;
+        board
+            .runs
+            .set_tool_policy(form.tool.trim(), policy, &viewer.name)
+            .await
+            .map_err(run_error)?;
+        Ok("/approvals/insights".to_string())
+    }
+    .await;
+    super::shared::form_answer(result, lang)
+}
