@@ -363,7 +363,7 @@ impl Approvals {
         let known = self.tools.get().map(|names| names());
         grants
             .into_iter()
-            .map(|g| {
+            .map(|g| -> Result<NewGrant, ApprovalError> {
                 let g = g
                     .checked()
                     .map_err(|e| ApprovalError::Invalid(e.to_string()))?;
