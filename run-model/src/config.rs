@@ -148,7 +148,7 @@ pub struct RunConfig {
     /// The run's own two-person rule, over the operator's (which it may
     /// only make stricter): for its plan and its guarded calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval_rule: Option<crate::ApprovalRule>,
+    pub approval_rule: Option<crate::rule::ApprovalRule>,
 }
 
 /// A file the person gave the run, as the model is told about it.

@@ -42,6 +42,9 @@
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
 //! - [`record`]: [`RunRecord`] (a stored run), [`Spent`], [`RunProgress`].
+//! - [`rule`]: two people for what is risky: [`ApprovalRule`] (not the
+//!   starter, n people, named approvers) and where an operator's applies
+//!   ([`RuleScope`]).
 //! - [`money`]: [`Usd`], a model's [`Price`], the [`PriceTable`]
 //!   (built-in list prices, the operator's, local models free).
 //! - [`cost`]: what a run's calls cost, the [`CostReport`] read from its
@@ -80,6 +83,7 @@ pub mod money;
 pub mod needs;
 pub mod record;
 pub mod review;
+pub mod rule;
 pub mod state;
 pub mod storage;
 pub mod stream;
@@ -88,9 +92,7 @@ pub mod tools;
 pub mod trace;
 
 pub use adaptation::{Adaptation, Gap};
-pub use approval::{
-    ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord, ApprovalRule, Hold, RuleScope,
-};
+pub use approval::{ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord, Hold};
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
@@ -118,6 +120,7 @@ pub use money::{BadPrices, Price, PriceTable, Usd};
 pub use needs::{Need, NeedKind};
 pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
+pub use rule::{person_of, ApprovalRule, RuleScope};
 pub use state::{Classification, DecidedBy, RunState};
 pub use storage::{Retention, StorageReport, WorkspacesUse};
 pub use stream::StreamEvent;
