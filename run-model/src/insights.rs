@@ -186,7 +186,7 @@ mod tests {
     fn record(person: &str, tool: &str, decision: ApprovalDecision, ms: u64) -> ApprovalRecord {
         let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let mut r = ApprovalRecord::new(
-            uuid::Uuid::new_v4(),
+            uuid::Uuid::nil(),
             ApprovalKind::ToolCall,
             decision,
             person,
