@@ -140,6 +140,15 @@ pub struct RunConfig {
     /// short or failed (the default). What the adapter may add stays
     /// within the run's adaptation budget either way.
     pub adapt_every_step: bool,
+    /// The approved plan is the contract: when the plan's graph
+    /// similarity to the version a person approved falls below this
+    /// (0.0 to 1.0; 0: never), the run pauses until a person approves it
+    /// again. Default [`plan_engine::distance::DRIFT_THRESHOLD`].
+    pub drift_threshold: f64,
+    /// The run's own two-person rule, over the operator's (which it may
+    /// only make stricter): for its plan and its guarded calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_rule: Option<crate::rule::ApprovalRule>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -223,6 +232,8 @@ impl Default for RunConfig {
             batches: None,
             plan: None,
             adapt_every_step: false,
+            drift_threshold: plan_engine::distance::DRIFT_THRESHOLD,
+            approval_rule: None,
         }
     }
 }
@@ -261,6 +272,8 @@ pub enum ConfigError {
     Attempts,
     #[error("batches: {0}")]
     Batches(String),
+    #[error("drift_threshold is from 0.0 (never) to 1.0, not {0}")]
+    Drift(f64),
 }
 
 impl ConfigError {
@@ -272,6 +285,7 @@ impl ConfigError {
             ConfigError::Tools => "tools",
             ConfigError::Attempts => "max_attempts",
             ConfigError::Batches(_) => "batches",
+            ConfigError::Drift(_) => "drift_threshold",
         }
     }
 }
@@ -310,6 +324,9 @@ impl RunConfig {
                 .any(|n| n.is_empty() || n.len() > TOOL_NAME_CHARS)
         {
             return Err(ConfigError::Tools);
+        }
+        if !(0.0..=1.0).contains(&self.drift_threshold) {
+            return Err(ConfigError::Drift(self.drift_threshold));
         }
         if !(1..=MAX_ATTEMPTS).contains(&self.max_attempts)
             || self.retry_delay_ms > MAX_RETRY_DELAY_MS

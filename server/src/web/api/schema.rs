@@ -133,6 +133,9 @@ schemars_bridge! {
         DeliveryDoc => crate::webhooks::Delivery,
         ToolServerDoc => run_model::ToolServerView,
         StorageReportDoc => run_model::StorageReport,
+        ApprovalRecordDoc => run_model::ApprovalRecord,
+        GrantDoc => run_model::Grant,
+        ForecastAccuracyDoc => run_model::ForecastAccuracy,
     ],
     local: []
 }
