@@ -288,10 +288,7 @@ impl MemoryHost {
             revoked_by: None,
             revoked_at: None,
         };
-        self.grants
-            .lock()
-            .expect("grants lock")
-            .push(grant.clone());
+        self.grants.lock().expect("grants lock").push(grant.clone());
         grant
     }
 

@@ -43,10 +43,9 @@ use i18n::{use_lang, Lang};
 use pages::plan::BoardPage;
 use pages::{
     activity::ActivityPage, approvals::ApprovalInsightsPage, approvals::ApprovalsPage,
-    compare::ComparePage,
-    history::HistoryPage, inbox::InboxPage,
-    memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
-    settings::SettingsPage, templates::TemplatesPage, tools::ToolsPage,
+    compare::ComparePage, history::HistoryPage, inbox::InboxPage, memories::MemoriesPage,
+    new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage, settings::SettingsPage,
+    templates::TemplatesPage, tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.

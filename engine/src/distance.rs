@@ -156,23 +156,6 @@ pub fn step_words(name: &str, description: &str) -> Vec<String> {
     set
 }
 
-/// How many words two sorted sets share.
-fn shared(a: &[String], b: &[String]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                n += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    n
-}
-
 /// A plan as the matching reads it: each step's id and word set, and its
 /// dependencies as positions, in plan order.
 struct Graph {
@@ -256,7 +239,12 @@ fn matching(a: &Graph, b: &Graph) -> Vec<Option<usize>> {
     }
     let mut pairs: Vec<Pair> = Vec::new();
     let mut counts: HashMap<usize, usize> = HashMap::new();
-    for (i, w) in a.words.iter().enumerate().filter(|(i, _)| to_b[*i].is_none()) {
+    for (i, w) in a
+        .words
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| to_b[*i].is_none())
+    {
         counts.clear();
         for word in w {
             for &j in index.get(word.as_str()).into_iter().flatten() {
@@ -409,7 +397,11 @@ mod tests {
     fn ten(chain: bool) -> Vec<(String, Vec<u32>)> {
         (0..10)
             .map(|i| {
-                let deps = if chain && i > 0 { vec![i as u32] } else { vec![] };
+                let deps = if chain && i > 0 {
+                    vec![i as u32]
+                } else {
+                    vec![]
+                };
                 (format!("Collect the {} figures", TOPICS[i]), deps)
             })
             .collect()

@@ -175,9 +175,8 @@ impl PlanCheck {
 /// and digits starting with a letter (`sales.csv`, `out/report.md`), not
 /// an address or a number (`1.5`, `e.g`).
 fn file_name(word: &str) -> Option<&str> {
-    let word = word.trim_matches(|c: char| {
-        !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
-    });
+    let word =
+        word.trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')));
     let word = word.trim_end_matches('.');
     if word.contains("://") || word.starts_with('/') {
         return None;
@@ -211,7 +210,9 @@ pub fn files_read(name: &str, description: &str) -> Vec<String> {
             continue;
         };
         let reading = words[i.saturating_sub(3)..i].iter().any(|w| {
-            let w = w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+            let w = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
             READ_WORDS.contains(&w.as_str())
         });
         if reading && !out.iter().any(|f| f == file) {
@@ -300,7 +301,11 @@ pub fn plan_checks(plan: &Plan, given: &[String], offered: &[String]) -> Vec<Pla
         }
     }
     for (tool, ids) in refused {
-        checks.push(PlanCheck::new(PlanCheckKind::ToolNotAllowed, ids, Some(tool)));
+        checks.push(PlanCheck::new(
+            PlanCheckKind::ToolNotAllowed,
+            ids,
+            Some(tool),
+        ));
     }
     checks
 }
@@ -577,7 +582,12 @@ mod tests {
         let p = plan(
             Mode::Complex,
             vec![
-                step("Load the data", "open sales.csv and read notes.txt", "rows", &[]),
+                step(
+                    "Load the data",
+                    "open sales.csv and read notes.txt",
+                    "rows",
+                    &[],
+                ),
                 step("Sum", "sum the rows", "", &[1]),
                 step("Write the report", "write report.md", "report.md", &[2]),
                 step("Read it back", "read report.md again", "a check", &[3]),
@@ -588,7 +598,13 @@ mod tests {
         let checks = plan_checks(&p, &["data/notes.txt".into()], &["read_file".into()]);
         let found: Vec<(PlanCheckKind, Vec<u32>, Option<&str>)> = checks
             .iter()
-            .map(|c| (c.kind, c.steps.iter().map(|s| s.0).collect(), c.what.as_deref()))
+            .map(|c| {
+                (
+                    c.kind,
+                    c.steps.iter().map(|s| s.0).collect(),
+                    c.what.as_deref(),
+                )
+            })
             .collect();
         assert_eq!(
             found,
@@ -614,11 +630,19 @@ mod tests {
             Mode::Simple,
             vec![
                 step("Fetch the page", "fetch the weather page", "the page", &[]),
-                step("Answer", "say the temperature, e.g. 21.5 degrees", "a number", &[1]),
+                step(
+                    "Answer",
+                    "say the temperature, e.g. 21.5 degrees",
+                    "a number",
+                    &[1],
+                ),
             ],
         );
         assert_eq!(plan_checks(&p, &[], &[]), Vec::new());
-        assert_eq!(files_read("Load", "load https://a.example/x.csv or 1.5 e.g"), Vec::<String>::new());
+        assert_eq!(
+            files_read("Load", "load https://a.example/x.csv or 1.5 e.g"),
+            Vec::<String>::new()
+        );
     }
 
     fn spent(calls: u32, tokens: u64, secs: u64, dollars: f64) -> Spent {
@@ -635,9 +659,18 @@ mod tests {
     #[test]
     fn a_forecast_scales_similar_runs_to_the_plans_size_and_says_if_it_fits() {
         let past = [
-            Past { steps: 2, spent: spent(6, 6_000, 60, 0.02) },
-            Past { steps: 4, spent: spent(16, 20_000, 240, 0.08) },
-            Past { steps: 2, spent: spent(8, 10_000, 120, 0.04) },
+            Past {
+                steps: 2,
+                spent: spent(6, 6_000, 60, 0.02),
+            },
+            Past {
+                steps: 4,
+                spent: spent(16, 20_000, 240, 0.08),
+            },
+            Past {
+                steps: 2,
+                spent: spent(8, 10_000, 120, 0.04),
+            },
         ];
         let budget = Budget::default();
         let f = forecast(4, &past, Some(Price::FREE), &budget);
@@ -652,7 +685,10 @@ mod tests {
             max_llm_calls: 14,
             ..Budget::default()
         };
-        assert_eq!(forecast(4, &past, None, &tight).over_budget, ["max_llm_calls"]);
+        assert_eq!(
+            forecast(4, &past, None, &tight).over_budget,
+            ["max_llm_calls"]
+        );
         assert_eq!(forecast(4, &past, None, &tight).cost, None);
         // Too few similar runs: the plan's size.
         let by_size = forecast(4, &past[..2], None, &budget);
@@ -676,4 +712,3 @@ mod tests {
         assert_eq!(accuracy(&[]).calls, None);
     }
 }
-

@@ -273,7 +273,7 @@ pub enum ConfigError {
     #[error("batches: {0}")]
     Batches(String),
     #[error("drift_threshold is from 0.0 (never) to 1.0, not {0}")]
-    Drift(f64),
+    Drift(String),
 }
 
 impl ConfigError {
@@ -326,7 +326,7 @@ impl RunConfig {
             return Err(ConfigError::Tools);
         }
         if !(0.0..=1.0).contains(&self.drift_threshold) {
-            return Err(ConfigError::Drift(self.drift_threshold));
+            return Err(ConfigError::Drift(self.drift_threshold.to_string()));
         }
         if !(1..=MAX_ATTEMPTS).contains(&self.max_attempts)
             || self.retry_delay_ms > MAX_RETRY_DELAY_MS

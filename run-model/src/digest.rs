@@ -147,7 +147,11 @@ mod tests {
         assert_eq!(before.len(), 64);
         let approve = Op::Approve { comment: None };
         plan.execute(&approve.into(), "bo", at).unwrap();
-        assert_eq!(plan_digest(&plan), before, "approving changes nothing it says");
+        assert_eq!(
+            plan_digest(&plan),
+            before,
+            "approving changes nothing it says"
+        );
         let edit = Op::EditSubtask {
             id: plan_engine::SubtaskId(2),
             patch: SubtaskPatch {

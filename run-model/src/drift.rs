@@ -65,10 +65,8 @@ impl ApprovedPlan {
         if plan.subtasks().len() > MAX_STEPS {
             return None;
         }
-        let position = |id: plan_engine::SubtaskId| {
-            plan.position(id)
-                .and_then(|p| u32::try_from(p + 1).ok())
-        };
+        let position =
+            |id: plan_engine::SubtaskId| plan.position(id).and_then(|p| u32::try_from(p + 1).ok());
         Some(ApprovedPlan {
             version: plan.version(),
             steps: plan
@@ -77,7 +75,11 @@ impl ApprovedPlan {
                 .map(|s| ApprovedStep {
                     name: s.name().to_string(),
                     description: s.description().to_string(),
-                    after: s.dependencies().iter().filter_map(|d| position(*d)).collect(),
+                    after: s
+                        .dependencies()
+                        .iter()
+                        .filter_map(|d| position(*d))
+                        .collect(),
                 })
                 .collect(),
         })
@@ -90,12 +92,14 @@ impl ApprovedPlan {
             subtasks: self
                 .steps
                 .iter()
-                .map(|s| NewSubtask {
-                    name: s.name.clone(),
-                    description: s.description.clone(),
-                    ..NewSubtask::default()
-                }
-                .after(&s.after))
+                .map(|s| {
+                    NewSubtask {
+                        name: s.name.clone(),
+                        description: s.description.clone(),
+                        ..NewSubtask::default()
+                    }
+                    .after(&s.after)
+                })
                 .collect(),
             ..NewPlan::default()
         };
@@ -139,7 +143,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, n)| {
-                    let after: Vec<u32> = (i > 0).then(|| i as u32).into_iter().collect();
+                    let after: Vec<u32> = (i > 0).then_some(i as u32).into_iter().collect();
                     NewSubtask::named(*n).after(&after)
                 })
                 .collect(),

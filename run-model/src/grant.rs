@@ -242,9 +242,15 @@ mod tests {
         assert!(folder.covers("write_file", &json!({"path": "out/a.txt", "content": "x"})));
         assert!(!folder.covers("write_file", &json!({"path": "notes.txt"})));
         let host = grant("fetch_url", Some("*.example.com"));
-        assert!(host.covers("fetch_url", &json!({"url": "https://Docs.Example.com:8443/a?b"})));
+        assert!(host.covers(
+            "fetch_url",
+            &json!({"url": "https://Docs.Example.com:8443/a?b"})
+        ));
         assert!(!host.covers("fetch_url", &json!({"url": "https://example.com.evil.io/"})));
-        assert!(!host.covers("fetch_url", &json!({"url": "https://user@evil.io/x.example.com"})));
+        assert!(!host.covers(
+            "fetch_url",
+            &json!({"url": "https://user@evil.io/x.example.com"})
+        ));
         let mut revoked = grant("write_file", None);
         revoked.revoked_at = Some(revoked.at);
         assert!(!revoked.covers("write_file", &json!({"path": "a"})));
@@ -265,7 +271,10 @@ mod tests {
             "ls\nrm -rf ~",
             "ls > /etc/passwd",
         ] {
-            assert!(!ls.covers("run_shell", &json!({ "command": attack })), "{attack}");
+            assert!(
+                !ls.covers("run_shell", &json!({ "command": attack })),
+                "{attack}"
+            );
         }
     }
 

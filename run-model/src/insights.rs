@@ -201,12 +201,24 @@ mod tests {
     #[test]
     fn a_tool_always_approved_is_suggested_auto_and_one_often_denied_ask() {
         let mut records: Vec<ApprovalRecord> = (0..AUTO_AFTER)
-            .map(|i| record("ann", "write_file", ApprovalDecision::Approved, 500 + i as u64))
+            .map(|i| {
+                record(
+                    "ann",
+                    "write_file",
+                    ApprovalDecision::Approved,
+                    500 + i as u64,
+                )
+            })
             .collect();
         for _ in 0..3 {
             records.push(record("bob", "run_shell", ApprovalDecision::Denied, 60_000));
         }
-        records.push(record("bob", "run_shell", ApprovalDecision::Approved, 9_000));
+        records.push(record(
+            "bob",
+            "run_shell",
+            ApprovalDecision::Approved,
+            9_000,
+        ));
         let policy = |tool: &str| match tool {
             "write_file" => ToolPolicy::Ask,
             _ => ToolPolicy::Auto,
@@ -214,7 +226,10 @@ mod tests {
         let found = insights(&records, policy);
         assert_eq!(found.records, 24);
         let ann = &found.people[0];
-        assert_eq!((ann.name.as_str(), ann.decisions, ann.quick), ("ann", 20, 20));
+        assert_eq!(
+            (ann.name.as_str(), ann.decisions, ann.quick),
+            ("ann", 20, 20)
+        );
         assert_eq!(ann.approved_share, 1.0);
         let shell = found.tools.iter().find(|t| t.name == "run_shell").unwrap();
         assert_eq!((shell.denials, shell.median_ms), (3, Some(60_000)));
@@ -225,7 +240,10 @@ mod tests {
             .collect();
         assert_eq!(
             moves,
-            [("write_file", ToolPolicy::Auto), ("run_shell", ToolPolicy::Ask)]
+            [
+                ("write_file", ToolPolicy::Auto),
+                ("run_shell", ToolPolicy::Ask)
+            ]
         );
         assert!(found.suggestions[0].why.contains("20 of 20"));
         // Already as suggested: nothing to suggest.

@@ -69,8 +69,8 @@
 //!   ([`ToolServerView`]).
 
 pub mod adaptation;
-pub mod asks;
 pub mod approval;
+pub mod asks;
 pub mod batch;
 pub mod card;
 pub mod config;
@@ -95,8 +95,8 @@ pub mod tools;
 pub mod trace;
 
 pub use adaptation::{Adaptation, Gap};
-pub use asks::Ask;
 pub use approval::{ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord, Hold};
+pub use asks::Ask;
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,

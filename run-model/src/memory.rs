@@ -135,17 +135,19 @@ const GENERIC: &[&str] = &[
     "short", "new", "get", "use", "using", "number", "result", "answer",
 ];
 
-/// The share of a task's words another memory's task must hold to be
-/// recalled for it (see [`relevant`]).
+/// The share of the smaller of two tasks' telling words the two must
+/// share for a memory of one to be recalled for the other (see
+/// [`relevant`]), and at least two words (one, for a task of one).
 pub const RELEVANCE: f64 = 0.5;
 
 /// Whether `memory` is about the same kind of task as `task` (the agent's
 /// rule `recall_relevance_bar`): what a person pinned or a rule is always
 /// relevant (recall already matched its words); anything else must share
-/// at least [`RELEVANCE`] of the task's telling words (its terms, without
-/// the words any asking uses). A haiku about plans shares "plans" with a
-/// plan to deploy, and nothing else: an earlier run's plan and files are
-/// not this task's.
+/// two of the task's telling words (its terms, without the words any
+/// asking uses) and at least [`RELEVANCE`] of the smaller task's. A haiku
+/// about plans shares "plans" with a plan to deploy, and nothing else: an
+/// earlier run's plan and files are not this task's; rotating the keys
+/// and rotating the database passwords share two of three.
 pub fn relevant(task: &str, memory: &Memory) -> bool {
     if memory.pinned || memory.kind == MemoryKind::Rule {
         return true;
@@ -161,8 +163,12 @@ pub fn relevant(task: &str, memory: &Memory) -> bool {
         return false;
     }
     let theirs = telling(&memory.task);
+    if theirs.is_empty() {
+        return false;
+    }
     let shared = wanted.iter().filter(|t| theirs.contains(t)).count();
-    shared as f64 / wanted.len() as f64 >= RELEVANCE
+    let smaller = wanted.len().min(theirs.len());
+    shared >= smaller.min(2) && shared as f64 / smaller as f64 >= RELEVANCE
 }
 
 /// Of [`RECALLED`] slots, those kept for memories other than corrections

@@ -136,12 +136,17 @@ mod tests {
         assert!(rule.refuses("dee", "ann").unwrap().contains("ann, bob, cy"));
         assert_eq!(rule.refuses("bob", "ann"), None);
         assert_eq!(rule.waiting_for(&["bob".into()], "ann"), ["cy"]);
-        assert!(rule.waiting_for(&["bob".into(), "cy".into()], "ann").is_empty());
+        assert!(rule
+            .waiting_for(&["bob".into(), "cy".into()], "ann")
+            .is_empty());
         let anyone = ApprovalRule {
             not_starter: true,
             ..ApprovalRule::default()
         };
-        assert_eq!(anyone.waiting_for(&[], "ann"), ["1 × another person than ann"]);
+        assert_eq!(
+            anyone.waiting_for(&[], "ann"),
+            ["1 × another person than ann"]
+        );
         let stricter = rule.and(&ApprovalRule {
             at_least: 3,
             approvers: vec!["bob".into(), "cy".into(), "eve".into()],

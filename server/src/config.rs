@@ -658,7 +658,10 @@ fn approval_rules(
                     return Err(bad(entry, &format!("names {unknown}, who has no token")));
                 }
                 if parsed.approvers.len() < parsed.at_least as usize {
-                    return Err(bad(entry, "asks for more approvals than it names approvers"));
+                    return Err(bad(
+                        entry,
+                        "asks for more approvals than it names approvers",
+                    ));
                 }
             }
         }
@@ -1142,12 +1145,12 @@ mod tests {
         .unwrap()
         .approval_rules;
         assert_eq!(parsed.len(), 2);
-        assert_eq!(parsed[0].0, run_model::RuleScope::Mode(plan_engine::Mode::Complex));
-        assert!(parsed[0].1.not_starter);
         assert_eq!(
-            parsed[1].0,
-            run_model::RuleScope::Tool("run_shell".into())
+            parsed[0].0,
+            run_model::RuleScope::Mode(plan_engine::Mode::Complex)
         );
+        assert!(parsed[0].1.not_starter);
+        assert_eq!(parsed[1].0, run_model::RuleScope::Tool("run_shell".into()));
         assert_eq!((parsed[1].1.at_least, parsed[1].1.approvers.len()), (2, 2));
         for (bad, why) in [
             ("tool:run_shell=2:alice+zed", "who has no token"),

@@ -120,11 +120,13 @@ fn approval_card(
     let forecast = card.forecast.as_ref().map(|f| view! {
         <p class="card-forecast" data-testid="card-forecast" class:over=!f.fits_budget>{forecast_line(f, lang)}</p>
     });
-    let none = card.guarded.is_empty().then(|| view! {
-        <p class="hint" data-testid="card-no-guarded">{lang.pick(
-            "No step calls a tool that asks a person before each call.",
-            "没有步骤会调用每次都需人工批准的工具。",
-        )}</p>
+    let none = card.guarded.is_empty().then(|| {
+        view! {
+            <p class="hint" data-testid="card-no-guarded">{lang.pick(
+                "No step calls a tool that asks a person before each call.",
+                "没有步骤会调用每次都需人工批准的工具。",
+            )}</p>
+        }
     });
     let form = can_edit.then(|| view! {
         <input type="hidden" name="digest" value=card.digest.clone()/>
@@ -181,15 +183,19 @@ fn forecast_line(f: &run_model::Forecast, lang: Lang) -> String {
             format!("from {} similar finished runs", f.runs),
             format!("依据 {} 个相似的已完成运行", f.runs),
         ),
-        run_model::ForecastBasis::PlanSize => {
-            lang.pick("from the plan's size".to_string(), "依据计划的规模".to_string())
-        }
+        run_model::ForecastBasis::PlanSize => lang.pick(
+            "from the plan's size".to_string(),
+            "依据计划的规模".to_string(),
+        ),
     };
     let fits = if f.fits_budget {
         lang.pick("it fits the budget".to_string(), "在预算之内".to_string())
     } else {
         let over = f.over_budget.join(", ");
-        lang.pick(format!("it may pass the budget ({over})"), format!("可能超出预算（{over}）"))
+        lang.pick(
+            format!("it may pass the budget ({over})"),
+            format!("可能超出预算（{over}）"),
+        )
     };
     lang.pick(
         format!(
@@ -255,7 +261,10 @@ fn held_notice(id: PlanId, hold: run_model::Hold, can_start: bool, lang: Lang) -
                 format!("将于 {at} UTC 开始，或点击“开始”。"),
             )
         }
-        None => lang.pick("it starts on Start.".to_string(), "点击“开始”后开始。".to_string()),
+        None => lang.pick(
+            "it starts on Start.".to_string(),
+            "点击“开始”后开始。".to_string(),
+        ),
     };
     view! {
         <form class="run-held" method="post" action=format!("/plans/{id}/start") data-testid="run-held">

@@ -259,7 +259,10 @@ impl Approvals {
         if !grants.is_empty() {
             if let Some(run) = self.run_on(id).await {
                 for g in &grants {
-                    if !self.rule_for(&run, Some(plan.mode()), Some(&g.tool)).is_plain() {
+                    if !self
+                        .rule_for(&run, Some(plan.mode()), Some(&g.tool))
+                        .is_plain()
+                    {
                         return Err(ApprovalError::Plan(ServiceError::Forbidden(format!(
                             "{} cannot be granted for this run: a two-person rule asks its \
                              people to approve each of its calls",

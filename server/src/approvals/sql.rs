@@ -163,9 +163,8 @@ impl ApprovalStore for SqlStore {
 
     async fn purge_approvals(&self, before: plan_engine::Timestamp) -> Result<u64, StoreError> {
         // A run's `updated_at` is its last save: a finished run saves no more.
-        let ended = format!(
-            "SELECT id FROM runs WHERE {ENDED} AND updated_at < $1 AND record NOT LIKE $2"
-        );
+        let ended =
+            format!("SELECT id FROM runs WHERE {ENDED} AND updated_at < $1 AND record NOT LIKE $2");
         let done = sqlx::query(&format!(
             "DELETE FROM approvals WHERE (run_id IS NULL AND at < $1) OR run_id IN ({ended})"
         ))
@@ -261,7 +260,9 @@ impl ApprovalStore for SqlStore {
     }
 
     async fn hold_of(&self, run: RunId) -> Result<Option<Hold>, StoreError> {
-        let row = sqlx::query(&format!("SELECT {HOLD_COLUMNS} FROM holds WHERE run_id = $1"))
+        let row = sqlx::query(&format!(
+            "SELECT {HOLD_COLUMNS} FROM holds WHERE run_id = $1"
+        ))
         .bind(run.to_string())
         .fetch_optional(&self.pool)
         .await?;
@@ -299,11 +300,13 @@ impl ApprovalStore for SqlStore {
             .fetch_all(&self.pool)
             .await?;
         rows.iter()
-            .map(|row| -> Result<(String, run_model::ToolPolicy), StoreError> {
-                let tool: String = row.try_get("tool")?;
-                let policy: String = row.try_get("policy")?;
-                Ok((tool, policy.parse().map_err(corrupt)?))
-            })
+            .map(
+                |row| -> Result<(String, run_model::ToolPolicy), StoreError> {
+                    let tool: String = row.try_get("tool")?;
+                    let policy: String = row.try_get("policy")?;
+                    Ok((tool, policy.parse().map_err(corrupt)?))
+                },
+            )
             .collect()
     }
 

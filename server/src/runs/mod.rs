@@ -444,9 +444,7 @@ impl Runs {
                 webhook_days: config.webhooks.retention.as_secs() / (24 * 3600),
                 workspace_quota_bytes: config.workspace_quota,
                 staging_hours: retention::STAGING_KEPT.as_secs() / 3600,
-                approval_days: config
-                    .approval_retention
-                    .map(|d| d.as_secs() / (24 * 3600)),
+                approval_days: config.approval_retention.map(|d| d.as_secs() / (24 * 3600)),
             },
             run_log_keep: config.run_log_retention,
             workspace_keep: config.workspace_retention,
@@ -810,9 +808,7 @@ impl Runs {
                     let usable: Vec<String> = offered
                         .into_iter()
                         .filter(|t| config.tools.as_ref().is_none_or(|only| only.contains(t)))
-                        .filter(|t| {
-                            self.policy_for_run(config, t) != agent::run::ToolPolicy::Never
-                        })
+                        .filter(|t| self.policy_for_run(config, t) != agent::run::ToolPolicy::Never)
                         .collect();
                     let given: Vec<String> = config.inputs.iter().map(|f| f.path.clone()).collect();
                     view.plan_checks = run_model::card::plan_checks(&plan, &given, &usable);
@@ -1056,13 +1052,7 @@ impl Runs {
 
     /// The approval record of a budget raised: the new limits' digest, the
     /// old and new limits beside it.
-    async fn record_budget(
-        &self,
-        run: &RunRecord,
-        before: &Budget,
-        after: &Budget,
-        who: &str,
-    ) {
+    async fn record_budget(&self, run: &RunRecord, before: &Budget, after: &Budget, who: &str) {
         use run_model::{ApprovalDecision, ApprovalKind, ApprovalRecord};
         let limits = serde_json::json!({"before": before, "after": after});
         let digest = run_model::digest::value_digest(&serde_json::json!(after));
@@ -1302,7 +1292,9 @@ impl Runs {
             .map(|r| plan_engine::text::prefix(r.trim(), REASON_CHARS).to_string())
             .filter(|r| !r.is_empty());
         // What will run, and so what the decision is bound to.
-        let ran = arguments.clone().unwrap_or_else(|| pending.arguments.clone());
+        let ran = arguments
+            .clone()
+            .unwrap_or_else(|| pending.arguments.clone());
         self.host
             .log_now(
                 id,

@@ -94,8 +94,12 @@ pub trait ApprovalGate: Send + Sync {
 /// What a command decides that the [`ApprovalGate`] hears of.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GateDecision {
-    Approve { comment: Option<String> },
-    Reject { comment: String },
+    Approve {
+        comment: Option<String>,
+    },
+    Reject {
+        comment: String,
+    },
     /// Resuming the plan, which approves it again when its run paused
     /// for drift.
     Resume,

@@ -116,10 +116,7 @@ async fn a_plan_approval_is_a_record_bound_to_the_digest_the_person_read() {
     assert_eq!(records(&server, "kind=plan&person=tester").await.len(), 1);
     assert!(records(&server, "person=nobody").await.is_empty());
     assert!(records(&server, "to=2000-01-01T00:00:00Z").await.is_empty());
-    assert_eq!(
-        records(&server, "from=2000-01-01T00:00:00Z").await.len(),
-        1
-    );
+    assert_eq!(records(&server, "from=2000-01-01T00:00:00Z").await.len(), 1);
     let (status, body) = server.get("/api/approvals?from=yesterday").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     wait_for(&server, &run, "done").await;
@@ -268,7 +265,10 @@ async fn a_grant_stops_the_asking_and_a_revoked_grant_restores_it() {
     // Refused grants change nothing: a pattern for a tool without a main
     // argument, a tool that does not exist.
     for (grants, words) in [
-        (json!([{"tool": "run_python", "pattern": "print(*)"}]), "grant it whole"),
+        (
+            json!([{"tool": "run_python", "pattern": "print(*)"}]),
+            "grant it whole",
+        ),
         (json!([{"tool": "write_fiel"}]), "no tool named write_fiel"),
     ] {
         let (status, body) = server
@@ -321,7 +321,10 @@ async fn a_grant_stops_the_asking_and_a_revoked_grant_restores_it() {
     assert_eq!(asked_a2["arguments"]["path"], "a2.txt", "{asked_a2}");
     let (status, body) = server
         .post(
-            &format!("/api/runs/{run}/tool-calls/{}", asked_a2["call"].as_str().unwrap()),
+            &format!(
+                "/api/runs/{run}/tool-calls/{}",
+                asked_a2["call"].as_str().unwrap()
+            ),
             json!({"verdict": "approve"}),
         )
         .await;
@@ -370,17 +373,26 @@ async fn a_plan_approved_and_held_starts_on_a_click_or_at_its_time() {
         .find(|n| n["run_id"] == run.as_str())
         .cloned()
         .expect("the held run is in Needs you");
-    assert!(
-        held["text"].as_str().unwrap().contains("held"),
-        "{held}"
-    );
-    let (status, body) = server.post(&format!("/api/runs/{run}/start"), json!({})).await;
+    assert!(held["text"].as_str().unwrap().contains("held"), "{held}");
+    let (status, body) = server
+        .post(&format!("/api/runs/{run}/start"), json!({}))
+        .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     wait_for(&server, &run, "done").await;
-    let (status, body) = server.post(&format!("/api/runs/{run}/start"), json!({})).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "started once: {body}");
+    let (status, body) = server
+        .post(&format!("/api/runs/{run}/start"), json!({}))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "started once: {body}"
+    );
     // Held until a time two seconds ahead: it starts by itself.
-    let (run, plan) = start(&server, json!({"task": "Say hello again", "mode": "simple"})).await;
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Say hello again", "mode": "simple"}),
+    )
+    .await;
     wait_for(&server, &run, "awaiting_approval").await;
     let at = (chrono::Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
     let (status, body) = server
@@ -392,7 +404,10 @@ async fn a_plan_approved_and_held_starts_on_a_click_or_at_its_time() {
     // A run without a plan of the agent's cannot be held.
     let other = server.create(crate::support::chain("by hand")).await;
     let (status, body) = server
-        .post(&format!("/api/plans/{other}/approve"), json!({"hold": true}))
+        .post(
+            &format!("/api/plans/{other}/approve"),
+            json!({"hold": true}),
+        )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 }
@@ -446,7 +461,8 @@ async fn a_plan_awaiting_approval_carries_its_checks_and_forecast_and_the_foreca
     fake.content(json!({"title": "sales", "subtasks": [
         {"name": "Load the sales", "description": "read sales.csv", "expected_outcome": "", "depends_on": []},
         {"name": "Sum", "description": "sum the rows", "expected_outcome": "a total", "depends_on": [1]},
-        {"name": "Draw", "description": "draw a chart", "expected_outcome": "a chart", "depends_on": []}
+        {"name": "Draw", "description": "draw a chart", "expected_outcome": "a chart", "depends_on": []},
+        {"name": "Report", "description": "report the total", "expected_outcome": "a report", "depends_on": [1]}
     ]}));
     let (run, plan) = start(&server, json!({"task": "Sum the sales", "mode": "complex"})).await;
     let view = wait_for(&server, &run, "awaiting_approval").await;
@@ -486,7 +502,10 @@ async fn a_plan_awaiting_approval_carries_its_checks_and_forecast_and_the_foreca
     let done = wait_for(&server, &run, "done").await;
     // The forecast it was approved with, beside what it spent.
     assert_eq!(done["forecast"], *forecast, "{done}");
-    assert!(done.get("plan_checks").is_none(), "only while awaiting approval");
+    assert!(
+        done.get("plan_checks").is_none(),
+        "only while awaiting approval"
+    );
     let list = records(&server, &format!("run={run}&kind=plan")).await;
     assert_eq!(list[0]["detail"]["forecast"], *forecast);
     let (status, accuracy) = server.get("/api/approvals/forecasts").await;
@@ -508,7 +527,11 @@ async fn a_plan_that_drifts_past_the_threshold_pauses_until_a_person_approves_it
     assert_eq!(status, StatusCode::OK, "{body}");
     wait_for(&server, &run, "paused").await;
     // Three steps added to the approved two while it was held.
-    for name in ["translate the findings", "print the posters", "book the venue"] {
+    for name in [
+        "translate the findings",
+        "print the posters",
+        "book the venue",
+    ] {
         let (status, body) = server
             .post(
                 &format!("/api/plans/{plan}/subtasks"),
@@ -517,7 +540,9 @@ async fn a_plan_that_drifts_past_the_threshold_pauses_until_a_person_approves_it
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     }
-    let (status, body) = server.post(&format!("/api/runs/{run}/start"), json!({})).await;
+    let (status, body) = server
+        .post(&format!("/api/runs/{run}/start"), json!({}))
+        .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let mut view = Value::Null;
     for _ in 0..400 {
@@ -527,11 +552,17 @@ async fn a_plan_that_drifts_past_the_threshold_pauses_until_a_person_approves_it
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(view["drift"].is_object(), "the run paused for drift: {view}");
+    assert!(
+        view["drift"].is_object(),
+        "the run paused for drift: {view}"
+    );
     let similarity = view["drift"]["similarity"].as_f64().unwrap();
     assert!(similarity < 0.7, "{view}");
     assert!(
-        view["reason"].as_str().unwrap().contains("approve it again"),
+        view["reason"]
+            .as_str()
+            .unwrap()
+            .contains("approve it again"),
         "{view}"
     );
     assert_eq!(view["progress"]["done"], 0, "nothing ran past the contract");
@@ -539,7 +570,9 @@ async fn a_plan_that_drifts_past_the_threshold_pauses_until_a_person_approves_it
         .await
         .is_empty());
     // Approved again: a record, and the run goes on to the end.
-    let (status, body) = server.post(&format!("/api/runs/{run}/resume"), json!({})).await;
+    let (status, body) = server
+        .post(&format!("/api/runs/{run}/resume"), json!({}))
+        .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let done = wait_for(&server, &run, "done").await;
     assert!(done.get("drift").is_none(), "{done}");
@@ -570,7 +603,10 @@ async fn as_person(
         .unwrap();
     let status = response.status();
     let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 #[tokio::test]
@@ -642,7 +678,13 @@ async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_
     let approve = format!("/api/plans/{plan}/approve");
     let (status, body) = as_person(&server, OPERATOR, &approve, json!({})).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("robot started this run"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("robot started this run"),
+        "{body}"
+    );
     let (status, body) = as_person(&server, ADMIN, &approve, json!({})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // Two approvals by different people: the first waits for the second.
@@ -653,7 +695,10 @@ async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_
         let (status, body) = as_person(&server, OPERATOR, &approve, json!({})).await;
         assert_eq!(status, StatusCode::CONFLICT, "{body}");
         assert_eq!(body["error"], "waiting");
-        assert!(body["message"].as_str().unwrap().contains("(1 of 2)"), "{body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("(1 of 2)"),
+            "{body}"
+        );
     }
     let response = server
         .client
@@ -685,7 +730,12 @@ async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["person"].as_str().unwrap(), r["detail"]["partial"] == true))
+        .map(|r| {
+            (
+                r["person"].as_str().unwrap(),
+                r["detail"]["partial"] == true,
+            )
+        })
         .collect();
     assert_eq!(people, [("boss", false), ("robot", true), ("robot", true)]);
 }

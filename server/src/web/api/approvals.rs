@@ -20,6 +20,8 @@ use crate::runs::InsightsView;
 
 /// The longest person or tool name a list is filtered by.
 pub const NAME_CHARS: usize = 200;
+/// The most days the insights look back.
+pub const INSIGHT_DAYS: u32 = 3650;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -30,10 +32,10 @@ pub struct ApprovalsQuery {
     plan: Option<uuid::Uuid>,
     /// Only this person's decisions (the token's name or the local user;
     /// an agent acting for them counts as them).
-    #[param(max_length = 200)]
+    #[param(max_length = 200)] // NAME_CHARS
     person: Option<String>,
     /// Only decisions on this tool (guarded calls, grants).
-    #[param(max_length = 200)]
+    #[param(max_length = 200)] // NAME_CHARS
     tool: Option<String>,
     /// Only this kind of decision.
     #[param(inline, value_type = Option<String>, pattern = "^(plan|tool_call|budget|reapproval|grant)$")]
@@ -133,7 +135,7 @@ pub async fn insights(
 ) -> Result<Json<InsightsView>, ApiError> {
     who.require(Role::Operator)?;
     let days = q.days.unwrap_or(90);
-    if !(1..=3650).contains(&days) {
+    if !(1..=INSIGHT_DAYS).contains(&days) {
         return Err(ApiError::BadRequest(format!(
             "days must be 1 to 3650, not {days}"
         )));

@@ -339,6 +339,26 @@ mod tests {
                 super::tools::SESSION_KEY_CHARS as f64,
             ),
             ("/api/review-queue", "limit", "maximum", page),
+            (
+                "/api/approvals",
+                "person",
+                "maxLength",
+                super::approvals::NAME_CHARS as f64,
+            ),
+            (
+                "/api/approvals",
+                "tool",
+                "maxLength",
+                super::approvals::NAME_CHARS as f64,
+            ),
+            ("/api/approvals", "limit", "maximum", page),
+            ("/api/approvals", "offset", "maximum", offset),
+            (
+                "/api/approvals/insights",
+                "days",
+                "maximum",
+                super::approvals::INSIGHT_DAYS as f64,
+            ),
             ("/api/review-queue", "offset", "maximum", offset),
             (
                 "/api/webhooks/deliveries",

@@ -375,9 +375,8 @@ pub async fn apply_policy(
     let lang = app::i18n::from_headers(&headers);
     let result = async {
         viewer.may_change(("tool policies", "工具策略"), lang)?;
-        let policy = run_model::ToolPolicy::from_wire(form.policy.trim()).ok_or_else(|| {
-            BoardError::Refused(format!("no policy is called '{}'", form.policy))
-        })?;
+        let policy = run_model::ToolPolicy::from_wire(form.policy.trim())
+            .ok_or_else(|| BoardError::Refused(format!("no policy is called '{}'", form.policy)))?;
         board
             .runs
             .set_tool_policy(form.tool.trim(), policy, &viewer.name)
