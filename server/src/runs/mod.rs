@@ -142,7 +142,7 @@ pub struct RunView {
     pub batch_view: Option<run_model::BatchView>,
     /// The tools granted for the run when its plan was approved (the
     /// revoked ones too, with who revoked them); one run's view only.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<run_model::Grant>,
     /// The run was approved and held: it starts on a click (`POST
     /// /api/runs/{id}/start`) or at `start_at`.
@@ -151,11 +151,11 @@ pub struct RunView {
     /// While the plan awaits approval: the tools that ask a person before
     /// each call and the steps that will call them (a person may grant
     /// them with the approval).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guarded_tools: Vec<run_model::GuardedTool>,
     /// While the plan awaits approval: what is wrong with it, each a
     /// sentence (`text`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan_checks: Vec<run_model::PlanCheck>,
     /// While the plan awaits approval, what it will likely cost (calls,
     /// tokens, minutes, cost, each `{low, high}`) and whether it fits the
