@@ -444,6 +444,10 @@ pub struct Activity {
     /// A scheduled retry still to come: seconds left when this was read
     /// (the page counts down from it).
     pub retry_in_secs: Option<u64>,
+    /// A tool call a replay answered from the recording of the run it
+    /// replays (nothing ran): marked on the line.
+    #[serde(default)]
+    pub replayed: bool,
 }
 
 /// A plan's run as a list of what the agent did.

@@ -140,6 +140,19 @@ pub struct RunConfig {
     /// short or failed (the default). What the adapter may add stays
     /// within the run's adaptation budget either way.
     pub adapt_every_step: bool,
+    /// The model this run's calls ask for, on the configured endpoint,
+    /// over the configured one (for every role, the classifier's too):
+    /// a replay's or a suite run's choice. `None`: the configured model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// A replay: the recorded run whose tool results answer this run's
+    /// calls when they are the same call ([`crate::ReplayOf`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::ReplayOf>,
+    /// The regression case and suite run this run belongs to: a review of
+    /// it is a finding about the case, never a new case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<crate::CaseRun>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -223,6 +236,9 @@ impl Default for RunConfig {
             batches: None,
             plan: None,
             adapt_every_step: false,
+            model: None,
+            replay: None,
+            case: None,
         }
     }
 }
@@ -261,6 +277,8 @@ pub enum ConfigError {
     Attempts,
     #[error("batches: {0}")]
     Batches(String),
+    #[error("model must name a model of 1 to {} characters", crate::replay::MODEL_NAME_CHARS)]
+    Model,
 }
 
 impl ConfigError {
@@ -272,6 +290,7 @@ impl ConfigError {
             ConfigError::Tools => "tools",
             ConfigError::Attempts => "max_attempts",
             ConfigError::Batches(_) => "batches",
+            ConfigError::Model => "model",
         }
     }
 }
@@ -315,6 +334,14 @@ impl RunConfig {
             || self.retry_delay_ms > MAX_RETRY_DELAY_MS
         {
             return Err(ConfigError::Attempts);
+        }
+        if let Some(model) = &mut self.model {
+            *model = model.trim().to_string();
+            let chars = model.chars().count();
+            if chars == 0 || chars > crate::replay::MODEL_NAME_CHARS || model.contains(char::is_control)
+            {
+                return Err(ConfigError::Model);
+            }
         }
         if let Some(batches) = &mut self.batches {
             batches.input = batches.input.trim().to_string();

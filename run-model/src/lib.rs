@@ -33,6 +33,14 @@
 //!   (built-in list prices, the operator's, local models free).
 //! - [`cost`]: what a run's calls cost, the [`CostReport`] read from its
 //!   log (the money types re-exported).
+//! - [`replay`]: replaying a run against its recording ([`ReplayOf`],
+//!   [`Unmatched`], the [`RecordedCall`]s a replay answers from).
+//! - [`compare`]: two runs side by side ([`RunComparison`]): their graphs,
+//!   the steps of their logs ([`LogStep`]) and the first [`Divergence`].
+//! - [`case`]: regression [`Case`]s made from runs reviewed good, their
+//!   [`Check`]s and how a check is judged ([`Evidence`]).
+//! - [`suite`]: suite runs over the cases ([`SuiteRun`], [`CaseResult`],
+//!   [`SuiteReport`]) and what ends one ([`SuiteSummary`]).
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
@@ -50,6 +58,8 @@
 
 pub mod adaptation;
 pub mod batch;
+pub mod case;
+pub mod compare;
 pub mod config;
 pub mod cost;
 pub mod digest;
@@ -59,10 +69,12 @@ pub mod model_status;
 pub mod money;
 pub mod needs;
 pub mod record;
+pub mod replay;
 pub mod review;
 pub mod state;
 pub mod storage;
 pub mod stream;
+pub mod suite;
 pub mod template;
 pub mod tools;
 pub mod trace;
@@ -72,6 +84,10 @@ pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
+pub use case::{
+    Case, CaseError, CaseId, CasePatch, CaseRun, Check, CheckOutcome, Evidence, NewCase,
+};
+pub use compare::{first_divergence, Divergence, GraphNode, LogStep, RunComparison, RunSide, RunTotals};
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
     FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,
@@ -88,10 +104,15 @@ pub use model_status::ModelStatus;
 pub use money::{BadPrices, Price, PriceTable, Usd};
 pub use needs::{Need, NeedKind};
 pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
+pub use replay::{RecordedCall, ReplayOf, Unmatched};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
 pub use state::{Classification, DecidedBy, RunState};
 pub use storage::{Retention, StorageReport, WorkspacesUse};
 pub use stream::StreamEvent;
+pub use suite::{
+    CaseOutcome, CaseResult, NewSuiteRun, SuiteBudget, SuiteReport, SuiteRun, SuiteRunId,
+    SuiteSpent, SuiteState, SuiteSummary, SuiteTools,
+};
 pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateStep};
 pub use tools::{ToolServerView, ToolSource, ToolTransport};
 pub use trace::{BadTraceParent, TraceParent};
@@ -122,6 +143,10 @@ mod tests {
         names_agree(&ReviewVerdict::ALL).unwrap();
         names_agree(&ToolSource::ALL).unwrap();
         names_agree(&ToolTransport::ALL).unwrap();
+        names_agree(&Unmatched::ALL).unwrap();
+        names_agree(&SuiteTools::ALL).unwrap();
+        names_agree(&SuiteState::ALL).unwrap();
+        names_agree(&CaseOutcome::ALL).unwrap();
         assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
         assert_eq!(
             "sleeping".parse::<RunState>().unwrap_err().to_string(),

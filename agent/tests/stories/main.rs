@@ -12,6 +12,7 @@ mod grounding;
 mod guards;
 mod memory;
 mod people;
+mod replay;
 mod resilience;
 mod stuck;
 mod support;

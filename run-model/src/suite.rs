@@ -1,0 +1,296 @@
+//! Suite runs (issue 56): every regression case (or a tag of them) planned
+//! and run again on the configured or a chosen model, each judged by its
+//! checks, its plan's graph F1 against the reviewed plan, its time and
+//! its cost; bounded by a budget, cancellable, and leaving the cases as
+//! they were.
+//!
+//! A case passes when its run ends done and every check holds. The
+//! suite's score is the share of the cases judged (passed or failed; not
+//! those skipped) that passed.
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::case::{CaseId, CheckOutcome};
+use crate::compare::Divergence;
+use crate::config::RunId;
+use crate::money::Usd;
+
+/// A suite run's id.
+pub type SuiteRunId = uuid::Uuid;
+
+/// The longest tag a suite run is asked for.
+pub const SUITE_TAG_CHARS: usize = crate::case::TAG_CHARS;
+
+plan_engine::wire_enum! {
+    /// Where a suite run's tool calls are answered.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum SuiteTools: "suite tools (live or replay)" {
+        /// From each case's recording when they are the same call, else
+        /// live.
+        #[default]
+        Replay = "replay",
+        /// Every call live.
+        Live = "live",
+    }
+}
+
+plan_engine::wire_enum! {
+    /// Where a suite run stands.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum SuiteState: "suite state" {
+        Running = "running",
+        /// Every case was judged, or skipped when the budget ran out.
+        Done = "done",
+        Cancelled = "cancelled",
+        /// The suite could not go on (the server stopped under it).
+        Failed = "failed",
+    }
+}
+
+impl SuiteState {
+    pub fn is_finished(self) -> bool {
+        self != SuiteState::Running
+    }
+}
+
+plan_engine::wire_enum! {
+    /// How one case went in a suite run.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum CaseOutcome: "case outcome" {
+        /// Not run yet.
+        Pending = "pending",
+        Running = "running",
+        /// Its run ended done and every check held.
+        Passed = "passed",
+        /// Its run did not end done, or a check failed.
+        Failed = "failed",
+        /// Not run: the budget ran out or the suite was cancelled first.
+        Skipped = "skipped",
+    }
+}
+
+/// What a suite run may spend in all; each case's run is given what is
+/// left. Absent limits: none beyond each run's own budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SuiteBudget {
+    /// US dollars the suite's model calls may cost (priced models only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<Usd>,
+    /// Model calls the suite may make.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_llm_calls: Option<u32>,
+}
+
+/// The body of `POST /api/cases/run`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSuiteRun {
+    /// Only the cases with this tag (default: every case not retired).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = SUITE_TAG_CHARS))]
+    pub tag: Option<String>,
+    /// The model to plan and run the cases on (default: the configured
+    /// one).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = crate::replay::MODEL_NAME_CHARS))]
+    pub model: Option<String>,
+    /// `replay` (default): tool calls are answered from each case's
+    /// recording where they are the same call, else made live; `live`:
+    /// every call is made.
+    #[serde(default)]
+    pub unmatched: SuiteTools,
+    #[serde(default)]
+    pub budget: SuiteBudget,
+}
+
+/// What a suite run spent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SuiteSpent {
+    pub llm_calls: u32,
+    pub tokens: u64,
+    pub cost: Usd,
+    pub wall_ms: u64,
+}
+
+/// A suite run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SuiteRun {
+    pub id: SuiteRunId,
+    pub state: SuiteState,
+    /// Why it was cancelled or failed, or why cases were skipped.
+    pub reason: Option<String>,
+    pub tag: Option<String>,
+    /// The model the cases ran on.
+    pub model: String,
+    /// planboard's version that ran them.
+    pub version: String,
+    pub unmatched: SuiteTools,
+    pub budget: SuiteBudget,
+    /// Who started it (`schedule` for `PLANBOARD_SUITE_SCHEDULE`).
+    pub started_by: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub cases: u32,
+    pub passed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    /// Passed out of judged (passed + failed); `None` before any was judged.
+    pub score: Option<f64>,
+    /// The mean graph F1s of the judged cases' plans against theirs.
+    pub node_f1: Option<f64>,
+    pub edge_f1: Option<f64>,
+    pub spent: SuiteSpent,
+}
+
+impl SuiteRun {
+    /// The score and the mean F1s of `results`, counted again.
+    pub fn tally(&mut self, results: &[CaseResult]) {
+        let count = |o: CaseOutcome| results.iter().filter(|r| r.outcome == o).count() as u32;
+        self.cases = results.len() as u32;
+        self.passed = count(CaseOutcome::Passed);
+        self.failed = count(CaseOutcome::Failed);
+        self.skipped = count(CaseOutcome::Skipped);
+        let judged = self.passed + self.failed;
+        self.score = (judged > 0).then(|| f64::from(self.passed) / f64::from(judged));
+        let mean = |f: fn(&CaseResult) -> Option<f64>| {
+            let values: Vec<f64> = results.iter().filter_map(f).collect();
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        };
+        self.node_f1 = mean(|r| r.node_f1);
+        self.edge_f1 = mean(|r| r.edge_f1);
+    }
+}
+
+/// How one case went in a suite run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CaseResult {
+    pub suite_id: SuiteRunId,
+    pub case_id: CaseId,
+    /// The case's name when the suite ran.
+    pub case_name: String,
+    /// Its place in the suite, from 0.
+    pub position: u32,
+    pub outcome: CaseOutcome,
+    /// The run that planned and ran the case.
+    pub run_id: Option<RunId>,
+    /// Why it failed or was skipped, when not by a check.
+    pub reason: Option<String>,
+    /// The run's plan against the case's reviewed plan.
+    pub node_f1: Option<f64>,
+    pub edge_f1: Option<f64>,
+    pub checks: Vec<CheckOutcome>,
+    pub wall_ms: u64,
+    pub llm_calls: u32,
+    pub tokens: u64,
+    pub cost: Usd,
+    pub answer: Option<String>,
+    /// The first model reply or tool call where the run parted from the
+    /// case's recorded run.
+    pub divergence: Option<Divergence>,
+}
+
+/// A suite run and its cases (`GET /api/cases/runs/{id}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SuiteReport {
+    pub run: SuiteRun,
+    pub results: Vec<CaseResult>,
+}
+
+/// What the run log (and so the webhooks) says when a suite run ends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SuiteSummary {
+    pub suite: SuiteRunId,
+    pub state: SuiteState,
+    pub model: String,
+    pub version: String,
+    pub passed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    pub score: Option<f64>,
+    /// The cases whose outcome changed since the previous suite run on
+    /// the same model, by name.
+    pub changed: Vec<String>,
+}
+
+impl SuiteSummary {
+    /// The summary in one sentence (the webhooks' text).
+    pub fn sentence(&self) -> String {
+        let score = self
+            .score
+            .map_or("no score".to_string(), |s| format!("score {:.0} %", s * 100.0));
+        let mut text = format!(
+            "suite run {} on {} (planboard {}) {}: {} passed, {} failed, {} skipped, {score}",
+            self.suite, self.model, self.version, self.state, self.passed, self.failed, self.skipped
+        );
+        if !self.changed.is_empty() {
+            text.push_str(&format!("; changed since the last run: {}", self.changed.join(", ")));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(outcome: CaseOutcome, f1: Option<f64>) -> CaseResult {
+        CaseResult {
+            suite_id: uuid::Uuid::nil(),
+            case_id: uuid::Uuid::nil(),
+            case_name: "c".into(),
+            position: 0,
+            outcome,
+            run_id: None,
+            reason: None,
+            node_f1: f1,
+            edge_f1: f1,
+            checks: Vec::new(),
+            wall_ms: 0,
+            llm_calls: 0,
+            tokens: 0,
+            cost: Usd::ZERO,
+            answer: None,
+            divergence: None,
+        }
+    }
+
+    #[test]
+    fn the_score_is_the_share_of_judged_cases_that_passed() {
+        let mut run = SuiteRun {
+            id: uuid::Uuid::nil(),
+            state: SuiteState::Done,
+            reason: None,
+            tag: None,
+            model: "m".into(),
+            version: "0.1.0".into(),
+            unmatched: SuiteTools::Replay,
+            budget: SuiteBudget::default(),
+            started_by: "ada".into(),
+            started_at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+            finished_at: None,
+            cases: 0,
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            score: None,
+            node_f1: None,
+            edge_f1: None,
+            spent: SuiteSpent::default(),
+        };
+        run.tally(&[]);
+        assert_eq!(run.score, None);
+        run.tally(&[
+            result(CaseOutcome::Passed, Some(1.0)),
+            result(CaseOutcome::Failed, Some(0.5)),
+            result(CaseOutcome::Passed, None),
+            result(CaseOutcome::Skipped, None),
+        ]);
+        assert_eq!((run.cases, run.passed, run.failed, run.skipped), (4, 2, 1, 1));
+        assert_eq!(run.score, Some(2.0 / 3.0));
+        assert_eq!(run.node_f1, Some(0.75));
+    }
+}
