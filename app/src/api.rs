@@ -283,6 +283,13 @@ pub struct HistoryRow {
     pub task: Option<String>,
     /// The reviewers' verdicts, oldest review first.
     pub verdicts: Vec<run_model::ReviewVerdict>,
+    /// The agent's run that made the plan.
+    #[serde(default)]
+    pub run_id: Option<RunId>,
+    /// The run it replays or was run again from: History links the two
+    /// side by side.
+    #[serde(default)]
+    pub compare_with: Option<RunId>,
 }
 
 /// The reviews part of a plan's board.
@@ -538,6 +545,9 @@ pub struct RunPanel {
     /// A person keeps the run from the retentions.
     #[serde(default)]
     pub kept: bool,
+    /// The run this one replays: the header links the two side by side.
+    #[serde(default)]
+    pub replay_of: Option<RunId>,
 }
 
 /// A guarded tool call as the run header shows it.
@@ -654,6 +664,12 @@ pub trait BoardBackend: Send + Sync {
     async fn tools_overview(
         &self,
     ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError>;
+    /// Two runs side by side (the compare page).
+    async fn compare_runs(
+        &self,
+        a: RunId,
+        b: RunId,
+    ) -> Result<run_model::RunComparison, BoardError>;
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -920,6 +936,22 @@ pub fn compare_log(
             .collect(),
         more_steps,
     })
+}
+
+/// Two runs side by side (rendered on the server only): their graphs,
+/// scores, first divergence, answers and totals.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_run_comparison(
+    a: RunId,
+    b: RunId,
+) -> Result<run_model::RunComparison, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.compare_runs(a, b).await
+        }
+        .await,
+    )
 }
 
 /// The review queue page (rendered on the server only).

@@ -44,7 +44,8 @@ use pages::plan::BoardPage;
 use pages::{
     activity::ActivityPage, compare::ComparePage, history::HistoryPage, inbox::InboxPage,
     memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
-    settings::SettingsPage, templates::TemplatesPage, tools::ToolsPage,
+    runs_compare::RunComparePage, settings::SettingsPage, templates::TemplatesPage,
+    tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -93,6 +94,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/plans/:id") view=BoardPage/>
                     <Route path=path!("/plans/:id/activity") view=ActivityPage/>
                     <Route path=path!("/plans/:id/compare") view=ComparePage/>
+                    <Route path=path!("/runs/compare") view=RunComparePage/>
                 </Routes>
             </main>
         </Router>

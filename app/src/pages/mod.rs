@@ -11,6 +11,7 @@ pub mod new_plan;
 pub mod plan;
 pub mod plans;
 pub mod reviews;
+pub mod runs_compare;
 pub mod settings;
 pub mod task;
 pub mod templates;

@@ -244,7 +244,44 @@ fn again_part(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
             </form>
         }
     });
-    view! { {from}{made}{form} }
+    // A replay: the run planned and worked again on a model, its tool
+    // calls answered from this run's recording where they are the same.
+    let replay = (panel.finished && panel.can_review && panel.run.is_some()).then(|| {
+        let options = panel
+            .subtasks
+            .iter()
+            .map(|(id, name)| view! { <option value=id.to_string()>{format!("#{id} {name}")}</option> })
+            .collect_view();
+        view! {
+            <form class="replay-form filters" method="post" action=format!("/plans/{plan}/replay") data-testid="replay-form">
+                <label>
+                    {lang.pick("Replay on the model ", "在模型上回放：")}
+                    <input name="model" maxlength="200" placeholder=lang.pick("the same one", "同一个模型") data-testid="replay-model"/>
+                </label>
+                <label>
+                    {lang.pick(" from ", " 从 ")}
+                    <select name="from" data-testid="replay-from">
+                        <option value="">{lang.pick("the start (planned anew)", "开头（重新规划）")}</option>
+                        {options}
+                    </select>
+                </label>
+                <label>
+                    {lang.pick(" a call it did not make: ", " 记录中没有的调用：")}
+                    <select name="unmatched" data-testid="replay-unmatched">
+                        <option value="live">{lang.pick("make it", "实际调用")}</option>
+                        <option value="stop">{lang.pick("stop the replay there", "在此停止回放")}</option>
+                    </select>
+                </label>
+                <label class="choice"><input type="checkbox" name="memory" value="1" data-testid="replay-memory"/>{lang.pick("remember it", "记住它")}</label>
+                <button type="submit" data-testid="replay-submit">{lang.pick("Replay", "回放")}</button>
+                <span class="hint">{lang.pick(
+                    " A new run of the same task and files whose tool calls are answered from this run's recording when they are the same call; compare the two when it is done.",
+                    " 以相同任务和文件开始的新运行：与本次记录相同的工具调用由记录作答；完成后可比较两者。",
+                )}</span>
+            </form>
+        }
+    });
+    view! { {from}{made}{form}{replay} }
 }
 
 /// The reviews of a plan, under its board: everyone's, and the form for

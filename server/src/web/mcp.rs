@@ -60,6 +60,37 @@ struct GetRun {
     run_id: uuid::Uuid,
 }
 
+/// `replay_run`'s arguments: the API's `ReplayRun` and the run.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReplayArgs {
+    /// The finished run to replay.
+    run_id: uuid::Uuid,
+    /// The model to replay on (default: the run's, else the configured one).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = run_model::replay::MODEL_NAME_CHARS))]
+    model: Option<String>,
+    /// Redo from this subtask, keeping the recorded results before it
+    /// (default: plan the task anew).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    from_subtask: Option<u32>,
+    /// A call the recording does not hold: live (default) or stop.
+    #[serde(default)]
+    unmatched: run_model::Unmatched,
+    /// Recall memories and be remembered (default false).
+    #[serde(default)]
+    memory: bool,
+}
+
+/// `compare_runs`' arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CompareArgs {
+    a: uuid::Uuid,
+    b: uuid::Uuid,
+}
+
 /// `review_plan`'s arguments: the plan and the caller's review of it.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -367,6 +398,21 @@ fn run_tools() -> Vec<Tool> {
             object(agent::protocol::schema_of::<GetRun>()),
         ),
         Tool::new(
+            "replay_run",
+            "Replays a finished run on a model (default: its own): a new run of its task and files whose \
+             tool calls are answered from the run's recording when they are the same call; any other call \
+             is made live, or (unmatched=stop) pauses the replay with the call named. From from_subtask the \
+             recorded results before it are kept; without, the task is planned anew. Answers like start_run.",
+            object(agent::protocol::schema_of::<ReplayArgs>()),
+        ),
+        Tool::new(
+            "compare_runs",
+            "Two runs side by side: both plans as graphs with their node and edge F1 and matched subtasks, \
+             the first model reply or tool call where their logs part, the answers, and each run's calls, \
+             tokens, time and cost.",
+            object(agent::protocol::schema_of::<CompareArgs>()),
+        ),
+        Tool::new(
             "review_plan",
             "Writes your review of a finished plan: verdict good, needs_changes or wrong, a note (needed \
              unless good), and notes on single subtasks by id. Replaces your earlier review of it; other \
@@ -541,6 +587,24 @@ impl PlanMcp {
                     .start_with(config, template, staged, actor, None)
                     .await?
             }
+            "replay_run" => {
+                let body: ReplayArgs = serde_json::from_value(args).map_err(bad_arguments)?;
+                let request = crate::runs::ReplayRequest {
+                    model: body.model,
+                    from: body.from_subtask.map(plan_engine::SubtaskId),
+                    unmatched: body.unmatched,
+                    memory: body.memory,
+                };
+                self.runs.replay(body.run_id, request, actor).await?
+            }
+            "compare_runs" => {
+                let body: CompareArgs = serde_json::from_value(args).map_err(bad_arguments)?;
+                let compared = self.runs.compare(body.a, body.b).await?;
+                return serde_json::to_string(&compared).map_err(|e| {
+                    tracing::error!("an MCP answer could not be written: {e}");
+                    ApiError::Internal
+                });
+            }
             _ => {
                 let body: GetRun = serde_json::from_value(args).map_err(bad_arguments)?;
                 self.runs.get(body.run_id).await?
@@ -633,7 +697,10 @@ impl ServerHandler for PlanMcp {
             let answer = self.session_tool(&request.name, args).await;
             return answered(answer.map(|text| (text, true)));
         }
-        if matches!(request.name.as_ref(), "start_run" | "get_run") {
+        if matches!(
+            request.name.as_ref(),
+            "start_run" | "get_run" | "replay_run" | "compare_runs"
+        ) {
             let answer = self.run_tool(&request.name, args, &actor).await;
             return answered(answer.map(|text| (text, true)));
         }

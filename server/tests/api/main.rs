@@ -21,6 +21,7 @@ mod openai_quirks;
 mod openapi;
 mod plans;
 mod postgres;
+mod replay;
 mod reviews;
 mod runs;
 mod site;

@@ -335,6 +335,10 @@ impl From<RunError> for ApiError {
                 code: ErrorCode::Decided,
                 message: e.to_string(),
             },
+            RunError::NotFinished(message) => ApiError::State {
+                code: ErrorCode::NotFinished,
+                message,
+            },
             RunError::Input(e) => e.into(),
         }
     }

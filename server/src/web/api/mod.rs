@@ -111,6 +111,7 @@ schema::schemars_bridge! {
         runs::ResumeRun,
         runs::AnswerRun,
         runs::RunAgain,
+        runs::ReplayRun,
         runs::KeepRun,
         crate::runs::RunView,
         crate::workspace::Artifact,
@@ -172,6 +173,8 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(runs::cancel_run))
         .routes(routes!(runs::answer_run))
         .routes(routes!(runs::run_again))
+        .routes(routes!(runs::replay_run))
+        .routes(routes!(runs::compare_runs))
         .routes(routes!(runs::pending_calls))
         .routes(routes!(runs::add_files).layer(upload()))
         .routes(routes!(runs::decide_call))

@@ -133,6 +133,7 @@ schemars_bridge! {
         DeliveryDoc => crate::webhooks::Delivery,
         ToolServerDoc => run_model::ToolServerView,
         StorageReportDoc => run_model::StorageReport,
+        RunComparisonDoc => run_model::RunComparison,
     ],
     local: []
 }
@@ -208,6 +209,7 @@ pub fn add_links(doc: &mut Value) {
         ("/api/plans/{id}/subtasks", "post", "200", &subtask_links),
         ("/api/runs", "post", "201", &run_links),
         ("/api/runs/{id}/again", "post", "201", &run_links),
+        ("/api/runs/{id}/replay", "post", "201", &run_links),
         ("/api/webhooks", "post", "201", &webhook_links),
         ("/api/plans/{id}/template", "post", "201", &template_links),
     ] {

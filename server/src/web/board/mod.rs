@@ -81,6 +81,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .route("/plans/{id}/budget", post(run::budget))
         .route("/plans/{id}/tool-call", post(run::tool_call))
         .route("/plans/{id}/again", post(reviews::again))
+        .route("/plans/{id}/replay", post(reviews::replay))
         .route("/plans/{id}/review", post(reviews::review))
         .route("/plans/{id}/template", post(templates::save))
         .route("/templates/{id}/delete", post(templates::delete))
@@ -263,6 +264,14 @@ impl BoardBackend for Board {
                 plan,
                 tokens: run.as_ref().map(|run| run.spent.tokens()),
                 cost: run.as_ref().map(|run| run.spent.cost),
+                run_id: run.as_ref().map(|run| run.id),
+                compare_with: run.as_ref().and_then(|run| {
+                    run.config
+                        .replay
+                        .as_ref()
+                        .map(|replay| replay.run)
+                        .or(run.again_of.as_ref().map(|again| again.run))
+                }),
                 task: run.map(|run| run.config.task),
             })
             .collect();
@@ -551,6 +560,14 @@ impl BoardBackend for Board {
         Ok(app::api::MemoryList { rows, more })
     }
 
+    async fn compare_runs(
+        &self,
+        a: agent::RunId,
+        b: agent::RunId,
+    ) -> Result<run_model::RunComparison, BoardError> {
+        self.runs.compare(a, b).await.map_err(run_error)
+    }
+
     async fn activity_tail(
         &self,
         plan: PlanId,
@@ -655,6 +672,7 @@ impl BoardBackend for Board {
                 pending,
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
+                replay_of: r.config.replay.as_ref().map(|replay| replay.run),
             }
         }))
     }

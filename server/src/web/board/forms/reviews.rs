@@ -129,6 +129,81 @@ pub async fn again(
     back_to_board(result, lang)
 }
 
+/// The board's "Replay" form.
+#[derive(Deserialize)]
+pub struct ReplayForm {
+    #[serde(default)]
+    model: String,
+    /// A subtask's number, or empty: planned anew.
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    unmatched: String,
+    /// Ticked: recall memories and be remembered.
+    #[serde(default)]
+    memory: Option<String>,
+}
+
+impl ReplayForm {
+    /// The replay asked for, or why the form cannot be read.
+    fn request(self, lang: plan_engine::Lang) -> Result<crate::runs::ReplayRequest, BoardError> {
+        let from = match self.from.trim() {
+            "" => None,
+            n => Some(plan_engine::SubtaskId(n.parse::<u32>().map_err(|_| {
+                BoardError::Refused(lang.pick(
+                    "choose the subtask to replay from".to_string(),
+                    "请选择从哪个子任务开始回放".to_string(),
+                ))
+            })?)),
+        };
+        let unmatched = match self.unmatched.trim() {
+            "" => run_model::Unmatched::Live,
+            name => name.parse().map_err(|_| {
+                BoardError::Refused(lang.pick(
+                    "choose what a call the recording does not hold does: live or stop".to_string(),
+                    "请选择记录中没有的调用如何处理：实际调用或停止".to_string(),
+                ))
+            })?,
+        };
+        let model = self.model.trim();
+        Ok(crate::runs::ReplayRequest {
+            model: (!model.is_empty()).then(|| model.to_string()),
+            from,
+            unmatched,
+            memory: self.memory.is_some(),
+        })
+    }
+}
+
+/// `POST /plans/{id}/replay`: replays the plan's agent run as the board's
+/// form asks; on to the replay's board.
+pub async fn replay(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+    axum::Form(form): axum::Form<ReplayForm>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let request = form.request(lang)?;
+        let run = board.run_on(plan).await?.ok_or_else(|| {
+            BoardError::Refused(lang.pick(
+                "only a run of planboard's agent can be replayed".to_string(),
+                "只有 planboard 智能体的运行才能回放".to_string(),
+            ))
+        })?;
+        let view = board
+            .runs
+            .replay(run.record.id, request, &viewer.name)
+            .await
+            .map_err(run_error)?;
+        view.record
+            .plan_id
+            .ok_or_else(|| BoardError::Unavailable("the run has no plan".into()))
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +225,23 @@ mod tests {
         assert_eq!(notes, [(2, "too slow"), (1, "fine")]);
         let removed: ReviewForm = serde_urlencoded::from_str("remove=1").unwrap();
         assert!(removed.remove);
+    }
+
+    #[test]
+    fn the_replay_form_reads_as_its_request_and_a_bad_field_is_refused() {
+        let form: ReplayForm =
+            serde_urlencoded::from_str("model=+qwen+&from=2&unmatched=stop&memory=1").unwrap();
+        let request = form.request(plan_engine::Lang::En).unwrap();
+        assert_eq!(request.model.as_deref(), Some("qwen"));
+        assert_eq!(request.from, Some(plan_engine::SubtaskId(2)));
+        assert_eq!(request.unmatched, run_model::Unmatched::Stop);
+        assert!(request.memory);
+        let plain: ReplayForm = serde_urlencoded::from_str("model=&from=&unmatched=live").unwrap();
+        assert_eq!(
+            plain.request(plan_engine::Lang::En).unwrap(),
+            crate::runs::ReplayRequest::default()
+        );
+        let bad: ReplayForm = serde_urlencoded::from_str("unmatched=maybe").unwrap();
+        assert!(bad.request(plan_engine::Lang::Zh).is_err());
     }
 }
