@@ -310,6 +310,13 @@ pub struct ReviewPanel {
     pub again_of: Option<run_model::AgainOf>,
     /// (plan, from) of the runs started again from this plan.
     pub again: Vec<(PlanId, u32)>,
+    /// The regression case this plan's run is, if it is one.
+    #[serde(default)]
+    pub case: Option<run_model::CaseId>,
+    /// The case this plan's run is a suite's run of: a review that is not
+    /// good is a finding about it, and the run is no new case.
+    #[serde(default)]
+    pub finding_of: Option<run_model::CaseId>,
 }
 
 /// (field, before, after).
@@ -664,6 +671,14 @@ pub trait BoardBackend: Send + Sync {
     async fn tools_overview(
         &self,
     ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError>;
+    /// The Cases page: each model's latest score and what changed, the
+    /// score over time, the suite runs going on, the findings, the cases.
+    async fn cases_overview(&self) -> Result<run_model::CasesOverview, BoardError>;
+    /// A suite run's report.
+    async fn suite_report(
+        &self,
+        id: run_model::SuiteRunId,
+    ) -> Result<run_model::SuiteReport, BoardError>;
     /// Two runs side by side (the compare page).
     async fn compare_runs(
         &self,
@@ -949,6 +964,34 @@ pub async fn load_run_comparison(
         async {
             viewer().await?;
             backend()?.compare_runs(a, b).await
+        }
+        .await,
+    )
+}
+
+/// The Cases page (rendered on the server only), with whether the viewer
+/// may change cases.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_cases() -> Result<(run_model::CasesOverview, bool), BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            Ok((backend()?.cases_overview().await?, viewer.can_edit))
+        }
+        .await,
+    )
+}
+
+/// A suite run's report page (rendered on the server only), with whether
+/// the viewer may cancel it.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_suite_report(
+    id: run_model::SuiteRunId,
+) -> Result<(run_model::SuiteReport, bool), BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            Ok((backend()?.suite_report(id).await?, viewer.can_edit))
         }
         .await,
     )

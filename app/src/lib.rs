@@ -18,7 +18,8 @@
 //! - [`live`]: SSE streams through leptos-use;
 //! - [`codec`]: the one JSON reader the wasm uses, and resources built on it;
 //! - [`i18n`]: the UI's language (English or Chinese) and its switch;
-//! - [`pages`]: plans list, history, review queue, memory, new plan;
+//! - [`pages`]: plans list, history, review queue, memory, templates,
+//!   regression cases and suite reports, two runs compared, new plan;
 //! - [`board`]: the plan board and its views.
 
 // The board's view types nest deeply in release builds (without
@@ -42,7 +43,9 @@ use leptos_router::path;
 use i18n::{use_lang, Lang};
 use pages::plan::BoardPage;
 use pages::{
-    activity::ActivityPage, compare::ComparePage, history::HistoryPage, inbox::InboxPage,
+    activity::ActivityPage,
+    cases::{CasesPage, SuiteReportPage},
+    compare::ComparePage, history::HistoryPage, inbox::InboxPage,
     memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
     runs_compare::RunComparePage, settings::SettingsPage, templates::TemplatesPage,
     tools::ToolsPage,
@@ -87,6 +90,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/reviews") view=ReviewsPage/>
                     <Route path=path!("/memories") view=MemoriesPage/>
                     <Route path=path!("/templates") view=TemplatesPage/>
+                    <Route path=path!("/cases") view=CasesPage/>
+                    <Route path=path!("/cases/runs/:id") view=SuiteReportPage/>
                     <Route path=path!("/inbox") view=InboxPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
                     <Route path=path!("/tools") view=ToolsPage/>
@@ -129,6 +134,7 @@ fn TopBar() -> impl IntoView {
                 </a>
                 <a href="/memories">{lang.pick("Memory", "记忆")}</a>
                 <a href="/templates" data-testid="nav-templates">{lang.pick("Templates", "模板")}</a>
+                <a href="/cases" data-testid="nav-cases">{lang.pick("Cases", "回归用例")}</a>
                 <a href="/inbox" class="needs-you" data-testid="nav-inbox">
                     {lang.pick("Needs you", "待处理")}" "<pages::inbox::NeedsCount/>
                 </a>

@@ -110,8 +110,9 @@ pub use state::{Classification, DecidedBy, RunState};
 pub use storage::{Retention, StorageReport, WorkspacesUse};
 pub use stream::StreamEvent;
 pub use suite::{
-    CaseOutcome, CaseResult, NewSuiteRun, SuiteBudget, SuiteReport, SuiteRun, SuiteRunId,
-    SuiteSpent, SuiteState, SuiteSummary, SuiteTools,
+    CaseChange, CaseOutcome, CaseResult, CasesOverview, Finding, ModelScore, NewSuiteRun,
+    SuiteBudget, SuiteReport, SuiteRun, SuiteRunId, SuiteSpent, SuiteState, SuiteSummary,
+    SuiteTools,
 };
 pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateStep};
 pub use tools::{ToolServerView, ToolSource, ToolTransport};

@@ -175,6 +175,9 @@ pub struct CaseResult {
     /// Its place in the suite, from 0.
     pub position: u32,
     pub outcome: CaseOutcome,
+    /// The case's recorded run (what the run is compared with).
+    #[serde(default)]
+    pub case_run: Option<RunId>,
     /// The run that planned and ran the case.
     pub run_id: Option<RunId>,
     /// Why it failed or was skipped, when not by a check.
@@ -198,6 +201,55 @@ pub struct CaseResult {
 pub struct SuiteReport {
     pub run: SuiteRun,
     pub results: Vec<CaseResult>,
+}
+
+/// A case whose outcome changed between a model's last two suite runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CaseChange {
+    pub case_id: CaseId,
+    pub case_name: String,
+    pub before: CaseOutcome,
+    pub now: CaseOutcome,
+    /// The run of the case in the latest suite run.
+    pub run_id: Option<RunId>,
+    /// Where that run first parted from the case's recorded run.
+    pub divergence: Option<Divergence>,
+}
+
+/// A model's latest finished suite run and what changed since its
+/// previous one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelScore {
+    pub run: SuiteRun,
+    pub changed: Vec<CaseChange>,
+}
+
+/// A review of a case's suite run that was not good: a finding about the
+/// case (the model, prompt or policy under test got it wrong), never a
+/// new case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    pub case_id: CaseId,
+    pub suite_id: SuiteRunId,
+    pub run_id: RunId,
+    pub plan_id: plan_engine::PlanId,
+    pub reviewer: String,
+    pub verdict: crate::ReviewVerdict,
+    pub note: String,
+    pub at: DateTime<Utc>,
+}
+
+/// What the Cases page leads with: each model's latest score and the
+/// cases that changed, the score over time, the suite runs going on, the
+/// findings, and the cases themselves.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CasesOverview {
+    pub latest: Vec<ModelScore>,
+    /// Finished suite runs with a score, oldest first (the chart).
+    pub history: Vec<SuiteRun>,
+    pub running: Vec<SuiteRun>,
+    pub findings: Vec<Finding>,
+    pub cases: Vec<crate::Case>,
 }
 
 /// What the run log (and so the webhooks) says when a suite run ends.
@@ -244,6 +296,7 @@ mod tests {
             case_name: "c".into(),
             position: 0,
             outcome,
+            case_run: None,
             run_id: None,
             reason: None,
             node_f1: f1,

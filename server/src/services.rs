@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::config::Access;
 use crate::service::PlanService;
-use crate::{memories, reviews, runs, telemetry, templates, tool_servers, webhooks, workspace};
+use crate::{
+    cases, memories, reviews, runs, telemetry, templates, tool_servers, webhooks, workspace,
+};
 
 /// What the router needs besides the Leptos options.
 #[derive(Clone)]
@@ -17,6 +19,8 @@ pub struct Services {
     pub runs: Arc<runs::Runs>,
     pub templates: Arc<templates::Templates>,
     pub reviews: Arc<reviews::Reviews>,
+    /// Regression cases and suite runs.
+    pub cases: Arc<cases::Cases>,
     pub memories: Arc<memories::Memories>,
     pub tool_servers: Arc<tool_servers::ToolServers>,
     pub workspaces: Arc<workspace::Workspaces>,

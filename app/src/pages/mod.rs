@@ -1,8 +1,10 @@
 //! The pages besides the board: the plans list, the history and the
-//! review queue for team review, the agent's memory, the templates, the agent's task box and the form that
-//! creates a plan by hand.
+//! review queue for team review, the agent's memory, the templates, the
+//! regression cases and their suite runs, two runs compared, the agent's
+//! task box and the form that creates a plan by hand.
 
 pub mod activity;
+pub mod cases;
 pub mod compare;
 pub mod history;
 pub mod inbox;

@@ -461,6 +461,12 @@ impl Runs {
             .map(|a| a.llm.model(agent::llm::CallRole::Executor))
     }
 
+    /// The name this process's leases carry (`PLANBOARD_INSTANCE`, else
+    /// the host's): what else it drives (suite runs) is held under it too.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<RunNews> {
         self.entries.subscribe()
     }

@@ -91,12 +91,26 @@ impl Runs {
             )));
         }
         config.plan = None;
+        self.start_on_inputs(config, self.workspace(earlier), who)
+            .await
+    }
+
+    /// Starts a run whose workspace begins with its config's input files,
+    /// copied from the folder `from` (a recorded run's workspace, a
+    /// regression case's copy of its inputs): a replay planned anew, a
+    /// suite's run of a case.
+    pub async fn start_on_inputs(
+        self: &std::sync::Arc<Self>,
+        config: RunConfig,
+        from: std::path::PathBuf,
+        who: &str,
+    ) -> Result<RunView, RunError> {
         let (config, agent) = self.check_start(config)?;
         let id = uuid::Uuid::new_v4();
         let workspace = self.workspace(id);
         let inputs: Vec<String> = config.inputs.iter().map(|f| f.path.clone()).collect();
         crate::workspace::inputs::copy_files(
-            self.workspace(earlier),
+            from,
             workspace.clone(),
             inputs,
             self.workspaces.quota(),

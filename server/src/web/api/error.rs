@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::AuthError;
+use crate::cases::CaseError;
 use crate::memories::MemoryError;
 use crate::reviews::ReviewError;
 use crate::runs::RunError;
@@ -358,6 +359,31 @@ impl From<ReviewError> for ApiError {
                 code: ErrorCode::Invalid,
                 message: e.to_string(),
             },
+        }
+    }
+}
+
+impl From<CaseError> for ApiError {
+    fn from(e: CaseError) -> Self {
+        match e {
+            CaseError::Run(e) => e.into(),
+            CaseError::Review(e) => e.into(),
+            CaseError::Input(e) => e.into(),
+            CaseError::Store(e) => e.into(),
+            CaseError::Refused(e) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
+            CaseError::Invalid(message) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message,
+            },
+            CaseError::NotFinished(message) => ApiError::State {
+                code: ErrorCode::NotFinished,
+                message,
+            },
+            CaseError::Taken(message) => ApiError::AlreadyExists(message),
+            e @ (CaseError::NotFound(_) | CaseError::NoSuite(_)) => ApiError::NotFound(e.to_string()),
         }
     }
 }

@@ -12,11 +12,13 @@
 //! - `memories.rs`: what the agent remembers: list, search, write a rule, pin, forget;
 //! - `reviews.rs`: people's reviews of finished plans and the review queue;
 //! - `templates.rs`: plans saved as templates (save, list, read, delete);
+//! - `cases.rs`: regression cases (make, list, read, change, delete) and suite runs;
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
 pub mod actions;
 pub mod bodies;
+pub mod cases;
 pub mod docs;
 pub mod error;
 pub mod extract;
@@ -66,6 +68,7 @@ pub type ApiState = std::sync::Arc<crate::services::Services>;
         (name = "reviews", description = "people's reviews of finished plans (verdict, note, notes on subtasks), remembered by the agent"),
         (name = "templates", description = "plans saved as templates; a run starts from one and its planner adapts it"),
         (name = "storage", description = "what planboard stores and how much, and the retentions that keep it from only growing"),
+        (name = "cases", description = "runs reviewed good kept as regression cases, and suite runs that plan and run them again on a model"),
     )
 )]
 pub struct ApiDoc;
@@ -206,6 +209,12 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(templates::save_template))
         .routes(routes!(templates::list_templates))
         .routes(routes!(templates::get_template, templates::delete_template))
+        .routes(routes!(cases::list_cases, cases::make_case))
+        .routes(routes!(cases::get_case, cases::edit_case, cases::delete_case))
+        .routes(routes!(cases::run_suite))
+        .routes(routes!(cases::list_suites))
+        .routes(routes!(cases::suite_report))
+        .routes(routes!(cases::cancel_suite))
         // A path that runs to the end of the address (`{*path}`): axum's
         // wildcard, which an OpenAPI path cannot spell, so it is routed by
         // hand and documented in `ApiDoc`'s list (its only entry).
@@ -322,6 +331,13 @@ mod tests {
                 "maxLength",
                 super::reviews::REVIEWER_CHARS as f64,
             ),
+            (
+                "/api/cases",
+                "tag",
+                "maxLength",
+                super::cases::TAG_CHARS as f64,
+            ),
+            ("/api/cases/runs", "limit", "maximum", page),
             // Every route of an agent session takes its key.
             (
                 "*",

@@ -134,6 +134,12 @@ schemars_bridge! {
         ToolServerDoc => run_model::ToolServerView,
         StorageReportDoc => run_model::StorageReport,
         RunComparisonDoc => run_model::RunComparison,
+        CaseDoc => run_model::Case,
+        NewCaseDoc => run_model::NewCase,
+        CasePatchDoc => run_model::CasePatch,
+        NewSuiteRunDoc => run_model::NewSuiteRun,
+        SuiteRunDoc => run_model::SuiteRun,
+        SuiteReportDoc => run_model::SuiteReport,
     ],
     local: []
 }
@@ -157,6 +163,8 @@ pub fn add_links(doc: &mut Value) {
     // From a new webhook endpoint or template: its own routes by `id`.
     let mut webhook_links = Map::new();
     let mut template_links = Map::new();
+    let mut case_links = Map::new();
+    let mut suite_links = Map::new();
     for (path, item) in paths {
         if path.ends_with("/stream") {
             continue;
@@ -200,6 +208,10 @@ pub fn add_links(doc: &mut Value) {
                 webhook_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
             } else if path == "/api/templates/{id}" {
                 template_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
+            } else if path == "/api/cases/{id}" {
+                case_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
+            } else if path.starts_with("/api/cases/runs/{id}") {
+                suite_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
             }
         }
     }
@@ -212,6 +224,8 @@ pub fn add_links(doc: &mut Value) {
         ("/api/runs/{id}/replay", "post", "201", &run_links),
         ("/api/webhooks", "post", "201", &webhook_links),
         ("/api/plans/{id}/template", "post", "201", &template_links),
+        ("/api/cases", "post", "201", &case_links),
+        ("/api/cases/run", "post", "201", &suite_links),
     ] {
         let pointer = format!("/paths/{}/{method}/responses/{status}", escape(path));
         if let Some(response) = doc.pointer_mut(&pointer).and_then(Value::as_object_mut) {

@@ -67,7 +67,7 @@ pub async fn bounded_server_fn_bodies(
 /// a run's uploads.
 pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Router<S> {
     use axum::routing::{get, post};
-    use forms::{memories, reviews, run, settings, task, templates, tools};
+    use forms::{cases, memories, reviews, run, settings, task, templates, tools};
     let uploads = axum::extract::DefaultBodyLimit::max(crate::services::UPLOAD_BODY_LIMIT);
     axum::Router::new()
         .route(
@@ -85,6 +85,9 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .route("/plans/{id}/review", post(reviews::review))
         .route("/plans/{id}/template", post(templates::save))
         .route("/templates/{id}/delete", post(templates::delete))
+        .route("/cases/run", post(cases::run_suite))
+        .route("/cases/runs/{id}/cancel", post(cases::cancel_suite))
+        .route("/cases/{id}/{action}", post(cases::change))
         .route("/memories/rule", post(memories::rule))
         .route("/memories/{id}/{action}", post(memories::change))
         .route("/settings/webhooks", post(settings::add_webhook))
@@ -302,6 +305,10 @@ impl BoardBackend for Board {
             .into_iter()
             .filter_map(|r| Some((r.plan_id?, r.again_of?.from.0)))
             .collect();
+        let case = match &run {
+            Some(r) => self.cases.case_of_run(r.id).await.map_err(api_error)?,
+            None => None,
+        };
         Ok(app::api::ReviewPanel {
             finished,
             reviews: self.reviews.of_plan(plan).await.map_err(api_error)?,
@@ -309,6 +316,10 @@ impl BoardBackend for Board {
             me: String::new(),
             can_review: false,
             run: run.as_ref().map(|r| r.id),
+            case,
+            finding_of: run
+                .as_ref()
+                .and_then(|r| r.config.case.as_ref().map(|c| c.case)),
             again_of: run.and_then(|r| r.again_of),
             again,
         })
@@ -566,6 +577,17 @@ impl BoardBackend for Board {
         b: agent::RunId,
     ) -> Result<run_model::RunComparison, BoardError> {
         self.runs.compare(a, b).await.map_err(run_error)
+    }
+
+    async fn cases_overview(&self) -> Result<run_model::CasesOverview, BoardError> {
+        self.cases.overview().await.map_err(api_error)
+    }
+
+    async fn suite_report(
+        &self,
+        id: run_model::SuiteRunId,
+    ) -> Result<run_model::SuiteReport, BoardError> {
+        self.cases.report(id).await.map_err(api_error)
     }
 
     async fn activity_tail(

@@ -1,6 +1,7 @@
 //! The review panel under a finished plan's board: the viewer's review
-//! (or taking it back) and "Run again from", each through the service
-//! its API route calls.
+//! (or taking it back, or keeping the run as a regression case with its
+//! checks), "Run again from" and "Replay", each through the service its
+//! API route calls.
 
 use app::api::BoardError;
 use serde::Deserialize;
@@ -20,6 +21,10 @@ pub struct ReviewForm {
     verdict: String,
     note: String,
     subtasks: Vec<run_model::SubtaskNote>,
+    /// "Keep as a regression case" was ticked: `case-name`, `case-tags`
+    /// and the check rows are in `fields`.
+    keep: bool,
+    fields: Vec<(String, String)>,
 }
 
 impl From<Vec<(String, String)>> for ReviewForm {
@@ -44,6 +49,8 @@ impl From<Vec<(String, String)>> for ReviewForm {
                     })
                 })
                 .collect(),
+            keep: field("case").is_some_and(|v| v == "1"),
+            fields,
         }
     }
 }
@@ -64,7 +71,7 @@ pub async fn review(
                 .remove(plan, &viewer.name)
                 .await
                 .map_err(api_error)?;
-            return Ok(plan);
+            return Ok(format!("/plans/{plan}#reviews"));
         }
         let verdict: run_model::ReviewVerdict = form.verdict.parse().map_err(|_| {
             BoardError::Refused(lang.pick(
@@ -72,6 +79,42 @@ pub async fn review(
                 "请选择评审结论：好、需要修改或错误".to_string(),
             ))
         })?;
+        // Kept as a regression case: its checks read before anything is
+        // written, so a mistake in a row leaves the review unwritten too.
+        let case = match form.keep {
+            false => None,
+            true if verdict != run_model::ReviewVerdict::Good => {
+                return Err(BoardError::Refused(lang.pick(
+                    "only a run reviewed good becomes a regression case".to_string(),
+                    "只有评审为“好”的运行才能成为回归用例".to_string(),
+                )))
+            }
+            true => {
+                let run = board.run_on(plan).await?.ok_or_else(|| {
+                    BoardError::Refused(lang.pick(
+                        "only a run of planboard's agent becomes a regression case".to_string(),
+                        "只有 planboard 智能体的运行才能成为回归用例".to_string(),
+                    ))
+                })?;
+                let new = super::cases::checks_from(&form.fields, lang).map(|checks| {
+                    let field = |name: &str| {
+                        form.fields
+                            .iter()
+                            .find(|(k, _)| k == name)
+                            .map(|(_, v)| v.trim().to_string())
+                            .unwrap_or_default()
+                    };
+                    let name = field("case-name");
+                    run_model::NewCase {
+                        run_id: run.record.id,
+                        name: (!name.is_empty()).then_some(name),
+                        tags: super::cases::tags_from(&field("case-tags")),
+                        checks,
+                    }
+                })?;
+                Some(new)
+            }
+        };
         let review = run_model::NewReview {
             verdict,
             note: form.note,
@@ -82,10 +125,18 @@ pub async fn review(
             .write(plan, &viewer.name, review)
             .await
             .map_err(api_error)?;
-        Ok(plan)
+        if let Some(new) = case {
+            let made = board
+                .cases
+                .make(new, &viewer.name)
+                .await
+                .map_err(api_error)?;
+            return Ok(format!("/cases#case-{}", made.id));
+        }
+        Ok(format!("/plans/{plan}#reviews"))
     }
     .await;
-    form_answer(result.map(|plan| format!("/plans/{plan}#reviews")), lang)
+    form_answer(result, lang)
 }
 
 /// The board's "Run again from" form.
@@ -225,6 +276,13 @@ mod tests {
         assert_eq!(notes, [(2, "too slow"), (1, "fine")]);
         let removed: ReviewForm = serde_urlencoded::from_str("remove=1").unwrap();
         assert!(removed.remove);
+        assert!(!removed.keep);
+        let kept: ReviewForm =
+            serde_urlencoded::from_str("verdict=good&case=1&case-name=Sales&check-kind-1=answer_text&check-text-1=12")
+                .unwrap();
+        assert!(kept.keep);
+        let checks = super::super::cases::checks_from(&kept.fields, plan_engine::Lang::En).unwrap();
+        assert_eq!(checks, [run_model::Check::AnswerText { text: "12".into() }]);
     }
 
     #[test]
