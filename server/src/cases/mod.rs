@@ -46,7 +46,7 @@ use crate::store::StoreError;
 use crate::workspace::inputs::InputError;
 use crate::workspace::Workspaces;
 
-pub use suite::SUITE_ACTOR;
+pub use suite::{report_text, version, SUITE_ACTOR};
 
 /// The cases' and suite runs' tables.
 #[async_trait]

@@ -134,6 +134,22 @@ impl Cases {
         Ok(SuiteReport { run, results })
     }
 
+    /// The report of suite run `id` once it has ended (looked at every
+    /// `every`): what `planboard eval` waits for.
+    pub async fn wait_report(
+        &self,
+        id: SuiteRunId,
+        every: Duration,
+    ) -> Result<SuiteReport, CaseError> {
+        loop {
+            let report = self.report(id).await?;
+            if report.run.state.is_finished() {
+                return Ok(report);
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
     /// Suite runs, newest first.
     pub async fn suites(&self, limit: u32) -> Result<Vec<SuiteRun>, CaseError> {
         Ok(self.store.suites(limit).await?)
@@ -544,6 +560,55 @@ impl Cases {
             })
             .collect())
     }
+}
+
+/// A suite run's report as `planboard eval` prints it: the run, a line
+/// per case (with each failed check and why), the totals.
+pub fn report_text(report: &SuiteReport) -> String {
+    let percent = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{:.0} %", v * 100.0));
+    let run = &report.run;
+    let mut out = format!(
+        "suite run {} on {} (planboard {}, tool calls {}): {}\n",
+        run.id, run.model, run.version, run.unmatched, run.state
+    );
+    for r in &report.results {
+        out.push_str(&format!(
+            "  {:<8} {}  node F1 {}  edge F1 {}  {:.1} s  {} calls  {}\n",
+            r.outcome.as_str(),
+            r.case_name,
+            percent(r.node_f1),
+            percent(r.edge_f1),
+            r.wall_ms as f64 / 1000.0,
+            r.llm_calls,
+            r.cost
+        ));
+        if let Some(why) = &r.reason {
+            out.push_str(&format!("           {why}\n"));
+        }
+        for c in r.checks.iter().filter(|c| !c.passed) {
+            out.push_str(&format!("           ✗ {} — {}\n", c.check.label(false), c.detail));
+        }
+        if let (CaseOutcome::Failed, Some(d)) = (r.outcome, &r.divergence) {
+            out.push_str(&format!(
+                "           first divergence from the recording at step {}\n",
+                d.index + 1
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "score {} · {} passed, {} failed, {} skipped · {} model calls · {} · {:.1} s\n",
+        percent(run.score),
+        run.passed,
+        run.failed,
+        run.skipped,
+        run.spent.llm_calls,
+        run.spent.cost,
+        run.spent.wall_ms as f64 / 1000.0
+    ));
+    if let Some(why) = &run.reason {
+        out.push_str(&format!("{why}\n"));
+    }
+    out
 }
 
 /// A case's result before it runs.

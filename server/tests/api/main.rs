@@ -7,6 +7,7 @@
 mod attacks;
 mod auth;
 mod bad_input;
+mod cases;
 mod concurrency;
 mod crash;
 mod errors;
