@@ -124,6 +124,11 @@ impl Toolset {
         name: &str,
         arguments: &Value,
     ) -> Option<crate::replay::Replayed> {
+        // A tool this run may not use is refused as in any run, recorded
+        // or not.
+        if !self.allows(name) {
+            return None;
+        }
         self.replay.as_ref()?.answer(subtask, name, arguments)
     }
 

@@ -382,6 +382,10 @@ impl StartRun {
             batches: self.batches,
             plan: self.plan,
             adapt_every_step: self.adapt_every_step,
+            // A replay's and a suite's (their own routes set them).
+            model: None,
+            replay: None,
+            case: None,
         })
     }
 }
