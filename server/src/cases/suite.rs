@@ -25,6 +25,9 @@ use super::{CaseError, Cases};
 /// Who starts a case's runs and cancels them.
 pub const SUITE_ACTOR: &str = "planboard-suite";
 
+/// Why a case was not judged when the suite run was cancelled.
+const CANCELLED: &str = "the suite run was cancelled";
+
 /// How often a case's run is looked at while it goes on.
 const POLL: Duration = Duration::from_millis(250);
 /// A case's run may take its wall budget and this much more (its queue
@@ -219,7 +222,7 @@ impl Cases {
         for (i, case) in cases.iter().enumerate() {
             cancelled = cancel.load(Ordering::SeqCst) || self.cancelled_elsewhere(run.id).await;
             let stopped = if cancelled {
-                Some("the suite run was cancelled".to_string())
+                Some(CANCELLED.to_string())
             } else {
                 spent_out(&run)
             };
@@ -396,7 +399,7 @@ impl Cases {
                 break;
             }
             let stop = if cancel.load(Ordering::SeqCst) {
-                Some("the suite run was cancelled".to_string())
+                Some(CANCELLED.to_string())
             } else if matches!(record.state, RunState::Paused | RunState::AwaitingApproval) {
                 Some(format!(
                     "its run stopped for a person ({}): {}",
@@ -429,7 +432,13 @@ impl Cases {
                 }
             }
         }
-        self.judge(case, &reviewed, id, result, why_not).await
+        let cancelled = why_not.as_deref() == Some(CANCELLED);
+        let mut judged = self.judge(case, &reviewed, id, result, why_not).await;
+        // A case the suite's cancel cut short was not judged.
+        if cancelled {
+            judged.outcome = CaseOutcome::Skipped;
+        }
+        judged
     }
 
     /// Judges a case's finished run: its plan against the reviewed one,
