@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::compare::GraphNode;
 use crate::config::{InputFile, RunId};
 
-/// A case's id.
-pub type CaseId = uuid::Uuid;
+/// A case's id, and the case a run belongs to: defined with the config,
+/// which names them.
+pub use crate::config::{CaseId, CaseRun};
 
 /// The longest case name, in characters.
 pub const CASE_NAME: usize = 200;
@@ -330,14 +331,6 @@ fn known_ids(graph: &[GraphNode]) -> String {
     } else {
         ids.join(", ")
     }
-}
-
-/// The regression case a run belongs to (a suite run's run of it): a
-/// review of such a run is a finding about the case, never a new case.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct CaseRun {
-    pub case: CaseId,
-    pub suite: crate::SuiteRunId,
 }
 
 /// A stored case.

@@ -19,8 +19,9 @@
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
 //! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`], the
-//!   [`ToolPolicy`] per tool and the typed [`ConfigError`] a refused
-//!   config gives.
+//!   [`ToolPolicy`] per tool, what a replay and a suite's run say of
+//!   themselves ([`ReplayOf`], [`Unmatched`], [`CaseRun`]) and the typed
+//!   [`ConfigError`] a refused config gives.
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
 //!   [`DecidedBy`].
 //! - [`digest`]: a tool call's SHA-256 digest over its name and its
@@ -40,7 +41,9 @@
 //! - [`case`]: regression [`Case`]s made from runs reviewed good, their
 //!   [`Check`]s and how a check is judged ([`Evidence`]).
 //! - [`suite`]: suite runs over the cases ([`SuiteRun`], [`CaseResult`],
-//!   [`SuiteReport`]) and what ends one ([`SuiteSummary`]).
+//!   [`SuiteReport`], the Cases page's [`CasesOverview`]);
+//!   [`suite_log`]: how one stands and what its end tells the run log
+//!   ([`SuiteState`], [`SuiteSummary`]).
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
@@ -75,6 +78,7 @@ pub mod state;
 pub mod storage;
 pub mod stream;
 pub mod suite;
+pub mod suite_log;
 pub mod template;
 pub mod tools;
 pub mod trace;

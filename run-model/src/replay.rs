@@ -14,36 +14,11 @@ use plan_engine::SubtaskId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::config::RunId;
 use crate::entry::RunEntry;
 
-plan_engine::wire_enum! {
-    /// What a replay does with a tool call its recording does not hold.
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-    pub enum Unmatched: "unmatched (live or stop)" {
-        /// The call is made, as in any run.
-        #[default]
-        Live = "live",
-        /// The run pauses at the call, saying which call it is, for a
-        /// person to skip or edit the subtask or to resume (the call and
-        /// any later unmatched one are then made live).
-        Stop = "stop",
-    }
-}
-
-/// A run that replays another: the recorded run whose tool results
-/// answer this run's calls, what an unmatched call does, and the subtask
-/// of the recorded plan the work was redone from (the results before it
-/// kept, as "Run again from here" keeps them); `None`: the task was
-/// planned anew.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ReplayOf {
-    pub run: RunId,
-    #[serde(default)]
-    pub unmatched: Unmatched,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<SubtaskId>,
-}
+// What a run's config says of its replay: defined with the config, which
+// every part of a run reads.
+pub use crate::config::{ReplayOf, Unmatched, MODEL_NAME_CHARS};
 
 /// One tool call a run recorded, as a replay answers from it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -80,9 +55,6 @@ impl RecordedCall {
         }
     }
 }
-
-/// The longest model name a run, a replay or a suite may ask for.
-pub const MODEL_NAME_CHARS: usize = 200;
 
 #[cfg(test)]
 mod tests {

@@ -17,8 +17,11 @@ use crate::compare::Divergence;
 use crate::config::RunId;
 use crate::money::Usd;
 
-/// A suite run's id.
-pub type SuiteRunId = uuid::Uuid;
+/// A suite run's id (defined with the config, which names it), how a
+/// suite run stands and what its end says: defined where the run log
+/// finds them.
+pub use crate::config::SuiteRunId;
+pub use crate::suite_log::{SuiteState, SuiteSummary};
 
 /// The longest tag a suite run is asked for.
 pub const SUITE_TAG_CHARS: usize = crate::case::TAG_CHARS;
@@ -33,25 +36,6 @@ plan_engine::wire_enum! {
         Replay = "replay",
         /// Every call live.
         Live = "live",
-    }
-}
-
-plan_engine::wire_enum! {
-    /// Where a suite run stands.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-    pub enum SuiteState: "suite state" {
-        Running = "running",
-        /// Every case was judged, or skipped when the budget ran out.
-        Done = "done",
-        Cancelled = "cancelled",
-        /// The suite could not go on (the server stopped under it).
-        Failed = "failed",
-    }
-}
-
-impl SuiteState {
-    pub fn is_finished(self) -> bool {
-        self != SuiteState::Running
     }
 }
 
@@ -96,7 +80,7 @@ pub struct NewSuiteRun {
     /// The model to plan and run the cases on (default: the configured
     /// one).
     #[serde(default)]
-    #[schemars(length(min = 1, max = crate::replay::MODEL_NAME_CHARS))]
+    #[schemars(length(min = 1, max = crate::config::MODEL_NAME_CHARS))]
     pub model: Option<String>,
     /// `replay` (default): tool calls are answered from each case's
     /// recording where they are the same call, else made live; `live`:
@@ -155,7 +139,11 @@ impl SuiteRun {
         self.failed = count(CaseOutcome::Failed);
         self.skipped = count(CaseOutcome::Skipped);
         let judged = self.passed + self.failed;
-        self.score = (judged > 0).then(|| f64::from(self.passed) / f64::from(judged));
+        self.score = if judged > 0 {
+            Some(f64::from(self.passed) / f64::from(judged))
+        } else {
+            None
+        };
         let mean = |f: fn(&CaseResult) -> Option<f64>| {
             let values: Vec<f64> = results.iter().filter_map(f).collect();
             (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
@@ -250,39 +238,6 @@ pub struct CasesOverview {
     pub running: Vec<SuiteRun>,
     pub findings: Vec<Finding>,
     pub cases: Vec<crate::Case>,
-}
-
-/// What the run log (and so the webhooks) says when a suite run ends.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SuiteSummary {
-    pub suite: SuiteRunId,
-    pub state: SuiteState,
-    pub model: String,
-    pub version: String,
-    pub passed: u32,
-    pub failed: u32,
-    pub skipped: u32,
-    pub score: Option<f64>,
-    /// The cases whose outcome changed since the previous suite run on
-    /// the same model, by name.
-    pub changed: Vec<String>,
-}
-
-impl SuiteSummary {
-    /// The summary in one sentence (the webhooks' text).
-    pub fn sentence(&self) -> String {
-        let score = self
-            .score
-            .map_or("no score".to_string(), |s| format!("score {:.0} %", s * 100.0));
-        let mut text = format!(
-            "suite run {} on {} (planboard {}) {}: {} passed, {} failed, {} skipped, {score}",
-            self.suite, self.model, self.version, self.state, self.passed, self.failed, self.skipped
-        );
-        if !self.changed.is_empty() {
-            text.push_str(&format!("; changed since the last run: {}", self.changed.join(", ")));
-        }
-        text
-    }
 }
 
 #[cfg(test)]

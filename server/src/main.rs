@@ -215,6 +215,8 @@ async fn eval(args: &[String]) -> i32 {
         }
     };
     print!("{}", server::cases::report_text(&report));
+    // `process::exit` flushes nothing.
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     let run = &report.run;
     if run.failed == 0 && run.skipped == 0 && run.state == run_model::SuiteState::Done {
         0

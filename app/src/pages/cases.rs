@@ -365,7 +365,7 @@ fn overview(o: CasesOverview, can_edit: bool, lang: Lang) -> impl IntoView {
             let name = o.cases.iter().find(|c| c.id == f.case_id).map_or_else(|| f.case_id.to_string(), |c| c.name.clone());
             view! {
                 <li data-testid="finding">
-                    {super::reviews::verdict_badge(f.verdict, lang)}" "
+                    <span class=format!("badge verdict verdict-{}", f.verdict) data-verdict=f.verdict.as_str()>{f.verdict.label(lang == Lang::Zh)}</span>" "
                     <strong>{name}</strong>" · "{f.reviewer.clone()}": "{f.note.clone()}" · "
                     <a href=format!("/plans/{}", f.plan_id)>{lang.pick("the run's plan", "该运行的计划")}</a>
                 </li>

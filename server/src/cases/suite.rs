@@ -355,11 +355,14 @@ impl Cases {
         config.approval_required = false;
         config.memory = false;
         config.model = model.map(str::to_string);
-        config.replay = (suite.unmatched == SuiteTools::Replay).then(|| ReplayOf {
-            run: case.run_id,
-            unmatched: Unmatched::Live,
-            from: None,
-        });
+        config.replay = match suite.unmatched {
+            SuiteTools::Replay => Some(ReplayOf {
+                run: case.run_id,
+                unmatched: Unmatched::Live,
+                from: None,
+            }),
+            SuiteTools::Live => None,
+        };
         config.case = Some(CaseRun {
             case: case.id,
             suite: suite.id,
@@ -558,7 +561,10 @@ impl Cases {
             .filter_map(|r| {
                 let was = *before.get(&r.case_id)?;
                 let judged = |o: CaseOutcome| matches!(o, CaseOutcome::Passed | CaseOutcome::Failed);
-                (judged(was) && judged(r.outcome) && was != r.outcome).then(|| CaseChange {
+                if !(judged(was) && judged(r.outcome) && was != r.outcome) {
+                    return None;
+                }
+                Some(CaseChange {
                     case_id: r.case_id,
                     case_name: r.case_name,
                     before: was,
