@@ -13,6 +13,8 @@
 //! # Layout
 //! - [`numbers`]: the numbers in a text, with their written precision.
 //! - [`unsupported`]: the numbers of a claim no source holds.
+//! - [`file_names`], [`unsupported_files`]: the file names of a claim no
+//!   source shows (the rule [`crate::rules::FILE_NAMES_GROUNDED`]).
 
 /// A number as written: its value and how many decimals it was given with.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,6 +99,39 @@ pub fn unsupported(claim: &str, sources: &[&str]) -> Vec<String> {
     for n in numbers(claim) {
         if !known.iter().any(|k| matches(&n, *k)) && !out.contains(&n.text) {
             out.push(n.text);
+        }
+    }
+    out
+}
+
+/// The file names in `text`: words with an extension (`output.txt`,
+/// `'sorted.csv'`), without the quotes around them.
+pub fn file_names(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || ",;:()[]{}<>'\"`“”‘’".contains(c))
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| {
+            w.rsplit_once('.').is_some_and(|(stem, ext)| {
+                // Not an abbreviation (`e.g`, `i.e`).
+                !stem.is_empty()
+                    && (stem.len() > 1 || ext.len() > 1)
+                    && (1..=5).contains(&ext.len())
+                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                    && ext.chars().any(|c| c.is_ascii_alphabetic())
+            })
+        })
+        .collect()
+}
+
+/// The file names `claim` states that no source holds (by name, anywhere
+/// in a source: a listing, a traceback, the task): a report of files a
+/// tool never showed (Qwen2.5-1.5B listed an empty workspace and reported
+/// `['file1.txt', 'file2.txt', 'file3.txt']`).
+pub fn unsupported_files(claim: &str, sources: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in file_names(claim) {
+        let shown = sources.iter().any(|s| s.contains(name));
+        if !shown && !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
         }
     }
     out

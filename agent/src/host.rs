@@ -70,10 +70,31 @@ pub trait Host: Send + Sync {
     /// The guarded calls on the run's log that nobody has decided.
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError>;
 
+    /// The run's grant that covers this call of an `ask` tool, if one does
+    /// (a person granted the tool, or calls like this one, when approving
+    /// the plan): the call then runs without asking. Read afresh for each
+    /// call, so a grant revoked a moment ago asks again. A host without
+    /// grants answers `None`.
+    async fn grant(
+        &self,
+        _run: RunId,
+        _name: &str,
+        _arguments: &serde_json::Value,
+    ) -> Result<Option<run_model::Grant>, HostError> {
+        Ok(None)
+    }
+
     /// Appends to the run log and returns once the entry is stored, not
     /// only queued: what a crash right after must still find.
     async fn log_stored(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
         self.log(run, entry).await
+    }
+
+    /// The regular files in the run's workspace now (relative path and
+    /// size), for checking that a file the task asked for was written;
+    /// `None` when this host cannot tell (then no file is checked).
+    async fn workspace_files(&self, _run: RunId) -> Result<Option<Vec<(String, u64)>>, HostError> {
+        Ok(None)
     }
 
     /// The run's work tool calls as its log holds them, in order: their
@@ -237,11 +258,25 @@ pub struct MemoryHost {
     inputs: Mutex<HashMap<String, Vec<u8>>>,
     /// How many of the next `remember` calls fail as a busy store would.
     remember_failures: std::sync::atomic::AtomicU32,
+    /// The files every run's workspace holds, as `workspace_files` says
+    /// (`None`: it cannot tell, until a file is put).
+    files: Mutex<Option<Vec<(String, u64)>>>,
+    /// The runs' grants (people's, given as a story needs them).
+    grants: Mutex<Vec<run_model::Grant>>,
 }
 
 impl MemoryHost {
     pub fn new() -> Arc<MemoryHost> {
         Arc::new(MemoryHost::default())
+    }
+
+    /// Puts a file of `bytes` in every run's workspace (as its listing says).
+    pub fn put_file(&self, path: &str, bytes: u64) {
+        self.files
+            .lock()
+            .expect("files lock")
+            .get_or_insert_with(Vec::new)
+            .push((path.to_string(), bytes));
     }
 
     /// The next `times` calls to `remember` fail (the store unavailable).
@@ -250,7 +285,39 @@ impl MemoryHost {
             .store(times, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Every memory stored, oldest first.
+    /// Grants `tool` (calls whose main argument matches `pattern`, or all)
+    /// for `run`, as `by`; answers the grant.
+    pub fn grant_tool(
+        &self,
+        run: RunId,
+        tool: &str,
+        pattern: Option<&str>,
+        by: &str,
+    ) -> run_model::Grant {
+        let grant = run_model::Grant {
+            id: uuid::Uuid::new_v4(),
+            run_id: run,
+            tool: tool.to_string(),
+            pattern: pattern.map(str::to_string),
+            by: by.to_string(),
+            at: chrono::Utc::now(),
+            revoked_by: None,
+            revoked_at: None,
+        };
+        self.grants.lock().expect("grants lock").push(grant.clone());
+        grant
+    }
+
+    /// Revokes a grant, as `by`.
+    pub fn revoke(&self, grant: run_model::GrantId, by: &str) {
+        for g in self.grants.lock().expect("grants lock").iter_mut() {
+            if g.id == grant {
+                g.revoked_by = Some(by.to_string());
+                g.revoked_at = Some(chrono::Utc::now());
+            }
+        }
+    }
+
     /// Gives every run an input file at `path`.
     pub fn put_input(&self, path: &str, bytes: Vec<u8>) {
         self.inputs
@@ -259,6 +326,7 @@ impl MemoryHost {
             .insert(path.to_string(), bytes);
     }
 
+    /// Every memory stored, oldest first.
     pub fn memories(&self) -> Vec<Memory> {
         self.memories.lock().expect("memory lock").clone()
     }
@@ -403,6 +471,25 @@ impl Host for MemoryHost {
         Ok(open_calls(&self.entries(run)))
     }
 
+    async fn workspace_files(&self, _run: RunId) -> Result<Option<Vec<(String, u64)>>, HostError> {
+        Ok(self.files.lock().expect("files lock").clone())
+    }
+
+    async fn grant(
+        &self,
+        run: RunId,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<Option<run_model::Grant>, HostError> {
+        Ok(self
+            .grants
+            .lock()
+            .expect("grants lock")
+            .iter()
+            .find(|g| g.run_id == run && g.covers(name, arguments))
+            .cloned())
+    }
+
     async fn tool_history(&self, run: RunId) -> Result<Vec<RunEntry>, HostError> {
         Ok(self
             .entries(run)
@@ -421,6 +508,8 @@ impl Host for MemoryHost {
     /// Ranks by the number of shared terms (the stores use their
     /// full-text search over the same terms).
     async fn recall(&self, query: &str, limit: usize) -> Result<Vec<Memory>, HostError> {
+        // As the server's full-text recall: the rule `recall_relevance_bar`.
+        let bar = crate::rules::on(&crate::rules::RECALL_RELEVANCE_BAR);
         let wanted = run_model::memory::terms(query);
         let memories = self.memories.lock().expect("memory lock");
         let mut scored: Vec<(bool, usize, &Memory)> = memories
@@ -431,6 +520,7 @@ impl Host for MemoryHost {
                 (m.pinned, shared, m)
             })
             .filter(|(_, shared, _)| *shared > 0)
+            .filter(|(_, _, m)| !bar || run_model::memory::relevant(query, m))
             .collect();
         scored.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
         let ranked = scored.into_iter().map(|(_, _, m)| m.clone()).collect();

@@ -20,6 +20,8 @@
 //! - [`roles`]: the model-facing roles, one file each: the classifier,
 //!   the planners (simple, complex and emergent; seed 002's batch planner)
 //!   and the executor.
+//! - [`rules`]: the agent's judgement as named rules, each with the
+//!   failure it guards and a switch for the evaluation.
 //! - [`grounded`]: whether the numbers a model states come from what it
 //!   saw (checked before a subtask completes and an answer is kept).
 //! - [`coordinator`]: [`coordinator::Agent`] drives a run from its stored
@@ -46,6 +48,7 @@ pub mod protocol;
 pub mod replay;
 pub mod retry;
 pub mod roles;
+pub mod rules;
 pub mod run;
 pub mod tools;
 pub mod workspace;

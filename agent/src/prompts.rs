@@ -56,7 +56,7 @@ pub const PLAN_WEB: &str = "Plan a web tool only for facts that must be looked u
 /// for a count of primes and a digit sum whatever the planner's prompt
 /// said; asked this alone, it told computation from web in 20 of 22
 /// tasks, and its two misses keep the web for the executor).
-pub const SOURCE: &str = "Where does the answer to this task come from? computation: a program can work it out from numbers, dates or text given in the task (arithmetic, counting, conversions). files: the files the task names. web: facts that change or must be looked up online (news, prices, populations, versions, a page). Answer with JSON.";
+pub const SOURCE: &str = "Where does the answer to this task come from? words: it is written, not computed or looked up (a poem, a story, an email, a letter, an explanation, a definition, a translation, a summary or rewrite of text given in the task, an answer from general knowledge). computation: a program can work it out from numbers, dates or text given in the task (arithmetic, counting, conversions). files: the files the task names. web: facts that change or must be looked up online (news, prices, populations, versions, a page). Answer with JSON.";
 
 /// After the task, when the person gave files (their names and first
 /// lines are in the task).

@@ -50,7 +50,8 @@ pub struct SourceAnswer {
 
 plan_engine::wire_enum! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-    pub enum SourceWord: "source (computation, files or web)" {
+    pub enum SourceWord: "source (words, computation, files or web)" {
+        Words = "words",
         Computation = "computation",
         Files = "files",
         Web = "web",

@@ -1311,11 +1311,11 @@ mod tests {
         let (_dir, ws, _) = setup();
         let root = ws.root().to_path_buf();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flips = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let flipper = {
-            let (root, stop) = (root.clone(), stop.clone());
+            let (root, stop, flips) = (root.clone(), stop.clone(), flips.clone());
             std::thread::spawn(move || {
                 let f = root.join("f");
-                let mut flips = 0u64;
                 let pause = std::time::Duration::from_micros(300);
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let _ = std::fs::remove_file(&f);
@@ -1330,21 +1330,22 @@ mod tests {
                         0,
                     );
                     std::thread::sleep(pause);
-                    flips += 1;
+                    flips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
-                flips
             })
         };
         let w = ws.clone();
-        promptly("200 listings and reads", move || {
-            for _ in 0..200 {
+        let seen = flips.clone();
+        // Until the race has run 50 rounds, whatever the machine's load.
+        promptly("listings and reads during 50 flips", move || {
+            while seen.load(std::sync::atomic::Ordering::Relaxed) < 50 {
                 let _ = w.files();
                 let _ = w.read("f", 10);
                 let _ = w.write("f", b"y");
             }
         });
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        assert!(flipper.join().unwrap() > 10, "the race ran");
+        flipper.join().unwrap();
     }
 
     #[test]

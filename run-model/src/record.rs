@@ -55,10 +55,27 @@ pub struct RunRecord {
     /// alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kept: bool,
+    /// What the task asks for ([`crate::asks::of`]): its questions and the
+    /// files it asks to be written, shown with the plan and checked before
+    /// the answer is kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asks: Vec<crate::Ask>,
     /// When the workspace retention removed the run's files (its row,
     /// plan, answer and memories stay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_removed_at: Option<plan_engine::Timestamp>,
+    /// The model the run's steps were worked on (its executor's), so a
+    /// forecast reads runs of the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The plan as a person approved it (or approved it again after a
+    /// drift), which its drift is measured from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<crate::ApprovedPlan>,
+    /// Set while the run is paused because its plan drifted from
+    /// `approved`; a person's approval (resuming the plan) clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<crate::Drift>,
 }
 
 /// Where a run started again from: an earlier run, its plan, and the
@@ -132,6 +149,7 @@ impl RunRecord {
     }
 
     pub fn new(id: RunId, config: RunConfig) -> RunRecord {
+        let config_task = config.task.clone();
         RunRecord {
             id,
             config,
@@ -151,6 +169,10 @@ impl RunRecord {
             adaptation: crate::Adaptation::default(),
             kept: false,
             files_removed_at: None,
+            asks: crate::asks::of(&config_task),
+            model: None,
+            approved: None,
+            drift: None,
         }
     }
 }

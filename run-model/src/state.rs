@@ -60,6 +60,11 @@ pub struct Classification {
     pub reason: String,
     pub confidence: f32,
     pub by: DecidedBy,
+    /// The answer is written in words (a poem, an email, an explanation, a
+    /// translation, an answer from the task's own text): one step, no
+    /// tool, its result the answer (the agent's rule `words_only`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_words: bool,
 }
 
 #[cfg(test)]

@@ -323,6 +323,7 @@ impl Driver {
         let changes = ops.len();
         match self.apply(ops).await {
             Ok(_) => {
+                self.drift_due = true;
                 self.caller
                     .log(RunEntry::PlanAdjusted { reason, changes })
                     .await;
@@ -539,6 +540,28 @@ impl Driver {
             return Ok(false);
         }
         let mut answer = self.compile(&plan).await;
+        // The rule `every_ask_answered`: each question and file the task
+        // asked for, checked before the answer is kept; what is missing
+        // goes back once as subtasks, then is said in the first line.
+        if crate::rules::on(&crate::rules::EVERY_ASK_ANSWERED) && !self.run.asks.is_empty() {
+            let missing = self.missing_asks(&answer).await;
+            if !missing.is_empty() {
+                // Sent back once, and only with room in the budget for the
+                // new steps and the answer again.
+                if !self.asks_sent_back && self.room_to_ask() {
+                    self.asks_sent_back = true;
+                    if self.send_back(&missing).await {
+                        return Ok(false);
+                    }
+                }
+                let parts: Vec<String> = missing.iter().map(run_model::Ask::describe).collect();
+                let mut first = format!("Not done: {}", parts.join("; "));
+                if !first.ends_with(['.', '?', '!', '。', '？']) {
+                    first.push('.');
+                }
+                answer = format!("{first}\n\n{answer}");
+            }
+        }
         if let Some(coverage) = self.coverage() {
             answer = format!("{answer}\n\n{coverage}");
         }
@@ -558,6 +581,93 @@ impl Driver {
         Ok(true)
     }
 
+    /// The asks of the run that `answer` and the workspace leave
+    /// unanswered: a file asked for that is not there or is empty (when
+    /// the host can list the workspace), a question asking how many or how
+    /// much that the answer gives no number of its own for.
+    async fn missing_asks(&self, answer: &str) -> Vec<run_model::Ask> {
+        let files = self.host.workspace_files(self.run.id).await.ok().flatten();
+        let task = &self.run.config.task;
+        self.run
+            .asks
+            .iter()
+            .filter(|ask| match ask {
+                run_model::Ask::File { path } => files.as_ref().is_some_and(|files| {
+                    !files.iter().any(|(p, bytes)| {
+                        (p == path || p.ends_with(&format!("/{path}"))) && *bytes > 0
+                    })
+                }),
+                question => !run_model::asks::answered_in(question, answer, task),
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Adds a subtask for each missing ask, so the run does that part;
+    /// whether the plan took them.
+    async fn send_back(&mut self, missing: &[run_model::Ask]) -> bool {
+        let names: Vec<String> = self.tools.specs().into_iter().map(|s| s.name).collect();
+        let code = names.iter().any(|n| n == planner::CODE);
+        let task = self.run.config.task.clone();
+        let ops: Vec<Op> = missing
+            .iter()
+            .map(|ask| {
+                let (name, description, tool) = match ask {
+                    run_model::Ask::File { path } => (
+                        format!("Write {path}"),
+                        format!(
+                            "The task asks for the file {path}, and it was not written (or is \
+                             empty). Write it as the task says. The task: {task}"
+                        ),
+                        code.then(|| planner::CODE.to_string()),
+                    ),
+                    run_model::Ask::Question { text, number } => (
+                        format!("Answer: {}", cut(text, 100)),
+                        format!(
+                            "The answer so far does not answer this part of the task: {text}{} \
+                             The task: {task}",
+                            if *number {
+                                " Give the number it asks for."
+                            } else {
+                                ""
+                            }
+                        ),
+                        None,
+                    ),
+                };
+                Op::AddSubtask {
+                    subtask: NewSubtask {
+                        name: cut(&name, 190),
+                        description: cut(&description, 1_500),
+                        tool,
+                        ..NewSubtask::default()
+                    },
+                    position: Default::default(),
+                    rewire_after: None,
+                    required_by: Vec::new(),
+                }
+            })
+            .collect();
+        let count = ops.len();
+        match self.apply(ops).await {
+            Ok(_) => {
+                let parts: Vec<String> = missing.iter().map(run_model::Ask::describe).collect();
+                self.caller
+                    .log(RunEntry::PlanAdjusted {
+                        reason: format!(
+                            "the answer left parts of the task undone ({}): sent back once \
+                             (rule every_ask_answered)",
+                            parts.join("; ")
+                        ),
+                        changes: count,
+                    })
+                    .await;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// The answer, written by the model from the results; the results
     /// themselves when the model cannot write one (one result alone, with
     /// no heading: a person asked a question, not for a plan's steps).
@@ -567,6 +677,14 @@ impl Driver {
             .iter()
             .filter(|s| s.state() == SubtaskState::Done)
             .collect();
+        // Written in words (the rule `words_only`): the one step's text is
+        // the answer, as written; a compiler would summarise a poem.
+        let in_words = self.run.classification.as_ref().is_some_and(|c| c.in_words);
+        if let ([only], true) = (done.as_slice(), in_words) {
+            if let Some(text) = only.outcome().filter(|t| !t.trim().is_empty()) {
+                return text.trim().to_string();
+            }
+        }
         let mut results = String::new();
         for s in &done {
             let line = format!(

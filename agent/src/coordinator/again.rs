@@ -150,11 +150,13 @@ impl Agent {
         run.round = 1;
         run.plan_id = Some(plan.id());
         run.started_by = who.to_string();
+        run.model = Some(self.llm.model(crate::llm::CallRole::Executor));
         run.classification = Some(Classification {
             mode: source.mode(),
             reason: format!("run again from #{} '{name}' of run {earlier}", from.0),
             confidence: 1.0,
             by: DecidedBy::Person,
+            in_words: false,
         });
         run.again_of = Some(AgainOf {
             run: earlier,

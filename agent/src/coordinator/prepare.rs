@@ -35,6 +35,7 @@ impl Driver {
                     ),
                     confidence: 1.0,
                     by: DecidedBy::Person,
+                    in_words: false,
                 }
             }
             // A run in batches plans each batch as independent subtasks.
@@ -43,6 +44,7 @@ impl Driver {
                 reason: "a run in batches over its input (seed 002)".into(),
                 confidence: 1.0,
                 by: DecidedBy::Person,
+                in_words: false,
             },
             Some(mode) => {
                 self.correction(format!("a person chose the {} mode", mode.as_str()));
@@ -51,6 +53,7 @@ impl Driver {
                     reason: "chosen by the person who started the run".into(),
                     confidence: 1.0,
                     by: DecidedBy::Person,
+                    in_words: false,
                 }
             }
             // A person who starts from a template chose its mode with it.
@@ -64,16 +67,83 @@ impl Driver {
                     ),
                     confidence: 1.0,
                     by: DecidedBy::Person,
+                    in_words: false,
                 },
-                None => classify::classify(&self.caller, &task, &memory)
-                    .await
-                    .map_err(RunFailure::Classifying)?,
+                None => match self.in_words(&task).await {
+                    Some(decided) => decided,
+                    None => classify::classify(&self.caller, &task, &memory)
+                        .await
+                        .map_err(RunFailure::Classifying)?,
+                },
             },
         };
+        if decided.in_words {
+            self.words_only();
+        }
         self.caller.log(RunEntry::Classified(decided.clone())).await;
         self.run.classification = Some(decided);
         self.move_to(RunState::Planning, "classified").await;
         Ok(())
+    }
+
+    /// The rule `words_only`: for a task given no files, the router asks
+    /// where the answer comes from before anything else (the answer is
+    /// kept for [`Driver::plans_offline`]); an answer written in words is
+    /// a simple run of one step with no tool.
+    async fn in_words(&mut self, task: &str) -> Option<Classification> {
+        // Only where the wording settles nothing, and where the run has
+        // tools to misuse (with none, every step answers in words anyway).
+        if !crate::rules::on(&crate::rules::WORDS_ONLY)
+            || !self.run.config.inputs.is_empty()
+            || classify::by_rules(task).is_some()
+            || self.tools.specs().is_empty()
+            || !self.room_to_ask()
+        {
+            return None;
+        }
+        let source = classify::source(&self.caller, task).await;
+        self.source = Some(source);
+        (source == Some(crate::protocol::SourceWord::Words)).then(|| Classification {
+            mode: Mode::Simple,
+            reason: "the answer is written in words: one step, no tool".into(),
+            confidence: 1.0,
+            by: DecidedBy::Model,
+            in_words: true,
+        })
+    }
+
+    /// Whether the budget leaves room for the router's question (a repair
+    /// round included), the plan and a first step: a run given 2 calls
+    /// spends them on work.
+    pub(super) fn room_to_ask(&self) -> bool {
+        let left = self
+            .caller
+            .budget()
+            .max_llm_calls
+            .saturating_sub(self.caller.spent().llm_calls);
+        left >= ROOM_TO_ASK
+    }
+
+    /// The plan of a task answered in words: one step, named after what it
+    /// produces (the task's own words), with no tool.
+    fn words_plan(&self) -> Planned {
+        let task = &self.run.config.task;
+        let first_line = task.lines().find(|l| !l.trim().is_empty()).unwrap_or(task);
+        Planned {
+            title: cut(first_line.trim(), 120),
+            subtasks: vec![NewSubtask {
+                name: cut(first_line.trim(), 120),
+                description: cut(task.trim(), 1_500),
+                expected_outcome: "the text the task asks for, written out in full, in words"
+                    .into(),
+                ..NewSubtask::default()
+            }],
+            repairs: vec![
+                "planned without the planner: the answer is written in words, one step with no \
+                 tool (rule words_only)"
+                    .into(),
+            ],
+        }
     }
 
     /// The plan's settings for the mode.
@@ -121,6 +191,11 @@ impl Driver {
         if self.run.config.plan.is_some() && comment.is_none() {
             return self.take_given(old).await;
         }
+        let in_words = self.run.classification.as_ref().is_some_and(|c| c.in_words);
+        if in_words && comment.is_none() {
+            let planned = self.words_plan();
+            return self.propose(old, planned).await;
+        }
         let revision = comment.as_deref().map(|comment| Revision {
             plan: &old,
             comment,
@@ -148,6 +223,11 @@ impl Driver {
         .map_err(RunFailure::Planning)?;
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         planner::drop_unasked_writes(&mut planned, &names, &self.run.config.task);
+        planner::drop_reads_of_an_empty_workspace(
+            &mut planned,
+            mode,
+            inputs.is_empty() && self.run.config.plan.is_none(),
+        );
         planner::tidy(
             &mut planned,
             mode,
@@ -163,6 +243,12 @@ impl Driver {
                     .into(),
             );
         }
+        self.propose(old, planned).await
+    }
+
+    /// Replaces the run's plan with `planned` (after logging its repairs)
+    /// and submits it for approval.
+    async fn propose(&mut self, old: Plan, planned: Planned) -> Flow {
         if !planned.repairs.is_empty() {
             self.caller
                 .log(RunEntry::PlanRepaired {
@@ -228,19 +314,16 @@ impl Driver {
             .iter()
             .any(|t| crate::tools::web::WEB_TOOLS.contains(&t.name.as_str()));
         let code = tools.iter().any(|t| t.name == planner::CODE);
-        // The question is worth a call only where the budget leaves room for
-        // it (a repair round included), the plan and a first step: a run
-        // given 2 calls spends them on work.
-        let left = self
-            .caller
-            .budget()
-            .max_llm_calls
-            .saturating_sub(self.caller.spent().llm_calls);
-        !revising
-            && web
-            && code
-            && left >= ROOM_TO_ASK
-            && !classify::needs_web(&self.caller, task).await
+        if revising || !web || !code {
+            return false;
+        }
+        // Asked already (before classifying), or now.
+        let source = match self.source {
+            Some(source) => source,
+            None if self.room_to_ask() => classify::source(&self.caller, task).await,
+            None => return false,
+        };
+        !classify::needs_web(source)
     }
 
     /// A plan people wrote, taken as the run's first proposal: a draft is
@@ -302,10 +385,15 @@ impl Driver {
     pub(super) async fn await_approval(&mut self) -> Flow {
         let plan_id = self.plan_id()?;
         let mut plan = self.host.plan(plan_id).await?;
+        // Told once per wait (again after a restart, if still waiting).
+        let mut reminded = self.approval_remind.is_none();
         loop {
             match plan.state() {
                 PlanState::Approved | PlanState::Running | PlanState::Paused => {
                     self.edited_before_approval(&plan).await;
+                    // What the person approved is the contract (also while
+                    // the run is held, before it starts).
+                    self.baseline(&plan);
                     self.seen = Some(Arc::new(plan));
                     self.move_to(RunState::Running, "approved").await;
                     return Ok(());
@@ -362,6 +450,7 @@ impl Driver {
                         reason: "a person switched the mode before approving".into(),
                         confidence: 1.0,
                         by: DecidedBy::Person,
+                        in_words: false,
                     };
                     self.caller.log(RunEntry::Classified(decided.clone())).await;
                     self.run.classification = Some(decided);
@@ -371,7 +460,28 @@ impl Driver {
                 }
                 _ => {}
             }
-            plan = self.host.changed(plan_id, plan.version()).await?;
+            let changed = self.host.changed(plan_id, plan.version());
+            let after = self.approval_remind.filter(|_| !reminded);
+            let Some(after) = after else {
+                plan = changed.await?;
+                continue;
+            };
+            // From the plan's last change: its submission, or an edit.
+            let waited = (chrono::Utc::now() - plan.updated_at())
+                .to_std()
+                .unwrap_or_default();
+            match tokio::time::timeout(after.saturating_sub(waited), changed).await {
+                Ok(next) => plan = next?,
+                Err(_) => {
+                    reminded = true;
+                    let waited_secs = (chrono::Utc::now() - plan.updated_at())
+                        .num_seconds()
+                        .max(0) as u64;
+                    self.caller
+                        .log(RunEntry::ApprovalOverdue { waited_secs })
+                        .await;
+                }
+            }
         }
     }
 }

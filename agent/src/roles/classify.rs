@@ -11,6 +11,34 @@ use crate::prompts;
 use crate::protocol::{ModeAnswer, ModeWord, SourceAnswer, SourceWord};
 use crate::run::{Classification, DecidedBy};
 
+/// Wording that asks to explore, or to find every item of a kind (the
+/// rule [`crate::rules::EXPLORING_IS_EMERGENT`]): the work is discovered
+/// while doing it. A verb counts at the task's start, a phrase anywhere.
+const EXPLORING_VERBS: [&str; 3] = ["explore ", "investigate ", "research "];
+const EXPLORING_PHRASES: [&str; 11] = [
+    "find out why",
+    "figure out why",
+    "keep digging",
+    "keep looking",
+    "keep searching",
+    "until you find",
+    "find all ",
+    "find every ",
+    "调查",
+    "探索",
+    "找出所有",
+];
+
+/// The exploring wording in `lower` (a lower-cased task), if any.
+fn exploring(lower: &str) -> Option<&'static str> {
+    let start = lower.trim_start();
+    EXPLORING_VERBS
+        .iter()
+        .find(|v| start.starts_with(*v))
+        .or_else(|| EXPLORING_PHRASES.iter().find(|p| lower.contains(*p)))
+        .copied()
+}
+
 /// The rules layer: `Some` only when the wording settles it.
 pub fn by_rules(task: &str) -> Option<Classification> {
     let lower = task.to_lowercase();
@@ -28,6 +56,7 @@ pub fn by_rules(task: &str) -> Option<Classification> {
             reason: format!("the task asks for parallel work (\"{word}\")"),
             confidence: 1.0,
             by: DecidedBy::Rules,
+            in_words: false,
         });
     }
     let steps = task
@@ -41,7 +70,22 @@ pub fn by_rules(task: &str) -> Option<Classification> {
             reason: format!("the task lists {steps} steps explicitly"),
             confidence: 1.0,
             by: DecidedBy::Rules,
+            in_words: false,
         });
+    }
+    if crate::rules::on(&crate::rules::EXPLORING_IS_EMERGENT) {
+        if let Some(word) = exploring(&lower) {
+            return Some(Classification {
+                mode: Mode::Emergent,
+                reason: format!(
+                    "the task asks to explore or to find every item of a kind (\"{}\")",
+                    word.trim()
+                ),
+                confidence: 1.0,
+                by: DecidedBy::Rules,
+                in_words: false,
+            });
+        }
     }
     None
 }
@@ -98,6 +142,7 @@ pub async fn by_model(
         reason: answer.reason,
         confidence: answer.confidence.clamp(0.0, 1.0),
         by: DecidedBy::Model,
+        in_words: false,
     })
 }
 
@@ -120,24 +165,29 @@ pub async fn classify(
             reason: format!("the classifier could not decide ({e}); planned as complex"),
             confidence: 0.0,
             by: DecidedBy::Rules,
+            in_words: false,
         }),
     }
 }
 
-/// Whether the task's answer may need the web: the router's second
-/// question, asked before planning when the planner could be offered both
-/// the web and a code tool. A task that names a page needs no asking; an
-/// answer that cannot be had keeps the web (as if the question were never
-/// asked).
-pub async fn needs_web(caller: &Caller, task: &str) -> bool {
+/// Whether a task names a page (then its answer comes from the web,
+/// without asking).
+pub fn names_a_page(task: &str) -> bool {
     let lower = task.to_lowercase();
-    if ["http://", "https://", "www."]
+    ["http://", "https://", "www."]
         .iter()
         .any(|p| lower.contains(p))
-    {
-        return true;
+}
+
+/// The router's question: where the task's answer comes from (words,
+/// computation, the files, the web); `None` when it cannot be had (a
+/// budget reached here is reached again by the planner's call, which says
+/// so as it did before this question was asked).
+pub async fn source(caller: &Caller, task: &str) -> Option<SourceWord> {
+    if names_a_page(task) {
+        return Some(SourceWord::Web);
     }
-    let answer = caller
+    caller
         .json::<SourceAnswer>(
             CallRole::Classifier,
             "source",
@@ -148,10 +198,16 @@ pub async fn needs_web(caller: &Caller, task: &str) -> bool {
             150,
             None,
         )
-        .await;
-    // A budget reached here is reached again by the planner's call, which
-    // says so as it did before this question was asked.
-    answer.map_or(true, |answer| answer.source == SourceWord::Web)
+        .await
+        .ok()
+        .map(|answer| answer.source)
+}
+
+/// Whether the task's answer may need the web, from [`source`]'s answer:
+/// an answer that could not be had keeps the web (as if the question were
+/// never asked).
+pub fn needs_web(source: Option<SourceWord>) -> bool {
+    source.is_none_or(|s| s == SourceWord::Web)
 }
 
 #[cfg(test)]
@@ -182,7 +238,31 @@ mod tests {
     }
 
     #[test]
-    fn the_rules_are_sure_only_about_lists_and_parallel_work() {
+    fn exploring_and_finding_every_item_are_emergent_by_the_rules() {
+        for task in [
+            "Investigate why the nightly job times out",
+            "Explore the logs and tell me what stands out",
+            "Find all the functions that are never called",
+            "Keep digging until you find who changed the config",
+            "调查一下为什么夜间任务经常超时",
+        ] {
+            assert_eq!(
+                by_rules(task).map(|c| c.mode),
+                Some(Mode::Emergent),
+                "{task}"
+            );
+        }
+        for task in [
+            "Sum the amounts in sales.csv",
+            "List the files in the workspace",
+            "Write a haiku about exploring",
+        ] {
+            assert_eq!(by_rules(task), None, "{task}");
+        }
+    }
+
+    #[test]
+    fn the_rules_are_sure_only_about_lists_parallel_work_and_exploring() {
         assert_eq!(
             by_rules("Analyse these 5 repositories in parallel").map(|c| c.mode),
             Some(Mode::Complex)
@@ -200,7 +280,6 @@ mod tests {
             Some(Mode::Complex)
         );
         assert_eq!(by_rules("查询上海今天天气"), None);
-        assert_eq!(by_rules("Research the Rust web framework landscape"), None);
         assert_eq!(
             by_rules("Fix 2 bugs.\n1. one"),
             None,

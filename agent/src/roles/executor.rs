@@ -458,6 +458,9 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         .unwrap_or_default()
         .to_string();
     let mut evidence = vec![given];
+    // What the tool calls of this attempt were asked to do (a program's
+    // code, a path): a file the code wrote is named there.
+    let mut asked: Vec<String> = Vec::new();
     let mut grounding_checked = false;
     let mut messages = vec![
         Message::system(system(&specs, job.offered)),
@@ -574,6 +577,27 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                             .filter(|_| guessed)
                             .map(|shown| labelled(&job, shown));
                         let result = said_shown.as_ref().unwrap_or(result);
+                        // The rule `file_names_grounded`: files a tool
+                        // never showed cannot be reported as found.
+                        let shown: Vec<&str> = sources
+                            .iter()
+                            .copied()
+                            .chain(asked.iter().map(String::as_str))
+                            .collect();
+                        let phantom = crate::grounded::unsupported_files(result, &shown);
+                        if crate::rules::on(&crate::rules::FILE_NAMES_GROUNDED)
+                            && with_tools
+                            && !phantom.is_empty()
+                        {
+                            return Outcome::Failed {
+                                reason: format!(
+                                    "the result names {}, which no tool output shows; report only \
+                                     files a tool listed, read or wrote",
+                                    phantom.join(", ")
+                                ),
+                                again: true,
+                            };
+                        }
                         if guessed && said_shown.is_none() {
                             return Outcome::Failed {
                                 reason: format!(
@@ -786,7 +810,29 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     }
                     None => None,
                 };
-                if answered.is_none() && tools.policy_for(name, &arguments) == ToolPolicy::Ask {
+                // A grant of the run lets the call run without asking (a
+                // store that cannot be read asks, as without grants).
+                let asks =
+                    answered.is_none() && tools.policy_for(name, &arguments) == ToolPolicy::Ask;
+                let granted = if asks {
+                    host.grant(caller.run, name, &arguments)
+                        .await
+                        .ok()
+                        .flatten()
+                } else {
+                    None
+                };
+                if let Some(grant) = granted {
+                    caller
+                        .log(RunEntry::ToolGranted {
+                            subtask: job.subtask,
+                            name: name.clone(),
+                            arguments: arguments.clone(),
+                            grant: grant.id,
+                            by: grant.by.clone(),
+                        })
+                        .await;
+                } else if asks {
                     match guarded(caller, host, job.subtask, name, &arguments).await {
                         Guard::Run(decided) => {
                             if decided != arguments {
@@ -816,6 +862,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                     Ok(out) => (true, out),
                     Err(e) => (false, e.message),
                 };
+                asked.push(arguments.to_string());
                 if ok {
                     evidence.push(text.clone());
                 }

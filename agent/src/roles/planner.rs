@@ -284,7 +284,10 @@ pub fn compute_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str)
             continue;
         }
         let words = format!("{} {}", s.name, s.description);
-        if !file_names(&words).iter().any(|f| task.contains(f)) {
+        if !crate::grounded::file_names(&words)
+            .iter()
+            .any(|f| task.contains(f))
+        {
             s.tool = Some(CODE.to_string());
             retooled += 1;
         }
@@ -321,7 +324,9 @@ pub fn drop_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
         let id = SubtaskId(planned.subtasks.len() as u32);
         let words = format!("{} {}", last.name, last.description);
         let unasked = (last.tool.as_deref() == Some(WRITING) || last.name == WRITING)
-            && !file_names(&words).iter().any(|f| task.contains(f));
+            && !crate::grounded::file_names(&words)
+                .iter()
+                .any(|f| task.contains(f));
         let before = &planned.subtasks[..planned.subtasks.len() - 1];
         let needed = before.iter().any(|s| s.dependencies.contains(&id));
         if !unasked || needed || !before.iter().any(codes) {
@@ -338,22 +343,127 @@ pub fn drop_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
     }
 }
 
-/// The file names in `text`: words with an extension (`output.txt`,
-/// `'sorted.csv'`), without the quotes around them.
-fn file_names(text: &str) -> Vec<&str> {
-    text.split(|c: char| c.is_whitespace() || ",;:()[]{}<>'\"`“”‘’".contains(c))
-        .map(|w| w.trim_end_matches('.'))
-        .filter(|w| {
-            w.rsplit_once('.').is_some_and(|(stem, ext)| {
-                // Not an abbreviation (`e.g`, `i.e`).
-                !stem.is_empty()
-                    && (stem.len() > 1 || ext.len() > 1)
-                    && (1..=5).contains(&ext.len())
-                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
-                    && ext.chars().any(|c| c.is_ascii_alphabetic())
-            })
+/// The rule [`crate::rules::NO_READS_OF_AN_EMPTY_WORKSPACE`], in every
+/// mode: in a run that starts with an empty workspace (`empty_start`), a
+/// step that lists or reads files and has no step before it (by its
+/// dependencies; in a simple plan, by order) that could write one is
+/// dropped, and what depended on it depends on what it depended on. A plan
+/// that would be left empty is kept as it is. (An emergent plan's first
+/// TODO listed an empty workspace and reported three files it made up.)
+pub fn drop_reads_of_an_empty_workspace(planned: &mut Planned, mode: Mode, empty_start: bool) {
+    if !empty_start || !crate::rules::on(&crate::rules::NO_READS_OF_AN_EMPTY_WORKSPACE) {
+        return;
+    }
+    let n = planned.subtasks.len();
+    let reading = |s: &NewSubtask| s.tool.as_deref().is_some_and(|t| READING.contains(&t));
+    let writing = |s: &NewSubtask| s.tool.as_deref().is_some_and(|t| !READING.contains(&t));
+    // Each step's steps before it: its dependencies (1-based positions),
+    // or, in a simple plan, every earlier step.
+    let before = |i: usize| -> Vec<usize> {
+        if mode == Mode::Simple {
+            (0..i).collect()
+        } else {
+            planned.subtasks[i]
+                .dependencies
+                .iter()
+                .filter_map(|d| (d.0 as usize).checked_sub(1))
+                .filter(|d| *d < n && *d != i)
+                .collect()
+        }
+    };
+    // Whether something before a step (transitively) could write a file:
+    // a fixed point, as dependencies may point anywhere.
+    let mut wrote = vec![false; n];
+    for _ in 0..n {
+        let mut changed = false;
+        for i in 0..n {
+            let now = before(i)
+                .iter()
+                .any(|&d| writing(&planned.subtasks[d]) || wrote[d]);
+            if now && !wrote[i] {
+                wrote[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let dropped: Vec<bool> = (0..n)
+        .map(|i| reading(&planned.subtasks[i]) && !wrote[i])
+        .collect();
+    let count = dropped.iter().filter(|d| **d).count();
+    if count == 0 || count == n {
+        return;
+    }
+    // A dropped step's place in others' dependencies goes to its own
+    // dependencies, resolved to kept steps.
+    fn kept_of(
+        i: usize,
+        dropped: &[bool],
+        deps: &dyn Fn(usize) -> Vec<usize>,
+        seen: &mut Vec<bool>,
+    ) -> Vec<usize> {
+        if !dropped[i] {
+            return vec![i];
+        }
+        if std::mem::replace(&mut seen[i], true) {
+            return Vec::new();
+        }
+        deps(i)
+            .into_iter()
+            .flat_map(|d| kept_of(d, dropped, deps, seen))
+            .collect()
+    }
+    let mut new_position = vec![0u32; n];
+    let mut next = 0;
+    for i in 0..n {
+        if !dropped[i] {
+            next += 1;
+            new_position[i] = next;
+        }
+    }
+    let explicit = mode != Mode::Simple;
+    let deps_of = |i: usize| -> Vec<usize> {
+        planned.subtasks[i]
+            .dependencies
+            .iter()
+            .filter_map(|d| (d.0 as usize).checked_sub(1))
+            .filter(|d| *d < n)
+            .collect()
+    };
+    let rewired: Vec<Vec<SubtaskId>> = (0..n)
+        .map(|i| {
+            if !explicit {
+                return Vec::new();
+            }
+            let mut out: Vec<SubtaskId> = Vec::new();
+            for d in deps_of(i) {
+                let mut seen = vec![false; n];
+                for k in kept_of(d, &dropped, &deps_of, &mut seen) {
+                    let id = SubtaskId(new_position[k]);
+                    if k != i && !out.contains(&id) {
+                        out.push(id);
+                    }
+                }
+            }
+            out
         })
-        .collect()
+        .collect();
+    let old = std::mem::take(&mut planned.subtasks);
+    for (i, mut s) in old.into_iter().enumerate() {
+        if dropped[i] {
+            continue;
+        }
+        if explicit {
+            s.dependencies = rewired[i].clone();
+        }
+        planned.subtasks.push(s);
+    }
+    planned.repairs.push(format!(
+        "dropped {count} steps that list or read files in a workspace that starts empty (rule \
+         no_reads_of_an_empty_workspace)"
+    ));
 }
 
 /// Mends what small models do to plans that the engine cannot see (seen
@@ -1323,9 +1433,64 @@ mod tests {
     }
 
     #[test]
+    fn reading_an_empty_workspace_is_dropped_in_an_emergent_plan_and_its_dependents_rewired() {
+        let step = |name: &str, tool: Option<&str>, deps: &[u32]| NewSubtask {
+            name: name.into(),
+            description: name.into(),
+            tool: tool.map(str::to_string),
+            dependencies: deps.iter().map(|d| SubtaskId(*d)).collect(),
+            ..NewSubtask::default()
+        };
+        let mut planned = Planned {
+            title: "t".into(),
+            subtasks: vec![
+                step("List the files in the workspace", Some("list_files"), &[]),
+                step("Read a text file", Some("read_file"), &[1]),
+                step("Write the poem", None, &[2]),
+                step("Save the poem", Some("write_file"), &[3]),
+                step("Read it back", Some("read_file"), &[4]),
+            ],
+            repairs: Vec::new(),
+        };
+        drop_reads_of_an_empty_workspace(&mut planned, Mode::Emergent, true);
+        let names: Vec<&str> = planned.subtasks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["Write the poem", "Save the poem", "Read it back"]);
+        assert_eq!(planned.subtasks[0].dependencies, Vec::<SubtaskId>::new());
+        assert_eq!(planned.subtasks[1].dependencies, vec![SubtaskId(1)]);
+        assert_eq!(
+            planned.subtasks[2].dependencies,
+            vec![SubtaskId(2)],
+            "after the write: kept"
+        );
+        assert!(
+            planned.repairs[0].contains("dropped 2 steps"),
+            "{:?}",
+            planned.repairs
+        );
+        // Files given: nothing is dropped.
+        let mut given = planned.clone();
+        given
+            .subtasks
+            .insert(0, step("Read the notes", Some("read_file"), &[]));
+        let before = given.subtasks.len();
+        drop_reads_of_an_empty_workspace(&mut given, Mode::Emergent, false);
+        assert_eq!(given.subtasks.len(), before);
+        // Only reading steps: kept as they are.
+        let mut only = Planned {
+            title: "t".into(),
+            subtasks: vec![step("List", Some("list_files"), &[])],
+            repairs: Vec::new(),
+        };
+        drop_reads_of_an_empty_workspace(&mut only, Mode::Emergent, true);
+        assert_eq!(only.subtasks.len(), 1);
+    }
+
+    #[test]
     fn file_names_are_words_with_an_extension_without_their_quotes() {
         assert_eq!(
-            file_names("Write to 'output.txt', then sorted.csv. Version 2.5 and e.g. not"),
+            crate::grounded::file_names(
+                "Write to 'output.txt', then sorted.csv. Version 2.5 and e.g. not"
+            ),
             ["output.txt", "sorted.csv"]
         );
     }

@@ -595,7 +595,11 @@ async fn a_number_the_first_check_computes_too_is_kept_without_a_second() {
             CallRole::Executor,
             json!({"action": "complete", "result": "There are 2 ERROR lines."}),
         )
-        .push(CallRole::Checker, check_program());
+        .push(CallRole::Checker, check_program())
+        .push(
+            CallRole::Compiler,
+            agent::llm::Reply::Text("There are 2 ERROR lines.".into()),
+        );
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);

@@ -242,6 +242,10 @@ async fn a_result_of_bare_numbers_is_sent_back_once_to_be_said_in_words() {
         .push_json(
             CallRole::Executor,
             json!({"action": "complete", "result": "a counts 6, b 3 and c 3."}),
+        )
+        .push(
+            CallRole::Compiler,
+            agent::llm::Reply::Text("a counts 6, b 3 and c 3.".into()),
         );
     let world = World::reading(llm, dir.path());
     let run = world.run(simple("What are the counts?")).await;

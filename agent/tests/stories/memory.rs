@@ -161,7 +161,7 @@ async fn a_person_switching_the_mode_becomes_an_example_for_the_classifier() {
             .push_json(CallRole::Planner, plan_json(&[("one", &[])]))
             .push_json(CallRole::Planner, plan_json(&[("explore", &[])])),
     );
-    let first = "Investigate why the nightly import jobs time out";
+    let first = "Look into the nightly import jobs timing out";
     let mut c = config(first);
     c.approval_required = true;
     let driving = world.start(c).await;
@@ -189,7 +189,7 @@ async fn a_person_switching_the_mode_becomes_an_example_for_the_classifier() {
         .person(plan.id(), vec![Op::Approve { comment: None }])
         .await;
     assert_eq!(driving.await.unwrap().state, RunState::Done);
-    let later = "Investigate why the nightly export jobs time out";
+    let later = "Look into the nightly export jobs timing out";
     assert_eq!(another(&world, config(later)).await.state, RunState::Done);
     let prompt = prompt_of(&world, CallRole::Classifier, later);
     assert!(

@@ -1,9 +1,11 @@
 //! The pages besides the board: the plans list, the history and the
 //! review queue for team review, the agent's memory, the templates, the
 //! regression cases and their suite runs, two runs compared, the agent's
-//! task box and the form that creates a plan by hand.
+//! task box and the form that creates a plan by hand; the approval records
+//! and their insights.
 
 pub mod activity;
+pub mod approvals;
 pub mod cases;
 pub mod compare;
 pub mod history;

@@ -35,6 +35,8 @@ pub struct ServerHost {
     memories: Arc<dyn crate::memories::MemoryStore>,
     /// The runs' workspaces (a folder per run), where their inputs are.
     workspaces: std::path::PathBuf,
+    /// The runs' grants (people's, at approval).
+    approvals: Arc<crate::approvals::Approvals>,
 }
 
 /// What a host is set up with beside the plans, the run store and the
@@ -52,6 +54,8 @@ pub struct HostSetup {
     pub embedder: Option<Arc<dyn agent::Embedder>>,
     /// The runs' workspaces (a folder per run).
     pub workspaces: std::path::PathBuf,
+    /// The runs' grants.
+    pub approvals: Arc<crate::approvals::Approvals>,
 }
 
 impl ServerHost {
@@ -74,6 +78,7 @@ impl ServerHost {
             entries,
             plan_of: Default::default(),
             telemetry: setup.telemetry,
+            approvals: setup.approvals,
         }
     }
 }
@@ -237,6 +242,18 @@ impl Host for ServerHost {
             .collect())
     }
 
+    async fn grant(
+        &self,
+        run: RunId,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<Option<run_model::Grant>, HostError> {
+        self.approvals
+            .grant_for(run, name, arguments)
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))
+    }
+
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {
         let entries = super::needs::calls_of(self.log_store.as_ref(), &[run])
             .await
@@ -304,6 +321,30 @@ impl Host for ServerHost {
         .await
         .map_err(|e| HostError::Unavailable(e.to_string()))?
         .map_err(|e| HostError::Unavailable(format!("the input {path} could not be read: {e}")))
+    }
+
+    async fn workspace_files(&self, run: RunId) -> Result<Option<Vec<(String, u64)>>, HostError> {
+        let root = self.workspaces.join(run.to_string());
+        if !root.is_dir() {
+            return Ok(Some(Vec::new()));
+        }
+        agent::workspace::off_thread(move || {
+            let ws = agent::workspace::Workspace::open(&root).map_err(|e| {
+                agent::workspace::WorkspaceError::Io {
+                    name: ".".into(),
+                    error: e,
+                }
+            })?;
+            Ok(Some(
+                ws.files_within(20_000)?
+                    .files
+                    .into_iter()
+                    .map(|f| (f.path, f.bytes))
+                    .collect(),
+            ))
+        })
+        .await
+        .map_err(|e| HostError::Unavailable(format!("the workspace could not be listed: {e}")))
     }
 
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {

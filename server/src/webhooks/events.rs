@@ -29,6 +29,10 @@ plan_engine::wire_enum! {
         /// A suite run over the regression cases ended (`run_id` is the
         /// suite run's): its score, and the cases that changed result.
         SuiteFinished = "suite_finished",
+        /// A plan has waited for approval longer than
+        /// `PLANBOARD_APPROVAL_REMIND_MINUTES` (it is never approved by a
+        /// timer).
+        ApprovalOverdue = "approval_overdue",
     }
 }
 
@@ -62,6 +66,14 @@ pub fn event_of(entry: &RunEntry) -> Option<(WebhookEvent, Option<RunState>, Str
         RunEntry::SuiteFinished(summary) => {
             Some((WebhookEvent::SuiteFinished, None, summary.sentence()))
         }
+        RunEntry::ApprovalOverdue { waited_secs } => Some((
+            WebhookEvent::ApprovalOverdue,
+            Some(RunState::AwaitingApproval),
+            format!(
+                "the plan has waited {} min for approval; nobody approves it but a person",
+                waited_secs / 60
+            ),
+        )),
         RunEntry::Recovery {
             subtask,
             decision: RecoveryDecision::GiveUp,
@@ -212,6 +224,10 @@ mod tests {
         assert!(
             text.contains("3 passed, 1 failed") && text.contains("score 75 %") && text.contains("sales"),
             "{text}"
+        );
+        assert_eq!(
+            event(&RunEntry::ApprovalOverdue { waited_secs: 3700 }),
+            Some(WebhookEvent::ApprovalOverdue)
         );
         assert_eq!(
             event(&RunEntry::BudgetReached { what: "x".into() }),

@@ -4,6 +4,7 @@
 //! set to a PostgreSQL URL, the store story also runs against PostgreSQL,
 //! including two server processes on one database.
 
+mod approvals;
 mod attacks;
 mod auth;
 mod bad_input;
@@ -23,6 +24,7 @@ mod openapi;
 mod plans;
 mod postgres;
 mod replay;
+mod queue;
 mod reviews;
 mod runs;
 mod site;

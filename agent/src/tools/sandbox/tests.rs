@@ -702,7 +702,13 @@ async fn one_call_writing_ten_times_the_quota_in_many_files_ends_within_it() {
     .await;
     let used = Workspace::open(&ws).unwrap().usage().unwrap();
     assert!(used <= quota, "{used} bytes left, past {quota}: {report}");
-    assert!(report.contains("what it added was removed"), "{report}");
+    // Stopped by the watchdog or not, the report says the quota was
+    // passed (what was removed, or where the code was stopped).
+    assert!(
+        report.contains("what it added was removed")
+            || report.starts_with("killed: the workspace holds"),
+        "{report}"
+    );
     assert_eq!(
         std::fs::read_to_string(ws.join("kept.txt")).unwrap(),
         "from before",

@@ -13,10 +13,12 @@
 //! - `reviews.rs`: people's reviews of finished plans and the review queue;
 //! - `templates.rs`: plans saved as templates (save, list, read, delete);
 //! - `cases.rs`: regression cases (make, list, read, change, delete) and suite runs;
+//! - `approvals.rs`: the approval records (who approved what, with its digest);
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
 pub mod actions;
+pub mod approvals;
 pub mod bodies;
 pub mod cases;
 pub mod docs;
@@ -69,6 +71,7 @@ pub type ApiState = std::sync::Arc<crate::services::Services>;
         (name = "templates", description = "plans saved as templates; a run starts from one and its planner adapts it"),
         (name = "storage", description = "what planboard stores and how much, and the retentions that keep it from only growing"),
         (name = "cases", description = "runs reviewed good kept as regression cases, and suite runs that plan and run them again on a model"),
+        (name = "approvals", description = "every decision a person made for the agent, kept for audit with the digest of what was decided"),
     )
 )]
 pub struct ApiDoc;
@@ -123,6 +126,8 @@ schema::schemars_bridge! {
         memories::EditMemory,
         memories::NewRule,
         reviews::ReviewQueue,
+        crate::runs::InsightsView,
+        approvals::ApplyPolicy,
     ]
 }
 
@@ -174,6 +179,9 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(runs::pause_run))
         .routes(routes!(runs::resume_run))
         .routes(routes!(runs::cancel_run))
+        .routes(routes!(runs::start_held_run))
+        .routes(routes!(runs::list_grants))
+        .routes(routes!(runs::revoke_grant))
         .routes(routes!(runs::answer_run))
         .routes(routes!(runs::run_again))
         .routes(routes!(runs::replay_run))
@@ -215,6 +223,10 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(cases::list_suites))
         .routes(routes!(cases::suite_report))
         .routes(routes!(cases::cancel_suite))
+        .routes(routes!(approvals::list_approvals))
+        .routes(routes!(approvals::forecast_accuracy))
+        .routes(routes!(approvals::insights))
+        .routes(routes!(approvals::apply_policy))
         // A path that runs to the end of the address (`{*path}`): axum's
         // wildcard, which an OpenAPI path cannot spell, so it is routed by
         // hand and documented in `ApiDoc`'s list (its only entry).
@@ -346,6 +358,26 @@ mod tests {
                 super::tools::SESSION_KEY_CHARS as f64,
             ),
             ("/api/review-queue", "limit", "maximum", page),
+            (
+                "/api/approvals",
+                "person",
+                "maxLength",
+                super::approvals::NAME_CHARS as f64,
+            ),
+            (
+                "/api/approvals",
+                "tool",
+                "maxLength",
+                super::approvals::NAME_CHARS as f64,
+            ),
+            ("/api/approvals", "limit", "maximum", page),
+            ("/api/approvals", "offset", "maximum", offset),
+            (
+                "/api/approvals/insights",
+                "days",
+                "maximum",
+                super::approvals::INSIGHT_DAYS as f64,
+            ),
             ("/api/review-queue", "offset", "maximum", offset),
             (
                 "/api/webhooks/deliveries",

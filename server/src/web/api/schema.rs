@@ -140,6 +140,9 @@ schemars_bridge! {
         NewSuiteRunDoc => run_model::NewSuiteRun,
         SuiteRunDoc => run_model::SuiteRun,
         SuiteReportDoc => run_model::SuiteReport,
+        ApprovalRecordDoc => run_model::ApprovalRecord,
+        GrantDoc => run_model::Grant,
+        ForecastAccuracyDoc => run_model::ForecastAccuracy,
     ],
     local: []
 }

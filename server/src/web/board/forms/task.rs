@@ -236,6 +236,9 @@ fn start_run(
         // (`/plans/{id}/agent`), not here.
         plan: None,
         adapt_every_step: form.adapt_every_step,
+        // The defaults: the task box does not ask.
+        drift_threshold: None,
+        approval_rule: None,
     })
 }
 

@@ -1,0 +1,141 @@
+//! The agent's judgement as rules with names: each special case the
+//! agent makes of what a small model does is a [`Rule`] here, with the
+//! failure that motivated it, and a switch the evaluation turns it off
+//! with (`PLANBOARD_RULES_OFF=name,name`), so that every rule's effect on
+//! the held-out tasks can be measured with it on and off. A rule that does
+//! not pay for itself goes.
+//!
+//! A rule's code stays where it acts (the router, the planner's mends, the
+//! executor, the answer); it asks [`on`] first.
+//!
+//! # Layout
+//! - [`Rule`] and the rules, one constant each, listed in [`ALL`];
+//! - [`on`]: whether a rule is on (all are, unless switched off).
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+/// One named rule of the agent's judgement.
+#[derive(Debug)]
+pub struct Rule {
+    /// Its name on the switch and in the docs.
+    pub name: &'static str,
+    /// What it does.
+    pub does: &'static str,
+    /// The failure it guards, as it was seen.
+    pub guards: &'static str,
+}
+
+/// A task answered in words (writing, explaining, translating, answering
+/// from the task's text) is one step with no tool, and its result is the
+/// answer.
+pub const WORDS_ONLY: Rule = Rule {
+    name: "words_only",
+    does: "asks where the answer comes from before classifying; an answer in words is one step \
+           with no tool whose result is the answer, written without a planner or a compiler call",
+    guards: "\"Write a haiku about plans\" was planned as list, read and write file steps, \
+             reported files of an empty workspace and stopped stuck after 14 calls, with no poem",
+};
+
+/// Wording that asks to explore or to find every item of a kind goes to
+/// the emergent planner.
+pub const EXPLORING_IS_EMERGENT: Rule = Rule {
+    name: "exploring_is_emergent",
+    does: "a task that asks to explore, investigate, find out why, keep looking until, or find \
+           all / every item of a kind is classified emergent by the rules layer",
+    guards: "the classifier put 6 of 12 exploratory tasks right (5 went to complex, a fixed \
+             graph for work that is discovered while doing it)",
+};
+
+/// A step that lists or reads files before anything could have written
+/// one, in a run given no files, is dropped, in every mode.
+pub const NO_READS_OF_AN_EMPTY_WORKSPACE: Rule = Rule {
+    name: "no_reads_of_an_empty_workspace",
+    does: "drops steps that list or read files when the run was given none and no step before \
+           them (by dependency) writes one, in simple, complex and emergent plans",
+    guards: "an emergent plan's first TODO listed an empty workspace and reported \
+             ['file1.txt', 'file2.txt', 'file3.txt']",
+};
+
+/// A result that names files the tools never showed does not stand.
+pub const FILE_NAMES_GROUNDED: Rule = Rule {
+    name: "file_names_grounded",
+    does: "a subtask's result that names a file (a name with an extension) which neither the \
+           task nor any tool output shows fails the attempt with that reason",
+    guards: "a step reported files in an empty workspace and the next ones built on them",
+};
+
+/// The task's asks are listed with the plan and checked in the answer.
+pub const EVERY_ASK_ANSWERED: Rule = Rule {
+    name: "every_ask_answered",
+    does: "lists the task's asks (each question, each file to write) with the plan; before the \
+           answer is kept, a file asked for must exist and not be empty and a question asking \
+           how many or how much must be answered with a number; a missing part sends the run \
+           back once, then the answer says in its first line what is missing",
+    guards: "\"Which region sold the most units, and how many? Save a bar chart\" was answered \
+             \"The bar chart was saved as chart.png\"; two-part tasks lost their second part",
+};
+
+/// Recall keeps only memories about the same kind of task.
+pub const RECALL_RELEVANCE_BAR: Rule = Rule {
+    name: "recall_relevance_bar",
+    does: "a recalled memory (not a rule, not pinned) must share at least half of the task's \
+           telling words (its terms without the words any asking uses) to reach the run",
+    guards: "\"Write a haiku about plans\", after earlier tasks had run, answered \"42 bytes \
+             written to run/artifacts/west.xlsx\", a file of an earlier run; an email was \
+             answered with an earlier task's words",
+};
+
+/// Every rule, for the docs and the evaluation's switch.
+pub const ALL: &[&Rule] = &[
+    &WORDS_ONLY,
+    &EXPLORING_IS_EMERGENT,
+    &NO_READS_OF_AN_EMPTY_WORKSPACE,
+    &FILE_NAMES_GROUNDED,
+    &EVERY_ASK_ANSWERED,
+    &RECALL_RELEVANCE_BAR,
+];
+
+/// The rules switched off in this process (`PLANBOARD_RULES_OFF`, names
+/// separated by commas), read once.
+fn off() -> &'static HashSet<String> {
+    static OFF: OnceLock<HashSet<String>> = OnceLock::new();
+    OFF.get_or_init(|| {
+        std::env::var("PLANBOARD_RULES_OFF")
+            .unwrap_or_default()
+            .split(',')
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect()
+    })
+}
+
+/// Whether `rule` is on.
+pub fn on(rule: &Rule) -> bool {
+    !off().contains(rule.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_has_a_unique_name_and_says_what_it_guards() {
+        let names: HashSet<&str> = ALL.iter().map(|r| r.name).collect();
+        assert_eq!(names.len(), ALL.len());
+        for rule in ALL {
+            assert!(
+                !rule.does.is_empty() && !rule.guards.is_empty(),
+                "{}",
+                rule.name
+            );
+            assert!(
+                rule.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{}",
+                rule.name
+            );
+        }
+    }
+}
