@@ -81,8 +81,13 @@ function answer(request) {
       }
       // [file]: the first subtask writes a file in the run's workspace, then
       // completes once it has seen the tool's result.
+      // Asked for another model than "fake" (a replay's), it writes another
+      // file: the one call the recording does not hold, the runs' first
+      // divergence.
       if (subtask === "look at the first" && task.includes("[file]") && (request.messages?.length ?? 0) <= 2) {
-        return { action: "write_file", arguments: { path: "notes/first.md", content: "# The first library\n\nIts notes." } };
+        const other = request.model && request.model !== "fake";
+        const path = other ? "notes/other.md" : "notes/first.md";
+        return { action: "write_file", arguments: { path, content: "# The first library\n\nIts notes." } };
       }
       // [chart]: the first subtask's code draws a bar chart (a PNG, with
       // the standard library alone) and a trend line (an SVG carrying a

@@ -113,6 +113,22 @@ pub trait Host: Send + Sync {
     /// The bytes of one of the run's input files (`path` as in
     /// `RunConfig::inputs`): a run in batches reads its items from it.
     async fn input(&self, run: RunId, path: &str) -> Result<Vec<u8>, HostError>;
+
+    /// The tool results `replay.run` recorded, in log order (each its
+    /// call's digest, result and whether it worked): what a replay
+    /// answers its calls from ([`crate::replay::Recording`] keys them by
+    /// digest). By default read from the run's tool history.
+    async fn recording(
+        &self,
+        replay: &run_model::ReplayOf,
+    ) -> Result<Vec<run_model::RecordedCall>, HostError> {
+        Ok(self
+            .tool_history(replay.run)
+            .await?
+            .iter()
+            .filter_map(run_model::RecordedCall::of)
+            .collect())
+    }
 }
 
 /// A person's decision on a guarded tool call.

@@ -29,6 +29,8 @@
 //!   the answer.
 //! - [`run`]: run configuration, budget, state machine, run log entries.
 //! - [`host`]: the [`host::Host`] trait and an in-memory host.
+//! - [`replay`]: a replay's [`replay::Recording`]: the tool results of the
+//!   run it replays, answering the same calls (issue 56).
 //! - [`tools`]: work tools, one source a file: the file tools on the run's
 //!   [`workspace`], `fetch_url` and `web_search`, MCP servers, and
 //!   `run_python` / `run_shell` under bubblewrap (`tools::sandbox`: detect,
@@ -43,6 +45,7 @@ pub mod host;
 pub mod llm;
 pub mod prompts;
 pub mod protocol;
+pub mod replay;
 pub mod retry;
 pub mod roles;
 pub mod rules;

@@ -283,6 +283,13 @@ pub struct HistoryRow {
     pub task: Option<String>,
     /// The reviewers' verdicts, oldest review first.
     pub verdicts: Vec<run_model::ReviewVerdict>,
+    /// The agent's run that made the plan.
+    #[serde(default)]
+    pub run_id: Option<RunId>,
+    /// The run it replays or was run again from: History links the two
+    /// side by side.
+    #[serde(default)]
+    pub compare_with: Option<RunId>,
 }
 
 /// The reviews part of a plan's board.
@@ -303,6 +310,13 @@ pub struct ReviewPanel {
     pub again_of: Option<run_model::AgainOf>,
     /// (plan, from) of the runs started again from this plan.
     pub again: Vec<(PlanId, u32)>,
+    /// The regression case this plan's run is, if it is one.
+    #[serde(default)]
+    pub case: Option<run_model::CaseId>,
+    /// The case this plan's run is a suite's run of: a review that is not
+    /// good is a finding about it, and the run is no new case.
+    #[serde(default)]
+    pub finding_of: Option<run_model::CaseId>,
 }
 
 /// (field, before, after).
@@ -444,6 +458,10 @@ pub struct Activity {
     /// A scheduled retry still to come: seconds left when this was read
     /// (the page counts down from it).
     pub retry_in_secs: Option<u64>,
+    /// A tool call a replay answered from the recording of the run it
+    /// replays (nothing ran): marked on the line.
+    #[serde(default)]
+    pub replayed: bool,
 }
 
 /// A plan's run as a list of what the agent did.
@@ -561,6 +579,9 @@ pub struct RunPanel {
     /// A person keeps the run from the retentions.
     #[serde(default)]
     pub kept: bool,
+    /// The run this one replays: the header links the two side by side.
+    #[serde(default)]
+    pub replay_of: Option<RunId>,
     /// What the task asks for (its questions, the files it asks to be
     /// written), in a person's words: listed with the plan, and checked
     /// before the answer is kept.
@@ -729,6 +750,20 @@ pub trait BoardBackend: Send + Sync {
     async fn tools_overview(
         &self,
     ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError>;
+    /// The Cases page: each model's latest score and what changed, the
+    /// score over time, the suite runs going on, the findings, the cases.
+    async fn cases_overview(&self) -> Result<run_model::CasesOverview, BoardError>;
+    /// A suite run's report.
+    async fn suite_report(
+        &self,
+        id: run_model::SuiteRunId,
+    ) -> Result<run_model::SuiteReport, BoardError>;
+    /// Two runs side by side (the compare page).
+    async fn compare_runs(
+        &self,
+        a: RunId,
+        b: RunId,
+    ) -> Result<run_model::RunComparison, BoardError>;
     /// Approval fatigue over the last `days` days (the caller checked the
     /// viewer may see it).
     async fn insights(&self, days: u32) -> Result<InsightsPage, BoardError>;
@@ -1004,6 +1039,50 @@ pub fn compare_log(
             .collect(),
         more_steps,
     })
+}
+
+/// Two runs side by side (rendered on the server only): their graphs,
+/// scores, first divergence, answers and totals.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_run_comparison(
+    a: RunId,
+    b: RunId,
+) -> Result<run_model::RunComparison, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.compare_runs(a, b).await
+        }
+        .await,
+    )
+}
+
+/// The Cases page (rendered on the server only), with whether the viewer
+/// may change cases.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_cases() -> Result<(run_model::CasesOverview, bool), BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            Ok((backend()?.cases_overview().await?, viewer.can_edit))
+        }
+        .await,
+    )
+}
+
+/// A suite run's report page (rendered on the server only), with whether
+/// the viewer may cancel it.
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_suite_report(
+    id: run_model::SuiteRunId,
+) -> Result<(run_model::SuiteReport, bool), BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            Ok((backend()?.suite_report(id).await?, viewer.can_edit))
+        }
+        .await,
+    )
 }
 
 /// The review queue page (rendered on the server only).

@@ -18,7 +18,8 @@
 //! - [`live`]: SSE streams through leptos-use;
 //! - [`codec`]: the one JSON reader the wasm uses, and resources built on it;
 //! - [`i18n`]: the UI's language (English or Chinese) and its switch;
-//! - [`pages`]: plans list, history, review queue, memory, new plan;
+//! - [`pages`]: plans list, history, review queue, memory, templates,
+//!   regression cases and suite reports, two runs compared, new plan;
 //! - [`board`]: the plan board and its views.
 
 // The board's view types nest deeply in release builds (without
@@ -43,9 +44,11 @@ use i18n::{use_lang, Lang};
 use pages::plan::BoardPage;
 use pages::{
     activity::ActivityPage, approvals::ApprovalInsightsPage, approvals::ApprovalsPage,
-    compare::ComparePage, history::HistoryPage, inbox::InboxPage, memories::MemoriesPage,
-    new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage, settings::SettingsPage,
-    templates::TemplatesPage, tools::ToolsPage,
+    cases::{CasesPage, SuiteReportPage},
+    compare::ComparePage, history::HistoryPage, inbox::InboxPage,
+    memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
+    runs_compare::RunComparePage, settings::SettingsPage, templates::TemplatesPage,
+    tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -89,6 +92,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/reviews") view=ReviewsPage/>
                     <Route path=path!("/memories") view=MemoriesPage/>
                     <Route path=path!("/templates") view=TemplatesPage/>
+                    <Route path=path!("/cases") view=CasesPage/>
+                    <Route path=path!("/cases/runs/:id") view=SuiteReportPage/>
                     <Route path=path!("/inbox") view=InboxPage/>
                     <Route path=path!("/settings") view=SettingsPage/>
                     <Route path=path!("/tools") view=ToolsPage/>
@@ -96,6 +101,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/plans/:id") view=BoardPage/>
                     <Route path=path!("/plans/:id/activity") view=ActivityPage/>
                     <Route path=path!("/plans/:id/compare") view=ComparePage/>
+                    <Route path=path!("/runs/compare") view=RunComparePage/>
                 </Routes>
             </main>
         </Router>
@@ -130,6 +136,7 @@ fn TopBar() -> impl IntoView {
                 </a>
                 <a href="/memories">{lang.pick("Memory", "记忆")}</a>
                 <a href="/templates" data-testid="nav-templates">{lang.pick("Templates", "模板")}</a>
+                <a href="/cases" data-testid="nav-cases">{lang.pick("Cases", "回归用例")}</a>
                 <a href="/inbox" class="needs-you" data-testid="nav-inbox">
                     {lang.pick("Needs you", "待处理")}" "<pages::inbox::NeedsCount/>
                 </a>

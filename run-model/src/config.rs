@@ -6,6 +6,50 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub type RunId = uuid::Uuid;
+/// A regression case's id ([`crate::case`]).
+pub type CaseId = uuid::Uuid;
+/// A suite run's id ([`crate::suite`]).
+pub type SuiteRunId = uuid::Uuid;
+
+/// The longest model name a run, a replay or a suite may ask for.
+pub const MODEL_NAME_CHARS: usize = 200;
+
+plan_engine::wire_enum! {
+    /// What a replay does with a tool call its recording does not hold
+    /// ([`crate::replay`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    pub enum Unmatched: "unmatched (live or stop)" {
+        /// The call is made, as in any run.
+        #[default]
+        Live = "live",
+        /// The run pauses at the call, saying which call it is, for a
+        /// person to skip or edit the subtask or to resume (the call and
+        /// any later unmatched one are then made live).
+        Stop = "stop",
+    }
+}
+
+/// A run that replays another: the recorded run whose tool results
+/// answer this run's calls, what an unmatched call does, and the subtask
+/// of the recorded plan the work was redone from (the results before it
+/// kept, as "Run again from here" keeps them); `None`: the task was
+/// planned anew.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplayOf {
+    pub run: RunId,
+    #[serde(default)]
+    pub unmatched: Unmatched,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<plan_engine::SubtaskId>,
+}
+
+/// The regression case a run belongs to (a suite run's run of it): a
+/// review of such a run is a finding about the case, never a new case.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CaseRun {
+    pub case: CaseId,
+    pub suite: SuiteRunId,
+}
 
 plan_engine::wire_enum! {
     /// `auto` lets the classifier decide.
@@ -140,6 +184,19 @@ pub struct RunConfig {
     /// short or failed (the default). What the adapter may add stays
     /// within the run's adaptation budget either way.
     pub adapt_every_step: bool,
+    /// The model this run's calls ask for, on the configured endpoint,
+    /// over the configured one (for every role, the classifier's too):
+    /// a replay's or a suite run's choice. `None`: the configured model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// A replay: the recorded run whose tool results answer this run's
+    /// calls when they are the same call ([`ReplayOf`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayOf>,
+    /// The regression case and suite run this run belongs to: a review of
+    /// it is a finding about the case, never a new case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<CaseRun>,
     /// The approved plan is the contract: when the plan's graph
     /// similarity to the version a person approved falls below this
     /// (0.0 to 1.0; 0: never), the run pauses until a person approves it
@@ -232,6 +289,9 @@ impl Default for RunConfig {
             batches: None,
             plan: None,
             adapt_every_step: false,
+            model: None,
+            replay: None,
+            case: None,
             drift_threshold: plan_engine::distance::DRIFT_THRESHOLD,
             approval_rule: None,
         }
@@ -272,6 +332,8 @@ pub enum ConfigError {
     Attempts,
     #[error("batches: {0}")]
     Batches(String),
+    #[error("model must name a model of 1 to {MODEL_NAME_CHARS} characters")]
+    Model,
     #[error("drift_threshold is from 0.0 (never) to 1.0, not {0}")]
     Drift(String),
 }
@@ -285,6 +347,7 @@ impl ConfigError {
             ConfigError::Tools => "tools",
             ConfigError::Attempts => "max_attempts",
             ConfigError::Batches(_) => "batches",
+            ConfigError::Model => "model",
             ConfigError::Drift(_) => "drift_threshold",
         }
     }
@@ -332,6 +395,14 @@ impl RunConfig {
             || self.retry_delay_ms > MAX_RETRY_DELAY_MS
         {
             return Err(ConfigError::Attempts);
+        }
+        if let Some(model) = &mut self.model {
+            *model = model.trim().to_string();
+            let chars = model.chars().count();
+            if chars == 0 || chars > MODEL_NAME_CHARS || model.contains(char::is_control)
+            {
+                return Err(ConfigError::Model);
+            }
         }
         if let Some(batches) = &mut self.batches {
             batches.input = batches.input.trim().to_string();

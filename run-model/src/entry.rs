@@ -139,6 +139,10 @@ pub enum RunEntry {
         result: String,
         ok: bool,
         duration_ms: u64,
+        /// Answered from the recording of the run this one replays
+        /// ([`crate::ReplayOf`]): nothing ran.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        replayed: bool,
     },
     /// A work tool is about to run (written before it runs, and waited
     /// for): a [`RunEntry::ToolCall`] of the same subtask ends it. One
@@ -285,6 +289,9 @@ pub enum RunEntry {
     Answer {
         text: String,
     },
+    /// A suite run over the regression cases ended (written under the
+    /// suite run's id, which is no run's: the webhooks read it).
+    SuiteFinished(crate::SuiteSummary),
 }
 
 plan_engine::wire_enum! {
@@ -321,6 +328,7 @@ plan_engine::wire_enum! {
         BatchPlanned = "batch_planned",
         BatchFinished = "batch_finished",
         Answer = "answer",
+        SuiteFinished = "suite_finished",
     }
 }
 
@@ -356,6 +364,7 @@ impl RunEntry {
             RunEntry::BatchPlanned { .. } => EntryKind::BatchPlanned,
             RunEntry::BatchFinished(_) => EntryKind::BatchFinished,
             RunEntry::Answer { .. } => EntryKind::Answer,
+            RunEntry::SuiteFinished(_) => EntryKind::SuiteFinished,
         }
     }
 

@@ -27,8 +27,9 @@
 //!   ([`PlanCheck`]), what it will likely cost ([`Forecast`]) and how often
 //!   such forecasts held ([`ForecastAccuracy`]).
 //! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`], the
-//!   [`ToolPolicy`] per tool and the typed [`ConfigError`] a refused
-//!   config gives.
+//!   [`ToolPolicy`] per tool, what a replay and a suite's run say of
+//!   themselves ([`ReplayOf`], [`Unmatched`], [`CaseRun`]) and the typed
+//!   [`ConfigError`] a refused config gives.
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
 //!   [`DecidedBy`].
 //! - [`drift`]: how far a run's plan moved from the approved version
@@ -51,6 +52,16 @@
 //!   (built-in list prices, the operator's, local models free).
 //! - [`cost`]: what a run's calls cost, the [`CostReport`] read from its
 //!   log (the money types re-exported).
+//! - [`replay`]: replaying a run against its recording ([`ReplayOf`],
+//!   [`Unmatched`], the [`RecordedCall`]s a replay answers from).
+//! - [`compare`]: two runs side by side ([`RunComparison`]): their graphs,
+//!   the steps of their logs ([`LogStep`]) and the first [`Divergence`].
+//! - [`case`]: regression [`Case`]s made from runs reviewed good, their
+//!   [`Check`]s and how a check is judged ([`Evidence`]).
+//! - [`suite`]: suite runs over the cases ([`SuiteRun`], [`CaseResult`],
+//!   [`SuiteReport`], the Cases page's [`CasesOverview`]);
+//!   [`suite_log`]: how one stands and what its end tells the run log
+//!   ([`SuiteState`], [`SuiteSummary`]).
 //! - [`insights`]: approval fatigue measured from the records, and the
 //!   tool policies worth changing ([`Insights`]).
 //! - [`memory`]: what the agent remembers of finished runs
@@ -72,6 +83,8 @@ pub mod adaptation;
 pub mod approval;
 pub mod asks;
 pub mod batch;
+pub mod case;
+pub mod compare;
 pub mod card;
 pub mod config;
 pub mod cost;
@@ -85,11 +98,14 @@ pub mod model_status;
 pub mod money;
 pub mod needs;
 pub mod record;
+pub mod replay;
 pub mod review;
 pub mod rule;
 pub mod state;
 pub mod storage;
 pub mod stream;
+pub mod suite;
+pub mod suite_log;
 pub mod template;
 pub mod tools;
 pub mod trace;
@@ -101,6 +117,10 @@ pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
+pub use case::{
+    Case, CaseError, CaseId, CasePatch, CaseRun, Check, CheckOutcome, Evidence, NewCase,
+};
+pub use compare::{first_divergence, Divergence, GraphNode, LogStep, RunComparison, RunSide, RunTotals};
 pub use card::{
     Forecast, ForecastAccuracy, ForecastBasis, GuardedTool, Interval, PlanCheck, PlanCheckKind,
 };
@@ -123,11 +143,17 @@ pub use model_status::ModelStatus;
 pub use money::{BadPrices, Price, PriceTable, Usd};
 pub use needs::{Need, NeedKind};
 pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
+pub use replay::{RecordedCall, ReplayOf, Unmatched};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
 pub use rule::{person_of, ApprovalRule, RuleScope};
 pub use state::{Classification, DecidedBy, RunState};
 pub use storage::{Retention, StorageReport, WorkspacesUse};
 pub use stream::StreamEvent;
+pub use suite::{
+    CaseChange, CaseOutcome, CaseResult, CasesOverview, Finding, ModelScore, NewSuiteRun,
+    SuiteBudget, SuiteReport, SuiteRun, SuiteRunId, SuiteSpent, SuiteState, SuiteSummary,
+    SuiteTools,
+};
 pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateStep};
 pub use tools::{ToolServerView, ToolSource, ToolTransport};
 pub use trace::{BadTraceParent, TraceParent};
@@ -158,6 +184,10 @@ mod tests {
         names_agree(&ReviewVerdict::ALL).unwrap();
         names_agree(&ToolSource::ALL).unwrap();
         names_agree(&ToolTransport::ALL).unwrap();
+        names_agree(&Unmatched::ALL).unwrap();
+        names_agree(&SuiteTools::ALL).unwrap();
+        names_agree(&SuiteState::ALL).unwrap();
+        names_agree(&CaseOutcome::ALL).unwrap();
         names_agree(&ApprovalKind::ALL).unwrap();
         names_agree(&ApprovalDecision::ALL).unwrap();
         names_agree(&PlanCheckKind::ALL).unwrap();

@@ -114,6 +114,7 @@ fn tool_call(n: u64, subtask: u32) -> agent::RunEntry {
         result: "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(6),
         ok: true,
         duration_ms: 12,
+        replayed: false,
     }
 }
 

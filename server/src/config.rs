@@ -42,6 +42,7 @@
 //! | `PLANBOARD_WORKSPACE_RETENTION_DAYS` | `7` | a finished run's workspace (its uploads, copied folder, written files) is removed this many days after the run ended; the run's row, plan, answer and memories stay; runs a person keeps are left alone; `off`: kept for good |
 //! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links; its host is answered and its origin may write (see `guard`) |
 //! | `PLANBOARD_ALLOWED_HOSTS` | — | host names the server answers to besides `localhost` and IP addresses, separated by `,`: `board.example` (any port), `board.example:8443`, `.example.org` (and its subdomains) |
+//! | `PLANBOARD_SUITE_SCHEDULE` | — | runs the regression suite (every case not retired, on the configured model, tool calls replayed where they match) on a schedule, in UTC: `every N hours` (`every 6 hours`, `every 1 hour`: at each multiple of N hours since midnight) or `daily HH:MM` (`daily 02:30`); the result goes to the webhooks as `suite_finished`. One run per slot, whichever replica takes it |
 //! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | — | OpenTelemetry spans over OTLP/HTTP protobuf (see `telemetry`) |
 //! | `LEPTOS_SITE_ADDR` | `127.0.0.1:3000` | where to listen |
 
@@ -106,7 +107,79 @@ pub struct Config {
     /// `PLANBOARD_ALLOWED_HOSTS`: more names the server answers to (see
     /// `guard`), lower case.
     pub allowed_hosts: Vec<String>,
+    /// `PLANBOARD_SUITE_SCHEDULE`: when the regression suite runs by
+    /// itself; `None`: only when asked.
+    pub suite_schedule: Option<SuiteSchedule>,
 }
+
+/// When the regression suite runs by itself (`PLANBOARD_SUITE_SCHEDULE`),
+/// in UTC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SuiteSchedule {
+    /// At every multiple of this many hours since midnight (1 to 168; a
+    /// count that does not divide a day still counts from the epoch).
+    EveryHours(u32),
+    /// Once a day at this time.
+    Daily { hour: u32, minute: u32 },
+}
+
+impl SuiteSchedule {
+    /// `every N hours` (or `every N h`, `every hour`) or `daily HH:MM`.
+    pub fn parse(text: &str) -> Result<SuiteSchedule, ConfigError> {
+        let refused = || {
+            ConfigError::Invalid(format!(
+                "PLANBOARD_SUITE_SCHEDULE must be `every N hours` (N from 1 to 168) or \
+                 `daily HH:MM` (UTC), not '{text}'"
+            ))
+        };
+        let lower = text.trim().to_ascii_lowercase();
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        match words.as_slice() {
+            ["every", "hour"] => Ok(SuiteSchedule::EveryHours(1)),
+            ["every", n, "hours" | "hour" | "h"] => n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=168).contains(n))
+                .map(SuiteSchedule::EveryHours)
+                .ok_or_else(refused),
+            ["daily", at] => {
+                let (hour, minute) = at.split_once(':').ok_or_else(refused)?;
+                // Minutes with two digits: `2:05`, not `2:5`.
+                match (hour.parse::<u32>(), minute.parse::<u32>(), minute.len()) {
+                    (Ok(hour), Ok(minute), 2) if hour < 24 && minute < 60 => {
+                        Ok(SuiteSchedule::Daily { hour, minute })
+                    }
+                    _ => Err(refused()),
+                }
+            }
+            _ => Err(refused()),
+        }
+    }
+
+    /// The first time of the schedule strictly after `now`.
+    pub fn next_after(&self, now: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+        match *self {
+            SuiteSchedule::EveryHours(n) => {
+                let every = i64::from(n) * 3600;
+                let at = (now.timestamp().div_euclid(every) + 1) * every;
+                chrono::DateTime::from_timestamp(at, 0).unwrap_or(now)
+            }
+            SuiteSchedule::Daily { hour, minute } => {
+                let today = now
+                    .date_naive()
+                    .and_hms_opt(hour, minute, 0)
+                    .map(|t| t.and_utc())
+                    .unwrap_or(now);
+                if today > now {
+                    today
+                } else {
+                    today + chrono::Duration::days(1)
+                }
+            }
+        }
+    }
+}
+
 
 /// Debug output ends up in logs: the database password and the tokens are
 /// redacted.
@@ -134,6 +207,7 @@ impl std::fmt::Debug for Config {
                 &self.public_url.as_ref().map(|u| redact_url(u.as_str())),
             )
             .field("allowed_hosts", &self.allowed_hosts)
+            .field("suite_schedule", &self.suite_schedule)
             .finish()
     }
 }
@@ -370,6 +444,7 @@ impl Config {
             approval_rules: Vec::new(),
             public_url: None,
             allowed_hosts: Vec::new(),
+            suite_schedule: None,
         }
     }
 
@@ -570,6 +645,9 @@ impl Config {
             },
             allowed_hosts: allowed_hosts(var("PLANBOARD_ALLOWED_HOSTS"))?,
             search: search(&var)?,
+            suite_schedule: var("PLANBOARD_SUITE_SCHEDULE")
+                .map(|text| SuiteSchedule::parse(&text))
+                .transpose()?,
         })
     }
 
@@ -880,6 +958,51 @@ impl Default for WebhookConfig {
 mod tests {
     use super::*;
     use crate::auth::Role;
+
+    #[test]
+    fn a_suite_schedule_reads_every_n_hours_or_daily_at_a_time_and_finds_its_next_slot() {
+        let at = |s: &str| {
+            chrono::DateTime::parse_from_rfc3339(s)
+                .unwrap()
+                .with_timezone(&chrono::Utc)
+        };
+        let six = SuiteSchedule::parse(" Every 6 hours ").unwrap();
+        assert_eq!(six, SuiteSchedule::EveryHours(6));
+        assert_eq!(
+            six.next_after(at("2027-03-01T05:59:59Z")),
+            at("2027-03-01T06:00:00Z")
+        );
+        assert_eq!(
+            six.next_after(at("2027-03-01T06:00:00Z")),
+            at("2027-03-01T12:00:00Z"),
+            "strictly after"
+        );
+        assert_eq!(SuiteSchedule::parse("every hour").unwrap(), SuiteSchedule::EveryHours(1));
+        let daily = SuiteSchedule::parse("daily 02:30").unwrap();
+        assert_eq!(
+            daily.next_after(at("2027-03-01T01:00:00Z")),
+            at("2027-03-01T02:30:00Z")
+        );
+        assert_eq!(
+            daily.next_after(at("2027-03-01T02:30:00Z")),
+            at("2027-03-02T02:30:00Z")
+        );
+        for bad in ["every 0 hours", "every 200 hours", "daily 25:00", "daily 2:5", "weekly", "hourly"] {
+            assert!(SuiteSchedule::parse(bad).is_err(), "{bad}");
+        }
+        let config = Config::from_vars(|n| {
+            (n == "PLANBOARD_SUITE_SCHEDULE").then(|| "daily 07:00".to_string())
+        })
+        .unwrap();
+        assert_eq!(
+            config.suite_schedule,
+            Some(SuiteSchedule::Daily { hour: 7, minute: 0 })
+        );
+        assert!(Config::from_vars(|n| {
+            (n == "PLANBOARD_SUITE_SCHEDULE").then(|| "sometimes".to_string())
+        })
+        .is_err());
+    }
 
     #[test]
     fn debug_output_redacts_the_database_password_and_every_token() {

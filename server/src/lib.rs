@@ -21,6 +21,7 @@
 //! - [`workspace`]: a run's files as people reach them: inputs, artifacts, the zip, images;
 //! - [`runs`]: planboard's own agent: runs under leases, their controls and retention;
 //! - [`reviews`]: people's reviews of finished plans;
+//! - [`cases`]: runs reviewed good kept as regression cases, and the suite runs over them;
 //! - [`services`]: [`Services`], every concept's service together;
 //! - [`web`]: the edges: the REST API, the board's backend and forms, MCP, sign-in, the
 //!   request guard, `/metrics`; [`router`] wires them; `main.rs` binds it;
@@ -42,6 +43,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod approvals;
 pub mod auth;
 pub mod book;
+pub mod cases;
 pub mod config;
 pub mod hints;
 pub mod live;
@@ -206,12 +208,29 @@ pub async fn start_with_model(
     ));
     let memories = Arc::new(memories::Memories::new(store.clone()));
     let workspaces = runs.workspaces();
+    let cases = cases::Cases::new(
+        plans.clone(),
+        runs.clone(),
+        reviews.clone(),
+        store.clone(),
+        workspaces.clone(),
+    );
+    // The suite runs this process drove when it stopped cannot go on.
+    match cases.fail_interrupted().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("{n} suite run(s) this instance drove were ended as failed"),
+        Err(e) => tracing::warn!("the suite runs left going could not be ended: {e}"),
+    }
+    if let Some(schedule) = config.suite_schedule {
+        cases.spawn_schedule(schedule);
+    }
     Ok(Services {
         plans,
         runs,
         approvals,
         templates,
         reviews,
+        cases,
         memories,
         tool_servers,
         workspaces,

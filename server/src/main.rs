@@ -2,6 +2,12 @@
 //! `PLANBOARD_*`, and the Leptos `LEPTOS_*` variables: the site's address
 //! and root; its name is compiled in), opens the store, binds and serves until
 //! Ctrl-C or SIGTERM, then shuts down gracefully (see `stop_signal`).
+//!
+//! `planboard eval [--tag T] [--model M] [--unmatched replay|live]
+//! [--max-cost USD] [--max-calls N]` runs the regression suite instead
+//! (the services started, no HTTP served), prints its report, and exits
+//! 0 when every case passed, 1 when one failed or was skipped, 2 when the
+//! suite could not start.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +19,16 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("eval") {
+        // The report goes to stdout; the log to stderr, warnings only
+        // unless RUST_LOG asks.
+        tracing_subscriber::fmt()
+            .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+            .with_writer(std::io::stderr)
+            .init();
+        std::process::exit(eval(&args[1..]).await);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
@@ -88,6 +104,125 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     }
     Ok(())
+}
+
+const EVAL_USAGE: &str = "usage: planboard eval [--tag TAG] [--model MODEL] \
+    [--unmatched replay|live] [--max-cost USD] [--max-calls N]";
+
+/// What `planboard eval` was asked for.
+fn eval_request(args: &[String]) -> Result<run_model::NewSuiteRun, String> {
+    let mut new = run_model::NewSuiteRun::default();
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value\n{EVAL_USAGE}"))
+        };
+        match flag.as_str() {
+            "--tag" => new.tag = Some(value()?),
+            "--model" => new.model = Some(value()?),
+            "--unmatched" | "--tools" => {
+                new.unmatched = value()?
+                    .parse()
+                    .map_err(|e| format!("{e}\n{EVAL_USAGE}"))?
+            }
+            "--max-cost" => {
+                let given = value()?;
+                new.budget.max_cost = Some(
+                    given
+                        .trim()
+                        .trim_start_matches('$')
+                        .parse::<f64>()
+                        .ok()
+                        .and_then(run_model::Usd::from_dollars)
+                        .ok_or_else(|| format!("--max-cost takes US dollars, not '{given}'"))?,
+                );
+            }
+            "--max-calls" => {
+                let given = value()?;
+                new.budget.max_llm_calls = Some(
+                    given
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--max-calls takes a number of model calls, not '{given}'"))?,
+                );
+            }
+            "--help" | "-h" => return Err(EVAL_USAGE.to_string()),
+            other => return Err(format!("unknown argument '{other}'\n{EVAL_USAGE}")),
+        }
+    }
+    Ok(new)
+}
+
+/// `planboard eval`: starts the services without serving HTTP, runs the
+/// suite (Ctrl-C cancels it), prints the report; the process's exit code.
+async fn eval(args: &[String]) -> i32 {
+    let new = match eval_request(args) {
+        Ok(new) => new,
+        Err(why) => {
+            eprintln!("planboard eval: {why}");
+            return 2;
+        }
+    };
+    let mut config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("planboard eval: {e}");
+            return 2;
+        }
+    };
+    // Its own name for its leases: a server on the same database keeps
+    // the runs it drives, and the suite's runs are this process's.
+    let base = config.instance.clone().unwrap_or_else(|| "planboard".into());
+    config.instance = Some(format!("{base}-eval-{}", std::process::id()));
+    config.suite_schedule = None;
+    let services = match server::start(&config).await {
+        Ok(services) => services,
+        Err(e) => {
+            eprintln!("planboard eval: the services did not start: {e}");
+            return 2;
+        }
+    };
+    let cases = services.cases.clone();
+    let run = match cases.start_suite(new, "planboard eval", None).await {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("planboard eval: the suite did not start: {e}");
+            return 2;
+        }
+    };
+    eprintln!(
+        "planboard eval: suite run {} of {} cases on {} started",
+        run.id, run.cases, run.model
+    );
+    let every = Duration::from_millis(500);
+    let report = tokio::select! {
+        report = cases.wait_report(run.id, every) => report,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("planboard eval: cancelling the suite run");
+            let _ = cases.cancel(run.id, "planboard eval").await;
+            cases.wait_report(run.id, every).await
+        }
+    };
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("planboard eval: the report could not be read: {e}");
+            return 2;
+        }
+    };
+    print!("{}", server::cases::report_text(&report));
+    // `process::exit` flushes nothing.
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let run = &report.run;
+    if run.failed == 0 && run.skipped == 0 && run.state == run_model::SuiteState::Done {
+        0
+    } else {
+        1
+    }
 }
 
 /// Raises the soft limit of open descriptors to the hard one: the default

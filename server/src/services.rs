@@ -9,7 +9,8 @@ use std::time::Duration;
 use crate::config::Access;
 use crate::service::PlanService;
 use crate::{
-    approvals, memories, reviews, runs, telemetry, templates, tool_servers, webhooks, workspace,
+    approvals, cases, memories, reviews, runs, telemetry, templates, tool_servers, webhooks,
+    workspace,
 };
 
 /// What the router needs besides the Leptos options.
@@ -21,6 +22,8 @@ pub struct Services {
     pub approvals: Arc<approvals::Approvals>,
     pub templates: Arc<templates::Templates>,
     pub reviews: Arc<reviews::Reviews>,
+    /// Regression cases and suite runs.
+    pub cases: Arc<cases::Cases>,
     pub memories: Arc<memories::Memories>,
     pub tool_servers: Arc<tool_servers::ToolServers>,
     pub workspaces: Arc<workspace::Workspaces>,

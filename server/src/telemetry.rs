@@ -553,6 +553,7 @@ impl Telemetry {
                 ok,
                 duration_ms,
                 result,
+                replayed,
                 ..
             } if !self.capture_content => RunEntry::ToolCall {
                 subtask: *subtask,
@@ -561,6 +562,7 @@ impl Telemetry {
                 result: if *ok { String::new() } else { cut(result, 200) },
                 ok: *ok,
                 duration_ms: *duration_ms,
+                replayed: *replayed,
             },
             other => other.clone(),
         };
@@ -663,6 +665,7 @@ impl SpanMaker {
                 result,
                 ok,
                 duration_ms,
+                replayed,
             } => {
                 let attempt = *spans.tries.entry(*subtask).or_insert(1);
                 let parent = spans.context(self.subtask_span_id(run, *subtask, attempt));
@@ -673,6 +676,9 @@ impl SpanMaker {
                     kv("planboard.run.id", run.to_string()),
                     kv("planboard.subtask.id", i64::from(subtask.0)),
                 ];
+                if *replayed {
+                    attributes.push(kv("planboard.tool.replayed", true));
+                }
                 if self.capture_content {
                     attributes.push(kv("gen_ai.tool.call.arguments", arguments.to_string()));
                     attributes.push(kv("gen_ai.tool.call.result", cut(result, 4000)));

@@ -37,6 +37,13 @@
 //! # Run again
 //! A finished plan becomes a new run that keeps the results before a
 //! chosen subtask and redoes the rest (`again`); it starts at `running`.
+//!
+//! # Replay
+//! A run whose config names a recorded run (`RunConfig::replay`) gets the
+//! recording with its tools (`crate::replay`): a call the recording holds
+//! is answered from it; another is made live, or stops the run (released,
+//! paused with the reason, later unmatched calls made live once a person
+//! resumes). A run may ask for another model (`RunConfig::model`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -257,6 +264,42 @@ impl Agent {
         self.begin(id, config, given, who, trace, reason).await
     }
 
+    /// The recording `run` replays, less the results it answered from
+    /// before a restart (its own log's replayed calls). A recording that
+    /// cannot be read is an empty one: every call is then unmatched, and
+    /// the run makes it live or stops at it, as it asked.
+    async fn recording_of(
+        &self,
+        run: RunId,
+        replay: &run_model::ReplayOf,
+    ) -> crate::replay::Recording {
+        let calls = match self.host.recording(replay).await {
+            Ok(calls) => calls,
+            Err(e) => {
+                tracing::warn!(
+                    "run {run}: the recording of run {} could not be read: {e}",
+                    replay.run
+                );
+                Vec::new()
+            }
+        };
+        let recording = crate::replay::Recording::new(replay, calls);
+        if let Ok(history) = self.host.tool_history(run).await {
+            for entry in &history {
+                if let RunEntry::ToolCall {
+                    name,
+                    arguments,
+                    replayed: true,
+                    ..
+                } = entry
+                {
+                    recording.take(name, arguments);
+                }
+            }
+        }
+        recording
+    }
+
     /// A live run's budget, so a person can raise it (then resume).
     pub fn raise_budget(&self, run: RunId, budget: Budget) -> bool {
         match self.budgets.lock().expect("budgets lock").get(&run) {
@@ -314,13 +357,27 @@ impl Agent {
                 }
             }
         }
+        // A replay answers from its recording the calls it holds; those
+        // this run answered before a restart are used up already.
+        let recording = match &run.config.replay {
+            Some(replay) => Some(Arc::new(self.recording_of(run.id, replay).await)),
+            None => None,
+        };
+        // A run may ask for another model on the same endpoint (a replay's
+        // or a suite's choice); a model that cannot be switched keeps its own.
+        let llm = run
+            .config
+            .model
+            .as_deref()
+            .and_then(|model| self.llm.with_model(model))
+            .unwrap_or_else(|| self.llm.clone());
         let budget = Arc::new(Mutex::new(run.config.budget.clone()));
         self.budgets
             .lock()
             .expect("budgets lock")
             .insert(run.id, budget.clone());
         let caller = Caller {
-            llm: self.llm.clone(),
+            llm,
             queue: self.queue.clone(),
             retry: self.retry.clone(),
             host: self.host.clone(),
@@ -331,11 +388,15 @@ impl Agent {
             prices: self.prices.clone(),
             shapes: Arc::default(),
         };
+        let mut tools = (self.tools)(run.id)
+            .only(run.config.tools.as_deref())
+            .overridden(&run.config.policies);
+        if let Some(recording) = recording {
+            tools = tools.replaying(recording);
+        }
         let mut driver = Driver {
             host: self.host.clone(),
-            tools: (self.tools)(run.id)
-                .only(run.config.tools.as_deref())
-                .overridden(&run.config.policies),
+            tools,
             caller,
             run,
             seen: None,
@@ -661,6 +722,30 @@ impl Driver {
 
     /// Pauses the run for a person, saying why on the plan.
     async fn pause_for_crash(&mut self, why: String) -> Flow {
+        let _ = self
+            .apply(vec![
+                Op::Pause {},
+                Op::Comment {
+                    subtask: None,
+                    body: why.clone(),
+                },
+            ])
+            .await;
+        self.move_to(RunState::Paused, why).await;
+        Ok(())
+    }
+
+    /// Pauses a replay that met a call its recording does not hold (and
+    /// stops at such calls): from now on such calls are made live, so a
+    /// person who resumes the run lets the call run; the run's row keeps
+    /// that, so a restart does too.
+    async fn pause_for_replay(&mut self, why: String) -> Flow {
+        if let Some(recording) = self.tools.recording() {
+            recording.go_live();
+        }
+        if let Some(replay) = &mut self.run.config.replay {
+            replay.unmatched = run_model::Unmatched::Live;
+        }
         let _ = self
             .apply(vec![
                 Op::Pause {},

@@ -433,6 +433,20 @@ impl Driver {
                     .await;
                 return self.pause_for_budget(why.clone()).await;
             }
+            Outcome::Stopped(why) => {
+                let _ = self
+                    .apply(vec![Op::SetSubtaskState {
+                        id,
+                        state: SubtaskState::Todo,
+                        note: Some(
+                            "released: the replay stopped at a call its recording does not hold"
+                                .into(),
+                        ),
+                        start_next: false,
+                    }])
+                    .await;
+                return self.pause_for_replay(why.clone()).await;
+            }
         };
         let mut applied = self.apply(ops.clone()).await;
         if ops.len() > 1 && matches!(applied, Err(HostError::Refused(_))) {

@@ -257,6 +257,13 @@ pub trait Llm: Send + Sync {
         false
     }
 
+    /// The same endpoint asked for `model` instead, for every role (a
+    /// replay's or a suite run's choice: `RunConfig::model`); `None` when
+    /// this model cannot be switched (a scripted one), and the run keeps it.
+    fn with_model(&self, _model: &str) -> Option<std::sync::Arc<dyn Llm>> {
+        None
+    }
+
     /// How many requests the endpoint serves at once, asked of the
     /// endpoint itself; [`ModelQueue`] asks before the first call.
     async fn capacity(&self) -> Capacity {

@@ -680,6 +680,19 @@ impl Llm for OpenAiLlm {
         self.config.protocol == Protocol::ToolCalls
     }
 
+    /// The same client (its connections and transport) asking for `model`
+    /// in every role.
+    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Llm>> {
+        Some(std::sync::Arc::new(OpenAiLlm {
+            client: self.client.clone(),
+            config: LlmConfig {
+                model: model.to_string(),
+                classifier_model: None,
+                ..self.config.clone()
+            },
+        }))
+    }
+
     async fn capacity(&self) -> Capacity {
         self.config.capacity().await
     }

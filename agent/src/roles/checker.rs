@@ -372,7 +372,18 @@ async fn check_once(
     };
     let arguments = serde_json::json!({ "code": code });
     let started = std::time::Instant::now();
-    let result = tools.call(CHECK_TOOL, &arguments).await;
+    // A replay answers the check from its recording when it holds the
+    // same program; a replay that stops at unmatched calls runs no check
+    // live (a check only confirms a number: the result stands unchecked).
+    let (result, replayed) = match tools.replayed(subtask, CHECK_TOOL, &arguments) {
+        Some(crate::replay::Replayed::Answered(call)) if call.ok => (Ok(call.result), true),
+        Some(crate::replay::Replayed::Answered(call)) => (
+            Err(crate::tools::ToolError::refused(call.result)),
+            true,
+        ),
+        Some(crate::replay::Replayed::Stop(_)) => return Ok((Said::Nothing, None)),
+        None => (tools.call(CHECK_TOOL, &arguments).await, false),
+    };
     let (ok, text) = match result {
         Ok(out) => (true, out),
         Err(e) => (false, e.message),
@@ -385,6 +396,7 @@ async fn check_once(
             result: ellipsis(&text, LOGGED),
             ok,
             duration_ms: started.elapsed().as_millis() as u64,
+            replayed,
         })
         .await;
     let said = said_of(claimed, ok.then_some(text.as_str()));

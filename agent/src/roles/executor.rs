@@ -14,6 +14,7 @@ use crate::host::Host;
 use crate::llm::Message;
 use crate::prompts;
 use crate::protocol::{Action, ToolSpec};
+use crate::replay::Replayed;
 use crate::roles::checker::{self, Recheck};
 use crate::run::RunEntry;
 use crate::run::{ToolPolicy, Verdict};
@@ -48,6 +49,10 @@ pub enum Outcome {
     Asked(String),
     /// A budget ran out mid-subtask: the subtask is released, the run pauses.
     Budget(String),
+    /// A replay that stops at unmatched calls met one: the subtask is
+    /// released and the run pauses with the reason (a person edits or
+    /// skips the subtask, or resumes to make the call live).
+    Stopped(String),
 }
 
 pub struct Job {
@@ -489,6 +494,9 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     let mut others_checked = false;
     let mut disputed: Option<String> = None;
     let mut seen = Seen::default();
+    // The recorded results this attempt's calls took (a replay): given
+    // back when the attempt stops at an unmatched call and is released.
+    let mut replayed_here: Vec<run_model::RecordedCall> = Vec::new();
     for turn in 1..=job.max_turns.max(1) {
         let action = match caller
             .action(messages.clone(), &specs, job.offered, job.subtask)
@@ -787,9 +795,25 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 }
                 let mut arguments = arguments.clone();
                 let mut edited_note = None;
+                // A replay answers a call its recording holds before any
+                // person is asked: nothing runs.
+                let answered = match tools.replayed(job.subtask, name, &arguments) {
+                    Some(Replayed::Stop(why)) => {
+                        if let Some(recording) = tools.recording() {
+                            recording.give_back(std::mem::take(&mut replayed_here));
+                        }
+                        return Outcome::Stopped(why);
+                    }
+                    Some(Replayed::Answered(call)) => {
+                        replayed_here.push(call.clone());
+                        Some(call)
+                    }
+                    None => None,
+                };
                 // A grant of the run lets the call run without asking (a
                 // store that cannot be read asks, as without grants).
-                let asks = tools.policy_for(name, &arguments) == ToolPolicy::Ask;
+                let asks =
+                    answered.is_none() && tools.policy_for(name, &arguments) == ToolPolicy::Ask;
                 let granted = if asks {
                     host.grant(caller.run, name, &arguments)
                         .await
@@ -827,7 +851,12 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                 }
                 let arguments = &arguments;
                 let started = Instant::now();
-                let result = run_tool(caller, tools, job.subtask, name, arguments).await;
+                let replayed = answered.is_some();
+                let result = match answered {
+                    Some(call) if call.ok => Ok(call.result),
+                    Some(call) => Err(ToolError::refused(call.result)),
+                    None => run_tool(caller, tools, job.subtask, name, arguments).await,
+                };
                 router.record(name, result.as_ref().err().map(|e| e.message.as_str()));
                 let (ok, text) = match result {
                     Ok(out) => (true, out),
@@ -845,6 +874,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                         result: cut(&text, 2_000),
                         ok,
                         duration_ms: started.elapsed().as_millis() as u64,
+                        replayed,
                     })
                     .await;
                 let said = if ok {

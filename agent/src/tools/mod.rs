@@ -73,6 +73,9 @@ pub struct Toolset {
     allowed: Option<Arc<std::collections::HashSet<String>>>,
     /// Each tool's policy where it is not `auto`.
     policies: Arc<std::collections::HashMap<String, ToolPolicy>>,
+    /// A replay's recording: calls it holds are answered from it
+    /// ([`Toolset::replayed`]), the rest made live or stopped.
+    replay: Option<Arc<crate::replay::Recording>>,
 }
 
 impl Toolset {
@@ -96,7 +99,37 @@ impl Toolset {
             sources,
             allowed: None,
             policies: Arc::new(policies),
+            replay: None,
         }
+    }
+
+    /// The same tools in a replay: a call `recording` holds is answered
+    /// from it.
+    pub fn replaying(mut self, recording: Arc<crate::replay::Recording>) -> Toolset {
+        self.replay = Some(recording);
+        self
+    }
+
+    /// The replay's recording, when the run replays another.
+    pub fn recording(&self) -> Option<&Arc<crate::replay::Recording>> {
+        self.replay.as_ref()
+    }
+
+    /// What the run's replay makes of this call (answered from the
+    /// recording, or stopped); `None`: the call is made, as in any run
+    /// (and in any run that replays none).
+    pub fn replayed(
+        &self,
+        subtask: plan_engine::SubtaskId,
+        name: &str,
+        arguments: &Value,
+    ) -> Option<crate::replay::Replayed> {
+        // A tool this run may not use is refused as in any run, recorded
+        // or not.
+        if !self.allows(name) {
+            return None;
+        }
+        self.replay.as_ref()?.answer(subtask, name, arguments)
     }
 
     /// The operator's policies over the defaults (`never` ones are not

@@ -14,6 +14,7 @@ mod guards;
 mod judgement;
 mod memory;
 mod people;
+mod replay;
 mod resilience;
 mod stuck;
 mod support;

@@ -60,6 +60,7 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::BatchPlanned => ("batch planned", "批次已规划"),
         EntryKind::BatchFinished => ("batch finished", "批次完成"),
         EntryKind::Answer => ("answer", "答案"),
+        EntryKind::SuiteFinished => ("suite run finished", "回归套件运行结束"),
     };
     lang.pick(en, zh)
 }
@@ -82,7 +83,7 @@ pub(crate) fn activity_row(
         }
     });
     view! {
-        <li class=format!("activity-row kind-{}", a.kind) class:failed=!a.ok data-testid="activity-row">
+        <li class=format!("activity-row kind-{}", a.kind) class:failed=!a.ok class:replayed-call=a.replayed data-testid="activity-row" data-replayed=a.replayed.then_some("true")>
             <span class="activity-at"><time>{clock(&a.at)}</time></span>
             <span class="activity-who" data-testid="activity-who">{who}</span>
             <span class="activity-kind">{kind_label(a.kind, lang)}</span>
@@ -180,6 +181,7 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
         detail,
         ok,
         retry_in_secs: None,
+        replayed: false,
     };
     // Whole seconds still to wait for a retry, rounded up, from now.
     let countdown = |delay_ms: u64| {
@@ -217,18 +219,29 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
             result,
             ok,
             duration_ms,
-        } => line(
-            Some(subtask.0),
-            format!(
-                "{name} · {} · {duration_ms} ms",
-                if ok { lang.pick("ok", "成功") } else { lang.pick("error", "出错") }
-            ),
-            Some(lang.pick(
-                format!("arguments: {arguments}\n\nresult:\n{result}"),
-                format!("参数：{arguments}\n\n结果：\n{result}"),
-            )),
-            ok,
-        ),
+            replayed,
+        } => Activity {
+            replayed,
+            ..line(
+                Some(subtask.0),
+                format!(
+                    "{name} · {} · {}",
+                    if ok { lang.pick("ok", "成功") } else { lang.pick("error", "出错") },
+                    // Answered from the recording of the run this one
+                    // replays: nothing ran.
+                    if replayed {
+                        lang.pick("replayed".to_string(), "回放".to_string())
+                    } else {
+                        lang.pick(format!("{duration_ms} ms"), format!("{duration_ms} 毫秒"))
+                    }
+                ),
+                Some(lang.pick(
+                    format!("arguments: {arguments}\n\nresult:\n{result}"),
+                    format!("参数：{arguments}\n\n结果：\n{result}"),
+                )),
+                ok,
+            )
+        },
         E::ToolStarted {
             subtask,
             name,
@@ -539,6 +552,10 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
             b.failed == 0,
         ),
         E::Answer { text } => line(None, text, None, true),
+        E::SuiteFinished(summary) => {
+            let ok = summary.failed == 0;
+            line(None, summary.sentence(), None, ok)
+        }
     }
 }
 

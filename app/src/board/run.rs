@@ -494,6 +494,13 @@ fn run_panel_html(
             </div>
             {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
+            // A replay links to itself beside the run it replays.
+            {r.replay_of.map(|of| view! {
+                <p class="run-replay" data-testid="run-replay">
+                    {lang.pick("A replay of a recorded run: its tool calls are answered from the recording where they are the same call. ", "回放一个已记录的运行：相同的工具调用由记录作答。")}
+                    <a href=format!("/runs/compare?a={of}&b={}", r.run_id) data-testid="run-compare">{lang.pick("Compare the two runs", "比较这两个运行")}</a>
+                </p>
+            })}
             {r.model_ahead.filter(|_| live).map(|n| view! {
                 <p class="run-waiting" data-testid="run-model-queue">{if n == 0 {
                     lang.pick("waiting for the model (next)".to_string(), "等待模型（下一个）".to_string())
@@ -845,6 +852,7 @@ mod tests {
             batches: None,
             files_removed_at: None,
             kept: false,
+            replay_of: None,
             asks: Vec::new(),
             model_ahead: None,
             card: None,
@@ -881,6 +889,24 @@ mod tests {
             html.contains(&format!("它的文件已于 {shown} 删除")),
             "{html}"
         );
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn a_replay_links_itself_beside_its_recorded_run_in_both_languages() {
+        use plan_engine::Lang;
+        let of = uuid::Uuid::from_u128(7);
+        let panel = crate::api::RunPanel {
+            replay_of: Some(of),
+            ..paused_panel("x", None)
+        };
+        let html = super::run_panel_html(uuid::Uuid::nil(), panel.clone(), Vec::new(), true, Lang::En);
+        assert!(html.contains(&format!("/runs/compare?a={of}")), "{html}");
+        assert!(html.contains("Compare the two runs"), "{html}");
+        let html = super::run_panel_html(uuid::Uuid::nil(), panel, Vec::new(), true, Lang::Zh);
+        assert!(html.contains("比较这两个运行"), "{html}");
+        let plain = super::run_panel_html(uuid::Uuid::nil(), paused_panel("x", None), Vec::new(), true, Lang::En);
+        assert!(!plain.contains("run-replay"), "{plain}");
     }
 
     #[cfg(feature = "ssr")]

@@ -162,6 +162,13 @@ pub fn HistoryPage() -> impl IntoView {
                 {(sort != HistorySort::Newest).then(|| view! { <input type="hidden" name="sort" value=sort.as_str()/> })}
                 <button type="submit">{lang.pick("Filter", "筛选")}</button>
             </form>
+            // Any two runs side by side, by their ids (the runs' pages and
+            // the API give them).
+            <form class="filters compare-runs" method="get" action="/runs/compare" data-testid="history-compare-form">
+                <label>{lang.pick("Compare run ", "比较运行 ")}<input name="a" required size="36" pattern="[0-9a-fA-F-]{36}" data-testid="compare-a"/></label>
+                <label>{lang.pick(" with run ", " 与运行 ")}<input name="b" required size="36" pattern="[0-9a-fA-F-]{36}" data-testid="compare-b"/></label>
+                <button type="submit">{lang.pick("Compare", "比较")}</button>
+            </form>
             <Transition fallback=move || view! { <p class="loading">{lang.pick("Loading…", "加载中…")}</p> }>
                 {move || plans.get().map(|r| match r {
                     Ok(list) if list.rows.is_empty() && page == 0 => view! { <p class="empty">{lang.pick("No finished plans yet.", "还没有结束的计划。")}</p> }.into_any(),
@@ -185,7 +192,12 @@ pub fn HistoryPage() -> impl IntoView {
                                     </td>
                                     <td><span class="badge mode">{r.mode.label(lang)}</span></td>
                                     <td><span class=format!("badge plan-state state-{}", r.state.as_str())>{r.state.label(lang)}</span></td>
-                                    <td data-testid="history-run">{r.run.map_or("—", |state| crate::words::run_state_label(state, lang))}</td>
+                                    <td data-testid="history-run">
+                                        {r.run.map_or("—", |state| crate::words::run_state_label(state, lang))}
+                                        {h.run_id.zip(h.compare_with).map(|(run, with)| view! {
+                                            " "<a href=format!("/runs/compare?a={with}&b={run}") data-testid="history-compare" title=lang.pick("Side by side with the run it replays or was run again from", "与它回放或重新运行的来源运行并排比较")>{lang.pick("compare", "比较")}</a>
+                                        })}
+                                    </td>
                                     <td class="outcome">{r.outcome.clone().unwrap_or_default()}</td>
                                     <td>{took}</td>
                                     <td class="number" data-testid="history-tokens">{h.tokens.map_or_else(|| "—".into(), |t| t.to_string())}</td>

@@ -1,9 +1,12 @@
 //! The pages besides the board: the plans list, the history and the
-//! review queue for team review, the agent's memory, the templates, the agent's task box and the form that
-//! creates a plan by hand; the approval records and their insights.
+//! review queue for team review, the agent's memory, the templates, the
+//! regression cases and their suite runs, two runs compared, the agent's
+//! task box and the form that creates a plan by hand; the approval records
+//! and their insights.
 
 pub mod activity;
 pub mod approvals;
+pub mod cases;
 pub mod compare;
 pub mod history;
 pub mod inbox;
@@ -12,6 +15,7 @@ pub mod new_plan;
 pub mod plan;
 pub mod plans;
 pub mod reviews;
+pub mod runs_compare;
 pub mod settings;
 pub mod task;
 pub mod templates;

@@ -177,6 +177,37 @@ fn review_form(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
         .collect_view();
     let has_notes = mine.as_ref().is_some_and(|r| !r.subtasks.is_empty());
     let action = format!("/plans/{plan}/review");
+    // A run of planboard's agent reviewed good may be kept as a
+    // regression case with the reviewer's checks; a suite's run of a case
+    // is a finding about it instead, and a case is kept once.
+    let keep = match (panel.run, panel.case, panel.finding_of) {
+        (_, Some(case), _) => Some(view! {
+            <p class="hint" data-testid="review-case">
+                {lang.pick("This run is a regression case. ", "这个运行是一个回归用例。")}
+                <a href=format!("/cases#case-{case}")>{lang.pick("See it on the Cases page", "在回归用例页查看")}</a>
+            </p>
+        }.into_any()),
+        (_, None, Some(case)) => Some(view! {
+            <p class="hint" data-testid="review-finding">
+                {lang.pick("This run is a suite's run of a regression case: a verdict other than good is a finding about ", "这个运行是回归套件对某个用例的运行：非“好”的评审结论是关于")}
+                <a href=format!("/cases#case-{case}")>{lang.pick("that case", "该用例")}</a>
+                {lang.pick(", not a new case.", "的发现，而不是新用例。")}
+            </p>
+        }.into_any()),
+        (Some(_), None, None) => Some(view! {
+            <details class="keep-case" data-testid="keep-case">
+                <summary>{lang.pick("Keep as a regression case (with a good verdict)", "保留为回归用例（需评审为“好”）")}</summary>
+                <label class="choice"><input type="checkbox" name="case" value="1" data-testid="keep-case-check"/>{lang.pick("Keep this run as a case: its task, files, plan and answer, and these checks", "将此运行保留为用例：任务、文件、计划和答案，以及以下检查")}</label>
+                <label class="field">{lang.pick("Name (default: the plan's title)", "名称（默认：计划标题）")}<input name="case-name" maxlength="200" data-testid="keep-case-name"/></label>
+                <label class="field">{lang.pick("Tags (separated by commas)", "标签（用逗号分隔）")}<input name="case-tags" data-testid="keep-case-tags"/></label>
+                <fieldset class="checks">
+                    <legend>{lang.pick("Checks a later run must pass", "之后的运行必须通过的检查")}</legend>
+                    {super::cases::check_rows(&[], &panel.subtasks, 3, lang)}
+                </fieldset>
+            </details>
+        }.into_any()),
+        (None, None, None) => None,
+    };
     view! {
         <form class="review-form" method="post" action=action.clone() data-testid="review-form">
             <fieldset>
@@ -190,6 +221,7 @@ fn review_form(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
                     <summary>{lang.pick("Notes on single subtasks", "对单个子任务的说明")}</summary>
                     {subtask_fields}
                 </details>
+                {keep}
                 <button type="submit" class="primary" data-testid="review-save">{if mine.is_some() { lang.pick("Save my review", "保存我的评审") } else { lang.pick("Save review", "保存评审") }}</button>
             </fieldset>
         </form>
@@ -244,7 +276,44 @@ fn again_part(plan: PlanId, panel: &ReviewPanel, lang: Lang) -> impl IntoView {
             </form>
         }
     });
-    view! { {from}{made}{form} }
+    // A replay: the run planned and worked again on a model, its tool
+    // calls answered from this run's recording where they are the same.
+    let replay = (panel.finished && panel.can_review && panel.run.is_some()).then(|| {
+        let options = panel
+            .subtasks
+            .iter()
+            .map(|(id, name)| view! { <option value=id.to_string()>{format!("#{id} {name}")}</option> })
+            .collect_view();
+        view! {
+            <form class="replay-form filters" method="post" action=format!("/plans/{plan}/replay") data-testid="replay-form">
+                <label>
+                    {lang.pick("Replay on the model ", "在模型上回放：")}
+                    <input name="model" maxlength="200" placeholder=lang.pick("the same one", "同一个模型") data-testid="replay-model"/>
+                </label>
+                <label>
+                    {lang.pick(" from ", " 从 ")}
+                    <select name="from" data-testid="replay-from">
+                        <option value="">{lang.pick("the start (planned anew)", "开头（重新规划）")}</option>
+                        {options}
+                    </select>
+                </label>
+                <label>
+                    {lang.pick(" a call it did not make: ", " 记录中没有的调用：")}
+                    <select name="unmatched" data-testid="replay-unmatched">
+                        <option value="live">{lang.pick("make it", "实际调用")}</option>
+                        <option value="stop">{lang.pick("stop the replay there", "在此停止回放")}</option>
+                    </select>
+                </label>
+                <label class="choice"><input type="checkbox" name="memory" value="1" data-testid="replay-memory"/>{lang.pick("remember it", "记住它")}</label>
+                <button type="submit" data-testid="replay-submit">{lang.pick("Replay", "回放")}</button>
+                <span class="hint">{lang.pick(
+                    " A new run of the same task and files whose tool calls are answered from this run's recording when they are the same call; compare the two when it is done.",
+                    " 以相同任务和文件开始的新运行：与本次记录相同的工具调用由记录作答；完成后可比较两者。",
+                )}</span>
+            </form>
+        }
+    });
+    view! { {from}{made}{form}{replay} }
 }
 
 /// The reviews of a plan, under its board: everyone's, and the form for

@@ -1,7 +1,8 @@
 //! "Run again from here": a finished or failed plan of a run becomes a new
 //! run that keeps the results before a chosen subtask and redoes the rest,
 //! in a copy of the earlier run's workspace (the kept subtasks' files are
-//! there). The agent builds the plan (`agent::coordinator::again`).
+//! there). The agent builds the plan (`agent::coordinator::again`). A
+//! replay from a subtask takes the same path (`replay.rs`).
 
 use agent::coordinator::again::AgainFailure;
 use agent::RunId;
@@ -16,6 +17,19 @@ impl Runs {
         earlier: RunId,
         from: SubtaskId,
         who: &str,
+    ) -> Result<RunView, RunError> {
+        let config = self.record(earlier).await?.config;
+        self.again_with(earlier, from, who, config).await
+    }
+
+    /// [`Runs::run_again`] with the new run's `config` (a replay's names
+    /// the recording and its model).
+    pub(super) async fn again_with(
+        self: &std::sync::Arc<Self>,
+        earlier: RunId,
+        from: SubtaskId,
+        who: &str,
+        config: run_model::RunConfig,
     ) -> Result<RunView, RunError> {
         let record = self
             .store
@@ -39,7 +53,7 @@ impl Runs {
             .read(plan_id, |p| p.clone())
             .await
             .ok_or_else(|| RunError::Invalid(format!("run {earlier}'s plan was deleted")))?;
-        let (config, agent) = self.check_start(record.config.clone())?;
+        let (config, agent) = self.check_start(config)?;
         let id = uuid::Uuid::new_v4();
         let workspace = self.workspace(id);
         crate::workspace::inputs::copy_workspace(

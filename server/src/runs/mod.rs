@@ -14,6 +14,8 @@
 //! # Layout
 //! - this file: [`Runs`], the service the API calls;
 //! - `host.rs`: the agent's `Host` over [`PlanService`] and the run store;
+//! - `again.rs`: "Run again from here"; `replay.rs`: a run replayed on its
+//!   recording ([`ReplayRequest`]); `compare.rs`: two runs side by side;
 //! - `local_model.rs`: the local model `scripts/run` started: building,
 //!   starting or died;
 //! - `retention.rs`: the retentions of finished runs' files and logs, and
@@ -22,9 +24,11 @@
 //! - `stream.rs`: a run's log as server-sent events.
 
 mod again;
+mod compare;
 mod host;
 pub mod local_model;
 mod needs;
+mod replay;
 pub mod retention;
 mod stream;
 
@@ -55,6 +59,7 @@ use tokio::sync::broadcast;
 
 pub use crate::live::{LiveDelta, RunNews};
 pub use host::ServerHost;
+pub use replay::ReplayRequest;
 pub use stream::run_stream;
 
 use crate::approvals::Approvals;
@@ -99,6 +104,10 @@ pub enum RunError {
     /// The plan cannot be run again from that subtask.
     #[error(transparent)]
     Again(agent::coordinator::again::AgainError),
+    /// The run has not finished, and what is asked needs it finished (a
+    /// replay reads its whole recording).
+    #[error("{0}")]
+    NotFinished(String),
 }
 
 /// An artifact refused (not a file of the workspace, too big) is the
@@ -519,6 +528,12 @@ impl Runs {
         self.agent
             .as_ref()
             .map(|a| a.llm.model(agent::llm::CallRole::Executor))
+    }
+
+    /// The name this process's leases carry (`PLANBOARD_INSTANCE`, else
+    /// the host's): what else it drives (suite runs) is held under it too.
+    pub fn owner(&self) -> &str {
+        &self.owner
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<RunNews> {

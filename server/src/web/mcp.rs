@@ -1,8 +1,9 @@
 //! `/mcp`: the Model Context Protocol over streamable HTTP (rmcp), exposing
 //! the canonical plan tools, `get_hint` (the next step on the session's
 //! plan), `search_memory` (the team's memory), `set_session_settings`
-//! (seed 003's confirmation and subtask-limit rules for the session), and
-//! planboard's own agent. rmcp makes one [`PlanMcp`] per MCP session, so
+//! (seed 003's confirmation and subtask-limit rules for the session),
+//! planboard's own agent (runs, replays, two runs compared) and the
+//! regression cases and their suite runs. rmcp makes one [`PlanMcp`] per MCP session, so
 //! each session gets its own key and with it its own active plan and
 //! settings.
 //!
@@ -32,6 +33,7 @@ use rmcp::ErrorData as McpError;
 use serde_json::Value;
 
 use crate::auth::Identity;
+use crate::cases::Cases;
 use crate::memories::Memories;
 use crate::reviews::Reviews;
 use crate::runs::Runs;
@@ -50,14 +52,93 @@ pub struct PlanMcp {
     reviews: Arc<Reviews>,
     memories: Arc<Memories>,
     workspaces: Arc<Workspaces>,
+    cases: Arc<Cases>,
     session: String,
 }
+
+/// `list_cases`' arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListCases {
+    /// Only the cases with this tag.
+    #[serde(default)]
+    #[schemars(length(max = run_model::case::TAG_CHARS))]
+    tag: Option<String>,
+    /// Only retired cases (true) or only those in use (false).
+    #[serde(default)]
+    retired: Option<bool>,
+}
+
+/// `edit_case`'s arguments: the case and the API's `CasePatch`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditCase {
+    case_id: uuid::Uuid,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+    /// Replaces every check.
+    #[serde(default)]
+    checks: Option<Vec<run_model::Check>>,
+    #[serde(default)]
+    retired: Option<bool>,
+}
+
+/// The case or suite run a tool is about.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ById {
+    id: uuid::Uuid,
+}
+
+/// The tools about regression cases (answered by [`PlanMcp::case_tool`]).
+const CASE_TOOLS: [&str; 7] = [
+    "list_cases",
+    "make_case",
+    "edit_case",
+    "delete_case",
+    "run_suite",
+    "suite_report",
+    "cancel_suite",
+];
 
 /// `get_run`'s argument.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct GetRun {
     /// The `run_id` that `start_run` answered with.
     run_id: uuid::Uuid,
+}
+
+/// `replay_run`'s arguments: the API's `ReplayRun` and the run.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReplayArgs {
+    /// The finished run to replay.
+    run_id: uuid::Uuid,
+    /// The model to replay on (default: the run's, else the configured one).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = run_model::replay::MODEL_NAME_CHARS))]
+    model: Option<String>,
+    /// Redo from this subtask, keeping the recorded results before it
+    /// (default: plan the task anew).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    from_subtask: Option<u32>,
+    /// A call the recording does not hold: live (default) or stop.
+    #[serde(default)]
+    unmatched: run_model::Unmatched,
+    /// Recall memories and be remembered (default false).
+    #[serde(default)]
+    memory: bool,
+}
+
+/// `compare_runs`' arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CompareArgs {
+    a: uuid::Uuid,
+    b: uuid::Uuid,
 }
 
 /// `review_plan`'s arguments: the plan and the caller's review of it.
@@ -275,9 +356,10 @@ pub fn router(
     reviews: Arc<Reviews>,
     memories: Arc<Memories>,
     workspaces: Arc<Workspaces>,
+    cases: Arc<Cases>,
 ) -> axum::Router {
     axum::Router::new()
-        .fallback_service(service(plans, runs, reviews, memories, workspaces))
+        .fallback_service(service(plans, runs, reviews, memories, workspaces, cases))
         .layer(axum::middleware::from_fn(http_details))
         .layer(axum::middleware::from_fn_with_state(
             MCP_BODY_LIMIT,
@@ -321,6 +403,7 @@ pub fn service(
     reviews: Arc<Reviews>,
     memories: Arc<Memories>,
     workspaces: Arc<Workspaces>,
+    cases: Arc<Cases>,
 ) -> StreamableHttpService<PlanMcp, LocalSessionManager> {
     StreamableHttpService::new(
         move || {
@@ -330,6 +413,7 @@ pub fn service(
                 reviews: reviews.clone(),
                 memories: memories.clone(),
                 workspaces: workspaces.clone(),
+                cases: cases.clone(),
                 session: format!("mcp:{}", uuid::Uuid::new_v4()),
             })
         },
@@ -343,8 +427,62 @@ fn tool_list() -> Vec<Tool> {
         .into_iter()
         .map(|spec| Tool::new(spec.name, spec.description, spec.parameters))
         .chain(run_tools())
+        .chain(case_tools())
         .chain(session_tools())
         .collect()
+}
+
+/// The regression cases and their suite runs.
+fn case_tools() -> Vec<Tool> {
+    let object = |value: Value| match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    vec![
+        Tool::new(
+            "list_cases",
+            "The regression cases (runs reviewed good, kept with their task, files, plan, answer and \
+             checks), newest first; by tag, retired or not.",
+            object(agent::protocol::schema_of::<ListCases>()),
+        ),
+        Tool::new(
+            "make_case",
+            "Makes a regression case of a finished run whose plan a reviewer judged good, with checks: \
+             answer_text {text}, answer_number {number, tolerance}, file_exists {path}, file_text {path, \
+             text}, step_done / step_not_done {subtask}. A suite's run of a case is a finding, not a case.",
+            object(agent::protocol::schema_of::<run_model::NewCase>()),
+        ),
+        Tool::new(
+            "edit_case",
+            "Changes a case's name, tags or checks (replaced whole), or retires it (retired=true) or \
+             brings it back.",
+            object(agent::protocol::schema_of::<EditCase>()),
+        ),
+        Tool::new(
+            "delete_case",
+            "Deletes a case (its suite results stay).",
+            object(agent::protocol::schema_of::<ById>()),
+        ),
+        Tool::new(
+            "run_suite",
+            "Starts a suite run: every case not retired (or a tag) planned and run again on a model \
+             (default: the configured one), tool calls answered from each case's recording where they \
+             match (unmatched=replay, default) or all live; bounded by budget {max_cost, max_llm_calls}. \
+             Answers the suite run; follow it with suite_report.",
+            object(agent::protocol::schema_of::<run_model::NewSuiteRun>()),
+        ),
+        Tool::new(
+            "suite_report",
+            "A suite run's report: state, score, and per case its outcome, graph F1 against the reviewed \
+             plan, checks, time, cost and first divergence from the recording.",
+            object(agent::protocol::schema_of::<ById>()),
+        ),
+        Tool::new(
+            "cancel_suite",
+            "Cancels a suite run: its case's run going on is cancelled, the rest skipped.",
+            object(agent::protocol::schema_of::<ById>()),
+        ),
+    ]
 }
 
 /// What to do next on this session's plan, the team's memory, and this
@@ -392,6 +530,21 @@ fn run_tools() -> Vec<Tool> {
             "get_run",
             "Where a run started with start_run stands: state, mode, progress, and the answer once done.",
             object(agent::protocol::schema_of::<GetRun>()),
+        ),
+        Tool::new(
+            "replay_run",
+            "Replays a finished run on a model (default: its own): a new run of its task and files whose \
+             tool calls are answered from the run's recording when they are the same call; any other call \
+             is made live, or (unmatched=stop) pauses the replay with the call named. From from_subtask the \
+             recorded results before it are kept; without, the task is planned anew. Answers like start_run.",
+            object(agent::protocol::schema_of::<ReplayArgs>()),
+        ),
+        Tool::new(
+            "compare_runs",
+            "Two runs side by side: both plans as graphs with their node and edge F1 and matched subtasks, \
+             the first model reply or tool call where their logs part, the answers, and each run's calls, \
+             tokens, time and cost.",
+            object(agent::protocol::schema_of::<CompareArgs>()),
         ),
         Tool::new(
             "review_plan",
@@ -562,6 +715,58 @@ impl PlanMcp {
         })
     }
 
+    async fn case_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, ApiError> {
+        // A call without arguments arrives as null.
+        let args = if args.is_null() {
+            Value::Object(serde_json::Map::new())
+        } else {
+            args
+        };
+        let answer = match name {
+            "list_cases" => {
+                let body: ListCases = serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(self.cases.list(body.tag.as_deref(), body.retired).await?)
+            }
+            "make_case" => {
+                let body: run_model::NewCase =
+                    serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(self.cases.make(body, actor).await?)
+            }
+            "edit_case" => {
+                let body: EditCase = serde_json::from_value(args).map_err(bad_arguments)?;
+                let patch = run_model::CasePatch {
+                    name: body.name,
+                    tags: body.tags,
+                    checks: body.checks,
+                    retired: body.retired,
+                };
+                serde_json::to_value(self.cases.edit(body.case_id, patch).await?)
+            }
+            "delete_case" => {
+                let body: ById = serde_json::from_value(args).map_err(bad_arguments)?;
+                self.cases.delete(body.id).await?;
+                Ok(serde_json::json!({ "deleted": body.id }))
+            }
+            "run_suite" => {
+                let body: run_model::NewSuiteRun =
+                    serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(self.cases.start_suite(body, actor, None).await?)
+            }
+            "suite_report" => {
+                let body: ById = serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(self.cases.report(body.id).await?)
+            }
+            _ => {
+                let body: ById = serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(self.cases.cancel(body.id, actor).await?)
+            }
+        };
+        answer.map(|v| v.to_string()).map_err(|e| {
+            tracing::error!("an MCP answer could not be written: {e}");
+            ApiError::Internal
+        })
+    }
+
     async fn run_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, ApiError> {
         let view = match name {
             "start_run" => {
@@ -597,6 +802,24 @@ impl PlanMcp {
                 self.runs
                     .start_with(config, template, staged, actor, None)
                     .await?
+            }
+            "replay_run" => {
+                let body: ReplayArgs = serde_json::from_value(args).map_err(bad_arguments)?;
+                let request = crate::runs::ReplayRequest {
+                    model: body.model,
+                    from: body.from_subtask.map(plan_engine::SubtaskId),
+                    unmatched: body.unmatched,
+                    memory: body.memory,
+                };
+                self.runs.replay(body.run_id, request, actor).await?
+            }
+            "compare_runs" => {
+                let body: CompareArgs = serde_json::from_value(args).map_err(bad_arguments)?;
+                let compared = self.runs.compare(body.a, body.b).await?;
+                return serde_json::to_string(&compared).map_err(|e| {
+                    tracing::error!("an MCP answer could not be written: {e}");
+                    ApiError::Internal
+                });
             }
             _ => {
                 let body: GetRun = serde_json::from_value(args).map_err(bad_arguments)?;
@@ -686,11 +909,18 @@ impl ServerHandler for PlanMcp {
             let answer = self.review_tool(&request.name, args, &actor).await;
             return answered(answer.map(|text| (text, true)));
         }
+        if CASE_TOOLS.contains(&request.name.as_ref()) {
+            let answer = self.case_tool(&request.name, args, &actor).await;
+            return answered(answer.map(|text| (text, true)));
+        }
         if SESSION_TOOLS.contains(&request.name.as_ref()) {
             let answer = self.session_tool(&request.name, args).await;
             return answered(answer.map(|text| (text, true)));
         }
-        if matches!(request.name.as_ref(), "start_run" | "get_run") {
+        if matches!(
+            request.name.as_ref(),
+            "start_run" | "get_run" | "replay_run" | "compare_runs"
+        ) {
             let answer = self.run_tool(&request.name, args, &actor).await;
             return answered(answer.map(|text| (text, true)));
         }

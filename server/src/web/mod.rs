@@ -78,6 +78,7 @@ pub fn router_with_pages(
                 services.reviews.clone(),
                 services.memories.clone(),
                 services.workspaces.clone(),
+                services.cases.clone(),
             )
             .layer(axum::middleware::from_fn(guard::json_bodies)),
         )

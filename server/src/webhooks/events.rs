@@ -26,6 +26,9 @@ plan_engine::wire_enum! {
         RunStuck = "run_stuck",
         /// A run's budget is used up; it paused.
         BudgetReached = "budget_reached",
+        /// A suite run over the regression cases ended (`run_id` is the
+        /// suite run's): its score, and the cases that changed result.
+        SuiteFinished = "suite_finished",
         /// A plan has waited for approval longer than
         /// `PLANBOARD_APPROVAL_REMIND_MINUTES` (it is never approved by a
         /// timer).
@@ -60,6 +63,9 @@ pub fn event_of(entry: &RunEntry) -> Option<(WebhookEvent, Option<RunState>, Str
             format!("#{}: {question}", subtask.0),
         )),
         RunEntry::BudgetReached { what } => Some((WebhookEvent::BudgetReached, None, what.clone())),
+        RunEntry::SuiteFinished(summary) => {
+            Some((WebhookEvent::SuiteFinished, None, summary.sentence()))
+        }
         RunEntry::ApprovalOverdue { waited_secs } => Some((
             WebhookEvent::ApprovalOverdue,
             Some(RunState::AwaitingApproval),
@@ -108,13 +114,20 @@ pub(super) fn body_for(
     let read: RunEntry = serde_json::from_value(entry.entry.clone()).ok()?;
     let (event, state, text) = event_of(&read)?;
     let text = plan_engine::text::prefix(&text, 1000).to_string();
-    let link = entry
-        .plan_id
-        .map(|id| format!("{}/plans/{id}", board_url.trim_end_matches('/')));
+    let board = board_url.trim_end_matches('/');
+    // A suite run's report has its own page; anything else, its plan's.
+    let link = match event {
+        WebhookEvent::SuiteFinished => Some(format!("{board}/cases/runs/{}", entry.run_id)),
+        _ => entry.plan_id.map(|id| format!("{board}/plans/{id}")),
+    };
     let body = if endpoint.slack {
         let words = event.as_str().replace('_', " ");
+        let label = match event {
+            WebhookEvent::SuiteFinished => "open the report",
+            _ => "open the plan",
+        };
         let link = link
-            .map(|l| format!(" <{l}|open the plan>"))
+            .map(|l| format!(" <{l}|{label}>"))
             .unwrap_or_default();
         let text = slack_escaped(&text);
         serde_json::json!({ "text": format!("planboard · {words}: {text}{link}") }).to_string()
@@ -195,6 +208,23 @@ mod tests {
             None
         );
         assert_eq!(event(&changed(RunState::Running, "")), None);
+        let summary = run_model::SuiteSummary {
+            suite: uuid::Uuid::nil(),
+            state: run_model::SuiteState::Done,
+            model: "qwen".into(),
+            version: "0.1.0".into(),
+            passed: 3,
+            failed: 1,
+            skipped: 0,
+            score: Some(0.75),
+            changed: vec!["sales".into()],
+        };
+        let (kind, _, text) = event_of(&RunEntry::SuiteFinished(summary)).unwrap();
+        assert_eq!(kind, WebhookEvent::SuiteFinished);
+        assert!(
+            text.contains("3 passed, 1 failed") && text.contains("score 75 %") && text.contains("sales"),
+            "{text}"
+        );
         assert_eq!(
             event(&RunEntry::ApprovalOverdue { waited_secs: 3700 }),
             Some(WebhookEvent::ApprovalOverdue)

@@ -337,6 +337,39 @@ pub async fn copy_workspace(from: PathBuf, to: PathBuf, quota: u64) -> Result<()
     .await
 }
 
+/// Copies the files named `paths` from an earlier run's workspace into a
+/// new run's (a replay planned anew starts from its input files, not from
+/// what the run wrote): each read and written through the workspaces, so
+/// a link is neither followed nor copied; a file that is gone is left out,
+/// one larger than [`MAX_COPY_BYTES`] refused.
+pub async fn copy_files(
+    from: PathBuf,
+    to: PathBuf,
+    paths: Vec<String>,
+    quota: u64,
+) -> Result<(), InputError> {
+    blocking(move || {
+        let to_ws = Workspace::create(&to)?.with_quota(quota);
+        let from_ws = match Workspace::open(&from) {
+            Ok(from) => from,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        for path in &paths {
+            match from_ws.read(path, MAX_COPY_BYTES + 1) {
+                Ok((_, len)) if len > MAX_COPY_BYTES => {
+                    return Err(InputError::SourceTooLarge { path: path.clone() })
+                }
+                Ok((bytes, _)) => to_ws.write(path, &bytes)?,
+                Err(WorkspaceError::NotFound { .. }) | Err(WorkspaceError::NotAFile { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
 /// Copies `from` into `to` under `rules` and describes each file copied
 /// (its start as a preview, read back through the workspace).
 fn copy_with_previews(

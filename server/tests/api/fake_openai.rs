@@ -50,6 +50,9 @@ struct Script {
     /// Texts sent to `/v1/embeddings`, and whether it answers 500.
     embedded: Arc<Mutex<Vec<String>>>,
     embeddings_down: Arc<Mutex<bool>>,
+    /// The executor's actions per model asked for (a replay's other
+    /// model), answered before the shared queue.
+    actions: Arc<Mutex<std::collections::HashMap<String, VecDeque<Fake>>>>,
 }
 
 pub struct FakeOpenAi {
@@ -236,8 +239,16 @@ async fn chat(
     );
     // The router's question before planning is answered by the diligent
     // model: the scripts stay in the order of the calls they are about.
+    let model = request["model"].as_str().unwrap_or_default().to_string();
     let queued = match shape(&request).as_str() {
         "source" => None,
+        "action" => script
+            .actions
+            .lock()
+            .unwrap()
+            .get_mut(&model)
+            .and_then(VecDeque::pop_front)
+            .or_else(|| script.queue.lock().unwrap().pop_front()),
         _ => script.queue.lock().unwrap().pop_front(),
     };
     let mut next = queued.unwrap_or_else(|| {
@@ -343,6 +354,19 @@ impl FakeOpenAi {
 
     pub fn content(&self, value: Value) -> &Self {
         self.push(Fake::Content(value.to_string()))
+    }
+
+    /// The executor's next action when `model` is asked (before the
+    /// shared queue): how a second model answers differently.
+    pub fn action_for(&self, model: &str, value: Value) -> &Self {
+        self.script
+            .actions
+            .lock()
+            .unwrap()
+            .entry(model.to_string())
+            .or_default()
+            .push_back(Fake::Content(value.to_string()));
+        self
     }
 
     /// What the planner proposes from now on, every time.

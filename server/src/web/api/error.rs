@@ -19,6 +19,7 @@ use serde_json::json;
 
 use crate::approvals::ApprovalError;
 use crate::auth::AuthError;
+use crate::cases::CaseError;
 use crate::memories::MemoryError;
 use crate::reviews::ReviewError;
 use crate::runs::RunError;
@@ -346,6 +347,10 @@ impl From<RunError> for ApiError {
                 code: ErrorCode::Decided,
                 message: e.to_string(),
             },
+            RunError::NotFinished(message) => ApiError::State {
+                code: ErrorCode::NotFinished,
+                message,
+            },
             RunError::Stale(message) => ApiError::State {
                 code: ErrorCode::Stale,
                 message,
@@ -387,6 +392,31 @@ impl From<ReviewError> for ApiError {
                 code: ErrorCode::Invalid,
                 message: e.to_string(),
             },
+        }
+    }
+}
+
+impl From<CaseError> for ApiError {
+    fn from(e: CaseError) -> Self {
+        match e {
+            CaseError::Run(e) => e.into(),
+            CaseError::Review(e) => e.into(),
+            CaseError::Input(e) => e.into(),
+            CaseError::Store(e) => e.into(),
+            CaseError::Refused(e) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message: e.to_string(),
+            },
+            CaseError::Invalid(message) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message,
+            },
+            CaseError::NotFinished(message) => ApiError::State {
+                code: ErrorCode::NotFinished,
+                message,
+            },
+            CaseError::Taken(message) => ApiError::AlreadyExists(message),
+            e @ (CaseError::NotFound(_) | CaseError::NoSuite(_)) => ApiError::NotFound(e.to_string()),
         }
     }
 }

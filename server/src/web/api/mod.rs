@@ -12,6 +12,7 @@
 //! - `memories.rs`: what the agent remembers: list, search, write a rule, pin, forget;
 //! - `reviews.rs`: people's reviews of finished plans and the review queue;
 //! - `templates.rs`: plans saved as templates (save, list, read, delete);
+//! - `cases.rs`: regression cases (make, list, read, change, delete) and suite runs;
 //! - `approvals.rs`: the approval records (who approved what, with its digest);
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
@@ -19,6 +20,7 @@
 pub mod actions;
 pub mod approvals;
 pub mod bodies;
+pub mod cases;
 pub mod docs;
 pub mod error;
 pub mod extract;
@@ -68,6 +70,7 @@ pub type ApiState = std::sync::Arc<crate::services::Services>;
         (name = "reviews", description = "people's reviews of finished plans (verdict, note, notes on subtasks), remembered by the agent"),
         (name = "templates", description = "plans saved as templates; a run starts from one and its planner adapts it"),
         (name = "storage", description = "what planboard stores and how much, and the retentions that keep it from only growing"),
+        (name = "cases", description = "runs reviewed good kept as regression cases, and suite runs that plan and run them again on a model"),
         (name = "approvals", description = "every decision a person made for the agent, kept for audit with the digest of what was decided"),
     )
 )]
@@ -114,6 +117,7 @@ schema::schemars_bridge! {
         runs::ResumeRun,
         runs::AnswerRun,
         runs::RunAgain,
+        runs::ReplayRun,
         runs::KeepRun,
         crate::runs::RunView,
         crate::workspace::Artifact,
@@ -180,6 +184,8 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(runs::revoke_grant))
         .routes(routes!(runs::answer_run))
         .routes(routes!(runs::run_again))
+        .routes(routes!(runs::replay_run))
+        .routes(routes!(runs::compare_runs))
         .routes(routes!(runs::pending_calls))
         .routes(routes!(runs::add_files).layer(upload()))
         .routes(routes!(runs::decide_call))
@@ -211,6 +217,12 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(templates::save_template))
         .routes(routes!(templates::list_templates))
         .routes(routes!(templates::get_template, templates::delete_template))
+        .routes(routes!(cases::list_cases, cases::make_case))
+        .routes(routes!(cases::get_case, cases::edit_case, cases::delete_case))
+        .routes(routes!(cases::run_suite))
+        .routes(routes!(cases::list_suites))
+        .routes(routes!(cases::suite_report))
+        .routes(routes!(cases::cancel_suite))
         .routes(routes!(approvals::list_approvals))
         .routes(routes!(approvals::forecast_accuracy))
         .routes(routes!(approvals::insights))
@@ -331,6 +343,13 @@ mod tests {
                 "maxLength",
                 super::reviews::REVIEWER_CHARS as f64,
             ),
+            (
+                "/api/cases",
+                "tag",
+                "maxLength",
+                super::cases::TAG_CHARS as f64,
+            ),
+            ("/api/cases/runs", "limit", "maximum", page),
             // Every route of an agent session takes its key.
             (
                 "*",

@@ -397,6 +397,10 @@ impl StartRun {
             batches: self.batches,
             plan: self.plan,
             adapt_every_step: self.adapt_every_step,
+            // A replay's and a suite's (their own routes set them).
+            model: None,
+            replay: None,
+            case: None,
             drift_threshold: self
                 .drift_threshold
                 .unwrap_or(plan_engine::distance::DRIFT_THRESHOLD),
@@ -457,6 +461,86 @@ pub async fn run_again(
         [(header::LOCATION, location)],
         Json(view),
     ))
+}
+
+/// `POST /api/runs/{id}/replay`: what to replay the run on, from where,
+/// and what a call its recording does not hold does.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRun {
+    /// The model to replay on, on the configured endpoint (default: the
+    /// recorded run's, else the configured one).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = run_model::replay::MODEL_NAME_CHARS))]
+    pub model: Option<String>,
+    /// Redo the work from this subtask of the recorded plan, keeping the
+    /// results before it, in a copy of the run's workspace; absent: plan
+    /// the task anew, in a workspace holding the run's input files.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub from_subtask: Option<u32>,
+    /// A tool call the recording does not hold: `live` (default) makes
+    /// it; `stop` pauses the replay there with the call named.
+    #[serde(default)]
+    pub unmatched: run_model::Unmatched,
+    /// Recall memories and be remembered, as an ordinary run (default
+    /// false: a replay is a measurement).
+    #[serde(default)]
+    pub memory: bool,
+}
+
+impl ReplayRun {
+    pub(crate) fn into_request(self) -> crate::runs::ReplayRequest {
+        crate::runs::ReplayRequest {
+            model: self.model,
+            from: self.from_subtask.map(SubtaskId),
+            unmatched: self.unmatched,
+            memory: self.memory,
+        }
+    }
+}
+
+#[utoipa::path(post, path = "/runs/{id}/replay", tag = "runs",
+    description = "replays a finished run: a new run of its task and files, on `model`, whose tool calls         are answered from the run's recording (its log) when they are the same call (the same tool, the         same arguments written canonically), each recorded result once, in order; a call the recording does         not hold is made live, or (`unmatched: stop`) pauses the replay with the call named. Planned anew,         or from `from_subtask` with the recorded results before it kept. An ordinary run otherwise         (approval, guards, budget), not remembered unless `memory`; 409 `not_finished` for a run that goes on",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    request_body(content = Option<ReplayRun>),
+    responses((status = 201, body = RunView), WriteErrors))]
+pub async fn replay_run(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    RunRef(id): RunRef,
+    OptionalBody(body): OptionalBody<ReplayRun>,
+) -> Result<impl IntoResponse, ApiError> {
+    let view = state
+        .runs
+        .replay(id, body.into_request(), &who.actor())
+        .await?;
+    let location = format!("/api/runs/{}", view.record.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(view),
+    ))
+}
+
+/// The two runs `GET /api/runs/compare` sets side by side.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CompareQuery {
+    /// The first run (a recorded run, say).
+    a: uuid::Uuid,
+    /// The second run (its replay, say).
+    b: uuid::Uuid,
+}
+
+#[utoipa::path(get, path = "/runs/compare", tag = "runs", params(CompareQuery),
+    description = "two runs side by side: both plans' graphs (subtasks with their dependencies, states and         results), their node and edge F1 and matched subtasks (the engine's graph matching), the first model         reply or tool call where their logs part (`divergence`, with both sides), the answers, and the calls,         tokens, time and cost of each",
+    responses((status = 200, body = super::schema::RunComparisonDoc), ReadErrors))]
+pub async fn compare_runs(
+    State(state): State<ApiState>,
+    Params(q): Params<CompareQuery>,
+) -> Result<Json<run_model::RunComparison>, ApiError> {
+    Ok(Json(state.runs.compare(q.a, q.b).await?))
 }
 
 #[derive(Deserialize, IntoParams)]

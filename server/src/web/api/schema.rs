@@ -133,6 +133,13 @@ schemars_bridge! {
         DeliveryDoc => crate::webhooks::Delivery,
         ToolServerDoc => run_model::ToolServerView,
         StorageReportDoc => run_model::StorageReport,
+        RunComparisonDoc => run_model::RunComparison,
+        CaseDoc => run_model::Case,
+        NewCaseDoc => run_model::NewCase,
+        CasePatchDoc => run_model::CasePatch,
+        NewSuiteRunDoc => run_model::NewSuiteRun,
+        SuiteRunDoc => run_model::SuiteRun,
+        SuiteReportDoc => run_model::SuiteReport,
         ApprovalRecordDoc => run_model::ApprovalRecord,
         GrantDoc => run_model::Grant,
         ForecastAccuracyDoc => run_model::ForecastAccuracy,
@@ -159,6 +166,8 @@ pub fn add_links(doc: &mut Value) {
     // From a new webhook endpoint or template: its own routes by `id`.
     let mut webhook_links = Map::new();
     let mut template_links = Map::new();
+    let mut case_links = Map::new();
+    let mut suite_links = Map::new();
     for (path, item) in paths {
         if path.ends_with("/stream") {
             continue;
@@ -202,6 +211,10 @@ pub fn add_links(doc: &mut Value) {
                 webhook_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
             } else if path == "/api/templates/{id}" {
                 template_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
+            } else if path == "/api/cases/{id}" {
+                case_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
+            } else if path.starts_with("/api/cases/runs/{id}") {
+                suite_links.insert(op_id.to_string(), link(&[("id", "$response.body#/id")]));
             }
         }
     }
@@ -211,8 +224,11 @@ pub fn add_links(doc: &mut Value) {
         ("/api/plans/{id}/subtasks", "post", "200", &subtask_links),
         ("/api/runs", "post", "201", &run_links),
         ("/api/runs/{id}/again", "post", "201", &run_links),
+        ("/api/runs/{id}/replay", "post", "201", &run_links),
         ("/api/webhooks", "post", "201", &webhook_links),
         ("/api/plans/{id}/template", "post", "201", &template_links),
+        ("/api/cases", "post", "201", &case_links),
+        ("/api/cases/run", "post", "201", &suite_links),
     ] {
         let pointer = format!("/paths/{}/{method}/responses/{status}", escape(path));
         if let Some(response) = doc.pointer_mut(&pointer).and_then(Value::as_object_mut) {

@@ -67,7 +67,7 @@ pub async fn bounded_server_fn_bodies(
 /// a run's uploads.
 pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Router<S> {
     use axum::routing::{get, post};
-    use forms::{memories, reviews, run, settings, task, templates, tools};
+    use forms::{cases, memories, reviews, run, settings, task, templates, tools};
     let uploads = axum::extract::DefaultBodyLimit::max(crate::services::UPLOAD_BODY_LIMIT);
     axum::Router::new()
         .route(
@@ -84,9 +84,13 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .route("/plans/{id}/revoke-grant", post(run::revoke_grant))
         .route("/plans/{id}/start", post(run::start_held))
         .route("/plans/{id}/again", post(reviews::again))
+        .route("/plans/{id}/replay", post(reviews::replay))
         .route("/plans/{id}/review", post(reviews::review))
         .route("/plans/{id}/template", post(templates::save))
         .route("/templates/{id}/delete", post(templates::delete))
+        .route("/cases/run", post(cases::run_suite))
+        .route("/cases/runs/{id}/cancel", post(cases::cancel_suite))
+        .route("/cases/{id}/{action}", post(cases::change))
         .route("/memories/rule", post(memories::rule))
         .route("/approvals/insights/apply", post(run::apply_policy))
         .route("/memories/{id}/{action}", post(memories::change))
@@ -267,6 +271,14 @@ impl BoardBackend for Board {
                 plan,
                 tokens: run.as_ref().map(|run| run.spent.tokens()),
                 cost: run.as_ref().map(|run| run.spent.cost),
+                run_id: run.as_ref().map(|run| run.id),
+                compare_with: run.as_ref().and_then(|run| {
+                    run.config
+                        .replay
+                        .as_ref()
+                        .map(|replay| replay.run)
+                        .or(run.again_of.as_ref().map(|again| again.run))
+                }),
                 task: run.map(|run| run.config.task),
             })
             .collect();
@@ -297,6 +309,10 @@ impl BoardBackend for Board {
             .into_iter()
             .filter_map(|r| Some((r.plan_id?, r.again_of?.from.0)))
             .collect();
+        let case = match &run {
+            Some(r) => self.cases.case_of_run(r.id).await.map_err(api_error)?,
+            None => None,
+        };
         Ok(app::api::ReviewPanel {
             finished,
             reviews: self.reviews.of_plan(plan).await.map_err(api_error)?,
@@ -304,6 +320,10 @@ impl BoardBackend for Board {
             me: String::new(),
             can_review: false,
             run: run.as_ref().map(|r| r.id),
+            case,
+            finding_of: run
+                .as_ref()
+                .and_then(|r| r.config.case.as_ref().map(|c| c.case)),
             again_of: run.and_then(|r| r.again_of),
             again,
         })
@@ -590,6 +610,25 @@ impl BoardBackend for Board {
         Ok(app::api::MemoryList { rows, more })
     }
 
+    async fn compare_runs(
+        &self,
+        a: agent::RunId,
+        b: agent::RunId,
+    ) -> Result<run_model::RunComparison, BoardError> {
+        self.runs.compare(a, b).await.map_err(run_error)
+    }
+
+    async fn cases_overview(&self) -> Result<run_model::CasesOverview, BoardError> {
+        self.cases.overview().await.map_err(api_error)
+    }
+
+    async fn suite_report(
+        &self,
+        id: run_model::SuiteRunId,
+    ) -> Result<run_model::SuiteReport, BoardError> {
+        self.cases.report(id).await.map_err(api_error)
+    }
+
     async fn activity_tail(
         &self,
         plan: PlanId,
@@ -709,6 +748,7 @@ impl BoardBackend for Board {
                 pending,
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
+                replay_of: r.config.replay.as_ref().map(|replay| replay.run),
                 asks: r.asks.iter().map(run_model::Ask::describe).collect(),
                 model_ahead: self.runs.model_position(r.id),
                 forecast: card.is_none().then_some(view.forecast).flatten(),

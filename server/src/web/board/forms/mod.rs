@@ -12,12 +12,16 @@
 //! - `run.rs`: a plan's board and its run header: re-plan, answer a
 //!   question, let the agent work the plan, raise the budget, decide a
 //!   guarded tool call;
-//! - `reviews.rs`: the review of a finished plan and "Run again from";
+//! - `reviews.rs`: the review of a finished plan (keeping the run as a
+//!   regression case), "Run again from" and "Replay";
+//! - `cases.rs`: the Cases page: run the suite, cancel one, edit, retire
+//!   or delete a case; the check rows both forms post;
 //! - `templates.rs`: save a plan as a template, delete one;
 //! - `memories.rs`: the Memory page: pin, forget, edit, write a rule;
 //! - `settings.rs`: the settings page's webhook endpoints;
 //! - `tools.rs`: the Tools page's MCP servers.
 
+pub mod cases;
 pub mod memories;
 pub mod reviews;
 pub mod run;
