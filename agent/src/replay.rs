@@ -37,7 +37,10 @@ impl Recording {
     pub fn new(replay: &ReplayOf, calls: Vec<RecordedCall>) -> Recording {
         let mut by_digest: HashMap<String, VecDeque<RecordedCall>> = HashMap::new();
         for call in calls {
-            by_digest.entry(call.digest.clone()).or_default().push_back(call);
+            by_digest
+                .entry(call.digest.clone())
+                .or_default()
+                .push_back(call);
         }
         Recording {
             source: replay.run,
@@ -89,7 +92,10 @@ impl Recording {
     pub fn give_back(&self, taken: Vec<RecordedCall>) {
         let mut calls = self.calls.lock().expect("replay lock");
         for call in taken.into_iter().rev() {
-            calls.entry(call.digest.clone()).or_default().push_front(call);
+            calls
+                .entry(call.digest.clone())
+                .or_default()
+                .push_front(call);
         }
     }
 
@@ -140,14 +146,22 @@ mod tests {
     fn each_recorded_result_answers_one_call_in_the_order_recorded() {
         let recording = Recording::new(
             &replay(Unmatched::Live),
-            vec![recorded("a", "first"), recorded("b", "other"), recorded("a", "second")],
+            vec![
+                recorded("a", "first"),
+                recorded("b", "other"),
+                recorded("a", "second"),
+            ],
         );
-        let answer = |path: &str| recording.answer(SubtaskId(3), "read_file", &json!({"path": path}));
+        let answer =
+            |path: &str| recording.answer(SubtaskId(3), "read_file", &json!({"path": path}));
         assert!(matches!(answer("a"), Some(Replayed::Answered(c)) if c.result == "first"));
         assert!(matches!(answer("a"), Some(Replayed::Answered(c)) if c.result == "second"));
         assert_eq!(answer("a"), None, "used up: made live");
         assert_eq!(recording.left(), 1);
-        assert_eq!(recording.answer(SubtaskId(3), "write_file", &json!({"path": "b"})), None);
+        assert_eq!(
+            recording.answer(SubtaskId(3), "write_file", &json!({"path": "b"})),
+            None
+        );
     }
 
     #[test]
@@ -162,6 +176,9 @@ mod tests {
         recording.give_back(vec![taken]);
         assert_eq!(recording.left(), 1, "given back");
         recording.go_live();
-        assert_eq!(recording.answer(SubtaskId(2), "read_file", &json!({"path": "z"})), None);
+        assert_eq!(
+            recording.answer(SubtaskId(2), "read_file", &json!({"path": "z"})),
+            None
+        );
     }
 }

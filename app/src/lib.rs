@@ -43,11 +43,20 @@ use leptos_router::path;
 use i18n::{use_lang, Lang};
 use pages::plan::BoardPage;
 use pages::{
-    activity::ActivityPage, approvals::ApprovalInsightsPage, approvals::ApprovalsPage,
+    activity::ActivityPage,
+    approvals::ApprovalInsightsPage,
+    approvals::ApprovalsPage,
     cases::{CasesPage, SuiteReportPage},
-    compare::ComparePage, history::HistoryPage, inbox::InboxPage,
-    memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
-    runs_compare::RunComparePage, settings::SettingsPage, templates::TemplatesPage,
+    compare::ComparePage,
+    history::HistoryPage,
+    inbox::InboxPage,
+    memories::MemoriesPage,
+    new_plan::NewPage,
+    plans::PlansPage,
+    reviews::ReviewsPage,
+    runs_compare::RunComparePage,
+    settings::SettingsPage,
+    templates::TemplatesPage,
     tools::ToolsPage,
 };
 

@@ -254,7 +254,10 @@ impl Check {
             },
             Check::StepDone { subtask, .. } => match evidence.done.get(subtask) {
                 Some(true) => (true, "its match in the run's plan was done".to_string()),
-                Some(false) => (false, "its match in the run's plan was not done".to_string()),
+                Some(false) => (
+                    false,
+                    "its match in the run's plan was not done".to_string(),
+                ),
                 None => (false, "the run's plan has no step like it".to_string()),
             },
             Check::StepNotDone { subtask, .. } => match evidence.done.get(subtask) {
@@ -494,48 +497,108 @@ mod tests {
             answer: Some("The total is 1,234.5 dollars.\nAll   Good".into()),
             ..Evidence::default()
         };
-        evidence.files.insert("out/report.md".into(), Some("# Report\nsum=42".into()));
+        evidence
+            .files
+            .insert("out/report.md".into(), Some("# Report\nsum=42".into()));
         evidence.files.insert("missing.txt".into(), None);
         evidence.done.insert(1, true);
         evidence.done.insert(2, false);
         let judged = |check: Check| check.judge(&evidence).passed;
-        assert!(judged(Check::AnswerText { text: "all good".into() }));
-        assert!(!judged(Check::AnswerText { text: "all bad".into() }));
-        assert!(judged(Check::AnswerNumber { number: 1234.5, tolerance: 0.0 }));
-        assert!(judged(Check::AnswerNumber { number: 1234.0, tolerance: 0.5 }));
-        assert!(!judged(Check::AnswerNumber { number: 1234.0, tolerance: 0.0 }));
-        assert!(judged(Check::FileExists { path: "out/report.md".into() }));
-        assert!(!judged(Check::FileExists { path: "missing.txt".into() }));
-        assert!(judged(Check::FileText { path: "out/report.md".into(), text: "SUM=42".into() }));
-        assert!(!judged(Check::FileText { path: "missing.txt".into(), text: "x".into() }));
-        assert!(judged(Check::StepDone { subtask: 1, name: String::new() }));
-        assert!(!judged(Check::StepDone { subtask: 2, name: String::new() }));
-        assert!(!judged(Check::StepDone { subtask: 3, name: String::new() }));
-        assert!(judged(Check::StepNotDone { subtask: 3, name: String::new() }));
-        let said = Check::AnswerNumber { number: 9.0, tolerance: 0.0 }.judge(&evidence);
+        assert!(judged(Check::AnswerText {
+            text: "all good".into()
+        }));
+        assert!(!judged(Check::AnswerText {
+            text: "all bad".into()
+        }));
+        assert!(judged(Check::AnswerNumber {
+            number: 1234.5,
+            tolerance: 0.0
+        }));
+        assert!(judged(Check::AnswerNumber {
+            number: 1234.0,
+            tolerance: 0.5
+        }));
+        assert!(!judged(Check::AnswerNumber {
+            number: 1234.0,
+            tolerance: 0.0
+        }));
+        assert!(judged(Check::FileExists {
+            path: "out/report.md".into()
+        }));
+        assert!(!judged(Check::FileExists {
+            path: "missing.txt".into()
+        }));
+        assert!(judged(Check::FileText {
+            path: "out/report.md".into(),
+            text: "SUM=42".into()
+        }));
+        assert!(!judged(Check::FileText {
+            path: "missing.txt".into(),
+            text: "x".into()
+        }));
+        assert!(judged(Check::StepDone {
+            subtask: 1,
+            name: String::new()
+        }));
+        assert!(!judged(Check::StepDone {
+            subtask: 2,
+            name: String::new()
+        }));
+        assert!(!judged(Check::StepDone {
+            subtask: 3,
+            name: String::new()
+        }));
+        assert!(judged(Check::StepNotDone {
+            subtask: 3,
+            name: String::new()
+        }));
+        let said = Check::AnswerNumber {
+            number: 9.0,
+            tolerance: 0.0,
+        }
+        .judge(&evidence);
         assert_eq!(said.detail, "the answer states 1234.5");
     }
 
     #[test]
     fn a_check_is_kept_trimmed_and_named_or_refused_with_its_reason() {
-        let kept = Check::StepDone { subtask: 2, name: "whatever".into() }
-            .checked(&graph())
-            .unwrap();
-        assert_eq!(kept, Check::StepDone { subtask: 2, name: "sum".into() });
+        let kept = Check::StepDone {
+            subtask: 2,
+            name: "whatever".into(),
+        }
+        .checked(&graph())
+        .unwrap();
         assert_eq!(
-            Check::StepNotDone { subtask: 9, name: String::new() }
-                .checked(&graph())
-                .unwrap_err()
-                .to_string(),
+            kept,
+            Check::StepDone {
+                subtask: 2,
+                name: "sum".into()
+            }
+        );
+        assert_eq!(
+            Check::StepNotDone {
+                subtask: 9,
+                name: String::new()
+            }
+            .checked(&graph())
+            .unwrap_err()
+            .to_string(),
             "the case's plan has no subtask 9 (its subtasks are 1, 2)"
         );
         assert_eq!(
-            Check::FileExists { path: " ./out/a.txt ".into() }.checked(&graph()),
-            Ok(Check::FileExists { path: "out/a.txt".into() })
+            Check::FileExists {
+                path: " ./out/a.txt ".into()
+            }
+            .checked(&graph()),
+            Ok(Check::FileExists {
+                path: "out/a.txt".into()
+            })
         );
         for bad in ["../etc/passwd", "/etc/passwd", "a/../../b", ""] {
             assert!(
-                Check::FileExists { path: bad.into() }.checked(&graph()).is_err(),
+                Check::FileExists { path: bad.into() }
+                    .checked(&graph())
+                    .is_err(),
                 "{bad}"
             );
         }
@@ -544,11 +607,18 @@ mod tests {
             Err(CaseError::CheckText(0))
         );
         assert_eq!(
-            Check::AnswerNumber { number: 1.0, tolerance: -1.0 }.checked(&graph()),
+            Check::AnswerNumber {
+                number: 1.0,
+                tolerance: -1.0
+            }
+            .checked(&graph()),
             Err(CaseError::Number)
         );
         assert_eq!(
-            checked_checks(vec![Check::AnswerText { text: "a".into() }; CASE_CHECKS + 1], &graph()),
+            checked_checks(
+                vec![Check::AnswerText { text: "a".into() }; CASE_CHECKS + 1],
+                &graph()
+            ),
             Err(CaseError::TooManyChecks(CASE_CHECKS + 1))
         );
     }
@@ -556,7 +626,12 @@ mod tests {
     #[test]
     fn tags_are_kept_lower_case_sorted_and_once() {
         assert_eq!(
-            checked_tags(vec![" Weekly ".into(), "csv".into(), "weekly".into(), "".into()]),
+            checked_tags(vec![
+                " Weekly ".into(),
+                "csv".into(),
+                "weekly".into(),
+                "".into()
+            ]),
             Ok(vec!["csv".to_string(), "weekly".to_string()])
         );
         assert_eq!(checked_tags(vec!["a b".into()]), Err(CaseError::Tags));
@@ -569,8 +644,18 @@ mod tests {
         let check: Check =
             serde_json::from_value(serde_json::json!({"kind": "answer_number", "number": 42}))
                 .unwrap();
-        assert_eq!(check, Check::AnswerNumber { number: 42.0, tolerance: 0.0 });
-        let json = serde_json::to_value(Check::FileText { path: "a".into(), text: "b".into() }).unwrap();
+        assert_eq!(
+            check,
+            Check::AnswerNumber {
+                number: 42.0,
+                tolerance: 0.0
+            }
+        );
+        let json = serde_json::to_value(Check::FileText {
+            path: "a".into(),
+            text: "b".into(),
+        })
+        .unwrap();
         assert_eq!(json["kind"], "file_text");
     }
 }

@@ -47,9 +47,7 @@ impl GraphNode {
                 name: s.name().to_string(),
                 depends_on: s.dependencies().to_vec(),
                 state: s.state(),
-                result: s
-                    .outcome()
-                    .map(|o| plan_engine::text::fit(o, RESULT_SHOWN)),
+                result: s.outcome().map(|o| plan_engine::text::fit(o, RESULT_SHOWN)),
             })
             .collect()
     }
@@ -253,7 +251,9 @@ mod tests {
             finish_reason: None,
             error: None,
             cost: None,
-            transcript: format!("[system]\nbe brief\n[user]\nwhat? [reply] in text\n[reply]\n{reply}"),
+            transcript: format!(
+                "[system]\nbe brief\n[user]\nwhat? [reply] in text\n[reply]\n{reply}"
+            ),
         })
     }
 
@@ -275,13 +275,27 @@ mod tests {
 
     #[test]
     fn the_first_divergence_is_the_first_step_that_differs_or_where_one_log_ends() {
-        let a = steps(&[call(CallRole::Planner, "plan"), tool("a.csv"), call(CallRole::Executor, "done")]);
-        let same = steps(&[call(CallRole::Planner, "plan"), tool("a.csv"), call(CallRole::Executor, "done")]);
+        let a = steps(&[
+            call(CallRole::Planner, "plan"),
+            tool("a.csv"),
+            call(CallRole::Executor, "done"),
+        ]);
+        let same = steps(&[
+            call(CallRole::Planner, "plan"),
+            tool("a.csv"),
+            call(CallRole::Executor, "done"),
+        ]);
         assert_eq!(first_divergence(&a, &same), None);
-        let other = steps(&[call(CallRole::Planner, "plan"), tool("b.csv"), call(CallRole::Executor, "done")]);
+        let other = steps(&[
+            call(CallRole::Planner, "plan"),
+            tool("b.csv"),
+            call(CallRole::Executor, "done"),
+        ]);
         let d = first_divergence(&a, &other).unwrap();
         assert_eq!(d.index, 1);
-        assert!(matches!(&d.b, Some(LogStep::Tool { arguments, .. }) if arguments["path"] == "b.csv"));
+        assert!(
+            matches!(&d.b, Some(LogStep::Tool { arguments, .. }) if arguments["path"] == "b.csv")
+        );
         let shorter = steps(&[call(CallRole::Planner, "plan")]);
         let d = first_divergence(&a, &shorter).unwrap();
         assert_eq!((d.index, d.b.is_none()), (1, true));
@@ -296,7 +310,10 @@ mod tests {
             c.error = Some("503".into());
         }
         assert_eq!(LogStep::of(&failed), None);
-        assert_eq!(reply_of("[user]\nsay [reply]\nx\n[reply]\nthe end"), "the end");
+        assert_eq!(
+            reply_of("[user]\nsay [reply]\nx\n[reply]\nthe end"),
+            "the end"
+        );
         assert_eq!(reply_of("cut before it"), "");
     }
 }

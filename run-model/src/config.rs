@@ -399,8 +399,7 @@ impl RunConfig {
         if let Some(model) = &mut self.model {
             *model = model.trim().to_string();
             let chars = model.chars().count();
-            if chars == 0 || chars > MODEL_NAME_CHARS || model.contains(char::is_control)
-            {
+            if chars == 0 || chars > MODEL_NAME_CHARS || model.contains(char::is_control) {
                 return Err(ConfigError::Model);
             }
         }

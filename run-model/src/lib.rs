@@ -83,9 +83,9 @@ pub mod adaptation;
 pub mod approval;
 pub mod asks;
 pub mod batch;
+pub mod card;
 pub mod case;
 pub mod compare;
-pub mod card;
 pub mod config;
 pub mod cost;
 pub mod digest;
@@ -117,12 +117,14 @@ pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
+pub use card::{
+    Forecast, ForecastAccuracy, ForecastBasis, GuardedTool, Interval, PlanCheck, PlanCheckKind,
+};
 pub use case::{
     Case, CaseError, CaseId, CasePatch, CaseRun, Check, CheckOutcome, Evidence, NewCase,
 };
-pub use compare::{first_divergence, Divergence, GraphNode, LogStep, RunComparison, RunSide, RunTotals};
-pub use card::{
-    Forecast, ForecastAccuracy, ForecastBasis, GuardedTool, Interval, PlanCheck, PlanCheckKind,
+pub use compare::{
+    first_divergence, Divergence, GraphNode, LogStep, RunComparison, RunSide, RunTotals,
 };
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,

@@ -77,7 +77,10 @@ mod tests {
             call.digest,
             crate::call_digest("fetch_url", &json!({"max": 3, "url": "https://a.example/"}))
         );
-        assert_eq!((call.subtask, call.ok, call.result.as_str()), (SubtaskId(2), true, "page"));
+        assert_eq!(
+            (call.subtask, call.ok, call.result.as_str()),
+            (SubtaskId(2), true, "page")
+        );
         assert_eq!(
             RecordedCall::of(&RunEntry::Answer { text: "x".into() }),
             None

@@ -297,7 +297,10 @@ mod tests {
             result(CaseOutcome::Passed, None),
             result(CaseOutcome::Skipped, None),
         ]);
-        assert_eq!((run.cases, run.passed, run.failed, run.skipped), (4, 2, 1, 1));
+        assert_eq!(
+            (run.cases, run.passed, run.failed, run.skipped),
+            (4, 2, 1, 1)
+        );
         assert_eq!(run.score, Some(2.0 / 3.0));
         assert_eq!(run.node_f1, Some(0.75));
     }

@@ -46,20 +46,28 @@ pub struct SuiteSummary {
 impl SuiteSummary {
     /// The summary in one sentence (the webhooks' text).
     pub fn sentence(&self) -> String {
-        let score = self
-            .score
-            .map_or("no score".to_string(), |s| format!("score {:.0} %", s * 100.0));
+        let score = self.score.map_or("no score".to_string(), |s| {
+            format!("score {:.0} %", s * 100.0)
+        });
         let mut text = format!(
             "suite run {} on {} (planboard {}) {}: {} passed, {} failed, {} skipped, {score}",
-            self.suite, self.model, self.version, self.state, self.passed, self.failed, self.skipped
+            self.suite,
+            self.model,
+            self.version,
+            self.state,
+            self.passed,
+            self.failed,
+            self.skipped
         );
         if !self.changed.is_empty() {
-            text.push_str(&format!("; changed since the last run: {}", self.changed.join(", ")));
+            text.push_str(&format!(
+                "; changed since the last run: {}",
+                self.changed.join(", ")
+            ));
         }
         text
     }
 }
-
 
 #[cfg(test)]
 mod tests {

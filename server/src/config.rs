@@ -180,7 +180,6 @@ impl SuiteSchedule {
     }
 }
 
-
 /// Debug output ends up in logs: the database password and the tokens are
 /// redacted.
 impl std::fmt::Debug for Config {
@@ -977,7 +976,10 @@ mod tests {
             at("2027-03-01T12:00:00Z"),
             "strictly after"
         );
-        assert_eq!(SuiteSchedule::parse("every hour").unwrap(), SuiteSchedule::EveryHours(1));
+        assert_eq!(
+            SuiteSchedule::parse("every hour").unwrap(),
+            SuiteSchedule::EveryHours(1)
+        );
         let daily = SuiteSchedule::parse("daily 02:30").unwrap();
         assert_eq!(
             daily.next_after(at("2027-03-01T01:00:00Z")),
@@ -987,7 +989,14 @@ mod tests {
             daily.next_after(at("2027-03-01T02:30:00Z")),
             at("2027-03-02T02:30:00Z")
         );
-        for bad in ["every 0 hours", "every 200 hours", "daily 25:00", "daily 2:5", "weekly", "hourly"] {
+        for bad in [
+            "every 0 hours",
+            "every 200 hours",
+            "daily 25:00",
+            "daily 2:5",
+            "weekly",
+            "hourly",
+        ] {
             assert!(SuiteSchedule::parse(bad).is_err(), "{bad}");
         }
         let config = Config::from_vars(|n| {

@@ -123,9 +123,7 @@ fn eval_request(args: &[String]) -> Result<run_model::NewSuiteRun, String> {
             "--tag" => new.tag = Some(value()?),
             "--model" => new.model = Some(value()?),
             "--unmatched" | "--tools" => {
-                new.unmatched = value()?
-                    .parse()
-                    .map_err(|e| format!("{e}\n{EVAL_USAGE}"))?
+                new.unmatched = value()?.parse().map_err(|e| format!("{e}\n{EVAL_USAGE}"))?
             }
             "--max-cost" => {
                 let given = value()?;
@@ -147,7 +145,9 @@ fn eval_request(args: &[String]) -> Result<run_model::NewSuiteRun, String> {
                         .parse::<u32>()
                         .ok()
                         .filter(|n| *n > 0)
-                        .ok_or_else(|| format!("--max-calls takes a number of model calls, not '{given}'"))?,
+                        .ok_or_else(|| {
+                            format!("--max-calls takes a number of model calls, not '{given}'")
+                        })?,
                 );
             }
             "--help" | "-h" => return Err(EVAL_USAGE.to_string()),
@@ -176,7 +176,10 @@ async fn eval(args: &[String]) -> i32 {
     };
     // Its own name for its leases: a server on the same database keeps
     // the runs it drives, and the suite's runs are this process's.
-    let base = config.instance.clone().unwrap_or_else(|| "planboard".into());
+    let base = config
+        .instance
+        .clone()
+        .unwrap_or_else(|| "planboard".into());
     config.instance = Some(format!("{base}-eval-{}", std::process::id()));
     config.suite_schedule = None;
     let services = match server::start(&config).await {

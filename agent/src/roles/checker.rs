@@ -377,10 +377,9 @@ async fn check_once(
     // live (a check only confirms a number: the result stands unchecked).
     let (result, replayed) = match tools.replayed(subtask, CHECK_TOOL, &arguments) {
         Some(crate::replay::Replayed::Answered(call)) if call.ok => (Ok(call.result), true),
-        Some(crate::replay::Replayed::Answered(call)) => (
-            Err(crate::tools::ToolError::refused(call.result)),
-            true,
-        ),
+        Some(crate::replay::Replayed::Answered(call)) => {
+            (Err(crate::tools::ToolError::refused(call.result)), true)
+        }
         Some(crate::replay::Replayed::Stop(_)) => return Ok((Said::Nothing, None)),
         None => (tools.call(CHECK_TOOL, &arguments).await, false),
     };

@@ -36,7 +36,10 @@ impl ToolBox for Lookup {
 
     async fn call(&self, _name: &str, arguments: &Value) -> Result<String, ToolError> {
         self.ran.fetch_add(1, Ordering::SeqCst);
-        Ok(format!("the value of {}", arguments["key"].as_str().unwrap_or("?")))
+        Ok(format!(
+            "the value of {}",
+            arguments["key"].as_str().unwrap_or("?")
+        ))
     }
 }
 
@@ -49,17 +52,19 @@ fn lookup(key: &str) -> Value {
 fn agent_on(world: &World, llm: agent::ScriptedLlm, tool: &Arc<Lookup>) -> Arc<Agent> {
     let tool = tool.clone();
     Arc::new(
-        Agent::new(world.host.clone(), Arc::new(llm), 8).with_tools(move |_| {
-            Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>])
-        }),
+        Agent::new(world.host.clone(), Arc::new(llm), 8)
+            .with_tools(move |_| Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>])),
     )
 }
 
 async fn run_to_end(agent: &Arc<Agent>, record: RunRecord) -> RunRecord {
     let agent = agent.clone();
-    tokio::time::timeout(Duration::from_secs(20), async move { agent.drive(record).await })
-        .await
-        .expect("the run ends")
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        async move { agent.drive(record).await },
+    )
+    .await
+    .expect("the run ends")
 }
 
 async fn wait_state(world: &World, run: agent::RunId, state: RunState) -> RunRecord {
@@ -73,7 +78,12 @@ async fn wait_state(world: &World, run: agent::RunId, state: RunState) -> RunRec
 }
 
 fn steps(world: &World, run: agent::RunId) -> Vec<LogStep> {
-    world.host.entries(run).iter().filter_map(LogStep::of).collect()
+    world
+        .host
+        .entries(run)
+        .iter()
+        .filter_map(LogStep::of)
+        .collect()
 }
 
 fn replayed(world: &World, run: agent::RunId) -> Vec<(String, bool)> {
@@ -86,7 +96,10 @@ fn replayed(world: &World, run: agent::RunId) -> Vec<(String, bool)> {
                 arguments,
                 replayed,
                 ..
-            } => Some((arguments["key"].as_str().unwrap_or("?").to_string(), *replayed)),
+            } => Some((
+                arguments["key"].as_str().unwrap_or("?").to_string(),
+                *replayed,
+            )),
             _ => None,
         })
         .collect()
@@ -102,9 +115,7 @@ async fn a_replay_answers_the_recorded_calls_stops_at_its_second_models_one_diff
         .push_json(CallRole::Executor, lookup("b"));
     let world = World::with_agent(first, {
         let tool = tool.clone();
-        move |agent| {
-            agent.with_tools(move |_| Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>]))
-        }
+        move |agent| agent.with_tools(move |_| Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>]))
     });
     let recorded = world.run(simple("Look a and b up")).await;
     assert_eq!(recorded.state, RunState::Done, "{:?}", recorded.reason);
@@ -134,18 +145,25 @@ async fn a_replay_answers_the_recorded_calls_stops_at_its_second_models_one_diff
     let paused = wait_state(&world, replay, RunState::Paused).await;
     let why = paused.reason.clone().unwrap_or_default();
     assert!(
-        why.contains(&recorded.id.to_string()) && why.contains("lookup") && why.contains(r#""key":"c""#),
+        why.contains(&recorded.id.to_string())
+            && why.contains("lookup")
+            && why.contains(r#""key":"c""#),
         "the reason names the call: {why}"
     );
-    assert_eq!(tool.ran.load(Ordering::SeqCst), 2, "nothing ran: `a` was answered");
+    assert_eq!(
+        tool.ran.load(Ordering::SeqCst),
+        2,
+        "nothing ran: `a` was answered"
+    );
     assert_eq!(replayed(&world, replay), [("a".to_string(), true)]);
     let plan_id = paused.plan_id.unwrap();
     let plan = world.host.plan(plan_id).await.unwrap();
     assert_eq!(plan.subtasks()[0].state(), SubtaskState::Todo, "released");
     // The compare page's first divergence: the executor's reply that asks
     // for `c` where the recorded one asked for `b`.
-    let divergence = run_model::first_divergence(&steps(&world, recorded.id), &steps(&world, replay))
-        .expect("the logs part");
+    let divergence =
+        run_model::first_divergence(&steps(&world, recorded.id), &steps(&world, replay))
+            .expect("the logs part");
     match (&divergence.a, &divergence.b) {
         (Some(LogStep::Model { reply: a, .. }), Some(LogStep::Model { role, reply: b, .. })) => {
             assert_eq!(*role, CallRole::Executor);
@@ -183,15 +201,19 @@ async fn a_replay_from_a_subtask_keeps_the_results_before_it_and_answers_the_res
 ) {
     let tool = Arc::new(Lookup::default());
     let first = worker()
-        .push_json(CallRole::Planner, plan_json(&[("first", &[]), ("second", &[1])]))
+        .push_json(
+            CallRole::Planner,
+            plan_json(&[("first", &[]), ("second", &[1])]),
+        )
         .push_json(CallRole::Executor, lookup("one"))
-        .push_json(CallRole::Executor, json!({"action": "complete", "result": "first done"}))
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "first done"}),
+        )
         .push_json(CallRole::Executor, lookup("two"));
     let world = World::with_agent(first, {
         let tool = tool.clone();
-        move |agent| {
-            agent.with_tools(move |_| Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>]))
-        }
+        move |agent| agent.with_tools(move |_| Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>]))
     });
     let recorded = world.run(simple("Look one and two up")).await;
     assert_eq!(recorded.state, RunState::Done, "{:?}", recorded.reason);
@@ -228,9 +250,7 @@ async fn a_replay_that_makes_unmatched_calls_live_runs_them_and_answers_the_rest
         .push_json(CallRole::Executor, lookup("a"));
     let world = World::with_agent(first, {
         let tool = tool.clone();
-        move |agent| {
-            agent.with_tools(move |_| Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>]))
-        }
+        move |agent| agent.with_tools(move |_| Toolset::new(vec![tool.clone() as Arc<dyn ToolBox>]))
     });
     let recorded = world.run(simple("Look a up")).await;
     let second = worker()
@@ -247,7 +267,11 @@ async fn a_replay_that_makes_unmatched_calls_live_runs_them_and_answers_the_rest
     let record = agent.start(config, "ada").await.unwrap();
     let done = run_to_end(&agent, record).await;
     assert_eq!(done.state, RunState::Done, "{:?}", done.reason);
-    assert_eq!(tool.ran.load(Ordering::SeqCst), 2, "`a` once, then `z` live");
+    assert_eq!(
+        tool.ran.load(Ordering::SeqCst),
+        2,
+        "`a` once, then `z` live"
+    );
     assert_eq!(
         replayed(&world, done.id),
         [("a".to_string(), true), ("z".to_string(), false)]

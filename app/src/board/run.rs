@@ -900,12 +900,19 @@ mod tests {
             replay_of: Some(of),
             ..paused_panel("x", None)
         };
-        let html = super::run_panel_html(uuid::Uuid::nil(), panel.clone(), Vec::new(), true, Lang::En);
+        let html =
+            super::run_panel_html(uuid::Uuid::nil(), panel.clone(), Vec::new(), true, Lang::En);
         assert!(html.contains(&format!("/runs/compare?a={of}")), "{html}");
         assert!(html.contains("Compare the two runs"), "{html}");
         let html = super::run_panel_html(uuid::Uuid::nil(), panel, Vec::new(), true, Lang::Zh);
         assert!(html.contains("比较这两个运行"), "{html}");
-        let plain = super::run_panel_html(uuid::Uuid::nil(), paused_panel("x", None), Vec::new(), true, Lang::En);
+        let plain = super::run_panel_html(
+            uuid::Uuid::nil(),
+            paused_panel("x", None),
+            Vec::new(),
+            true,
+            Lang::En,
+        );
         assert!(!plain.contains("run-replay"), "{plain}");
     }
 

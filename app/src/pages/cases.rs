@@ -25,7 +25,11 @@ use crate::words::short_time;
 /// The kinds of check a row offers: (wire name, English, Chinese).
 const KINDS: [(&str, &str, &str); 6] = [
     ("answer_text", "the answer holds the text", "答案包含文本"),
-    ("answer_number", "the answer states the number", "答案给出数字"),
+    (
+        "answer_number",
+        "the answer states the number",
+        "答案给出数字",
+    ),
     ("file_exists", "the file exists", "文件存在"),
     ("file_text", "the file holds the text", "文件包含文本"),
     ("step_done", "the step was done", "步骤已完成"),
@@ -49,17 +53,27 @@ fn row_values(check: Option<&Check>) -> (&'static str, String, String, Option<u3
         ),
         Some(Check::FileExists { path }) => ("file_exists", String::new(), path.clone(), None),
         Some(Check::FileText { path, text }) => ("file_text", text.clone(), path.clone(), None),
-        Some(Check::StepDone { subtask, .. }) => ("step_done", String::new(), String::new(), Some(*subtask)),
-        Some(Check::StepNotDone { subtask, .. }) => {
-            ("step_not_done", String::new(), String::new(), Some(*subtask))
+        Some(Check::StepDone { subtask, .. }) => {
+            ("step_done", String::new(), String::new(), Some(*subtask))
         }
+        Some(Check::StepNotDone { subtask, .. }) => (
+            "step_not_done",
+            String::new(),
+            String::new(),
+            Some(*subtask),
+        ),
     }
 }
 
 /// The check rows of a form: one per check in `checks`, then `blank`
 /// empty ones. Row `n` posts `check-kind-n`, `check-text-n`,
 /// `check-path-n` and `check-step-n` (`steps`: the plan's subtasks).
-pub fn check_rows(checks: &[Check], steps: &[(u32, String)], blank: usize, lang: Lang) -> impl IntoView {
+pub fn check_rows(
+    checks: &[Check],
+    steps: &[(u32, String)],
+    blank: usize,
+    lang: Lang,
+) -> impl IntoView {
     (0..checks.len() + blank)
         .map(|i| {
             let n = i + 1;
@@ -122,8 +136,13 @@ fn divergence_line(d: &Divergence, lang: Lang) -> String {
         Some(LogStep::Model { role, reply, .. }) => {
             format!("{role}: {}", plan_engine::text::ellipsis(reply.trim(), 120))
         }
-        Some(LogStep::Tool { name, arguments, .. }) => {
-            format!("{name} {}", plan_engine::text::ellipsis(&arguments.to_string(), 120))
+        Some(LogStep::Tool {
+            name, arguments, ..
+        }) => {
+            format!(
+                "{name} {}",
+                plan_engine::text::ellipsis(&arguments.to_string(), 120)
+            )
         }
     };
     lang.pick(
@@ -219,7 +238,11 @@ pub fn score_chart(history: &[SuiteRun], lang: Lang) -> impl IntoView {
 /// A case as the page lists it, with its forms.
 fn case_card(case: Case, can_edit: bool, lang: Lang) -> impl IntoView {
     let id = case.id;
-    let steps: Vec<(u32, String)> = case.graph.iter().map(|n| (n.id.0, n.name.clone())).collect();
+    let steps: Vec<(u32, String)> = case
+        .graph
+        .iter()
+        .map(|n| (n.id.0, n.name.clone()))
+        .collect();
     let checks = case
         .checks
         .iter()
@@ -534,11 +557,18 @@ mod tests {
     #[test]
     fn a_checks_row_values_read_back_as_the_form_writes_them() {
         assert_eq!(
-            row_values(Some(&Check::AnswerNumber { number: 42.0, tolerance: 0.5 })),
+            row_values(Some(&Check::AnswerNumber {
+                number: 42.0,
+                tolerance: 0.5
+            })),
             ("answer_number", "42 ± 0.5".to_string(), String::new(), None)
         );
         assert_eq!(
-            row_values(Some(&Check::StepNotDone { subtask: 3, name: "x".into() })).3,
+            row_values(Some(&Check::StepNotDone {
+                subtask: 3,
+                name: "x".into()
+            }))
+            .3,
             Some(3)
         );
         assert_eq!(row_values(None).0, "");
@@ -548,7 +578,7 @@ mod tests {
     #[test]
     fn the_score_chart_draws_a_line_per_model_and_version() {
         let run = |model: &str, version: &str, score: f64, at: i64| SuiteRun {
-            id: uuid::Uuid::new_v4(),
+            id: uuid::Uuid::from_u128(1),
             state: SuiteState::Done,
             reason: None,
             tag: None,
@@ -574,7 +604,11 @@ mod tests {
             run("a", "0.2.0", 0.75, 1_800_000_200),
         ];
         let html = score_chart(&history, Lang::En).into_view().to_html();
-        assert_eq!(html.matches("data-testid=\"score-series\"").count(), 3, "{html}");
+        assert_eq!(
+            html.matches("data-testid=\"score-series\"").count(),
+            3,
+            "{html}"
+        );
         assert!(html.contains("a · planboard 0.2.0"), "{html}");
         let empty = score_chart(&[], Lang::Zh).into_view().to_html();
         assert!(empty.contains("还没有结束的套件运行"), "{empty}");

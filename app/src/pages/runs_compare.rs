@@ -30,7 +30,12 @@ fn layers(nodes: &[GraphNode]) -> (Vec<Vec<usize>>, Vec<usize>) {
     let at: HashMap<u32, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.0, i)).collect();
     let deps: Vec<Vec<usize>> = nodes
         .iter()
-        .map(|n| n.depends_on.iter().filter_map(|d| at.get(&d.0).copied()).collect())
+        .map(|n| {
+            n.depends_on
+                .iter()
+                .filter_map(|d| at.get(&d.0).copied())
+                .collect()
+        })
         .collect();
     let mut layer = vec![0usize; nodes.len()];
     // At most n rounds settle an acyclic graph of n nodes.
@@ -167,22 +172,46 @@ fn percent(f1: f64) -> String {
 fn totals(a: &RunSide, b: &RunSide, lang: Lang) -> impl IntoView {
     let secs = |ms: u64| format!("{:.1} s", ms as f64 / 1000.0);
     let rows: Vec<(&str, String, String)> = vec![
-        (lang.pick("State", "状态"), crate::words::run_state_label(a.state, lang).to_string(), crate::words::run_state_label(b.state, lang).to_string()),
-        (lang.pick("Models", "模型"), a.models.join(", "), b.models.join(", ")),
-        (lang.pick("Model calls", "模型调用"), a.totals.llm_calls.to_string(), b.totals.llm_calls.to_string()),
+        (
+            lang.pick("State", "状态"),
+            crate::words::run_state_label(a.state, lang).to_string(),
+            crate::words::run_state_label(b.state, lang).to_string(),
+        ),
+        (
+            lang.pick("Models", "模型"),
+            a.models.join(", "),
+            b.models.join(", "),
+        ),
+        (
+            lang.pick("Model calls", "模型调用"),
+            a.totals.llm_calls.to_string(),
+            b.totals.llm_calls.to_string(),
+        ),
         (
             lang.pick("Tokens", "令牌"),
             (a.totals.prompt_tokens + a.totals.completion_tokens).to_string(),
             (b.totals.prompt_tokens + b.totals.completion_tokens).to_string(),
         ),
-        (lang.pick("Cost", "费用"), a.totals.cost.to_string(), b.totals.cost.to_string()),
+        (
+            lang.pick("Cost", "费用"),
+            a.totals.cost.to_string(),
+            b.totals.cost.to_string(),
+        ),
         (
             lang.pick("Tool calls (replayed)", "工具调用（回放）"),
             format!("{} ({})", a.totals.tool_calls, a.totals.replayed_calls),
             format!("{} ({})", b.totals.tool_calls, b.totals.replayed_calls),
         ),
-        (lang.pick("Time", "用时"), secs(a.totals.wall_ms), secs(b.totals.wall_ms)),
-        (lang.pick("Steps on the log", "日志步骤"), a.steps.to_string(), b.steps.to_string()),
+        (
+            lang.pick("Time", "用时"),
+            secs(a.totals.wall_ms),
+            secs(b.totals.wall_ms),
+        ),
+        (
+            lang.pick("Steps on the log", "日志步骤"),
+            a.steps.to_string(),
+            b.steps.to_string(),
+        ),
         (
             lang.pick("Answer", "答案"),
             a.answer.clone().unwrap_or_else(|| "—".into()),
@@ -236,7 +265,9 @@ fn comparison(c: RunComparison, lang: Lang) -> impl IntoView {
     };
     let side_head = |label: &'static str, s: &RunSide| {
         let plan = s.plan_id.map(|p| view! { " · "<a href=format!("/plans/{p}")>{lang.pick("its plan", "它的计划")}</a> });
-        let replay = s.replay_of.map(|of| view! { " · "{lang.pick("a replay of ", "回放自 ")}<code>{of.to_string()}</code> });
+        let replay = s.replay_of.map(
+            |of| view! { " · "{lang.pick("a replay of ", "回放自 ")}<code>{of.to_string()}</code> },
+        );
         view! {
             <h2>{format!("{label}: ")}{if s.title.is_empty() { s.run.to_string() } else { s.title.clone() }}</h2>
             <p class="hint"><code>{s.run.to_string()}</code>{plan}{replay}</p>
@@ -291,7 +322,11 @@ fn comparison(c: RunComparison, lang: Lang) -> impl IntoView {
 pub fn RunComparePage() -> impl IntoView {
     let lang = use_lang();
     let query = use_query_map().read_untracked();
-    let id = |k: &str| query.get_str(k).and_then(|v| uuid::Uuid::parse_str(v.trim()).ok());
+    let id = |k: &str| {
+        query
+            .get_str(k)
+            .and_then(|v| uuid::Uuid::parse_str(v.trim()).ok())
+    };
     let (Some(a), Some(b)) = (id("a"), id("b")) else {
         return view! {
             <section class="compare-page">
@@ -346,7 +381,10 @@ mod tests {
             .into_view()
             .to_html();
         assert!(html.contains("node state-done matched"), "{html}");
-        assert!(html.contains("node state-done unmatched diverged"), "{html}");
+        assert!(
+            html.contains("node state-done unmatched diverged"),
+            "{html}"
+        );
         assert!(html.contains("↔ #5"), "{html}");
         assert!(!html.contains("step <1>"), "the name is escaped: {html}");
     }

@@ -35,8 +35,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use plan_engine::Plan;
 use run_model::{
-    Case, CaseId, CasePatch, CaseResult, CasesOverview, Finding, GraphNode, NewCase,
-    ReviewVerdict, RunConfig, RunId, SuiteRun, SuiteRunId,
+    Case, CaseId, CasePatch, CaseResult, CasesOverview, Finding, GraphNode, NewCase, ReviewVerdict,
+    RunConfig, RunId, SuiteRun, SuiteRunId,
 };
 
 use crate::reviews::{ReviewError, Reviews};
@@ -182,14 +182,13 @@ impl Cases {
                 record.id
             )));
         }
-        let plan_id = record.plan_id.ok_or_else(|| {
-            CaseError::Invalid(format!("run {} has no plan to keep", record.id))
-        })?;
-        let plan = self
-            .plans
-            .get(plan_id)
-            .await
-            .ok_or_else(|| CaseError::Invalid(format!("run {}'s plan was deleted", record.id)))?;
+        let plan_id = record
+            .plan_id
+            .ok_or_else(|| CaseError::Invalid(format!("run {} has no plan to keep", record.id)))?;
+        let plan =
+            self.plans.get(plan_id).await.ok_or_else(|| {
+                CaseError::Invalid(format!("run {}'s plan was deleted", record.id))
+            })?;
         let good = self
             .reviews
             .of_plan(plan_id)
@@ -202,7 +201,10 @@ impl Cases {
                 record.id
             )));
         }
-        if let Some(at) = record.files_removed_at.filter(|_| !record.config.inputs.is_empty()) {
+        if let Some(at) = record
+            .files_removed_at
+            .filter(|_| !record.config.inputs.is_empty())
+        {
             return Err(CaseError::Invalid(format!(
                 "run {}'s files were removed on {} (PLANBOARD_WORKSPACE_RETENTION_DAYS): the \
                  files its task started from are gone, and a case keeps them",
@@ -343,7 +345,7 @@ impl Cases {
                 })
             })
             .collect();
-        found.sort_by(|a, b| b.at.cmp(&a.at));
+        found.sort_by_key(|f| std::cmp::Reverse(f.at));
         found.truncate(100);
         Ok(found)
     }

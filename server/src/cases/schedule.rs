@@ -35,7 +35,9 @@ impl Cases {
                     Ok(run) => tracing::info!("scheduled suite run {} ({slot}) started", run.id),
                     // Another replica took the slot.
                     Err(CaseError::Store(StoreError::Constraint(_))) => {}
-                    Err(e) => tracing::warn!("the scheduled suite run of {slot} did not start: {e}"),
+                    Err(e) => {
+                        tracing::warn!("the scheduled suite run of {slot} did not start: {e}")
+                    }
                 }
             }
         });

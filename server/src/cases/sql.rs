@@ -150,10 +150,11 @@ impl CaseStore for SqlStore {
             return Ok(None);
         };
         let mut case = case_of(&row)?;
-        let checks = sqlx::query("SELECT spec FROM case_checks WHERE case_id = $1 ORDER BY position")
-            .bind(id.to_string())
-            .fetch_all(&self.pool)
-            .await?;
+        let checks =
+            sqlx::query("SELECT spec FROM case_checks WHERE case_id = $1 ORDER BY position")
+                .bind(id.to_string())
+                .fetch_all(&self.pool)
+                .await?;
         for row in &checks {
             case.checks.push(read::<Check>(row, "spec")?);
         }
@@ -261,16 +262,17 @@ impl CaseStore for SqlStore {
             .bind(id.to_string())
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(|r| read::<SuiteRun>(r, "record")).transpose()
+        row.as_ref()
+            .map(|r| read::<SuiteRun>(r, "record"))
+            .transpose()
     }
 
     async fn suites(&self, limit: u32) -> Result<Vec<SuiteRun>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT record FROM suite_runs ORDER BY started_at DESC, id LIMIT $1",
-        )
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows =
+            sqlx::query("SELECT record FROM suite_runs ORDER BY started_at DESC, id LIMIT $1")
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter().map(|r| read::<SuiteRun>(r, "record")).collect()
     }
 
@@ -303,13 +305,14 @@ impl CaseStore for SqlStore {
     }
 
     async fn results(&self, suite: SuiteRunId) -> Result<Vec<CaseResult>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT record FROM suite_results WHERE suite_id = $1 ORDER BY position",
-        )
-        .bind(suite.to_string())
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(|r| read::<CaseResult>(r, "record")).collect()
+        let rows =
+            sqlx::query("SELECT record FROM suite_results WHERE suite_id = $1 ORDER BY position")
+                .bind(suite.to_string())
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| read::<CaseResult>(r, "record"))
+            .collect()
     }
 }
 
@@ -369,8 +372,14 @@ mod tests {
             answer: Some("12".into()),
             inputs: Vec::new(),
             checks: vec![
-                Check::AnswerNumber { number: 12.0, tolerance: 0.0 },
-                Check::StepDone { subtask: 1, name: "sum".into() },
+                Check::AnswerNumber {
+                    number: 12.0,
+                    tolerance: 0.0,
+                },
+                Check::StepDone {
+                    subtask: 1,
+                    name: "sum".into(),
+                },
             ],
             retired: false,
             created_by: "ada".into(),
@@ -389,20 +398,31 @@ mod tests {
         case.retired = true;
         assert!(store.update_case(&case).await.unwrap());
         assert_eq!(store.cases().await.unwrap(), vec![case.clone()]);
-        assert!(matches!(
-            store.insert_case(&case, &plan, &RunConfig::default()).await,
-            Err(StoreError::Constraint(_))
-        ), "one case per run");
+        assert!(
+            matches!(
+                store.insert_case(&case, &plan, &RunConfig::default()).await,
+                Err(StoreError::Constraint(_))
+            ),
+            "one case per run"
+        );
 
         let first = suite_run(1_800_000_000);
-        store.insert_suite(&first, "here", Some("2027-01-01T06:00:00Z")).await.unwrap();
+        store
+            .insert_suite(&first, "here", Some("2027-01-01T06:00:00Z"))
+            .await
+            .unwrap();
         let again = suite_run(1_800_000_100);
         assert!(matches!(
-            store.insert_suite(&again, "there", Some("2027-01-01T06:00:00Z")).await,
+            store
+                .insert_suite(&again, "there", Some("2027-01-01T06:00:00Z"))
+                .await,
             Err(StoreError::Constraint(_))
         ));
         store.insert_suite(&again, "there", None).await.unwrap();
-        assert_eq!(store.running_suites("here").await.unwrap(), vec![first.clone()]);
+        assert_eq!(
+            store.running_suites("here").await.unwrap(),
+            vec![first.clone()]
+        );
         let result = CaseResult {
             suite_id: first.id,
             case_id: case.id,
@@ -422,15 +442,27 @@ mod tests {
             answer: None,
             divergence: None,
         };
-        store.put_results(&[result.clone()]).await.unwrap();
+        store
+            .put_results(std::slice::from_ref(&result))
+            .await
+            .unwrap();
         let failed = CaseResult {
             outcome: CaseOutcome::Failed,
             ..result
         };
-        store.put_results(&[failed.clone()]).await.unwrap();
+        store
+            .put_results(std::slice::from_ref(&failed))
+            .await
+            .unwrap();
         assert_eq!(store.results(first.id).await.unwrap(), vec![failed]);
         assert_eq!(
-            store.suites(10).await.unwrap().iter().map(|s| s.id).collect::<Vec<_>>(),
+            store
+                .suites(10)
+                .await
+                .unwrap()
+                .iter()
+                .map(|s| s.id)
+                .collect::<Vec<_>>(),
             vec![again.id, first.id],
             "newest first"
         );

@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use run_model::{
-    Case, CaseChange, CaseOutcome, CaseResult, CaseRun, Evidence, NewSuiteRun, ReplayOf,
-    RunState, SuiteReport, SuiteRun, SuiteRunId, SuiteSpent, SuiteState, SuiteSummary,
-    SuiteTools, Unmatched,
+    Case, CaseChange, CaseOutcome, CaseResult, CaseRun, Evidence, NewSuiteRun, ReplayOf, RunState,
+    SuiteReport, SuiteRun, SuiteRunId, SuiteSpent, SuiteState, SuiteSummary, SuiteTools, Unmatched,
 };
 
 use super::{CaseError, Cases};
@@ -347,7 +346,10 @@ impl Cases {
             Ok(None) => return failed(result, "the case was deleted meanwhile".into()),
             Err(e) => {
                 tracing::error!("suite run {}: case {}: {e}", suite.id, case.id);
-                return failed(result, "the case could not be read (see the server log)".into());
+                return failed(
+                    result,
+                    "the case could not be read (see the server log)".into(),
+                );
             }
         };
         let (reviewed, mut config) = setup;
@@ -373,7 +375,9 @@ impl Cases {
             config.budget.max_llm_calls = config.budget.max_llm_calls.min(left);
         }
         if let Some(max) = suite.budget.max_cost {
-            let left = run_model::Usd::from_pico(max.pico().saturating_sub(suite.spent.cost.pico()).max(1));
+            let left = run_model::Usd::from_pico(
+                max.pico().saturating_sub(suite.spent.cost.pico()).max(1),
+            );
             config.budget.max_cost = Some(config.budget.max_cost.map_or(left, |own| own.min(left)));
         }
         let limit = Duration::from_secs(config.budget.max_wall_secs) + GRACE;
@@ -419,7 +423,10 @@ impl Cases {
             };
             if let Some(why) = stop {
                 if let Err(e) = self.runs.cancel(id, SUITE_ACTOR).await {
-                    tracing::warn!("suite run {}: run {id} could not be cancelled: {e}", suite.id);
+                    tracing::warn!(
+                        "suite run {}: run {id} could not be cancelled: {e}",
+                        suite.id
+                    );
                 }
                 why_not = Some(why);
                 break;
@@ -458,7 +465,8 @@ impl Cases {
             Ok(record) => record,
             Err(e) => {
                 result.outcome = CaseOutcome::Failed;
-                result.reason = Some(why_not.unwrap_or_else(|| format!("its run could not be read: {e}")));
+                result.reason =
+                    Some(why_not.unwrap_or_else(|| format!("its run could not be read: {e}")));
                 return result;
             }
         };
@@ -560,7 +568,8 @@ impl Cases {
             .into_iter()
             .filter_map(|r| {
                 let was = *before.get(&r.case_id)?;
-                let judged = |o: CaseOutcome| matches!(o, CaseOutcome::Passed | CaseOutcome::Failed);
+                let judged =
+                    |o: CaseOutcome| matches!(o, CaseOutcome::Passed | CaseOutcome::Failed);
                 if !(judged(was) && judged(r.outcome) && was != r.outcome) {
                     return None;
                 }
@@ -580,7 +589,8 @@ impl Cases {
 /// A suite run's report as `planboard eval` prints it: the run, a line
 /// per case (with each failed check and why), the totals.
 pub fn report_text(report: &SuiteReport) -> String {
-    let percent = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{:.0} %", v * 100.0));
+    let percent =
+        |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{:.0} %", v * 100.0));
     let run = &report.run;
     let mut out = format!(
         "suite run {} on {} (planboard {}, tool calls {}): {}\n",
@@ -601,7 +611,11 @@ pub fn report_text(report: &SuiteReport) -> String {
             out.push_str(&format!("           {why}\n"));
         }
         for c in r.checks.iter().filter(|c| !c.passed) {
-            out.push_str(&format!("           ✗ {} — {}\n", c.check.label(false), c.detail));
+            out.push_str(&format!(
+                "           ✗ {} — {}\n",
+                c.check.label(false),
+                c.detail
+            ));
         }
         if let (CaseOutcome::Failed, Some(d)) = (r.outcome, &r.divergence) {
             out.push_str(&format!(
@@ -651,7 +665,11 @@ fn pending(run: &SuiteRun, case: &Case, position: usize) -> CaseResult {
 
 /// Why the suite's budget lets no further case run, if it does not.
 fn spent_out(run: &SuiteRun) -> Option<String> {
-    if let Some(max) = run.budget.max_llm_calls.filter(|max| run.spent.llm_calls >= *max) {
+    if let Some(max) = run
+        .budget
+        .max_llm_calls
+        .filter(|max| run.spent.llm_calls >= *max)
+    {
         return Some(format!(
             "the suite's budget is used up: {} model calls (budget {max})",
             run.spent.llm_calls
@@ -698,7 +716,9 @@ mod tests {
         };
         assert_eq!(spent_out(&run), None);
         run.spent.llm_calls = 10;
-        assert!(spent_out(&run).unwrap().contains("10 model calls (budget 10)"));
+        assert!(spent_out(&run)
+            .unwrap()
+            .contains("10 model calls (budget 10)"));
         run.spent.llm_calls = 3;
         run.spent.cost = run_model::Usd::from_dollars(0.5).unwrap();
         assert!(spent_out(&run).unwrap().contains("budget $0.5000"));

@@ -83,7 +83,10 @@ impl Runs {
         who: &str,
     ) -> Result<RunView, RunError> {
         let record = self.record(earlier).await?;
-        if let Some(at) = record.files_removed_at.filter(|_| !config.inputs.is_empty()) {
+        if let Some(at) = record
+            .files_removed_at
+            .filter(|_| !config.inputs.is_empty())
+        {
             return Err(RunError::Invalid(format!(
                 "run {earlier}'s files were removed on {} (PLANBOARD_WORKSPACE_RETENTION_DAYS), \
                  so the files its task started from are gone; start a new run with them instead",

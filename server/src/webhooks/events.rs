@@ -126,9 +126,7 @@ pub(super) fn body_for(
             WebhookEvent::SuiteFinished => "open the report",
             _ => "open the plan",
         };
-        let link = link
-            .map(|l| format!(" <{l}|{label}>"))
-            .unwrap_or_default();
+        let link = link.map(|l| format!(" <{l}|{label}>")).unwrap_or_default();
         let text = slack_escaped(&text);
         serde_json::json!({ "text": format!("planboard · {words}: {text}{link}") }).to_string()
     } else {
@@ -222,7 +220,9 @@ mod tests {
         let (kind, _, text) = event_of(&RunEntry::SuiteFinished(summary)).unwrap();
         assert_eq!(kind, WebhookEvent::SuiteFinished);
         assert!(
-            text.contains("3 passed, 1 failed") && text.contains("score 75 %") && text.contains("sales"),
+            text.contains("3 passed, 1 failed")
+                && text.contains("score 75 %")
+                && text.contains("sales"),
             "{text}"
         );
         assert_eq!(

@@ -21,7 +21,11 @@ fn read(path: &str) -> Value {
 }
 
 /// A case made of a recorded run reviewed good, with `checks`.
-async fn case_of_a_good_run(server: &TestServer, fake: &FakeOpenAi, checks: Value) -> (String, String) {
+async fn case_of_a_good_run(
+    server: &TestServer,
+    fake: &FakeOpenAi,
+    checks: Value,
+) -> (String, String) {
     let run = recorded_run(server, fake).await;
     let (_, view) = server.get(&format!("/api/runs/{run}")).await;
     let plan = view["plan_id"].as_str().unwrap().to_string();
@@ -80,7 +84,10 @@ async fn a_case_made_from_a_review_runs_in_the_suite_and_a_broken_check_fails_it
     .await;
     let (_, made) = server.get(&format!("/api/cases/{case}")).await;
     assert_eq!(made["tags"], json!(["notes"]));
-    assert_eq!(made["checks"][2]["name"], "gather", "the step named from the plan");
+    assert_eq!(
+        made["checks"][2]["name"], "gather",
+        "the step named from the plan"
+    );
     assert_eq!(made["inputs"].as_array().unwrap().len(), 3);
     let (_, kept) = server.get(&format!("/api/runs/{run}")).await;
     assert_eq!(kept["kept"], true, "a case keeps its run");
@@ -90,7 +97,10 @@ async fn a_case_made_from_a_review_runs_in_the_suite_and_a_broken_check_fails_it
     // The suite's run reads the same files: answered from the recording.
     fake.action_for("fake", read("a.txt"))
         .action_for("fake", read("b.txt"))
-        .action_for("fake", json!({"action": "complete", "result": "the notes say alpha and beta"}));
+        .action_for(
+            "fake",
+            json!({"action": "complete", "result": "the notes say alpha and beta"}),
+        );
     let report = suite_report(&server, json!({})).await;
     assert_eq!(report["run"]["state"], "done", "{report}");
     assert_eq!(report["run"]["passed"], 1, "{report}");
@@ -98,7 +108,11 @@ async fn a_case_made_from_a_review_runs_in_the_suite_and_a_broken_check_fails_it
     let result = &report["results"][0];
     assert_eq!(result["outcome"], "passed", "{result}");
     assert_eq!(result["node_f1"], 1.0);
-    assert!(result["checks"].as_array().unwrap().iter().all(|c| c["passed"] == true));
+    assert!(result["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["passed"] == true));
     let suite_run = result["run_id"].as_str().unwrap().to_string();
     let (_, log) = server
         .get(&format!("/api/runs/{suite_run}/events?limit=1000"))
@@ -109,7 +123,10 @@ async fn a_case_made_from_a_review_runs_in_the_suite_and_a_broken_check_fails_it
         .iter()
         .filter(|e| e["kind"] == "tool_call")
         .all(|e| e["entry"]["replayed"] == true);
-    assert!(replayed, "every tool call answered from the recording: {log}");
+    assert!(
+        replayed,
+        "every tool call answered from the recording: {log}"
+    );
     let (_, after) = server.get(&format!("/api/cases/{case}")).await;
     assert_eq!(after, made, "the suite leaves the case untouched");
 
@@ -127,12 +144,19 @@ async fn a_case_made_from_a_review_runs_in_the_suite_and_a_broken_check_fails_it
     let result = &report["results"][0];
     assert_eq!(result["outcome"], "failed");
     assert_eq!(result["checks"][0]["passed"], false);
-    let page = reqwest::get(server.url("/cases")).await.unwrap().text().await.unwrap();
+    let page = reqwest::get(server.url("/cases"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(page.contains("data-testid=\"changed-case\""), "{page}");
     assert!(page.contains("data-testid=\"score-chart\""), "{page}");
 
     // A review of the suite's run that is not good is a finding.
-    let (_, suite_view) = server.get(&format!("/api/runs/{}", result["run_id"].as_str().unwrap())).await;
+    let (_, suite_view) = server
+        .get(&format!("/api/runs/{}", result["run_id"].as_str().unwrap()))
+        .await;
     let suite_plan = suite_view["plan_id"].as_str().unwrap();
     let (status, _) = server
         .send(
@@ -146,8 +170,16 @@ async fn a_case_made_from_a_review_runs_in_the_suite_and_a_broken_check_fails_it
         .post("/api/cases", json!({"run_id": result["run_id"]}))
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
-    assert!(refused["message"].as_str().unwrap().contains("finding"), "{refused}");
-    let page = reqwest::get(server.url("/cases")).await.unwrap().text().await.unwrap();
+    assert!(
+        refused["message"].as_str().unwrap().contains("finding"),
+        "{refused}"
+    );
+    let page = reqwest::get(server.url("/cases"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(page.contains("data-testid=\"finding\""), "{page}");
 
     // Retired, it runs no more.
@@ -205,13 +237,25 @@ async fn planboard_eval_exits_non_zero_when_a_case_fails() {
         .unwrap()
         .expect("eval runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("failed") && stdout.contains("no such words"), "{stdout}");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("failed") && stdout.contains("no such words"),
+        "{stdout}"
+    );
     assert!(stdout.contains("0 passed, 1 failed"), "{stdout}");
 
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_planboard"))
         .args(["eval", "--unmatched", "sometimes"])
         .output()
         .unwrap();
-    assert_eq!(bad.status.code(), Some(2), "a bad argument: the suite does not start");
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "a bad argument: the suite does not start"
+    );
 }

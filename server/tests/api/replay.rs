@@ -88,7 +88,10 @@ async fn a_replay_on_a_second_model_reaches_its_one_different_call_and_the_compa
     assert_eq!(status, StatusCode::CREATED, "{view}");
     assert_eq!(view["config"]["replay"]["run"], recorded.as_str());
     assert_eq!(view["config"]["model"], "fake-b");
-    assert_eq!(view["config"]["memory"], false, "not remembered unless asked");
+    assert_eq!(
+        view["config"]["memory"], false,
+        "not remembered unless asked"
+    );
     let replay = view["id"].as_str().unwrap().to_string();
     let paused = wait_for(&server, &replay, "paused").await;
     let why = paused["reason"].as_str().unwrap_or_default();
@@ -146,11 +149,8 @@ async fn a_replay_on_a_second_model_reaches_its_one_different_call_and_the_compa
 async fn a_run_that_goes_on_is_not_replayed_and_an_unknown_one_is_a_404() {
     let fake = FakeOpenAi::start().await;
     let server = server_on(&fake, None).await;
-    let (run, _) = crate::runs::start(
-        &server,
-        json!({"task": "wait for me", "mode": "simple"}),
-    )
-    .await;
+    let (run, _) =
+        crate::runs::start(&server, json!({"task": "wait for me", "mode": "simple"})).await;
     wait_for(&server, &run, "awaiting_approval").await;
     let (status, body) = server
         .post(&format!("/api/runs/{run}/replay"), json!({}))

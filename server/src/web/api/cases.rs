@@ -67,7 +67,10 @@ pub async fn list_cases(
     State(state): State<ApiState>,
     Params(q): Params<CasesQuery>,
 ) -> Result<Json<Vec<Case>>, ApiError> {
-    if q.tag.as_ref().is_some_and(|t| t.chars().count() > TAG_CHARS) {
+    if q.tag
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > TAG_CHARS)
+    {
         return Err(ApiError::BadRequest(format!(
             "tag has at most {TAG_CHARS} characters"
         )));
@@ -91,7 +94,11 @@ pub async fn make_case(
 ) -> Result<impl IntoResponse, ApiError> {
     let case = state.cases.make(body, &who.actor()).await?;
     let location = format!("/api/cases/{}", case.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(case)))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(case),
+    ))
 }
 
 #[utoipa::path(get, path = "/cases/{id}", tag = "cases",
@@ -147,7 +154,11 @@ pub async fn run_suite(
 ) -> Result<impl IntoResponse, ApiError> {
     let run = state.cases.start_suite(body, &who.actor(), None).await?;
     let location = format!("/api/cases/runs/{}", run.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(run)))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(run),
+    ))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -416,7 +416,9 @@ impl From<CaseError> for ApiError {
                 message,
             },
             CaseError::Taken(message) => ApiError::AlreadyExists(message),
-            e @ (CaseError::NotFound(_) | CaseError::NoSuite(_)) => ApiError::NotFound(e.to_string()),
+            e @ (CaseError::NotFound(_) | CaseError::NoSuite(_)) => {
+                ApiError::NotFound(e.to_string())
+            }
         }
     }
 }

@@ -218,7 +218,11 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(templates::list_templates))
         .routes(routes!(templates::get_template, templates::delete_template))
         .routes(routes!(cases::list_cases, cases::make_case))
-        .routes(routes!(cases::get_case, cases::edit_case, cases::delete_case))
+        .routes(routes!(
+            cases::get_case,
+            cases::edit_case,
+            cases::delete_case
+        ))
         .routes(routes!(cases::run_suite))
         .routes(routes!(cases::list_suites))
         .routes(routes!(cases::suite_report))

@@ -268,6 +268,9 @@ mod tests {
         assert!(e.to_string().starts_with("check 1:"), "{e}");
         let no_step = fields_of("check-kind-1=step_done");
         assert!(checks_from(&no_step, plan_engine::Lang::Zh).is_err());
-        assert_eq!(tags_from(" weekly, csv  sales "), ["weekly", "csv", "sales"]);
+        assert_eq!(
+            tags_from(" weekly, csv  sales "),
+            ["weekly", "csv", "sales"]
+        );
     }
 }

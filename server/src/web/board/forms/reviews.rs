@@ -277,9 +277,10 @@ mod tests {
         let removed: ReviewForm = serde_urlencoded::from_str("remove=1").unwrap();
         assert!(removed.remove);
         assert!(!removed.keep);
-        let kept: ReviewForm =
-            serde_urlencoded::from_str("verdict=good&case=1&case-name=Sales&check-kind-1=answer_text&check-text-1=12")
-                .unwrap();
+        let kept: ReviewForm = serde_urlencoded::from_str(
+            "verdict=good&case=1&case-name=Sales&check-kind-1=answer_text&check-text-1=12",
+        )
+        .unwrap();
         assert!(kept.keep);
         let checks = super::super::cases::checks_from(&kept.fields, plan_engine::Lang::En).unwrap();
         assert_eq!(checks, [run_model::Check::AnswerText { text: "12".into() }]);
