@@ -140,6 +140,13 @@ pub struct RunConfig {
     /// short or failed (the default). What the adapter may add stays
     /// within the run's adaptation budget either way.
     pub adapt_every_step: bool,
+    /// Who does the task: `None` (the default), planboard's own agent;
+    /// `Some(name)`, the ACP agent of that name an admin added (`GET
+    /// /api/agents`), which planboard starts as its client in the run's
+    /// workspace. Such a run has no classifier, planner or model of
+    /// planboard's: the agent's own plan updates are its plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -223,8 +230,22 @@ impl Default for RunConfig {
             batches: None,
             plan: None,
             adapt_every_step: false,
+            agent: None,
         }
     }
+}
+
+/// The longest name of an ACP agent (and of an MCP server): letters,
+/// digits, `-` and `_`.
+pub const AGENT_NAME_CHARS: usize = 40;
+
+/// Whether `name` can name an ACP agent: 1 to [`AGENT_NAME_CHARS`]
+/// letters, digits, `-` or `_`.
+pub fn valid_agent_name(name: &str) -> bool {
+    (1..=AGENT_NAME_CHARS).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The longest task, in characters.
@@ -261,6 +282,12 @@ pub enum ConfigError {
     Attempts,
     #[error("batches: {0}")]
     Batches(String),
+    #[error("agent names an ACP agent: 1 to {AGENT_NAME_CHARS} letters, digits, '-' or '_'")]
+    Agent,
+    /// What an ACP agent's run cannot have (its agent plans and works
+    /// alone): batches, a plan given to work, a template.
+    #[error("a run given to an ACP agent takes no {0}")]
+    NotForAgent(&'static str),
 }
 
 impl ConfigError {
@@ -272,6 +299,7 @@ impl ConfigError {
             ConfigError::Tools => "tools",
             ConfigError::Attempts => "max_attempts",
             ConfigError::Batches(_) => "batches",
+            ConfigError::Agent | ConfigError::NotForAgent(_) => "agent",
         }
     }
 }
@@ -338,6 +366,21 @@ impl RunConfig {
                 )));
             }
         }
+        if let Some(agent) = &mut self.agent {
+            *agent = agent.trim().to_string();
+            if !valid_agent_name(agent) {
+                return Err(ConfigError::Agent);
+            }
+            if self.batches.is_some() {
+                return Err(ConfigError::NotForAgent("batches"));
+            }
+            if self.plan.is_some() {
+                return Err(ConfigError::NotForAgent("plan"));
+            }
+            if self.template.is_some() {
+                return Err(ConfigError::NotForAgent("template"));
+            }
+        }
         Ok(self)
     }
 }
@@ -386,6 +429,30 @@ mod tests {
         assert!(!text.contains("f30.csv"));
         // 30 previews of at most 400 characters, plus the lines around them.
         assert!(text.chars().count() < 30 * (PREVIEW_CHARS + 100) + 200);
+    }
+
+    #[test]
+    fn a_run_for_an_acp_agent_names_it_well_and_has_no_batches_plan_or_template() {
+        let config = |agent: &str| RunConfig {
+            task: "fix the bug".into(),
+            agent: Some(agent.into()),
+            ..RunConfig::default()
+        };
+        assert_eq!(
+            config(" codex ").checked().unwrap().agent.as_deref(),
+            Some("codex")
+        );
+        assert_eq!(config("no spaces").checked(), Err(ConfigError::Agent));
+        assert_eq!(config("").checked(), Err(ConfigError::Agent));
+        let mut given = config("codex");
+        given.plan = Some(uuid::Uuid::nil());
+        let e = given.checked().unwrap_err();
+        assert_eq!(e, ConfigError::NotForAgent("plan"));
+        assert_eq!(e.field(), "agent");
+        // Old rows without the field read as planboard's own agent.
+        let old: RunConfig = serde_json::from_str(r#"{"task": "t"}"#).unwrap();
+        assert_eq!(old.agent, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("agent"));
     }
 
     #[test]

@@ -47,8 +47,8 @@
 //! - [`template`]: plans saved as [`Template`]s, and what the planner
 //!   reads of one.
 //! - [`trace`]: the W3C [`TraceParent`] a run's spans join.
-//! - [`tools`]: the MCP servers as the Tools page shows them
-//!   ([`ToolServerView`]).
+//! - [`tools`]: the MCP servers and the ACP agents as the Tools page
+//!   shows them ([`ToolServerView`], [`AcpAgentView`]).
 
 pub mod adaptation;
 pub mod asks;
@@ -81,6 +81,7 @@ pub use config::{
     FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,
     MAX_RETRY_DELAY_MS, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS, TOOL_NAME_CHARS,
 };
+pub use config::{valid_agent_name, AGENT_NAME_CHARS};
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
 pub use digest::call_digest;
 pub use entry::{
@@ -97,7 +98,7 @@ pub use state::{Classification, DecidedBy, RunState};
 pub use storage::{Retention, StorageReport, WorkspacesUse};
 pub use stream::StreamEvent;
 pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateStep};
-pub use tools::{ToolServerView, ToolSource, ToolTransport};
+pub use tools::{AcpAgentView, ToolServerView, ToolSource, ToolTransport};
 pub use trace::{BadTraceParent, TraceParent};
 
 /// The error of every enum's `FromStr` here: names come from

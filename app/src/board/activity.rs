@@ -57,6 +57,7 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::BatchPlanned => ("batch planned", "批次已规划"),
         EntryKind::BatchFinished => ("batch finished", "批次完成"),
         EntryKind::Answer => ("answer", "答案"),
+        EntryKind::AgentMessage => ("agent says", "智能体说"),
     };
     lang.pick(en, zh)
 }
@@ -491,6 +492,22 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
             b.failed == 0,
         ),
         E::Answer { text } => line(None, text, None, true),
+        // An ACP agent's words: its thinking is marked as such, and a long
+        // message keeps its first lines on the row, the whole in the detail.
+        E::AgentMessage {
+            subtask,
+            text,
+            thought,
+        } => {
+            let shown = plan_engine::text::ellipsis(&text, 300);
+            let summary = if thought {
+                lang.pick(format!("(thinking) {shown}"), format!("（思考）{shown}"))
+            } else {
+                shown.clone()
+            };
+            let detail = (shown != text).then_some(text);
+            line(subtask.map(|s| s.0), summary, detail, true)
+        }
     }
 }
 
