@@ -15,8 +15,8 @@
 //! - [`live`]: the plans' log reader and SSE streams;
 //! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
 //! - [`runlog`]: the runs' rows and their log, its writer and the replicas' delta relay;
-//! - [`templates`], [`memories`], [`tool_servers`], [`webhooks`]: one folder per concept,
-//!   each with its service, its store trait and SQL;
+//! - [`templates`], [`memories`], [`tool_servers`], [`acp_agents`], [`webhooks`]: one folder
+//!   per concept, each with its service, its store trait and SQL;
 //! - [`workspace`]: a run's files as people reach them: inputs, artifacts, the zip, images;
 //! - [`runs`]: planboard's own agent: runs under leases, their controls and retention;
 //! - [`reviews`]: people's reviews of finished plans;
@@ -38,6 +38,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod acp_agents;
 pub mod auth;
 pub mod book;
 pub mod config;
@@ -96,6 +97,7 @@ pub async fn start_with_model(
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
     let tool_servers = tool_servers::ToolServers::open(config, store.clone()).await?;
+    let acp_agents = acp_agents::AcpAgents::open(store.clone()).await?;
     let telemetry = match &config.telemetry {
         None => None,
         Some(t) => Some(Arc::new(
@@ -123,6 +125,7 @@ pub async fn start_with_model(
             log: store.clone(),
         },
         tool_servers.clone(),
+        acp_agents.clone(),
         model,
         shared_log,
         telemetry.clone(),
@@ -194,6 +197,7 @@ pub async fn start_with_model(
         reviews,
         memories,
         tool_servers,
+        acp_agents,
         workspaces,
         access: Arc::new(config.access.clone()),
         instance: config.instance.as_deref().map(Arc::from),

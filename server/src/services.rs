@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::config::Access;
 use crate::service::PlanService;
-use crate::{memories, reviews, runs, telemetry, templates, tool_servers, webhooks, workspace};
+use crate::{
+    acp_agents, memories, reviews, runs, telemetry, templates, tool_servers, webhooks, workspace,
+};
 
 /// What the router needs besides the Leptos options.
 #[derive(Clone)]
@@ -19,6 +21,8 @@ pub struct Services {
     pub reviews: Arc<reviews::Reviews>,
     pub memories: Arc<memories::Memories>,
     pub tool_servers: Arc<tool_servers::ToolServers>,
+    /// The ACP agents runs can be given to.
+    pub acp_agents: Arc<acp_agents::AcpAgents>,
     pub workspaces: Arc<workspace::Workspaces>,
     pub access: Arc<Access>,
     /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).

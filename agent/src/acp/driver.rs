@@ -1184,6 +1184,14 @@ impl Session {
     }
 }
 
+/// Fails a run that cannot be given to its agent (the agent was removed):
+/// its plan and its row, with `why`.
+pub async fn give_up(host: &dyn Host, mut run: RunRecord, why: String) -> RunRecord {
+    let name = run.config.agent.clone().unwrap_or_default();
+    fail_with_plan(host, &mut run, &name, why).await;
+    run
+}
+
 /// Fails a run before its agent started (its plan too).
 async fn fail_with_plan(host: &dyn Host, run: &mut RunRecord, name: &str, why: String) {
     if let Some(plan) = run.plan_id {

@@ -1,7 +1,9 @@
 //! planboard's own agent inside the server: [`Runs`] starts runs, drives
 //! them under a lease, answers what the API asks about them, and turns
 //! people's requests (pause, resume, cancel, answer) into plan changes, so
-//! the board and the agent share one path.
+//! the board and the agent share one path. A run given to an ACP agent
+//! (`RunConfig::agent`) is the same resource, driven by `agent::acp`
+//! instead of planboard's own agent: it needs no model.
 //!
 //! # Durability
 //! A run is a row (its [`RunRecord`]) plus its plan. Whoever drives a run
@@ -29,6 +31,7 @@ pub mod retention;
 mod stream;
 
 pub use crate::tool_servers::ToolServers;
+use crate::acp_agents::AcpAgents;
 
 use crate::telemetry::Telemetry;
 use run_model::TraceParent;
@@ -169,6 +172,8 @@ pub struct Runs {
     builtin_tools: Vec<ToolSpec>,
     /// The MCP servers (the file's and the board's).
     tool_servers: Arc<ToolServers>,
+    /// The ACP agents runs can be given to.
+    acp: Arc<AcpAgents>,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
     /// The local model's folder (`PLANBOARD_LOCAL_MODEL_HOME`).
     local_model_home: Option<PathBuf>,
@@ -263,6 +268,7 @@ impl Runs {
         plans: Arc<PlanService>,
         stores: RunStores,
         tool_servers: Arc<ToolServers>,
+        acp: Arc<AcpAgents>,
         model: Option<Arc<dyn Llm>>,
         shared_log: Option<SharedLog>,
         telemetry: Option<Arc<Telemetry>>,
@@ -403,6 +409,7 @@ impl Runs {
             sandbox,
             builtin_tools,
             tool_servers,
+            acp,
             model_answers,
             local_model_home: config.local_model_home.clone(),
             telemetry,
@@ -483,10 +490,8 @@ impl Runs {
 
     /// Claims what is claimable and drives it; then keeps the leases
     /// alive (and picks up runs whose driver died) until the service goes.
+    /// Without a model too: runs given to ACP agents need none.
     pub fn spawn_keeper(self: &Arc<Self>) {
-        if self.agent.is_none() {
-            return;
-        }
         let weak: Weak<Runs> = Arc::downgrade(self);
         let every = (self.lease / 3).max(Duration::from_secs(1));
         tokio::spawn(async move {
@@ -515,7 +520,19 @@ impl Runs {
     }
 
     fn drive(self: &Arc<Self>, run: RunRecord) {
+        if run.config.agent.is_some() {
+            self.drive_acp(run);
+            return;
+        }
         let Some(agent) = self.agent.clone() else {
+            // A run of planboard's own agent, here without a model: left
+            // for a process that has one.
+            let (store, id) = (self.store.clone(), run.id);
+            tokio::spawn(async move {
+                if let Err(e) = store.release_run(id).await {
+                    tracing::warn!("run {id}: releasing its lease failed: {e}");
+                }
+            });
             return;
         };
         if !self.driving.lock().expect("driving lock").insert(run.id) {
@@ -531,6 +548,41 @@ impl Runs {
             }
             me.driving.lock().expect("driving lock").remove(&id);
         });
+    }
+
+    /// Drives a run given to an ACP agent: the agent's program, started
+    /// in the run's workspace, until the run ends.
+    fn drive_acp(self: &Arc<Self>, run: RunRecord) {
+        if !self.driving.lock().expect("driving lock").insert(run.id) {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let id = run.id;
+            let host = me.agent_host();
+            let name = run.config.agent.clone().unwrap_or_default();
+            let workspace = me.workspace(id);
+            if let Err(e) = tokio::fs::create_dir_all(&workspace).await {
+                tracing::warn!("run {id}: its workspace could not be made: {e}");
+            }
+            let finished = match me.acp.command(&name) {
+                Some(command) => agent::acp::drive(host, command, workspace, run).await,
+                None => {
+                    let why = format!("no ACP agent is named {name} any more; it was removed");
+                    agent::acp::give_up(host.as_ref(), run, why).await
+                }
+            };
+            tracing::info!("run {id} ({name}, ACP) ended as {}", finished.state);
+            if let Err(e) = me.store.release_run(id).await {
+                tracing::warn!("run {id}: releasing its lease failed: {e}");
+            }
+            me.driving.lock().expect("driving lock").remove(&id);
+        });
+    }
+
+    /// The ACP agents runs can be given to.
+    pub fn acp_agents(&self) -> Arc<AcpAgents> {
+        self.acp.clone()
     }
 
     pub async fn start(
@@ -601,7 +653,19 @@ impl Runs {
         if let Some(telemetry) = &self.telemetry {
             telemetry.adopt(id, trace);
         }
-        let record = match agent.start_traced(id, config, who, trace).await {
+        if agent.is_none() {
+            // An ACP agent starts in the workspace, files or none.
+            if let Err(e) = tokio::fs::create_dir_all(&workspace).await {
+                return Err(RunError::StoreFailed(format!(
+                    "the run's workspace could not be made: {e}"
+                )));
+            }
+        }
+        let started = match agent {
+            Some(agent) => agent.start_traced(id, config, who, trace).await,
+            None => agent::acp::start(self.host.as_ref(), id, config, who, trace).await,
+        };
+        let record = match started {
             Ok(record) => record,
             Err(e) => {
                 let _ = tokio::fs::remove_dir_all(&workspace).await;
@@ -646,11 +710,27 @@ impl Runs {
         Ok(())
     }
 
-    /// The config as a run may start with it, and the agent to run it.
-    fn check_start(&self, config: RunConfig) -> Result<(RunConfig, Arc<Agent>), RunError> {
+    /// The config as a run may start with it, and the agent to run it:
+    /// planboard's own, or `None` for an ACP agent (which needs no model,
+    /// and uses its own tools).
+    fn check_start(&self, config: RunConfig) -> Result<(RunConfig, Option<Arc<Agent>>), RunError> {
         let config = config
             .checked()
             .map_err(|e| RunError::Invalid(e.to_string()))?;
+        if let Some(name) = &config.agent {
+            if self.acp.command(name).is_none() {
+                let names = self.acp.names();
+                return Err(RunError::Invalid(if names.is_empty() {
+                    format!("there is no ACP agent named {name}; an admin adds them (POST /api/agents)")
+                } else {
+                    format!(
+                        "there is no ACP agent named {name}; the agents are {}",
+                        names.join(", ")
+                    )
+                }));
+            }
+            return Ok((config, None));
+        }
         let tools = self.tools();
         if let Some(unknown) = config
             .tools
@@ -668,7 +748,7 @@ impl Runs {
             .agent
             .clone()
             .ok_or_else(|| RunError::NoModel(NO_MODEL.into()))?;
-        Ok((config, agent))
+        Ok((config, Some(agent)))
     }
 
     async fn view(&self, record: RunRecord) -> Result<RunView, RunError> {

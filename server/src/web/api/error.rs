@@ -25,6 +25,7 @@ use crate::service::ServiceError;
 use crate::store::StoreError;
 use crate::templates::TemplateError;
 use crate::tool_servers::ToolServerError;
+use crate::acp_agents::AcpAgentError;
 use crate::webhooks::EndpointError;
 use crate::workspace::inputs::InputError;
 
@@ -440,6 +441,20 @@ impl From<ToolServerError> for ApiError {
     }
 }
 
+impl From<AcpAgentError> for ApiError {
+    fn from(e: AcpAgentError) -> ApiError {
+        match e {
+            AcpAgentError::Invalid(message) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message,
+            },
+            AcpAgentError::Taken(_) => ApiError::AlreadyExists(e.to_string()),
+            AcpAgentError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            AcpAgentError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<EndpointError> for ApiError {
     fn from(e: EndpointError) -> ApiError {
         match e {
@@ -658,6 +673,7 @@ mod tests {
                 agent::coordinator::again::AgainFailure::Host(host),
             )),
             ApiError::from(ToolServerError::Store(database())),
+            ApiError::from(AcpAgentError::Store(database())),
             ApiError::from(EndpointError::Store(database())),
         ] {
             assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR, "{e:?}");

@@ -583,7 +583,8 @@ impl BoardBackend for Board {
                 shown: ["code", "command", "url"]
                     .iter()
                     .find_map(|k| p.arguments.get(*k).and_then(|v| v.as_str()))
-                    .map(str::to_string),
+                    .map(str::to_string)
+                    .or_else(|| acp_options(&p.arguments)),
                 arguments: serde_json::to_string_pretty(&p.arguments).unwrap_or_default(),
                 call: p.call,
                 subtask: p.subtask.0,
@@ -689,6 +690,23 @@ impl Board {
     }
 }
 
+/// An ACP agent's permission request as the guard form shows it: what it
+/// asks to run and the options it offered (`Run edited` with `{"option":
+/// id}` picks any of them; Approve its first "allow", Deny its first
+/// "reject").
+fn acp_options(arguments: &serde_json::Value) -> Option<String> {
+    let options = arguments.get("options")?.as_array()?;
+    let mut lines = Vec::with_capacity(options.len() + 1);
+    if let Some(input) = arguments.get("input").filter(|i| !i.is_null()) {
+        lines.push(plan_engine::text::fit(&input.to_string(), 400));
+    }
+    for o in options {
+        let field = |k: &str| o.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        lines.push(format!("option {}: {} ({})", field("id"), field("name"), field("kind")));
+    }
+    Some(lines.join("\n"))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::web::api::error::{ApiError, ErrorCode};
@@ -733,3 +751,4 @@ mod tests {
         }
     }
 }
+
