@@ -565,6 +565,10 @@ pub struct AgentInfo {
     pub model_status: run_model::ModelStatus,
     /// The folders a run may start from (`PLANBOARD_WORKSPACE_ROOTS`).
     pub workspace_roots: Vec<String>,
+    /// The ACP agents a task can be given to instead (`GET /api/agents`),
+    /// by name.
+    #[serde(default)]
+    pub acp_agents: Vec<String>,
 }
 
 /// Why a request was not done, in words for the person who made it.

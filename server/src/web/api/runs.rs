@@ -200,6 +200,15 @@ pub struct StartRun {
     /// not only after one that fell short or failed (default false).
     #[serde(default)]
     pub adapt_every_step: bool,
+    /// Who does the task: absent, planboard's own agent; the name of an
+    /// ACP agent (`GET /api/agents`), that agent, started by planboard in
+    /// the run's workspace. Its plan updates are the run's plan, its
+    /// permission requests guarded calls (`/tool-calls`); `mode`, `tools`,
+    /// `policies`, `batches`, `plan` and `template` are planboard's
+    /// agent's and not given to it.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = run_model::AGENT_NAME_CHARS))]
+    pub agent: Option<String>,
 }
 
 impl StartRun {
@@ -382,6 +391,7 @@ impl StartRun {
             batches: self.batches,
             plan: self.plan,
             adapt_every_step: self.adapt_every_step,
+            agent: self.agent,
         })
     }
 }

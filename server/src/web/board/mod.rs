@@ -400,6 +400,7 @@ impl BoardBackend for Board {
                 .iter()
                 .map(|r| r.display().to_string())
                 .collect(),
+            acp_agents: self.acp_agents.names(),
         }
     }
 
