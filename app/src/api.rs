@@ -82,6 +82,9 @@ pub struct ToolsOverview {
     /// Name and description of each built-in tool.
     pub builtin: Vec<(String, String)>,
     pub servers: Vec<run_model::ToolServerView>,
+    /// The ACP agents a task can be given to.
+    #[serde(default)]
+    pub agents: Vec<run_model::AcpAgentView>,
     /// Whether the viewer may add, change, test and remove servers.
     pub can_manage: bool,
 }
@@ -659,6 +662,10 @@ pub trait BoardBackend: Send + Sync {
     async fn tools_overview(
         &self,
     ) -> Result<(Vec<(String, String)>, Vec<run_model::ToolServerView>), BoardError>;
+    /// The ACP agents a task can be given to, with their last check.
+    async fn acp_agents(&self) -> Result<Vec<run_model::AcpAgentView>, BoardError> {
+        Ok(Vec::new())
+    }
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -805,16 +812,23 @@ pub async fn load_tools() -> Result<ToolsOverview, BoardError> {
     answered(
         async {
             let viewer = viewer().await?;
-            let (builtin, mut servers) = backend()?.tools_overview().await?;
+            let backend = backend()?;
+            let (builtin, mut servers) = backend.tools_overview().await?;
+            let mut agents = backend.acp_agents().await?;
             if !viewer.is_admin {
                 servers = servers
                     .into_iter()
                     .map(run_model::ToolServerView::without_args)
                     .collect();
+                agents = agents
+                    .into_iter()
+                    .map(run_model::AcpAgentView::without_args)
+                    .collect();
             }
             Ok(ToolsOverview {
                 builtin,
                 servers,
+                agents,
                 can_manage: viewer.is_admin,
             })
         }

@@ -93,6 +93,8 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         )
         .route("/tools/servers", post(tools::add_server))
         .route("/tools/servers/{name}/{action}", post(tools::server_action))
+        .route("/tools/agents", post(tools::add_agent))
+        .route("/tools/agents/{name}/{action}", post(tools::agent_action))
         .with_state(board)
 }
 
@@ -464,6 +466,10 @@ impl BoardBackend for Board {
             .map(|t| (t.name.clone(), t.description.clone()))
             .collect();
         Ok((builtin, self.tool_servers.views()))
+    }
+
+    async fn acp_agents(&self) -> Result<Vec<run_model::AcpAgentView>, BoardError> {
+        Ok(self.acp_agents.views())
     }
 
     async fn storage(&self) -> Result<run_model::StorageReport, BoardError> {
