@@ -203,12 +203,51 @@ pub async fn drive(
         return run;
     }
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
-    let (conn, mut incoming) = match Connection::spawn(&agent, &workspace) {
+    let (conn, incoming) = match Connection::spawn(&agent, &workspace) {
         Ok(started) => started,
         Err(e) => {
             fail_with_plan(&*host, &mut run, &name, e.to_string()).await;
             return run;
         }
+    };
+    drive_over(host, conn, incoming, workspace, plan, run).await
+}
+
+/// [`drive`] over a connection already open (an agent in a pipe, for the
+/// benchmark; a spawned program otherwise), with the run's plan as read.
+pub async fn drive_connected(
+    host: Arc<dyn Host>,
+    conn: Arc<Connection>,
+    incoming: mpsc::UnboundedReceiver<Incoming>,
+    workspace: PathBuf,
+    run: RunRecord,
+) -> RunRecord {
+    let mut run = run;
+    let plan = match run.plan_id {
+        Some(id) => host.plan(id).await,
+        None => Err(HostError::Unavailable("the run has no plan".into())),
+    };
+    match plan {
+        Ok(plan) => drive_over(host, conn, incoming, workspace, plan, run).await,
+        Err(e) => {
+            fail(&*host, &mut run, e.to_string()).await;
+            run
+        }
+    }
+}
+
+async fn drive_over(
+    host: Arc<dyn Host>,
+    conn: Arc<Connection>,
+    mut incoming: mpsc::UnboundedReceiver<Incoming>,
+    workspace: PathBuf,
+    plan: Plan,
+    mut run: RunRecord,
+) -> RunRecord {
+    let name = run.config.agent.clone().unwrap_or_default();
+    let Some(plan_id) = run.plan_id else {
+        fail(&*host, &mut run, "the run has no plan".into()).await;
+        return run;
     };
     let session = match handshake(&conn, &workspace).await {
         Ok(session) => session,
@@ -560,17 +599,24 @@ impl Session {
                 }
             };
             tokio::select! {
-                ended = &mut answer => {
-                    return match ended {
-                        Ok(response) => TurnEnd::Stopped(response.stop_reason),
-                        Err(e) => TurnEnd::Broken(e),
-                    };
-                }
+                // What the agent sent before its answer is handled first.
+                biased;
                 message = incoming.recv() => match message {
                     Some(message) => self.on_message(message).await,
                     // The agent closed its output: the answer fails next.
                     None => tokio::time::sleep(Duration::from_millis(50)).await,
                 },
+                ended = &mut answer => {
+                    // The reader queued every message the agent wrote
+                    // before its answer: they are the turn's too.
+                    while let Ok(message) = incoming.try_recv() {
+                        self.on_message(message).await;
+                    }
+                    return match ended {
+                        Ok(response) => TurnEnd::Stopped(response.stop_reason),
+                        Err(e) => TurnEnd::Broken(e),
+                    };
+                }
                 Some((call, verdict)) = decided.recv() => self.on_decision(call, verdict).await,
                 Ok(()) = changes.changed() => {
                     let plan = changes.borrow_and_update().clone();

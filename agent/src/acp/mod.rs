@@ -23,5 +23,5 @@ pub mod people;
 pub mod plan;
 pub mod transport;
 
-pub use driver::{actor_of, check, drive, give_up, start};
+pub use driver::{actor_of, check, drive, drive_connected, give_up, start};
 pub use transport::{AcpCommand, AcpError, Connection, Incoming};
