@@ -76,12 +76,12 @@ pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
+pub use config::{valid_agent_name, AGENT_NAME_CHARS};
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
     FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,
     MAX_RETRY_DELAY_MS, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS, TOOL_NAME_CHARS,
 };
-pub use config::{valid_agent_name, AGENT_NAME_CHARS};
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
 pub use digest::call_digest;
 pub use entry::{

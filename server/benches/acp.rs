@@ -89,12 +89,7 @@ fn send(message: Value) -> String {
 }
 
 /// One fake ACP agent on its side of the pipe.
-async fn fake_agent(
-    pipe: tokio::io::DuplexStream,
-    updates: usize,
-    every: Duration,
-    sent: Sent,
-) {
+async fn fake_agent(pipe: tokio::io::DuplexStream, updates: usize, every: Duration, sent: Sent) {
     let (read, mut write) = tokio::io::split(pipe);
     let mut lines = BufReader::new(read).lines();
     while let Ok(Some(line)) = lines.next_line().await {
@@ -119,13 +114,21 @@ async fn fake_agent(
                         "update": {"sessionUpdate": "plan", "entries": entries}}})
                 };
                 // The first plan (its entries added) is not timed.
-                if write.write_all(send(update(&entries)).as_bytes()).await.is_err() {
+                if write
+                    .write_all(send(update(&entries)).as_bytes())
+                    .await
+                    .is_err()
+                {
                     return;
                 }
                 tokio::time::sleep(every).await;
                 for n in 0..updates {
                     let step = n / 2;
-                    entries[step]["status"] = json!(if n % 2 == 0 { "in_progress" } else { "completed" });
+                    entries[step]["status"] = json!(if n % 2 == 0 {
+                        "in_progress"
+                    } else {
+                        "completed"
+                    });
                     let line = send(update(&entries));
                     sent.lock().unwrap().push_back(Instant::now());
                     if write.write_all(line.as_bytes()).await.is_err() {
@@ -137,7 +140,9 @@ async fn fake_agent(
             }
             // Notifications (a cancel) need no answer.
             _ if id.is_none() => continue,
-            _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}),
+            _ => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
+            }
         };
         if write.write_all(send(out).as_bytes()).await.is_err() {
             return;

@@ -199,7 +199,13 @@ pub async fn drive(
         }
     };
     if plan.state() == PlanState::Abandoned {
-        end(&*host, &mut run, RunState::Cancelled, "the plan was abandoned".into()).await;
+        end(
+            &*host,
+            &mut run,
+            RunState::Cancelled,
+            "the plan was abandoned".into(),
+        )
+        .await;
         return run;
     }
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
@@ -307,13 +313,16 @@ async fn drive_over(
                 }
             }
         };
-        let end = s.turn(text, &mut incoming, &mut decided, &mut changes).await;
+        let end = s
+            .turn(text, &mut incoming, &mut decided, &mut changes)
+            .await;
         s.flush().await;
-        s.expire_asked("the agent's turn ended before anyone decided").await;
+        s.expire_asked("the agent's turn ended before anyone decided")
+            .await;
         // A turn cancelled for a person ends as they asked, even when the
         // agent did not end it in time (it is stopped, or prompted anew).
-        let cancelled_for_edits = !s.waiting.edits.is_empty()
-            && matches!(end, TurnEnd::Broken(AcpError::Timeout { .. }));
+        let cancelled_for_edits =
+            !s.waiting.edits.is_empty() && matches!(end, TurnEnd::Broken(AcpError::Timeout { .. }));
         let end = if cancelled_for_edits {
             TurnEnd::Stopped(acp::StopReason::Cancelled)
         } else {
@@ -366,13 +375,19 @@ async fn drive_over(
 }
 
 /// `initialize` and `session/new`: the session to prompt.
-async fn handshake(conn: &Connection, workspace: &std::path::Path) -> Result<acp::SessionId, AcpError> {
+async fn handshake(
+    conn: &Connection,
+    workspace: &std::path::Path,
+) -> Result<acp::SessionId, AcpError> {
     // planboard offers no file system or terminal of its own: the agent
     // works in its working directory, the run's workspace, with its own
     // tools, and asks permission for what its policy says.
     let init = acp::InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(acp::ClientCapabilities::new())
-        .client_info(acp::Implementation::new("planboard", env!("CARGO_PKG_VERSION")));
+        .client_info(acp::Implementation::new(
+            "planboard",
+            env!("CARGO_PKG_VERSION"),
+        ));
     let answer: acp::InitializeResponse = conn
         .request_within(acp::AGENT_METHOD_NAMES.initialize, &init, HANDSHAKE_SECS)
         .await?;
@@ -398,21 +413,31 @@ pub async fn check(agent: &AcpCommand, dir: &std::path::Path) -> Result<String, 
     let (conn, _incoming) = Connection::spawn(agent, dir)?;
     let init = acp::InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(acp::ClientCapabilities::new())
-        .client_info(acp::Implementation::new("planboard", env!("CARGO_PKG_VERSION")));
+        .client_info(acp::Implementation::new(
+            "planboard",
+            env!("CARGO_PKG_VERSION"),
+        ));
     let answer: Result<acp::InitializeResponse, AcpError> = conn
         .request_within(acp::AGENT_METHOD_NAMES.initialize, &init, HANDSHAKE_SECS)
         .await;
     conn.kill().await;
     let answer = answer?;
     Ok(match answer.agent_info {
-        Some(info) => format!("{} {} (ACP {})", info.name, info.version, answer.protocol_version),
+        Some(info) => format!(
+            "{} {} (ACP {})",
+            info.name, info.version, answer.protocol_version
+        ),
         None => format!("an ACP {} agent", answer.protocol_version),
     })
 }
 
 /// The plan as it changes, newest only: a task that waits on the host
 /// (a subscription, not a poll) and keeps the latest.
-fn watch_plan(host: Arc<dyn Host>, plan: plan_engine::PlanId, from: u64) -> watch::Receiver<Option<Plan>> {
+fn watch_plan(
+    host: Arc<dyn Host>,
+    plan: plan_engine::PlanId,
+    from: u64,
+) -> watch::Receiver<Option<Plan>> {
     let (tx, rx) = watch::channel(None);
     tokio::spawn(async move {
         let mut version = from;
@@ -559,8 +584,11 @@ impl Session {
         }
         self.tick();
         self.run.state = to;
-        self.run.reason = matches!(to, RunState::Paused | RunState::Failed | RunState::Cancelled)
-            .then(|| reason.to_string());
+        self.run.reason = matches!(
+            to,
+            RunState::Paused | RunState::Failed | RunState::Cancelled
+        )
+        .then(|| reason.to_string());
         self.save().await;
         self.log(RunEntry::StateChanged {
             from: Some(from),
@@ -581,7 +609,8 @@ impl Session {
     ) -> TurnEnd {
         self.turns += 1;
         self.cancel_due = false;
-        let request = acp::PromptRequest::new(self.session.clone(), vec![acp::ContentBlock::from(text)]);
+        let request =
+            acp::PromptRequest::new(self.session.clone(), vec![acp::ContentBlock::from(text)]);
         let conn = self.conn.clone();
         let mut answer: BoxFuture<'static, Result<acp::PromptResponse, AcpError>> =
             Box::pin(async move {
@@ -687,9 +716,10 @@ impl Session {
     /// Keeps a correction for the memory the run leaves.
     fn correction(&mut self, what: String) {
         let task = plan_engine::text::fit(self.run.config.task.trim(), 150);
-        self.run
-            .corrections
-            .push(plan_engine::text::fit(&format!("For the task «{task}», {what}"), 600));
+        self.run.corrections.push(plan_engine::text::fit(
+            &format!("For the task «{task}», {what}"),
+            600,
+        ));
         if self.run.corrections.len() > 20 {
             self.run.corrections.remove(0);
         }
@@ -699,8 +729,14 @@ impl Session {
     /// requests still open are answered as cancelled.
     async fn cancel(&mut self) {
         let note = acp::CancelNotification::new(self.session.clone());
-        if let Err(e) = self.conn.notify(acp::AGENT_METHOD_NAMES.session_cancel, &note) {
-            tracing::info!("run {}: the cancel did not reach the agent: {e}", self.run.id);
+        if let Err(e) = self
+            .conn
+            .notify(acp::AGENT_METHOD_NAMES.session_cancel, &note)
+        {
+            tracing::info!(
+                "run {}: the cancel did not reach the agent: {e}",
+                self.run.id
+            );
         }
         self.expire_asked("the agent's turn was cancelled").await;
     }
@@ -740,15 +776,21 @@ impl Session {
             }
             Incoming::Request { id, .. } => {
                 // No file system, terminal or elicitation is offered.
-                let _ = self.conn.respond::<Value>(id, Err(acp::Error::method_not_found()));
+                let _ = self
+                    .conn
+                    .respond::<Value>(id, Err(acp::Error::method_not_found()));
             }
         }
     }
 
     async fn on_update(&mut self, update: acp::SessionUpdate) {
         match update {
-            acp::SessionUpdate::AgentMessageChunk(chunk) => self.write(false, text_of(&chunk.content)).await,
-            acp::SessionUpdate::AgentThoughtChunk(chunk) => self.write(true, text_of(&chunk.content)).await,
+            acp::SessionUpdate::AgentMessageChunk(chunk) => {
+                self.write(false, text_of(&chunk.content)).await
+            }
+            acp::SessionUpdate::AgentThoughtChunk(chunk) => {
+                self.write(true, text_of(&chunk.content)).await
+            }
             acp::SessionUpdate::ToolCall(call) => {
                 self.flush().await;
                 self.tool_started(call).await;
@@ -841,7 +883,10 @@ impl Session {
                 started: Instant::now(),
             },
         );
-        if matches!(call.status, acp::ToolCallStatus::Completed | acp::ToolCallStatus::Failed) {
+        if matches!(
+            call.status,
+            acp::ToolCallStatus::Completed | acp::ToolCallStatus::Failed
+        ) {
             let ok = matches!(call.status, acp::ToolCallStatus::Completed);
             let result = result_of(&call.content, call.raw_output.as_ref());
             self.tool_ended(&id, ok, result).await;
@@ -862,7 +907,10 @@ impl Session {
         }
         let status = fields.status;
         if let Some(status) = status {
-            if matches!(status, acp::ToolCallStatus::Completed | acp::ToolCallStatus::Failed) {
+            if matches!(
+                status,
+                acp::ToolCallStatus::Completed | acp::ToolCallStatus::Failed
+            ) {
                 let ok = matches!(status, acp::ToolCallStatus::Completed);
                 let content = fields.content.unwrap_or_default();
                 let result = result_of(&content, fields.raw_output.as_ref());
@@ -981,8 +1029,14 @@ impl Session {
                 .push(format!("{by} denied «{}»: {reason}", asked.title));
         }
         let answer = acp::RequestPermissionResponse::new(outcome);
-        if let Err(e) = self.conn.respond(asked.request, Ok::<_, acp::Error>(answer)) {
-            tracing::info!("run {}: a decision did not reach the agent: {e}", self.run.id);
+        if let Err(e) = self
+            .conn
+            .respond(asked.request, Ok::<_, acp::Error>(answer))
+        {
+            tracing::info!(
+                "run {}: a decision did not reach the agent: {e}",
+                self.run.id
+            );
         }
     }
 
@@ -992,8 +1046,11 @@ impl Session {
         let open: Vec<(String, Asked)> = self.asked.drain().collect();
         for (call, asked) in open {
             asked.waiter.abort();
-            let answer = acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Cancelled);
-            let _ = self.conn.respond(asked.request, Ok::<_, acp::Error>(answer));
+            let answer =
+                acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Cancelled);
+            let _ = self
+                .conn
+                .respond(asked.request, Ok::<_, acp::Error>(answer));
             self.log(RunEntry::ToolDecision {
                 call,
                 verdict: Verdict::Expired,
@@ -1023,7 +1080,11 @@ impl Session {
         self.updates += 1;
         let count = update.ops.len();
         if count > 0 {
-            match self.host.execute(self.plan, update.ops.clone(), &self.actor).await {
+            match self
+                .host
+                .execute(self.plan, update.ops.clone(), &self.actor)
+                .await
+            {
                 Ok(plan) => self.seen = plan,
                 Err(HostError::Refused(e)) => {
                     // Someone's change made one op wrong: the rest goes in
@@ -1040,7 +1101,11 @@ impl Session {
                         self.log(RunEntry::PlanRepaired {
                             repairs: refused
                                 .into_iter()
-                                .map(|r| format!("the agent's plan update could not make this change: {r}"))
+                                .map(|r| {
+                                    format!(
+                                        "the agent's plan update could not make this change: {r}"
+                                    )
+                                })
                                 .collect(),
                         })
                         .await;
@@ -1108,7 +1173,10 @@ impl Session {
                     self.last_message.clone()
                 };
                 self.run.answer = Some(answer.clone());
-                self.log(RunEntry::Answer { text: answer.clone() }).await;
+                self.log(RunEntry::Answer {
+                    text: answer.clone(),
+                })
+                .await;
                 self.finish(PlanState::Done, RunState::Done, answer).await;
             }
             acp::StopReason::Cancelled => {
@@ -1179,10 +1247,13 @@ impl Session {
             });
             match self.host.execute(self.plan, ops, &self.actor).await {
                 Ok(plan) => self.seen = plan,
-                Err(e) => tracing::warn!("run {}: its plan could not be finished: {e}", self.run.id),
+                Err(e) => {
+                    tracing::warn!("run {}: its plan could not be finished: {e}", self.run.id)
+                }
             }
         }
-        self.move_to(run_state, &plan_engine::text::fit(&why, 1_000)).await;
+        self.move_to(run_state, &plan_engine::text::fit(&why, 1_000))
+            .await;
     }
 
     /// What the finished run leaves in memory, as records: its summary,
@@ -1215,7 +1286,13 @@ impl Session {
             summary.push_str(&format!(" ({})", plan_engine::text::fit(reason, 200)));
         }
         summary.push('.');
-        let names: Vec<&str> = self.seen.subtasks().iter().take(12).map(|s| s.name()).collect();
+        let names: Vec<&str> = self
+            .seen
+            .subtasks()
+            .iter()
+            .take(12)
+            .map(|s| s.name())
+            .collect();
         if !names.is_empty() && self.run.state == RunState::Done {
             summary.push_str(&format!(" Plan: {}.", names.join(" → ")));
         }
@@ -1305,9 +1382,18 @@ mod tests {
             option("no", K::RejectOnce),
         ];
         let id = |o: Option<acp::PermissionOptionId>| o.map(|o| o.0.to_string());
-        assert_eq!(id(chosen(&options, &verdict(Verdict::Approved, None))).as_deref(), Some("once"));
-        assert_eq!(id(chosen(&options, &verdict(Verdict::Denied, None))).as_deref(), Some("no"));
-        let edited = verdict(Verdict::Edited, Some(serde_json::json!({"option": "always"})));
+        assert_eq!(
+            id(chosen(&options, &verdict(Verdict::Approved, None))).as_deref(),
+            Some("once")
+        );
+        assert_eq!(
+            id(chosen(&options, &verdict(Verdict::Denied, None))).as_deref(),
+            Some("no")
+        );
+        let edited = verdict(
+            Verdict::Edited,
+            Some(serde_json::json!({"option": "always"})),
+        );
         assert_eq!(id(chosen(&options, &edited)).as_deref(), Some("always"));
         let unknown = verdict(Verdict::Edited, Some(serde_json::json!({"option": "nope"})));
         assert_eq!(chosen(&options, &unknown), None);

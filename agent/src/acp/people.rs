@@ -33,7 +33,11 @@ pub struct Moves {
 
 impl Moves {
     pub fn is_empty(&self) -> bool {
-        !self.paused && !self.resumed && !self.abandoned && self.edits.is_empty() && self.said.is_empty()
+        !self.paused
+            && !self.resumed
+            && !self.abandoned
+            && self.edits.is_empty()
+            && self.said.is_empty()
     }
 }
 
@@ -47,7 +51,8 @@ pub fn moves(before: &Plan, after: &Plan, actor: &str, last_comment: u32) -> Mov
     let (was, is) = (before.state(), after.state());
     out.abandoned = is == PlanState::Abandoned && was != PlanState::Abandoned;
     out.paused = is == PlanState::Paused && was != PlanState::Paused;
-    out.resumed = was == PlanState::Paused && matches!(is, PlanState::Running | PlanState::Approved);
+    out.resumed =
+        was == PlanState::Paused && matches!(is, PlanState::Running | PlanState::Approved);
     out.edits = crate::coordinator::plan_changes(before, after);
     for s in after.subtasks() {
         let Some(old) = before.subtask(s.id()) else {
@@ -194,7 +199,9 @@ mod tests {
             subtasks: vec![NewSubtask::named("read"), NewSubtask::named("fix")],
             ..NewPlan::default()
         };
-        Plan::create(&spec, "acp · a", chrono::Utc::now()).unwrap().0
+        Plan::create(&spec, "acp · a", chrono::Utc::now())
+            .unwrap()
+            .0
     }
 
     fn run(plan: &mut Plan, actor: &str, ops: Vec<Op>) {
@@ -233,7 +240,11 @@ mod tests {
         let seen = moves(&before, &after, "acp · a", 0);
         assert!(seen.paused && !seen.resumed && !seen.abandoned);
         assert_eq!(seen.said, vec!["alice on #2 «fix»: use the new parser"]);
-        assert!(seen.edits.iter().any(|e| e.contains("write a test")), "{:?}", seen.edits);
+        assert!(
+            seen.edits.iter().any(|e| e.contains("write a test")),
+            "{:?}",
+            seen.edits
+        );
         assert_eq!(seen.last_comment, 2);
         // Looked at again from there, nothing is new.
         assert!(moves(&after, &after, "acp · a", seen.last_comment).is_empty());

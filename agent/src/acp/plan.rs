@@ -16,7 +16,9 @@
 
 use agent_client_protocol_schema::v1::{PlanEntry, PlanEntryPriority, PlanEntryStatus};
 use plan_engine::model::limits;
-use plan_engine::{NewSubtask, Op, Plan, PlanState, Position, SubtaskId, SubtaskPatch, SubtaskState};
+use plan_engine::{
+    NewSubtask, Op, Plan, PlanState, Position, SubtaskId, SubtaskPatch, SubtaskState,
+};
 
 /// One entry of the agent's plan, as planboard keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,7 +223,11 @@ pub fn update(plan: &Plan, known: &[SubtaskId], entries: &[Entry]) -> Update {
     out.ids = matched.into_iter().flatten().collect();
     // 4. What left the agent's list: gone if it never started, skipped if
     // it did; what was settled stays as history.
-    for id in known.iter().copied().filter(|id| live(id) && !out.ids.contains(id)) {
+    for id in known
+        .iter()
+        .copied()
+        .filter(|id| live(id) && !out.ids.contains(id))
+    {
         let state = plan.subtask(id).map(|s| s.state());
         match state {
             Some(SubtaskState::Todo | SubtaskState::Blocked) => {
@@ -264,10 +270,7 @@ pub fn update(plan: &Plan, known: &[SubtaskId], entries: &[Entry]) -> Update {
         if let Some(at) = order.iter().position(|o| o == id) {
             let moved = order.remove(at);
             order.insert(to_index.min(order.len()), moved);
-            out.ops.push(Op::MoveSubtask {
-                id: *id,
-                to_index,
-            });
+            out.ops.push(Op::MoveSubtask { id: *id, to_index });
         }
     }
     // 7. States, only while the plan may start work (a paused plan keeps
@@ -312,7 +315,9 @@ mod tests {
             title: "Fix the bug".into(),
             ..NewPlan::default()
         };
-        Plan::create(&spec, "acp · test", chrono::Utc::now()).unwrap().0
+        Plan::create(&spec, "acp · test", chrono::Utc::now())
+            .unwrap()
+            .0
     }
 
     fn entry(content: &str, state: SubtaskState) -> Entry {
@@ -361,8 +366,14 @@ mod tests {
             ]
         );
         let second = plan.subtask(update.ids[1]).unwrap();
-        assert_eq!(second.description(), "Fix the parser\nso that it reads dates");
-        assert_eq!(plan.subtask(update.ids[0]).unwrap().notes(), "priority: high");
+        assert_eq!(
+            second.description(),
+            "Fix the parser\nso that it reads dates"
+        );
+        assert_eq!(
+            plan.subtask(update.ids[0]).unwrap().notes(),
+            "priority: high"
+        );
         assert_eq!(plan.state(), PlanState::Running);
     }
 
@@ -405,11 +416,15 @@ mod tests {
             ]
         );
         // The same plan again changes nothing.
-        let again = update(&plan, &second.ids, &[
-            entry("a", Done),
-            entry("d", InProgress),
-            entry("b, said better", Todo),
-        ]);
+        let again = update(
+            &plan,
+            &second.ids,
+            &[
+                entry("a", Done),
+                entry("d", InProgress),
+                entry("b, said better", Todo),
+            ],
+        );
         assert!(again.ops.is_empty(), "{:?}", again.ops);
     }
 

@@ -120,7 +120,10 @@ impl Connection {
             .args(&agent.args)
             .current_dir(cwd)
             .env_clear()
-            .envs(crate::tools::mcp::child_env(std::env::vars_os(), &agent.env))
+            .envs(crate::tools::mcp::child_env(
+                std::env::vars_os(),
+                &agent.env,
+            ))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -160,8 +163,7 @@ impl Connection {
             let mut writer = writer;
             while let Some(mut line) = to_write.recv().await {
                 line.push('\n');
-                if writer.write_all(line.as_bytes()).await.is_err()
-                    || writer.flush().await.is_err()
+                if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err()
                 {
                     break;
                 }
@@ -187,7 +189,9 @@ impl Connection {
                     }
                     match serde_json::from_slice::<Value>(&buf) {
                         Ok(message) => route(message, &pending, &incoming, &lines),
-                        Err(e) => tracing::debug!("an ACP agent wrote a line that is not JSON: {e}"),
+                        Err(e) => {
+                            tracing::debug!("an ACP agent wrote a line that is not JSON: {e}")
+                        }
                     }
                 }
                 // The agent is gone: nobody answers what waits.
@@ -339,7 +343,10 @@ fn route(
     incoming: &mpsc::UnboundedSender<Incoming>,
     lines: &mpsc::UnboundedSender<String>,
 ) {
-    let method = message.get("method").and_then(Value::as_str).map(str::to_string);
+    let method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let id = message.get("id").cloned();
     match (method, id) {
         (Some(method), Some(id)) => {
@@ -510,7 +517,10 @@ mod tests {
         // Its stderr may be read a moment after its stdout closed.
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert!(
-            connection.stderr().iter().any(|l| l.contains("no key given")),
+            connection
+                .stderr()
+                .iter()
+                .any(|l| l.contains("no key given")),
             "{:?}",
             connection.stderr()
         );

@@ -170,7 +170,10 @@ fn agent_row(a: AcpAgentView, can_manage: bool, lang: Lang) -> impl IntoView {
         }
         .into_any(),
     };
-    let checked = a.checked_at.as_ref().map(|t| view! { <div class="hint"><time>{short_time(t)}</time></div> });
+    let checked = a
+        .checked_at
+        .as_ref()
+        .map(|t| view! { <div class="hint"><time>{short_time(t)}</time></div> });
     let name = a.name.clone();
     let actions = can_manage.then(|| {
         let args = a.args.join("\n");

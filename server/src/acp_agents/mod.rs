@@ -200,12 +200,21 @@ impl AcpAgents {
     }
 
     pub fn view(&self, name: &str) -> Option<AcpAgentView> {
-        self.agents.read().expect("agents lock").get(name).map(view_of)
+        self.agents
+            .read()
+            .expect("agents lock")
+            .get(name)
+            .map(view_of)
     }
 
     /// The names runs can be given to, for the task box.
     pub fn names(&self) -> Vec<String> {
-        self.agents.read().expect("agents lock").keys().cloned().collect()
+        self.agents
+            .read()
+            .expect("agents lock")
+            .keys()
+            .cloned()
+            .collect()
     }
 
     /// Starts the agent in an empty folder and asks `initialize`: what it
@@ -214,15 +223,16 @@ impl AcpAgents {
         let dir = self.check_dir.join(uuid::Uuid::new_v4().to_string());
         let outcome = match tokio::fs::create_dir_all(&dir).await {
             Err(e) => Err(format!("no folder to start it in: {e}")),
-            Ok(()) => match tokio::time::timeout(CHECK_TIMEOUT, agent::acp::check(&command, &dir)).await
-            {
-                Ok(Ok(info)) => Ok(info),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!(
-                    "it did not answer initialize within {} s",
-                    CHECK_TIMEOUT.as_secs()
-                )),
-            },
+            Ok(()) => {
+                match tokio::time::timeout(CHECK_TIMEOUT, agent::acp::check(&command, &dir)).await {
+                    Ok(Ok(info)) => Ok(info),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!(
+                        "it did not answer initialize within {} s",
+                        CHECK_TIMEOUT.as_secs()
+                    )),
+                }
+            }
         };
         let _ = tokio::fs::remove_dir_all(&dir).await;
         let mut agents = self.agents.write().expect("agents lock");
@@ -350,8 +360,10 @@ mod tests {
             assert!(spec(bad.clone()).check("alice", None).is_err(), "{bad}");
         }
         assert!(
-            serde_json::from_value::<AcpAgentSpec>(serde_json::json!({"name": "x", "command": "y", "url": "http://h"}))
-                .is_err(),
+            serde_json::from_value::<AcpAgentSpec>(
+                serde_json::json!({"name": "x", "command": "y", "url": "http://h"})
+            )
+            .is_err(),
             "an agent has no url"
         );
         let changed = spec(serde_json::json!({"name": "codex", "command": "codex-acp"}))

@@ -14,8 +14,11 @@ pub trait AcpAgentStore: Send + Sync {
     async fn acp_agents(&self) -> Result<Vec<StoredAcpAgent>, StoreError>;
     /// Adds an agent (`replace: false`; `false` when the name is taken) or
     /// replaces one (`false` when there is none of that name).
-    async fn put_acp_agent(&self, agent: &StoredAcpAgent, replace: bool)
-        -> Result<bool, StoreError>;
+    async fn put_acp_agent(
+        &self,
+        agent: &StoredAcpAgent,
+        replace: bool,
+    ) -> Result<bool, StoreError>;
     /// Whether there was such an agent.
     async fn remove_acp_agent(&self, name: &str) -> Result<bool, StoreError>;
 }

@@ -30,8 +30,8 @@ mod needs;
 pub mod retention;
 mod stream;
 
-pub use crate::tool_servers::ToolServers;
 use crate::acp_agents::AcpAgents;
+pub use crate::tool_servers::ToolServers;
 
 use crate::telemetry::Telemetry;
 use run_model::TraceParent;
@@ -721,7 +721,9 @@ impl Runs {
             if self.acp.command(name).is_none() {
                 let names = self.acp.names();
                 return Err(RunError::Invalid(if names.is_empty() {
-                    format!("there is no ACP agent named {name}; an admin adds them (POST /api/agents)")
+                    format!(
+                        "there is no ACP agent named {name}; an admin adds them (POST /api/agents)"
+                    )
                 } else {
                     format!(
                         "there is no ACP agent named {name}; the agents are {}",

@@ -62,7 +62,8 @@ pub struct PlanMcp {
     session: String,
     /// The resources this session subscribed to, each followed by a task
     /// that tells the client when it changes.
-    subscriptions: Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>,
+    subscriptions:
+        Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>,
 }
 
 /// This session's active plan's hint, as a resource.
@@ -81,7 +82,9 @@ impl HintOf {
         if uri == SESSION_HINT_URI {
             return Some(HintOf::Session);
         }
-        let id = uri.strip_prefix("planboard://plans/")?.strip_suffix("/hint")?;
+        let id = uri
+            .strip_prefix("planboard://plans/")?
+            .strip_suffix("/hint")?;
         id.parse().ok().map(HintOf::Plan)
     }
 }

@@ -109,8 +109,14 @@ async fn an_acp_agent_given_a_task_plans_asks_permission_and_answers_on_the_boar
             .contains("planboard-test-agent"),
         "{added}"
     );
-    assert_eq!(added["env"], json!(["PLANBOARD_ACP_PROBE", "PLANBOARD_TEST_ACP_MODE"]));
-    assert!(!added.to_string().contains("handed-over"), "no env value shown");
+    assert_eq!(
+        added["env"],
+        json!(["PLANBOARD_ACP_PROBE", "PLANBOARD_TEST_ACP_MODE"])
+    );
+    assert!(
+        !added.to_string().contains("handed-over"),
+        "no env value shown"
+    );
 
     let (run, plan) = start(
         &server,
@@ -161,7 +167,10 @@ async fn an_acp_agent_given_a_task_plans_asks_permission_and_answers_on_the_boar
     assert_eq!(done["answer"], "The answer is 42.", "{done}");
     assert_eq!(done["plan_state"], "done");
     assert_eq!(artifact(&server, &run, "answer.txt").await, "42\n");
-    assert_eq!(artifact(&server, &run, "decisions.log").await, "allow-once\n");
+    assert_eq!(
+        artifact(&server, &run, "decisions.log").await,
+        "allow-once\n"
+    );
 
     // Each plan update was a change of the plan by the agent: the plan's
     // log has them, so History and Compare do.
@@ -231,8 +240,14 @@ async fn an_acp_agent_given_a_task_plans_asks_permission_and_answers_on_the_boar
     let keys = artifact(&server, &run, "env-keys.txt").await;
     for key in keys.lines() {
         assert!(
-            ["PATH", "HOME", "LANG", "PLANBOARD_ACP_PROBE", "PLANBOARD_TEST_ACP_MODE"]
-                .contains(&key),
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "PLANBOARD_ACP_PROBE",
+                "PLANBOARD_TEST_ACP_MODE"
+            ]
+            .contains(&key),
             "{key} reached the agent: {keys}"
         );
     }
@@ -276,7 +291,10 @@ async fn a_comment_reaches_the_agent_as_a_prompt_and_a_denial_picks_its_reject_o
         .await;
     assert_eq!(status, StatusCode::OK, "{decided}");
     let done = wait_for(&server, &run, "done").await;
-    assert_eq!(artifact(&server, &run, "decisions.log").await, "reject-once\n");
+    assert_eq!(
+        artifact(&server, &run, "decisions.log").await,
+        "reject-once\n"
+    );
     // The comment and the denial's reason came back as the next prompt,
     // which the agent answered.
     let prompts = artifact(&server, &run, "prompts.log").await;
@@ -329,16 +347,26 @@ async fn pause_resume_and_cancel_reach_the_agent_as_acp_cancel_and_a_new_prompt(
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let (status, _) = server.post(&format!("/api/runs/{run}/pause"), json!({})).await;
+    let (status, _) = server
+        .post(&format!("/api/runs/{run}/pause"), json!({}))
+        .await;
     assert_eq!(status, StatusCode::OK);
     let paused = wait_for(&server, &run, "paused").await;
     assert_eq!(paused["plan_state"], "paused");
-    let (status, _) = server.post(&format!("/api/runs/{run}/resume"), json!({})).await;
+    let (status, _) = server
+        .post(&format!("/api/runs/{run}/resume"), json!({}))
+        .await;
     assert_eq!(status, StatusCode::OK);
     let done = wait_for(&server, &run, "done").await;
     let prompts = artifact(&server, &run, "prompts.log").await;
-    assert!(prompts.contains("paused your work and has resumed it"), "{prompts}");
-    assert!(done["answer"].as_str().unwrap().starts_with("I read:"), "{done}");
+    assert!(
+        prompts.contains("paused your work and has resumed it"),
+        "{prompts}"
+    );
+    assert!(
+        done["answer"].as_str().unwrap().starts_with("I read:"),
+        "{done}"
+    );
 
     let (second, second_plan) =
         start(&server, json!({"task": "Take your time", "agent": "slow"})).await;
@@ -368,7 +396,10 @@ async fn a_run_for_an_unknown_or_broken_agent_is_refused_or_fails_with_the_reaso
         .post("/api/runs", json!({"task": "x", "agent": "nobody"}))
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("POST /api/agents"));
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("POST /api/agents"));
     for bad in [
         json!({"name": "no spaces", "command": "node"}),
         json!({"name": "x", "command": ""}),
@@ -386,7 +417,13 @@ async fn a_run_for_an_unknown_or_broken_agent_is_refused_or_fails_with_the_reaso
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{added}");
-    assert!(added["error"].as_str().unwrap().contains("could not be started"), "{added}");
+    assert!(
+        added["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not be started"),
+        "{added}"
+    );
     let (status, _) = server
         .post("/api/agents", json!({"name": "gone", "command": "node"}))
         .await;
@@ -403,7 +440,10 @@ async fn a_run_for_an_unknown_or_broken_agent_is_refused_or_fails_with_the_reaso
     }
     assert_eq!(failed["state"], "failed", "{failed}");
     assert!(
-        failed["reason"].as_str().unwrap().contains("could not be started"),
+        failed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not be started"),
         "{failed}"
     );
     assert_eq!(server.plan(&plan).await["state"], "failed");
@@ -434,7 +474,10 @@ async fn only_admins_manage_acp_agents_and_their_args_are_shown_to_admins_only()
         let (status, list) = server.get("/api/agents").await;
         assert_eq!(status, StatusCode::OK, "{token}");
         assert!(!list.to_string().contains("hunter2"), "{token}: {list}");
-        assert!(!list.to_string().contains("sk-env-secret"), "{token}: {list}");
+        assert!(
+            !list.to_string().contains("sk-env-secret"),
+            "{token}: {list}"
+        );
         assert_eq!(list[0]["hidden_args"], 1, "{list}");
         let (status, _) = server
             .post("/api/agents", json!({"name": "x", "command": "node"}))

@@ -538,7 +538,9 @@ async fn an_mcp_client_subscribed_to_the_plan_hint_hears_when_the_plan_changes()
     assert_eq!(resources_cap.subscribe, Some(true));
     let resources = client.list_all_resources().await.unwrap();
     assert!(
-        resources.iter().any(|r| r.raw.uri == "planboard://session/hint"),
+        resources
+            .iter()
+            .any(|r| r.raw.uri == "planboard://session/hint"),
         "{resources:?}"
     );
     let hint = "planboard://session/hint".to_string();
@@ -569,7 +571,10 @@ async fn an_mcp_client_subscribed_to_the_plan_hint_hears_when_the_plan_changes()
         })
         .await
         .unwrap();
-    assert!(resource_text(&read).contains("measure the room"), "{read:?}");
+    assert!(
+        resource_text(&read).contains("measure the room"),
+        "{read:?}"
+    );
     // A person's move on the board is news too.
     let plans = server.get("/api/plans").await.1;
     let id = plans["plans"][0]["id"]

@@ -30,7 +30,9 @@ impl<S: Send + Sync> FromRequestParts<S> for AgentName {
         if run_model::valid_agent_name(&name) {
             Ok(AgentName(name))
         } else {
-            Err(ApiError::NotFound(format!("no ACP agent is named '{name}'")))
+            Err(ApiError::NotFound(format!(
+                "no ACP agent is named '{name}'"
+            )))
         }
     }
 }
@@ -76,7 +78,9 @@ pub async fn change_agent(
     Body(spec): Body<AcpAgentSpec>,
 ) -> Result<Json<AcpAgentView>, ApiError> {
     who.require(Role::Admin)?;
-    Ok(Json(state.acp_agents.change(&name, spec, &who.actor()).await?))
+    Ok(Json(
+        state.acp_agents.change(&name, spec, &who.actor()).await?,
+    ))
 }
 
 /// Checks an agent again: what it said it is, or why it did not answer.

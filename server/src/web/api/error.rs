@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::acp_agents::AcpAgentError;
 use crate::auth::AuthError;
 use crate::memories::MemoryError;
 use crate::reviews::ReviewError;
@@ -25,7 +26,6 @@ use crate::service::ServiceError;
 use crate::store::StoreError;
 use crate::templates::TemplateError;
 use crate::tool_servers::ToolServerError;
-use crate::acp_agents::AcpAgentError;
 use crate::webhooks::EndpointError;
 use crate::workspace::inputs::InputError;
 

@@ -708,8 +708,18 @@ fn acp_options(arguments: &serde_json::Value) -> Option<String> {
         lines.push(plan_engine::text::fit(&input.to_string(), 400));
     }
     for o in options {
-        let field = |k: &str| o.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-        lines.push(format!("option {}: {} ({})", field("id"), field("name"), field("kind")));
+        let field = |k: &str| {
+            o.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        lines.push(format!(
+            "option {}: {} ({})",
+            field("id"),
+            field("name"),
+            field("kind")
+        ));
     }
     Some(lines.join("\n"))
 }
@@ -758,4 +768,3 @@ mod tests {
         }
     }
 }
-
