@@ -304,7 +304,13 @@ async fn drive_over(
             match s.wait_while_paused(&mut changes).await {
                 Some(text) => {
                     s.move_to(RunState::Running, "resumed by a person").await;
-                    prompt = Some(text);
+                    // An agent started after a restart has heard nothing
+                    // yet: it gets the task and the plan.
+                    prompt = Some(if s.turns == 0 {
+                        people::restart_prompt(&s.run.config.task, &s.seen)
+                    } else {
+                        text
+                    });
                     continue;
                 }
                 None => {
@@ -620,6 +626,9 @@ impl Session {
         // Set once the turn was cancelled: an agent that does not end it
         // within the grace is stopped.
         let mut deadline: Option<tokio::time::Instant> = None;
+        // The agent's output is open (once closed, only its answer, which
+        // then fails, is waited for).
+        let mut open = true;
         loop {
             let grace = async move {
                 match deadline {
@@ -630,10 +639,10 @@ impl Session {
             tokio::select! {
                 // What the agent sent before its answer is handled first.
                 biased;
-                message = incoming.recv() => match message {
+                message = incoming.recv(), if open => match message {
                     Some(message) => self.on_message(message).await,
                     // The agent closed its output: the answer fails next.
-                    None => tokio::time::sleep(Duration::from_millis(50)).await,
+                    None => open = false,
                 },
                 ended = &mut answer => {
                     // The reader queued every message the agent wrote
@@ -827,7 +836,9 @@ impl Session {
             },
         );
         let (_, text) = self.writing.get_or_insert_with(|| (thought, String::new()));
-        if text.chars().count() < MESSAGE_CHARS {
+        // Bounded in bytes as it grows (a character is at most four);
+        // cut to characters when it is logged.
+        if text.len() < MESSAGE_CHARS * 4 {
             text.push_str(&piece);
         }
     }
