@@ -174,6 +174,8 @@ pub struct Runs {
     tool_servers: Arc<ToolServers>,
     /// The ACP agents runs can be given to.
     acp: Arc<AcpAgents>,
+    /// The keeper runs (see [`Runs::spawn_keeper`]).
+    keeping: std::sync::atomic::AtomicBool,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
     /// The local model's folder (`PLANBOARD_LOCAL_MODEL_HOME`).
     local_model_home: Option<PathBuf>,
@@ -410,6 +412,7 @@ impl Runs {
             builtin_tools,
             tool_servers,
             acp,
+            keeping: std::sync::atomic::AtomicBool::new(false),
             model_answers,
             local_model_home: config.local_model_home.clone(),
             telemetry,
@@ -490,8 +493,16 @@ impl Runs {
 
     /// Claims what is claimable and drives it; then keeps the leases
     /// alive (and picks up runs whose driver died) until the service goes.
-    /// Without a model too: runs given to ACP agents need none.
+    /// Without a model only when there are ACP agents (their runs need
+    /// none): at start if any is added, else when the first run is given
+    /// to one. Started once.
     pub fn spawn_keeper(self: &Arc<Self>) {
+        if self.agent.is_none() && self.acp.names().is_empty() {
+            return;
+        }
+        if self.keeping.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let weak: Weak<Runs> = Arc::downgrade(self);
         let every = (self.lease / 3).max(Duration::from_secs(1));
         tokio::spawn(async move {
@@ -672,6 +683,8 @@ impl Runs {
                 return Err(e.into());
             }
         };
+        // A server without a model keeps leases once it has ACP runs.
+        self.spawn_keeper();
         self.keep().await;
         self.view(record).await
     }
