@@ -165,6 +165,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("the server's runtime");
+    let agents_side = agent_runtime.handle().clone();
     server_runtime.block_on(async move {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = Config {
@@ -237,7 +238,7 @@ fn main() {
                 .unwrap()
                 .insert(record.plan_id.expect("a plan"), sent.clone());
             let (ours, theirs) = tokio::io::duplex(1 << 20);
-            agent_runtime.spawn(fake_agent(theirs, updates, every, sent));
+            agents_side.spawn(fake_agent(theirs, updates, every, sent));
             let (read, write) = tokio::io::split(ours);
             let (connection, incoming) = agent::acp::Connection::over(write, read, None, None);
             let workspace = services.runs.workspace(record.id);

@@ -97,7 +97,9 @@ pub enum Incoming {
     },
 }
 
-type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, acp::Error>>>>>;
+/// The requests waiting for their answers; `None` once the agent's
+/// output ended (nothing more will be answered).
+type Pending = Arc<Mutex<Option<HashMap<i64, oneshot::Sender<Result<Value, acp::Error>>>>>>;
 
 /// A running ACP agent and the line to it.
 pub struct Connection {
@@ -157,7 +159,7 @@ impl Connection {
     {
         let (lines, mut to_write) = mpsc::unbounded_channel::<String>();
         let (incoming, received) = mpsc::unbounded_channel();
-        let pending: Pending = Arc::default();
+        let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
         let kept: Arc<Mutex<VecDeque<String>>> = Arc::default();
         tokio::spawn(async move {
             let mut writer = writer;
@@ -194,8 +196,9 @@ impl Connection {
                         }
                     }
                 }
-                // The agent is gone: nobody answers what waits.
-                pending.lock().expect("pending lock").clear();
+                // The agent is gone: nobody answers what waits, or what
+                // is asked from now on.
+                *pending.lock().expect("pending lock") = None;
             });
         }
         if let Some(stderr) = stderr {
@@ -261,17 +264,21 @@ impl Connection {
     ) -> Result<R, AcpError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = oneshot::channel();
-        self.pending
-            .lock()
-            .expect("pending lock")
-            .insert(id, answer);
+        match self.pending.lock().expect("pending lock").as_mut() {
+            Some(waiting) => {
+                waiting.insert(id, answer);
+            }
+            None => return Err(self.gone()),
+        }
         let sent = self.send(acp::Request {
             id: RequestId::Number(id),
             method: method.into(),
             params: Some(params),
         });
         if let Err(e) = sent {
-            self.pending.lock().expect("pending lock").remove(&id);
+            if let Some(waiting) = self.pending.lock().expect("pending lock").as_mut() {
+                waiting.remove(&id);
+            }
             return Err(e);
         }
         match answered.await {
@@ -366,7 +373,12 @@ fn route(
             let Some(id) = id.as_i64() else {
                 return;
             };
-            let Some(waiting) = pending.lock().expect("pending lock").remove(&id) else {
+            let waiting = pending
+                .lock()
+                .expect("pending lock")
+                .as_mut()
+                .and_then(|w| w.remove(&id));
+            let Some(waiting) = waiting else {
                 return;
             };
             let answer = match (message.get("error"), message.get("result")) {
