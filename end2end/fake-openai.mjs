@@ -39,6 +39,19 @@ function answer(request) {
       // Where the answer comes from: the web, so every tool stays offered.
       return { source: "web", why: "it may need a page" };
     case "plan":
+      // [card]: a plan whose first step names a guarded tool, whose second
+      // reads a file nobody gave, feeds nothing and has no expected
+      // outcome: the approval card's tools and checks can be seen.
+      if (task.includes("[card]")) {
+        return {
+          title: "Card check",
+          subtasks: [
+            { name: "look at the first", description: "list the folder with run_shell", expected_outcome: "notes", depends_on: [], tool: "run_shell" },
+            { name: "look at the second", description: "read data.csv", expected_outcome: "", depends_on: [] },
+            { name: "combine", description: "compare the notes", expected_outcome: "a comparison", depends_on: [1] },
+          ],
+        };
+      }
       // A revision after a rejection: one subtask changed, one added, one
       // replaced, so the board's revision marks can be seen.
       if (JSON.stringify(request.messages ?? []).includes("The person's comment:")) {
@@ -77,9 +90,10 @@ function answer(request) {
       if (subtask === "look at the first" && task.includes("[chart]") && (request.messages?.length ?? 0) <= 2) {
         return { action: "run_python", arguments: { code: CHART_CODE } };
       }
-      // [shell]: the first subtask asks to run a shell command (a guarded
-      // tool: a person decides), then completes once it has seen the result.
-      if (subtask === "look at the first" && task.includes("[shell]") && (request.messages?.length ?? 0) <= 2) {
+      // [shell], [card]: the first subtask asks to run a shell command (a
+      // guarded tool: a person decides, or a grant lets it run), then
+      // completes once it has seen the result.
+      if (subtask === "look at the first" && (task.includes("[shell]") || task.includes("[card]")) && (request.messages?.length ?? 0) <= 2) {
         return { action: "run_shell", arguments: { command: "echo hello from the sandbox > hello.txt" } };
       }
       if (subtask === "look at the first" && task.includes("[fail]")) {

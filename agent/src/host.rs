@@ -70,6 +70,20 @@ pub trait Host: Send + Sync {
     /// The guarded calls on the run's log that nobody has decided.
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError>;
 
+    /// The run's grant that covers this call of an `ask` tool, if one does
+    /// (a person granted the tool, or calls like this one, when approving
+    /// the plan): the call then runs without asking. Read afresh for each
+    /// call, so a grant revoked a moment ago asks again. A host without
+    /// grants answers `None`.
+    async fn grant(
+        &self,
+        _run: RunId,
+        _name: &str,
+        _arguments: &serde_json::Value,
+    ) -> Result<Option<run_model::Grant>, HostError> {
+        Ok(None)
+    }
+
     /// Appends to the run log and returns once the entry is stored, not
     /// only queued: what a crash right after must still find.
     async fn log_stored(&self, run: RunId, entry: RunEntry) -> Result<(), HostError> {
@@ -231,6 +245,8 @@ pub struct MemoryHost {
     /// The files every run's workspace holds, as `workspace_files` says
     /// (`None`: it cannot tell, until a file is put).
     files: Mutex<Option<Vec<(String, u64)>>>,
+    /// The runs' grants (people's, given as a story needs them).
+    grants: Mutex<Vec<run_model::Grant>>,
 }
 
 impl MemoryHost {
@@ -253,7 +269,39 @@ impl MemoryHost {
             .store(times, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Every memory stored, oldest first.
+    /// Grants `tool` (calls whose main argument matches `pattern`, or all)
+    /// for `run`, as `by`; answers the grant.
+    pub fn grant_tool(
+        &self,
+        run: RunId,
+        tool: &str,
+        pattern: Option<&str>,
+        by: &str,
+    ) -> run_model::Grant {
+        let grant = run_model::Grant {
+            id: uuid::Uuid::new_v4(),
+            run_id: run,
+            tool: tool.to_string(),
+            pattern: pattern.map(str::to_string),
+            by: by.to_string(),
+            at: chrono::Utc::now(),
+            revoked_by: None,
+            revoked_at: None,
+        };
+        self.grants.lock().expect("grants lock").push(grant.clone());
+        grant
+    }
+
+    /// Revokes a grant, as `by`.
+    pub fn revoke(&self, grant: run_model::GrantId, by: &str) {
+        for g in self.grants.lock().expect("grants lock").iter_mut() {
+            if g.id == grant {
+                g.revoked_by = Some(by.to_string());
+                g.revoked_at = Some(chrono::Utc::now());
+            }
+        }
+    }
+
     /// Gives every run an input file at `path`.
     pub fn put_input(&self, path: &str, bytes: Vec<u8>) {
         self.inputs
@@ -262,6 +310,7 @@ impl MemoryHost {
             .insert(path.to_string(), bytes);
     }
 
+    /// Every memory stored, oldest first.
     pub fn memories(&self) -> Vec<Memory> {
         self.memories.lock().expect("memory lock").clone()
     }
@@ -410,6 +459,21 @@ impl Host for MemoryHost {
         Ok(self.files.lock().expect("files lock").clone())
     }
 
+    async fn grant(
+        &self,
+        run: RunId,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<Option<run_model::Grant>, HostError> {
+        Ok(self
+            .grants
+            .lock()
+            .expect("grants lock")
+            .iter()
+            .find(|g| g.run_id == run && g.covers(name, arguments))
+            .cloned())
+    }
+
     async fn tool_history(&self, run: RunId) -> Result<Vec<RunEntry>, HostError> {
         Ok(self
             .entries(run)
@@ -428,6 +492,8 @@ impl Host for MemoryHost {
     /// Ranks by the number of shared terms (the stores use their
     /// full-text search over the same terms).
     async fn recall(&self, query: &str, limit: usize) -> Result<Vec<Memory>, HostError> {
+        // As the server's full-text recall: the rule `recall_relevance_bar`.
+        let bar = crate::rules::on(&crate::rules::RECALL_RELEVANCE_BAR);
         let wanted = run_model::memory::terms(query);
         let memories = self.memories.lock().expect("memory lock");
         let mut scored: Vec<(bool, usize, &Memory)> = memories
@@ -438,6 +504,7 @@ impl Host for MemoryHost {
                 (m.pinned, shared, m)
             })
             .filter(|(_, shared, _)| *shared > 0)
+            .filter(|(_, _, m)| !bar || run_model::memory::relevant(query, m))
             .collect();
         scored.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
         let ranked = scored.into_iter().map(|(_, _, m)| m.clone()).collect();

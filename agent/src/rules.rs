@@ -76,6 +76,16 @@ pub const EVERY_ASK_ANSWERED: Rule = Rule {
              \"The bar chart was saved as chart.png\"; two-part tasks lost their second part",
 };
 
+/// Recall keeps only memories about the same kind of task.
+pub const RECALL_RELEVANCE_BAR: Rule = Rule {
+    name: "recall_relevance_bar",
+    does: "a recalled memory (not a rule, not pinned) must share at least half of the task's \
+           telling words (its terms without the words any asking uses) to reach the run",
+    guards: "\"Write a haiku about plans\", after earlier tasks had run, answered \"42 bytes \
+             written to run/artifacts/west.xlsx\", a file of an earlier run; an email was \
+             answered with an earlier task's words",
+};
+
 /// Every rule, for the docs and the evaluation's switch.
 pub const ALL: &[&Rule] = &[
     &WORDS_ONLY,
@@ -83,6 +93,7 @@ pub const ALL: &[&Rule] = &[
     &NO_READS_OF_AN_EMPTY_WORKSPACE,
     &FILE_NAMES_GROUNDED,
     &EVERY_ASK_ANSWERED,
+    &RECALL_RELEVANCE_BAR,
 ];
 
 /// The rules switched off in this process (`PLANBOARD_RULES_OFF`, names

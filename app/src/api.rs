@@ -461,6 +461,33 @@ pub struct ActivityLog {
     /// The files of the run's workspace (those it started with and those
     /// it wrote): path, size in bytes, and the start of a text file.
     pub artifacts: Vec<FileRow>,
+    /// Every decision people made on the run (its plan's approvals, its
+    /// guarded calls, budgets, grants), oldest first.
+    #[serde(default)]
+    pub approvals: Vec<run_model::ApprovalRecord>,
+}
+
+/// Which approval records the approvals page lists (its address's query).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalsFilter {
+    pub run: Option<RunId>,
+    pub person: Option<String>,
+    pub tool: Option<String>,
+}
+
+/// The most approval records the approvals page lists.
+pub const APPROVALS_SHOWN: u32 = 200;
+
+/// The approvals insights page: approval fatigue per person and per
+/// tool, the suggested policy moves, and how often forecasts held.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InsightsPage {
+    pub days: u32,
+    pub insights: run_model::Insights,
+    pub forecasts: run_model::ForecastAccuracy,
+    /// The viewer may apply a suggestion (an operator or an admin).
+    #[serde(default)]
+    pub can_apply: bool,
 }
 
 /// One file of a run's workspace.
@@ -542,6 +569,46 @@ pub struct RunPanel {
     /// before the answer is kept.
     #[serde(default)]
     pub asks: Vec<String>,
+    /// The run waits for the model: this many calls go before its next
+    /// one (`Some(0)`: it goes next).
+    #[serde(default)]
+    pub model_ahead: Option<usize>,
+    /// While its plan awaits approval: the card a person reads before
+    /// approving (the guarded tools its steps call, to grant with the
+    /// approval).
+    #[serde(default)]
+    pub card: Option<ApprovalCard>,
+    /// The tools granted for the run at approval (the revoked ones too).
+    #[serde(default)]
+    pub grants: Vec<run_model::Grant>,
+    /// Approved and held: it starts on a click or at its time.
+    #[serde(default)]
+    pub hold: Option<run_model::Hold>,
+    /// Once approved: the forecast the plan was approved with, shown
+    /// beside what the run spent.
+    #[serde(default)]
+    pub forecast: Option<run_model::Forecast>,
+    /// The run paused because its plan drifted from the approved version.
+    #[serde(default)]
+    pub drift: Option<run_model::Drift>,
+}
+
+/// What a person reads before approving a run's plan, drawn from one
+/// version of it: the approval the card's form sends is bound to that
+/// version and content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalCard {
+    pub version: u64,
+    /// The plan's content digest (SHA-256) at that version.
+    pub digest: String,
+    /// The tools that ask before each call, with the steps that call them.
+    pub guarded: Vec<run_model::GuardedTool>,
+    /// What is wrong with the plan, each a sentence.
+    #[serde(default)]
+    pub checks: Vec<run_model::PlanCheck>,
+    /// What it will likely cost, and whether it fits the budget.
+    #[serde(default)]
+    pub forecast: Option<run_model::Forecast>,
 }
 
 /// A guarded tool call as the run header shows it.
@@ -554,6 +621,10 @@ pub struct PendingTool {
     pub arguments: String,
     /// What the call would do, for reading: the code, the command, the URL.
     pub shown: Option<String>,
+    /// The call's SHA-256 (its tool and canonical arguments), sent back
+    /// with the decision so it is bound to what was shown.
+    #[serde(default)]
+    pub digest: String,
 }
 
 /// Whether the agent can run, on which model, and with which tools.
@@ -572,6 +643,9 @@ pub struct AgentInfo {
     /// by name.
     #[serde(default)]
     pub acp_agents: Vec<String>,
+    /// Model calls waiting in planboard's queue for the model now.
+    #[serde(default)]
+    pub model_waiting: usize,
 }
 
 /// Why a request was not done, in words for the person who made it.
@@ -666,6 +740,15 @@ pub trait BoardBackend: Send + Sync {
     async fn acp_agents(&self) -> Result<Vec<run_model::AcpAgentView>, BoardError> {
         Ok(Vec::new())
     }
+    /// Approval fatigue over the last `days` days (the caller checked the
+    /// viewer may see it).
+    async fn insights(&self, days: u32) -> Result<InsightsPage, BoardError>;
+    /// The approval records `filter` admits, newest first (at most
+    /// [`APPROVALS_SHOWN`]).
+    async fn approvals(
+        &self,
+        filter: &ApprovalsFilter,
+    ) -> Result<Vec<run_model::ApprovalRecord>, BoardError>;
     /// The newest `limit` lines of [`BoardBackend::activity`], read from
     /// the end of the log, oldest first.
     async fn activity_tail(
@@ -1016,6 +1099,36 @@ pub async fn create_plan(spec: NewPlan) -> Result<PlanId, BoardError> {
         async {
             let who = editor().await?;
             backend()?.create(spec, &who.name).await
+        }
+        .await,
+    )
+}
+
+/// The approvals insights page (operators and admins; rendered on the
+/// server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_insights(days: u32) -> Result<InsightsPage, BoardError> {
+    answered(
+        async {
+            let viewer = viewer().await?;
+            viewer.may_change(("approval insights", "批准分析"), crate::i18n::detect())?;
+            let mut page = backend()?.insights(days).await?;
+            page.can_apply = viewer.can_edit;
+            Ok(page)
+        }
+        .await,
+    )
+}
+
+/// The approvals page (rendered on the server only).
+#[server(prefix = "/_board", input = Json)]
+pub async fn load_approvals(
+    filter: ApprovalsFilter,
+) -> Result<Vec<run_model::ApprovalRecord>, BoardError> {
+    answered(
+        async {
+            viewer().await?;
+            backend()?.approvals(&filter).await
         }
         .await,
     )

@@ -42,9 +42,10 @@ use leptos_router::path;
 use i18n::{use_lang, Lang};
 use pages::plan::BoardPage;
 use pages::{
-    activity::ActivityPage, compare::ComparePage, history::HistoryPage, inbox::InboxPage,
-    memories::MemoriesPage, new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage,
-    settings::SettingsPage, templates::TemplatesPage, tools::ToolsPage,
+    activity::ActivityPage, approvals::ApprovalInsightsPage, approvals::ApprovalsPage,
+    compare::ComparePage, history::HistoryPage, inbox::InboxPage, memories::MemoriesPage,
+    new_plan::NewPage, plans::PlansPage, reviews::ReviewsPage, settings::SettingsPage,
+    templates::TemplatesPage, tools::ToolsPage,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -83,6 +84,8 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=move || view! { <p class="not-found">{lang.pick("Page not found.", "页面不存在。")}</p> }>
                     <Route path=path!("/") view=PlansPage/>
                     <Route path=path!("/history") view=HistoryPage/>
+                    <Route path=path!("/approvals") view=ApprovalsPage/>
+                    <Route path=path!("/approvals/insights") view=ApprovalInsightsPage/>
                     <Route path=path!("/reviews") view=ReviewsPage/>
                     <Route path=path!("/memories") view=MemoriesPage/>
                     <Route path=path!("/templates") view=TemplatesPage/>

@@ -26,6 +26,8 @@
 //! - [`progress`] and [`render`]: counts and percent; Markdown, Mermaid, JSON;
 //!   [`gantt`]: the plan's timing as an SVG Gantt chart.
 //! - [`compare`]: two versions of a plan field by field, and who changed what;
+//! - [`distance`]: how far two plans are apart as graphs ([`graph_match`]:
+//!   steps matched by their words, node and edge F1, one similarity);
 //! - [`revision`]: what a revised plan added, changed and dropped since a
 //!   person rejected it.
 //! - [`text`]: cutting text to a number of characters, for every crate.
@@ -44,6 +46,7 @@ pub mod compare;
 pub mod dag;
 pub mod describe;
 pub mod dialect;
+pub mod distance;
 pub mod error;
 pub mod event;
 pub mod gantt;
@@ -65,6 +68,7 @@ pub use apply::{apply, create};
 pub use command::{Command, InfoPatch, Op, Position, SubtaskPatch};
 pub use describe::describe;
 pub use dialect::Dialect;
+pub use distance::{graph_match, GraphMatch};
 pub use error::PlanError;
 pub use event::{Event, EventKind, SubtaskFields};
 pub use hint::{hint, HintCase, HintOptions, Lang};

@@ -208,34 +208,9 @@ const VAGUE: &[&str] = &[
 ];
 
 /// The lowercase words of a text (letters and digits; CJK characters one
-/// word each), without repeats, in order.
-pub fn words(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let push = |w: &mut String, out: &mut Vec<String>| {
-        if !w.is_empty() && !out.contains(w) {
-            out.push(std::mem::take(w));
-        }
-        w.clear();
-    };
-    for c in text.chars() {
-        if is_cjk(c) {
-            push(&mut word, &mut out);
-            word.push(c);
-            push(&mut word, &mut out);
-        } else if c.is_alphanumeric() {
-            word.extend(c.to_lowercase());
-        } else {
-            push(&mut word, &mut out);
-        }
-    }
-    push(&mut word, &mut out);
-    out
-}
-
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af)
-}
+/// word each), without repeats, in order: the engine's, which matches
+/// steps by them too.
+pub use plan_engine::distance::words;
 
 /// Whether a proposed step is one the plan holds already: the same name
 /// and description (as words), or the name of a step already done

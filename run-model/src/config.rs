@@ -147,6 +147,15 @@ pub struct RunConfig {
     /// planboard's: the agent's own plan updates are its plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The approved plan is the contract: when the plan's graph
+    /// similarity to the version a person approved falls below this
+    /// (0.0 to 1.0; 0: never), the run pauses until a person approves it
+    /// again. Default [`plan_engine::distance::DRIFT_THRESHOLD`].
+    pub drift_threshold: f64,
+    /// The run's own two-person rule, over the operator's (which it may
+    /// only make stricter): for its plan and its guarded calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_rule: Option<crate::rule::ApprovalRule>,
 }
 
 /// A file the person gave the run, as the model is told about it.
@@ -231,6 +240,8 @@ impl Default for RunConfig {
             plan: None,
             adapt_every_step: false,
             agent: None,
+            drift_threshold: plan_engine::distance::DRIFT_THRESHOLD,
+            approval_rule: None,
         }
     }
 }
@@ -288,6 +299,8 @@ pub enum ConfigError {
     /// alone): batches, a plan given to work, a template.
     #[error("a run given to an ACP agent takes no {0}")]
     NotForAgent(&'static str),
+    #[error("drift_threshold is from 0.0 (never) to 1.0, not {0}")]
+    Drift(String),
 }
 
 impl ConfigError {
@@ -300,6 +313,7 @@ impl ConfigError {
             ConfigError::Attempts => "max_attempts",
             ConfigError::Batches(_) => "batches",
             ConfigError::Agent | ConfigError::NotForAgent(_) => "agent",
+            ConfigError::Drift(_) => "drift_threshold",
         }
     }
 }
@@ -338,6 +352,9 @@ impl RunConfig {
                 .any(|n| n.is_empty() || n.len() > TOOL_NAME_CHARS)
         {
             return Err(ConfigError::Tools);
+        }
+        if !(0.0..=1.0).contains(&self.drift_threshold) {
+            return Err(ConfigError::Drift(self.drift_threshold.to_string()));
         }
         if !(1..=MAX_ATTEMPTS).contains(&self.max_attempts)
             || self.retry_delay_ms > MAX_RETRY_DELAY_MS

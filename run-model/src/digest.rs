@@ -4,8 +4,11 @@
 //! they call the same tool with the same arguments, whatever order the
 //! model wrote the keys in: what tells "the same call again" (a call that
 //! was running when the server stopped) and what an approval is bound to.
+//! A plan's digest ([`plan_digest`]) is the same over what a person reads
+//! when approving it.
 
-use serde_json::Value;
+use plan_engine::Plan;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 /// The canonical text of `value`: keys sorted, no white space; strings
@@ -52,11 +55,59 @@ pub fn call_digest(name: &str, arguments: &Value) -> String {
     hasher.update(name.as_bytes());
     hasher.update([0u8]);
     hasher.update(canonical(arguments).as_bytes());
+    hex(hasher)
+}
+
+/// The hex SHA-256 of the canonical `value` (a budget, a grant).
+pub fn value_digest(value: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(canonical(value).as_bytes());
+    hex(hasher)
+}
+
+fn hex(hasher: Sha256) -> String {
     hasher
         .finalize()
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// What a person approves of a plan, as JSON: its title, goal,
+/// description, expected outcome and mode, and each subtask's id, name,
+/// description, expected outcome, dependencies and tool, in order. Not its
+/// states, results, times, approval or version: approving, starting or
+/// working a plan leaves its content as it was; editing what it says
+/// changes it.
+pub fn plan_content(plan: &Plan) -> Value {
+    let subtasks: Vec<Value> = plan
+        .subtasks()
+        .iter()
+        .map(|s| {
+            json!({
+                "id": s.id(),
+                "name": s.name(),
+                "description": s.description(),
+                "expected_outcome": s.expected_outcome(),
+                "dependencies": s.dependencies(),
+                "tool": s.tool(),
+            })
+        })
+        .collect();
+    json!({
+        "title": plan.title(),
+        "goal": plan.goal(),
+        "description": plan.description(),
+        "expected_outcome": plan.expected_outcome(),
+        "mode": plan.mode(),
+        "subtasks": subtasks,
+    })
+}
+
+/// The hex SHA-256 of a plan's content ([`plan_content`]) written
+/// canonically: what an approval of the plan is bound to.
+pub fn plan_digest(plan: &Plan) -> String {
+    value_digest(&plan_content(plan))
 }
 
 #[cfg(test)]
@@ -79,6 +130,37 @@ mod tests {
             canonical(&b),
             r#"{"opts":{"x":1,"y":[1,{"a":1,"b":2}]},"url":"https://a.example/"}"#
         );
+    }
+
+    #[test]
+    fn a_plans_digest_changes_with_what_it_says_not_with_its_state() {
+        use plan_engine::{NewPlan, NewSubtask, Op, SubtaskPatch};
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let spec = NewPlan {
+            title: "Release".into(),
+            approval_required: true,
+            subtasks: vec![NewSubtask::named("build"), NewSubtask::named("tag")],
+            ..NewPlan::default()
+        };
+        let (mut plan, _) = Plan::create(&spec, "ana", at).unwrap();
+        let before = plan_digest(&plan);
+        assert_eq!(before.len(), 64);
+        let approve = Op::Approve { comment: None };
+        plan.execute(&approve.into(), "bo", at).unwrap();
+        assert_eq!(
+            plan_digest(&plan),
+            before,
+            "approving changes nothing it says"
+        );
+        let edit = Op::EditSubtask {
+            id: plan_engine::SubtaskId(2),
+            patch: SubtaskPatch {
+                description: Some("sign the tag".into()),
+                ..Default::default()
+            },
+        };
+        plan.execute(&edit.into(), "bo", at).unwrap();
+        assert_ne!(plan_digest(&plan), before);
     }
 
     #[test]

@@ -223,6 +223,25 @@ pub enum RunEntry {
         #[serde(default)]
         arguments: Option<serde_json::Value>,
     },
+    /// A call of an `ask` tool that a grant of the run covers: it runs
+    /// without asking (the grant's approval record names who allowed it).
+    ToolGranted {
+        subtask: SubtaskId,
+        name: String,
+        arguments: serde_json::Value,
+        /// The grant that covers it, and who gave it.
+        grant: crate::GrantId,
+        by: String,
+    },
+    /// The run's plan has waited for approval this long (seconds): people
+    /// are told (Needs you, the webhooks); it is never approved by a
+    /// timer.
+    ApprovalOverdue {
+        waited_secs: u64,
+    },
+    /// The plan drifted from the version a person approved: the run
+    /// paused until a person approves it again.
+    Drifted(crate::Drift),
     /// A person moved a subtask the agent was working on; its late result
     /// was dropped.
     Overridden {
@@ -301,6 +320,9 @@ plan_engine::wire_enum! {
         Remembered = "remembered",
         ToolApproval = "tool_approval",
         ToolDecision = "tool_decision",
+        ToolGranted = "tool_granted",
+        ApprovalOverdue = "approval_overdue",
+        Drifted = "drifted",
         Overridden = "overridden",
         Asked = "asked",
         SubtaskResult = "subtask_result",
@@ -334,6 +356,9 @@ impl RunEntry {
             RunEntry::Remembered { .. } => EntryKind::Remembered,
             RunEntry::ToolApproval { .. } => EntryKind::ToolApproval,
             RunEntry::ToolDecision { .. } => EntryKind::ToolDecision,
+            RunEntry::ToolGranted { .. } => EntryKind::ToolGranted,
+            RunEntry::ApprovalOverdue { .. } => EntryKind::ApprovalOverdue,
+            RunEntry::Drifted(_) => EntryKind::Drifted,
             RunEntry::Overridden { .. } => EntryKind::Overridden,
             RunEntry::Asked { .. } => EntryKind::Asked,
             RunEntry::SubtaskResult { .. } => EntryKind::SubtaskResult,
@@ -356,6 +381,7 @@ impl RunEntry {
             | RunEntry::ToolInterrupted { subtask, .. }
             | RunEntry::ToolRetryScheduled { subtask, .. }
             | RunEntry::ToolApproval { subtask, .. }
+            | RunEntry::ToolGranted { subtask, .. }
             | RunEntry::SubtaskRetry { subtask, .. }
             | RunEntry::Recovery { subtask, .. }
             | RunEntry::Overridden { subtask, .. }

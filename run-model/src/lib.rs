@@ -17,24 +17,42 @@
 //!   ([`Adaptation`]: the budget, the gaps, no step twice).
 //! - [`asks`]: a task's asks (its questions, the files it asks for),
 //!   read from its words, and whether an answer answers them.
+//! - [`approval`]: every decision a person makes for the agent, as kept for
+//!   audit ([`ApprovalRecord`], [`ApprovalKind`], [`ApprovalDecision`]).
 //! - [`batch`]: seed 002's iterative batches: [`Batching`] (the setting),
 //!   [`BatchInput`] (an input file's items), [`BatchProgress`] (where a
 //!   batched run stands, on its row) and the [`BatchView`] the board shows.
+//! - [`card`]: the card a person reads before approving a run's plan: the
+//!   guarded tools its steps call ([`GuardedTool`]), what is wrong with it
+//!   ([`PlanCheck`]), what it will likely cost ([`Forecast`]) and how often
+//!   such forecasts held ([`ForecastAccuracy`]).
 //! - [`config`]: [`RunConfig`], [`ModeChoice`], [`Budget`], the
 //!   [`ToolPolicy`] per tool and the typed [`ConfigError`] a refused
 //!   config gives.
 //! - [`state`]: [`RunState`] and its table, [`Classification`] and
 //!   [`DecidedBy`].
+//! - [`drift`]: how far a run's plan moved from the approved version
+//!   ([`ApprovedPlan`], [`Drift`]), measured with the engine's graph
+//!   distance.
 //! - [`digest`]: a tool call's SHA-256 digest over its name and its
-//!   arguments written canonically ([`call_digest`]).
+//!   arguments written canonically ([`call_digest`]); a plan's over what a
+//!   person approves of it ([`plan_digest`]).
+//! - [`grant`]: a guarded tool granted for one run at approval ([`Grant`],
+//!   [`NewGrant`]), the whole tool or the calls whose main argument
+//!   matches a glob.
 //! - [`entry`]: [`RunEntry`] (one line of the run log) and its
 //!   [`EntryKind`], [`LlmCallRecord`], [`ReplyDelta`], [`CallRole`],
 //!   [`ErrorClass`].
 //! - [`record`]: [`RunRecord`] (a stored run), [`Spent`], [`RunProgress`].
+//! - [`rule`]: two people for what is risky: [`ApprovalRule`] (not the
+//!   starter, n people, named approvers) and where an operator's applies
+//!   ([`RuleScope`]).
 //! - [`money`]: [`Usd`], a model's [`Price`], the [`PriceTable`]
 //!   (built-in list prices, the operator's, local models free).
 //! - [`cost`]: what a run's calls cost, the [`CostReport`] read from its
 //!   log (the money types re-exported).
+//! - [`insights`]: approval fatigue measured from the records, and the
+//!   tool policies worth changing ([`Insights`]).
 //! - [`memory`]: what the agent remembers of finished runs
 //!   ([`Memory`], [`MemoryKind`]), the search terms both stores index,
 //!   and the prompt section recalled memories make.
@@ -51,18 +69,24 @@
 //!   shows them ([`ToolServerView`], [`AcpAgentView`]).
 
 pub mod adaptation;
+pub mod approval;
 pub mod asks;
 pub mod batch;
+pub mod card;
 pub mod config;
 pub mod cost;
 pub mod digest;
+pub mod drift;
 pub mod entry;
+pub mod grant;
+pub mod insights;
 pub mod memory;
 pub mod model_status;
 pub mod money;
 pub mod needs;
 pub mod record;
 pub mod review;
+pub mod rule;
 pub mod state;
 pub mod storage;
 pub mod stream;
@@ -71,29 +95,37 @@ pub mod tools;
 pub mod trace;
 
 pub use adaptation::{Adaptation, Gap};
+pub use approval::{ApprovalDecision, ApprovalId, ApprovalKind, ApprovalRecord, Hold};
 pub use asks::Ask;
 pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
 pub use config::{valid_agent_name, AGENT_NAME_CHARS};
+pub use card::{
+    Forecast, ForecastAccuracy, ForecastBasis, GuardedTool, Interval, PlanCheck, PlanCheckKind,
+};
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
     FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,
     MAX_RETRY_DELAY_MS, MAX_TASK_CHARS, MAX_TOOLS, PREVIEW_CHARS, TOOL_NAME_CHARS,
 };
 pub use cost::{CostReport, ModelUse, SubtaskUse, Use};
-pub use digest::call_digest;
+pub use digest::{call_digest, plan_digest};
+pub use drift::{ApprovedPlan, ApprovedStep, Drift};
 pub use entry::{
     CallRole, EntryKind, ErrorClass, LlmCallRecord, RecalledMemory, RecoveryDecision, ReplyDelta,
     RunEntry, Verdict, MESSAGE_CAP,
 };
+pub use grant::{Grant, GrantError, GrantId, NewGrant};
+pub use insights::{DecisionStats, Insights, Suggestion};
 pub use memory::{Memory, MemoryId, MemoryKind, NewMemory};
 pub use model_status::ModelStatus;
 pub use money::{BadPrices, Price, PriceTable, Usd};
 pub use needs::{Need, NeedKind};
 pub use record::{AgainOf, RunProgress, RunRecord, Spent, SubtaskAttempts};
 pub use review::{NewReview, Review, ReviewError, ReviewId, ReviewVerdict, SubtaskNote, ToReview};
+pub use rule::{person_of, ApprovalRule, RuleScope};
 pub use state::{Classification, DecidedBy, RunState};
 pub use storage::{Retention, StorageReport, WorkspacesUse};
 pub use stream::StreamEvent;
@@ -127,6 +159,10 @@ mod tests {
         names_agree(&ReviewVerdict::ALL).unwrap();
         names_agree(&ToolSource::ALL).unwrap();
         names_agree(&ToolTransport::ALL).unwrap();
+        names_agree(&ApprovalKind::ALL).unwrap();
+        names_agree(&ApprovalDecision::ALL).unwrap();
+        names_agree(&PlanCheckKind::ALL).unwrap();
+        names_agree(&ForecastBasis::ALL).unwrap();
         assert_eq!(RunState::AwaitingApproval.to_string(), "awaiting_approval");
         assert_eq!(
             "sleeping".parse::<RunState>().unwrap_err().to_string(),

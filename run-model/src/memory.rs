@@ -128,6 +128,49 @@ fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x3040..=0x30FF | 0xAC00..=0xD7AF)
 }
 
+/// Words of any task's asking that tell nothing of what it is about.
+const GENERIC: &[&str] = &[
+    "write", "make", "find", "count", "tell", "give", "how", "many", "much", "what", "which",
+    "list", "file", "files", "save", "show", "me", "my", "all", "each", "every", "please", "task",
+    "short", "new", "get", "use", "using", "number", "result", "answer",
+];
+
+/// The share of the smaller of two tasks' telling words the two must
+/// share for a memory of one to be recalled for the other (see
+/// [`relevant`]), and at least two words (one, for a task of one).
+pub const RELEVANCE: f64 = 0.5;
+
+/// Whether `memory` is about the same kind of task as `task` (the agent's
+/// rule `recall_relevance_bar`): what a person pinned or a rule is always
+/// relevant (recall already matched its words); anything else must share
+/// two of the task's telling words (its terms, without the words any
+/// asking uses) and at least [`RELEVANCE`] of the smaller task's. A haiku
+/// about plans shares "plans" with a plan to deploy, and nothing else: an
+/// earlier run's plan and files are not this task's; rotating the keys
+/// and rotating the database passwords share two of three.
+pub fn relevant(task: &str, memory: &Memory) -> bool {
+    if memory.pinned || memory.kind == MemoryKind::Rule {
+        return true;
+    }
+    let telling = |text: &str| -> Vec<String> {
+        terms(text)
+            .into_iter()
+            .filter(|t| !GENERIC.contains(&t.as_str()))
+            .collect()
+    };
+    let wanted = telling(task);
+    if wanted.is_empty() {
+        return false;
+    }
+    let theirs = telling(&memory.task);
+    if theirs.is_empty() {
+        return false;
+    }
+    let shared = wanted.iter().filter(|t| theirs.contains(t)).count();
+    let smaller = wanted.len().min(theirs.len());
+    shared >= smaller.min(2) && shared as f64 / smaller as f64 >= RELEVANCE
+}
+
 /// Of [`RECALLED`] slots, those kept for memories other than corrections
 /// and rules when such match: at most this many (2 of 8), so a pile of
 /// summaries and good reviews cannot crowd out what people taught.
@@ -348,6 +391,38 @@ mod tests {
             pinned: false,
             created_at: DateTime::<Utc>::default(),
         }
+    }
+
+    #[test]
+    fn only_memories_about_the_same_kind_of_task_are_relevant() {
+        let of = |kind, task: &str| Memory {
+            task: task.into(),
+            ..memory(kind, "x")
+        };
+        let deploy = of(
+            MemoryKind::Correction,
+            "Deploy the billing service to production",
+        );
+        assert!(relevant("Deploy the billing service to staging", &deploy));
+        assert!(!relevant(
+            "Write a haiku about plans",
+            &of(MemoryKind::Run, "Make plans for the deploy")
+        ));
+        assert!(!relevant(
+            "Draft a short email to Mira",
+            &of(
+                MemoryKind::Run,
+                "Count distinct email addresses in emails.txt"
+            )
+        ));
+        assert!(relevant(
+            "Rules apply anywhere",
+            &of(MemoryKind::Rule, "never on Fridays")
+        ));
+        let mut pinned = of(MemoryKind::Correction, "something else entirely");
+        pinned.pinned = true;
+        assert!(relevant("Deploy it", &pinned));
+        assert!(!relevant("write it", &deploy), "nothing telling to match");
     }
 
     #[test]

@@ -42,6 +42,15 @@ pub struct Need {
     pub since: Timestamp,
     /// The board address where a person acts on it.
     pub href: String,
+    /// It has waited longer than the operator's reminder time
+    /// (`PLANBOARD_APPROVAL_REMIND_MINUTES`, an approval).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overdue: bool,
+    /// Who still has to approve under a two-person rule, by name (`any
+    /// other person` when the rule only keeps the starter out); empty:
+    /// anyone who may.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
 }
 
 impl Need {
@@ -69,6 +78,8 @@ impl Need {
             text: Need::cut(text),
             since,
             href,
+            overdue: false,
+            waiting_for: Vec::new(),
         }
     }
 

@@ -64,6 +64,18 @@ pub struct RunRecord {
     /// plan, answer and memories stay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_removed_at: Option<plan_engine::Timestamp>,
+    /// The model the run's steps were worked on (its executor's), so a
+    /// forecast reads runs of the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The plan as a person approved it (or approved it again after a
+    /// drift), which its drift is measured from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<crate::ApprovedPlan>,
+    /// Set while the run is paused because its plan drifted from
+    /// `approved`; a person's approval (resuming the plan) clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<crate::Drift>,
 }
 
 /// Where a run started again from: an earlier run, its plan, and the
@@ -158,6 +170,9 @@ impl RunRecord {
             kept: false,
             files_removed_at: None,
             asks: crate::asks::of(&config_task),
+            model: None,
+            approved: None,
+            drift: None,
         }
     }
 }

@@ -63,4 +63,8 @@ pub struct Retention {
     /// Uploads staged for a run that never started are removed after
     /// this many hours.
     pub staging_hours: u64,
+    /// `PLANBOARD_APPROVAL_RETENTION_DAYS`: a finished run's approval
+    /// records are deleted this many days after it ended.
+    #[serde(default)]
+    pub approval_days: Option<u64>,
 }

@@ -36,6 +36,9 @@
 //! | `PLANBOARD_WEBHOOK_FORMAT` | `json` | `slack`: Slack's incoming-webhook shape (`{"text": …}`) |
 //! | `PLANBOARD_WEBHOOK_RETENTION_DAYS` | `30` | deliveries that are over (delivered or given up) are deleted after this many days |
 //! | `PLANBOARD_RUN_LOG_RETENTION_HOURS` | `720` (30 days) | a finished run's log (its model calls and their messages, tool calls, activity) is deleted this many hours after the run ended (seed 002's `memoryRetention`, 24 there); the run's row, its plan, memories and reviews stay; runs a person keeps are left alone; `off`: kept for good |
+//! | `PLANBOARD_APPROVAL_RULES` | — | token mode only: two people for what is risky, `scope=rule` entries separated by `;`. A scope is `all`, `mode:<mode>`, `tool:<name>` or `template:<name>`; a rule is `,`-separated parts: `not-starter` (the person who started a run may not approve its plan or guarded calls), `<n>` (n approvals by different people) or `<n>:<name>+<name>+…` (n of these people). `mode:complex=not-starter; tool:run_shell=2:alice+bob+carol` |
+//! | `PLANBOARD_APPROVAL_REMIND_MINUTES` | `60` | a plan that has waited this long for approval is reported once: marked overdue in Needs you and sent to the webhooks (`approval_overdue`); it is never approved by a timer; `off`: never reported |
+//! | `PLANBOARD_APPROVAL_RETENTION_DAYS` | `365` | the approval records of a finished run (who approved, rejected, edited or denied what, with its digest) are deleted this many days after the run ended, and records of no run this many days after they were made; runs a person keeps are left alone; `off`: kept for good. Longer than the log's: an audit asks about the year |
 //! | `PLANBOARD_WORKSPACE_RETENTION_DAYS` | `7` | a finished run's workspace (its uploads, copied folder, written files) is removed this many days after the run ended; the run's row, plan, answer and memories stay; runs a person keeps are left alone; `off`: kept for good |
 //! | `PLANBOARD_PUBLIC_URL` | `http://` + `LEPTOS_SITE_ADDR` | the board's address in notifications' links; its host is answered and its origin may write (see `guard`) |
 //! | `PLANBOARD_ALLOWED_HOSTS` | — | host names the server answers to besides `localhost` and IP addresses, separated by `,`: `board.example` (any port), `board.example:8443`, `.example.org` (and its subdomains) |
@@ -89,6 +92,14 @@ pub struct Config {
     pub run_log_retention: Option<Duration>,
     /// How long a finished run's workspace is kept; `None`: for good.
     pub workspace_retention: Option<Duration>,
+    /// How long the approval records of a finished run (or of no run) are
+    /// kept; `None`: for good.
+    pub approval_retention: Option<Duration>,
+    /// A plan waiting for approval this long is reported (Needs you, the
+    /// webhooks); `None`: never.
+    pub approval_remind: Option<Duration>,
+    /// The operator's two-person rules, each where it applies.
+    pub approval_rules: Vec<(run_model::RuleScope, run_model::ApprovalRule)>,
     /// `PLANBOARD_PUBLIC_URL`, when set: the address people open the board
     /// at, whose host the server answers to.
     pub public_url: Option<reqwest::Url>,
@@ -287,6 +298,13 @@ fn prices(
 pub const DEFAULT_RUN_LOG_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How long a finished run's files are kept unless configured: 7 days.
 pub const DEFAULT_WORKSPACE_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long approval records are kept unless configured: a year, past the
+/// log's 30 days (an audit asks who approved what long after the
+/// activity is gone).
+pub const DEFAULT_APPROVAL_RETENTION: Duration = Duration::from_secs(365 * 24 * 3600);
+/// How long a plan may wait for approval before people are reminded
+/// unless configured: an hour.
+pub const DEFAULT_APPROVAL_REMIND: Duration = Duration::from_secs(3600);
 
 /// A retention in whole `unit`s (at least 1), or `off` (kept for good).
 fn retention(
@@ -347,6 +365,9 @@ impl Config {
             telemetry: None,
             run_log_retention: Some(DEFAULT_RUN_LOG_RETENTION),
             workspace_retention: Some(DEFAULT_WORKSPACE_RETENTION),
+            approval_retention: Some(DEFAULT_APPROVAL_RETENTION),
+            approval_remind: Some(DEFAULT_APPROVAL_REMIND),
+            approval_rules: Vec::new(),
             public_url: None,
             allowed_hosts: Vec::new(),
         }
@@ -383,6 +404,8 @@ impl Config {
             }
         }
         let trusted_proxies = trusted_proxies(var("PLANBOARD_TRUSTED_PROXIES"))?;
+        let names: Vec<String> = tokens.values().map(|i| i.name.clone()).collect();
+        let approval_rules = approval_rules(var("PLANBOARD_APPROVAL_RULES"), &names)?;
         let access = if tokens.is_empty() {
             let user = var("PLANBOARD_USER")
                 .or_else(|| var("USER"))
@@ -516,6 +539,21 @@ impl Config {
                 24 * 3600,
                 DEFAULT_WORKSPACE_RETENTION,
             )?,
+            approval_retention: retention(
+                &var,
+                "PLANBOARD_APPROVAL_RETENTION_DAYS",
+                "days",
+                24 * 3600,
+                DEFAULT_APPROVAL_RETENTION,
+            )?,
+            approval_remind: retention(
+                &var,
+                "PLANBOARD_APPROVAL_REMIND_MINUTES",
+                "minutes",
+                60,
+                DEFAULT_APPROVAL_REMIND,
+            )?,
+            approval_rules,
             public_url: match var("PLANBOARD_PUBLIC_URL") {
                 None => None,
                 Some(url) => Some(
@@ -546,6 +584,93 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// `PLANBOARD_APPROVAL_RULES`: `scope=rule` entries separated by `;` (see
+/// the table above). `tokens` are the token mode's names (none in local
+/// mode, where a rule is refused: everyone is the one local user, so
+/// nobody else could approve).
+fn approval_rules(
+    list: Option<String>,
+    tokens: &[String],
+) -> Result<Vec<(run_model::RuleScope, run_model::ApprovalRule)>, ConfigError> {
+    use run_model::{ApprovalRule, RuleScope};
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    if tokens.is_empty() {
+        return Err(ConfigError::Invalid(
+            "PLANBOARD_APPROVAL_RULES needs token mode (PLANBOARD_TOKENS): in local mode everyone \
+             is the one local user, so no other person could ever approve; set tokens for your \
+             team or unset PLANBOARD_APPROVAL_RULES"
+                .into(),
+        ));
+    }
+    let bad = |entry: &str, why: &str| {
+        ConfigError::Invalid(format!(
+            "PLANBOARD_APPROVAL_RULES takes scope=rule entries (mode:complex=not-starter; \
+             tool:run_shell=2:alice+bob): '{entry}' {why}"
+        ))
+    };
+    let mut rules = Vec::new();
+    for entry in list.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let (scope, rule) = entry
+            .split_once('=')
+            .ok_or_else(|| bad(entry, "has no '='"))?;
+        let scope = match scope.trim().split_once(':') {
+            None if scope.trim() == "all" => RuleScope::All,
+            Some(("mode", mode)) => RuleScope::Mode(
+                plan_engine::Mode::from_wire(mode.trim())
+                    .ok_or_else(|| bad(entry, "names no mode"))?,
+            ),
+            Some(("tool", tool)) if !tool.trim().is_empty() => {
+                RuleScope::Tool(tool.trim().to_string())
+            }
+            Some(("template", name)) if !name.trim().is_empty() => {
+                RuleScope::Template(name.trim().to_string())
+            }
+            _ => return Err(bad(entry, "has no scope all, mode:, tool: or template:")),
+        };
+        let mut parsed = ApprovalRule::default();
+        for part in rule.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if part == "not-starter" {
+                parsed.not_starter = true;
+                continue;
+            }
+            let (count, names) = match part.split_once(':') {
+                Some((count, names)) => (count, Some(names)),
+                None => (part, None),
+            };
+            parsed.at_least = count
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=20).contains(n))
+                .ok_or_else(|| bad(entry, "needs not-starter, a count of 1 to 20, or n:names"))?;
+            if let Some(names) = names {
+                parsed.approvers = names
+                    .split('+')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if let Some(unknown) = parsed.approvers.iter().find(|n| !tokens.contains(n)) {
+                    return Err(bad(entry, &format!("names {unknown}, who has no token")));
+                }
+                if parsed.approvers.len() < parsed.at_least as usize {
+                    return Err(bad(
+                        entry,
+                        "asks for more approvals than it names approvers",
+                    ));
+                }
+            }
+        }
+        if parsed.is_plain() {
+            return Err(bad(entry, "asks nothing more than one approval"));
+        }
+        rules.push((scope, parsed));
+    }
+    Ok(rules)
 }
 
 /// `PLANBOARD_TRUSTED_PROXIES`: addresses or CIDR blocks; names are not
@@ -1005,6 +1130,41 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Config::from_vars(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn approval_rules_need_token_mode_and_name_token_holders() {
+        let rules = "mode:complex=not-starter; tool:run_shell=2:alice+bob";
+        let local = config(&[("PLANBOARD_APPROVAL_RULES", rules)]).unwrap_err();
+        assert!(local.to_string().contains("needs token mode"), "{local}");
+        let tokens = format!("alice:operator:{ALICE},bob:admin:{BOB}");
+        let parsed = config(&[
+            ("PLANBOARD_TOKENS", &tokens),
+            ("PLANBOARD_APPROVAL_RULES", rules),
+        ])
+        .unwrap()
+        .approval_rules;
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(
+            parsed[0].0,
+            run_model::RuleScope::Mode(plan_engine::Mode::Complex)
+        );
+        assert!(parsed[0].1.not_starter);
+        assert_eq!(parsed[1].0, run_model::RuleScope::Tool("run_shell".into()));
+        assert_eq!((parsed[1].1.at_least, parsed[1].1.approvers.len()), (2, 2));
+        for (bad, why) in [
+            ("tool:run_shell=2:alice+zed", "who has no token"),
+            ("tool:run_shell=3:alice+bob", "more approvals than"),
+            ("mode:fast=not-starter", "names no mode"),
+            ("all=1", "nothing more than one approval"),
+        ] {
+            let e = config(&[
+                ("PLANBOARD_TOKENS", &tokens),
+                ("PLANBOARD_APPROVAL_RULES", bad),
+            ])
+            .unwrap_err();
+            assert!(e.to_string().contains(why), "{bad}: {e}");
+        }
     }
 
     const ALICE: &str = "279bb10a2541907ef5c61a58dcbfc228";

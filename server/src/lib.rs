@@ -15,8 +15,9 @@
 //! - [`live`]: the plans' log reader and SSE streams;
 //! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
 //! - [`runlog`]: the runs' rows and their log, its writer and the replicas' delta relay;
-//! - [`templates`], [`memories`], [`tool_servers`], [`acp_agents`], [`webhooks`]: one folder
-//!   per concept, each with its service, its store trait and SQL;
+//! - [`templates`], [`memories`], [`tool_servers`], [`acp_agents`], [`webhooks`],
+//!   [`approvals`]: one folder per concept, each with its service, its store trait and SQL
+//!   (approvals: every decision a person makes for the agent, kept for audit);
 //! - [`workspace`]: a run's files as people reach them: inputs, artifacts, the zip, images;
 //! - [`runs`]: planboard's own agent: runs under leases, their controls and retention;
 //! - [`reviews`]: people's reviews of finished plans;
@@ -39,6 +40,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod acp_agents;
+pub mod approvals;
 pub mod auth;
 pub mod book;
 pub mod config;
@@ -96,6 +98,14 @@ pub async fn start_with_model(
     let store = Arc::new(SqlStore::connect(&config.database_url).await?);
     let shared = store.is_postgres();
     let plans = PlanService::open(store.clone(), shared).await?;
+    // Told of every approval the plan service commits, from here on.
+    let approvals = approvals::Approvals::new(
+        plans.clone(),
+        store.clone(),
+        store.clone(),
+        config.prices.clone(),
+        config.approval_rules.clone(),
+    );
     let tool_servers = tool_servers::ToolServers::open(config, store.clone()).await?;
     let acp_agents = acp_agents::AcpAgents::open(store.clone()).await?;
     let telemetry = match &config.telemetry {
@@ -123,6 +133,7 @@ pub async fn start_with_model(
             templates: store.clone(),
             memories: store.clone(),
             log: store.clone(),
+            approvals: approvals.clone(),
         },
         tool_servers.clone(),
         acp_agents.clone(),
@@ -131,6 +142,14 @@ pub async fn start_with_model(
         telemetry.clone(),
     )
     .map_err(|e| StoreError::Config(e.to_string()))?;
+    // A grant may name only a tool a run can be given.
+    let tools_of = Arc::downgrade(&runs);
+    approvals.know_tools(Arc::new(move || {
+        tools_of
+            .upgrade()
+            .map(|runs| runs.tools().into_iter().map(|t| t.name).collect())
+            .unwrap_or_default()
+    }));
     webhooks::open_cursor(store.as_ref(), store.as_ref()).await?;
     runs.spawn_keeper();
     webhooks::spawn(
@@ -193,6 +212,7 @@ pub async fn start_with_model(
     Ok(Services {
         plans,
         runs,
+        approvals,
         templates,
         reviews,
         memories,

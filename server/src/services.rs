@@ -9,7 +9,8 @@ use std::time::Duration;
 use crate::config::Access;
 use crate::service::PlanService;
 use crate::{
-    acp_agents, memories, reviews, runs, telemetry, templates, tool_servers, webhooks, workspace,
+    acp_agents, approvals, memories, reviews, runs, telemetry, templates, tool_servers,
+    webhooks, workspace,
 };
 
 /// What the router needs besides the Leptos options.
@@ -17,6 +18,8 @@ use crate::{
 pub struct Services {
     pub plans: Arc<PlanService>,
     pub runs: Arc<runs::Runs>,
+    /// Every decision a person makes for the agent, kept for audit.
+    pub approvals: Arc<approvals::Approvals>,
     pub templates: Arc<templates::Templates>,
     pub reviews: Arc<reviews::Reviews>,
     pub memories: Arc<memories::Memories>,

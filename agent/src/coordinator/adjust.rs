@@ -323,6 +323,7 @@ impl Driver {
         let changes = ops.len();
         match self.apply(ops).await {
             Ok(_) => {
+                self.drift_due = true;
                 self.caller
                     .log(RunEntry::PlanAdjusted { reason, changes })
                     .await;

@@ -150,6 +150,7 @@ impl Agent {
         run.round = 1;
         run.plan_id = Some(plan.id());
         run.started_by = who.to_string();
+        run.model = Some(self.llm.model(crate::llm::CallRole::Executor));
         run.classification = Some(Classification {
             mode: source.mode(),
             reason: format!("run again from #{} '{name}' of run {earlier}", from.0),

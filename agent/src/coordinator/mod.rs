@@ -101,6 +101,10 @@ pub struct Agent {
     budgets: Mutex<HashMap<RunId, Arc<Mutex<Budget>>>>,
     /// What model calls are charged at (the built-in list by default).
     pub prices: Arc<run_model::PriceTable>,
+    /// A plan waiting for approval this long is logged as overdue once
+    /// (`approval_overdue`: Needs you and the webhooks tell people); it is
+    /// never approved by a timer. `None`: never.
+    pub approval_remind: Option<Duration>,
 }
 
 impl Agent {
@@ -119,6 +123,7 @@ impl Agent {
             tools: Arc::new(|_| Toolset::default()),
             budgets: Mutex::new(HashMap::new()),
             prices: Arc::default(),
+            approval_remind: None,
         }
     }
 
@@ -211,6 +216,7 @@ impl Agent {
         run.plan_id = Some(plan);
         run.started_by = who.to_string();
         run.trace_parent = trace;
+        run.model = Some(self.llm.model(CallRole::Executor));
         self.host.save_run(&run).await?;
         self.host
             .log(
@@ -342,6 +348,9 @@ impl Agent {
             crashed,
             source: None,
             asks_sent_back: false,
+            approval_remind: self.approval_remind,
+            drift_due: true,
+            drift_len: 0,
         };
         if driver
             .run
@@ -391,6 +400,14 @@ struct Driver {
     /// The answer's missing parts were sent back once already (the rule
     /// `every_ask_answered`).
     asks_sent_back: bool,
+    /// See [`Agent::approval_remind`].
+    approval_remind: Option<Duration>,
+    /// The plan changed in what it says since drift was last measured
+    /// (people's edits, an adaptation): measure it again.
+    drift_due: bool,
+    /// The plan's size when drift was last measured: a step added or
+    /// removed (an executor's, a workaround) makes it due too.
+    drift_len: usize,
 }
 
 /// Why a run failed, recorded as its reason.
@@ -533,6 +550,74 @@ impl Driver {
             .map_or(Mode::Complex, |c| c.mode)
     }
 
+    /// Whether drift from the approved plan is measured for this run: not
+    /// an emergent list (meant to grow) nor a run in batches (planned a
+    /// batch at a time), with a threshold above 0.
+    fn drift_measured(&self) -> bool {
+        self.run.config.drift_threshold > 0.0 && self.mode() != Mode::Emergent && !self.batching()
+    }
+
+    /// Keeps the plan as it was approved, when a person approved it (a
+    /// plan that needs no approval has no contract), the first time the
+    /// run works it.
+    fn baseline(&mut self, plan: &Plan) {
+        let approved = plan.approval().required
+            && plan.approval().status == plan_engine::ApprovalStatus::Approved;
+        if self.run.approved.is_none() && approved && self.drift_measured() {
+            self.run.approved = run_model::ApprovedPlan::of(plan);
+            self.drift_len = plan.subtasks().len();
+            self.drift_due = false;
+        }
+    }
+
+    /// A person resumed a run paused for drift: they approved the plan
+    /// again (the approvals recorded it), and it is the contract now.
+    fn reapproved(&mut self, plan: &Plan) {
+        if self.run.drift.take().is_some() {
+            self.run.approved = run_model::ApprovedPlan::of(plan);
+            self.drift_len = plan.subtasks().len();
+            self.drift_due = false;
+        }
+    }
+
+    /// Pauses the run for a person when its plan drifted from the version
+    /// approved (`run_model::ApprovedPlan::drift`); whether it did.
+    /// Measured only when the plan changed in what it says, so a step of
+    /// the work costs nothing.
+    async fn check_drift(&mut self, plan: &Plan) -> Result<bool, RunFailure> {
+        if plan.subtasks().len() != self.drift_len {
+            self.drift_due = true;
+        }
+        if !self.drift_due || self.run.drift.is_some() || !self.drift_measured() {
+            return Ok(false);
+        }
+        self.drift_due = false;
+        self.drift_len = plan.subtasks().len();
+        let threshold = self.run.config.drift_threshold;
+        let Some(drift) = self
+            .run
+            .approved
+            .as_ref()
+            .and_then(|approved| approved.drift(plan, threshold))
+        else {
+            return Ok(false);
+        };
+        let why = drift.reason();
+        self.caller.log(RunEntry::Drifted(drift.clone())).await;
+        let _ = self
+            .apply(vec![
+                Op::Pause {},
+                Op::Comment {
+                    subtask: None,
+                    body: why.clone(),
+                },
+            ])
+            .await;
+        self.run.drift = Some(drift);
+        self.move_to(RunState::Paused, why).await;
+        Ok(true)
+    }
+
     /// Tells the run log (and later prompts) what others changed.
     async fn notice_people(&mut self, plan: &Arc<Plan>) {
         let Some(before) = self.seen.replace(plan.clone()) else {
@@ -546,6 +631,7 @@ impl Driver {
             return;
         }
         let summary = changes.join("; ");
+        self.drift_due = true;
         self.people.push(summary.clone());
         self.correction(format!("a person changed the plan while it ran: {summary}"));
         self.caller.log(RunEntry::PeopleChanged { summary }).await;

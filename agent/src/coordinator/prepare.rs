@@ -385,10 +385,15 @@ impl Driver {
     pub(super) async fn await_approval(&mut self) -> Flow {
         let plan_id = self.plan_id()?;
         let mut plan = self.host.plan(plan_id).await?;
+        // Told once per wait (again after a restart, if still waiting).
+        let mut reminded = self.approval_remind.is_none();
         loop {
             match plan.state() {
                 PlanState::Approved | PlanState::Running | PlanState::Paused => {
                     self.edited_before_approval(&plan).await;
+                    // What the person approved is the contract (also while
+                    // the run is held, before it starts).
+                    self.baseline(&plan);
                     self.seen = Some(Arc::new(plan));
                     self.move_to(RunState::Running, "approved").await;
                     return Ok(());
@@ -455,7 +460,28 @@ impl Driver {
                 }
                 _ => {}
             }
-            plan = self.host.changed(plan_id, plan.version()).await?;
+            let changed = self.host.changed(plan_id, plan.version());
+            let after = self.approval_remind.filter(|_| !reminded);
+            let Some(after) = after else {
+                plan = changed.await?;
+                continue;
+            };
+            // From the plan's last change: its submission, or an edit.
+            let waited = (chrono::Utc::now() - plan.updated_at())
+                .to_std()
+                .unwrap_or_default();
+            match tokio::time::timeout(after.saturating_sub(waited), changed).await {
+                Ok(next) => plan = next?,
+                Err(_) => {
+                    reminded = true;
+                    let waited_secs = (chrono::Utc::now() - plan.updated_at())
+                        .num_seconds()
+                        .max(0) as u64;
+                    self.caller
+                        .log(RunEntry::ApprovalOverdue { waited_secs })
+                        .await;
+                }
+            }
         }
     }
 }

@@ -190,6 +190,7 @@ impl Driver {
                     }
                 }
                 PlanState::Approved | PlanState::Running => {
+                    self.reapproved(&plan);
                     let work = !plan.ready().is_empty() || !plan.in_progress().is_empty();
                     // A stuck run goes on once people dealt with what
                     // failed: retried, there is work again; skipped, maybe
@@ -218,6 +219,12 @@ impl Driver {
                 }
                 if let Some(why) = self.caller.budget_reached() {
                     self.pause_for_budget(why).await?;
+                    continue;
+                }
+                // The approved plan is the contract: one that drifted
+                // waits for a person to approve it again.
+                self.baseline(&plan);
+                if self.check_drift(&plan).await? {
                     continue;
                 }
                 // Work in progress that nobody does: after a restart, or a

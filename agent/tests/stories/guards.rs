@@ -1,7 +1,8 @@
 //! Action guards: a tool whose policy is `ask` waits for a person, who
 //! approves, edits or denies the call; the decision is on the run log and
 //! the model reads what happened. A question nobody answered before a
-//! restart expires.
+//! restart expires. A call a grant of the run covers runs without asking,
+//! until the grant is revoked.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -270,4 +271,81 @@ async fn a_subtask_that_names_a_tool_but_is_completed_without_it_gets_one_checki
     // "say it" names no tool: done at its first answer (4 executor calls
     // in all: three for the first subtask, one for the second).
     assert_eq!(executor.len(), 4);
+}
+
+/// The executor's call of `write_file` on `path`.
+fn write_to(path: &str, content: &str) -> Value {
+    json!({"action": "write_file", "arguments": {"path": path, "content": content}})
+}
+
+/// Waits for the run's guarded call number `n` (0-based) and returns its
+/// id and arguments.
+async fn asked_nth(world: &World, n: usize) -> (String, Value) {
+    for _ in 0..4000 {
+        let found = world
+            .entries()
+            .iter()
+            .filter_map(|e| match e {
+                RunEntry::ToolApproval {
+                    call, arguments, ..
+                } => Some((call.clone(), arguments.clone())),
+                _ => None,
+            })
+            .nth(n);
+        if let Some(found) = found {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no guarded call #{n} was asked: {:#?}", world.entries());
+}
+
+#[tokio::test]
+async fn a_granted_call_runs_without_asking_and_a_revoked_grant_asks_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, plan_json(&[("save", &[])]))
+        .push_json(CallRole::Executor, write_to("a.txt", "one"))
+        .push_json(CallRole::Executor, write_to("b.txt", "two"))
+        .push_json(CallRole::Executor, write_to("a.txt", "three"));
+    let world = guarded_world(llm, dir.path());
+    let mut c = one_step("Save the notes");
+    c.approval_required = true;
+    let driving = world.start(c).await;
+    let plan = world
+        .wait_plan(|p| p.state() == plan_engine::PlanState::AwaitingApproval)
+        .await;
+    // Granted with the approval: calls on a* run without asking.
+    let run = world.stored_run().id;
+    let grant = world.host.grant_tool(run, "write_file", Some("a*"), "ada");
+    world
+        .person(plan.id(), vec![plan_engine::Op::Approve { comment: None }])
+        .await;
+    // b.txt is not covered: it asks, and a.txt ran meanwhile unasked.
+    let (b, arguments) = asked_nth(&world, 0).await;
+    assert_eq!(arguments["path"], "b.txt");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "one"
+    );
+    assert!(
+        world.entries().iter().any(|e| matches!(
+            e,
+            RunEntry::ToolGranted { grant: g, by, .. } if *g == grant.id && by == "ada"
+        )),
+        "the log says which grant let it run"
+    );
+    // Revoked: the next call on a.txt asks again.
+    world.host.revoke(grant.id, "ada");
+    decide(&world, &b, Verdict::Approved, None, None).await;
+    let (again, arguments) = asked_nth(&world, 1).await;
+    assert_eq!(arguments["path"], "a.txt");
+    assert_eq!(arguments["content"], "three");
+    decide(&world, &again, Verdict::Approved, None, None).await;
+    let run = driving.await.unwrap();
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "three"
+    );
 }

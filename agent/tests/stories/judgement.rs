@@ -207,3 +207,40 @@ async fn a_step_that_reports_files_no_tool_showed_fails_its_attempt() {
         "{said:?}"
     );
 }
+
+#[tokio::test]
+async fn an_earlier_run_about_another_kind_of_task_does_not_reach_the_planner() {
+    let world = World::new(worker());
+    let first = "Make the release plans for the billing deploy";
+    let record = world.agent.start(simple(first), "ada").await.unwrap();
+    world.agent.drive(record).await;
+    assert!(
+        !world.host.memories().is_empty(),
+        "the first run is remembered"
+    );
+    let later = "Make the release plans for the billing deploy on Friday";
+    let record = world.agent.start(simple(later), "ada").await.unwrap();
+    world.agent.drive(record).await;
+    let other = "Write plans of a treehouse as a list of boards";
+    let record = world.agent.start(simple(other), "ada").await.unwrap();
+    world.agent.drive(record).await;
+    let planner = |task: &str| {
+        world
+            .llm
+            .requests()
+            .iter()
+            .filter(|r| r.role == CallRole::Planner)
+            .map(|r| r.messages[1].content.clone())
+            .rfind(|m| m.contains(&format!("Task: {task}")))
+            .unwrap()
+    };
+    assert!(
+        planner(later).contains("Records of earlier runs"),
+        "the same kind of task recalls it"
+    );
+    assert!(
+        !planner(other).contains("Records of earlier runs"),
+        "plans of a treehouse are another kind of task: {}",
+        planner(other)
+    );
+}

@@ -1,11 +1,12 @@
 //! The agent's stories against the in-memory host and a scripted model:
 //! each mode, approval and rejection, people steering a run, budgets,
-//! retries and repairs, restart. The server's own stories (over HTTP,
+//! retries and repairs, restart, drift from the approved plan. The server's own stories (over HTTP,
 //! with a fake OpenAI server) build on the same runtime.
 
 mod batches;
 mod convergence;
 mod data;
+mod drift;
 mod emergent;
 mod failure;
 mod grounding;

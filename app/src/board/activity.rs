@@ -48,6 +48,9 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::Remembered => ("remembered", "已记住"),
         EntryKind::ToolApproval => ("asks to use a tool", "请求使用工具"),
         EntryKind::ToolDecision => ("tool decision", "工具决定"),
+        EntryKind::ToolGranted => ("granted tool", "已授权的工具"),
+        EntryKind::ApprovalOverdue => ("approval overdue", "批准已超时"),
+        EntryKind::Drifted => ("plan drifted", "计划偏离"),
         EntryKind::Overridden => ("overridden", "被人工改动"),
         EntryKind::Asked => ("question", "提问"),
         EntryKind::SubtaskResult => ("result", "结果"),
@@ -379,6 +382,51 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
             ),
             arguments.map(|a| lang.pick(format!("arguments: {a}"), format!("参数：{a}"))),
             !matches!(verdict, run_model::Verdict::Denied),
+        ),
+        E::ToolGranted {
+            subtask,
+            name,
+            arguments,
+            by,
+            ..
+        } => line(
+            Some(subtask.0),
+            lang.pick(
+                format!("{name} runs without asking: granted by {by}"),
+                format!("{name} 无需询问即运行：由 {by} 授权"),
+            ),
+            Some(lang.pick(
+                format!("arguments: {arguments}"),
+                format!("参数：{arguments}"),
+            )),
+            true,
+        ),
+        E::Drifted(d) => line(
+            None,
+            lang.pick(
+                format!(
+                    "the plan drifted from the approved v{} (v{}: similarity {:.2}, below {:.2}); it waits to be approved again",
+                    d.approved, d.version, d.similarity, d.threshold
+                ),
+                format!(
+                    "计划偏离了已批准的第 {} 版（第 {} 版：相似度 {:.2}，低于 {:.2}）；等待重新批准",
+                    d.approved, d.version, d.similarity, d.threshold
+                ),
+            ),
+            None,
+            false,
+        ),
+        E::ApprovalOverdue { waited_secs } => line(
+            None,
+            lang.pick(
+                format!(
+                    "the plan has waited {} min for approval; it is never approved by a timer",
+                    waited_secs / 60
+                ),
+                format!("计划已等待批准 {} 分钟；不会被计时器自动批准", waited_secs / 60),
+            ),
+            None,
+            false,
         ),
         E::SubtaskResult {
             subtask,

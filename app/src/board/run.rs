@@ -62,6 +62,218 @@ fn batch_line(b: &run_model::BatchView, lang: Lang) -> String {
     line
 }
 
+/// The card before approving, as a plain form bound to the version and
+/// content it was drawn from: the tools that ask before each call, each
+/// with the steps that call it and a box to grant it for this run (only
+/// the calls a pattern matches, when given), and "Approve and hold".
+#[cfg(feature = "ssr")]
+fn approval_card(
+    id: PlanId,
+    card: crate::api::ApprovalCard,
+    can_edit: bool,
+    lang: Lang,
+) -> impl IntoView {
+    let tools = card
+        .guarded
+        .iter()
+        .map(|g| {
+            let steps = g
+                .steps
+                .iter()
+                .map(|s| format!("#{}", s.0))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let tool = g.tool.clone();
+            let pattern = run_model::grant::main_argument(&tool).filter(|_| can_edit).map(|_| {
+                view! {
+                    <input name=format!("pattern_{tool}") maxlength="200" data-testid=format!("grant-pattern-{tool}")
+                        placeholder=lang.pick("only calls matching (reports/*, *.example.com); empty: all", "仅匹配的调用（reports/*、*.example.com）；留空：全部")/>
+                }
+            });
+            let grant = can_edit.then(|| view! {
+                <label>
+                    <input type="checkbox" name=format!("grant_{tool}") value="on" data-testid=format!("grant-{tool}")/>
+                    {lang.pick(" grant it for this run", " 为本次运行授权")}
+                </label>
+            });
+            view! {
+                <li data-testid=format!("card-tool-{}", g.tool)>
+                    <code>{g.tool.clone()}</code>" "
+                    <span class="hint">{lang.pick(
+                        format!("asks a person before each call · steps {steps}"),
+                        format!("每次调用前都需人工批准 · 步骤 {steps}"),
+                    )}</span>" "
+                    {grant}" "{pattern}
+                </li>
+            }
+        })
+        .collect_view();
+    let chinese = lang.pick(false, true);
+    let checks = card
+        .checks
+        .iter()
+        .map(|c| view! { <li data-testid="plan-check" data-kind=c.kind.as_str()>{c.sentence(chinese)}</li> })
+        .collect_view();
+    let clean = card.checks.is_empty().then(|| view! {
+        <p class="hint" data-testid="plan-checks-clean">{lang.pick("The checks found nothing wrong.", "检查没有发现问题。")}</p>
+    });
+    let forecast = card.forecast.as_ref().map(|f| view! {
+        <p class="card-forecast" data-testid="card-forecast" class:over=!f.fits_budget>{forecast_line(f, lang)}</p>
+    });
+    let none = card.guarded.is_empty().then(|| {
+        view! {
+            <p class="hint" data-testid="card-no-guarded">{lang.pick(
+                "No step calls a tool that asks a person before each call.",
+                "没有步骤会调用每次都需人工批准的工具。",
+            )}</p>
+        }
+    });
+    let form = can_edit.then(|| view! {
+        <input type="hidden" name="digest" value=card.digest.clone()/>
+        <input type="hidden" name="version" value=card.version.to_string()/>
+        <label class="field">{lang.pick("Comment", "评论")}
+            <input name="comment" maxlength="2000" data-testid="card-comment"/>
+        </label>
+        <label class="field">{lang.pick("Start", "开始")}
+            <select name="hold" data-testid="card-hold">
+                <option value="">{lang.pick("at once", "立即")}</option>
+                <option value="click">{lang.pick("hold: start it on a click", "暂缓：点击后开始")}</option>
+                <option value="time">{lang.pick("hold: start it at (UTC)", "暂缓：在此时间开始（UTC）")}</option>
+            </select>
+            <input type="datetime-local" name="start_at" data-testid="card-start-at"/>
+        </label>
+        <button type="submit" class="primary" data-testid="card-approve">{lang.pick("Approve as shown", "按所示批准")}</button>
+    });
+    view! {
+        <form class="approval-card" method="post" action=format!("/plans/{id}/approve-card") data-testid="approval-card">
+            <h2>{lang.pick(format!("Before approving v{}", card.version), format!("批准前（第 {} 版）", card.version))}</h2>
+            <h3>{lang.pick("What it will likely cost", "预计花费")}</h3>
+            {forecast}
+            <h3>{lang.pick("Checks", "检查")}</h3>
+            {clean}
+            <ul class="card-checks">{checks}</ul>
+            <h3>{lang.pick("Tools that ask", "需要批准的工具")}</h3>
+            {none}
+            <ul class="card-tools">{tools}</ul>
+            {form}
+        </form>
+    }
+}
+
+/// `6–14`: an interval with `decimals` decimals.
+#[cfg(feature = "ssr")]
+fn interval(i: run_model::Interval, decimals: usize) -> String {
+    if i.low == i.high {
+        format!("{:.decimals$}", i.low)
+    } else {
+        format!("{:.decimals$}–{:.decimals$}", i.low, i.high)
+    }
+}
+
+/// A forecast in one line: calls, tokens, minutes, cost, what it was read
+/// from, and whether it fits the budget.
+#[cfg(feature = "ssr")]
+fn forecast_line(f: &run_model::Forecast, lang: Lang) -> String {
+    let cost = f
+        .cost
+        .map(|c| format!(", ${}", interval(c, 4)))
+        .unwrap_or_default();
+    let basis = match f.basis {
+        run_model::ForecastBasis::SimilarRuns => lang.pick(
+            format!("from {} similar finished runs", f.runs),
+            format!("依据 {} 个相似的已完成运行", f.runs),
+        ),
+        run_model::ForecastBasis::PlanSize => lang.pick(
+            "from the plan's size".to_string(),
+            "依据计划的规模".to_string(),
+        ),
+    };
+    let fits = if f.fits_budget {
+        lang.pick("it fits the budget".to_string(), "在预算之内".to_string())
+    } else {
+        let over = f.over_budget.join(", ");
+        lang.pick(
+            format!("it may pass the budget ({over})"),
+            format!("可能超出预算（{over}）"),
+        )
+    };
+    lang.pick(
+        format!(
+            "{} model calls, {} tokens, {} min{cost} ({basis}); {fits}.",
+            interval(f.calls, 0),
+            interval(f.tokens, 0),
+            interval(f.minutes, 1)
+        ),
+        format!(
+            "{} 次模型调用，{} tokens，{} 分钟{cost}（{basis}）；{fits}。",
+            interval(f.calls, 0),
+            interval(f.tokens, 0),
+            interval(f.minutes, 1)
+        ),
+    )
+}
+
+/// The tools granted for the run, each revocable while the run goes on.
+#[cfg(feature = "ssr")]
+fn grants_list(
+    id: PlanId,
+    grants: Vec<run_model::Grant>,
+    can_revoke: bool,
+    lang: Lang,
+) -> impl IntoView {
+    let items = grants
+        .into_iter()
+        .map(|g| {
+            let revoked = g.revoked_at.is_some();
+            let who = match &g.revoked_by {
+                Some(by) if revoked => lang.pick(format!("revoked by {by}"), format!("已由 {by} 撤销")),
+                _ => lang.pick(format!("granted by {}", g.by), format!("由 {} 授权", g.by)),
+            };
+            let revoke = (can_revoke && !revoked).then(|| view! {
+                <form class="inline" method="post" action=format!("/plans/{id}/revoke-grant")>
+                    <input type="hidden" name="grant" value=g.id.to_string()/>
+                    <button type="submit" class="danger" data-testid="revoke-grant">{lang.pick("Revoke", "撤销")}</button>
+                </form>
+            });
+            view! {
+                <li data-testid="run-grant" class:revoked=revoked>
+                    <code>{g.label()}</code>" "<span class="hint">{who}</span>" "{revoke}
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="run-grants" data-testid="run-grants">
+            <strong>{lang.pick("Granted for this run (these calls do not ask):", "本次运行已授权（这些调用不再询问）：")}</strong>
+            <ul>{items}</ul>
+        </div>
+    }
+}
+
+/// A run approved and held: when it starts, and Start.
+#[cfg(feature = "ssr")]
+fn held_notice(id: PlanId, hold: run_model::Hold, can_start: bool, lang: Lang) -> impl IntoView {
+    let when = match hold.start_at {
+        Some(at) => {
+            let at = crate::words::short_time(&at);
+            lang.pick(
+                format!("it starts at {at} UTC, or on Start."),
+                format!("将于 {at} UTC 开始，或点击“开始”。"),
+            )
+        }
+        None => lang.pick(
+            "it starts on Start.".to_string(),
+            "点击“开始”后开始。".to_string(),
+        ),
+    };
+    view! {
+        <form class="run-held" method="post" action=format!("/plans/{id}/start") data-testid="run-held">
+            <p>{lang.pick(format!("Approved by {} and held: ", hold.by), format!("已由 {} 批准并暂缓：", hold.by))}{when}</p>
+            {can_start.then(|| view! { <button type="submit" class="primary" data-testid="run-start">{lang.pick("Start", "开始")}</button> })}
+        </form>
+    }
+}
+
 /// A guarded tool call waiting for a person: what it would do, exactly,
 /// and a plain form to approve it, run it with edited arguments, or deny it
 /// with a reason the model reads.
@@ -78,6 +290,7 @@ fn tool_guard(id: PlanId, p: crate::api::PendingTool, can_edit: bool, lang: Lang
             {can_edit.then(|| view! {
                 <form method="post" action=format!("/plans/{id}/tool-call")>
                     <input type="hidden" name="call" value=p.call.clone()/>
+                    <input type="hidden" name="digest" value=p.digest.clone()/>
                     <label class="field">
                         {lang.pick("Arguments (edit them, then “Run edited”)", "参数（可修改，然后点“按修改运行”）")}
                         <textarea name="arguments" rows="4" data-testid="tool-guard-arguments">{crate::words::textarea_text(&p.arguments)}</textarea>
@@ -215,6 +428,41 @@ fn run_panel_html(
     // The budget form's heading says why its budget paused the run: the
     // reason is told once.
     let reason = r.reason.filter(|_| raise.is_none());
+    let held = r.hold.filter(|h| h.released_at.is_none() && live);
+    // Paused because the plan drifted from the approved version: the
+    // difference as the compare page shows it, and resuming approves the
+    // plan again (a record).
+    let drifted = r.drift.filter(|_| paused).map(|d| {
+        view! {
+            <div class="run-drift notice" data-testid="run-drift">
+                <p>{lang.pick(
+                    format!(
+                        "The plan drifted from the version approved (v{} → v{}: similarity {:.2}, below {:.2}). Look at the difference, then approve it again to go on.",
+                        d.approved, d.version, d.similarity, d.threshold
+                    ),
+                    format!(
+                        "计划偏离了已批准的版本（第 {} 版 → 第 {} 版：相似度 {:.2}，低于 {:.2}）。请查看差异，然后重新批准以继续。",
+                        d.approved, d.version, d.similarity, d.threshold
+                    ),
+                )}</p>
+                <p><a href=format!("/plans/{id}/compare?from={}&to={}", d.approved, d.version) data-testid="drift-compare">
+                    {lang.pick(format!("Compare v{} with v{}", d.approved, d.version), format!("比较第 {} 版与第 {} 版", d.approved, d.version))}
+                </a></p>
+                {can_edit.then(|| view! { <button class="primary" data-op="resume" data-testid="run-reapprove">{lang.pick("Approve again and go on", "重新批准并继续")}</button> })}
+            </div>
+        }
+    });
+    // Once approved: the forecast it was approved with, beside the spend.
+    let forecast = r.forecast.as_ref().map(|f| {
+        let inside = f.calls.contains(f64::from(r.llm_calls)) && f.tokens.contains(r.tokens as f64);
+        view! {
+            <p class="run-forecast hint" data-testid="run-forecast" data-inside=inside.to_string()>
+                {lang.pick("Forecast at approval: ", "批准时的预测：")}{forecast_line(f, lang)}
+            </p>
+        }
+    });
+    let card = r.card.map(|card| approval_card(id, card, can_edit, lang));
+    let grants = (!r.grants.is_empty()).then(|| grants_list(id, r.grants, live && can_edit, lang));
     view! {
         <section class="run-header" data-testid="run-header">
             <div class="run-row">
@@ -237,7 +485,7 @@ fn run_panel_html(
                 <span class="run-actions">
                     {replan}
                     {running.then(|| view! { <button data-op="pause" data-testid="run-pause">{lang.pick("Pause", "暂停")}</button> })}
-                    {(live && paused && !budget_paused).then(|| view! { <button data-op="resume" data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
+                    {(live && paused && !budget_paused && held.is_none() && drifted.is_none()).then(|| view! { <button data-op="resume" data-testid="run-resume">{lang.pick("Resume", "继续")}</button> })}
                     {live.then(|| view! { <button class="danger" data-op="cancel" data-testid="run-cancel">{lang.pick("Cancel", "取消")}</button> })}
                 </span>
             </div>
@@ -246,6 +494,13 @@ fn run_panel_html(
             </div>
             {r.batches.map(|b| view! { <p class="run-batches" data-testid="run-batches">{batch_line(&b, lang)}</p> })}
             {r.mode_reason.map(|why| view! { <p class="run-why" data-testid="run-why">{why}</p> })}
+            {r.model_ahead.filter(|_| live).map(|n| view! {
+                <p class="run-waiting" data-testid="run-model-queue">{if n == 0 {
+                    lang.pick("waiting for the model (next)".to_string(), "等待模型（下一个）".to_string())
+                } else {
+                    lang.pick(format!("waiting for the model ({n} ahead)"), format!("等待模型（前面还有 {n} 个）"))
+                }}</p>
+            })}
             {(!r.asks.is_empty()).then(|| view! {
                 <div class="run-asks" data-testid="run-asks">
                     <span>{lang.pick("The task asks: ", "任务要求：")}</span>
@@ -254,6 +509,11 @@ fn run_panel_html(
             })}
             {reason.map(|why| view! { <p class="run-reason" data-testid="run-reason">{why}</p> })}
             {raise}
+            {drifted}
+            {forecast}
+            {held.map(|hold| held_notice(id, hold, can_edit, lang))}
+            {card}
+            {grants}
             {questions
                 .into_iter()
                 .map(|(s, q)| question_form(id, s, q, can_edit, lang))
@@ -586,6 +846,12 @@ mod tests {
             files_removed_at: None,
             kept: false,
             asks: Vec::new(),
+            model_ahead: None,
+            card: None,
+            grants: Vec::new(),
+            hold: None,
+            forecast: None,
+            drift: None,
         }
     }
 
@@ -619,6 +885,29 @@ mod tests {
 
     #[cfg(feature = "ssr")]
     #[test]
+    fn a_run_waiting_for_the_model_says_how_many_calls_are_ahead_and_lists_the_tasks_asks() {
+        use plan_engine::Lang;
+        let id = uuid::Uuid::nil();
+        let waiting = |ahead| crate::api::RunPanel {
+            state: run_model::RunState::Running,
+            model_ahead: ahead,
+            asks: vec!["write chart.png".into()],
+            ..paused_panel("x", None)
+        };
+        let html = super::run_panel_html(id, waiting(Some(2)), Vec::new(), true, Lang::En);
+        assert!(html.contains("waiting for the model (2 ahead)"), "{html}");
+        assert!(
+            html.contains("The task asks: ") && html.contains("write chart.png"),
+            "{html}"
+        );
+        let html = super::run_panel_html(id, waiting(Some(0)), Vec::new(), true, Lang::Zh);
+        assert!(html.contains("等待模型（下一个）"), "{html}");
+        let html = super::run_panel_html(id, waiting(None), Vec::new(), true, Lang::En);
+        assert!(!html.contains("run-model-queue"), "{html}");
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
     fn a_models_tool_arguments_that_close_the_textarea_stay_text_in_the_guard_form() {
         use plan_engine::Lang;
         // The arguments are the model's: an attacker's input.
@@ -631,6 +920,7 @@ mod tests {
                 name: "run_python".into(),
                 arguments: attack.into(),
                 shown: Some(attack.into()),
+                digest: String::new(),
             }],
             ..paused_panel("x", None)
         };

@@ -115,6 +115,14 @@ pub fn ActivityPage() -> impl IntoView {
                             }
                         });
                         let cost = log.cost.map(|report| cost_table(report, subtask, lang));
+                        let approvals = (!log.approvals.is_empty() && subtask.is_none()).then(|| {
+                            let run = log.run_id.map(|r| r.to_string()).unwrap_or_default();
+                            view! {
+                                <h2>{lang.pick("Approvals", "批准记录")}</h2>
+                                {crate::pages::approvals::approval_table(log.approvals.clone(), lang)}
+                                <p class="hint"><a href=format!("/approvals?run={run}")>{lang.pick("All of them on the approvals page", "在批准记录页查看全部")}</a></p>
+                            }
+                        });
                         let rows = log.rows.into_iter().map(row).collect_view();
                         view! {
                             <h1>{heading}</h1>
@@ -123,6 +131,7 @@ pub fn ActivityPage() -> impl IntoView {
                                 {subtask.map(|_| view! { " · " <a href=format!("/plans/{plan}/activity")>{lang.pick("the whole run", "整个运行")}</a> })}
                             </p>
                             {cost}
+                            {approvals}
                             {files}
                             {empty.then(|| view! { <p class="empty">{lang.pick("Nothing yet.", "还没有活动。")}</p> })}
                             <ol class="activity">{rows}</ol>

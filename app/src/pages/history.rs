@@ -151,6 +151,10 @@ pub fn HistoryPage() -> impl IntoView {
                 "Finished, failed and abandoned plans, newest first. Open one to read its timeline.",
                 "已完成、失败和已放弃的计划，最新的在前。打开一个即可阅读它的时间线。",
             )}</p>
+            <p><a href="/approvals" data-testid="history-approvals">{lang.pick(
+                "Approval records: who approved, edited or denied what, with its digest",
+                "批准记录：谁批准、修改或拒绝了什么，附摘要",
+            )}</a></p>
             <form class="filters" method="get" action="/history" role="search">
                 {mode_select(lang, mode, "history-mode")}
                 {by_select(lang, agent)}

@@ -39,16 +39,34 @@ fn action(kind: NeedKind, lang: Lang) -> &'static str {
     }
 }
 
+/// Who still has to approve (a two-person rule), and whether it has
+/// waited past the operator's reminder time.
+fn approval_notes(n: &Need, lang: Lang) -> impl IntoView {
+    let overdue = n.overdue.then(|| {
+        view! { <span class="badge overdue" data-testid="need-overdue">{lang.pick("waiting too long", "等待过久")}</span>" " }
+    });
+    let waiting = (!n.waiting_for.is_empty()).then(|| {
+        let who = n.waiting_for.join(", ");
+        view! {
+            <span class="hint" data-testid="need-waiting-for">
+                {lang.pick(format!("still to approve: {who}"), format!("尚需批准：{who}"))}
+            </span>" "
+        }
+    });
+    view! { {overdue}{waiting} }
+}
+
 fn row(n: Need, lang: Lang) -> impl IntoView {
     let what = match n.subtask {
         Some(s) => format!("#{} {}", s.0, n.text),
         None => n.text.clone(),
     };
+    let notes = approval_notes(&n, lang);
     view! {
         <tr data-testid="need-row" data-kind=n.kind.to_string()>
             <td><span class=format!("badge need-{}", n.kind)>{kind_label(n.kind, lang)}</span></td>
             <td class="title"><a href=n.href.clone() data-testid="need-link">{n.plan_title.clone()}</a></td>
-            <td class="need-text">{what}" "<a href=n.href.clone()>{action(n.kind, lang)}</a></td>
+            <td class="need-text">{what}" "{notes}<a href=n.href.clone()>{action(n.kind, lang)}</a></td>
             <td><time>{short_time(&n.since)}</time></td>
         </tr>
     }

@@ -196,6 +196,15 @@ fn storage_table(s: run_model::StorageReport, lang: Lang) -> impl IntoView {
             ),
         ),
         row(
+            "approvals",
+            lang.pick(
+                "Approval records (who approved what)".into(),
+                "批准记录（谁批准了什么）".into(),
+            ),
+            "—".into(),
+            kept_for(r.approval_days, ("days", "天"), lang),
+        ),
+        row(
             "memories",
             lang.pick("Memories".into(), "记忆".into()),
             s.memories.to_string(),

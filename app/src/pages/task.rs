@@ -251,6 +251,16 @@ fn agent_line(agent: &crate::api::AgentInfo, lang: Lang) -> impl IntoView {
         .model
         .is_none()
         .then(|| view! { <span>{lang.pick("No model", "没有模型")}</span> });
+    // Runs share the model: what a new task waits behind.
+    let queue = (agent.model.is_some() && agent.model_waiting > 0).then(|| {
+        let n = agent.model_waiting;
+        view! {
+            " "<span class="badge model-busy" data-testid="agent-model-queue">{lang.pick(
+                format!("busy: {n} calls waiting for the model"),
+                format!("忙碌：{n} 个调用在等待模型"),
+            )}</span>
+        }
+    });
     let tools = agent.tools.len();
     let folders = agent.workspace_roots.len();
     let files = if folders == 0 {
@@ -266,7 +276,7 @@ fn agent_line(agent: &crate::api::AgentInfo, lang: Lang) -> impl IntoView {
     };
     view! {
         <p class="agent-line" data-testid="agent-line">
-            {model}{no_model}
+            {model}{no_model}{queue}
             " · "
             <span data-testid="agent-tools">{lang.pick(
                 format!("Tools: {tools} on"),

@@ -229,6 +229,27 @@ impl Book {
         self.change(id, |plan| plan.execute(command, actor, now))
     }
 
+    /// Runs several commands on one plan as one change, all or none (an
+    /// approval and the pause that holds it); each command's
+    /// `expected_version` is checked as it comes.
+    pub fn commands(
+        &mut self,
+        id: PlanId,
+        commands: &[Command],
+        actor: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Event>, PlanError> {
+        self.change(id, |plan| {
+            let mut scratch = plan.clone();
+            let mut events = Vec::new();
+            for command in commands {
+                events.extend(scratch.execute(command, actor, now)?);
+            }
+            *plan = scratch;
+            Ok(events)
+        })
+    }
+
     /// Changes one plan in place and records the change. The plan's copy
     /// for undo is taken once per call; a refused or empty change leaves no
     /// record.

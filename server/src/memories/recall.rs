@@ -100,7 +100,18 @@ impl Recall {
     /// keeps all but [`run_model::memory::OTHER_SLOTS`] of the slots.
     pub async fn recall(&self, task: &str, limit: usize) -> Result<Vec<Memory>, StoreError> {
         let candidates = (limit * PER_RECALLED) as u32;
-        let by_text = self.store.memories(Some(task), 0, candidates).await?;
+        // The agent's rule `recall_relevance_bar`: what full-text search
+        // found must be about the same kind of task (one shared word is
+        // not); what the vectors found passed MIN_SIMILARITY instead.
+        let bar = agent::rules::on(&agent::rules::RECALL_RELEVANCE_BAR);
+        let relevant = |m: &Memory| !bar || run_model::memory::relevant(task, m);
+        let by_text: Vec<Memory> = self
+            .store
+            .memories(Some(task), 0, candidates)
+            .await?
+            .into_iter()
+            .filter(|m| relevant(m))
+            .collect();
         let ranked = match &self.embedder {
             None => by_text,
             Some(embedder) => match self.by_vector(embedder.as_ref(), task, &by_text).await {
@@ -118,6 +129,7 @@ impl Recall {
             .taught_memories(task, limit as u32)
             .await?
             .into_iter()
+            .filter(|m| relevant(m))
             .partition(|m| m.pinned);
         let mut all = pinned;
         for m in ranked.into_iter().chain(taught) {

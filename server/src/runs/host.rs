@@ -35,6 +35,8 @@ pub struct ServerHost {
     memories: Arc<dyn crate::memories::MemoryStore>,
     /// The runs' workspaces (a folder per run), where their inputs are.
     workspaces: std::path::PathBuf,
+    /// The runs' grants (people's, at approval).
+    approvals: Arc<crate::approvals::Approvals>,
 }
 
 /// What a host is set up with beside the plans, the run store and the
@@ -52,6 +54,8 @@ pub struct HostSetup {
     pub embedder: Option<Arc<dyn agent::Embedder>>,
     /// The runs' workspaces (a folder per run).
     pub workspaces: std::path::PathBuf,
+    /// The runs' grants.
+    pub approvals: Arc<crate::approvals::Approvals>,
 }
 
 impl ServerHost {
@@ -74,6 +78,7 @@ impl ServerHost {
             entries,
             plan_of: Default::default(),
             telemetry: setup.telemetry,
+            approvals: setup.approvals,
         }
     }
 }
@@ -235,6 +240,18 @@ impl Host for ServerHost {
             .into_iter()
             .filter_map(|e| serde_json::from_value(e.entry).ok())
             .collect())
+    }
+
+    async fn grant(
+        &self,
+        run: RunId,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<Option<run_model::Grant>, HostError> {
+        self.approvals
+            .grant_for(run, name, arguments)
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))
     }
 
     async fn open_tool_calls(&self, run: RunId) -> Result<Vec<String>, HostError> {

@@ -60,6 +60,7 @@ pub use crate::live::{LiveDelta, RunNews};
 pub use host::ServerHost;
 pub use stream::run_stream;
 
+use crate::approvals::Approvals;
 use crate::config::Config;
 use crate::memories::MemoryStore;
 pub use crate::runlog::RunStore;
@@ -90,6 +91,11 @@ pub enum RunError {
     /// The guarded call was decided already (or expired).
     #[error("the call {0} was decided already")]
     Decided(String),
+    /// The decision was made on something other than what waits now:
+    /// another call's digest (an approval is never replayed onto another
+    /// call).
+    #[error("{0}")]
+    Stale(String),
     /// The run's files were refused (or could not be written).
     #[error(transparent)]
     Input(#[from] InputError),
@@ -137,6 +143,29 @@ pub struct RunView {
     /// (`batches` is the record's own: where the iteration stands.)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_view: Option<run_model::BatchView>,
+    /// The tools granted for the run when its plan was approved (the
+    /// revoked ones too, with who revoked them); one run's view only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<run_model::Grant>,
+    /// The run was approved and held: it starts on a click (`POST
+    /// /api/runs/{id}/start`) or at `start_at`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<run_model::Hold>,
+    /// While the plan awaits approval: the tools that ask a person before
+    /// each call and the steps that will call them (a person may grant
+    /// them with the approval).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guarded_tools: Vec<run_model::GuardedTool>,
+    /// While the plan awaits approval: what is wrong with it, each a
+    /// sentence (`text`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_checks: Vec<run_model::PlanCheck>,
+    /// While the plan awaits approval, what it will likely cost (calls,
+    /// tokens, minutes, cost, each `{low, high}`) and whether it fits the
+    /// budget; once approved, the forecast it was approved with, to read
+    /// beside `spent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<run_model::Forecast>,
 }
 
 const NO_MODEL: &str = "planboard's agent has no model: set PLANBOARD_LLM_MODEL and \
@@ -160,6 +189,12 @@ pub struct Runs {
     retention: run_model::Retention,
     run_log_keep: Option<Duration>,
     workspace_keep: Option<Duration>,
+    approval_keep: Option<Duration>,
+    /// A plan waiting for approval this long is marked overdue in Needs
+    /// you (the agent tells the webhooks).
+    approval_remind: Option<Duration>,
+    /// The decisions people make on runs (guarded calls, budgets), kept.
+    approvals: Arc<Approvals>,
     driving: Mutex<HashSet<RunId>>,
     /// The agent's host, for what people add to a run's log.
     host: Arc<ServerHost>,
@@ -176,6 +211,13 @@ pub struct Runs {
     acp: Arc<AcpAgents>,
     /// The keeper runs (see [`Runs::spawn_keeper`]).
     keeping: std::sync::atomic::AtomicBool,
+    /// No login: one local user (a two-person rule cannot be met).
+    local_mode: bool,
+    /// The operator's tool policies (`PLANBOARD_TOOL_POLICY`, then those
+    /// set on the board, which win), read when a run starts.
+    policies: Arc<std::sync::RwLock<Vec<(String, agent::run::ToolPolicy)>>>,
+    /// `PLANBOARD_TOOL_POLICY` alone, under the stored ones.
+    env_policies: Vec<(String, agent::run::ToolPolicy)>,
     model_answers: Arc<std::sync::atomic::AtomicBool>,
     /// The local model's folder (`PLANBOARD_LOCAL_MODEL_HOME`).
     local_model_home: Option<PathBuf>,
@@ -250,6 +292,8 @@ pub struct RunStores {
     pub memories: Arc<dyn MemoryStore>,
     /// The runs' log.
     pub log: Arc<dyn RunLogStore>,
+    /// Where the decisions people make on runs are recorded.
+    pub approvals: Arc<Approvals>,
 }
 
 /// A run log that other processes write too (PostgreSQL): the entries
@@ -280,6 +324,7 @@ impl Runs {
             templates,
             memories,
             log,
+            approvals,
         } = stores;
         let (entries, _) = broadcast::channel(4096);
         let (streaming, relay) = match shared_log {
@@ -314,6 +359,7 @@ impl Runs {
                 memories,
                 log: log.clone(),
                 workspaces: config.workspaces.clone(),
+                approvals: approvals.clone(),
             },
         ));
         let host_for_people = host.clone();
@@ -344,19 +390,22 @@ impl Runs {
                 sources
             }
         };
-        let policies = config.tool_policies.clone();
+        let policies = Arc::new(std::sync::RwLock::new(config.tool_policies.clone()));
         // Asked of the built-in tools for no run, whose empty folder then
         // goes again; the MCP servers' tools are asked of them each time.
         let builtin_tools = Toolset::new(builtin(RunId::nil()))
-            .with_policies(policies.iter().cloned())
+            .with_policies(config.tool_policies.iter().cloned())
             .specs();
-        // A run's tools: the built-in ones and the servers connected now.
+        // A run's tools: the built-in ones and the servers connected now,
+        // under the operator's policies as they are when it starts.
         let toolset = {
             let servers = tool_servers.clone();
+            let policies = policies.clone();
             move |run: RunId| {
                 let mut sources = builtin(run);
                 sources.extend(servers.boxes());
-                Toolset::new(sources).with_policies(policies.iter().cloned())
+                let operator = policies.read().expect("policies lock").clone();
+                Toolset::new(sources).with_policies(operator)
             }
         };
         let _ = std::fs::remove_dir(workspaces.join(RunId::nil().to_string()));
@@ -377,6 +426,7 @@ impl Runs {
                     .with_tools(toolset)
                     .with_prices(config.prices.clone());
                 agent.protocol = protocol;
+                agent.approval_remind = config.approval_remind;
                 Some(Arc::new(agent))
             }
         };
@@ -402,9 +452,13 @@ impl Runs {
                 webhook_days: config.webhooks.retention.as_secs() / (24 * 3600),
                 workspace_quota_bytes: config.workspace_quota,
                 staging_hours: retention::STAGING_KEPT.as_secs() / 3600,
+                approval_days: config.approval_retention.map(|d| d.as_secs() / (24 * 3600)),
             },
             run_log_keep: config.run_log_retention,
             workspace_keep: config.workspace_retention,
+            approval_keep: config.approval_retention,
+            approval_remind: config.approval_remind,
+            approvals,
             driving: Mutex::new(HashSet::new()),
             host: host_for_people,
             deciding: tokio::sync::Mutex::new(()),
@@ -413,6 +467,9 @@ impl Runs {
             tool_servers,
             acp,
             keeping: std::sync::atomic::AtomicBool::new(false),
+            local_mode: matches!(config.access, crate::config::Access::Local { .. }),
+            policies,
+            env_policies: config.tool_policies.clone(),
             model_answers,
             local_model_home: config.local_model_home.clone(),
             telemetry,
@@ -425,6 +482,18 @@ impl Runs {
     pub fn model_answers(&self) -> bool {
         self.model_answers
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many model calls go before `run`'s next one in the model's
+    /// queue (`Some(0)`: it goes next); `None` when none of its calls
+    /// waits.
+    pub fn model_position(&self, run: RunId) -> Option<usize> {
+        self.agent.as_ref()?.queue.position(run)
+    }
+
+    /// Model calls waiting in the queue, across all runs.
+    pub fn model_waiting(&self) -> usize {
+        self.agent.as_ref().map_or(0, |a| a.queue.waiting())
     }
 
     /// Whether the model answers, is still building or starting, or died
@@ -516,6 +585,8 @@ impl Runs {
     }
 
     async fn keep(self: &Arc<Self>) {
+        self.start_due_holds().await;
+        self.refresh_policies().await;
         let until = now_ms() + self.lease.as_millis() as i64;
         if let Err(e) = self.store.renew_runs(&self.owner, until).await {
             tracing::error!("renewing run leases failed: {e}");
@@ -730,6 +801,22 @@ impl Runs {
         let config = config
             .checked()
             .map_err(|e| RunError::Invalid(e.to_string()))?;
+        if let Some(rule) = config.approval_rule.as_ref().filter(|r| !r.is_plain()) {
+            if self.local_mode {
+                return Err(RunError::Invalid(
+                    "approval_rule needs token mode: in local mode everyone is the one local \
+                     user, so no other person could ever approve this run"
+                        .into(),
+                ));
+            }
+            if !rule.approvers.is_empty() && rule.approvers.len() < rule.needed() as usize {
+                return Err(RunError::Invalid(format!(
+                    "approval_rule asks for {} approvals of {} approvers",
+                    rule.needed(),
+                    rule.approvers.len()
+                )));
+            }
+        }
         if let Some(name) = &config.agent {
             if self.acp.command(name).is_none() {
                 let names = self.acp.names();
@@ -786,7 +873,59 @@ impl Runs {
             plan_state,
             progress,
             batch_view,
+            grants: Vec::new(),
+            hold: None,
+            guarded_tools: Vec::new(),
+            plan_checks: Vec::new(),
+            forecast: None,
         })
+    }
+
+    /// One run's view with what people decided on it (its grants and its
+    /// hold) and, while its plan awaits approval, the card's guarded
+    /// tools.
+    async fn full_view(&self, record: RunRecord) -> Result<RunView, RunError> {
+        let id = record.id;
+        let mut view = self.view(record).await?;
+        view.grants = self.approvals.grants_of(id).await?;
+        view.hold = self.approvals.hold_of(id).await?;
+        let awaiting = view.plan_state == Some(PlanState::AwaitingApproval);
+        match view.record.plan_id {
+            Some(plan) if awaiting => {
+                if let Some(plan) = self.plans.get(plan).await {
+                    let config = &view.record.config;
+                    let offered: Vec<String> = self.tools().into_iter().map(|t| t.name).collect();
+                    view.guarded_tools = run_model::card::guarded_tools(&plan, &offered, |tool| {
+                        self.policy_for_run(config, tool)
+                    });
+                    // The tools this run may use: its own choice, less the
+                    // `never` ones.
+                    let usable: Vec<String> = offered
+                        .into_iter()
+                        .filter(|t| config.tools.as_ref().is_none_or(|only| only.contains(t)))
+                        .filter(|t| self.policy_for_run(config, t) != agent::run::ToolPolicy::Never)
+                        .collect();
+                    let given: Vec<String> = config.inputs.iter().map(|f| f.path.clone()).collect();
+                    view.plan_checks = run_model::card::plan_checks(&plan, &given, &usable);
+                    view.forecast = Some(self.approvals.forecast(&view.record, &plan).await?);
+                }
+            }
+            Some(_) => view.forecast = self.approvals.approved_forecast(id).await?,
+            None => {}
+        }
+        Ok(view)
+    }
+
+    /// What a call of `tool` needs in a run started with `config`: the
+    /// tool's default (`ask` for an MCP tool that may write), the
+    /// operator's policy over it, the run's own stricter one.
+    pub fn policy_for_run(&self, config: &RunConfig, tool: &str) -> agent::run::ToolPolicy {
+        let operator: Vec<(String, agent::run::ToolPolicy)> =
+            self.policies.read().expect("policies lock").clone();
+        Toolset::new(self.tool_servers.boxes())
+            .with_policies(operator)
+            .overridden(&config.policies)
+            .policy(tool)
     }
 
     pub async fn record(&self, id: RunId) -> Result<RunRecord, RunError> {
@@ -795,7 +934,7 @@ impl Runs {
 
     pub async fn get(&self, id: RunId) -> Result<RunView, RunError> {
         let record = self.record(id).await?;
-        self.view(record).await
+        self.full_view(record).await
     }
 
     pub async fn list(
@@ -857,6 +996,114 @@ impl Runs {
         self.view(record).await
     }
 
+    /// Reads the operators' stored tool policies again (another replica
+    /// may have set one): `PLANBOARD_TOOL_POLICY` under them.
+    pub async fn refresh_policies(&self) {
+        match self.approvals.stored_policies().await {
+            Ok(stored) => {
+                let mut all = self.env_policies.clone();
+                all.extend(stored);
+                *self.policies.write().expect("policies lock") = all;
+            }
+            Err(e) => tracing::warn!("reading the stored tool policies failed: {e}"),
+        }
+    }
+
+    /// An operator sets `tool`'s policy for the runs started from now on
+    /// (applying an approvals insight): stored, so every replica and a
+    /// restart keep it, over `PLANBOARD_TOOL_POLICY`.
+    pub async fn set_tool_policy(
+        &self,
+        tool: &str,
+        policy: agent::run::ToolPolicy,
+        who: &str,
+    ) -> Result<(), RunError> {
+        if !self.tools().iter().any(|t| t.name == tool) {
+            return Err(RunError::Invalid(format!("there is no tool named {tool}")));
+        }
+        self.approvals.put_policy(tool, policy, who).await?;
+        self.refresh_policies().await;
+        Ok(())
+    }
+
+    /// The operator's policy of `tool` now (its default, the operator's
+    /// over it), without a run's own.
+    pub fn operator_policy(&self, tool: &str) -> agent::run::ToolPolicy {
+        self.policy_for_run(&RunConfig::default(), tool)
+    }
+
+    /// Approval fatigue over the last `days` days: per person and per
+    /// tool, with the suggested policy moves, and how often the forecasts
+    /// held.
+    pub async fn insights(&self, days: u32) -> Result<InsightsView, RunError> {
+        let records = self.approvals.recent(days).await?;
+        let operator: Vec<(String, agent::run::ToolPolicy)> =
+            self.policies.read().expect("policies lock").clone();
+        let toolset = Toolset::new(self.tool_servers.boxes()).with_policies(operator);
+        let insights = run_model::insights::insights(&records, |tool| toolset.policy(tool));
+        Ok(InsightsView {
+            days,
+            insights,
+            forecasts: self.approvals.forecast_accuracy().await?,
+        })
+    }
+
+    /// Starts a run that was approved and held (`POST
+    /// /api/runs/{id}/start`, the board's Start): its hold is released and
+    /// its plan resumed. Refused for a run that is not held.
+    pub async fn start_held(&self, id: RunId, who: &str) -> Result<RunView, RunError> {
+        let record = self.record(id).await?;
+        let held = self
+            .approvals
+            .hold_of(id)
+            .await?
+            .is_some_and(|h| h.released_at.is_none());
+        if !held || !self.approvals.release_hold(id).await? {
+            return Err(RunError::Invalid(format!(
+                "run {id} is not held: it was not approved with hold, or it has started"
+            )));
+        }
+        self.on_plan(id, vec![Op::Resume {}], who).await?;
+        self.get(record.id).await
+    }
+
+    /// Starts the held runs whose time has come (at most one process
+    /// starts each: releasing the hold is the claim). A run someone
+    /// started and paused again since is left paused.
+    async fn start_due_holds(&self) {
+        let due = match self.approvals.due_holds().await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::error!("reading the held runs failed: {e}");
+                return;
+            }
+        };
+        for hold in due {
+            let untouched = self
+                .plans
+                .read(hold.plan_id, |p| {
+                    p.state() == PlanState::Paused
+                        && p.subtasks().iter().all(|s| s.started_at().is_none())
+                })
+                .await
+                .unwrap_or(false);
+            match self.approvals.release_hold(hold.run_id).await {
+                Ok(true) if untouched => {
+                    let who = format!("planboard (held by {} until its time)", hold.by);
+                    let resumed = self
+                        .plans
+                        .command(hold.plan_id, &Command::from(Op::Resume {}), &who)
+                        .await;
+                    if let Err(e) = resumed {
+                        tracing::warn!("run {}: starting it at its time failed: {e}", hold.run_id);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!("releasing run {}'s hold failed: {e}", hold.run_id),
+            }
+        }
+    }
+
     /// Nothing new starts; work in flight finishes.
     pub async fn pause(&self, id: RunId, who: &str) -> Result<RunView, RunError> {
         self.on_plan(id, vec![Op::Pause {}], who).await
@@ -870,18 +1117,56 @@ impl Runs {
         budget: Option<Budget>,
         who: &str,
     ) -> Result<RunView, RunError> {
-        if let Some(budget) = budget {
-            let mut record = self.record(id).await?;
-            let live = self
-                .agent
-                .as_ref()
-                .is_some_and(|a| a.raise_budget(id, budget.clone()));
-            if !live {
-                record.config.budget = budget;
-                self.store.save_run(&record).await?;
+        let raised = match budget {
+            Some(budget) => {
+                let mut record = self.record(id).await?;
+                let before = record.config.budget.clone();
+                let live = self
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.raise_budget(id, budget.clone()));
+                if !live {
+                    record.config.budget = budget.clone();
+                    self.store.save_run(&record).await?;
+                }
+                Some((record, before, budget))
             }
+            None => None,
+        };
+        let view = self.on_plan(id, vec![Op::Resume {}], who).await?;
+        // A held run resumed by hand has started: its time no longer
+        // starts it.
+        if let Err(e) = self.approvals.release_hold(id).await {
+            tracing::warn!("run {id}: releasing its hold failed: {e}");
         }
-        self.on_plan(id, vec![Op::Resume {}], who).await
+        if let Some((record, before, budget)) = raised {
+            self.record_budget(&record, &before, &budget, who).await;
+        }
+        Ok(view)
+    }
+
+    /// The approval record of a budget raised: the new limits' digest, the
+    /// old and new limits beside it.
+    async fn record_budget(&self, run: &RunRecord, before: &Budget, after: &Budget, who: &str) {
+        use run_model::{ApprovalDecision, ApprovalKind, ApprovalRecord};
+        let limits = serde_json::json!({"before": before, "after": after});
+        let digest = run_model::digest::value_digest(&serde_json::json!(after));
+        let mut record = ApprovalRecord::new(
+            uuid::Uuid::new_v4(),
+            ApprovalKind::Budget,
+            ApprovalDecision::Approved,
+            who,
+            chrono::Utc::now(),
+            digest,
+        )
+        .with_note(run.reason.as_deref());
+        record.run_id = Some(run.id);
+        record.plan_id = run.plan_id;
+        if let Some(plan) = run.plan_id {
+            record.plan_version = self.plans.read(plan, |p| p.version()).await;
+        }
+        record.detail = Some(limits);
+        let _ = self.approvals.record(&record).await;
     }
 
     /// Ends the plan as abandoned: work in flight is dropped, subtasks in
@@ -1014,12 +1299,16 @@ impl Runs {
     /// The run's guarded tool calls that wait for a person, oldest first.
     pub async fn pending_calls(&self, id: RunId) -> Result<Vec<PendingCall>, RunError> {
         self.record(id).await?;
-        let mut calls = needs::calls_of(self.log.as_ref(), &[id]).await?;
-        Ok(needs::pending_of(calls.remove(&id).unwrap_or_default()))
+        let calls = needs::timed_calls_of(self.log.as_ref(), id).await?;
+        Ok(needs::pending_of(calls))
     }
 
     /// A person's decision on a guarded call: approved, edited (with the
-    /// arguments to use) or denied (with a reason for the model).
+    /// arguments to use) or denied (with a reason for the model). With a
+    /// `digest`, the decision is of that call as the person saw it: a
+    /// call with other arguments (another call) is refused, so an
+    /// approval is never replayed onto what it was not given for. Each
+    /// decision is an approval record.
     pub async fn decide(
         &self,
         id: RunId,
@@ -1028,19 +1317,58 @@ impl Runs {
         who: &str,
     ) -> Result<RunView, RunError> {
         let _one = self.deciding.lock().await;
-        let pending = self.pending_calls(id).await?;
-        if !pending.iter().any(|p| p.call == call) {
-            let calls = needs::calls_of(self.log.as_ref(), &[id]).await?;
-            let asked = calls.get(&id).is_some_and(|entries| {
-                entries
-                    .iter()
-                    .any(|e| matches!(e, RunEntry::ToolApproval { call: c, .. } if c == call))
-            });
+        let record = self.record(id).await?;
+        let calls = needs::timed_calls_of(self.log.as_ref(), id).await?;
+        let asked = calls
+            .iter()
+            .any(|(e, _)| matches!(e, RunEntry::ToolApproval { call: c, .. } if c == call));
+        let Some(pending) = needs::pending_of(calls)
+            .into_iter()
+            .find(|p| p.call == call)
+        else {
             return Err(if asked {
                 RunError::Decided(call.to_string())
             } else {
                 RunError::NoCall(call.to_string())
             });
+        };
+        if let Some(seen) = decision.digest.as_deref() {
+            if !seen.trim().eq_ignore_ascii_case(&pending.digest) {
+                return Err(RunError::Stale(format!(
+                    "the call {call} is {} with the digest {}, not the one decided on ({}): \
+                     read it again and decide on what it asks now",
+                    pending.name,
+                    pending.digest,
+                    plan_engine::text::prefix(seen.trim(), 64)
+                )));
+            }
+        }
+        // Two people for what is risky: an approval (or an edit) of the
+        // call meets the run's rule for its tool; a denial never waits.
+        if decision.verdict != DecisionKind::Deny {
+            if let Some(plan_id) = record.plan_id {
+                if let Some(plan) = self.plans.get(plan_id).await {
+                    let rule =
+                        self.approvals
+                            .rule_for(&record, Some(plan.mode()), Some(&pending.name));
+                    let ran = match (&decision.verdict, &decision.arguments) {
+                        (DecisionKind::Edit, Some(args)) => args.clone(),
+                        _ => pending.arguments.clone(),
+                    };
+                    let digest = run_model::call_digest(&pending.name, &ran);
+                    self.approvals
+                        .meet(
+                            &rule,
+                            &record,
+                            &plan,
+                            run_model::ApprovalKind::ToolCall,
+                            &digest,
+                            Some((call, pending.name.as_str())),
+                            who,
+                        )
+                        .await?;
+                }
+            }
         }
         let (verdict, arguments) = match decision.verdict {
             DecisionKind::Approve => (Verdict::Approved, None),
@@ -1058,6 +1386,10 @@ impl Runs {
             .reason
             .map(|r| plan_engine::text::prefix(r.trim(), REASON_CHARS).to_string())
             .filter(|r| !r.is_empty());
+        // What will run, and so what the decision is bound to.
+        let ran = arguments
+            .clone()
+            .unwrap_or_else(|| pending.arguments.clone());
         self.host
             .log_now(
                 id,
@@ -1065,12 +1397,62 @@ impl Runs {
                     call: call.to_string(),
                     verdict,
                     by: who.to_string(),
-                    reason,
+                    reason: reason.clone(),
                     arguments,
                 },
             )
             .await?;
-        self.get(id).await
+        self.record_call(&record, &pending, verdict, &ran, reason.as_deref(), who)
+            .await;
+        self.view(record).await
+    }
+
+    /// The approval record of a decision on a guarded call: its tool and
+    /// the digest of what runs (the person's arguments for an edit).
+    async fn record_call(
+        &self,
+        run: &RunRecord,
+        call: &PendingCall,
+        verdict: Verdict,
+        ran: &serde_json::Value,
+        reason: Option<&str>,
+        who: &str,
+    ) {
+        use run_model::{ApprovalDecision, ApprovalKind, ApprovalRecord};
+        let decision = match verdict {
+            Verdict::Approved => ApprovalDecision::Approved,
+            Verdict::Edited => ApprovalDecision::Edited,
+            Verdict::Denied | Verdict::Expired => ApprovalDecision::Denied,
+        };
+        let now = chrono::Utc::now();
+        let mut record = ApprovalRecord::new(
+            uuid::Uuid::new_v4(),
+            ApprovalKind::ToolCall,
+            decision,
+            who,
+            now,
+            run_model::call_digest(&call.name, ran),
+        )
+        .with_note(reason);
+        record.run_id = Some(run.id);
+        record.plan_id = run.plan_id;
+        if let Some(plan) = run.plan_id {
+            record.plan_version = self.plans.read(plan, |p| p.version()).await;
+        }
+        record.tool = Some(call.name.clone());
+        record.call = Some(call.call.clone());
+        record.waited_ms = call
+            .asked_at
+            .map(|asked| crate::approvals::waited(asked, now));
+        if verdict == Verdict::Edited {
+            record.detail = Some(serde_json::json!({"asked": call.digest}));
+        }
+        let _ = self.approvals.record(&record).await;
+    }
+
+    /// The approvals service (the records of this server's decisions).
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.approvals
     }
 
     /// The files the run wrote ([`Workspaces::artifacts`]).
@@ -1092,6 +1474,17 @@ impl Runs {
     }
 }
 
+/// The approvals insights page: approval fatigue per person and per tool,
+/// the suggested policy moves, and how often forecasts held.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct InsightsView {
+    /// The days looked back.
+    pub days: u32,
+    #[serde(flatten)]
+    pub insights: run_model::Insights,
+    pub forecasts: run_model::ForecastAccuracy,
+}
+
 /// A guarded tool call that waits for a person.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PendingCall {
@@ -1100,6 +1493,11 @@ pub struct PendingCall {
     pub name: String,
     /// The arguments the agent gave (the code, the URL, …).
     pub arguments: serde_json::Value,
+    /// The call's SHA-256 (its tool and canonical arguments): send it with
+    /// the decision to bind the decision to what was read.
+    pub digest: String,
+    /// When the agent asked, when known.
+    pub asked_at: Option<plan_engine::Timestamp>,
 }
 
 /// The longest reason given with a decision, in characters.
@@ -1120,6 +1518,12 @@ plan_engine::wire_enum! {
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     pub verdict: DecisionKind,
+    /// The call's `digest` as the person read it (`GET
+    /// /api/runs/{id}/tool-calls`): when given, a call with another digest
+    /// is refused (409 `stale`).
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub digest: Option<String>,
     /// For the model: why it was denied (or edited).
     #[serde(default)]
     #[schemars(length(max = REASON_CHARS))]

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use agent::{RunEntry, RunId};
-use plan_engine::{PlanId, PlanState, SubtaskState};
+use plan_engine::{PlanId, PlanState, SubtaskState, Timestamp};
 use run_model::{Need, NeedKind, RunState};
 
 use super::{PendingCall, RunError, Runs};
@@ -30,19 +30,38 @@ pub(crate) async fn calls_of(
     Ok(by_run)
 }
 
-/// The calls among `entries` (one run's) that wait for a decision, oldest
-/// first.
-pub(crate) fn pending_of(entries: Vec<RunEntry>) -> Vec<PendingCall> {
-    let open = agent::host::open_calls(&entries);
+/// One run's guarded calls and decisions, in log order, each with when it
+/// was logged (how long a call waited for its decision).
+pub(crate) async fn timed_calls_of(
+    store: &dyn RunLogStore,
+    run: RunId,
+) -> Result<Vec<(RunEntry, Option<Timestamp>)>, StoreError> {
+    Ok(store
+        .run_log_calls(&[run])
+        .await?
+        .into_iter()
+        .filter_map(|stored| {
+            let entry = serde_json::from_value(stored.entry).ok()?;
+            Some((entry, Some(stored.at)))
+        })
+        .collect())
+}
+
+/// The calls among `entries` (one run's, each with when it was asked if
+/// known) that wait for a decision, oldest first.
+pub(crate) fn pending_of(entries: Vec<(RunEntry, Option<Timestamp>)>) -> Vec<PendingCall> {
+    let open = agent::host::open_calls(entries.iter().map(|(e, _)| e));
     entries
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|(e, at)| match e {
             RunEntry::ToolApproval {
                 subtask,
                 call,
                 name,
                 arguments,
             } if open.contains(&call) => Some(PendingCall {
+                digest: run_model::call_digest(&name, &arguments),
+                asked_at: at,
                 call,
                 subtask,
                 name,
@@ -59,6 +78,10 @@ const RUNS_LOOKED_AT: u32 = 500;
 impl Runs {
     /// Everything waiting for a person, approvals first, oldest first.
     pub async fn needs(&self) -> Result<Vec<Need>, RunError> {
+        let now = chrono::Utc::now();
+        let remind = self
+            .approval_remind
+            .and_then(|r| chrono::Duration::from_std(r).ok());
         // Plans: waiting for approval, or holding a question from the agent.
         let plans: Vec<(PlanId, String, plan_engine::Timestamp, Vec<Need>)> = self
             .plans
@@ -75,7 +98,10 @@ impl Runs {
                     )
                 };
                 if plan.state() == PlanState::AwaitingApproval {
-                    needs.push(base(NeedKind::Approval, None, plan.goal()));
+                    let mut need = base(NeedKind::Approval, None, plan.goal());
+                    // Told, never approved by a timer.
+                    need.overdue = remind.is_some_and(|r| now - plan.updated_at() > r);
+                    needs.push(need);
                 }
                 // A question blocks its subtask: the engine counts blocked
                 // subtasks in O(1), so a plan with none (nearly every plan
@@ -101,6 +127,27 @@ impl Runs {
             titles.insert(id, (title, at));
             needs.extend(found);
         }
+        // Who still has to approve a plan under a two-person rule.
+        let awaiting: Vec<PlanId> = needs
+            .iter()
+            .filter(|n: &&Need| n.kind == NeedKind::Approval)
+            .map(|n| n.plan_id)
+            .collect();
+        if !awaiting.is_empty() {
+            let working = self.store.runs_on(&awaiting).await?;
+            for need in needs.iter_mut().filter(|n| n.kind == NeedKind::Approval) {
+                let run = working
+                    .iter()
+                    .rev()
+                    .find(|r| r.plan_id == Some(need.plan_id) && !r.state.is_finished());
+                let Some(run) = run else { continue };
+                let Some(plan) = self.plans.get(need.plan_id).await else {
+                    continue;
+                };
+                need.run_id = Some(run.id);
+                need.waiting_for = self.approvals.waiting_for(run, &plan).await?;
+            }
+        }
         // Runs: paused ones wait for a person to resume them; running
         // ones may wait for a decision on a guarded tool call.
         let on_plan = |run: &run_model::RunRecord| {
@@ -116,12 +163,29 @@ impl Runs {
             let Some((plan_id, plan_title, since)) = on_plan(&run) else {
                 continue;
             };
+            // A run approved and held waits for its click or its time.
+            let held = self
+                .approvals
+                .hold_of(run.id)
+                .await?
+                .filter(|h| h.released_at.is_none());
+            let text = match &held {
+                Some(hold) => match hold.start_at {
+                    Some(at) => format!(
+                        "approved by {} and held: starts at {} (or on Start)",
+                        hold.by,
+                        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                    None => format!("approved by {} and held: starts on Start", hold.by),
+                },
+                None => run.reason.clone().unwrap_or_else(|| "paused".into()),
+            };
             needs.push(Need::new(
                 NeedKind::Stuck,
                 (plan_id, &plan_title),
                 Some(run.id),
                 None,
-                run.reason.as_deref().unwrap_or("paused"),
+                &text,
                 since,
             ));
         }
@@ -137,7 +201,8 @@ impl Runs {
                 continue;
             };
             let entries = calls.remove(&run.id).unwrap_or_default();
-            for call in pending_of(entries) {
+            let untimed = entries.into_iter().map(|e| (e, None)).collect();
+            for call in pending_of(untimed) {
                 needs.push(Need::new(
                     NeedKind::ToolCall,
                     (plan_id, &plan_title),

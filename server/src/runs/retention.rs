@@ -9,7 +9,10 @@
 //! - deletes the logs of runs that ended more than
 //!   `PLANBOARD_RUN_LOG_RETENTION_HOURS` ago;
 //! - removes staging folders (uploads checked before a run exists) older
-//!   than [`STAGING_KEPT`]: a request that died halfway left them.
+//!   than [`STAGING_KEPT`]: a request that died halfway left them;
+//! - deletes the approval records of runs that ended more than
+//!   `PLANBOARD_APPROVAL_RETENTION_DAYS` ago (365 by default: an audit
+//!   looks further back than a review), and of no run made before that.
 //!
 //! A run that goes on (running, paused, waiting for a person) is never
 //! touched, nor one a person keeps ([`Runs::keep_run`]). Workspaces are
@@ -107,6 +110,15 @@ impl Runs {
         }
         if let Some(before) = cutoff(now, STAGING_KEPT) {
             self.purge_staging(before).await;
+        }
+        if let Some(before) = self.approval_keep.and_then(|k| cutoff(now, k)) {
+            match self.approvals.purge(before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    "retention: deleted {n} approval records of runs that ended before {before}"
+                ),
+                Err(e) => tracing::error!("purging old approval records failed: {e}"),
+            }
         }
     }
 

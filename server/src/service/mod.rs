@@ -15,6 +15,10 @@
 //! `expected_version` gets a conflict instead, because it asked not to
 //! overwrite what it has not seen.
 //!
+//! Approving or rejecting a plan, through any edge, is told to an
+//! [`ApprovalGate`] (the approvals' records and rules, set at start):
+//! checked before the write, recorded after the commit.
+//!
 //! # Layout
 //! - `mod.rs`: the write path (decide, group commit, undo on failure);
 //! - `read.rs`: reads of the committed working set and the stored log;
@@ -60,6 +64,77 @@ pub enum ServiceError {
     /// The caller's role does not allow what the call did (it was undone).
     #[error("{0}")]
     Forbidden(String),
+    /// The approval was recorded, but the plan needs more (a two-person
+    /// rule): the sentence says who still has to approve. Nothing changed.
+    #[error("{0}")]
+    Waiting(String),
+}
+
+/// Hears of every decision on a plan's approval that the write path
+/// commits, whatever edge it came through (the API, the board, MCP, the
+/// commands route): an approval, a rejection, and a resume (which
+/// approves a plan again when its run paused because the plan drifted).
+/// The approval records and the rules on who may approve live above the
+/// plan service (`crate::approvals`), which knows them only through this.
+#[async_trait::async_trait]
+pub trait ApprovalGate: Send + Sync {
+    /// Whether `actor` may make `decision` on `plan` as it stands: a
+    /// refusal is the caller's error, and nothing changes. `Ok(false)`:
+    /// allowed, and nothing to record (a resume that approves nothing).
+    async fn check(
+        &self,
+        plan: &Plan,
+        actor: &str,
+        decision: &GateDecision,
+    ) -> Result<bool, ServiceError>;
+    /// The decision on `before` is committed; `after` is the plan now.
+    async fn decided(&self, before: &Plan, after: &Plan, actor: &str, decision: &GateDecision);
+}
+
+/// What a command decides that the [`ApprovalGate`] hears of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateDecision {
+    Approve {
+        comment: Option<String>,
+    },
+    Reject {
+        comment: String,
+    },
+    /// Resuming the plan, which approves it again when its run paused
+    /// for drift.
+    Resume,
+}
+
+impl GateDecision {
+    /// What `op` decides, if the gate hears of it.
+    fn of(op: &Op) -> Option<GateDecision> {
+        match op {
+            Op::Approve { comment } => Some(GateDecision::Approve {
+                comment: comment.clone(),
+            }),
+            Op::Reject { comment } => Some(GateDecision::Reject {
+                comment: comment.clone(),
+            }),
+            Op::Resume {} => Some(GateDecision::Resume),
+            _ => None,
+        }
+    }
+}
+
+/// A decision under way: checked by the gate before the write, told to it
+/// once committed.
+struct Gated {
+    gate: Arc<dyn ApprovalGate>,
+    before: Plan,
+    decision: GateDecision,
+}
+
+impl Gated {
+    async fn done(self, after: &Plan, actor: &str) {
+        self.gate
+            .decided(&self.before, after, actor, &self.decision)
+            .await;
+    }
 }
 
 /// What a tool call may do besides an operator's changes to plans.
@@ -82,6 +157,8 @@ pub struct PlanService {
     /// unchanged plan gets a one-line hint instead of the same window again.
     hints_shown: std::sync::Mutex<HintsShown>,
     metrics: Metrics,
+    /// Told of every approval and rejection (set once, at start).
+    gate: std::sync::OnceLock<Arc<dyn ApprovalGate>>,
 }
 
 impl PlanService {
@@ -102,6 +179,7 @@ impl PlanService {
             shared,
             hints_shown: std::sync::Mutex::new(HintsShown::new()),
             metrics: Metrics::new(),
+            gate: std::sync::OnceLock::new(),
         });
         tokio::spawn(upkeep::read_log(Arc::downgrade(&service), remote));
         Ok(service)
@@ -117,6 +195,41 @@ impl PlanService {
 
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// Sets who hears of approvals and rejections (once; later calls are
+    /// ignored).
+    pub fn set_gate(&self, gate: Arc<dyn ApprovalGate>) {
+        let _ = self.gate.set(gate);
+    }
+
+    /// For ops that approve, reject or resume: the gate's check on the
+    /// plan as it stands, and what to tell it once committed. Other ops
+    /// (every step of an agent) cost a match.
+    async fn gated(
+        &self,
+        id: PlanId,
+        ops: &[Op],
+        actor: &str,
+    ) -> Result<Option<Gated>, ServiceError> {
+        let Some(gate) = self.gate.get() else {
+            return Ok(None);
+        };
+        let Some(decision) = ops.iter().find_map(GateDecision::of) else {
+            return Ok(None);
+        };
+        // An unknown plan is the write's to report.
+        let Some(before) = self.get(id).await else {
+            return Ok(None);
+        };
+        if !gate.check(&before, actor, &decision).await? {
+            return Ok(None);
+        }
+        Ok(Some(Gated {
+            gate: gate.clone(),
+            before,
+            decision,
+        }))
     }
 
     /// Runs `change` on the working set and returns once what it did is
@@ -254,19 +367,58 @@ impl PlanService {
         actor: &str,
     ) -> Result<(Plan, Vec<Event>), ServiceError> {
         self.refresh(id).await?;
+        let gated = self
+            .gated(id, std::slice::from_ref(&command.op), actor)
+            .await?;
         let now = chrono::Utc::now();
-        self.write(actor, |book| {
-            if book.get(id).is_none() {
-                return Err(ServiceError::from(PlanError::UnknownPlan { id }));
-            }
-            let events = book.command(id, command, actor, now)?;
-            let plan = book
-                .get(id)
-                .cloned()
-                .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))?;
-            Ok((plan, events))
-        })
-        .await
+        let (plan, events) = self
+            .write(actor, |book| {
+                if book.get(id).is_none() {
+                    return Err(ServiceError::from(PlanError::UnknownPlan { id }));
+                }
+                let events = book.command(id, command, actor, now)?;
+                let plan = book
+                    .get(id)
+                    .cloned()
+                    .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))?;
+                Ok((plan, events))
+            })
+            .await?;
+        if let Some(gated) = gated {
+            gated.done(&plan, actor).await;
+        }
+        Ok((plan, events))
+    }
+
+    /// Runs several commands on one plan as one change, all or none (an
+    /// approval held by a pause); returns the plan after it and the events.
+    pub async fn commands(
+        &self,
+        id: PlanId,
+        commands: &[Command],
+        actor: &str,
+    ) -> Result<(Plan, Vec<Event>), ServiceError> {
+        self.refresh(id).await?;
+        let ops: Vec<Op> = commands.iter().map(|c| c.op.clone()).collect();
+        let gated = self.gated(id, &ops, actor).await?;
+        let now = chrono::Utc::now();
+        let (plan, events) = self
+            .write(actor, |book| {
+                if book.get(id).is_none() {
+                    return Err(ServiceError::from(PlanError::UnknownPlan { id }));
+                }
+                let events = book.commands(id, commands, actor, now)?;
+                let plan = book
+                    .get(id)
+                    .cloned()
+                    .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))?;
+                Ok((plan, events))
+            })
+            .await?;
+        if let Some(gated) = gated {
+            gated.done(&plan, actor).await;
+        }
+        Ok((plan, events))
     }
 
     /// Runs several ops as one change, all or none (the agent's path);
@@ -278,17 +430,23 @@ impl PlanService {
         actor: &str,
     ) -> Result<Plan, ServiceError> {
         self.refresh(id).await?;
+        let gated = self.gated(id, &ops, actor).await?;
         let now = chrono::Utc::now();
-        self.write(actor, |book| {
-            if book.get(id).is_none() {
-                return Err(ServiceError::from(PlanError::UnknownPlan { id }));
-            }
-            book.execute(id, ops.clone(), actor, now)?;
-            book.get(id)
-                .cloned()
-                .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))
-        })
-        .await
+        let plan = self
+            .write(actor, |book| {
+                if book.get(id).is_none() {
+                    return Err(ServiceError::from(PlanError::UnknownPlan { id }));
+                }
+                book.execute(id, ops.clone(), actor, now)?;
+                book.get(id)
+                    .cloned()
+                    .ok_or(ServiceError::from(PlanError::UnknownPlan { id }))
+            })
+            .await?;
+        if let Some(gated) = gated {
+            gated.done(&plan, actor).await;
+        }
+        Ok(plan)
     }
 
     pub async fn delete(&self, id: PlanId, actor: &str) -> Result<(), ServiceError> {

@@ -140,8 +140,35 @@ struct QueuePage {
     limit: Option<u32>,
 }
 
-/// The tools about reviews (answered by [`PlanMcp::review_tool`]).
-const REVIEW_TOOLS: [&str; 3] = ["review_plan", "plan_reviews", "review_queue"];
+/// `list_approvals`' arguments: the filters of `GET /api/approvals`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListApprovals {
+    /// Only the records of this run.
+    #[serde(default)]
+    run_id: Option<uuid::Uuid>,
+    /// Only this person's decisions.
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    person: Option<String>,
+    /// Only decisions on this tool (guarded calls, grants).
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    tool: Option<String>,
+    /// Records to list, 1 to 200 (default 50), newest first.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = PAGE_LIMIT))]
+    limit: Option<u32>,
+}
+
+/// The tools about reviews and approvals (answered by
+/// [`PlanMcp::review_tool`]).
+const REVIEW_TOOLS: [&str; 4] = [
+    "review_plan",
+    "plan_reviews",
+    "review_queue",
+    "list_approvals",
+];
 
 /// `get_hint`'s arguments.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -430,6 +457,14 @@ fn run_tools() -> Vec<Tool> {
             "Finished plans nobody has reviewed yet, the latest finished first, with the task that was asked.",
             object(agent::protocol::schema_of::<QueuePage>()),
         ),
+        Tool::new(
+            "list_approvals",
+            "The approval records, newest first: every decision a person made for planboard's agent (a \
+             plan version approved or rejected, a guarded call approved, edited or denied, a budget \
+             raised, a drifted plan approved again, a grant), with who, when, the plan's version or the \
+             call's tool, the note and the SHA-256 digest of what was decided.",
+            object(agent::protocol::schema_of::<ListApprovals>()),
+        ),
     ]
 }
 
@@ -565,6 +600,28 @@ impl PlanMcp {
             "plan_reviews" => {
                 let body: PlanReviews = serde_json::from_value(args).map_err(bad_arguments)?;
                 serde_json::to_value(self.reviews.of_plan(body.plan_id).await?)
+            }
+            "list_approvals" => {
+                let args = if args.is_null() {
+                    Value::Object(serde_json::Map::new())
+                } else {
+                    args
+                };
+                let body: ListApprovals = serde_json::from_value(args).map_err(bad_arguments)?;
+                let limit = body.limit.unwrap_or(50);
+                if !(1..=PAGE_LIMIT).contains(&limit) {
+                    return Err(ApiError::BadRequest(format!(
+                        "limit must be 1 to {PAGE_LIMIT} (got {limit})"
+                    )));
+                }
+                let filter = crate::approvals::ApprovalFilter {
+                    run: body.run_id,
+                    person: body.person,
+                    tool: body.tool,
+                    limit,
+                    ..Default::default()
+                };
+                serde_json::to_value(self.runs.approvals().list(&filter).await?)
             }
             _ => {
                 let body: QueuePage = serde_json::from_value(args).map_err(bad_arguments)?;

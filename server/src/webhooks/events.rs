@@ -26,6 +26,10 @@ plan_engine::wire_enum! {
         RunStuck = "run_stuck",
         /// A run's budget is used up; it paused.
         BudgetReached = "budget_reached",
+        /// A plan has waited for approval longer than
+        /// `PLANBOARD_APPROVAL_REMIND_MINUTES` (it is never approved by a
+        /// timer).
+        ApprovalOverdue = "approval_overdue",
     }
 }
 
@@ -56,6 +60,14 @@ pub fn event_of(entry: &RunEntry) -> Option<(WebhookEvent, Option<RunState>, Str
             format!("#{}: {question}", subtask.0),
         )),
         RunEntry::BudgetReached { what } => Some((WebhookEvent::BudgetReached, None, what.clone())),
+        RunEntry::ApprovalOverdue { waited_secs } => Some((
+            WebhookEvent::ApprovalOverdue,
+            Some(RunState::AwaitingApproval),
+            format!(
+                "the plan has waited {} min for approval; nobody approves it but a person",
+                waited_secs / 60
+            ),
+        )),
         RunEntry::Recovery {
             subtask,
             decision: RecoveryDecision::GiveUp,
@@ -183,6 +195,10 @@ mod tests {
             None
         );
         assert_eq!(event(&changed(RunState::Running, "")), None);
+        assert_eq!(
+            event(&RunEntry::ApprovalOverdue { waited_secs: 3700 }),
+            Some(WebhookEvent::ApprovalOverdue)
+        );
         assert_eq!(
             event(&RunEntry::BudgetReached { what: "x".into() }),
             Some(WebhookEvent::BudgetReached)

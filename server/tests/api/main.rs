@@ -5,6 +5,7 @@
 //! including two server processes on one database.
 
 mod acp;
+mod approvals;
 mod attacks;
 mod auth;
 mod bad_input;
@@ -22,6 +23,7 @@ mod openai_quirks;
 mod openapi;
 mod plans;
 mod postgres;
+mod queue;
 mod reviews;
 mod runs;
 mod site;

@@ -265,6 +265,7 @@ async fn storage_report_story(database: Option<&str>) {
     assert_eq!(
         report["retention"],
         json!({
+            "approval_days": 365,
             "workspace_days": 7,
             "run_log_hours": 720,
             "webhook_days": 30,

@@ -37,14 +37,31 @@ macro_rules! action {
     };
 }
 
-action!(
-    approve,
-    "/plans/{id}/approve",
-    OptionalBody,
-    Approve,
-    Option<Approve>,
-    "approves a plan awaiting approval (an optional comment)"
-);
+#[utoipa::path(post, path = "/plans/{id}/approve", tag = "plans",
+    description = "approves a plan awaiting approval (an optional comment). With `digest` (the plan's, \
+        from GET /api/plans/{id}) the approval is of exactly that content: a plan that says something \
+        else now is refused with 409 `stale`. Every approval is an approval record (GET /api/approvals)",
+    params(("id" = uuid::Uuid, Path, description = "plan UUID")),
+    request_body(content = Option<Approve>, description = "all fields optional; may be left out"),
+    responses((status = 200, body = Changed), WriteErrors))]
+pub async fn approve(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    PlanRef(id): PlanRef,
+    headers: HeaderMap,
+    OptionalBody(body): OptionalBody<Approve>,
+) -> Result<Json<Changed>, ApiError> {
+    let approval = body.approval(if_match(&headers)?);
+    let approved = state
+        .approvals
+        .approve_plan(id, approval, &who.actor())
+        .await?;
+    Ok(Json(Changed {
+        progress: approved.plan.progress(),
+        plan: approved.plan,
+        events: approved.events,
+    }))
+}
 action!(
     reject,
     "/plans/{id}/reject",

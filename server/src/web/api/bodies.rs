@@ -162,15 +162,66 @@ plan_body! {
     |b, sid| Op::SetNotes { id: subtask_of(sid)?, notes: b.notes }
 }
 
-plan_body! {
-    /// `POST /api/plans/{id}/approve` (the body may be left out).
-    #[derive(Default)]
-    #[serde(deny_unknown_fields)]
-    Approve {
-        #[serde(default)]
-        comment: Option<String>,
+/// `POST /api/plans/{id}/approve` (the body may be left out).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Approve {
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// The plan's `digest` as the person read it (`GET /api/plans/{id}`):
+    /// a plan that says something else now is refused with 409 `stale`,
+    /// so an approval is of what was read and is never replayed onto
+    /// another version.
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub digest: Option<String>,
+    /// Guarded tools granted for the plan's run with the approval, so
+    /// their calls no longer ask: `{"tool": "run_shell"}` the whole tool,
+    /// `{"tool": "write_file", "pattern": "out/*"}` the calls whose main
+    /// argument (a path, a URL's host, a command, a search query) matches
+    /// the glob (`*` any run of characters, never a shell operator in a
+    /// command; `?` one). Each grant is an approval record, revocable
+    /// with `DELETE /api/runs/{id}/grants/{grant}`.
+    #[serde(default)]
+    #[schemars(length(max = run_model::grant::MAX_GRANTS))]
+    pub grants: Vec<run_model::NewGrant>,
+    /// Approve without starting: `true` holds the run until `POST
+    /// /api/runs/{id}/start`; an RFC 3339 time starts it then (or on the
+    /// click before); `false`, a past time or absent: it starts at once.
+    #[serde(default)]
+    pub hold: Option<HoldBody>,
+    /// The plan version this change was decided on; a newer plan
+    /// answers 409 instead of being overwritten.
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+/// `hold` of an approval: a flag, or when to start.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum HoldBody {
+    /// `true`: held until a click.
+    Click(bool),
+    /// Held until this time (RFC 3339).
+    Until(chrono::DateTime<chrono::Utc>),
+}
+
+impl Approve {
+    /// The approval, bound to the version `if_match` names if the body
+    /// names none.
+    pub fn approval(self, if_match: Option<u64>) -> crate::approvals::PlanApproval {
+        crate::approvals::PlanApproval {
+            comment: self.comment,
+            digest: self.digest,
+            expected_version: if_match.or(self.expected_version),
+            grants: self.grants,
+            hold: match self.hold {
+                None | Some(HoldBody::Click(false)) => None,
+                Some(HoldBody::Click(true)) => Some(None),
+                Some(HoldBody::Until(at)) => Some(Some(at)),
+            },
+        }
     }
-    |b, _sid| Op::Approve { comment: b.comment }
 }
 
 plan_body! {

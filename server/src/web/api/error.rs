@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::acp_agents::AcpAgentError;
+use crate::approvals::ApprovalError;
 use crate::auth::AuthError;
 use crate::memories::MemoryError;
 use crate::reviews::ReviewError;
@@ -58,6 +59,12 @@ plan_engine::wire_enum! {
         NotFinished = "not_finished",
         /// The guarded tool call was decided already (409).
         Decided = "decided",
+        /// The decision was made on something other than what is asked now:
+        /// another call's or another version's digest (409); read it again.
+        Stale = "stale",
+        /// An approval was recorded, but a two-person rule wants more
+        /// approvals before it counts; the sentence names who (409).
+        Waiting = "waiting",
         /// The MCP server comes from `PLANBOARD_MCP_SERVERS`: change the file (409).
         FromFile = "from_file",
         /// The body is over the limit (413).
@@ -294,6 +301,10 @@ impl From<ServiceError> for ApiError {
                 e => ApiError::store_failed(format_args!("commit failed: {e}")),
             },
             ServiceError::Forbidden(m) => ApiError::Forbidden(m),
+            ServiceError::Waiting(message) => ApiError::State {
+                code: ErrorCode::Waiting,
+                message,
+            },
             e @ ServiceError::Busy => ApiError::store_failed(e),
         }
     }
@@ -336,7 +347,29 @@ impl From<RunError> for ApiError {
                 code: ErrorCode::Decided,
                 message: e.to_string(),
             },
+            RunError::Stale(message) => ApiError::State {
+                code: ErrorCode::Stale,
+                message,
+            },
             RunError::Input(e) => e.into(),
+        }
+    }
+}
+
+impl From<ApprovalError> for ApiError {
+    fn from(e: ApprovalError) -> Self {
+        match e {
+            ApprovalError::Invalid(message) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message,
+            },
+            ApprovalError::Stale(message) => ApiError::State {
+                code: ErrorCode::Stale,
+                message,
+            },
+            ApprovalError::NotFound(message) => ApiError::NotFound(message),
+            ApprovalError::Plan(e) => e.into(),
+            ApprovalError::Store(e) => e.into(),
         }
     }
 }
@@ -675,6 +708,7 @@ mod tests {
             ApiError::from(ToolServerError::Store(database())),
             ApiError::from(AcpAgentError::Store(database())),
             ApiError::from(EndpointError::Store(database())),
+            ApiError::from(ApprovalError::Store(database())),
         ] {
             assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR, "{e:?}");
             assert_eq!(e.code(), ErrorCode::Store);

@@ -13,11 +13,13 @@
 //! - `memories.rs`: what the agent remembers: list, search, write a rule, pin, forget;
 //! - `reviews.rs`: people's reviews of finished plans and the review queue;
 //! - `templates.rs`: plans saved as templates (save, list, read, delete);
+//! - `approvals.rs`: the approval records (who approved what, with its digest);
 //! - `stream.rs`: server-sent events;
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
 pub mod actions;
 pub mod agents;
+pub mod approvals;
 pub mod bodies;
 pub mod docs;
 pub mod error;
@@ -68,6 +70,7 @@ pub type ApiState = std::sync::Arc<crate::services::Services>;
         (name = "reviews", description = "people's reviews of finished plans (verdict, note, notes on subtasks), remembered by the agent"),
         (name = "templates", description = "plans saved as templates; a run starts from one and its planner adapts it"),
         (name = "storage", description = "what planboard stores and how much, and the retentions that keep it from only growing"),
+        (name = "approvals", description = "every decision a person made for the agent, kept for audit with the digest of what was decided"),
     )
 )]
 pub struct ApiDoc;
@@ -122,6 +125,8 @@ schema::schemars_bridge! {
         memories::EditMemory,
         memories::NewRule,
         reviews::ReviewQueue,
+        crate::runs::InsightsView,
+        approvals::ApplyPolicy,
     ]
 }
 
@@ -173,6 +178,9 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(runs::pause_run))
         .routes(routes!(runs::resume_run))
         .routes(routes!(runs::cancel_run))
+        .routes(routes!(runs::start_held_run))
+        .routes(routes!(runs::list_grants))
+        .routes(routes!(runs::revoke_grant))
         .routes(routes!(runs::answer_run))
         .routes(routes!(runs::run_again))
         .routes(routes!(runs::pending_calls))
@@ -209,6 +217,10 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
         .routes(routes!(templates::save_template))
         .routes(routes!(templates::list_templates))
         .routes(routes!(templates::get_template, templates::delete_template))
+        .routes(routes!(approvals::list_approvals))
+        .routes(routes!(approvals::forecast_accuracy))
+        .routes(routes!(approvals::insights))
+        .routes(routes!(approvals::apply_policy))
         // A path that runs to the end of the address (`{*path}`): axum's
         // wildcard, which an OpenAPI path cannot spell, so it is routed by
         // hand and documented in `ApiDoc`'s list (its only entry).
@@ -333,6 +345,26 @@ mod tests {
                 super::tools::SESSION_KEY_CHARS as f64,
             ),
             ("/api/review-queue", "limit", "maximum", page),
+            (
+                "/api/approvals",
+                "person",
+                "maxLength",
+                super::approvals::NAME_CHARS as f64,
+            ),
+            (
+                "/api/approvals",
+                "tool",
+                "maxLength",
+                super::approvals::NAME_CHARS as f64,
+            ),
+            ("/api/approvals", "limit", "maximum", page),
+            ("/api/approvals", "offset", "maximum", offset),
+            (
+                "/api/approvals/insights",
+                "days",
+                "maximum",
+                super::approvals::INSIGHT_DAYS as f64,
+            ),
             ("/api/review-queue", "offset", "maximum", offset),
             (
                 "/api/webhooks/deliveries",

@@ -29,12 +29,22 @@ use crate::store::{PlanSummary, StoredComment, StoredEvent};
 pub struct PlanView {
     pub plan: Plan,
     pub progress: Progress,
+    /// The hex SHA-256 of what the plan says (title, goal, description,
+    /// expected outcome, mode, each subtask's name, description, expected
+    /// outcome, dependencies and tool): send it with an approval to
+    /// approve exactly this.
+    pub digest: String,
 }
 
 impl PlanView {
     pub fn of(plan: Plan) -> PlanView {
         let progress = plan.progress();
-        PlanView { plan, progress }
+        let digest = run_model::plan_digest(&plan);
+        PlanView {
+            plan,
+            progress,
+            digest,
+        }
     }
 }
 
@@ -174,7 +184,8 @@ pub async fn get_plan(
     State(state): State<ApiState>,
     PlanRef(id): PlanRef,
 ) -> Result<Json<PlanView>, ApiError> {
-    let view = state.plans.read(id, |p| PlanView::of(p.clone())).await;
+    // Copied under the lock (a pointer per subtask), measured outside it.
+    let view = state.plans.get(id).await.map(PlanView::of);
     view.map(Json).ok_or_else(|| no_plan(id))
 }
 

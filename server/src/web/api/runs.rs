@@ -209,6 +209,21 @@ pub struct StartRun {
     #[serde(default)]
     #[schemars(length(min = 1, max = run_model::AGENT_NAME_CHARS))]
     pub agent: Option<String>,
+    /// When the plan's graph similarity to the version a person approved
+    /// falls below this (the agent's adaptations, people's edits), the run
+    /// pauses until a person approves it again: 0.0 (never) to 1.0
+    /// (default 0.7: adding a step to a plan of ten passes, rewriting half
+    /// of it does not). Simple and complex plans a person approved.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub drift_threshold: Option<f64>,
+    /// Two people for this run (token mode only), over the operator's
+    /// `PLANBOARD_APPROVAL_RULES`, which it may only make stricter:
+    /// `not_starter` (whoever started the run may not approve its plan or
+    /// its guarded calls), `at_least` (that many approvals by different
+    /// people), `approvers` (only these people, by name).
+    #[serde(default)]
+    pub approval_rule: Option<run_model::ApprovalRule>,
 }
 
 impl StartRun {
@@ -392,6 +407,10 @@ impl StartRun {
             plan: self.plan,
             adapt_every_step: self.adapt_every_step,
             agent: self.agent,
+            drift_threshold: self
+                .drift_threshold
+                .unwrap_or(plan_engine::distance::DRIFT_THRESHOLD),
+            approval_rule: self.approval_rule,
         })
     }
 }
@@ -587,6 +606,12 @@ control!(
     "pauses the run's plan: nothing new starts, work in flight finishes",
     |runs, id, who| runs.pause(id, &who)
 );
+control!(
+    start_held_run,
+    "/runs/{id}/start",
+    "starts a run whose plan was approved and held (`hold` in POST /api/plans/{id}/approve): its plan resumes; a run that is not held is refused",
+    |runs, id, who| runs.start_held(id, &who)
+);
 control!(cancel_run, "/runs/{id}/cancel",
     "abandons the run's plan: model calls in flight are dropped, subtasks in progress go back to todo",
     |runs, id, who| runs.cancel(id, &who));
@@ -746,6 +771,40 @@ pub async fn decide_call(
 ) -> Result<Json<RunView>, ApiError> {
     Ok(Json(
         state.runs.decide(id, &parts.1, body, &who.actor()).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/runs/{id}/grants", tag = "runs",
+    description = "the tools granted for the run when its plan was approved, oldest first, the revoked ones with who revoked them and when",
+    params(("id" = uuid::Uuid, Path, description = "run UUID")),
+    responses((status = 200, body = Vec<super::schema::GrantDoc>), ReadErrors))]
+pub async fn list_grants(
+    State(state): State<ApiState>,
+    RunRef(id): RunRef,
+) -> Result<Json<Vec<run_model::Grant>>, ApiError> {
+    Ok(Json(state.approvals.run_grants(id).await?))
+}
+
+#[utoipa::path(delete, path = "/runs/{id}/grants/{grant}", tag = "runs",
+    description = "revokes a grant of the run while it goes on: the tool's calls ask a person again from the next one on; the revocation is an approval record. Answers the grant as revoked (revoking it again changes nothing)",
+    params(("id" = uuid::Uuid, Path, description = "run UUID"),
+           ("grant" = uuid::Uuid, Path, description = "the grant's id, from GET /api/runs/{id}/grants")),
+    responses((status = 200, body = super::schema::GrantDoc), WriteErrors))]
+pub async fn revoke_grant(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Identity>,
+    RunRef(id): RunRef,
+    parts: axum::extract::Path<(String, String)>,
+) -> Result<Json<run_model::Grant>, ApiError> {
+    let grant = parts
+        .1
+        .parse()
+        .map_err(|_| ApiError::NotFound(format!("'{}' is not a grant id (a UUID)", parts.1)))?;
+    Ok(Json(
+        state
+            .approvals
+            .revoke_grant(id, grant, &who.actor())
+            .await?,
     ))
 }
 

@@ -134,6 +134,9 @@ schemars_bridge! {
         ToolServerDoc => run_model::ToolServerView,
         AcpAgentDoc => run_model::AcpAgentView,
         StorageReportDoc => run_model::StorageReport,
+        ApprovalRecordDoc => run_model::ApprovalRecord,
+        GrantDoc => run_model::Grant,
+        ForecastAccuracyDoc => run_model::ForecastAccuracy,
     ],
     local: []
 }

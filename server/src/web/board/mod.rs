@@ -80,11 +80,15 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         .route("/plans/{id}/agent", post(run::agent_work))
         .route("/plans/{id}/budget", post(run::budget))
         .route("/plans/{id}/tool-call", post(run::tool_call))
+        .route("/plans/{id}/approve-card", post(run::approve_card))
+        .route("/plans/{id}/revoke-grant", post(run::revoke_grant))
+        .route("/plans/{id}/start", post(run::start_held))
         .route("/plans/{id}/again", post(reviews::again))
         .route("/plans/{id}/review", post(reviews::review))
         .route("/plans/{id}/template", post(templates::save))
         .route("/templates/{id}/delete", post(templates::delete))
         .route("/memories/rule", post(memories::rule))
+        .route("/approvals/insights/apply", post(run::apply_policy))
         .route("/memories/{id}/{action}", post(memories::change))
         .route("/settings/webhooks", post(settings::add_webhook))
         .route(
@@ -396,6 +400,7 @@ impl BoardBackend for Board {
                 .sandbox_unavailable()
                 .map(|e| e.reason().to_string()),
             model_status: self.runs.model_status(),
+            model_waiting: self.runs.model_waiting(),
             workspace_roots: self
                 .workspaces
                 .roots()
@@ -424,6 +429,7 @@ impl BoardBackend for Board {
                 rows: Vec::new(),
                 cost: None,
                 artifacts: Vec::new(),
+                approvals: Vec::new(),
             });
         };
         // The panel's reader with no limit: one place turns entries into
@@ -447,13 +453,46 @@ impl BoardBackend for Board {
             })
             .collect();
         let cost = self.runs.cost(run).await.map_err(run_error)?;
+        let approvals = self
+            .approvals
+            .of_run(run)
+            .await
+            .map_err(|e| board_error(e.into()))?;
         Ok(ActivityLog {
             plan_title,
             run_id: Some(run),
             rows,
             cost: Some(cost),
             artifacts,
+            approvals,
         })
+    }
+
+    async fn insights(&self, days: u32) -> Result<app::api::InsightsPage, BoardError> {
+        let view = self.runs.insights(days).await.map_err(run_error)?;
+        Ok(app::api::InsightsPage {
+            days: view.days,
+            insights: view.insights,
+            forecasts: view.forecasts,
+            can_apply: false,
+        })
+    }
+
+    async fn approvals(
+        &self,
+        filter: &app::api::ApprovalsFilter,
+    ) -> Result<Vec<run_model::ApprovalRecord>, BoardError> {
+        let filter = crate::approvals::ApprovalFilter {
+            run: filter.run,
+            person: filter.person.clone(),
+            tool: filter.tool.clone(),
+            limit: app::api::APPROVALS_SHOWN,
+            ..Default::default()
+        };
+        self.approvals
+            .list(&filter)
+            .await
+            .map_err(|e| board_error(e.into()))
     }
 
     async fn tools_overview(
@@ -580,6 +619,20 @@ impl BoardBackend for Board {
         let Some(view) = self.run_on(plan).await? else {
             return Ok(None);
         };
+        // One run's whole view: its grants, its hold, the approval card.
+        let view = self.runs.get(view.record.id).await.map_err(run_error)?;
+        let card = match view.plan_state {
+            Some(plan_engine::PlanState::AwaitingApproval) => {
+                self.plans.get(plan).await.map(|p| app::api::ApprovalCard {
+                    version: p.version(),
+                    digest: run_model::plan_digest(&p),
+                    guarded: view.guarded_tools.clone(),
+                    checks: view.plan_checks.clone(),
+                    forecast: view.forecast.clone(),
+                })
+            }
+            _ => None,
+        };
         let pending = self
             .runs
             .pending_calls(view.record.id)
@@ -596,6 +649,7 @@ impl BoardBackend for Board {
                 call: p.call,
                 subtask: p.subtask.0,
                 name: p.name,
+                digest: p.digest,
             })
             .collect();
         // The images the run wrote, under its answer (none before it
@@ -664,6 +718,12 @@ impl BoardBackend for Board {
                 files_removed_at: r.files_removed_at,
                 kept: r.kept,
                 asks: r.asks.iter().map(run_model::Ask::describe).collect(),
+                model_ahead: self.runs.model_position(r.id),
+                forecast: card.is_none().then_some(view.forecast).flatten(),
+                drift: r.drift,
+                card,
+                grants: view.grants,
+                hold: view.hold,
             }
         }))
     }

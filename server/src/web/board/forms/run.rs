@@ -1,13 +1,14 @@
 //! The forms of a plan's board and its run header: re-plan before
 //! approval, answer the agent's question, let the agent work a plan,
-//! raise a paused run's budget, decide a guarded tool call. Each takes
-//! the service path of its API route.
+//! raise a paused run's budget, decide a guarded tool call, approve as
+//! the approval card shows (with grants, held), revoke a grant, start a
+//! held run. Each takes the service path of its API route.
 
 use app::api::BoardError;
 use serde::Deserialize;
 
 use super::shared::{back_to_board, change_from_form, BoardState, PlanForm};
-use crate::web::board::{board_error, run_error};
+use crate::web::board::{api_error, board_error, run_error};
 
 /// The run header's re-plan form, as posted.
 #[derive(Deserialize)]
@@ -179,6 +180,9 @@ pub struct ToolCallForm {
     arguments: String,
     #[serde(default)]
     reason: String,
+    /// The call's digest as the form showed it: the decision is bound to it.
+    #[serde(default)]
+    digest: String,
 }
 
 /// `POST /plans/{id}/tool-call`: a person approves, edits or denies a call
@@ -214,6 +218,7 @@ pub async fn tool_call(
         };
         let decision = crate::runs::Decision {
             verdict,
+            digest: Some(form.digest).filter(|d| !d.trim().is_empty()),
             reason: Some(form.reason),
             arguments,
         };
@@ -226,4 +231,159 @@ pub async fn tool_call(
     }
     .await;
     back_to_board(result, lang)
+}
+
+/// `POST /plans/{id}/approve-card`: the approval card's form. Approves
+/// the plan as the card showed it (its version and content digest), with
+/// the tools ticked granted for the run (`grant_<tool>=on`, each with an
+/// optional `pattern_<tool>`) and, if asked, held (`hold`: empty, `click`,
+/// or `time` with `start_at`, a `datetime-local` read as UTC): the one
+/// service of `POST /api/plans/{id}/approve`.
+pub async fn approve_card(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+    axum::Form(form): axum::Form<std::collections::HashMap<String, String>>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let field = |name: &str| {
+            form.get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let mut grants: Vec<run_model::NewGrant> = form
+            .iter()
+            .filter(|(key, value)| key.starts_with("grant_") && value.as_str() == "on")
+            .map(|(key, _)| {
+                let tool = key.trim_start_matches("grant_").to_string();
+                let pattern = field(&format!("pattern_{tool}"));
+                run_model::NewGrant { tool, pattern }
+            })
+            .collect();
+        grants.sort_by(|a, b| a.tool.cmp(&b.tool));
+        let hold = match field("hold").as_deref() {
+            None => None,
+            Some("click") => Some(None),
+            Some("time") => {
+                let text = field("start_at").unwrap_or_default();
+                let at = chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M")
+                    .or_else(|_| chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M:%S"))
+                    .map_err(|_| {
+                        BoardError::Refused(lang.pick(
+                            format!("a held run starts at a date and time (UTC), not '{text}'"),
+                            format!("暂缓的运行需要开始日期和时间（UTC），而不是“{text}”"),
+                        ))
+                    })?;
+                Some(Some(at.and_utc()))
+            }
+            Some(other) => {
+                return Err(BoardError::Refused(format!(
+                    "hold is empty, click or time, not '{other}'"
+                )))
+            }
+        };
+        let approval = crate::approvals::PlanApproval {
+            comment: field("comment"),
+            digest: field("digest"),
+            expected_version: field("version").and_then(|v| v.parse().ok()),
+            grants,
+            hold,
+        };
+        board
+            .approvals
+            .approve_plan(plan, approval, &viewer.name)
+            .await
+            .map_err(api_error)?;
+        Ok(plan)
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
+/// The run header's revoke button, as posted.
+#[derive(Deserialize)]
+pub struct RevokeForm {
+    #[serde(default)]
+    grant: String,
+}
+
+/// `POST /plans/{id}/revoke-grant`: revokes a grant of the plan's run; its
+/// tool's calls ask again from the next one on (the service of `DELETE
+/// /api/runs/{id}/grants/{grant}`).
+pub async fn revoke_grant(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+    axum::Form(form): axum::Form<RevokeForm>,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let run = board.run_working(plan).await?;
+        let grant = form
+            .grant
+            .trim()
+            .parse()
+            .map_err(|_| BoardError::NotFound(format!("'{}' is not a grant id", form.grant)))?;
+        board
+            .approvals
+            .revoke_grant(run.record.id, grant, &viewer.name)
+            .await
+            .map_err(api_error)?;
+        Ok(plan)
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
+/// `POST /plans/{id}/start`: starts the plan's run that was approved and
+/// held (the service of `POST /api/runs/{id}/start`).
+pub async fn start_held(
+    axum::extract::State(board): BoardState,
+    on: PlanForm,
+) -> axum::response::Response {
+    let PlanForm { plan, viewer, lang } = on;
+    let result = async {
+        let run = board.run_working(plan).await?;
+        board
+            .runs
+            .start_held(run.record.id, &viewer.name)
+            .await
+            .map_err(run_error)?;
+        Ok(plan)
+    }
+    .await;
+    back_to_board(result, lang)
+}
+
+/// The insights page's Apply button, as posted.
+#[derive(Deserialize)]
+pub struct ApplyForm {
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    policy: String,
+}
+
+/// `POST /approvals/insights/apply`: an operator applies a suggestion: the
+/// tool's policy for the runs started from now on (the service of `POST
+/// /api/approvals/insights/apply`); back to the insights page.
+pub async fn apply_policy(
+    axum::extract::State(board): BoardState,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<ApplyForm>,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(&headers);
+    let result = async {
+        viewer.may_change(("tool policies", "工具策略"), lang)?;
+        let policy = run_model::ToolPolicy::from_wire(form.policy.trim())
+            .ok_or_else(|| BoardError::Refused(format!("no policy is called '{}'", form.policy)))?;
+        board
+            .runs
+            .set_tool_policy(form.tool.trim(), policy, &viewer.name)
+            .await
+            .map_err(run_error)?;
+        Ok("/approvals/insights".to_string())
+    }
+    .await;
+    super::shared::form_answer(result, lang)
 }

@@ -237,6 +237,9 @@ fn start_run(
         plan: None,
         adapt_every_step: form.adapt_every_step,
         agent: Some(form.agent.trim().to_string()).filter(|a| !a.is_empty()),
+        // The defaults: the task box does not ask.
+        drift_threshold: None,
+        approval_rule: None,
     })
 }
 
