@@ -9,6 +9,9 @@
 //! database, HTTP server or UI.
 //!
 //! # Layout
+//! - [`acp`]: coding agents that speak the Agent Client Protocol, driven
+//!   as planboard's runs: started in the run's workspace, their plan
+//!   updates the run's plan, their permission requests guarded calls.
 //! - [`llm`]: the [`llm::Llm`] trait, async-openai's implementation and a
 //!   scripted one for tests; errors sorted into retryable and final.
 //! - [`retry`]: the one retry layer (backoff with jitter, `Retry-After`).
@@ -38,6 +41,7 @@
 //! - [`workspace`]: the only code that touches a workspace's files, every
 //!   name resolved beneath one directory handle (links never lead out).
 
+pub mod acp;
 pub mod call;
 pub mod coordinator;
 pub mod grounded;

@@ -82,6 +82,9 @@ pub struct ToolsOverview {
     /// Name and description of each built-in tool.
     pub builtin: Vec<(String, String)>,
     pub servers: Vec<run_model::ToolServerView>,
+    /// The ACP agents a task can be given to.
+    #[serde(default)]
+    pub agents: Vec<run_model::AcpAgentView>,
     /// Whether the viewer may add, change, test and remove servers.
     pub can_manage: bool,
 }
@@ -657,6 +660,10 @@ pub struct AgentInfo {
     pub model_status: run_model::ModelStatus,
     /// The folders a run may start from (`PLANBOARD_WORKSPACE_ROOTS`).
     pub workspace_roots: Vec<String>,
+    /// The ACP agents a task can be given to instead (`GET /api/agents`),
+    /// by name.
+    #[serde(default)]
+    pub acp_agents: Vec<String>,
     /// Model calls waiting in planboard's queue for the model now.
     #[serde(default)]
     pub model_waiting: usize,
@@ -764,6 +771,10 @@ pub trait BoardBackend: Send + Sync {
         a: RunId,
         b: RunId,
     ) -> Result<run_model::RunComparison, BoardError>;
+    /// The ACP agents a task can be given to, with their last check.
+    async fn acp_agents(&self) -> Result<Vec<run_model::AcpAgentView>, BoardError> {
+        Ok(Vec::new())
+    }
     /// Approval fatigue over the last `days` days (the caller checked the
     /// viewer may see it).
     async fn insights(&self, days: u32) -> Result<InsightsPage, BoardError>;
@@ -919,16 +930,23 @@ pub async fn load_tools() -> Result<ToolsOverview, BoardError> {
     answered(
         async {
             let viewer = viewer().await?;
-            let (builtin, mut servers) = backend()?.tools_overview().await?;
+            let backend = backend()?;
+            let (builtin, mut servers) = backend.tools_overview().await?;
+            let mut agents = backend.acp_agents().await?;
             if !viewer.is_admin {
                 servers = servers
                     .into_iter()
                     .map(run_model::ToolServerView::without_args)
                     .collect();
+                agents = agents
+                    .into_iter()
+                    .map(run_model::AcpAgentView::without_args)
+                    .collect();
             }
             Ok(ToolsOverview {
                 builtin,
                 servers,
+                agents,
                 can_manage: viewer.is_admin,
             })
         }

@@ -197,6 +197,13 @@ pub struct RunConfig {
     /// it is a finding about the case, never a new case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<CaseRun>,
+    /// Who does the task: `None` (the default), planboard's own agent;
+    /// `Some(name)`, the ACP agent of that name an admin added (`GET
+    /// /api/agents`), which planboard starts as its client in the run's
+    /// workspace. Such a run has no classifier, planner or model of
+    /// planboard's: the agent's own plan updates are its plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The approved plan is the contract: when the plan's graph
     /// similarity to the version a person approved falls below this
     /// (0.0 to 1.0; 0: never), the run pauses until a person approves it
@@ -292,10 +299,24 @@ impl Default for RunConfig {
             model: None,
             replay: None,
             case: None,
+            agent: None,
             drift_threshold: plan_engine::distance::DRIFT_THRESHOLD,
             approval_rule: None,
         }
     }
+}
+
+/// The longest name of an ACP agent (and of an MCP server): letters,
+/// digits, `-` and `_`.
+pub const AGENT_NAME_CHARS: usize = 40;
+
+/// Whether `name` can name an ACP agent: 1 to [`AGENT_NAME_CHARS`]
+/// letters, digits, `-` or `_`.
+pub fn valid_agent_name(name: &str) -> bool {
+    (1..=AGENT_NAME_CHARS).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The longest task, in characters.
@@ -334,6 +355,12 @@ pub enum ConfigError {
     Batches(String),
     #[error("model must name a model of 1 to {MODEL_NAME_CHARS} characters")]
     Model,
+    #[error("agent names an ACP agent: 1 to {AGENT_NAME_CHARS} letters, digits, '-' or '_'")]
+    Agent,
+    /// What an ACP agent's run cannot have (its agent plans and works
+    /// alone): batches, a plan given to work, a template.
+    #[error("a run given to an ACP agent takes no {0}")]
+    NotForAgent(&'static str),
     #[error("drift_threshold is from 0.0 (never) to 1.0, not {0}")]
     Drift(String),
 }
@@ -348,6 +375,7 @@ impl ConfigError {
             ConfigError::Attempts => "max_attempts",
             ConfigError::Batches(_) => "batches",
             ConfigError::Model => "model",
+            ConfigError::Agent | ConfigError::NotForAgent(_) => "agent",
             ConfigError::Drift(_) => "drift_threshold",
         }
     }
@@ -425,6 +453,21 @@ impl RunConfig {
                 )));
             }
         }
+        if let Some(agent) = &mut self.agent {
+            *agent = agent.trim().to_string();
+            if !valid_agent_name(agent) {
+                return Err(ConfigError::Agent);
+            }
+            if self.batches.is_some() {
+                return Err(ConfigError::NotForAgent("batches"));
+            }
+            if self.plan.is_some() {
+                return Err(ConfigError::NotForAgent("plan"));
+            }
+            if self.template.is_some() {
+                return Err(ConfigError::NotForAgent("template"));
+            }
+        }
         Ok(self)
     }
 }
@@ -473,6 +516,30 @@ mod tests {
         assert!(!text.contains("f30.csv"));
         // 30 previews of at most 400 characters, plus the lines around them.
         assert!(text.chars().count() < 30 * (PREVIEW_CHARS + 100) + 200);
+    }
+
+    #[test]
+    fn a_run_for_an_acp_agent_names_it_well_and_has_no_batches_plan_or_template() {
+        let config = |agent: &str| RunConfig {
+            task: "fix the bug".into(),
+            agent: Some(agent.into()),
+            ..RunConfig::default()
+        };
+        assert_eq!(
+            config(" codex ").checked().unwrap().agent.as_deref(),
+            Some("codex")
+        );
+        assert_eq!(config("no spaces").checked(), Err(ConfigError::Agent));
+        assert_eq!(config("").checked(), Err(ConfigError::Agent));
+        let mut given = config("codex");
+        given.plan = Some(uuid::Uuid::nil());
+        let e = given.checked().unwrap_err();
+        assert_eq!(e, ConfigError::NotForAgent("plan"));
+        assert_eq!(e.field(), "agent");
+        // Old rows without the field read as planboard's own agent.
+        let old: RunConfig = serde_json::from_str(r#"{"task": "t"}"#).unwrap();
+        assert_eq!(old.agent, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("agent"));
     }
 
     #[test]

@@ -292,6 +292,17 @@ pub enum RunEntry {
     /// A suite run over the regression cases ended (written under the
     /// suite run's id, which is no run's: the webhooks read it).
     SuiteFinished(crate::SuiteSummary),
+    /// What an ACP agent said, whole, once it finished saying it: its
+    /// message to the person, or its thinking (`thought`). While it
+    /// writes, the pieces go out live as [`ReplyDelta`]s.
+    AgentMessage {
+        /// The subtask in progress on its plan when it spoke, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subtask: Option<SubtaskId>,
+        text: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        thought: bool,
+    },
 }
 
 plan_engine::wire_enum! {
@@ -329,6 +340,7 @@ plan_engine::wire_enum! {
         BatchFinished = "batch_finished",
         Answer = "answer",
         SuiteFinished = "suite_finished",
+        AgentMessage = "agent_message",
     }
 }
 
@@ -365,6 +377,7 @@ impl RunEntry {
             RunEntry::BatchFinished(_) => EntryKind::BatchFinished,
             RunEntry::Answer { .. } => EntryKind::Answer,
             RunEntry::SuiteFinished(_) => EntryKind::SuiteFinished,
+            RunEntry::AgentMessage { .. } => EntryKind::AgentMessage,
         }
     }
 
@@ -383,6 +396,7 @@ impl RunEntry {
             | RunEntry::Overridden { subtask, .. }
             | RunEntry::Asked { subtask, .. }
             | RunEntry::SubtaskResult { subtask, .. } => Some(*subtask),
+            RunEntry::AgentMessage { subtask, .. } => *subtask,
             _ => None,
         }
     }
@@ -485,6 +499,27 @@ mod tests {
         assert_eq!(json["kind"], "retry_scheduled");
         assert_eq!(json["class"], "rate_limited");
         assert_eq!(json["role"], "planner");
+    }
+
+    #[test]
+    fn an_acp_agents_message_reads_back_and_names_its_subtask_only_when_it_has_one() {
+        let said = RunEntry::AgentMessage {
+            subtask: None,
+            text: "Looking at the tests".into(),
+            thought: true,
+        };
+        let json = serde_json::to_value(&said).unwrap();
+        assert_eq!(json["kind"], "agent_message");
+        assert!(json.get("subtask").is_none(), "{json}");
+        assert_eq!(serde_json::from_value::<RunEntry>(json).unwrap(), said);
+        let on_step = RunEntry::AgentMessage {
+            subtask: Some(SubtaskId(2)),
+            text: "Done".into(),
+            thought: false,
+        };
+        assert_eq!(on_step.subtask(), Some(SubtaskId(2)));
+        let json = serde_json::to_value(&on_step).unwrap();
+        assert!(json.get("thought").is_none(), "{json}");
     }
 
     #[test]

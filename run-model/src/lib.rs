@@ -76,8 +76,8 @@
 //! - [`template`]: plans saved as [`Template`]s, and what the planner
 //!   reads of one.
 //! - [`trace`]: the W3C [`TraceParent`] a run's spans join.
-//! - [`tools`]: the MCP servers as the Tools page shows them
-//!   ([`ToolServerView`]).
+//! - [`tools`]: the MCP servers and the ACP agents as the Tools page
+//!   shows them ([`ToolServerView`], [`AcpAgentView`]).
 
 pub mod adaptation;
 pub mod approval;
@@ -117,6 +117,7 @@ pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
+pub use config::{valid_agent_name, AGENT_NAME_CHARS};
 pub use card::{
     Forecast, ForecastAccuracy, ForecastBasis, GuardedTool, Interval, PlanCheck, PlanCheckKind,
 };
@@ -157,7 +158,7 @@ pub use suite::{
     SuiteTools,
 };
 pub use template::{NewTemplate, Template, TemplateError, TemplateId, TemplateStep};
-pub use tools::{ToolServerView, ToolSource, ToolTransport};
+pub use tools::{AcpAgentView, ToolServerView, ToolSource, ToolTransport};
 pub use trace::{BadTraceParent, TraceParent};
 
 /// The error of every enum's `FromStr` here: names come from

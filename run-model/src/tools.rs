@@ -70,3 +70,46 @@ impl ToolServerView {
         self
     }
 }
+
+/// One ACP agent an admin added (`GET /api/agents`, the Tools page): a
+/// program planboard starts as the agent's client over stdio, in a run's
+/// workspace, to give it a task. Never an environment value; its
+/// arguments to admins only, like an MCP server's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AcpAgentView {
+    pub name: String,
+    /// The program started.
+    pub command: String,
+    /// Its arguments, shown to admins only ([`Self::hidden_args`] for
+    /// others).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// How many arguments were left out of `args`; `None` when all shown.
+    #[serde(default)]
+    pub hidden_args: Option<usize>,
+    /// The names of the environment variables given (never the values).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// What the agent said it is at its last check (`initialize`'s
+    /// `agentInfo`: name and version), when it answered.
+    #[serde(default)]
+    pub agent_info: Option<String>,
+    /// Why the last check failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// When it was last checked; `None` before any check.
+    #[serde(default)]
+    pub checked_at: Option<Timestamp>,
+    pub created_by: String,
+    pub created_at: Timestamp,
+}
+
+impl AcpAgentView {
+    /// The view for someone who is not an admin: the command, never its
+    /// arguments (only how many there are).
+    pub fn without_args(mut self) -> AcpAgentView {
+        self.hidden_args = Some(self.args.len());
+        self.args = Vec::new();
+        self
+    }
+}

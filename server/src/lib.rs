@@ -15,9 +15,9 @@
 //! - [`live`]: the plans' log reader and SSE streams;
 //! - [`service`]: [`service::PlanService`], the one write path (engine → store → publish);
 //! - [`runlog`]: the runs' rows and their log, its writer and the replicas' delta relay;
-//! - [`templates`], [`memories`], [`tool_servers`], [`webhooks`], [`approvals`]: one folder
-//!   per concept, each with its service, its store trait and SQL (approvals: every decision a
-//!   person makes for the agent, kept for audit);
+//! - [`templates`], [`memories`], [`tool_servers`], [`acp_agents`], [`webhooks`],
+//!   [`approvals`]: one folder per concept, each with its service, its store trait and SQL
+//!   (approvals: every decision a person makes for the agent, kept for audit);
 //! - [`workspace`]: a run's files as people reach them: inputs, artifacts, the zip, images;
 //! - [`runs`]: planboard's own agent: runs under leases, their controls and retention;
 //! - [`reviews`]: people's reviews of finished plans;
@@ -40,6 +40,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod acp_agents;
 pub mod approvals;
 pub mod auth;
 pub mod book;
@@ -108,6 +109,7 @@ pub async fn start_with_model(
         config.approval_rules.clone(),
     );
     let tool_servers = tool_servers::ToolServers::open(config, store.clone()).await?;
+    let acp_agents = acp_agents::AcpAgents::open(store.clone()).await?;
     let telemetry = match &config.telemetry {
         None => None,
         Some(t) => Some(Arc::new(
@@ -136,6 +138,7 @@ pub async fn start_with_model(
             approvals: approvals.clone(),
         },
         tool_servers.clone(),
+        acp_agents.clone(),
         model,
         shared_log,
         telemetry.clone(),
@@ -233,6 +236,7 @@ pub async fn start_with_model(
         cases,
         memories,
         tool_servers,
+        acp_agents,
         workspaces,
         access: Arc::new(config.access.clone()),
         instance: config.instance.as_deref().map(Arc::from),

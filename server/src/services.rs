@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::config::Access;
 use crate::service::PlanService;
 use crate::{
-    approvals, cases, memories, reviews, runs, telemetry, templates, tool_servers, webhooks,
-    workspace,
+    acp_agents, approvals, cases, memories, reviews, runs, telemetry, templates, tool_servers,
+    webhooks, workspace,
 };
 
 /// What the router needs besides the Leptos options.
@@ -26,6 +26,8 @@ pub struct Services {
     pub cases: Arc<cases::Cases>,
     pub memories: Arc<memories::Memories>,
     pub tool_servers: Arc<tool_servers::ToolServers>,
+    /// The ACP agents runs can be given to.
+    pub acp_agents: Arc<acp_agents::AcpAgents>,
     pub workspaces: Arc<workspace::Workspaces>,
     pub access: Arc<Access>,
     /// What `/healthz` names itself as (`PLANBOARD_INSTANCE`).

@@ -61,6 +61,7 @@ fn kind_label(kind: EntryKind, lang: crate::i18n::Lang) -> &'static str {
         EntryKind::BatchFinished => ("batch finished", "批次完成"),
         EntryKind::Answer => ("answer", "答案"),
         EntryKind::SuiteFinished => ("suite run finished", "回归套件运行结束"),
+        EntryKind::AgentMessage => ("agent says", "智能体说"),
     };
     lang.pick(en, zh)
 }
@@ -555,6 +556,22 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
         E::SuiteFinished(summary) => {
             let ok = summary.failed == 0;
             line(None, summary.sentence(), None, ok)
+        }
+        // An ACP agent's words: its thinking is marked as such, and a long
+        // message keeps its first lines on the row, the whole in the detail.
+        E::AgentMessage {
+            subtask,
+            text,
+            thought,
+        } => {
+            let shown = plan_engine::text::ellipsis(&text, 300);
+            let summary = if thought {
+                lang.pick(format!("(thinking) {shown}"), format!("（思考）{shown}"))
+            } else {
+                shown.clone()
+            };
+            let detail = (shown != text).then_some(text);
+            line(subtask.map(|s| s.0), summary, detail, true)
         }
     }
 }

@@ -65,6 +65,9 @@ pub struct TaskDraft {
     /// The page the form was on (`/` or `/plans/new`), where a refusal
     /// goes back to.
     pub from: String,
+    /// Who does the task: empty, planboard's own agent; else an ACP
+    /// agent's name.
+    pub agent: String,
 }
 
 /// The key of a field in the address a refusal goes back to: `task` and
@@ -124,6 +127,7 @@ impl TaskDraft {
             "batch_input" => self.batch_input = text,
             "batch_size" => self.batch_size = text,
             "from" => self.from = text,
+            "agent" => self.agent = text,
             _ => {}
         }
     }
@@ -146,6 +150,7 @@ impl TaskDraft {
             ("template", self.template.clone()),
             ("batch_input", self.batch_input.clone()),
             ("batch_size", self.batch_size.clone()),
+            ("agent", self.agent.clone()),
         ];
         for (name, on) in [
             ("approval", self.approval),
@@ -302,7 +307,9 @@ pub fn TaskBox(
     let draft = back.unwrap_or_else(TaskDraft::fresh);
     let line = agent_line(&agent, lang);
     let model = agent.model;
-    let no_model = model.is_none();
+    // Without a model, the box still gives tasks to ACP agents.
+    let acp = agent.acp_agents.clone();
+    let no_model = model.is_none() && acp.is_empty();
     let (waiting, doing, died) = match agent.model_status {
         run_model::ModelStatus::Waiting { doing } => (true, doing, None),
         run_model::ModelStatus::Died { reason, log } => (false, None, Some((reason, log))),
@@ -417,6 +424,29 @@ pub fn TaskBox(
                         ))}</span>
                     </label>
                     <super::templates::TemplateChoice/>
+                    {(!acp.is_empty()).then(|| {
+                        let own = model.is_some();
+                        let options = acp
+                            .iter()
+                            .map(|name| {
+                                view! {
+                                    <option value=name.clone() selected=draft.agent == *name>{format!("{name} (ACP)")}</option>
+                                }
+                            })
+                            .collect_view();
+                        view! {
+                            <label class="field">
+                                {lang.pick("Who does this task", "由谁来做这个任务")}
+                                <select name="agent" data-testid="task-agent"
+                                    title=lang.pick("An ACP agent works with its own tools and plan; mode, tools and batches are planboard's agent's", "ACP 智能体用它自己的工具和计划；模式、工具和分批属于 planboard 的智能体")>
+                                    {own.then(|| view! {
+                                        <option value="" selected=draft.agent.is_empty()>{lang.pick("planboard's own agent", "planboard 自己的智能体")}</option>
+                                    })}
+                                    {options}
+                                </select>
+                            </label>
+                        }
+                    })}
                     <div class="task-options">
                         <label class="field">
                             {lang.pick("Mode", "模式")}
@@ -695,6 +725,7 @@ mod tests {
             batch_input: "items.csv".into(),
             batch_size: "3".into(),
             from: "/".into(),
+            agent: "codex".into(),
         };
         let address = draft.back_to("'At once' must be a whole number");
         let (page, search) = address.split_once('?').unwrap();

@@ -2,13 +2,16 @@
 //! whose tools it is offered, each with its state (connected and its
 //! tools, or why not). Admins add a server (a URL, or a command to start),
 //! change, test and remove the ones added here; the file's
-//! (`PLANBOARD_MCP_SERVERS`) are shown and left alone. A token or an
+//! (`PLANBOARD_MCP_SERVERS`) are shown and left alone. Below them, the ACP
+//! agents a task can be given to instead of planboard's own (a command
+//! planboard starts as their client), with what their last check said;
+//! admins add, change, test and remove them the same way. A token or an
 //! environment value is never shown, and a command's arguments only to
 //! admins. Rendered on the server only; the buttons are plain forms
-//! (`POST /tools/servers…`).
+//! (`POST /tools/servers…`, `POST /tools/agents…`).
 
 use leptos::prelude::*;
-use run_model::{ToolServerView, ToolSource, ToolTransport};
+use run_model::{AcpAgentView, ToolServerView, ToolSource, ToolTransport};
 
 use crate::api::load_tools;
 use crate::i18n::{use_lang, Lang};
@@ -131,6 +134,107 @@ fn server_row(s: ToolServerView, can_manage: bool, lang: Lang) -> impl IntoView 
     }
 }
 
+const AGENT_COLUMNS: [(&str, &str); 4] = [
+    ("Agent", "智能体"),
+    ("Command", "命令"),
+    ("Last check", "上次检查"),
+    ("", ""),
+];
+
+fn agent_row(a: AcpAgentView, can_manage: bool, lang: Lang) -> impl IntoView {
+    let mut command = a.command.clone();
+    for arg in &a.args {
+        command.push(' ');
+        command.push_str(arg);
+    }
+    if let Some(n) = a.hidden_args.filter(|n| *n > 0) {
+        command.push_str(&lang.pick(
+            format!(" … ({n} argument(s), shown to admins)"),
+            format!(" …（{n} 个参数，仅管理员可见）"),
+        ));
+    }
+    let env = (!a.env.is_empty()).then(|| format!("env: {}", a.env.join(", ")));
+    let state = match (&a.agent_info, &a.error, &a.checked_at) {
+        (_, Some(error), _) => view! {
+            <span class="badge tool-failed" data-testid="agent-state">{lang.pick("did not answer", "没有响应")}</span>
+            <div class="hint" data-testid="agent-error">{error.clone()}</div>
+        }
+        .into_any(),
+        (Some(info), None, _) => view! {
+            <span class="badge tool-connected" data-testid="agent-state">{lang.pick("answers", "可响应")}</span>
+            <div class="hint" data-testid="agent-info">{info.clone()}</div>
+        }
+        .into_any(),
+        (None, None, _) => view! {
+            <span class="hint" data-testid="agent-state">{lang.pick("not checked since the start", "启动后尚未检查")}</span>
+        }
+        .into_any(),
+    };
+    let checked = a
+        .checked_at
+        .as_ref()
+        .map(|t| view! { <div class="hint"><time>{short_time(t)}</time></div> });
+    let name = a.name.clone();
+    let actions = can_manage.then(|| {
+        let args = a.args.join("\n");
+        view! {
+            <form method="post" action=format!("/tools/agents/{name}/test")>
+                <button type="submit" data-testid="agent-test">{lang.pick("Test", "测试")}</button>
+            </form>
+            <form method="post" action=format!("/tools/agents/{name}/remove")>
+                <button type="submit" class="danger" data-testid="agent-remove">{lang.pick("Remove", "移除")}</button>
+            </form>
+            <details class="server-edit">
+                <summary>{lang.pick("Change", "修改")}</summary>
+                <form method="post" action=format!("/tools/agents/{name}/edit") data-testid="agent-edit">
+                    <label class="field">{lang.pick("Command", "命令")}
+                        <input name="command" required maxlength="500" value=a.command.clone()/>
+                    </label>
+                    <label class="field">{lang.pick("Arguments, one per line", "参数，每行一个")}
+                        <textarea name="args" rows="2">{crate::words::textarea_text(&args)}</textarea>
+                    </label>
+                    <p class="hint">{lang.pick(
+                        "The environment stays as it is unless you fill it in.",
+                        "环境变量留空则保持不变。",
+                    )}</p>
+                    <label class="field">{lang.pick("Environment, NAME=value per line", "环境变量，每行 NAME=value")}
+                        <textarea name="env" rows="2"></textarea>
+                    </label>
+                    <button type="submit" class="primary">{lang.pick("Save and check", "保存并检查")}</button>
+                </form>
+            </details>
+        }
+    });
+    view! {
+        <tr data-testid="agent-row" data-name=a.name.clone()>
+            <td><strong>{a.name.clone()}</strong></td>
+            <td><code>{command}</code><div class="hint">{env}</div></td>
+            <td>{state}{checked}</td>
+            <td class="actions">{actions}</td>
+        </tr>
+    }
+}
+
+fn agent_add_form(lang: Lang) -> impl IntoView {
+    view! {
+        <form class="server-add" method="post" action="/tools/agents" data-testid="agent-add">
+            <label class="field narrow">{lang.pick("Name", "名称")}
+                <input name="name" required maxlength="40" pattern="[A-Za-z0-9_-]+" data-testid="agent-name-input"/>
+            </label>
+            <label class="field">{lang.pick("Command", "命令")}
+                <input name="command" required maxlength="500" placeholder="npx" data-testid="agent-command-input"/>
+            </label>
+            <label class="field">{lang.pick("Arguments, one per line", "参数，每行一个")}
+                <textarea name="args" rows="2" placeholder="@zed-industries/codex-acp" data-testid="agent-args-input"></textarea>
+            </label>
+            <label class="field">{lang.pick("Environment, NAME=value per line (its secrets: nothing else of planboard's reaches it)", "环境变量，每行 NAME=value（它的密钥：planboard 的其他环境不会传给它）")}
+                <textarea name="env" rows="2"></textarea>
+            </label>
+            <button type="submit" class="primary" data-testid="agent-add-button">{lang.pick("Add and check", "添加并检查")}</button>
+        </form>
+    }
+}
+
 fn add_form(lang: Lang) -> impl IntoView {
     view! {
         <form class="server-add" method="post" action="/tools/servers" data-testid="server-add">
@@ -171,6 +275,12 @@ pub fn ToolsPage() -> impl IntoView {
                             <tr data-testid="builtin-tool"><td><code>{name}</code></td><td>{description}</td></tr>
                         }).collect_view();
                         let can_manage = o.can_manage;
+                        let agents = if o.agents.is_empty() {
+                            view! { <p class="empty" data-testid="no-agents">{lang.pick("No ACP agent yet.", "还没有 ACP 智能体。")}</p> }.into_any()
+                        } else {
+                            let rows = o.agents.into_iter().map(|a| agent_row(a, can_manage, lang)).collect_view();
+                            view! { <table class="plans servers" data-testid="agents">{table_head(lang, &AGENT_COLUMNS)}<tbody>{rows}</tbody></table> }.into_any()
+                        };
                         let servers = if o.servers.is_empty() {
                             view! { <p class="empty" data-testid="no-servers">{lang.pick("No MCP server yet.", "还没有 MCP 服务器。")}</p> }.into_any()
                         } else {
@@ -185,6 +295,13 @@ pub fn ToolsPage() -> impl IntoView {
                             )}</p>
                             {servers}
                             {can_manage.then(|| add_form(lang))}
+                            <h2>{lang.pick("ACP agents", "ACP 智能体")}</h2>
+                            <p class="hint">{lang.pick(
+                                "Coding agents that speak the Agent Client Protocol (Codex, Claude Code, Gemini CLI through their adapters). The task box can give a task to one: planboard starts it in the run's workspace, shows its plan live and asks you about its permission requests.",
+                                "使用 Agent Client Protocol 的编程智能体（通过适配器的 Codex、Claude Code、Gemini CLI）。任务框可以把任务交给其中一个：planboard 在运行的工作区中启动它，实时显示它的计划，并就它的权限请求征求你的意见。",
+                            )}</p>
+                            {agents}
+                            {can_manage.then(|| agent_add_form(lang))}
                             <h2>{lang.pick("Built-in tools", "内置工具")}</h2>
                             <table class="plans builtin">{table_head(lang, &BUILTIN_COLUMNS)}<tbody>{builtin}</tbody></table>
                         }.into_any()

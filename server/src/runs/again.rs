@@ -54,6 +54,13 @@ impl Runs {
             .await
             .ok_or_else(|| RunError::Invalid(format!("run {earlier}'s plan was deleted")))?;
         let (config, agent) = self.check_start(config)?;
+        // An ACP agent keeps its own plan: it cannot be handed one to
+        // redo from a subtask.
+        let agent = agent.ok_or_else(|| {
+            RunError::Invalid(format!(
+                "run {earlier} was an ACP agent's; start a new run with the agent instead"
+            ))
+        })?;
         let id = uuid::Uuid::new_v4();
         let workspace = self.workspace(id);
         crate::workspace::inputs::copy_workspace(

@@ -1,7 +1,9 @@
 //! planboard's own agent inside the server: [`Runs`] starts runs, drives
 //! them under a lease, answers what the API asks about them, and turns
 //! people's requests (pause, resume, cancel, answer) into plan changes, so
-//! the board and the agent share one path.
+//! the board and the agent share one path. A run given to an ACP agent
+//! (`RunConfig::agent`) is the same resource, driven by `agent::acp`
+//! instead of planboard's own agent: it needs no model.
 //!
 //! # Durability
 //! A run is a row (its [`RunRecord`]) plus its plan. Whoever drives a run
@@ -32,6 +34,7 @@ mod replay;
 pub mod retention;
 mod stream;
 
+use crate::acp_agents::AcpAgents;
 pub use crate::tool_servers::ToolServers;
 
 use crate::telemetry::Telemetry;
@@ -213,6 +216,10 @@ pub struct Runs {
     builtin_tools: Vec<ToolSpec>,
     /// The MCP servers (the file's and the board's).
     tool_servers: Arc<ToolServers>,
+    /// The ACP agents runs can be given to.
+    acp: Arc<AcpAgents>,
+    /// The keeper runs (see [`Runs::spawn_keeper`]).
+    keeping: std::sync::atomic::AtomicBool,
     /// No login: one local user (a two-person rule cannot be met).
     local_mode: bool,
     /// The operator's tool policies (`PLANBOARD_TOOL_POLICY`, then those
@@ -316,6 +323,7 @@ impl Runs {
         plans: Arc<PlanService>,
         stores: RunStores,
         tool_servers: Arc<ToolServers>,
+        acp: Arc<AcpAgents>,
         model: Option<Arc<dyn Llm>>,
         shared_log: Option<SharedLog>,
         telemetry: Option<Arc<Telemetry>>,
@@ -466,6 +474,8 @@ impl Runs {
             sandbox,
             builtin_tools,
             tool_servers,
+            acp,
+            keeping: std::sync::atomic::AtomicBool::new(false),
             local_mode: matches!(config.access, crate::config::Access::Local { .. }),
             policies,
             env_policies: config.tool_policies.clone(),
@@ -567,8 +577,14 @@ impl Runs {
 
     /// Claims what is claimable and drives it; then keeps the leases
     /// alive (and picks up runs whose driver died) until the service goes.
+    /// Without a model only when there are ACP agents (their runs need
+    /// none): at start if any is added, else when the first run is given
+    /// to one. Started once.
     pub fn spawn_keeper(self: &Arc<Self>) {
-        if self.agent.is_none() {
+        if self.agent.is_none() && self.acp.names().is_empty() {
+            return;
+        }
+        if self.keeping.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
         let weak: Weak<Runs> = Arc::downgrade(self);
@@ -601,7 +617,19 @@ impl Runs {
     }
 
     fn drive(self: &Arc<Self>, run: RunRecord) {
+        if run.config.agent.is_some() {
+            self.drive_acp(run);
+            return;
+        }
         let Some(agent) = self.agent.clone() else {
+            // A run of planboard's own agent, here without a model: left
+            // for a process that has one.
+            let (store, id) = (self.store.clone(), run.id);
+            tokio::spawn(async move {
+                if let Err(e) = store.release_run(id).await {
+                    tracing::warn!("run {id}: releasing its lease failed: {e}");
+                }
+            });
             return;
         };
         if !self.driving.lock().expect("driving lock").insert(run.id) {
@@ -617,6 +645,41 @@ impl Runs {
             }
             me.driving.lock().expect("driving lock").remove(&id);
         });
+    }
+
+    /// Drives a run given to an ACP agent: the agent's program, started
+    /// in the run's workspace, until the run ends.
+    fn drive_acp(self: &Arc<Self>, run: RunRecord) {
+        if !self.driving.lock().expect("driving lock").insert(run.id) {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let id = run.id;
+            let host = me.agent_host();
+            let name = run.config.agent.clone().unwrap_or_default();
+            let workspace = me.workspace(id);
+            if let Err(e) = tokio::fs::create_dir_all(&workspace).await {
+                tracing::warn!("run {id}: its workspace could not be made: {e}");
+            }
+            let finished = match me.acp.command(&name) {
+                Some(command) => agent::acp::drive(host, command, workspace, run).await,
+                None => {
+                    let why = format!("no ACP agent is named {name} any more; it was removed");
+                    agent::acp::give_up(host.as_ref(), run, why).await
+                }
+            };
+            tracing::info!("run {id} ({name}, ACP) ended as {}", finished.state);
+            if let Err(e) = me.store.release_run(id).await {
+                tracing::warn!("run {id}: releasing its lease failed: {e}");
+            }
+            me.driving.lock().expect("driving lock").remove(&id);
+        });
+    }
+
+    /// The ACP agents runs can be given to.
+    pub fn acp_agents(&self) -> Arc<AcpAgents> {
+        self.acp.clone()
     }
 
     pub async fn start(
@@ -687,13 +750,27 @@ impl Runs {
         if let Some(telemetry) = &self.telemetry {
             telemetry.adopt(id, trace);
         }
-        let record = match agent.start_traced(id, config, who, trace).await {
+        if agent.is_none() {
+            // An ACP agent starts in the workspace, files or none.
+            if let Err(e) = tokio::fs::create_dir_all(&workspace).await {
+                return Err(RunError::StoreFailed(format!(
+                    "the run's workspace could not be made: {e}"
+                )));
+            }
+        }
+        let started = match agent {
+            Some(agent) => agent.start_traced(id, config, who, trace).await,
+            None => agent::acp::start(self.host.as_ref(), id, config, who, trace).await,
+        };
+        let record = match started {
             Ok(record) => record,
             Err(e) => {
                 let _ = tokio::fs::remove_dir_all(&workspace).await;
                 return Err(e.into());
             }
         };
+        // A server without a model keeps leases once it has ACP runs.
+        self.spawn_keeper();
         self.keep().await;
         self.view(record).await
     }
@@ -732,8 +809,10 @@ impl Runs {
         Ok(())
     }
 
-    /// The config as a run may start with it, and the agent to run it.
-    fn check_start(&self, config: RunConfig) -> Result<(RunConfig, Arc<Agent>), RunError> {
+    /// The config as a run may start with it, and the agent to run it:
+    /// planboard's own, or `None` for an ACP agent (which needs no model,
+    /// and uses its own tools).
+    fn check_start(&self, config: RunConfig) -> Result<(RunConfig, Option<Arc<Agent>>), RunError> {
         let config = config
             .checked()
             .map_err(|e| RunError::Invalid(e.to_string()))?;
@@ -753,6 +832,22 @@ impl Runs {
                 )));
             }
         }
+        if let Some(name) = &config.agent {
+            if self.acp.command(name).is_none() {
+                let names = self.acp.names();
+                return Err(RunError::Invalid(if names.is_empty() {
+                    format!(
+                        "there is no ACP agent named {name}; an admin adds them (POST /api/agents)"
+                    )
+                } else {
+                    format!(
+                        "there is no ACP agent named {name}; the agents are {}",
+                        names.join(", ")
+                    )
+                }));
+            }
+            return Ok((config, None));
+        }
         let tools = self.tools();
         if let Some(unknown) = config
             .tools
@@ -770,7 +865,7 @@ impl Runs {
             .agent
             .clone()
             .ok_or_else(|| RunError::NoModel(NO_MODEL.into()))?;
-        Ok((config, agent))
+        Ok((config, Some(agent)))
     }
 
     async fn view(&self, record: RunRecord) -> Result<RunView, RunError> {

@@ -7,6 +7,13 @@
 //! each session gets its own key and with it its own active plan and
 //! settings.
 //!
+//! The plan hint is a resource too, for clients that read rather than
+//! call (seed 003's hints for every agent): `planboard://session/hint` is
+//! this session's active plan's hint, `planboard://plans/{id}/hint` any
+//! plan's. A client may subscribe to either (`resources/subscribe`): it
+//! hears `notifications/resources/updated` whenever the plan changes (a
+//! burst of changes is told once), and reads the new hint.
+//!
 //! Every protocol revision rmcp knows is spoken: a client gets the revision
 //! it asks for, or the newest one. Two HTTP details rmcp leaves open are
 //! settled in [`router`]: ending a session answers 204 (the Python SDK
@@ -22,9 +29,11 @@ use axum::response::{IntoResponse, Response};
 use plan_engine::{Dialect, HintOptions};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, Content, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerInfo, Tool,
+    AnnotateAble, CallToolRequestParams, CallToolResult, Content, Implementation,
+    InitializeRequestParams, InitializeResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, RawResource, ReadResourceRequestParams,
+    ReadResourceResult, ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerInfo, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -54,6 +63,43 @@ pub struct PlanMcp {
     workspaces: Arc<Workspaces>,
     cases: Arc<Cases>,
     session: String,
+    /// The resources this session subscribed to, each followed by a task
+    /// that tells the client when it changes.
+    subscriptions:
+        Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>>,
+}
+
+/// This session's active plan's hint, as a resource.
+pub const SESSION_HINT_URI: &str = "planboard://session/hint";
+
+/// The plan a hint resource is about: this session's active one, or one
+/// named by its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HintOf {
+    Session,
+    Plan(plan_engine::PlanId),
+}
+
+impl HintOf {
+    fn of(uri: &str) -> Option<HintOf> {
+        if uri == SESSION_HINT_URI {
+            return Some(HintOf::Session);
+        }
+        let id = uri
+            .strip_prefix("planboard://plans/")?
+            .strip_suffix("/hint")?;
+        id.parse().ok().map(HintOf::Plan)
+    }
+}
+
+fn unknown_resource(uri: &str) -> McpError {
+    McpError::resource_not_found(
+        format!(
+            "no resource {}; planboard has {SESSION_HINT_URI} and planboard://plans/{{id}}/hint",
+            plan_engine::text::fit(uri, 200)
+        ),
+        None,
+    )
 }
 
 /// `list_cases`' arguments.
@@ -415,6 +461,7 @@ pub fn service(
                 workspaces: workspaces.clone(),
                 cases: cases.clone(),
                 session: format!("mcp:{}", uuid::Uuid::new_v4()),
+                subscriptions: Arc::default(),
             })
         },
         Arc::new(LocalSessionManager::default()),
@@ -575,6 +622,41 @@ fn run_tools() -> Vec<Tool> {
 }
 
 impl PlanMcp {
+    /// The hint a resource holds now (the plan's language, its bounded
+    /// window; `None` when it names no plan there is).
+    async fn hint(&self, of: HintOf) -> Option<String> {
+        let opts = |plan: &plan_engine::Plan| HintOptions {
+            lang: plan_engine::Lang::of_plan(plan),
+            dialect: Dialect::Canonical,
+            ..HintOptions::default()
+        };
+        match of {
+            HintOf::Plan(id) => {
+                self.service
+                    .read(id, |p| plan_engine::hint(Some(p), &opts(p)))
+                    .await
+            }
+            HintOf::Session => {
+                let lang = self
+                    .service
+                    .read_active(&self.session, plan_engine::Lang::of_plan)
+                    .await
+                    .unwrap_or_default();
+                let opts = HintOptions {
+                    lang,
+                    dialect: Dialect::Canonical,
+                    ..HintOptions::default()
+                };
+                // Read only: a resource read does not count as a hint shown.
+                self.service
+                    .session_hint(&self.session, &opts)
+                    .await
+                    .ok()
+                    .map(|(text, _)| text)
+            }
+        }
+    }
+
     async fn session_tool(&self, name: &str, args: Value) -> Result<String, ApiError> {
         // A call without arguments arrives as null.
         let args = if args.is_null() {
@@ -842,7 +924,11 @@ impl PlanMcp {
 impl ServerHandler for PlanMcp {
     fn get_info(&self) -> ServerInfo {
         ServerInfo {
-            capabilities: ServerCapabilities::builder().enable_tools().build(),
+            capabilities: ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
             server_info: Implementation {
                 name: "planboard".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -880,6 +966,110 @@ impl ServerHandler for PlanMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(tool_list()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let hint = RawResource {
+            title: Some("The hint for this session's plan".into()),
+            description: Some(
+                "What to do next on this session's active plan, as get_hint answers it (the \
+                 plan's language, its bounded window). Subscribe to hear when the plan changes. \
+                 Any plan's hint is planboard://plans/{id}/hint."
+                    .into(),
+            ),
+            mime_type: Some("text/plain".into()),
+            ..RawResource::new(SESSION_HINT_URI, "hint")
+        };
+        Ok(ListResourcesResult::with_all_items(vec![
+            hint.no_annotation()
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResult, McpError> {
+        let of = HintOf::of(&request.uri).ok_or_else(|| unknown_resource(&request.uri))?;
+        let text = self
+            .hint(of)
+            .await
+            .ok_or_else(|| unknown_resource(&request.uri))?;
+        Ok(ReadResourceResult {
+            contents: vec![ResourceContents::text(text, request.uri)],
+        })
+    }
+
+    /// Follows the plan the resource is about: each change (a burst told
+    /// once) is a `notifications/resources/updated`, until the client
+    /// unsubscribes or goes.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let uri = request.uri;
+        let of = HintOf::of(&uri).ok_or_else(|| unknown_resource(&uri))?;
+        let peer = context.peer.clone();
+        let (service, session) = (self.service.clone(), self.session.clone());
+        let mut changes = self.service.hub().subscribe();
+        let told = uri.clone();
+        let task = tokio::spawn(async move {
+            use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+            loop {
+                match changes.recv().await {
+                    Ok(change) => {
+                        let watched = match of {
+                            HintOf::Plan(id) => Some(id),
+                            HintOf::Session => service.read_active(&session, |p| p.id()).await,
+                        };
+                        if watched != Some(change.plan_id) {
+                            continue;
+                        }
+                    }
+                    // Fell behind: something may have changed; say so.
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+                // The rest of a burst (a step's several events) is the
+                // same news.
+                loop {
+                    match changes.try_recv() {
+                        Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
+                        Err(_) => break,
+                    }
+                }
+                let note = ResourceUpdatedNotificationParam { uri: told.clone() };
+                if peer.notify_resource_updated(note).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut subscriptions = self.subscriptions.lock().expect("subscriptions lock");
+        if let Some(old) = subscriptions.insert(uri, task.abort_handle()) {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let removed = self
+            .subscriptions
+            .lock()
+            .expect("subscriptions lock")
+            .remove(&request.uri);
+        if let Some(task) = removed {
+            task.abort();
+        }
+        Ok(())
     }
 
     async fn call_tool(

@@ -4,6 +4,7 @@
 //! set to a PostgreSQL URL, the store story also runs against PostgreSQL,
 //! including two server processes on one database.
 
+mod acp;
 mod approvals;
 mod attacks;
 mod auth;

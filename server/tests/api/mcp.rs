@@ -498,3 +498,117 @@ async fn search_memory_answers_the_teams_memories_best_first_and_keeps_to_its_li
     }
     mcp.cancel().await.ok();
 }
+
+/// What an MCP client heard the server say changed.
+struct Heard(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Heard {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.uri);
+    }
+}
+
+fn resource_text(read: &rmcp::model::ReadResourceResult) -> String {
+    match &read.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("a text resource: {other:?}"),
+    }
+}
+
+/// Seed 003's hint for clients that read: the session's plan hint is a
+/// resource, and a client that subscribed to it is told when the plan
+/// changes (its own changes and a person's on the board alike).
+#[tokio::test]
+async fn an_mcp_client_subscribed_to_the_plan_hint_hears_when_the_plan_changes() {
+    use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
+    let server = token_mode().await.with_token(crate::auth::OPERATOR);
+    let (told, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url("/mcp"))
+        .auth_header(crate::auth::OPERATOR);
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let client = Heard(told).serve(transport).await.expect("MCP session");
+    let resources_cap = client
+        .peer_info()
+        .and_then(|info| info.capabilities.resources.clone())
+        .expect("resources offered");
+    assert_eq!(resources_cap.subscribe, Some(true));
+    let resources = client.list_all_resources().await.unwrap();
+    assert!(
+        resources
+            .iter()
+            .any(|r| r.raw.uri == "planboard://session/hint"),
+        "{resources:?}"
+    );
+    let hint = "planboard://session/hint".to_string();
+    client
+        .subscribe(SubscribeRequestParams {
+            meta: None,
+            uri: hint.clone(),
+        })
+        .await
+        .expect("subscribed");
+    let created = client
+        .call_tool(params(
+            "create_plan",
+            json!({"title": "Hinted plan", "subtasks": [{"name": "measure the room"}]}),
+        ))
+        .await
+        .unwrap();
+    assert_ne!(created.is_error, Some(true), "{}", text(&created));
+    let uri = tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv())
+        .await
+        .expect("told within 10 s")
+        .unwrap();
+    assert_eq!(uri, hint);
+    let read = client
+        .read_resource(ReadResourceRequestParams {
+            meta: None,
+            uri: hint.clone(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        resource_text(&read).contains("measure the room"),
+        "{read:?}"
+    );
+    // A person's move on the board is news too.
+    let plans = server.get("/api/plans").await.1;
+    let id = plans["plans"][0]["id"]
+        .as_str()
+        .or_else(|| plans[0]["id"].as_str())
+        .expect("the plan's id")
+        .to_string();
+    while heard.try_recv().is_ok() {}
+    let (status, _) = server
+        .post(
+            &format!("/api/plans/{id}/comments"),
+            json!({"body": "use metres"}),
+        )
+        .await;
+    assert!(status.is_success());
+    let again = tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv())
+        .await
+        .expect("told of the person's change")
+        .unwrap();
+    assert_eq!(again, hint);
+    // A plan's own hint, by its id; an unknown resource is an error.
+    let by_id = client
+        .read_resource(ReadResourceRequestParams {
+            meta: None,
+            uri: format!("planboard://plans/{id}/hint"),
+        })
+        .await
+        .unwrap();
+    assert!(resource_text(&by_id).contains("measure the room"));
+    assert!(client
+        .read_resource(ReadResourceRequestParams {
+            meta: None,
+            uri: "planboard://nothing".into(),
+        })
+        .await
+        .is_err());
+}

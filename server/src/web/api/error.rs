@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::acp_agents::AcpAgentError;
 use crate::approvals::ApprovalError;
 use crate::auth::AuthError;
 use crate::cases::CaseError;
@@ -505,6 +506,20 @@ impl From<ToolServerError> for ApiError {
     }
 }
 
+impl From<AcpAgentError> for ApiError {
+    fn from(e: AcpAgentError) -> ApiError {
+        match e {
+            AcpAgentError::Invalid(message) => ApiError::Refused {
+                code: ErrorCode::Invalid,
+                message,
+            },
+            AcpAgentError::Taken(_) => ApiError::AlreadyExists(e.to_string()),
+            AcpAgentError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            AcpAgentError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<EndpointError> for ApiError {
     fn from(e: EndpointError) -> ApiError {
         match e {
@@ -723,6 +738,7 @@ mod tests {
                 agent::coordinator::again::AgainFailure::Host(host),
             )),
             ApiError::from(ToolServerError::Store(database())),
+            ApiError::from(AcpAgentError::Store(database())),
             ApiError::from(EndpointError::Store(database())),
             ApiError::from(ApprovalError::Store(database())),
         ] {

@@ -9,6 +9,7 @@
 //! - `subtasks.rs`: subtask routes; `actions.rs`: approve, pause, … and comments;
 //! - `tools.rs`: the agents' door (tool schemas and calls per dialect);
 //! - `runs.rs`: planboard's own agent: start, follow and steer runs;
+//! - `agents.rs`: the ACP agents a run can be given to (admins add them);
 //! - `memories.rs`: what the agent remembers: list, search, write a rule, pin, forget;
 //! - `reviews.rs`: people's reviews of finished plans and the review queue;
 //! - `templates.rs`: plans saved as templates (save, list, read, delete);
@@ -18,6 +19,7 @@
 //! - `schema.rs` / `docs.rs`: the document's schemas (from schemars) and error responses.
 
 pub mod actions;
+pub mod agents;
 pub mod approvals;
 pub mod bodies;
 pub mod cases;
@@ -84,6 +86,7 @@ schema::schemars_bridge! {
         webhooks::EndpointView,
         webhooks::NewEndpoint,
         crate::tool_servers::ToolServerSpec,
+        crate::acp_agents::AcpAgentSpec,
         docs::ErrorBody,
         plans::PlanView,
         plans::Changed,
@@ -207,6 +210,9 @@ fn api_routers() -> (OpenApiRouter<ApiState>, OpenApiRouter<ApiState>) {
             tool_servers::remove_server
         ))
         .routes(routes!(tool_servers::test_server))
+        .routes(routes!(agents::list_agents, agents::add_agent))
+        .routes(routes!(agents::change_agent, agents::remove_agent))
+        .routes(routes!(agents::test_agent))
         .routes(routes!(memories::list_memories, memories::write_rule))
         .routes(routes!(memories::forget_memory, memories::edit_memory))
         .routes(routes!(memories::pin_memory))

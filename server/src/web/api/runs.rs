@@ -200,6 +200,15 @@ pub struct StartRun {
     /// not only after one that fell short or failed (default false).
     #[serde(default)]
     pub adapt_every_step: bool,
+    /// Who does the task: absent, planboard's own agent; the name of an
+    /// ACP agent (`GET /api/agents`), that agent, started by planboard in
+    /// the run's workspace. Its plan updates are the run's plan, its
+    /// permission requests guarded calls (`/tool-calls`); `mode`, `tools`,
+    /// `policies`, `batches`, `plan` and `template` are planboard's
+    /// agent's and not given to it.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = run_model::AGENT_NAME_CHARS))]
+    pub agent: Option<String>,
     /// When the plan's graph similarity to the version a person approved
     /// falls below this (the agent's adaptations, people's edits), the run
     /// pauses until a person approves it again: 0.0 (never) to 1.0
@@ -401,6 +410,7 @@ impl StartRun {
             model: None,
             replay: None,
             case: None,
+            agent: self.agent,
             drift_threshold: self
                 .drift_threshold
                 .unwrap_or(plan_engine::distance::DRIFT_THRESHOLD),

@@ -132,6 +132,7 @@ schemars_bridge! {
         NeedDoc => run_model::Need,
         DeliveryDoc => crate::webhooks::Delivery,
         ToolServerDoc => run_model::ToolServerView,
+        AcpAgentDoc => run_model::AcpAgentView,
         StorageReportDoc => run_model::StorageReport,
         RunComparisonDoc => run_model::RunComparison,
         CaseDoc => run_model::Case,

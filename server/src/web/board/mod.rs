@@ -101,6 +101,8 @@ pub fn routes<S: Clone + Send + Sync + 'static>(board: Arc<Board>) -> axum::Rout
         )
         .route("/tools/servers", post(tools::add_server))
         .route("/tools/servers/{name}/{action}", post(tools::server_action))
+        .route("/tools/agents", post(tools::add_agent))
+        .route("/tools/agents/{name}/{action}", post(tools::agent_action))
         .with_state(board)
 }
 
@@ -425,6 +427,7 @@ impl BoardBackend for Board {
                 .iter()
                 .map(|r| r.display().to_string())
                 .collect(),
+            acp_agents: self.acp_agents.names(),
         }
     }
 
@@ -522,6 +525,10 @@ impl BoardBackend for Board {
             .map(|t| (t.name.clone(), t.description.clone()))
             .collect();
         Ok((builtin, self.tool_servers.views()))
+    }
+
+    async fn acp_agents(&self) -> Result<Vec<run_model::AcpAgentView>, BoardError> {
+        Ok(self.acp_agents.views())
     }
 
     async fn storage(&self) -> Result<run_model::StorageReport, BoardError> {
@@ -675,7 +682,8 @@ impl BoardBackend for Board {
                 shown: ["code", "command", "url"]
                     .iter()
                     .find_map(|k| p.arguments.get(*k).and_then(|v| v.as_str()))
-                    .map(str::to_string),
+                    .map(str::to_string)
+                    .or_else(|| acp_options(&p.arguments)),
                 arguments: serde_json::to_string_pretty(&p.arguments).unwrap_or_default(),
                 call: p.call,
                 subtask: p.subtask.0,
@@ -787,6 +795,33 @@ impl Board {
             .map_err(run_error)?;
         Ok(runs.into_iter().next())
     }
+}
+
+/// An ACP agent's permission request as the guard form shows it: what it
+/// asks to run and the options it offered (`Run edited` with `{"option":
+/// id}` picks any of them; Approve its first "allow", Deny its first
+/// "reject").
+fn acp_options(arguments: &serde_json::Value) -> Option<String> {
+    let options = arguments.get("options")?.as_array()?;
+    let mut lines = Vec::with_capacity(options.len() + 1);
+    if let Some(input) = arguments.get("input").filter(|i| !i.is_null()) {
+        lines.push(plan_engine::text::fit(&input.to_string(), 400));
+    }
+    for o in options {
+        let field = |k: &str| {
+            o.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        lines.push(format!(
+            "option {}: {} ({})",
+            field("id"),
+            field("name"),
+            field("kind")
+        ));
+    }
+    Some(lines.join("\n"))
 }
 
 #[cfg(test)]

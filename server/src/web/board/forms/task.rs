@@ -236,6 +236,7 @@ fn start_run(
         // (`/plans/{id}/agent`), not here.
         plan: None,
         adapt_every_step: form.adapt_every_step,
+        agent: Some(form.agent.trim().to_string()).filter(|a| !a.is_empty()),
         // The defaults: the task box does not ask.
         drift_threshold: None,
         approval_rule: None,

@@ -1,6 +1,6 @@
-//! The Tools page's forms: add an MCP server, and test, edit or remove
-//! one; admins only, through the registry the API's
-//! `/api/tool-servers` routes use.
+//! The Tools page's forms: add an MCP server or an ACP agent, and test,
+//! edit or remove one; admins only, through the registries the API's
+//! `/api/tool-servers` and `/api/agents` routes use.
 
 use app::api::BoardError;
 use serde::Deserialize;
@@ -125,6 +125,98 @@ async fn server_change(
                 .map(|_| ()),
             ServerAction::Test(name) => servers.test(name).await.map(|_| ()),
             ServerAction::Remove(name) => servers.delete(name).await,
+        }
+        .map_err(api_error)
+    }
+    .await;
+    form_answer(result.map(|()| "/tools".to_string()), lang)
+}
+
+/// The Tools page's forms for an ACP agent: a command, arguments and
+/// `NAME=value` lines one per line; an empty env keeps the stored one on
+/// a change.
+#[derive(Deserialize)]
+pub struct AcpAgentForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    command: String,
+    #[serde(default)]
+    args: String,
+    #[serde(default)]
+    env: String,
+}
+
+impl AcpAgentForm {
+    fn spec(self, name: Option<&str>) -> Result<crate::acp_agents::AcpAgentSpec, BoardError> {
+        let mut env = std::collections::BTreeMap::new();
+        for line in self.env.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (key, value) = line.split_once('=').ok_or_else(|| {
+                BoardError::Refused(format!(
+                    "an env line is NAME=value, not '{}'",
+                    plan_engine::text::prefix(line, 60)
+                ))
+            })?;
+            env.insert(key.trim().to_string(), value.to_string());
+        }
+        Ok(crate::acp_agents::AcpAgentSpec {
+            name: name.map(str::to_string).unwrap_or(self.name),
+            command: self.command.trim().to_string(),
+            args: self
+                .args
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect(),
+            env: (!env.is_empty()).then_some(env),
+        })
+    }
+}
+
+/// `POST /tools/agents`: adds an ACP agent.
+pub async fn add_agent(
+    axum::extract::State(board): BoardState,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<AcpAgentForm>,
+) -> axum::response::Response {
+    agent_change(&board, &viewer, &headers, Ok(ServerAction::Add), form).await
+}
+
+/// `POST /tools/agents/{name}/{action}`: `test`, `remove` or `edit` an
+/// ACP agent.
+pub async fn agent_action(
+    axum::extract::State(board): BoardState,
+    axum::Extension(viewer): axum::Extension<app::api::Viewer>,
+    axum::extract::Path((name, action)): axum::extract::Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<AcpAgentForm>,
+) -> axum::response::Response {
+    let action = ServerAction::on(&name, &action);
+    agent_change(&board, &viewer, &headers, action, form).await
+}
+
+/// Admins only, through the API's registry, then back to the Tools page.
+async fn agent_change(
+    board: &Board,
+    viewer: &app::api::Viewer,
+    headers: &axum::http::HeaderMap,
+    action: Result<ServerAction<'_>, BoardError>,
+    form: AcpAgentForm,
+) -> axum::response::Response {
+    let lang = app::i18n::from_headers(headers);
+    let agents = &board.acp_agents;
+    let result = async {
+        viewer.may_manage(("ACP agents", "ACP 智能体"), lang)?;
+        match action? {
+            ServerAction::Add => agents.add(form.spec(None)?, &viewer.name).await.map(|_| ()),
+            ServerAction::Edit(name) => agents
+                .change(name, form.spec(Some(name))?, &viewer.name)
+                .await
+                .map(|_| ()),
+            ServerAction::Test(name) => agents.test(name).await.map(|_| ()),
+            ServerAction::Remove(name) => agents.delete(name).await,
         }
         .map_err(api_error)
     }
