@@ -117,7 +117,6 @@ pub use batch::{
     BatchInput, BatchProgress, BatchSlot, BatchSummary, BatchView, Batching,
     InputError as BatchInputError,
 };
-pub use config::{valid_agent_name, AGENT_NAME_CHARS};
 pub use card::{
     Forecast, ForecastAccuracy, ForecastBasis, GuardedTool, Interval, PlanCheck, PlanCheckKind,
 };
@@ -127,6 +126,7 @@ pub use case::{
 pub use compare::{
     first_divergence, Divergence, GraphNode, LogStep, RunComparison, RunSide, RunTotals,
 };
+pub use config::{valid_agent_name, AGENT_NAME_CHARS};
 pub use config::{
     Budget, ConfigError, InputFile, ModeChoice, RunConfig, RunId, ToolPolicy, DEFAULT_PARALLEL,
     FILE_NAME_BYTES, MAX_ATTEMPTS, MAX_FILES, MAX_FILES_BYTES, MAX_FILE_BYTES, MAX_PARALLEL,

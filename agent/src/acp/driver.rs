@@ -941,6 +941,7 @@ impl Session {
             result,
             ok,
             duration_ms: run.started.elapsed().as_millis() as u64,
+            replayed: false,
         })
         .await;
     }

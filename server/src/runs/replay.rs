@@ -109,6 +109,14 @@ impl Runs {
         who: &str,
     ) -> Result<RunView, RunError> {
         let (config, agent) = self.check_start(config)?;
+        // An ACP agent's tools are its own: a replay answers planboard's.
+        let agent = agent.ok_or_else(|| {
+            RunError::Invalid(
+                "an ACP agent's task is not replayed: a replay answers planboard's own agent's \
+                 tool calls"
+                    .into(),
+            )
+        })?;
         let id = uuid::Uuid::new_v4();
         let workspace = self.workspace(id);
         let inputs: Vec<String> = config.inputs.iter().map(|f| f.path.clone()).collect();
