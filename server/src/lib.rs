@@ -137,8 +137,10 @@ pub async fn start_with_model(
             log: store.clone(),
             approvals: approvals.clone(),
         },
-        tool_servers.clone(),
-        acp_agents.clone(),
+        runs::RunWorkers {
+            tool_servers: tool_servers.clone(),
+            acp: acp_agents.clone(),
+        },
         model,
         shared_log,
         telemetry.clone(),

@@ -1197,7 +1197,7 @@ impl Session {
                 self.finish(PlanState::Failed, RunState::Failed, why).await;
             }
             other => {
-                let word = serde_json::to_value(&other)
+                let word = serde_json::to_value(other)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_else(|| "an unknown reason".into());

@@ -305,6 +305,13 @@ pub struct RunStores {
     pub approvals: Arc<Approvals>,
 }
 
+/// Who works for a run besides planboard's own agent: the MCP servers
+/// whose tools it may call, and the ACP agents a task may be given to.
+pub struct RunWorkers {
+    pub tool_servers: Arc<ToolServers>,
+    pub acp: Arc<AcpAgents>,
+}
+
 /// A run log that other processes write too (PostgreSQL): the entries
 /// reach this process's streams through a reader of the log.
 pub struct SharedLog {
@@ -322,8 +329,7 @@ impl Runs {
         config: &Config,
         plans: Arc<PlanService>,
         stores: RunStores,
-        tool_servers: Arc<ToolServers>,
-        acp: Arc<AcpAgents>,
+        workers: RunWorkers,
         model: Option<Arc<dyn Llm>>,
         shared_log: Option<SharedLog>,
         telemetry: Option<Arc<Telemetry>>,
@@ -335,6 +341,7 @@ impl Runs {
             log,
             approvals,
         } = stores;
+        let RunWorkers { tool_servers, acp } = workers;
         let (entries, _) = broadcast::channel(4096);
         let (streaming, relay) = match shared_log {
             None => (Streaming::Direct, None),

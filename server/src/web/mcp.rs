@@ -1037,12 +1037,7 @@ impl ServerHandler for PlanMcp {
                 }
                 // The rest of a burst (a step's several events) is the
                 // same news.
-                loop {
-                    match changes.try_recv() {
-                        Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
-                        Err(_) => break,
-                    }
-                }
+                while let Ok(_) | Err(TryRecvError::Lagged(_)) = changes.try_recv() {}
                 let note = ResourceUpdatedNotificationParam { uri: told.clone() };
                 if peer.notify_resource_updated(note).await.is_err() {
                     return;
