@@ -166,7 +166,7 @@ async fn main() {
         .start(
             agent::RunConfig {
                 task: "Read the twenty pages".into(),
-                mode: agent::ModeChoice::Simple,
+                mode: agent::ModeChoice::Complex, // a simple plan holds at most 7 steps
                 approval_required: false,
                 memory: false,
                 budget: agent::Budget {
