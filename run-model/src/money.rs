@@ -18,6 +18,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Usd(u64);
 
 const PICO_PER_USD: f64 = 1e12;
+/// The largest amount the API's schema offers.
+const MAX_SCHEMA_USD: f64 = 18_000_000.0;
 
 impl Usd {
     pub const ZERO: Usd = Usd(0);
@@ -100,6 +102,10 @@ impl JsonSchema for Usd {
         schemars::json_schema!({
             "type": "number",
             "minimum": 0,
+            // What `from_dollars` holds (picodollars in a u64: about 18.4
+            // million dollars), rounded down: an amount the schema allows
+            // is never refused.
+            "maximum": MAX_SCHEMA_USD,
             "description": "US dollars"
         })
     }
@@ -323,6 +329,15 @@ fn longest<'a>(list: impl Iterator<Item = (&'a str, Price)>, name: &str) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_amount_the_schema_allows_is_an_amount_of_money() {
+        let schema = schemars::schema_for!(Usd);
+        let max = schema.get("maximum").and_then(|m| m.as_f64()).unwrap();
+        assert!(Usd::from_dollars(max).is_some());
+        let over: Result<Usd, _> = serde_json::from_str("1.326750163657245e308");
+        assert!(over.is_err());
+    }
 
     #[test]
     fn a_call_costs_its_tokens_times_the_price_exactly() {
