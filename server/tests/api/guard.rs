@@ -585,3 +585,47 @@ async fn the_settings_keep_and_memory_rule_writes_refuse_another_sites_page_and_
         )
     );
 }
+
+#[tokio::test]
+async fn a_cross_site_fetch_to_the_routes_of_agents_cases_and_approvals_changes_nothing() {
+    // Local mode: everyone is the one local user, an admin, so only the
+    // guard stands between another site's page and these routes (adding
+    // an ACP agent names a program to start).
+    let server = TestServer::start().await;
+    let run = uuid::Uuid::new_v4();
+    let forged = [
+        (
+            "/api/agents".to_string(),
+            json!({"name": "evil", "command": "sh", "args": ["-c", "id"]}),
+        ),
+        ("/api/cases/run".to_string(), json!({})),
+        (
+            "/api/approvals/insights/apply".to_string(),
+            json!({"tool": "run_shell", "policy": "auto"}),
+        ),
+        (format!("/api/runs/{run}/replay"), json!({})),
+        (format!("/api/runs/{run}/start"), json!({})),
+    ];
+    for (path, body) in forged {
+        let response = server
+            .client
+            .post(server.url(&path))
+            .header("origin", EVIL)
+            .header("sec-fetch-site", "cross-site")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{path}");
+    }
+    assert_eq!(server.get("/api/agents").await.1, json!([]));
+    let (_, suites) = server.get("/api/cases/runs").await;
+    assert_eq!(
+        suites
+            .as_array()
+            .map(Vec::len)
+            .unwrap_or_else(|| suites["runs"].as_array().map(Vec::len).unwrap_or(0)),
+        0,
+        "no suite run started: {suites}"
+    );
+}
