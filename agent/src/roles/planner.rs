@@ -455,9 +455,17 @@ pub fn drop_reads_of_an_empty_workspace(planned: &mut Planned, mode: Mode, empty
         if dropped[i] {
             continue;
         }
-        if explicit {
-            s.dependencies = rewired[i].clone();
-        }
+        s.dependencies = if explicit {
+            rewired[i].clone()
+        } else {
+            // A simple plan is a chain by order: the kept steps are chained
+            // again (a step's old link pointed at a position that is gone,
+            // and the engine refused the plan: "no subtask has id 2").
+            match planned.subtasks.len() {
+                0 => Vec::new(),
+                n => vec![SubtaskId(n as u32)],
+            }
+        };
         planned.subtasks.push(s);
     }
     planned.repairs.push(format!(
@@ -1483,6 +1491,35 @@ mod tests {
         };
         drop_reads_of_an_empty_workspace(&mut only, Mode::Emergent, true);
         assert_eq!(only.subtasks.len(), 1);
+    }
+
+    /// Dropped from a simple plan (a chain), the reading steps take their
+    /// links with them: what is kept is a chain the engine accepts.
+    #[test]
+    fn reading_an_empty_workspace_is_dropped_from_a_simple_plan_and_the_rest_chained_again() {
+        let step = |name: &str, tool: Option<&str>, deps: &[u32]| NewSubtask {
+            name: name.into(),
+            description: name.into(),
+            tool: tool.map(str::to_string),
+            dependencies: deps.iter().map(|d| SubtaskId(*d)).collect(),
+            ..NewSubtask::default()
+        };
+        let mut planned = Planned {
+            title: "t".into(),
+            subtasks: vec![
+                step("List the files in the workspace", Some("list_files"), &[]),
+                step("Read a text file", Some("read_file"), &[1]),
+                step("Write the haiku", None, &[2]),
+                step("Save the haiku", Some("write_file"), &[3]),
+            ],
+            repairs: Vec::new(),
+        };
+        drop_reads_of_an_empty_workspace(&mut planned, Mode::Simple, true);
+        let names: Vec<&str> = planned.subtasks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["Write the haiku", "Save the haiku"]);
+        assert_eq!(planned.subtasks[0].dependencies, Vec::<SubtaskId>::new());
+        assert_eq!(planned.subtasks[1].dependencies, vec![SubtaskId(1)]);
+        check(&planned, Mode::Simple).expect("the engine takes the plan");
     }
 
     #[test]
