@@ -86,6 +86,38 @@ pub const RECALL_RELEVANCE_BAR: Rule = Rule {
              answered with an earlier task's words",
 };
 
+/// The step of a task answered in words is written in one plain-text
+/// turn, not through the action form.
+pub const WORDS_WRITTEN_WHOLE: Rule = Rule {
+    name: "words_written_whole",
+    does: "the step of a task answered in words is written in one plain-text turn (no action \
+           form, so no question to a person and no JSON field to squeeze the text into); the \
+           text is the step's result and, alone, the answer",
+    guards: "tasks answered in words: the only step asked a person the task's own question and \
+             waited until the run's time ran out, or completed with the text cut down to a \
+             line (an email answered by its subject line; an explanation that restated the \
+             question)",
+};
+
+/// A text longer than the words the task allows is written again once.
+pub const WORD_LIMIT_KEPT: Rule = Rule {
+    name: "word_limit_kept",
+    does: "a task that sets a length in words (\"at most 80 words\", \"in under 50 words\", \"no \
+           more than 40 words\") and a text written in words over it: the text is sent back once, \
+           with its count, to be written again within the limit",
+    guards: "an explanation asked for in at most 80 words came back with 82",
+};
+
+/// A question to a person that restates the task is sent back once.
+pub const OWN_QUESTION_NOT_ASKED: Rule = Rule {
+    name: "own_question_not_asked",
+    does: "a question to a person whose telling words are nearly all the task's own (it asks \
+           the person what the task asks the agent) is sent back once: the step answers it \
+           itself, from what it knows, the task's text and its tools",
+    guards: "a step asked the person who gave the task the task's own question and the run \
+             stayed blocked, waiting for an answer nobody was going to give",
+};
+
 /// Every rule, for the docs and the evaluation's switch.
 pub const ALL: &[&Rule] = &[
     &WORDS_ONLY,
@@ -94,6 +126,9 @@ pub const ALL: &[&Rule] = &[
     &FILE_NAMES_GROUNDED,
     &EVERY_ASK_ANSWERED,
     &RECALL_RELEVANCE_BAR,
+    &WORDS_WRITTEN_WHOLE,
+    &WORD_LIMIT_KEPT,
+    &OWN_QUESTION_NOT_ASKED,
 ];
 
 /// The rules switched off in this process (`PLANBOARD_RULES_OFF`, names

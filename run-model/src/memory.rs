@@ -135,6 +135,15 @@ const GENERIC: &[&str] = &[
     "short", "new", "get", "use", "using", "number", "result", "answer",
 ];
 
+/// A text's telling words: its [`terms`] without the words any asking
+/// uses ("write", "how", "many", "file", …).
+pub fn telling(text: &str) -> Vec<String> {
+    terms(text)
+        .into_iter()
+        .filter(|t| !GENERIC.contains(&t.as_str()))
+        .collect()
+}
+
 /// The share of the smaller of two tasks' telling words the two must
 /// share for a memory of one to be recalled for the other (see
 /// [`relevant`]), and at least two words (one, for a task of one).
@@ -152,12 +161,6 @@ pub fn relevant(task: &str, memory: &Memory) -> bool {
     if memory.pinned || memory.kind == MemoryKind::Rule {
         return true;
     }
-    let telling = |text: &str| -> Vec<String> {
-        terms(text)
-            .into_iter()
-            .filter(|t| !GENERIC.contains(&t.as_str()))
-            .collect()
-    };
     let wanted = telling(task);
     if wanted.is_empty() {
         return false;

@@ -736,6 +736,7 @@ fn prompt_size() {
             people_changes: vec![],
             earlier_failures: Vec::new(),
             taught: String::new(),
+            written: false,
         };
         sizes.push(agent::roles::executor::brief(&job).len());
     }

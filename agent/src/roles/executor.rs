@@ -70,6 +70,10 @@ pub struct Job {
     /// What people taught that concerns this step (recalled rules and
     /// corrections, [`run_model::memory::step_section`]); "" when none.
     pub taught: String,
+    /// The step is written in one plain-text turn (the rule
+    /// [`crate::rules::WORDS_WRITTEN_WHOLE`], for a task answered in
+    /// words), not worked in the action loop.
+    pub written: bool,
 }
 
 pub fn cut(text: &str, max: usize) -> String {
@@ -447,6 +451,9 @@ async fn run_tool(
 /// Runs one subtask to an outcome. Adding a subtask happens right away
 /// through the host, so people see it while the subtask goes on.
 pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job) -> Outcome {
+    if job.written {
+        return write(caller, &job).await;
+    }
     let specs = tools.specs();
     let first = brief(&job);
     // What the model was given and what its tools printed: the numbers of
@@ -471,8 +478,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
     // subtask that names a tool but was completed without it) was had.
     let mut called: std::collections::HashSet<String> = Default::default();
     let mut checked = false;
-    // Whether a question was sent back once for the named tool instead.
+    // Whether a question was sent back once for the named tool instead,
+    // and once as the task's own (the rule `own_question_not_asked`).
     let mut asked_checked = false;
+    let mut own_checked = false;
     // Whether numbers read off a file were sent back once to be computed.
     let mut computed_checked = false;
     // Whether a result of bare numbers was sent back once to be said, and
@@ -718,6 +727,18 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
                              answer truly needs a person (a decision, a preference, an access)."
                         )
                     }
+                    None if !own_checked
+                        && crate::rules::on(&crate::rules::OWN_QUESTION_NOT_ASKED)
+                        && restates(question, &job.task) =>
+                    {
+                        own_checked = true;
+                        "That is the task's own question: the person who gave the task wants \
+                         you to answer it. Answer it yourself from what you know, the task's \
+                         text and your tools, and complete the subtask with the answer. Ask a \
+                         person only for what only they can know (a decision, a preference, a \
+                         fact of their own)."
+                            .to_string()
+                    }
                     None => return Outcome::Asked(question.clone()),
                 }
             }
@@ -931,6 +952,117 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
         ),
         again: true,
     }
+}
+
+/// The rule `words_written_whole`: the step's text, written in one
+/// plain-text turn from the step's brief; the text is the result.
+async fn write(caller: &Caller, job: &Job) -> Outcome {
+    let mut messages = vec![Message::system(prompts::WRITER), Message::user(brief(job))];
+    let limit = crate::rules::on(&crate::rules::WORD_LIMIT_KEPT)
+        .then(|| word_limit(&job.task))
+        .flatten();
+    let mut written = caller
+        .text(
+            crate::llm::CallRole::Executor,
+            messages.clone(),
+            1200,
+            Some(job.subtask),
+        )
+        .await;
+    // The rule `word_limit_kept`: once, a text over the task's limit.
+    if let (Ok(text), Some(most)) = (&written, limit) {
+        let words = text.split_whitespace().count();
+        if words > most {
+            messages.push(Message::assistant(text.clone()));
+            messages.push(Message::user(format!(
+                "That text has {words} words; the task allows at most {most}. Write it again in \
+                 fewer than {most} words, the text alone."
+            )));
+            let shorter = caller
+                .text(
+                    crate::llm::CallRole::Executor,
+                    messages,
+                    1200,
+                    Some(job.subtask),
+                )
+                .await;
+            // The shorter text when there is one; a failed retry keeps
+            // the first (a text over the limit is still the work).
+            if let Ok(shorter) = shorter {
+                if !shorter.trim().is_empty() {
+                    written = Ok(shorter);
+                }
+            }
+        }
+    }
+    match written {
+        Ok(text) if !text.trim().is_empty() => Outcome::Done {
+            result: text,
+            short_of: None,
+        },
+        Ok(_) => Outcome::Failed {
+            reason: "the model wrote nothing".into(),
+            again: true,
+        },
+        Err(CallError::Budget(why)) => Outcome::Budget(why),
+        Err(e) => Outcome::Failed {
+            again: !matches!(e, CallError::Llm(_)),
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// The most words a task allows its text ("at most 80 words", "in under
+/// 50 words", "no more than 40 words", "in 30 words or fewer"), if it
+/// says; "under N" allows N - 1.
+fn word_limit(task: &str) -> Option<usize> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let Ok(n) = w.parse::<usize>() else {
+            continue;
+        };
+        if !words
+            .get(i + 1)
+            .is_some_and(|next| next.starts_with("word"))
+            || n == 0
+        {
+            continue;
+        }
+        let before = |k: usize| i.checked_sub(k).and_then(|j| words.get(j)).copied();
+        let after = |k: usize| words.get(i + k).copied();
+        let most = matches!(
+            (before(2), before(1)),
+            (Some("at"), Some("most"))
+                | (Some("than"), _)
+                | (_, Some("maximum"))
+                | (_, Some("max"))
+        ) || (before(2) == Some("more") && before(1) == Some("than"))
+            || matches!((after(2), after(3)), (Some("or"), Some("fewer" | "less")))
+            || before(1) == Some("within");
+        if most {
+            return Some(n);
+        }
+        if before(1) == Some("under") {
+            return Some(n.saturating_sub(1).max(1));
+        }
+    }
+    None
+}
+
+/// Whether a question to a person asks what the task itself asks (the
+/// rule `own_question_not_asked`): at least two of its telling words, and
+/// four in five of them, are the task's. A question about something the
+/// task does not say ("Which folder should the report go to?") brings
+/// words of its own.
+fn restates(question: &str, task: &str) -> bool {
+    let theirs = run_model::memory::telling(question);
+    let task = run_model::memory::telling(task);
+    let shared = theirs.iter().filter(|t| task.contains(t)).count();
+    shared >= 2 && shared * 5 >= theirs.len() * 4
 }
 
 /// The words a subtask's numbers may come from without being found out:
@@ -1161,6 +1293,36 @@ fn action_text(action: &Action) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_sets_a_word_limit_only_where_it_says_one() {
+        assert_eq!(word_limit("In at most 80 words, explain DNS."), Some(80));
+        assert_eq!(word_limit("Describe it in under 50 words"), Some(49));
+        assert_eq!(word_limit("Summarise, no more than 40 words."), Some(40));
+        assert_eq!(word_limit("A reply in 30 words or fewer"), Some(30));
+        assert_eq!(word_limit("Keep it within 100 words"), Some(100));
+        assert_eq!(word_limit("Write 3 words that rhyme"), None);
+        assert_eq!(word_limit("Count the words in notes.txt"), None);
+        assert_eq!(word_limit("Explain DNS"), None);
+    }
+
+    #[test]
+    fn a_question_restates_the_task_when_nearly_all_its_telling_words_are_the_tasks() {
+        let task = "Which planet of the solar system is the largest?";
+        assert!(restates(
+            "Which planet in the solar system is the largest?",
+            task
+        ));
+        assert!(restates("What is the largest planet?", task));
+        // Words of its own: a question for a person.
+        assert!(!restates(
+            "Should the answer name its moons as well, or only the planet?",
+            task
+        ));
+        assert!(!restates("Which folder should I save it to?", task));
+        // Too few telling words to tell.
+        assert!(!restates("Which one?", task));
+    }
 
     #[test]
     fn a_number_copied_into_a_new_subtasks_name_is_dropped_and_a_leading_year_kept() {

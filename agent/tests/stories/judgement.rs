@@ -25,10 +25,7 @@ async fn a_poem_is_one_step_with_no_tool_and_its_text_is_the_answer() {
             CallRole::Classifier,
             json!({"source": "words", "why": "a poem is written"}),
         )
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": poem}),
-        );
+        .push(CallRole::Executor, Reply::Text(poem.into()));
     let world = World::reading(llm, dir.path());
     let run = world.run(config("Write a haiku about plans")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
@@ -55,6 +52,112 @@ async fn a_poem_is_one_step_with_no_tool_and_its_text_is_the_answer() {
         "{offered}"
     );
     assert_eq!(run.answer.as_deref(), Some(poem), "the poem as written");
+}
+
+/// The rule `words_written_whole`: the step of a task in words is one
+/// plain-text turn, so there is no form to ask a person through, and the
+/// text is not squeezed into a field (the model wrote an email's subject
+/// line as the result).
+#[tokio::test]
+async fn the_step_of_a_task_in_words_is_written_in_one_plain_text_turn_and_asks_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let email = "Subject: Planning on Thursday\n\nDear Priya,\n\nplease join us on Thursday at \
+                 10:00 in room B2 for the quarterly planning meeting.\n\nBest,\nAda";
+    let llm = worker()
+        .push_json(
+            CallRole::Classifier,
+            json!({"source": "words", "why": "an email is written"}),
+        )
+        .push(CallRole::Executor, Reply::Text(format!("  {email}\n")))
+        // Were the form still offered, this would be the step's action.
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "ask", "question": "What should the email say?"}),
+        );
+    let world = World::reading(llm, dir.path());
+    let run = world
+        .run(config(
+            "Write a short email inviting Priya to the planning meeting on Thursday at 10:00 in B2",
+        ))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Executor), 1);
+    let executor = world
+        .llm
+        .requests()
+        .into_iter()
+        .find(|r| r.role == CallRole::Executor)
+        .unwrap();
+    assert!(
+        matches!(executor.shape, Shape::Text),
+        "{:?}",
+        executor.shape
+    );
+    assert_eq!(run.answer.as_deref(), Some(email), "the whole email");
+}
+
+/// The rule `own_question_not_asked`: a step that asks the person the
+/// task's own question is told once to answer it itself.
+#[tokio::test]
+async fn a_question_to_a_person_that_restates_the_task_is_sent_back_once_to_be_answered() {
+    let llm = worker()
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "ask", "question": "Which planet in the solar system is the largest?"}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "Jupiter is the largest planet."}),
+        )
+        .push(
+            CallRole::Compiler,
+            Reply::Text("Jupiter is the largest planet.".into()),
+        );
+    let world = World::new(llm);
+    let run = world
+        .run(simple("Which planet of the solar system is the largest?"))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Executor), 2);
+    let second = world
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .nth(1)
+        .unwrap();
+    let told = &second.messages.last().unwrap().content;
+    assert!(told.contains("the task's own question"), "{told}");
+    assert_eq!(
+        run.answer.as_deref(),
+        Some("Jupiter is the largest planet.")
+    );
+}
+
+/// A question that brings words of its own (a folder, a preference) is
+/// a question for a person: the rule lets it through.
+#[tokio::test]
+async fn a_question_about_what_the_task_does_not_say_still_reaches_a_person() {
+    let llm = worker().push_json(
+        CallRole::Executor,
+        json!({"action": "ask", "question": "Should the summary be formal or casual in tone?"}),
+    );
+    let world = World::new(llm);
+    let _driving = world
+        .start(simple("Summarise the meeting notes for the team"))
+        .await;
+    let plan = world
+        .wait_plan(|p| {
+            p.subtasks()
+                .first()
+                .is_some_and(|s| s.state() == plan_engine::SubtaskState::Blocked)
+        })
+        .await;
+    assert!(plan
+        .comments()
+        .iter()
+        .any(|c| c.body.contains("formal or casual")));
+    assert_eq!(world.llm.calls(CallRole::Executor), 1);
 }
 
 #[tokio::test]
@@ -243,4 +346,40 @@ async fn an_earlier_run_about_another_kind_of_task_does_not_reach_the_planner() 
         "plans of a treehouse are another kind of task: {}",
         planner(other)
     );
+}
+
+/// The rule `word_limit_kept`: a text over the words the task allows is
+/// written again once, and the shorter one is the answer.
+#[tokio::test]
+async fn a_text_over_the_tasks_word_limit_is_written_again_once_within_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "The sea is wide and grey and moves all day under a low and heavy sky";
+    let short = "A wide grey sea under heavy skies.";
+    let llm = worker()
+        .push_json(
+            CallRole::Classifier,
+            json!({"source": "words", "why": "a description is written"}),
+        )
+        .push(CallRole::Executor, Reply::Text(long.into()))
+        .push(CallRole::Executor, Reply::Text(short.into()))
+        .push(CallRole::Executor, Reply::Text("never asked for".into()));
+    let world = World::reading(llm, dir.path());
+    let run = world
+        .run(config("In at most 8 words, describe the sea in winter"))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Executor), 2);
+    let again = world
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == CallRole::Executor)
+        .nth(1)
+        .unwrap();
+    let told = &again.messages.last().unwrap().content;
+    assert!(
+        told.contains("has 16 words") && told.contains("at most 8"),
+        "{told}"
+    );
+    assert_eq!(run.answer.as_deref(), Some(short));
 }

@@ -235,6 +235,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             people_changes: vec![],
             earlier_failures: Vec::new(),
             taught: String::new(),
+            written: false,
         };
         sizes.push(agent::roles::executor::brief(&job).len());
     }
