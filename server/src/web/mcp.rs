@@ -221,6 +221,81 @@ struct QueuePage {
     limit: Option<u32>,
 }
 
+/// The tools with which a person decides over MCP what the board's cards
+/// decide (answered by [`PlanMcp::approval_tool`]): each decision is an
+/// approval record, under the rules the REST routes keep (the digest a
+/// person read, the two-person rule, single use).
+const APPROVAL_TOOLS: [&str; 4] = [
+    "approve_plan",
+    "pending_calls",
+    "decide_call",
+    "revoke_grant",
+];
+
+/// `approve_plan`'s arguments: the plan, and the body of `POST
+/// /api/plans/{id}/approve`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ApprovePlan {
+    plan_id: uuid::Uuid,
+    /// A note with the approval.
+    #[serde(default)]
+    #[schemars(length(max = 2000))]
+    comment: Option<String>,
+    /// The plan's `digest` as you read it (get_plan): a plan that says
+    /// something else now is refused, so the approval is of what was read.
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    digest: Option<String>,
+    /// Guarded tools granted for the plan's run: `{"tool": "run_shell"}`,
+    /// or `{"tool": "write_file", "pattern": "out/*"}` for the calls whose
+    /// main argument matches the glob.
+    #[serde(default)]
+    #[schemars(length(max = run_model::grant::MAX_GRANTS))]
+    grants: Vec<run_model::NewGrant>,
+    /// Approve without starting: `true` holds the run until it is started
+    /// on the board or with `POST /api/runs/{id}/start`; an RFC 3339 time
+    /// starts it then.
+    #[serde(default)]
+    hold: Option<crate::web::api::bodies::HoldBody>,
+    /// The plan version you decided on; a newer plan is refused.
+    #[serde(default)]
+    expected_version: Option<u64>,
+}
+
+/// `decide_call`'s arguments: the run, the call, and the body of `POST
+/// /api/runs/{id}/tool-calls/{call}`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DecideCall {
+    run_id: uuid::Uuid,
+    /// The call's id, from pending_calls.
+    #[schemars(length(max = 200))]
+    call: String,
+    verdict: crate::runs::DecisionKind,
+    /// The call's `digest` as you read it (pending_calls): a call with
+    /// other arguments is refused.
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    digest: Option<String>,
+    /// For the model: why it was denied or edited.
+    #[serde(default)]
+    #[schemars(length(max = 2000))]
+    reason: Option<String>,
+    /// With `edit`: the arguments to run the call with instead.
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+/// `revoke_grant`'s arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RevokeGrant {
+    run_id: uuid::Uuid,
+    /// The grant's id (get_run's grants, `GET /api/runs/{id}/grants`).
+    grant_id: uuid::Uuid,
+}
+
 /// `list_approvals`' arguments: the filters of `GET /api/approvals`.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -474,9 +549,48 @@ fn tool_list() -> Vec<Tool> {
         .into_iter()
         .map(|spec| Tool::new(spec.name, spec.description, spec.parameters))
         .chain(run_tools())
+        .chain(approval_tools())
         .chain(case_tools())
         .chain(session_tools())
         .collect()
+}
+
+/// A person's decisions: a plan's approval, a guarded call, a grant.
+fn approval_tools() -> Vec<Tool> {
+    let object = |value: Value| match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    vec![
+        Tool::new(
+            "approve_plan",
+            "Approves a plan that waits for approval, as the board's card does: with digest (the plan's, \
+             from get_plan) only that content; with grants, guarded tools of the run that no longer ask \
+             (per tool, optionally an argument pattern); with hold, approved without starting. Refused \
+             under the two-person rule when you started the run. Every approval and grant is an \
+             approval record (list_approvals).",
+            object(agent::protocol::schema_of::<ApprovePlan>()),
+        ),
+        Tool::new(
+            "pending_calls",
+            "A run's guarded tool calls that wait for a person, oldest first: each with its id, tool, \
+             arguments and digest.",
+            object(agent::protocol::schema_of::<GetRun>()),
+        ),
+        Tool::new(
+            "decide_call",
+            "Decides a guarded tool call: approve runs it, edit runs it with `arguments`, deny sends \
+             `reason` back to the model. With digest, a call whose arguments changed is refused. The \
+             decision is an approval record; a call decided already is refused.",
+            object(agent::protocol::schema_of::<DecideCall>()),
+        ),
+        Tool::new(
+            "revoke_grant",
+            "Revokes a grant of a run while it goes on: the tool's calls ask a person again from the \
+             next one on. The revocation is an approval record.",
+            object(agent::protocol::schema_of::<RevokeGrant>()),
+        ),
+    ]
 }
 
 /// The regression cases and their suite runs.
@@ -797,6 +911,77 @@ impl PlanMcp {
         })
     }
 
+    async fn approval_tool(
+        &self,
+        name: &str,
+        args: Value,
+        actor: &str,
+    ) -> Result<String, ApiError> {
+        let answer = match name {
+            "approve_plan" => {
+                let body: ApprovePlan = serde_json::from_value(args).map_err(bad_arguments)?;
+                let approval = crate::approvals::PlanApproval {
+                    comment: body.comment,
+                    digest: body.digest,
+                    expected_version: body.expected_version,
+                    grants: body.grants,
+                    hold: match body.hold {
+                        None | Some(crate::web::api::bodies::HoldBody::Click(false)) => None,
+                        Some(crate::web::api::bodies::HoldBody::Click(true)) => Some(None),
+                        Some(crate::web::api::bodies::HoldBody::Until(at)) => Some(Some(at)),
+                    },
+                };
+                let approved = self
+                    .runs
+                    .approvals()
+                    .approve_plan(body.plan_id, approval, actor)
+                    .await?;
+                Ok(serde_json::json!({
+                    "plan_id": approved.plan.id(),
+                    "version": approved.plan.version(),
+                    "state": approved.plan.state(),
+                    "grants": approved.grants,
+                    "hold": approved.hold,
+                }))
+            }
+            "pending_calls" => {
+                let body: GetRun = serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(self.runs.pending_calls(body.run_id).await?)
+            }
+            "decide_call" => {
+                let body: DecideCall = serde_json::from_value(args).map_err(bad_arguments)?;
+                let decision = crate::runs::Decision {
+                    verdict: body.verdict,
+                    digest: body.digest,
+                    reason: body.reason,
+                    arguments: body.arguments,
+                };
+                let view = self
+                    .runs
+                    .decide(body.run_id, &body.call, decision, actor)
+                    .await?;
+                Ok(serde_json::json!({
+                    "run_id": view.record.id,
+                    "state": view.record.state,
+                    "reason": view.record.reason,
+                }))
+            }
+            _ => {
+                let body: RevokeGrant = serde_json::from_value(args).map_err(bad_arguments)?;
+                serde_json::to_value(
+                    self.runs
+                        .approvals()
+                        .revoke_grant(body.run_id, body.grant_id, actor)
+                        .await?,
+                )
+            }
+        };
+        answer.map(|v| v.to_string()).map_err(|e| {
+            tracing::error!("an MCP answer could not be written: {e}");
+            ApiError::Internal
+        })
+    }
+
     async fn case_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, ApiError> {
         // A call without arguments arrives as null.
         let args = if args.is_null() {
@@ -1092,6 +1277,10 @@ impl ServerHandler for PlanMcp {
         let args = request.arguments.map_or(Value::Null, Value::Object);
         if REVIEW_TOOLS.contains(&request.name.as_ref()) {
             let answer = self.review_tool(&request.name, args, &actor).await;
+            return answered(answer.map(|text| (text, true)));
+        }
+        if APPROVAL_TOOLS.contains(&request.name.as_ref()) {
+            let answer = self.approval_tool(&request.name, args, &actor).await;
             return answered(answer.map(|text| (text, true)));
         }
         if CASE_TOOLS.contains(&request.name.as_ref()) {

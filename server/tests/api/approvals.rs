@@ -806,3 +806,113 @@ async fn the_insights_measure_the_decisions_and_an_operator_applies_a_suggested_
     let (status, _) = server.get("/api/approvals/insights?days=0").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+/// Issue 55's decisions over MCP, as the board's cards make them: a plan
+/// approved with a grant (a stale digest refused), a guarded call decided
+/// (a changed digest refused), the grant revoked; each one a record.
+#[tokio::test]
+async fn an_mcp_client_approves_a_plan_with_a_grant_decides_a_guarded_call_and_revokes_the_grant() {
+    use crate::mcp::{client, params, text};
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    fake.content(json!({"title": "t", "subtasks": [
+        {"name": "save", "description": "save the notes with write_file", "expected_outcome": "files", "depends_on": []}
+    ]}));
+    fake.content(write("a.txt", "one"));
+    fake.content(write("b.txt", "two"));
+    fake.content(json!({"action": "complete", "result": "saved"}));
+    let (run, plan) = start(
+        &server,
+        json!({"task": "Save the notes", "mode": "simple", "policies": {"write_file": "ask"}}),
+    )
+    .await;
+    wait_for(&server, &run, "awaiting_approval").await;
+    let mcp = client(&server, "local").await;
+    let call = |name: &'static str, args: Value| {
+        let mcp = &mcp;
+        async move {
+            let result = mcp.call_tool(params(name, args)).await.expect(name);
+            (result.is_error != Some(true), text(&result))
+        }
+    };
+    let names: Vec<String> = mcp
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for tool in [
+        "approve_plan",
+        "pending_calls",
+        "decide_call",
+        "revoke_grant",
+    ] {
+        assert!(names.iter().any(|n| n == tool), "{tool}: {names:?}");
+    }
+    // A digest of something else: refused, nothing approved.
+    let (ok, said) = call(
+        "approve_plan",
+        json!({"plan_id": plan, "digest": "0".repeat(64)}),
+    )
+    .await;
+    assert!(!ok, "{said}");
+    assert_eq!(server.plan(&plan).await["state"], "awaiting_approval");
+    let (_, read) = server.get(&format!("/api/plans/{plan}")).await;
+    let digest = read["digest"].as_str().unwrap().to_string();
+    let (ok, said) = call(
+        "approve_plan",
+        json!({"plan_id": plan, "digest": digest, "comment": "over MCP",
+               "grants": [{"tool": "write_file", "pattern": "a*"}]}),
+    )
+    .await;
+    assert!(ok, "{said}");
+    let approved: Value = serde_json::from_str(&said).unwrap();
+    assert_eq!(approved["grants"][0]["pattern"], "a*", "{approved}");
+    let grant = approved["grants"][0]["id"].as_str().unwrap().to_string();
+    // a.txt ran under the grant; b.txt asks, and is decided over MCP.
+    let asked_b = asked(&server, &run, &[]).await;
+    assert_eq!(asked_b["arguments"]["path"], "b.txt", "{asked_b}");
+    let (ok, said) = call("pending_calls", json!({"run_id": run})).await;
+    assert!(ok, "{said}");
+    let pending: Value = serde_json::from_str(&said).unwrap();
+    assert_eq!(pending[0]["call"], asked_b["call"], "{pending}");
+    let (ok, said) = call(
+        "decide_call",
+        json!({"run_id": run, "call": asked_b["call"], "verdict": "approve", "digest": "f".repeat(64)}),
+    )
+    .await;
+    assert!(!ok, "a decision of other arguments: {said}");
+    let (ok, said) = call(
+        "decide_call",
+        json!({"run_id": run, "call": asked_b["call"], "verdict": "approve", "digest": asked_b["digest"]}),
+    )
+    .await;
+    assert!(ok, "{said}");
+    let (ok, said) = call(
+        "decide_call",
+        json!({"run_id": run, "call": asked_b["call"], "verdict": "deny"}),
+    )
+    .await;
+    assert!(!ok, "decided once: {said}");
+    let (ok, said) = call("revoke_grant", json!({"run_id": run, "grant_id": grant})).await;
+    assert!(ok, "{said}");
+    wait_for(&server, &run, "done").await;
+    let list = records(&server, &format!("run={run}")).await;
+    let kinds: Vec<(&str, &str)> = list
+        .iter()
+        .map(|r| (r["kind"].as_str().unwrap(), r["decision"].as_str().unwrap()))
+        .collect();
+    for kind in [
+        ("plan", "approved"),
+        ("grant", "approved"),
+        ("tool_call", "approved"),
+        ("grant", "revoked"),
+    ] {
+        assert!(kinds.contains(&kind), "{kind:?} in {kinds:?}");
+    }
+    assert!(list
+        .iter()
+        .any(|r| r["kind"] == "plan" && r["note"] == "over MCP"));
+    mcp.cancel().await.ok();
+}
