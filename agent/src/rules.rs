@@ -86,6 +86,20 @@ pub const RECALL_RELEVANCE_BAR: Rule = Rule {
              answered with an earlier task's words",
 };
 
+/// A task that asks by its first verb for a text, and names no file, no
+/// page and nothing to compute, is answered in words without asking the
+/// model where the answer comes from.
+pub const WRITING_BY_ITS_VERB: Rule = Rule {
+    name: "writing_by_its_verb",
+    does: "a task given no files whose first verb asks for a text (write, draft, compose, \
+           translate, summarise, explain, describe, rewrite, paraphrase; 写, 翻译, 解释, 总结) and \
+           that names no file, no page, no file kind and nothing to count or compute is answered \
+           in words by the rules layer, without the router's model call",
+    guards: "the router's model, sampling, said \"words\" for a haiku one time and not the next; \
+             the next time the haiku was planned as \"Write a text file in the workspace\", \
+             written with write_file and run_python, and answered with a sentence about it",
+};
+
 /// The step of a task answered in words is written in one plain-text
 /// turn, not through the action form.
 pub const WORDS_WRITTEN_WHOLE: Rule = Rule {
@@ -121,6 +135,7 @@ pub const OWN_QUESTION_NOT_ASKED: Rule = Rule {
 /// Every rule, for the docs and the evaluation's switch.
 pub const ALL: &[&Rule] = &[
     &WORDS_ONLY,
+    &WRITING_BY_ITS_VERB,
     &EXPLORING_IS_EMERGENT,
     &NO_READS_OF_AN_EMPTY_WORKSPACE,
     &FILE_NAMES_GROUNDED,

@@ -97,8 +97,24 @@ impl Driver {
             || !self.run.config.inputs.is_empty()
             || classify::by_rules(task).is_some()
             || self.tools.specs().is_empty()
-            || !self.room_to_ask()
         {
+            return None;
+        }
+        // The rule `writing_by_its_verb`: a text asked for by its verb,
+        // and nothing a tool would do, without the router's model call.
+        if classify::written(task) {
+            self.source = Some(Some(crate::protocol::SourceWord::Words));
+            return Some(Classification {
+                mode: Mode::Simple,
+                reason: "the task asks for a text by its verb and for nothing a tool does: one \
+                         step, no tool (rule writing_by_its_verb)"
+                    .into(),
+                confidence: 1.0,
+                by: DecidedBy::Rules,
+                in_words: true,
+            });
+        }
+        if !self.room_to_ask() {
             return None;
         }
         let source = classify::source(&self.caller, task).await;

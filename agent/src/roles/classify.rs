@@ -170,6 +170,75 @@ pub async fn classify(
     }
 }
 
+/// The verbs with which a task asks for a text (the rule
+/// [`crate::rules::WRITING_BY_ITS_VERB`]), at its start.
+const WRITING_VERBS: [&str; 16] = [
+    "write ",
+    "draft ",
+    "compose ",
+    "translate ",
+    "summarise ",
+    "summarize ",
+    "explain ",
+    "describe ",
+    "rewrite ",
+    "paraphrase ",
+    "写",
+    "翻译",
+    "解释",
+    "总结",
+    "概括",
+    "描述",
+];
+
+/// Words that take a text task out of words alone: a file or its kind, a
+/// place for files, keeping something, counting or computing.
+const NOT_WORDS_ALONE: [&str; 24] = [
+    "file",
+    "csv",
+    "json",
+    "xlsx",
+    "excel",
+    "spreadsheet",
+    "chart",
+    "plot",
+    "png",
+    "pdf",
+    "workspace",
+    "folder",
+    "directory",
+    "save ",
+    "store ",
+    "export",
+    "how many",
+    "how much",
+    "count",
+    "compute",
+    "calculate",
+    "文件",
+    "保存",
+    "计算",
+];
+
+/// Whether `task` asks by its first verb for a text and for nothing a
+/// tool would do (the rule [`crate::rules::WRITING_BY_ITS_VERB`]): "Write a
+/// haiku about rain", "Translate into French: …", "Explain what DNS
+/// does"; not "Write the totals to out.csv", "Summarise sales.csv" or
+/// "Write a poem and count its words".
+pub fn written(task: &str) -> bool {
+    if !crate::rules::on(&crate::rules::WRITING_BY_ITS_VERB) || names_a_page(task) {
+        return false;
+    }
+    let lower = task.to_lowercase();
+    let mut start = lower.trim_start();
+    for polite in ["please ", "can you ", "could you ", "请"] {
+        start = start.strip_prefix(polite).unwrap_or(start).trim_start();
+    }
+    WRITING_VERBS.iter().any(|v| start.starts_with(v))
+        && !NOT_WORDS_ALONE.iter().any(|w| lower.contains(w))
+        && crate::grounded::file_names(task).is_empty()
+}
+
 /// Whether a task names a page (then its answer comes from the web,
 /// without asking).
 pub fn names_a_page(task: &str) -> bool {
@@ -213,6 +282,32 @@ pub fn needs_web(source: Option<SourceWord>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_asking_by_its_verb_for_a_text_and_nothing_a_tool_does_is_written() {
+        for task in [
+            "Write a haiku about rain on a tin roof.",
+            "Please draft a short email inviting Sam to lunch on Friday.",
+            "Translate into French: \"The shop opens at nine.\"",
+            "Explain what a dependency graph is to a new colleague.",
+            "Summarise the following text in two sentences.\n\nThe council met …",
+            "写一首关于秋天的短诗",
+        ] {
+            assert!(written(task), "{task}");
+        }
+        for task in [
+            "Write the totals to out.csv",
+            "Summarise sales.csv in three lines",
+            "Write a poem and count its words",
+            "Write a short report and save it in the workspace",
+            "Explain the chart in https://example.com/q3",
+            "How many days are there until 2027?",
+            "Draw a bar chart of units per region",
+            "What is the capital of Peru?",
+        ] {
+            assert!(!written(task), "{task}");
+        }
+    }
 
     /// Every task of the labelled fixture the rules decide is decided as
     /// labelled (the rules answer only when sure; the model has the rest).

@@ -27,7 +27,8 @@ async fn a_poem_is_one_step_with_no_tool_and_its_text_is_the_answer() {
         )
         .push(CallRole::Executor, Reply::Text(poem.into()));
     let world = World::reading(llm, dir.path());
-    let run = world.run(config("Write a haiku about plans")).await;
+    // Not led by a writing verb: the router's model is asked.
+    let run = world.run(config("A haiku about plans, please")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let c = run.classification.unwrap();
     assert!(c.in_words && c.mode == plan_engine::Mode::Simple, "{c:?}");
@@ -37,7 +38,7 @@ async fn a_poem_is_one_step_with_no_tool_and_its_text_is_the_answer() {
     assert_eq!(world.llm.calls(CallRole::Classifier), 1);
     let plan = world.plan();
     assert_eq!(plan.subtasks().len(), 1);
-    assert_eq!(plan.subtasks()[0].name(), "Write a haiku about plans");
+    assert_eq!(plan.subtasks()[0].name(), "A haiku about plans, please");
     assert_eq!(plan.subtasks()[0].tool(), None);
     // The executor was offered no tool at all.
     let executor = world
@@ -382,4 +383,28 @@ async fn a_text_over_the_tasks_word_limit_is_written_again_once_within_it() {
         "{told}"
     );
     assert_eq!(run.answer.as_deref(), Some(short));
+}
+
+/// The rule `writing_by_its_verb`: a text asked for by its verb, and
+/// nothing a tool does, is answered in words without the router's model
+/// call (which, sampling, said "words" for a haiku one time and not the
+/// next).
+#[tokio::test]
+async fn a_task_asking_by_its_verb_for_a_text_is_written_without_asking_the_router() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = "Thank you all for the launch: it went out on time and without a hitch.";
+    // The scripted router would say "web" (every tool kept), as it did.
+    let llm = worker().push(CallRole::Executor, Reply::Text(note.into()));
+    let world = World::reading(llm, dir.path());
+    let run = world
+        .run(config(
+            "Draft a two-sentence note thanking the team for the launch",
+        ))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let c = run.classification.unwrap();
+    assert!(c.in_words && c.by == run_model::DecidedBy::Rules, "{c:?}");
+    assert_eq!(world.llm.calls(CallRole::Classifier), 0, "no router call");
+    assert_eq!(world.llm.calls(CallRole::Planner), 0);
+    assert_eq!(run.answer.as_deref(), Some(note));
 }
