@@ -32,6 +32,9 @@
 //!
 //! `--set` picks one (`dev` by default) or `all`; `--category` and
 //! `--only` (a task's id) narrow it; `--tasks FILE` reads another file.
+//! `--at-once N` starts N tasks together (in order, N in flight): the
+//! model queue's test on a real model; each task's time is its own, and
+//! the total is printed at the end.
 //!
 //! A task: `id`, `category`, `task` (the text a person types), `files`
 //! (names in `server/eval/files/`), `inline` (file name → contents, for
@@ -79,6 +82,7 @@ use std::time::{Duration, Instant};
 
 use checks::{Check, Evidence};
 use eval_server::get_json;
+use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -715,6 +719,9 @@ async fn main() -> Result<(), String> {
     let mut limit = Duration::from_secs(300);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval");
     let mut tasks_file = None;
+    // Tasks started together (the model queue's test on a real model);
+    // each task's seconds are still its own, from its start.
+    let mut at_once = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -727,6 +734,14 @@ async fn main() -> Result<(), String> {
             "--limit" => {
                 let secs = args.next().ok_or("--limit takes seconds")?;
                 limit = Duration::from_secs(secs.parse().map_err(|_| "--limit takes seconds")?);
+            }
+            "--at-once" => {
+                let n = args.next().ok_or("--at-once takes a count")?;
+                at_once = n
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=32).contains(n))
+                    .ok_or("--at-once takes a count from 1 to 32")?;
             }
             "--tasks" => {
                 tasks_file = Some(PathBuf::from(args.next().ok_or("--tasks takes a file")?))
@@ -783,8 +798,19 @@ async fn main() -> Result<(), String> {
     let base = eval_server::start(&dir, model, |_| None).await?.0;
     let http = reqwest::Client::new();
     let mut results = Vec::new();
-    for (task, files) in &tasks {
-        let outcome = run_task(&http, &base, files, task, limit).await?;
+    let started = Instant::now();
+    // In the tasks' order, `at_once` of them in flight.
+    let mut outcomes = futures_util::stream::iter(
+        tasks
+            .iter()
+            .map(|(task, files)| run_task(&http, &base, files, task, limit)),
+    )
+    .buffered(at_once);
+    for (task, _) in &tasks {
+        let outcome = outcomes
+            .next()
+            .await
+            .ok_or("a task's outcome went missing")??;
         let mark = match &outcome.verdict {
             Ok(()) => "right".to_string(),
             Err(why) => format!("WRONG: {why}"),
@@ -807,7 +833,15 @@ async fn main() -> Result<(), String> {
         }
         results.push((task, outcome));
     }
+    drop(outcomes);
     println!("\n{}", report(&results));
+    if at_once > 1 {
+        println!(
+            "{} tasks, {at_once} at a time: {:.0} s in all",
+            results.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
     if keep {
         println!("kept: {}", dir.display());
     } else {
