@@ -100,6 +100,17 @@ pub const WRITING_BY_ITS_VERB: Rule = Rule {
              written with write_file and run_python, and answered with a sentence about it",
 };
 
+/// A question of settled knowledge is answered in words.
+pub const KNOWN_ANSWERS_IN_WORDS: Rule = Rule {
+    name: "known_answers_in_words",
+    does: "a question given no files, with no digits, naming no file, page or count, and \
+           asking nothing that changes (today, current, latest, price, news, weather, version, \
+           population) is answered in words by the rules layer, without the router's model call",
+    guards: "the router's model sent a question of school knowledge (the temperature at which \
+             water boils at sea level) to the web, which this machine cannot reach: six fetches, \
+             16 model calls, and the run paused stuck with no answer",
+};
+
 /// The step of a task answered in words is written in one plain-text
 /// turn, not through the action form.
 pub const WORDS_WRITTEN_WHOLE: Rule = Rule {
@@ -118,8 +129,10 @@ pub const WORD_LIMIT_KEPT: Rule = Rule {
     name: "word_limit_kept",
     does: "a task that sets a length in words (\"at most 80 words\", \"in under 50 words\", \"no \
            more than 40 words\") and a text written in words over it: the text is sent back once, \
-           with its count, to be written again within the limit",
-    guards: "an explanation asked for in at most 80 words came back with 82",
+           with its count, to be written again within the limit; still over, its whole sentences \
+           that fit are kept",
+    guards: "an explanation asked for in at most 80 words came back with 82; a summary asked \
+             for in at most 40 came back in 59 twice",
 };
 
 /// A question to a person that restates the task is sent back once.
@@ -136,6 +149,7 @@ pub const OWN_QUESTION_NOT_ASKED: Rule = Rule {
 pub const ALL: &[&Rule] = &[
     &WORDS_ONLY,
     &WRITING_BY_ITS_VERB,
+    &KNOWN_ANSWERS_IN_WORDS,
     &EXPLORING_IS_EMERGENT,
     &NO_READS_OF_AN_EMPTY_WORKSPACE,
     &FILE_NAMES_GROUNDED,

@@ -102,13 +102,26 @@ impl Driver {
         }
         // The rule `writing_by_its_verb`: a text asked for by its verb,
         // and nothing a tool would do, without the router's model call.
-        if classify::written(task) {
+        // The rule `known_answers_in_words`: so is a question of settled
+        // knowledge.
+        let by_rule = if classify::written(task) {
+            Some(
+                "the task asks for a text by its verb and for nothing a tool does: one step, no \
+                 tool (rule writing_by_its_verb)",
+            )
+        } else if classify::known(task) {
+            Some(
+                "the task asks a question of settled knowledge: one step, no tool (rule \
+                 known_answers_in_words)",
+            )
+        } else {
+            None
+        };
+        if let Some(reason) = by_rule {
             self.source = Some(Some(crate::protocol::SourceWord::Words));
             return Some(Classification {
                 mode: Mode::Simple,
-                reason: "the task asks for a text by its verb and for nothing a tool does: one \
-                         step, no tool (rule writing_by_its_verb)"
-                    .into(),
+                reason: reason.into(),
                 confidence: 1.0,
                 by: DecidedBy::Rules,
                 in_words: true,

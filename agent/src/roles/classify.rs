@@ -239,6 +239,52 @@ pub fn written(task: &str) -> bool {
         && crate::grounded::file_names(task).is_empty()
 }
 
+/// Words by which a question asks for what changes: the web's.
+const CHANGING: [&str; 16] = [
+    "today",
+    "now",
+    "current",
+    "latest",
+    "newest",
+    "recent",
+    "this week",
+    "this year",
+    "price",
+    "news",
+    "weather",
+    "stock",
+    "version",
+    "population",
+    "最新",
+    "今天",
+];
+
+/// Words that start a question.
+const QUESTION_WORDS: [&str; 10] = [
+    "what ", "which ", "who ", "whom ", "whose ", "when ", "where ", "why ", "how ", "name ",
+];
+
+/// Whether `task` is a question of settled knowledge (the rule
+/// [`crate::rules::KNOWN_ANSWERS_IN_WORDS`]): a question, with no digits
+/// (numbers are computed), naming no file, page or count, and asking
+/// nothing that changes. "What is the capital of Peru?" is; "What is the
+/// latest version of Rust?", "What is 17% of 240?" and "Which region in
+/// sales.csv sold most?" are not.
+pub fn known(task: &str) -> bool {
+    if !crate::rules::on(&crate::rules::KNOWN_ANSWERS_IN_WORDS) || names_a_page(task) {
+        return false;
+    }
+    let lower = task.to_lowercase();
+    let start = lower.trim_start();
+    let question = lower.trim_end().ends_with(['?', '？'])
+        || QUESTION_WORDS.iter().any(|w| start.starts_with(w));
+    question
+        && !lower.chars().any(|c| c.is_ascii_digit())
+        && !NOT_WORDS_ALONE.iter().any(|w| lower.contains(w))
+        && !CHANGING.iter().any(|w| lower.contains(w))
+        && crate::grounded::file_names(task).is_empty()
+}
+
 /// Whether a task names a page (then its answer comes from the web,
 /// without asking).
 pub fn names_a_page(task: &str) -> bool {
@@ -282,6 +328,29 @@ pub fn needs_web(source: Option<SourceWord>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_of_settled_knowledge_is_known_and_one_of_what_changes_is_not() {
+        for task in [
+            "What is the capital city of Peru?",
+            "At sea level, at what temperature in degrees Celsius does pure water boil?",
+            "Who wrote the novel Frankenstein?",
+            "Which gas do plants take in from the air?",
+        ] {
+            assert!(known(task), "{task}");
+        }
+        for task in [
+            "What is the latest version of Rust?",
+            "What is 17% of 240?",
+            "Which region in sales.csv sold the most units?",
+            "How many days are there until the end of March?",
+            "What is the weather in Oslo?",
+            "What does https://example.com say about pricing?",
+            "Rename the files in the folder",
+        ] {
+            assert!(!known(task), "{task}");
+        }
+    }
 
     #[test]
     fn a_task_asking_by_its_verb_for_a_text_and_nothing_a_tool_does_is_written() {

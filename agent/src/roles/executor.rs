@@ -974,9 +974,10 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
         let words = text.split_whitespace().count();
         if words > most {
             messages.push(Message::assistant(text.clone()));
+            let least = most / 2;
             messages.push(Message::user(format!(
                 "That text has {words} words; the task allows at most {most}. Write it again in \
-                 fewer than {most} words, the text alone."
+                 {least} to {most} words, keeping what matters most, the text alone."
             )));
             let shorter = caller
                 .text(
@@ -991,6 +992,13 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
             if let Ok(shorter) = shorter {
                 if !shorter.trim().is_empty() {
                     written = Ok(shorter);
+                }
+            }
+            // Still over: its whole sentences that fit, when one does (a
+            // summary asked in 40 words came back twice in 59).
+            if let Ok(text) = &written {
+                if let Some(fits) = sentences_within(text, most) {
+                    written = Ok(fits);
                 }
             }
         }
@@ -1010,6 +1018,46 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
             reason: e.to_string(),
         },
     }
+}
+
+/// `text`'s leading whole sentences that fit in `most` words, when the
+/// whole text does not and at least one sentence does.
+fn sentences_within(text: &str, most: usize) -> Option<String> {
+    if text.split_whitespace().count() <= most {
+        return None;
+    }
+    let mut kept = String::new();
+    let mut words = 0;
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        // A sentence ends at ". ", "! ", "? " or a line break.
+        let end = rest
+            .char_indices()
+            .find(|&(i, c)| {
+                c == '\n'
+                    || (matches!(c, '.' | '!' | '?' | '。' | '！' | '？')
+                        && rest[i + c.len_utf8()..]
+                            .chars()
+                            .next()
+                            .is_none_or(char::is_whitespace))
+            })
+            .map(|(i, c)| i + c.len_utf8())
+            .unwrap_or(rest.len());
+        let sentence = rest[..end].trim();
+        let n = sentence.split_whitespace().count();
+        if words + n > most {
+            break;
+        }
+        if !sentence.is_empty() {
+            if !kept.is_empty() {
+                kept.push(' ');
+            }
+            kept.push_str(sentence);
+            words += n;
+        }
+        rest = rest[end..].trim_start();
+    }
+    (!kept.is_empty()).then_some(kept)
 }
 
 /// The most words a task allows its text ("at most 80 words", "in under
@@ -1293,6 +1341,21 @@ fn action_text(action: &Action) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_over_its_limit_keeps_the_whole_sentences_that_fit() {
+        let text = "One two three. Four five six seven! Eight nine ten eleven twelve.";
+        assert_eq!(
+            sentences_within(text, 8).as_deref(),
+            Some("One two three. Four five six seven!")
+        );
+        assert_eq!(sentences_within(text, 20), None, "it fits");
+        assert_eq!(sentences_within(text, 2), None, "no sentence fits");
+        assert_eq!(
+            sentences_within("Version 2.5 is out. It is fast and small.", 5).as_deref(),
+            Some("Version 2.5 is out.")
+        );
+    }
 
     #[test]
     fn a_task_sets_a_word_limit_only_where_it_says_one() {

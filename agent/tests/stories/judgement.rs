@@ -408,3 +408,27 @@ async fn a_task_asking_by_its_verb_for_a_text_is_written_without_asking_the_rout
     assert_eq!(world.llm.calls(CallRole::Planner), 0);
     assert_eq!(run.answer.as_deref(), Some(note));
 }
+
+/// The rule `known_answers_in_words`: a question of settled knowledge is
+/// answered in words, not sent to the web by the router's model.
+#[tokio::test]
+async fn a_question_of_settled_knowledge_is_answered_in_words_without_the_web() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = "Pure water boils at 100 °C at sea level.";
+    // The scripted router would say "web", as the model did.
+    let llm = worker().push(CallRole::Executor, Reply::Text(answer.into()));
+    let world = World::reading(llm, dir.path());
+    let run = world
+        .run(config(
+            "At sea level, at what temperature in degrees Celsius does pure water boil?",
+        ))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let c = run.classification.unwrap();
+    assert!(
+        c.in_words && c.reason.contains("known_answers_in_words"),
+        "{c:?}"
+    );
+    assert_eq!(world.llm.calls(CallRole::Classifier), 0, "no router call");
+    assert_eq!(run.answer.as_deref(), Some(answer));
+}

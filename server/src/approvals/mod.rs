@@ -697,6 +697,24 @@ impl Approvals {
         rule
     }
 
+    /// The rule a decision on `plan` itself (its approval, its
+    /// re-approval after a drift) must meet: [`Self::rule_for`] its mode,
+    /// made stricter by the rule of each tool its steps name. A plan whose
+    /// steps will call `run_shell` is approved as `run_shell`'s calls are:
+    /// otherwise the starter alone could approve the plan that sets the
+    /// calls going, and be stopped only at each call.
+    pub fn plan_rule(&self, run: &run_model::RunRecord, plan: &Plan) -> ApprovalRule {
+        let mode = Some(plan.mode());
+        let mut tools: Vec<&str> = plan.subtasks().iter().filter_map(|s| s.tool()).collect();
+        tools.sort_unstable();
+        tools.dedup();
+        tools
+            .into_iter()
+            .fold(self.rule_for(run, mode, None), |rule, tool| {
+                rule.and(&self.rule_for(run, mode, Some(tool)))
+            })
+    }
+
     /// The people whose approval of `kind` is recorded as part of a
     /// two-person decision on this digest (of the plan, or of the call
     /// `call`), oldest first.
@@ -805,7 +823,7 @@ impl Approvals {
         run: &run_model::RunRecord,
         plan: &Plan,
     ) -> Result<Vec<String>, StoreError> {
-        let rule = self.rule_for(run, Some(plan.mode()), None);
+        let rule = self.plan_rule(run, plan);
         if rule.is_plain() {
             return Ok(Vec::new());
         }
@@ -864,7 +882,7 @@ impl ApprovalGate for Approvals {
         };
         // Two people for what is risky: the run's rule and the operator's.
         if let (true, Some(run)) = (approves, run.as_ref()) {
-            let rule = self.rule_for(run, Some(plan.mode()), None);
+            let rule = self.plan_rule(run, plan);
             let digest = run_model::plan_digest(plan);
             self.meet(&rule, run, plan, kind, &digest, None, actor)
                 .await?;

@@ -740,6 +740,100 @@ async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_
     assert_eq!(people, [("boss", false), ("robot", true), ("robot", true)]);
 }
 
+/// An operator's rule for a tool holds for the plan whose steps name the
+/// tool, not only for each call: the starter cannot approve a plan that
+/// will call `run_python` under `tool:run_python=not-starter`, and may
+/// approve one that names no such tool.
+#[tokio::test]
+async fn a_tools_two_person_rule_holds_for_the_plan_whose_steps_call_it() {
+    use crate::auth::{ADMIN, OPERATOR};
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut tokens = std::collections::HashMap::new();
+    tokens.insert(
+        OPERATOR.to_string(),
+        server::auth::Identity::new("robot", server::auth::Role::Operator),
+    );
+    tokens.insert(
+        ADMIN.to_string(),
+        server::auth::Identity::new("boss", server::auth::Role::Admin),
+    );
+    let config = server::config::Config {
+        lease: Duration::from_secs(3600),
+        llm: Some(fake.config(Duration::from_secs(10))),
+        workspaces: dir.path().join("workspaces"),
+        run_lease: Duration::from_secs(3),
+        approval_rules: vec![(
+            run_model::RuleScope::Tool("run_python".into()),
+            run_model::ApprovalRule {
+                not_starter: true,
+                ..Default::default()
+            },
+        )],
+        ..server::config::Config::defaults(
+            format!("sqlite://{}", dir.path().join("runs.db").display()),
+            server::config::Access::Tokens(tokens.into()),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let planned = |tool: Option<&str>| {
+        let mut step = json!({"name": "save", "description": "count the notes", "expected_outcome": "a file", "depends_on": []});
+        if let Some(tool) = tool {
+            step["tool"] = json!(tool);
+        }
+        json!({"title": "t", "subtasks": [step]})
+    };
+    let start_and_wait = |plan: Value| {
+        let server = &server;
+        let fake = &fake;
+        async move {
+            fake.content(plan);
+            let (status, view) = as_person(
+                server,
+                OPERATOR,
+                "/api/runs",
+                json!({"task": "Save the notes", "mode": "simple"}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::CREATED, "{view}");
+            let run = view["id"].as_str().unwrap().to_string();
+            for _ in 0..400 {
+                let response = server
+                    .client
+                    .get(server.url(&format!("/api/runs/{run}")))
+                    .bearer_auth(ADMIN)
+                    .send()
+                    .await
+                    .unwrap();
+                let view: Value = response.json().await.unwrap();
+                if view["state"] == "awaiting_approval" {
+                    return view["plan_id"].as_str().unwrap().to_string();
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            panic!("run {run} never awaited approval");
+        }
+    };
+    let plan = start_and_wait(planned(Some("run_python"))).await;
+    let approve = format!("/api/plans/{plan}/approve");
+    let (status, body) = as_person(&server, OPERATOR, &approve, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("robot started this run"),
+        "{body}"
+    );
+    let (status, body) = as_person(&server, ADMIN, &approve, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A plan that names no run_python: the starter approves it.
+    let plan = start_and_wait(planned(None)).await;
+    let approve = format!("/api/plans/{plan}/approve");
+    let (status, body) = as_person(&server, OPERATOR, &approve, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
 #[tokio::test]
 async fn a_two_person_rule_is_refused_in_local_mode_with_the_reason() {
     let fake = FakeOpenAi::start().await;
