@@ -1440,23 +1440,27 @@ mod tests {
         }
     }
 
-    #[test]
-    fn reading_an_empty_workspace_is_dropped_in_an_emergent_plan_and_its_dependents_rewired() {
-        let step = |name: &str, tool: Option<&str>, deps: &[u32]| NewSubtask {
+    /// A planned step named `name`, with its tool and 1-based dependencies.
+    fn linked(name: &str, tool: Option<&str>, deps: &[u32]) -> NewSubtask {
+        NewSubtask {
             name: name.into(),
             description: name.into(),
             tool: tool.map(str::to_string),
             dependencies: deps.iter().map(|d| SubtaskId(*d)).collect(),
             ..NewSubtask::default()
-        };
+        }
+    }
+
+    #[test]
+    fn reading_an_empty_workspace_is_dropped_in_an_emergent_plan_and_its_dependents_rewired() {
         let mut planned = Planned {
             title: "t".into(),
             subtasks: vec![
-                step("List the files in the workspace", Some("list_files"), &[]),
-                step("Read a text file", Some("read_file"), &[1]),
-                step("Write the poem", None, &[2]),
-                step("Save the poem", Some("write_file"), &[3]),
-                step("Read it back", Some("read_file"), &[4]),
+                linked("List the files in the workspace", Some("list_files"), &[]),
+                linked("Read a text file", Some("read_file"), &[1]),
+                linked("Write the poem", None, &[2]),
+                linked("Save the poem", Some("write_file"), &[3]),
+                linked("Read it back", Some("read_file"), &[4]),
             ],
             repairs: Vec::new(),
         };
@@ -1479,14 +1483,14 @@ mod tests {
         let mut given = planned.clone();
         given
             .subtasks
-            .insert(0, step("Read the notes", Some("read_file"), &[]));
+            .insert(0, linked("Read the notes", Some("read_file"), &[]));
         let before = given.subtasks.len();
         drop_reads_of_an_empty_workspace(&mut given, Mode::Emergent, false);
         assert_eq!(given.subtasks.len(), before);
         // Only reading steps: kept as they are.
         let mut only = Planned {
             title: "t".into(),
-            subtasks: vec![step("List", Some("list_files"), &[])],
+            subtasks: vec![linked("List", Some("list_files"), &[])],
             repairs: Vec::new(),
         };
         drop_reads_of_an_empty_workspace(&mut only, Mode::Emergent, true);
@@ -1497,20 +1501,13 @@ mod tests {
     /// links with them: what is kept is a chain the engine accepts.
     #[test]
     fn reading_an_empty_workspace_is_dropped_from_a_simple_plan_and_the_rest_chained_again() {
-        let step = |name: &str, tool: Option<&str>, deps: &[u32]| NewSubtask {
-            name: name.into(),
-            description: name.into(),
-            tool: tool.map(str::to_string),
-            dependencies: deps.iter().map(|d| SubtaskId(*d)).collect(),
-            ..NewSubtask::default()
-        };
         let mut planned = Planned {
             title: "t".into(),
             subtasks: vec![
-                step("List the files in the workspace", Some("list_files"), &[]),
-                step("Read a text file", Some("read_file"), &[1]),
-                step("Write the haiku", None, &[2]),
-                step("Save the haiku", Some("write_file"), &[3]),
+                linked("List the files in the workspace", Some("list_files"), &[]),
+                linked("Read a text file", Some("read_file"), &[1]),
+                linked("Write the haiku", None, &[2]),
+                linked("Save the haiku", Some("write_file"), &[3]),
             ],
             repairs: Vec::new(),
         };

@@ -385,50 +385,46 @@ async fn a_text_over_the_tasks_word_limit_is_written_again_once_within_it() {
     assert_eq!(run.answer.as_deref(), Some(short));
 }
 
+/// Runs `task` where the router's model would say "web" (as it did) and
+/// the writer answers `text`: the run must be planned in words by the
+/// rules layer, without the router's call, and answered with `text`; its
+/// classification's reason names the rule.
+async fn in_words_by_rule(task: &str, text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker().push(CallRole::Executor, Reply::Text(text.into()));
+    let world = World::reading(llm, dir.path());
+    let run = world.run(config(task)).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let c = run.classification.unwrap();
+    assert!(c.in_words && c.by == run_model::DecidedBy::Rules, "{c:?}");
+    assert_eq!(world.llm.calls(CallRole::Classifier), 0, "no router call");
+    assert_eq!(world.llm.calls(CallRole::Planner), 0);
+    assert_eq!(run.answer.as_deref(), Some(text));
+    c.reason
+}
+
 /// The rule `writing_by_its_verb`: a text asked for by its verb, and
 /// nothing a tool does, is answered in words without the router's model
 /// call (which, sampling, said "words" for a haiku one time and not the
 /// next).
 #[tokio::test]
 async fn a_task_asking_by_its_verb_for_a_text_is_written_without_asking_the_router() {
-    let dir = tempfile::tempdir().unwrap();
-    let note = "Thank you all for the launch: it went out on time and without a hitch.";
-    // The scripted router would say "web" (every tool kept), as it did.
-    let llm = worker().push(CallRole::Executor, Reply::Text(note.into()));
-    let world = World::reading(llm, dir.path());
-    let run = world
-        .run(config(
-            "Draft a two-sentence note thanking the team for the launch",
-        ))
-        .await;
-    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
-    let c = run.classification.unwrap();
-    assert!(c.in_words && c.by == run_model::DecidedBy::Rules, "{c:?}");
-    assert_eq!(world.llm.calls(CallRole::Classifier), 0, "no router call");
-    assert_eq!(world.llm.calls(CallRole::Planner), 0);
-    assert_eq!(run.answer.as_deref(), Some(note));
+    let reason = in_words_by_rule(
+        "Draft a two-sentence note thanking the team for the launch",
+        "Thank you all for the launch: it went out on time and without a hitch.",
+    )
+    .await;
+    assert!(reason.contains("writing_by_its_verb"), "{reason}");
 }
 
 /// The rule `known_answers_in_words`: a question of settled knowledge is
 /// answered in words, not sent to the web by the router's model.
 #[tokio::test]
 async fn a_question_of_settled_knowledge_is_answered_in_words_without_the_web() {
-    let dir = tempfile::tempdir().unwrap();
-    let answer = "Pure water boils at 100 °C at sea level.";
-    // The scripted router would say "web", as the model did.
-    let llm = worker().push(CallRole::Executor, Reply::Text(answer.into()));
-    let world = World::reading(llm, dir.path());
-    let run = world
-        .run(config(
-            "At sea level, at what temperature in degrees Celsius does pure water boil?",
-        ))
-        .await;
-    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
-    let c = run.classification.unwrap();
-    assert!(
-        c.in_words && c.reason.contains("known_answers_in_words"),
-        "{c:?}"
-    );
-    assert_eq!(world.llm.calls(CallRole::Classifier), 0, "no router call");
-    assert_eq!(run.answer.as_deref(), Some(answer));
+    let reason = in_words_by_rule(
+        "At sea level, at what temperature in degrees Celsius does pure water boil?",
+        "Pure water boils at 100 °C at sea level.",
+    )
+    .await;
+    assert!(reason.contains("known_answers_in_words"), "{reason}");
 }

@@ -544,6 +544,14 @@ pub fn service(
     )
 }
 
+/// A tool's input schema as MCP takes it: the object, or an empty one.
+fn object(value: Value) -> serde_json::Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
+}
+
 fn tool_list() -> Vec<Tool> {
     plan_engine::tool_specs(Dialect::Canonical)
         .into_iter()
@@ -557,10 +565,6 @@ fn tool_list() -> Vec<Tool> {
 
 /// A person's decisions: a plan's approval, a guarded call, a grant.
 fn approval_tools() -> Vec<Tool> {
-    let object = |value: Value| match value {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
     vec![
         Tool::new(
             "approve_plan",
@@ -595,10 +599,6 @@ fn approval_tools() -> Vec<Tool> {
 
 /// The regression cases and their suite runs.
 fn case_tools() -> Vec<Tool> {
-    let object = |value: Value| match value {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
     vec![
         Tool::new(
             "list_cases",
@@ -649,10 +649,6 @@ fn case_tools() -> Vec<Tool> {
 /// What to do next on this session's plan, the team's memory, and this
 /// session's settings (seed 003's PlanNotebook options).
 fn session_tools() -> Vec<Tool> {
-    let object = |value: Value| match value {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
     vec![
         Tool::new(
             "get_hint",
@@ -674,10 +670,6 @@ fn session_tools() -> Vec<Tool> {
 
 /// Delegating a whole task to planboard's own agent.
 fn run_tools() -> Vec<Tool> {
-    let object = |value: Value| match value {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
     vec![
         Tool::new(
             "start_run",

@@ -609,12 +609,14 @@ async fn as_person(
     )
 }
 
-#[tokio::test]
-async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_are_counted_once_each(
-) {
+/// A server in token mode with two people, robot (operator) and boss
+/// (admin), and the operator's approval `rules`.
+async fn two_people(
+    fake: &FakeOpenAi,
+    dir: &tempfile::TempDir,
+    rules: Vec<(run_model::RuleScope, run_model::ApprovalRule)>,
+) -> TestServer {
     use crate::auth::{ADMIN, OPERATOR};
-    let fake = FakeOpenAi::start().await;
-    let dir = tempfile::tempdir().unwrap();
     let mut tokens = std::collections::HashMap::new();
     tokens.insert(
         OPERATOR.to_string(),
@@ -629,12 +631,22 @@ async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_
         llm: Some(fake.config(Duration::from_secs(10))),
         workspaces: dir.path().join("workspaces"),
         run_lease: Duration::from_secs(3),
+        approval_rules: rules,
         ..server::config::Config::defaults(
             format!("sqlite://{}", dir.path().join("runs.db").display()),
             server::config::Access::Tokens(tokens.into()),
         )
     };
-    let server = TestServer::with_config(&config, |_| {}).await;
+    TestServer::with_config(&config, |_| {}).await
+}
+
+#[tokio::test]
+async fn under_the_two_person_rule_the_starter_cannot_approve_and_two_approvals_are_counted_once_each(
+) {
+    use crate::auth::{ADMIN, OPERATOR};
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = two_people(&fake, &dir, Vec::new()).await;
     let start_as = |token: &'static str, rule: Value| {
         let server = &server;
         async move {
@@ -749,33 +761,16 @@ async fn a_tools_two_person_rule_holds_for_the_plan_whose_steps_call_it() {
     use crate::auth::{ADMIN, OPERATOR};
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut tokens = std::collections::HashMap::new();
-    tokens.insert(
-        OPERATOR.to_string(),
-        server::auth::Identity::new("robot", server::auth::Role::Operator),
-    );
-    tokens.insert(
-        ADMIN.to_string(),
-        server::auth::Identity::new("boss", server::auth::Role::Admin),
-    );
-    let config = server::config::Config {
-        lease: Duration::from_secs(3600),
-        llm: Some(fake.config(Duration::from_secs(10))),
-        workspaces: dir.path().join("workspaces"),
-        run_lease: Duration::from_secs(3),
-        approval_rules: vec![(
-            run_model::RuleScope::Tool("run_python".into()),
-            run_model::ApprovalRule {
-                not_starter: true,
-                ..Default::default()
-            },
-        )],
-        ..server::config::Config::defaults(
-            format!("sqlite://{}", dir.path().join("runs.db").display()),
-            server::config::Access::Tokens(tokens.into()),
-        )
+    let rule = run_model::ApprovalRule {
+        not_starter: true,
+        ..Default::default()
     };
-    let server = TestServer::with_config(&config, |_| {}).await;
+    let server = two_people(
+        &fake,
+        &dir,
+        vec![(run_model::RuleScope::Tool("run_python".into()), rule)],
+    )
+    .await;
     let planned = |tool: Option<&str>| {
         let mut step = json!({"name": "save", "description": "count the notes", "expected_outcome": "a file", "depends_on": []});
         if let Some(tool) = tool {
