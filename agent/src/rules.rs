@@ -111,6 +111,18 @@ pub const KNOWN_ANSWERS_IN_WORDS: Rule = Rule {
              16 model calls, and the run paused stuck with no answer",
 };
 
+/// A task holding a number is not answered in words on the router's
+/// model's say-so.
+pub const NUMBERS_ARE_COMPUTED: Rule = Rule {
+    name: "numbers_are_computed",
+    does: "when the router's model says a task is answered in words but the task holds a number \
+           that is not a length (\"80 words\", \"5 lines\"), and no rule found it a text asked \
+           for by its verb, the task keeps its tools and is planned, so that a program works its \
+           numbers out",
+    guards: "\"How many prime numbers are there below 10000?\" was routed to words, written \
+             with no tool, and answered 168497 (1229)",
+};
+
 /// The step of a task answered in words is written in one plain-text
 /// turn, not through the action form.
 pub const WORDS_WRITTEN_WHOLE: Rule = Rule {
@@ -150,6 +162,7 @@ pub const ALL: &[&Rule] = &[
     &WORDS_ONLY,
     &WRITING_BY_ITS_VERB,
     &KNOWN_ANSWERS_IN_WORDS,
+    &NUMBERS_ARE_COMPUTED,
     &EXPLORING_IS_EMERGENT,
     &NO_READS_OF_AN_EMPTY_WORKSPACE,
     &FILE_NAMES_GROUNDED,

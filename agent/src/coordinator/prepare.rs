@@ -132,6 +132,11 @@ impl Driver {
         }
         let source = classify::source(&self.caller, task).await;
         self.source = Some(source);
+        // The rule `numbers_are_computed`: a task holding a number keeps
+        // its tools whatever the router's model said.
+        if crate::rules::on(&crate::rules::NUMBERS_ARE_COMPUTED) && classify::holds_numbers(task) {
+            return None;
+        }
         (source == Some(crate::protocol::SourceWord::Words)).then(|| Classification {
             mode: Mode::Simple,
             reason: "the answer is written in words: one step, no tool".into(),

@@ -234,6 +234,12 @@ pub fn written(task: &str) -> bool {
     for polite in ["please ", "can you ", "could you ", "请"] {
         start = start.strip_prefix(polite).unwrap_or(start).trim_start();
     }
+    // A length said first: "In at most 80 words, explain …".
+    if start.starts_with("in ") {
+        if let Some(i) = start.find(", ").filter(|i| *i < 40) {
+            start = start[i + 2..].trim_start();
+        }
+    }
     WRITING_VERBS.iter().any(|v| start.starts_with(v))
         && !NOT_WORDS_ALONE.iter().any(|w| lower.contains(w))
         && crate::grounded::file_names(task).is_empty()
@@ -285,6 +291,37 @@ pub fn known(task: &str) -> bool {
         && crate::grounded::file_names(task).is_empty()
 }
 
+/// Units that make a number a length, not a quantity to work out.
+const LENGTH_UNITS: [&str; 10] = [
+    "word",
+    "line",
+    "sentence",
+    "paragraph",
+    "stanza",
+    "bullet",
+    "point",
+    "item",
+    "character",
+    "syllable",
+];
+
+/// Whether `task` holds a number to work out (the rule
+/// [`crate::rules::NUMBERS_ARE_COMPUTED`]): a run of digits that is not a
+/// length ("at most 80 words", "5 lines").
+pub fn holds_numbers(task: &str) -> bool {
+    let lower = task.to_lowercase();
+    let mut rest = lower.as_str();
+    while let Some(i) = rest.find(|c: char| c.is_ascii_digit()) {
+        let after = rest[i..].trim_start_matches(|c: char| c.is_ascii_digit());
+        let next = after.trim_start();
+        if !LENGTH_UNITS.iter().any(|u| next.starts_with(u)) {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
 /// Whether a task names a page (then its answer comes from the web,
 /// without asking).
 pub fn names_a_page(task: &str) -> bool {
@@ -330,6 +367,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_number_is_to_be_worked_out_unless_it_is_a_length() {
+        assert!(holds_numbers("How many primes are there below 10000?"));
+        assert!(holds_numbers("What day of the week was 14 July 1989?"));
+        assert!(holds_numbers("In at most 80 words, explain why 2 + 2 is 4"));
+        assert!(!holds_numbers("In at most 80 words, explain DNS"));
+        assert!(!holds_numbers("A limerick of 5 lines about a cat"));
+        assert!(!holds_numbers("What is the capital of Peru?"));
+    }
+
+    #[test]
     fn a_question_of_settled_knowledge_is_known_and_one_of_what_changes_is_not() {
         for task in [
             "What is the capital city of Peru?",
@@ -360,6 +407,7 @@ mod tests {
             "Translate into French: \"The shop opens at nine.\"",
             "Explain what a dependency graph is to a new colleague.",
             "Summarise the following text in two sentences.\n\nThe council met …",
+            "In at most 80 words, explain what DNS does.",
             "写一首关于秋天的短诗",
         ] {
             assert!(written(task), "{task}");

@@ -428,3 +428,26 @@ async fn a_question_of_settled_knowledge_is_answered_in_words_without_the_web() 
     .await;
     assert!(reason.contains("known_answers_in_words"), "{reason}");
 }
+
+/// The rule `numbers_are_computed`: the router's model said "words" for a
+/// count of primes; a task holding a number keeps its tools and is
+/// planned, so a program counts.
+#[tokio::test]
+async fn a_task_holding_a_number_keeps_its_tools_when_the_router_says_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker().push_json(
+        CallRole::Classifier,
+        json!({"source": "words", "why": "known"}),
+    );
+    let world = World::reading(llm, dir.path());
+    let run = world
+        .run(config("How many prime numbers are there below 10000?"))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(!run.classification.unwrap().in_words);
+    assert_eq!(
+        world.llm.calls(CallRole::Planner),
+        1,
+        "planned, with its tools"
+    );
+}
