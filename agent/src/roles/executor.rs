@@ -957,7 +957,10 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
 /// The rule `words_written_whole`: the step's text, written in one
 /// plain-text turn from the step's brief; the text is the result.
 async fn write(caller: &Caller, job: &Job) -> Outcome {
-    let mut messages = vec![Message::system(prompts::WRITER), Message::user(brief(job))];
+    let mut messages = vec![
+        Message::system(prompts::WRITER),
+        Message::user(words_brief(job)),
+    ];
     let limit = crate::rules::on(&crate::rules::WORD_LIMIT_KEPT)
         .then(|| word_limit(&job.task))
         .flatten();
@@ -1018,6 +1021,41 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
             reason: e.to_string(),
         },
     }
+}
+
+/// The writer's message: the task, the step when it says more, what
+/// people said and taught; not the plan, whose lines a small model copied
+/// into its text ("#1 … (in_progress) - Description: …").
+fn words_brief(job: &Job) -> String {
+    let mut out = format!("Task: {}\n", job.task);
+    if let Some(s) = job.plan.subtask(job.subtask) {
+        if s.description().trim() != job.task.trim() {
+            out.push_str(&format!("\nWhat to write: {}\n", s.description()));
+        }
+        let said: Vec<String> = job
+            .plan
+            .comments()
+            .iter()
+            .filter(|c| c.subtask.is_none_or(|id| id == s.id()) && c.author != AGENT_ACTOR)
+            .rev()
+            .take(3)
+            .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
+            .collect();
+        if !said.is_empty() {
+            out.push_str("\nWhat people said:\n");
+            for line in said.iter().rev() {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    if !job.taught.is_empty() {
+        out.push('\n');
+        out.push_str(&job.taught);
+    }
+    out.push('\n');
+    out.push_str(prompts::LANGUAGE);
+    out
 }
 
 /// `text`'s leading whole sentences that fit in `most` words, when the

@@ -94,6 +94,10 @@ async fn the_step_of_a_task_in_words_is_written_in_one_plain_text_turn_and_asks_
         "{:?}",
         executor.shape
     );
+    // The task, not the plan: a small model copied the plan's lines.
+    let brief = &executor.messages[1].content;
+    assert!(brief.starts_with("Task: Write a short email"), "{brief}");
+    assert!(!brief.contains("Where the plan stands"), "{brief}");
     assert_eq!(run.answer.as_deref(), Some(email), "the whole email");
 }
 
