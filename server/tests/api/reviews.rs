@@ -213,7 +213,7 @@ async fn a_finished_plan_is_queued_reviewed_by_several_people_and_the_note_reach
     wait_for(&server, &similar, "done").await;
     let (unrelated, _) = start(
         &server,
-        json!({"task": "Write a short poem about autumn leaves", "approval_required": false}),
+        json!({"task": "A short poem about autumn leaves", "approval_required": false}),
     )
     .await;
     wait_for(&server, &unrelated, "done").await;

@@ -1589,7 +1589,8 @@ async fn with_the_tool_calls_protocol_a_run_works_through_function_calls() {
     let (status, run) = server
         .post(
             "/api/runs",
-            json!({"task": "Summarise the week", "approval_required": false}),
+            // Not led by a writing verb, which the rules answer in words.
+            json!({"task": "The week's summary, please", "approval_required": false}),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{run}");

@@ -170,7 +170,7 @@ async fn start_traced(server: &TestServer, traceparent: Option<&str>) -> (String
     let mut request = server
         .client
         .post(server.url("/api/runs"))
-        .json(&json!({"task": "Write a note", "approval_required": false}));
+        .json(&json!({"task": "A note in out.txt", "approval_required": false}));
     if let Some(parent) = traceparent {
         request = request.header("traceparent", parent);
     }
@@ -398,7 +398,7 @@ async fn message_content_is_on_the_spans_only_when_the_operator_opts_in() {
     let agent = one(&spans, "invoke_agent planboard");
     assert_eq!(
         text(agent, "planboard.task").as_deref(),
-        Some("Write a note")
+        Some("A note in out.txt")
     );
     assert!(spans.iter().filter(|s| s.name == "chat fake").all(|c| text(
         c,
