@@ -917,11 +917,7 @@ impl PlanMcp {
                     digest: body.digest,
                     expected_version: body.expected_version,
                     grants: body.grants,
-                    hold: match body.hold {
-                        None | Some(crate::web::api::bodies::HoldBody::Click(false)) => None,
-                        Some(crate::web::api::bodies::HoldBody::Click(true)) => Some(None),
-                        Some(crate::web::api::bodies::HoldBody::Until(at)) => Some(Some(at)),
-                    },
+                    hold: crate::web::api::bodies::HoldBody::hold(body.hold),
                 };
                 let approved = self
                     .runs

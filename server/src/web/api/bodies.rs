@@ -215,11 +215,19 @@ impl Approve {
             digest: self.digest,
             expected_version: if_match.or(self.expected_version),
             grants: self.grants,
-            hold: match self.hold {
-                None | Some(HoldBody::Click(false)) => None,
-                Some(HoldBody::Click(true)) => Some(None),
-                Some(HoldBody::Until(at)) => Some(Some(at)),
-            },
+            hold: HoldBody::hold(self.hold),
+        }
+    }
+}
+
+impl HoldBody {
+    /// An approval's `hold` as the approvals take it: `None` starts at
+    /// once, `Some(None)` on a click, `Some(Some(t))` at `t`.
+    pub fn hold(body: Option<HoldBody>) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
+        match body {
+            None | Some(HoldBody::Click(false)) => None,
+            Some(HoldBody::Click(true)) => Some(None),
+            Some(HoldBody::Until(at)) => Some(Some(at)),
         }
     }
 }
