@@ -327,7 +327,8 @@ plan_engine::wire_enum! {
     /// What a forecast was read from.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
     pub enum ForecastBasis: "forecast basis (similar_runs or plan_size)" {
-        /// Finished runs of the same mode on the same model.
+        /// Finished runs of the same mode on the same model, answered
+        /// the same way (in words or with tools).
         SimilarRuns = "similar_runs",
         /// The plan's size alone (too few such runs).
         PlanSize = "plan_size",
@@ -398,13 +399,18 @@ fn whole(i: Interval) -> Interval {
 }
 
 /// What a plan of `steps` steps will likely cost: from `past` (finished
-/// runs of the same mode on the same model), each scaled to this plan's
-/// size by its cost per step, when there are [`SIMILAR_RUNS`] or more;
-/// else from the size alone (per step 1 to 3 model calls, 1,000 to 4,000
-/// tokens a call, 6 s to 2 min, and two calls more to plan and answer).
-/// The cost follows `price` (the model's; `None`: no price, no cost).
-/// Whether the high end fits `budget` is said too.
-pub fn forecast(steps: usize, past: &[Past], price: Option<Price>, budget: &Budget) -> Forecast {
+/// runs like this one: the same mode, the same model, answered the same
+/// way), each scaled to this plan's size by its cost per step, when there
+/// are [`SIMILAR_RUNS`] or more; else from the size alone
+/// ([`by_size`]). The cost follows `price` (the model's; `None`: no
+/// price, no cost). Whether the high end fits `budget` is said too.
+pub fn forecast(
+    steps: usize,
+    in_words: bool,
+    past: &[Past],
+    price: Option<Price>,
+    budget: &Budget,
+) -> Forecast {
     let n = steps.max(1) as f64;
     let (calls, tokens, minutes, cost, basis, runs) = if past.len() >= SIMILAR_RUNS {
         let scaled = |of: &dyn Fn(&Spent) -> f64| -> Interval {
@@ -424,14 +430,7 @@ pub fn forecast(steps: usize, past: &[Past], price: Option<Price>, budget: &Budg
             past.len(),
         )
     } else {
-        let calls = Interval {
-            low: n + 2.0,
-            high: 3.0 * n + 2.0,
-        };
-        let tokens = Interval {
-            low: calls.low * 1_000.0,
-            high: calls.high * 4_000.0,
-        };
+        let (calls, tokens, minutes) = by_size(n, in_words, budget.max_turns);
         // A call's tokens are about four parts prompt to one completion.
         let cost = price.map(|p| {
             let dollars = |t: f64| p.cost((t * 0.8) as u64, (t * 0.2) as u64).dollars();
@@ -440,17 +439,7 @@ pub fn forecast(steps: usize, past: &[Past], price: Option<Price>, budget: &Budg
                 high: dollars(tokens.high),
             }
         });
-        (
-            calls,
-            tokens,
-            Interval {
-                low: n * 0.1,
-                high: n * 2.0,
-            },
-            cost,
-            ForecastBasis::PlanSize,
-            0,
-        )
+        (calls, tokens, minutes, cost, ForecastBasis::PlanSize, 0)
     };
     let mut over = Vec::new();
     if calls.high > f64::from(budget.max_llm_calls) {
@@ -476,6 +465,54 @@ pub fn forecast(steps: usize, past: &[Past], price: Option<Price>, budget: &Budg
         runs,
         fits_budget: over.is_empty(),
         over_budget: over,
+    }
+}
+
+/// Calls, tokens and minutes of `n` steps read from the plan's size and
+/// from what the agent does in a step, when no similar runs are there:
+/// - answered in words, a step is one writing turn (and at most one more
+///   to shorten it), 200 to 2,000 tokens a call (the writer's brief and at
+///   most 1,200 tokens of text), 3 s to 1 min; two calls more at most to
+///   classify and plan;
+/// - with tools, a step takes from one turn to `max_turns` (the run's
+///   limit per attempt, where a step stops at the latest), 1,000 to 4,000
+///   tokens a call, 6 s to 2 min; two to three calls more to classify,
+///   plan and answer.
+///
+/// Measured on the local model (issue 55), the first prior, 1 to 3 calls
+/// a step for every run, held the calls of none of eight one-step runs
+/// with tools (7 to 13 calls) and was above every run answered in words
+/// (1 or 2 calls). The time ignores the model's queue: runs sharing a
+/// busy model wait, and the forecast from similar runs learns that.
+pub fn by_size(n: f64, in_words: bool, max_turns: u32) -> (Interval, Interval, Interval) {
+    if in_words {
+        let calls = Interval {
+            low: n,
+            high: 2.0 * n + 2.0,
+        };
+        let tokens = Interval {
+            low: calls.low * 200.0,
+            high: calls.high * 2_000.0,
+        };
+        let minutes = Interval {
+            low: n * 0.05,
+            high: n,
+        };
+        (calls, tokens, minutes)
+    } else {
+        let calls = Interval {
+            low: n + 2.0,
+            high: n * f64::from(max_turns.max(1)) + 3.0,
+        };
+        let tokens = Interval {
+            low: calls.low * 1_000.0,
+            high: calls.high * 4_000.0,
+        };
+        let minutes = Interval {
+            low: n * 0.1,
+            high: n * 2.0,
+        };
+        (calls, tokens, minutes)
     }
 }
 
@@ -673,7 +710,7 @@ mod tests {
             },
         ];
         let budget = Budget::default();
-        let f = forecast(4, &past, Some(Price::FREE), &budget);
+        let f = forecast(4, false, &past, Some(Price::FREE), &budget);
         assert_eq!(f.basis, ForecastBasis::SimilarRuns);
         assert_eq!(f.runs, 3);
         // Per step 3, 4 and 4 calls: 12 to 16 for four steps.
@@ -686,24 +723,49 @@ mod tests {
             ..Budget::default()
         };
         assert_eq!(
-            forecast(4, &past, None, &tight).over_budget,
+            forecast(4, false, &past, None, &tight).over_budget,
             ["max_llm_calls"]
         );
-        assert_eq!(forecast(4, &past, None, &tight).cost, None);
-        // Too few similar runs: the plan's size.
-        let by_size = forecast(4, &past[..2], None, &budget);
+        assert_eq!(forecast(4, false, &past, None, &tight).cost, None);
+        // Too few similar runs: the plan's size, up to the turn limit a
+        // step (8 by default) and three calls more.
+        let by_size = forecast(4, false, &past[..2], None, &budget);
         assert_eq!(by_size.basis, ForecastBasis::PlanSize);
-        assert_eq!((by_size.calls.low, by_size.calls.high), (6.0, 14.0));
+        assert_eq!((by_size.calls.low, by_size.calls.high), (6.0, 35.0));
+    }
+
+    /// A run answered in words writes a step in a call or two; one with
+    /// tools may take its turn limit a step. Seen on the local model: a
+    /// one-step run with tools took 7 to 13 calls, one in words 1 or 2.
+    #[test]
+    fn a_forecast_from_the_plans_size_knows_a_step_in_words_from_one_with_tools() {
+        let budget = Budget::default();
+        let words = forecast(1, true, &[], None, &budget);
+        let tools = forecast(1, false, &[], None, &budget);
+        for calls in [1.0, 2.0] {
+            assert!(words.calls.contains(calls), "{:?}", words.calls);
+        }
+        for calls in [7.0, 11.0] {
+            assert!(tools.calls.contains(calls), "{:?}", tools.calls);
+            assert!(!words.calls.contains(calls), "{:?}", words.calls);
+        }
+        assert!(words.tokens.high < tools.tokens.high);
+        assert!(words.minutes.high < tools.minutes.high);
+        let fewer_turns = Budget {
+            max_turns: 2,
+            ..Budget::default()
+        };
+        assert_eq!(forecast(1, false, &[], None, &fewer_turns).calls.high, 5.0);
     }
 
     #[test]
     fn accuracy_is_the_share_of_runs_spending_inside_their_interval() {
         let budget = Budget::default();
-        let f = forecast(1, &[], None, &budget);
-        // Calls 3 to 5.
+        let f = forecast(1, false, &[], None, &budget);
+        // Calls 3 to 11.
         let pairs = vec![
             (f.clone(), spent(4, 4_000, 30, 0.0)),
-            (f.clone(), spent(9, 4_000, 30, 0.0)),
+            (f.clone(), spent(12, 4_000, 30, 0.0)),
         ];
         let a = accuracy(&pairs);
         assert_eq!(a.runs, 2);

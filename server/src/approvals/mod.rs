@@ -569,7 +569,9 @@ impl Approvals {
     }
 
     /// What `plan` (the plan of `run`) will likely cost: from the latest
-    /// finished runs of the same mode on the same model
+    /// finished runs of the same mode on the same model, answered the same
+    /// way (in words or with tools: a run in words spends a tenth of one
+    /// with tools, and a forecast of both together fitted neither)
     /// ([`FORECAST_FROM`] at most), or from its size when fewer than
     /// [`run_model::card::SIMILAR_RUNS`] are there; and whether it fits
     /// the run's budget.
@@ -582,12 +584,14 @@ impl Approvals {
             .runs
             .list_runs(Some(run_model::RunState::Done), None, 0, FORECAST_READ)
             .await?;
+        let in_words =
+            |r: &run_model::RunRecord| r.classification.as_ref().is_some_and(|c| c.in_words);
         let mut past = Vec::new();
         for other in done {
             if past.len() == FORECAST_FROM {
                 break;
             }
-            if other.id == run.id || other.model != run.model {
+            if other.id == run.id || other.model != run.model || in_words(&other) != in_words(run) {
                 continue;
             }
             let Some(id) = other.plan_id else { continue };
@@ -608,6 +612,7 @@ impl Approvals {
         let price = run.model.as_deref().and_then(|m| self.prices.price(m));
         Ok(run_model::card::forecast(
             plan.subtasks().len(),
+            in_words(run),
             &past,
             price,
             &run.config.budget,

@@ -7,6 +7,7 @@
 //! ```text
 //! cargo run -p server --release --bin task-eval -- [--set dev|heldout|all] [--category NAME]...
 //!     [--only ID]... [--fake] [--limit SECS] [--tasks FILE] [--keep] [--list]
+//!     [--at-once N] [--approve]
 //! ```
 //!
 //! The server runs in this process on a port of its own, with a fresh
@@ -35,6 +36,12 @@
 //! `--at-once N` starts N tasks together (in order, N in flight): the
 //! model queue's test on a real model; each task's time is its own, and
 //! the total is printed at the end.
+//! `--approve` starts every task with approval required and approves each
+//! plan as it is, the way a person who reads and agrees would: the card's
+//! forecast is kept on the approval record, and the report adds, per task,
+//! the forecast beside what the run spent and, at the end, how often the
+//! spend fell inside the forecast (`GET /api/approvals/forecasts`, the
+//! number issue 55 asks for on real runs).
 //!
 //! A task: `id`, `category`, `task` (the text a person types), `files`
 //! (names in `server/eval/files/`), `inline` (file name → contents, for
@@ -309,6 +316,46 @@ struct Outcome {
     mode: Option<String>,
     answer: String,
     steps: Vec<String>,
+    /// The forecast the plan was approved with, beside what the run spent
+    /// (with `--approve`, for a run that was approved).
+    forecast: Option<String>,
+}
+
+/// One measure's forecast and spend, `calls 3 in [2, 6] ✓`.
+fn against(name: &str, interval: &Value, spent: f64) -> String {
+    let (low, high) = (
+        interval["low"].as_f64().unwrap_or(f64::NAN),
+        interval["high"].as_f64().unwrap_or(f64::NAN),
+    );
+    let inside = spent >= low && spent <= high;
+    format!(
+        "{name} {spent:.1} in [{low:.1}, {high:.1}] {}",
+        if inside { "inside" } else { "OUTSIDE" }
+    )
+}
+
+/// The run's approved forecast beside its spend, in one line.
+fn forecast_line(view: &Value) -> Option<String> {
+    let forecast = view.get("forecast").filter(|f| !f.is_null())?;
+    let spent = &view["spent"];
+    let tokens = spent["prompt_tokens"].as_f64().unwrap_or(0.0)
+        + spent["completion_tokens"].as_f64().unwrap_or(0.0);
+    Some(format!(
+        "forecast ({}, {} runs): {}; {}; {}",
+        forecast["basis"].as_str().unwrap_or("?"),
+        forecast["runs"],
+        against(
+            "calls",
+            &forecast["calls"],
+            spent["llm_calls"].as_f64().unwrap_or(0.0)
+        ),
+        against("tokens", &forecast["tokens"], tokens),
+        against(
+            "minutes",
+            &forecast["minutes"],
+            spent["wall_ms"].as_f64().unwrap_or(0.0) / 60_000.0
+        ),
+    ))
 }
 
 /// A request that must succeed: its JSON body, or what it answered.
@@ -500,8 +547,9 @@ async fn run_task(
     files: &Path,
     task: &Task,
     limit: Duration,
+    approve_all: bool,
 ) -> Result<Outcome, String> {
-    let approval = !task.edits.is_empty();
+    let approval = approve_all || !task.edits.is_empty();
     let run = json!({"task": task.text, "approval_required": approval, "memory": false});
     let mut form = reqwest::multipart::Form::new().text("run", run.to_string());
     for name in &task.files {
@@ -653,6 +701,7 @@ async fn run_task(
         mode,
         answer,
         steps,
+        forecast: forecast_line(&view),
     })
 }
 
@@ -722,12 +771,14 @@ async fn main() -> Result<(), String> {
     // Tasks started together (the model queue's test on a real model);
     // each task's seconds are still its own, from its start.
     let mut at_once = 1usize;
+    let mut approve_all = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--fake" => fake = true,
             "--keep" => keep = true,
             "--list" => list = true,
+            "--approve" => approve_all = true,
             "--only" | "--id" => only.push(args.next().ok_or("--only takes a task id")?),
             "--category" => categories.push(args.next().ok_or("--category takes a name")?),
             "--set" => set = args.next().ok_or("--set takes dev, heldout or all")?,
@@ -803,7 +854,7 @@ async fn main() -> Result<(), String> {
     let mut outcomes = futures_util::stream::iter(
         tasks
             .iter()
-            .map(|(task, files)| run_task(&http, &base, files, task, limit)),
+            .map(|(task, files)| run_task(&http, &base, files, task, limit, approve_all)),
     )
     .buffered(at_once);
     for (task, _) in &tasks {
@@ -828,6 +879,9 @@ async fn main() -> Result<(), String> {
             "    answer: {}",
             plan_engine::text::prefix(&outcome.answer, 300).replace('\n', " ⏎ ")
         );
+        if let Some(line) = &outcome.forecast {
+            println!("    {line}");
+        }
         for step in &outcome.steps {
             println!("    {step}");
         }
@@ -841,6 +895,10 @@ async fn main() -> Result<(), String> {
             results.len(),
             started.elapsed().as_secs_f64()
         );
+    }
+    if approve_all {
+        let accuracy = get_json(&http, &format!("{base}/api/approvals/forecasts")).await?;
+        println!("forecasts: of {} finished runs approved with one, the share whose spend fell inside the interval: {accuracy}", accuracy["runs"]);
     }
     if keep {
         println!("kept: {}", dir.display());
@@ -922,6 +980,29 @@ mod tests {
         assert_eq!(picked(Pick::Last, &all), vec![(5u64, "b".to_string())]);
         assert!(picked(Pick::At(3), &all).is_empty());
         assert_eq!(picked(Pick::All, &all).len(), 2);
+    }
+
+    /// The forecast line marks each measure inside (edges included) or
+    /// outside its interval, and a run approved with no forecast has none.
+    #[test]
+    fn a_forecast_line_marks_each_measure_inside_or_outside() {
+        let view = json!({
+            "forecast": {
+                "basis": "plan_size", "runs": 0,
+                "calls": {"low": 2.0, "high": 6.0},
+                "tokens": {"low": 1000.0, "high": 3000.0},
+                "minutes": {"low": 0.5, "high": 2.0}
+            },
+            "spent": {"llm_calls": 6, "prompt_tokens": 3000, "completion_tokens": 1, "wall_ms": 20000}
+        });
+        let line = forecast_line(&view).unwrap();
+        assert!(line.contains("calls 6.0 in [2.0, 6.0] inside"), "{line}");
+        assert!(
+            line.contains("tokens 3001.0 in [1000.0, 3000.0] OUTSIDE"),
+            "{line}"
+        );
+        assert!(line.contains("minutes 0.3 in [0.5, 2.0] OUTSIDE"), "{line}");
+        assert!(forecast_line(&json!({"forecast": null, "spent": {}})).is_none());
     }
 
     #[test]
