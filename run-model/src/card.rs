@@ -485,35 +485,27 @@ pub fn forecast(
 /// (1 or 2 calls). The time ignores the model's queue: runs sharing a
 /// busy model wait, and the forecast from similar runs learns that.
 pub fn by_size(n: f64, in_words: bool, max_turns: u32) -> (Interval, Interval, Interval) {
-    if in_words {
-        let calls = Interval {
-            low: n,
-            high: 2.0 * n + 2.0,
-        };
-        let tokens = Interval {
-            low: calls.low * 200.0,
-            high: calls.high * 2_000.0,
-        };
-        let minutes = Interval {
-            low: n * 0.05,
-            high: n,
-        };
-        (calls, tokens, minutes)
+    // Per step: calls, and the calls beside the steps; tokens a call;
+    // minutes a step.
+    let (per_step, beside, per_call, minutes) = if in_words {
+        ((1.0, 2.0), (0.0, 2.0), (200.0, 2_000.0), (0.05, 1.0))
     } else {
-        let calls = Interval {
-            low: n + 2.0,
-            high: n * f64::from(max_turns.max(1)) + 3.0,
-        };
-        let tokens = Interval {
-            low: calls.low * 1_000.0,
-            high: calls.high * 4_000.0,
-        };
-        let minutes = Interval {
-            low: n * 0.1,
-            high: n * 2.0,
-        };
-        (calls, tokens, minutes)
-    }
+        let turns = f64::from(max_turns.max(1));
+        ((1.0, turns), (2.0, 3.0), (1_000.0, 4_000.0), (0.1, 2.0))
+    };
+    let calls = Interval {
+        low: n * per_step.0 + beside.0,
+        high: n * per_step.1 + beside.1,
+    };
+    let tokens = Interval {
+        low: calls.low * per_call.0,
+        high: calls.high * per_call.1,
+    };
+    let minutes = Interval {
+        low: n * minutes.0,
+        high: n * minutes.1,
+    };
+    (calls, tokens, minutes)
 }
 
 /// How often finished runs spent within their forecast's interval, per

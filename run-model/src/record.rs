@@ -122,6 +122,12 @@ impl SubtaskAttempts {
 }
 
 impl RunRecord {
+    /// Whether the classifier said the task is answered in words (no
+    /// tools, each step one writing turn); not before it was classified.
+    pub fn in_words(&self) -> bool {
+        self.classification.as_ref().is_some_and(|c| c.in_words)
+    }
+
     /// The attempts record of `subtask`, made when it has none.
     pub fn attempts_of(&mut self, subtask: plan_engine::SubtaskId) -> &mut SubtaskAttempts {
         match self.attempts.iter().position(|a| a.subtask == subtask) {

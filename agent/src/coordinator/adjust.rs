@@ -679,7 +679,7 @@ impl Driver {
             .collect();
         // Written in words (the rule `words_only`): the one step's text is
         // the answer, as written; a compiler would summarise a poem.
-        let in_words = self.run.classification.as_ref().is_some_and(|c| c.in_words);
+        let in_words = self.run.in_words();
         if let ([only], true) = (done.as_slice(), in_words) {
             if let Some(text) = only.outcome().filter(|t| !t.trim().is_empty()) {
                 return text.trim().to_string();

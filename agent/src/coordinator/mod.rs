@@ -413,12 +413,7 @@ impl Agent {
             drift_due: true,
             drift_len: 0,
         };
-        if driver
-            .run
-            .classification
-            .as_ref()
-            .is_some_and(|c| c.in_words)
-        {
+        if driver.run.in_words() {
             driver.words_only();
         }
         if let Err(why) = driver.go().await {

@@ -225,7 +225,7 @@ impl Driver {
         if self.run.config.plan.is_some() && comment.is_none() {
             return self.take_given(old).await;
         }
-        let in_words = self.run.classification.as_ref().is_some_and(|c| c.in_words);
+        let in_words = self.run.in_words();
         if in_words && comment.is_none() {
             let planned = self.words_plan();
             return self.propose(old, planned).await;

@@ -43,8 +43,7 @@ impl Driver {
             people_changes: self.people.clone(),
             earlier_failures: self.run.failures_of(id),
             taught: self.taught_for_step(plan, id),
-            written: crate::rules::on(&crate::rules::WORDS_WRITTEN_WHOLE)
-                && self.run.classification.as_ref().is_some_and(|c| c.in_words),
+            written: crate::rules::on(&crate::rules::WORDS_WRITTEN_WHOLE) && self.run.in_words(),
         }
     }
 

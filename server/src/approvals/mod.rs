@@ -584,14 +584,13 @@ impl Approvals {
             .runs
             .list_runs(Some(run_model::RunState::Done), None, 0, FORECAST_READ)
             .await?;
-        let in_words =
-            |r: &run_model::RunRecord| r.classification.as_ref().is_some_and(|c| c.in_words);
         let mut past = Vec::new();
         for other in done {
             if past.len() == FORECAST_FROM {
                 break;
             }
-            if other.id == run.id || other.model != run.model || in_words(&other) != in_words(run) {
+            if other.id == run.id || other.model != run.model || other.in_words() != run.in_words()
+            {
                 continue;
             }
             let Some(id) = other.plan_id else { continue };
@@ -612,7 +611,7 @@ impl Approvals {
         let price = run.model.as_deref().and_then(|m| self.prices.price(m));
         Ok(run_model::card::forecast(
             plan.subtasks().len(),
-            in_words(run),
+            run.in_words(),
             &past,
             price,
             &run.config.budget,

@@ -321,40 +321,32 @@ struct Outcome {
     forecast: Option<String>,
 }
 
-/// One measure's forecast and spend, `calls 3 in [2, 6] ✓`.
-fn against(name: &str, interval: &Value, spent: f64) -> String {
-    let (low, high) = (
-        interval["low"].as_f64().unwrap_or(f64::NAN),
-        interval["high"].as_f64().unwrap_or(f64::NAN),
-    );
-    let inside = spent >= low && spent <= high;
+/// One measure's forecast and spend, `calls 3.0 in [2.0, 6.0] inside`.
+fn against(name: &str, interval: run_model::card::Interval, spent: f64) -> String {
     format!(
-        "{name} {spent:.1} in [{low:.1}, {high:.1}] {}",
-        if inside { "inside" } else { "OUTSIDE" }
+        "{name} {spent:.1} in [{:.1}, {:.1}] {}",
+        interval.low,
+        interval.high,
+        if interval.contains(spent) {
+            "inside"
+        } else {
+            "OUTSIDE"
+        }
     )
 }
 
 /// The run's approved forecast beside its spend, in one line.
 fn forecast_line(view: &Value) -> Option<String> {
-    let forecast = view.get("forecast").filter(|f| !f.is_null())?;
-    let spent = &view["spent"];
-    let tokens = spent["prompt_tokens"].as_f64().unwrap_or(0.0)
-        + spent["completion_tokens"].as_f64().unwrap_or(0.0);
+    let forecast: run_model::Forecast =
+        serde_json::from_value(view.get("forecast")?.clone()).ok()?;
+    let spent: run_model::Spent = serde_json::from_value(view["spent"].clone()).ok()?;
     Some(format!(
         "forecast ({}, {} runs): {}; {}; {}",
-        forecast["basis"].as_str().unwrap_or("?"),
-        forecast["runs"],
-        against(
-            "calls",
-            &forecast["calls"],
-            spent["llm_calls"].as_f64().unwrap_or(0.0)
-        ),
-        against("tokens", &forecast["tokens"], tokens),
-        against(
-            "minutes",
-            &forecast["minutes"],
-            spent["wall_ms"].as_f64().unwrap_or(0.0) / 60_000.0
-        ),
+        forecast.basis.as_str(),
+        forecast.runs,
+        against("calls", forecast.calls, f64::from(spent.llm_calls)),
+        against("tokens", forecast.tokens, spent.tokens() as f64),
+        against("minutes", forecast.minutes, spent.wall_ms as f64 / 60_000.0),
     ))
 }
 
@@ -991,7 +983,8 @@ mod tests {
                 "basis": "plan_size", "runs": 0,
                 "calls": {"low": 2.0, "high": 6.0},
                 "tokens": {"low": 1000.0, "high": 3000.0},
-                "minutes": {"low": 0.5, "high": 2.0}
+                "minutes": {"low": 0.5, "high": 2.0},
+                "over_budget": [], "fits_budget": true
             },
             "spent": {"llm_calls": 6, "prompt_tokens": 3000, "completion_tokens": 1, "wall_ms": 20000}
         });
