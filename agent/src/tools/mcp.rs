@@ -226,14 +226,11 @@ impl ToolBox for McpTools {
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        params.arguments = arguments.as_object().cloned();
         let result = self
             .client
-            .call_tool(CallToolRequestParams {
-                meta: None,
-                name: name.to_string().into(),
-                arguments: arguments.as_object().cloned(),
-                task: None,
-            })
+            .call_tool(params)
             .await
             // The server or the connection failed, not the call: worth repeating.
             .map_err(|e| ToolError {

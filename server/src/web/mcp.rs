@@ -14,8 +14,13 @@
 //! hears `notifications/resources/updated` whenever the plan changes (a
 //! burst of changes is told once), and reads the new hint.
 //!
-//! Every protocol revision rmcp knows is spoken: a client gets the revision
-//! it asks for, or the newest one. Two HTTP details rmcp leaves open are
+//! rmcp 3.11 speaks it. Every revision it knows that keeps sessions is
+//! spoken (2024-11-05 to 2025-11-25): a client gets the revision it asks
+//! for, or the newest one; 2026-07-28 has no sessions, and a session here
+//! is an agent's active plan (see [`REVISIONS`]). rmcp's own Host
+//! allow-list and 4 MiB body limit give way to planboard's (the identity
+//! middleware's Host and Origin check, [`MCP_BODY_LIMIT`]), and a session
+//! is not closed for being idle. Two HTTP details rmcp leaves open are
 //! settled in [`router`]: ending a session answers 204 (the Python SDK
 //! reports rmcp's 202 as a failed termination), and an unknown
 //! `MCP-Protocol-Version` header is a 400, as the specification asks.
@@ -29,11 +34,13 @@ use axum::response::{IntoResponse, Response};
 use plan_engine::{Dialect, HintOptions};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    AnnotateAble, CallToolRequestParams, CallToolResult, Content, Implementation,
-    InitializeRequestParams, InitializeResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, RawResource, ReadResourceRequestParams,
-    ReadResourceResult, ResourceContents, ResourceUpdatedNotificationParam, ServerCapabilities,
-    ServerInfo, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams, ErrorCode, GetTaskParams,
+    GetTaskResult, Implementation, InputRequest, InputRequests, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    Task, TaskPayload, TaskStatus, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -53,6 +60,7 @@ use crate::web::api::extract::PAGE_LIMIT;
 use crate::web::api::memories::QUERY_CHARS;
 use crate::web::api::runs::StartRun;
 use crate::workspace::Workspaces;
+use run_model::{Need, RunState};
 
 #[derive(Clone)]
 pub struct PlanMcp {
@@ -452,11 +460,17 @@ fn start_run_schema() -> Value {
     schema
 }
 
-/// The revisions this server speaks, oldest first.
-const REVISIONS: [ProtocolVersion; 3] = [
+/// The revisions this server speaks, oldest first: every revision rmcp
+/// knows that keeps sessions. 2026-07-28 has none (SEP-2567: each request
+/// stands alone), and planboard's MCP session is what holds an agent's
+/// active plan and its settings, so a client that asks for 2026-07-28 is
+/// answered with 2025-11-25 at `initialize`, as the specification's
+/// negotiation allows.
+const REVISIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V_2024_11_05,
     ProtocolVersion::V_2025_03_26,
     ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
 ];
 
 /// The largest `/mcp` request body: `start_run`'s files at their limit,
@@ -526,6 +540,11 @@ pub fn service(
     workspaces: Arc<Workspaces>,
     cases: Arc<Cases>,
 ) -> StreamableHttpService<PlanMcp, LocalSessionManager> {
+    // A session lives until its client ends it (DELETE) or the server
+    // stops, as it did before rmcp closed idle ones after five minutes: an
+    // agent's session is its active plan, and an agent may think for longer.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = None;
     StreamableHttpService::new(
         move || {
             Ok(PlanMcp {
@@ -539,8 +558,13 @@ pub fn service(
                 subscriptions: Arc::default(),
             })
         },
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        Arc::new(sessions),
+        // planboard's own guards come first: the identity middleware checks
+        // Host and Origin for /mcp (web/mod.rs), and [`router`] bounds the
+        // body at [`MCP_BODY_LIMIT`], above rmcp's 4 MiB (start_run's files).
+        StreamableHttpServerConfig::default()
+            .with_max_request_body_bytes(MCP_BODY_LIMIT)
+            .disable_allowed_hosts(),
     )
 }
 
@@ -1024,40 +1048,7 @@ impl PlanMcp {
 
     async fn run_tool(&self, name: &str, args: Value, actor: &str) -> Result<String, ApiError> {
         let view = match name {
-            "start_run" => {
-                let mut args = args;
-                let files: Vec<McpFile> = match args.as_object_mut().and_then(|a| a.remove("files"))
-                {
-                    None | Some(Value::Null) => Vec::new(),
-                    Some(files) => serde_json::from_value(files)
-                        .map_err(|e| ApiError::BadRequest(format!("files: {e}")))?,
-                };
-                let body: StartRun = serde_json::from_value(args).map_err(bad_arguments)?;
-                let source = body.source.clone();
-                let template = body.template;
-                let config = body.into_config()?;
-                McpFile::check_sizes(&files).map_err(ApiError::TooLarge)?;
-                let uploads = files
-                    .into_iter()
-                    .map(McpFile::upload)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(ApiError::BadRequest)?;
-                let staged = match (uploads.is_empty(), source) {
-                    (true, None) => None,
-                    (false, None) => Some(self.workspaces.stage_uploads(uploads).await?),
-                    (true, Some(source)) => {
-                        Some(self.workspaces.stage_folder(&source, false).await?)
-                    }
-                    (false, Some(_)) => {
-                        return Err(ApiError::BadRequest(
-                            "give files or a source folder, not both".into(),
-                        ))
-                    }
-                };
-                self.runs
-                    .start_with(config, template, staged, actor, None)
-                    .await?
-            }
+            "start_run" => self.start_run(args, actor).await?,
             "replay_run" => {
                 let body: ReplayArgs = serde_json::from_value(args).map_err(bad_arguments)?;
                 let request = crate::runs::ReplayRequest {
@@ -1081,56 +1072,207 @@ impl PlanMcp {
                 self.runs.get(body.run_id).await?
             }
         };
-        let summary = serde_json::json!({
-            "run_id": view.record.id,
-            "plan_id": view.record.plan_id,
-            "state": view.record.state,
-            "reason": view.record.reason,
-            "mode": view.record.classification.as_ref().map(|c| c.mode),
-            "progress": view.progress,
-            "answer": view.record.answer,
-        });
-        Ok(summary.to_string())
+        Ok(run_summary(&view).to_string())
+    }
+
+    /// `start_run`: the run, started with the files given.
+    async fn start_run(&self, args: Value, actor: &str) -> Result<crate::runs::RunView, ApiError> {
+        let mut args = args;
+        let files: Vec<McpFile> = match args.as_object_mut().and_then(|a| a.remove("files")) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(files) => serde_json::from_value(files)
+                .map_err(|e| ApiError::BadRequest(format!("files: {e}")))?,
+        };
+        let body: StartRun = serde_json::from_value(args).map_err(bad_arguments)?;
+        let source = body.source.clone();
+        let template = body.template;
+        let config = body.into_config()?;
+        McpFile::check_sizes(&files).map_err(ApiError::TooLarge)?;
+        let uploads = files
+            .into_iter()
+            .map(McpFile::upload)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ApiError::BadRequest)?;
+        let staged = match (uploads.is_empty(), source) {
+            (true, None) => None,
+            (false, None) => Some(self.workspaces.stage_uploads(uploads).await?),
+            (true, Some(source)) => Some(self.workspaces.stage_folder(&source, false).await?),
+            (false, Some(_)) => {
+                return Err(ApiError::BadRequest(
+                    "give files or a source folder, not both".into(),
+                ))
+            }
+        };
+        Ok(self
+            .runs
+            .start_with(config, template, staged, actor, None)
+            .await?)
+    }
+
+    /// The task of a run (`tasks/get`): see [`task_of`].
+    async fn run_task(&self, task_id: &str, origin: &str) -> Result<DetailedTask, ApiError> {
+        let unknown =
+            || ApiError::NotFound(format!("no task {}", plan_engine::text::fit(task_id, 60)));
+        let id: run_model::RunId = task_id.parse().map_err(|_| unknown())?;
+        let view = self.runs.get(id).await.map_err(|_| unknown())?;
+        let waits = matches!(
+            view.record.state,
+            RunState::AwaitingApproval | RunState::Paused | RunState::Running
+        );
+        let needs: Vec<Need> = if waits {
+            let mut needs = self.runs.needs().await?;
+            needs.retain(|n| n.run_id == Some(id));
+            needs
+        } else {
+            Vec::new()
+        };
+        let times = match view.record.plan_id {
+            Some(plan) => {
+                self.service
+                    .read(plan, |p| (p.created_at(), p.updated_at()))
+                    .await
+            }
+            None => None,
+        };
+        let now = chrono::Utc::now();
+        let (created, updated) = times.unwrap_or((now, now));
+        Ok(task_of(&view, &needs, origin, created, updated))
     }
 }
 
+/// How often a client should ask after a run's task (`pollIntervalMs`): a
+/// run's steps take seconds to minutes.
+const TASK_POLL_MS: u64 = 2_000;
+
+/// A run as an MCP task (the Tasks extension, SEP-2663; the task's id is
+/// the run's). Classifying, planning and running are `working`. A run that
+/// waits for a person (its plan's approval, the agent's question, a
+/// guarded call, a pause) is `input_required`, each thing it waits for a
+/// URL elicitation whose address is where a person acts on it on the
+/// board: the decision is a person's, not the calling agent's (which may
+/// still act through planboard's tools, `approve_plan` and
+/// `decide_call`, as any client may). Done is `completed` with
+/// `get_run`'s answer as the tool's result; failed is `failed` with the
+/// run's reason; cancelled is `cancelled`.
+fn task_of(
+    view: &crate::runs::RunView,
+    needs: &[Need],
+    origin: &str,
+    created: chrono::DateTime<chrono::Utc>,
+    updated: chrono::DateTime<chrono::Utc>,
+) -> DetailedTask {
+    let record = &view.record;
+    let reason = record.reason.clone().unwrap_or_default();
+    let plan_href = record
+        .plan_id
+        .map_or_else(|| "/inbox".to_string(), |p| format!("/plans/{p}"));
+    let elicit = |key: String, message: String, href: &str| {
+        let request = ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message,
+            url: format!("{origin}{href}"),
+            elicitation_id: key.clone(),
+        });
+        (key, InputRequest::Elicitation(request))
+    };
+    let waiting = match record.state {
+        RunState::AwaitingApproval | RunState::Paused => true,
+        RunState::Running => !needs.is_empty(),
+        _ => false,
+    };
+    let (payload, message) = match record.state {
+        RunState::Done => {
+            let answer =
+                CallToolResult::success(vec![ContentBlock::text(run_summary(view).to_string())]);
+            let result =
+                serde_json::to_value(answer).map_or_else(|_| serde_json::Map::new(), object);
+            (TaskPayload::Completed { result }, "done".to_string())
+        }
+        RunState::Failed => {
+            let error = serde_json::json!({
+                "code": ErrorCode::INTERNAL_ERROR.0,
+                "message": format!("the run failed: {reason}"),
+                "data": run_summary(view),
+            });
+            let error = object(error);
+            (TaskPayload::Failed { error }, format!("failed: {reason}"))
+        }
+        RunState::Cancelled => (TaskPayload::Cancelled, format!("cancelled: {reason}")),
+        _ if waiting => {
+            let mut input_requests: InputRequests = needs
+                .iter()
+                .enumerate()
+                .map(|(i, need)| elicit(format!("need-{i}"), need.text.clone(), &need.href))
+                .collect();
+            if input_requests.is_empty() {
+                let why = if record.state == RunState::AwaitingApproval {
+                    "the plan waits for a person's approval".to_string()
+                } else {
+                    format!("the run is paused: {reason}")
+                };
+                input_requests.extend([elicit("run".into(), why, &plan_href)]);
+            }
+            let message = needs
+                .first()
+                .map_or_else(|| format!("{}: {reason}", record.state), |n| n.text.clone());
+            (TaskPayload::InputRequired { input_requests }, message)
+        }
+        _ => (
+            TaskPayload::Working,
+            format!(
+                "{}: {} of {} subtasks done",
+                record.state, view.progress.done, view.progress.total
+            ),
+        ),
+    };
+    let task = Task::new(
+        record.id.to_string(),
+        TaskStatus::Working,
+        created.to_rfc3339(),
+        updated.to_rfc3339(),
+    )
+    .with_poll_interval_ms(TASK_POLL_MS)
+    .with_status_message(plan_engine::text::fit(&message, Need::TEXT_CHARS));
+    DetailedTask::new(task, payload)
+}
+
+/// What `get_run` answers about a run.
+fn run_summary(view: &crate::runs::RunView) -> Value {
+    serde_json::json!({
+        "run_id": view.record.id,
+        "plan_id": view.record.plan_id,
+        "state": view.record.state,
+        "reason": view.record.reason,
+        "mode": view.record.classification.as_ref().map(|c| c.mode),
+        "progress": view.progress,
+        "answer": view.record.answer,
+    })
+}
+
 impl ServerHandler for PlanMcp {
-    fn get_info(&self) -> ServerInfo {
-        ServerInfo {
-            capabilities: ServerCapabilities::builder()
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_tasks()
                 .build(),
-            server_info: Implementation {
-                name: "planboard".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                ..Implementation::default()
-            },
-            instructions: Some(
-                "planboard keeps your plan: create_plan first, then start_subtask / complete_subtask as you work; \
-                 get_hint says what to do next, search_memory what the team learned before. \
-                 Every tool works on this session's active plan unless you pass plan_id. \
-                 People watch and may edit the plan on the board; call get_plan when unsure."
-                    .into(),
-            ),
-            ..ServerInfo::default()
-        }
+        )
+        .with_protocol_version(REVISIONS[REVISIONS.len() - 1].clone())
+        .with_server_info(Implementation::new("planboard", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "planboard keeps your plan: create_plan first, then start_subtask / complete_subtask as you work; \
+             get_hint says what to do next, search_memory what the team learned before. \
+             Every tool works on this session's active plan unless you pass plan_id. \
+             People watch and may edit the plan on the board; call get_plan when unsure.",
+        )
     }
 
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        let mut info = self.get_info();
-        let newest = REVISIONS[REVISIONS.len() - 1].clone();
-        info.protocol_version = if REVISIONS.contains(&request.protocol_version) {
-            request.protocol_version
-        } else {
-            newest
-        };
-        Ok(info)
+    /// rmcp's negotiation over these: a client gets the revision it asks
+    /// for, or the newest of them.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&REVISIONS)
     }
 
     async fn list_tools(
@@ -1146,35 +1288,28 @@ impl ServerHandler for PlanMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let hint = RawResource {
-            title: Some("The hint for this session's plan".into()),
-            description: Some(
+        let hint = Resource::new(SESSION_HINT_URI, "hint")
+            .with_title("The hint for this session's plan")
+            .with_description(
                 "What to do next on this session's active plan, as get_hint answers it (the \
                  plan's language, its bounded window). Subscribe to hear when the plan changes. \
-                 Any plan's hint is planboard://plans/{id}/hint."
-                    .into(),
-            ),
-            mime_type: Some("text/plain".into()),
-            ..RawResource::new(SESSION_HINT_URI, "hint")
-        };
-        Ok(ListResourcesResult::with_all_items(vec![
-            hint.no_annotation()
-        ]))
+                 Any plan's hint is planboard://plans/{id}/hint.",
+            )
+            .with_mime_type("text/plain");
+        Ok(ListResourcesResult::with_all_items(vec![hint]))
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResult, McpError> {
+    ) -> Result<ReadResourceResponse, McpError> {
         let of = HintOf::of(&request.uri).ok_or_else(|| unknown_resource(&request.uri))?;
         let text = self
             .hint(of)
             .await
             .ok_or_else(|| unknown_resource(&request.uri))?;
-        Ok(ReadResourceResult {
-            contents: vec![ResourceContents::text(text, request.uri)],
-        })
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri)]).into())
     }
 
     /// Follows the plan the resource is about: each change (a burst told
@@ -1211,7 +1346,7 @@ impl ServerHandler for PlanMcp {
                 // The rest of a burst (a step's several events) is the
                 // same news.
                 while let Ok(_) | Err(TryRecvError::Lagged(_)) = changes.try_recv() {}
-                let note = ResourceUpdatedNotificationParam { uri: told.clone() };
+                let note = ResourceUpdatedNotificationParam::new(told.clone());
                 if peer.notify_resource_updated(note).await.is_err() {
                     return;
                 }
@@ -1244,25 +1379,26 @@ impl ServerHandler for PlanMcp {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        // The identity middleware ran on the HTTP request that carried this call.
-        // Recorded as the identity acting through its MCP client
-        // (`alice · claude-code`), so the timeline tells agents from people.
-        let client = context
-            .peer
-            .peer_info()
-            .map_or_else(|| "mcp".to_string(), |info| info.client_info.name.clone());
-        let who = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Identity>());
-        let actor = who.map_or_else(
-            || format!("mcp · {client}"),
-            |who| who.clone().acting_as(&client).actor(),
-        );
+    ) -> Result<CallToolResponse, McpError> {
+        let (actor, who) = acting(&context);
         // Without an identity (the middleware always puts one), the least.
-        let rights = who.map_or(ToolRights::Operator, crate::web::api::tools::rights);
+        let rights = who
+            .as_ref()
+            .map_or(ToolRights::Operator, crate::web::api::tools::rights);
         let args = request.arguments.map_or(Value::Null, Value::Object);
+        // A client that speaks the Tasks extension gets the run as a task
+        // at once, and follows it with tasks/get.
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        if tasks && request.name == "start_run" {
+            let view = match self.start_run(args, &actor).await {
+                Ok(view) => view,
+                Err(refused) => return answered(Err(refused)),
+            };
+            let task = task_of(&view, &[], "", chrono::Utc::now(), chrono::Utc::now()).task;
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
         if REVIEW_TOOLS.contains(&request.name.as_ref()) {
             let answer = self.review_tool(&request.name, args, &actor).await;
             return answered(answer.map(|text| (text, true)));
@@ -1305,6 +1441,97 @@ impl ServerHandler for PlanMcp {
                 .map_err(ApiError::from),
         )
     }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        match self.run_task(&request.task_id, &origin(&context)).await {
+            Ok(task) => Ok(GetTaskResult::new(task)),
+            Err(e) => Err(task_error(e)),
+        }
+    }
+
+    /// The answers to a task's elicitations: each asked a person to act on
+    /// the board, so there is nothing to take in; a known task is
+    /// acknowledged.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.run_task(&request.task_id, &origin(&context))
+            .await
+            .map(|_| ())
+            .map_err(task_error)
+    }
+
+    /// Cancels the run, as its Cancel button does.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let (actor, _) = acting(&context);
+        let unknown = || {
+            ApiError::NotFound(format!(
+                "no task {}",
+                plan_engine::text::fit(&request.task_id, 60)
+            ))
+        };
+        let id: run_model::RunId = request.task_id.parse().map_err(|_| task_error(unknown()))?;
+        match self.runs.cancel(id, &actor).await {
+            Ok(_) => Ok(()),
+            Err(crate::runs::RunError::NotFound(_)) => Err(task_error(unknown())),
+            Err(e) => Err(task_error(e.into())),
+        }
+    }
+}
+
+/// Who acts in a call: the identity the middleware put on the HTTP request
+/// that carried it, recorded as acting through its MCP client (`alice ·
+/// claude-code`) so the timeline tells agents from people.
+fn acting(context: &RequestContext<RoleServer>) -> (String, Option<Identity>) {
+    let client = context
+        .client_info()
+        .map_or_else(|| "mcp".to_string(), |info| info.name);
+    let who = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Identity>())
+        .cloned();
+    let actor = who.as_ref().map_or_else(
+        || format!("mcp · {client}"),
+        |who| who.clone().acting_as(&client).actor(),
+    );
+    (actor, who)
+}
+
+/// The board's origin as the client reached it, for the addresses a task
+/// sends a person to (the Host the identity middleware already checked).
+fn origin(context: &RequestContext<RoleServer>) -> String {
+    let parts = context.extensions.get::<axum::http::request::Parts>();
+    let header = |name: &str| {
+        parts
+            .and_then(|p| p.headers.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let scheme = header("x-forwarded-proto")
+        .filter(|s| s == "https")
+        .unwrap_or_else(|| "http".into());
+    header("host").map_or_else(String::new, |host| format!("{scheme}://{host}"))
+}
+
+/// A task method's failure through the API's mapping: an unknown task is
+/// invalid params (-32602, as the Tasks extension asks), the server's own
+/// failure an internal error without the store's words.
+fn task_error(e: ApiError) -> McpError {
+    match e {
+        ApiError::NotFound(message) => McpError::invalid_params(message, None),
+        e => McpError::internal_error(e.message(), Some(serde_json::json!({"error": e.code()}))),
+    }
 }
 
 /// Arguments that do not fit the tool's schema.
@@ -1317,16 +1544,16 @@ fn bad_arguments(e: serde_json::Error) -> ApiError {
 /// the tool's error with the API's sentence; the server's own failure (a
 /// 5xx: the store, anything else) is a protocol error with the API's
 /// generic sentence, never the store's words.
-fn answered(answer: Result<(String, bool), ApiError>) -> Result<CallToolResult, McpError> {
+fn answered(answer: Result<(String, bool), ApiError>) -> Result<CallToolResponse, McpError> {
     match answer {
-        Ok((text, true)) => Ok(CallToolResult::success(vec![Content::text(text)])),
-        Ok((text, false)) => Ok(CallToolResult::error(vec![Content::text(text)])),
+        Ok((text, true)) => Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into()),
+        Ok((text, false)) => Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
         Err(e) if e.status().is_server_error() => Err(McpError::internal_error(
             e.message(),
             Some(serde_json::json!({"error": e.code()})),
         )),
-        Err(refused) => Ok(CallToolResult::error(vec![Content::text(
-            refused.message(),
-        )])),
+        Err(refused) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text(refused.message())]).into())
+        }
     }
 }

@@ -10,12 +10,9 @@ use crate::auth::token_mode;
 use crate::support::TestServer;
 
 pub(crate) fn params(name: &'static str, args: Value) -> CallToolRequestParams {
-    CallToolRequestParams {
-        meta: None,
-        name: name.into(),
-        arguments: args.as_object().cloned(),
-        task: None,
-    }
+    let mut params = CallToolRequestParams::new(name);
+    params.arguments = args.as_object().cloned();
+    params
 }
 
 pub(crate) fn text(result: &rmcp::model::CallToolResult) -> String {
@@ -158,14 +155,20 @@ async fn initialize(server: &TestServer, revision: &str) -> (String, String) {
 }
 
 #[tokio::test]
-async fn mcp_speaks_every_revision_rmcp_knows_and_ends_a_session_with_204() {
+async fn mcp_speaks_every_revision_with_sessions_up_to_2025_11_25_and_ends_a_session_with_204() {
     let server = TestServer::start().await;
-    for revision in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+    for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let (_, chosen) = initialize(&server, revision).await;
         assert_eq!(chosen, revision, "a known revision is the one spoken");
     }
+    // 2026-07-28 has no sessions, and a session is an agent's active plan.
+    let (_, chosen) = initialize(&server, "2026-07-28").await;
+    assert_eq!(
+        chosen, "2025-11-25",
+        "the sessionless revision gets the newest with sessions"
+    );
     let (session, chosen) = initialize(&server, "2099-01-01").await;
-    assert_eq!(chosen, "2025-06-18", "an unknown revision gets the newest");
+    assert_eq!(chosen, "2025-11-25", "an unknown revision gets the newest");
 
     let unknown = server
         .client
@@ -523,6 +526,9 @@ fn resource_text(read: &rmcp::model::ReadResourceResult) -> String {
 /// resource, and a client that subscribed to it is told when the plan
 /// changes (its own changes and a person's on the board alike).
 #[tokio::test]
+// `resources/subscribe` is how the revisions with sessions (all this
+// server speaks) follow a resource; rmcp marks it legacy for 2026-07-28.
+#[allow(deprecated)]
 async fn an_mcp_client_subscribed_to_the_plan_hint_hears_when_the_plan_changes() {
     use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
     let server = token_mode().await.with_token(crate::auth::OPERATOR);
@@ -540,15 +546,12 @@ async fn an_mcp_client_subscribed_to_the_plan_hint_hears_when_the_plan_changes()
     assert!(
         resources
             .iter()
-            .any(|r| r.raw.uri == "planboard://session/hint"),
+            .any(|r| r.uri == "planboard://session/hint"),
         "{resources:?}"
     );
     let hint = "planboard://session/hint".to_string();
     client
-        .subscribe(SubscribeRequestParams {
-            meta: None,
-            uri: hint.clone(),
-        })
+        .subscribe(SubscribeRequestParams::new(hint.clone()))
         .await
         .expect("subscribed");
     let created = client
@@ -565,10 +568,7 @@ async fn an_mcp_client_subscribed_to_the_plan_hint_hears_when_the_plan_changes()
         .unwrap();
     assert_eq!(uri, hint);
     let read = client
-        .read_resource(ReadResourceRequestParams {
-            meta: None,
-            uri: hint.clone(),
-        })
+        .read_resource(ReadResourceRequestParams::new(hint.clone()))
         .await
         .unwrap();
     assert!(
@@ -597,18 +597,139 @@ async fn an_mcp_client_subscribed_to_the_plan_hint_hears_when_the_plan_changes()
     assert_eq!(again, hint);
     // A plan's own hint, by its id; an unknown resource is an error.
     let by_id = client
-        .read_resource(ReadResourceRequestParams {
-            meta: None,
-            uri: format!("planboard://plans/{id}/hint"),
-        })
+        .read_resource(ReadResourceRequestParams::new(format!(
+            "planboard://plans/{id}/hint"
+        )))
         .await
         .unwrap();
     assert!(resource_text(&by_id).contains("measure the room"));
     assert!(client
-        .read_resource(ReadResourceRequestParams {
-            meta: None,
-            uri: "planboard://nothing".into(),
-        })
+        .read_resource(ReadResourceRequestParams::new("planboard://nothing"))
         .await
         .is_err());
+}
+
+/// rmcp's own defaults since 1.x would refuse two things planboard serves:
+/// a `Host` other than a loopback name (the board behind a proxy, named in
+/// `PLANBOARD_ALLOWED_HOSTS`; planboard's own guard decides) and a body
+/// over 4 MiB (`start_run`'s files go up to [`MCP_BODY_LIMIT`]).
+#[tokio::test]
+async fn mcp_answers_on_a_host_the_operator_named_and_takes_a_body_over_4_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = server::config::Config {
+        allowed_hosts: vec!["board.example".into()],
+        ..server::config::Config::defaults(
+            format!("sqlite://{}", dir.path().join("mcp-host.db").display()),
+            crate::support::local(),
+        )
+    };
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = server
+            .client
+            .post(server.url("/mcp"))
+            .header("host", "board.example")
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request.send()
+    };
+    let opened = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "behind-a-proxy", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(opened.status(), 200, "{:?}", opened.text().await);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let ready = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    assert!(ready.status().is_success(), "{}", ready.status());
+    // 5 MiB of a plan's title: too long for a plan (the tool says so),
+    // not too long for the transport.
+    let title = "t".repeat(5 * 1024 * 1024);
+    let big = post(
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "create_plan", "arguments": {"title": title, "subtasks": [{"name": "a"}]}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(big.status(), 200);
+    let body = big.text().await.unwrap();
+    assert!(
+        body.contains("\"isError\":true") && body.contains("title"),
+        "the tool's own refusal: {}",
+        &body[body.len().saturating_sub(600)..]
+    );
+}
+
+/// `end2end/mcp-sdk-client.mjs`: the official TypeScript SDK's client
+/// (`scripts/test` names it in `PLANBOARD_TEST_MCP_SDK_CLIENT`).
+fn sdk_client() -> Option<String> {
+    match std::env::var("PLANBOARD_TEST_MCP_SDK_CLIENT") {
+        Ok(path) => {
+            assert!(
+                std::path::Path::new(&path).is_file(),
+                "PLANBOARD_TEST_MCP_SDK_CLIENT names no file: {path}"
+            );
+            Some(path)
+        }
+        Err(_) => {
+            eprintln!("skipped: PLANBOARD_TEST_MCP_SDK_CLIENT is not set (scripts/test sets it)");
+            None
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_official_typescript_sdk_client_plans_over_mcp_at_2025_11_25_and_at_2025_06_18() {
+    let Some(script) = sdk_client() else { return };
+    let server = TestServer::start().await;
+    for revision in ["2025-11-25", "2025-06-18"] {
+        let output = tokio::process::Command::new("node")
+            .arg(&script)
+            .arg(server.url("/mcp"))
+            .arg(revision)
+            .output()
+            .await
+            .expect("node runs");
+        assert!(
+            output.status.success(),
+            "{revision}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let said: Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
+        assert_eq!(said["negotiated"], revision, "{said}");
+        assert!(
+            said["tools"].to_string().contains("\"start_run\""),
+            "{said}"
+        );
+        assert_eq!(said["created"]["isError"], false, "{said}");
+        assert!(
+            said["hint"].as_str().unwrap().contains("measure the room"),
+            "{said}"
+        );
+        assert!(
+            said["resource"]
+                .as_str()
+                .unwrap()
+                .contains("measure the room"),
+            "{said}"
+        );
+        assert_eq!(said["ended"], "terminated", "{said}");
+    }
 }

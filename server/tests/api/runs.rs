@@ -350,11 +350,10 @@ async fn another_agent_delegates_a_whole_task_over_mcp() {
     let client = ().serve(transport).await.expect("MCP session");
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "start_run"));
-    let call = |name: &'static str, args: Value| CallToolRequestParams {
-        meta: None,
-        name: name.into(),
-        arguments: args.as_object().cloned(),
-        task: None,
+    let call = |name: &'static str, args: Value| {
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = args.as_object().cloned();
+        params
     };
     let text = |r: &rmcp::model::CallToolResult| -> Value {
         let t: String = r
@@ -397,6 +396,130 @@ async fn another_agent_delegates_a_whole_task_over_mcp() {
         view["started_by"].as_str().unwrap().contains("tester"),
         "{view}"
     );
+}
+
+/// An MCP client that speaks the Tasks extension (SEP-2663).
+struct TasksClient;
+
+impl rmcp::ClientHandler for TasksClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_tasks()
+                .build(),
+            rmcp::model::Implementation::new("tasks-client", "1"),
+        )
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_client_follows_a_run_as_a_task_through_its_approval_to_the_answer() {
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, InputRequest,
+        TaskPayload, TaskStatus,
+    };
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::ServiceExt;
+    let fake = FakeOpenAi::start().await;
+    let server = server_with(&fake).await;
+    let transport = StreamableHttpClientTransport::from_uri(server.url("/mcp"));
+    let client = TasksClient.serve(transport).await.expect("MCP session");
+    let start = |task: &str| {
+        let mut params = CallToolRequestParams::new("start_run");
+        params.arguments = json!({"task": task, "approval_required": true})
+            .as_object()
+            .cloned();
+        params
+    };
+    let CallToolResponse::Task(created) = client
+        .call_tool_once(start("Look up the weather in Shanghai"))
+        .await
+        .unwrap()
+    else {
+        panic!("start_run answers a task to a client of the Tasks extension")
+    };
+    let run = created.task.task_id.clone();
+    assert!(
+        server.get(&format!("/api/runs/{run}")).await.0.is_success(),
+        "the task is the run"
+    );
+    let follow = |want: TaskStatus| {
+        let (client, run) = (&client, run.clone());
+        async move {
+            for _ in 0..400 {
+                let got = client
+                    .get_task(GetTaskParams::new(run.clone()))
+                    .await
+                    .unwrap();
+                if got.task.status() == want {
+                    return got.task;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            panic!("the task never became {want:?}")
+        }
+    };
+    // Waiting for the plan's approval: a person's to give, on the board.
+    let waiting = follow(TaskStatus::InputRequired).await;
+    let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
+        unreachable!()
+    };
+    let plan = server.get(&format!("/api/runs/{run}")).await.1["plan_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let asks = serde_json::to_value(input_requests).unwrap().to_string();
+    assert!(
+        input_requests
+            .values()
+            .all(|r| matches!(r, InputRequest::Elicitation(_)))
+            && asks.contains(&format!("/plans/{plan}"))
+            && asks.contains("\"mode\":\"url\""),
+        "each thing the run waits for is the board's address: {asks}"
+    );
+    let (status, body) = server
+        .post(&format!("/api/plans/{plan}/approve"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let done = follow(TaskStatus::Completed).await;
+    let TaskPayload::Completed { result } = &done.payload else {
+        unreachable!()
+    };
+    assert!(
+        Value::Object(result.clone())
+            .to_string()
+            .contains("the final answer"),
+        "the result is get_run's answer: {result:?}"
+    );
+
+    // Cancelled through the task, as by the run's Cancel button.
+    let CallToolResponse::Task(second) = client
+        .call_tool_once(start("Look up the weather in Paris"))
+        .await
+        .unwrap()
+    else {
+        panic!("a task again")
+    };
+    client
+        .cancel_task(CancelTaskParams::new(second.task.task_id.clone()))
+        .await
+        .unwrap();
+    let view = wait_for(&server, &second.task.task_id, "cancelled").await;
+    assert_eq!(view["plan_state"], "abandoned", "{view}");
+    let cancelled = client
+        .get_task(GetTaskParams::new(second.task.task_id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(cancelled.task.status(), TaskStatus::Cancelled);
+    // A task that is no run is an error, not a crash or another's run.
+    assert!(client
+        .get_task(GetTaskParams::new(uuid::Uuid::new_v4().to_string()))
+        .await
+        .is_err());
+    assert!(client
+        .get_task(GetTaskParams::new("not a run"))
+        .await
+        .is_err());
 }
 
 #[tokio::test]
