@@ -168,6 +168,22 @@ ensure_schemathesis() {
   SCHEMATHESIS="$venv/bin/st"
 }
 
+# MCP's official Python SDK from PyPI, in a venv under target/ (pinned: its
+# client speaks 2026-07-28 first and falls back), for the server's MCP tests.
+MCP_PYTHON_SDK_VERSION="2.3.0"
+ensure_mcp_python_sdk() {
+  local venv="$ROOT/target/mcp-python-venv"
+  if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('mcp') == '$MCP_PYTHON_SDK_VERSION'" 2>/dev/null; then
+    step "installing MCP's Python SDK $MCP_PYTHON_SDK_VERSION in target/mcp-python-venv"
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+      apt_install python3-venv
+      python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_PYTHON_SDK_VERSION"
+  fi
+  MCP_PYTHON="$venv/bin/python"
+}
+
 # A model out of the box (scripts/run only). Unless a model is configured
 # (PLANBOARD_LLM_MODEL) or the operator said PLANBOARD_LLM=none: use a
 # local model server found on its default port (Ollama 11434, llama.cpp

@@ -733,3 +733,65 @@ async fn the_official_typescript_sdk_client_plans_over_mcp_at_2025_11_25_and_at_
         assert_eq!(said["ended"], "terminated", "{said}");
     }
 }
+
+/// MCP's official Python SDK's client: the Python with the SDK
+/// (`PLANBOARD_TEST_MCP_PYTHON`) and `end2end/mcp-sdk-client.py`
+/// (`PLANBOARD_TEST_MCP_PY_CLIENT`); `scripts/test` names both.
+fn python_client() -> Option<(String, String)> {
+    match (
+        std::env::var("PLANBOARD_TEST_MCP_PYTHON"),
+        std::env::var("PLANBOARD_TEST_MCP_PY_CLIENT"),
+    ) {
+        (Ok(python), Ok(script)) => {
+            assert!(
+                std::path::Path::new(&script).is_file(),
+                "PLANBOARD_TEST_MCP_PY_CLIENT names no file: {script}"
+            );
+            Some((python, script))
+        }
+        _ => {
+            eprintln!("skipped: PLANBOARD_TEST_MCP_PYTHON is not set (scripts/test sets it)");
+            None
+        }
+    }
+}
+
+/// The Python SDK's client asks for 2026-07-28 first (`server/discover`),
+/// which has no sessions; it gets 2025-11-25 and keeps a session, so its
+/// plan is the session's active plan as for any other client.
+#[tokio::test]
+async fn the_official_python_sdk_client_of_2026_07_28_falls_back_to_2025_11_25_and_plans() {
+    let Some((python, script)) = python_client() else {
+        return;
+    };
+    let server = TestServer::start().await;
+    let output = tokio::process::Command::new(python)
+        .arg(&script)
+        .arg(server.url("/mcp"))
+        .output()
+        .await
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let said: Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
+    assert_eq!(said["negotiated"], "2025-11-25", "{said}");
+    assert!(
+        said["tools"].to_string().contains("\"start_run\""),
+        "{said}"
+    );
+    assert_eq!(said["created"]["isError"], false, "{said}");
+    assert!(
+        said["hint"].as_str().unwrap().contains("measure the room"),
+        "the session's active plan: {said}"
+    );
+    assert!(
+        said["resource"]
+            .as_str()
+            .unwrap()
+            .contains("measure the room"),
+        "{said}"
+    );
+}
