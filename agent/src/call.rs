@@ -332,7 +332,10 @@ impl Caller {
         let request = ChatRequest {
             role,
             messages,
-            shape: Shape::Json { name, schema },
+            shape: Shape::Json {
+                name,
+                schema: std::sync::Arc::new(schema),
+            },
             max_tokens,
         };
         self.structured(request, subtask, |r| protocol::parse::<T>(&r.content))
@@ -397,12 +400,12 @@ impl Caller {
         }
         let shape = if native {
             Shape::Tools {
-                functions: protocol::action_functions(tools, offered),
+                functions: std::sync::Arc::new(protocol::action_functions(tools, offered)),
             }
         } else {
             Shape::Json {
                 name: "action",
-                schema: protocol::action_schema(tools, offered),
+                schema: std::sync::Arc::new(protocol::action_schema(tools, offered)),
             }
         };
         *cached = Some(ActionShape {
@@ -446,12 +449,12 @@ mod tests {
     fn fresh(tools: &[ToolSpec], offered: protocol::Actions, native: bool) -> Shape {
         if native {
             Shape::Tools {
-                functions: protocol::action_functions(tools, offered),
+                functions: std::sync::Arc::new(protocol::action_functions(tools, offered)),
             }
         } else {
             Shape::Json {
                 name: "action",
-                schema: protocol::action_schema(tools, offered),
+                schema: std::sync::Arc::new(protocol::action_schema(tools, offered)),
             }
         }
     }

@@ -86,15 +86,25 @@ plan_engine::wire_enum! {
     }
 }
 
-/// The shape the answer must have.
+/// The shape the answer must have. The schemas are shared, not copied:
+/// the executor asks with the same action schema turn after turn (a few
+/// kilobytes of JSON), and a deep copy of it per turn was 4 % of the
+/// orchestration's instructions in the agent bench (serde_json keeps
+/// objects as hash maps in insertion order here, see docs/agents-acp.md,
+/// so a copy rebuilds every table).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
     /// Free text.
     Text,
     /// `response_format: json_schema` with this name and schema.
-    Json { name: &'static str, schema: Value },
+    Json {
+        name: &'static str,
+        schema: std::sync::Arc<Value>,
+    },
     /// Native tool calls: one function per action, OpenAI function specs.
-    Tools { functions: Vec<Value> },
+    Tools {
+        functions: std::sync::Arc<Vec<Value>>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

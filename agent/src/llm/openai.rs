@@ -371,7 +371,7 @@ impl OpenAiLlm {
             Shape::Json { name, schema } => {
                 body["response_format"] = json!({
                     "type": "json_schema",
-                    "json_schema": {"name": name, "schema": schema, "strict": true},
+                    "json_schema": {"name": name, "schema": schema.as_ref(), "strict": true},
                 });
             }
             Shape::Tools { functions } => {

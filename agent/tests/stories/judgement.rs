@@ -11,7 +11,7 @@ use serde_json::json;
 fn offered_tools(request: &agent::llm::ChatRequest) -> String {
     match &request.shape {
         Shape::Json { schema, .. } => schema.to_string(),
-        Shape::Tools { functions } => serde_json::to_string(functions).unwrap(),
+        Shape::Tools { functions } => serde_json::to_string(functions.as_slice()).unwrap(),
         Shape::Text => String::new(),
     }
 }
