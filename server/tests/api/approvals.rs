@@ -1005,3 +1005,42 @@ async fn an_mcp_client_approves_a_plan_with_a_grant_decides_a_guarded_call_and_r
         .any(|r| r["kind"] == "plan" && r["note"] == "over MCP"));
     mcp.cancel().await.ok();
 }
+
+/// A run answered in words takes one or two calls a step, one with tools
+/// up to its turn limit: a forecast read from the one kind fits neither
+/// (issue 55's measured forecast). Similar runs are those of the same mode
+/// and model answered the same way.
+#[tokio::test]
+async fn a_forecast_reads_only_the_finished_runs_answered_the_same_way() {
+    let fake = FakeOpenAi::start().await;
+    let server = server_on(&fake, None).await;
+    for task in [
+        "Write a haiku about plans",
+        "Write a short poem about rivers",
+        "Write a limerick about a cat",
+    ] {
+        let (run, _) = start(&server, json!({"task": task, "approval_required": false})).await;
+        let done = wait_for(&server, &run, "done").await;
+        assert_eq!(done["classification"]["in_words"], true, "{done}");
+    }
+    let forecast_of = |task: &'static str| {
+        let server = &server;
+        async move {
+            let (run, _) = start(server, json!({"task": task, "approval_required": true})).await;
+            wait_for(server, &run, "awaiting_approval").await
+        }
+    };
+    let words = forecast_of("Write a sonnet about the sea").await;
+    assert_eq!(words["classification"]["in_words"], true, "{words}");
+    assert_eq!(words["forecast"]["basis"], "similar_runs", "{words}");
+    let tools = forecast_of("Look up the weather in Shanghai").await;
+    assert_ne!(tools["classification"]["in_words"], true, "{tools}");
+    assert_eq!(
+        tools["classification"]["mode"],
+        words["classification"]["mode"]
+    );
+    assert_eq!(
+        tools["forecast"]["basis"], "plan_size",
+        "three simple runs of the same model, all answered in words, are not like it: {tools}"
+    );
+}
