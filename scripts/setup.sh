@@ -152,6 +152,15 @@ ensure_build_tools() {
   ensure_wasm_bindgen
 }
 
+# A venv at $1 with the pinned PyPI package $2 installed.
+venv_with() {
+  if ! python3 -m venv "$1" 2>/dev/null; then
+    apt_install python3-venv
+    python3 -m venv "$1"
+  fi
+  "$1/bin/pip" install --quiet --disable-pip-version-check "$2"
+}
+
 # Schemathesis from PyPI, in a venv under target/ (pinned: its checks and
 # phases change between releases).
 SCHEMATHESIS_VERSION="4.32.5"
@@ -159,11 +168,7 @@ ensure_schemathesis() {
   local venv="$ROOT/target/schemathesis-venv"
   if ! "$venv/bin/st" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
     step "installing Schemathesis $SCHEMATHESIS_VERSION in target/schemathesis-venv"
-    if ! python3 -m venv "$venv" 2>/dev/null; then
-      apt_install python3-venv
-      python3 -m venv "$venv"
-    fi
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+    venv_with "$venv" "schemathesis==$SCHEMATHESIS_VERSION"
   fi
   SCHEMATHESIS="$venv/bin/st"
 }
@@ -175,11 +180,7 @@ ensure_mcp_python_sdk() {
   local venv="$ROOT/target/mcp-python-venv"
   if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('mcp') == '$MCP_PYTHON_SDK_VERSION'" 2>/dev/null; then
     step "installing MCP's Python SDK $MCP_PYTHON_SDK_VERSION in target/mcp-python-venv"
-    if ! python3 -m venv "$venv" 2>/dev/null; then
-      apt_install python3-venv
-      python3 -m venv "$venv"
-    fi
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_PYTHON_SDK_VERSION"
+    venv_with "$venv" "mcp==$MCP_PYTHON_SDK_VERSION"
   fi
   MCP_PYTHON="$venv/bin/python"
 }

@@ -1109,12 +1109,22 @@ impl PlanMcp {
             .await?)
     }
 
-    /// The task of a run (`tasks/get`): see [`task_of`].
-    async fn run_task(&self, task_id: &str, origin: &str) -> Result<DetailedTask, ApiError> {
+    /// The run a task id names: a task that is no run is not found; the
+    /// store's own failure stays the server's.
+    async fn task_run(&self, task_id: &str) -> Result<crate::runs::RunView, ApiError> {
         let unknown =
             || ApiError::NotFound(format!("no task {}", plan_engine::text::fit(task_id, 60)));
         let id: run_model::RunId = task_id.parse().map_err(|_| unknown())?;
-        let view = self.runs.get(id).await.map_err(|_| unknown())?;
+        match self.runs.get(id).await {
+            Err(crate::runs::RunError::NotFound(_)) => Err(unknown()),
+            found => Ok(found?),
+        }
+    }
+
+    /// The task of a run (`tasks/get`): see [`task_of`].
+    async fn run_task(&self, task_id: &str, origin: &str) -> Result<DetailedTask, ApiError> {
+        let view = self.task_run(task_id).await?;
+        let id = view.record.id;
         let waits = matches!(
             view.record.state,
             RunState::AwaitingApproval | RunState::Paused | RunState::Running
@@ -1459,9 +1469,9 @@ impl ServerHandler for PlanMcp {
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.run_task(&request.task_id, &origin(&context))
+        self.task_run(&request.task_id)
             .await
             .map(|_| ())
             .map_err(task_error)
@@ -1474,18 +1484,17 @@ impl ServerHandler for PlanMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let (actor, _) = acting(&context);
-        let unknown = || {
-            ApiError::NotFound(format!(
-                "no task {}",
-                plan_engine::text::fit(&request.task_id, 60)
-            ))
-        };
-        let id: run_model::RunId = request.task_id.parse().map_err(|_| task_error(unknown()))?;
-        match self.runs.cancel(id, &actor).await {
-            Ok(_) => Ok(()),
-            Err(crate::runs::RunError::NotFound(_)) => Err(task_error(unknown())),
-            Err(e) => Err(task_error(e.into())),
-        }
+        let id = self
+            .task_run(&request.task_id)
+            .await
+            .map_err(task_error)?
+            .record
+            .id;
+        self.runs
+            .cancel(id, &actor)
+            .await
+            .map(|_| ())
+            .map_err(|e| task_error(e.into()))
     }
 }
 
@@ -1530,8 +1539,14 @@ fn origin(context: &RequestContext<RoleServer>) -> String {
 fn task_error(e: ApiError) -> McpError {
     match e {
         ApiError::NotFound(message) => McpError::invalid_params(message, None),
-        e => McpError::internal_error(e.message(), Some(serde_json::json!({"error": e.code()}))),
+        e => server_failed(&e),
     }
+}
+
+/// The server's own failure as a protocol error: the API's generic
+/// sentence and code, never the store's words.
+fn server_failed(e: &ApiError) -> McpError {
+    McpError::internal_error(e.message(), Some(serde_json::json!({"error": e.code()})))
 }
 
 /// Arguments that do not fit the tool's schema.
@@ -1548,10 +1563,7 @@ fn answered(answer: Result<(String, bool), ApiError>) -> Result<CallToolResponse
     match answer {
         Ok((text, true)) => Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into()),
         Ok((text, false)) => Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
-        Err(e) if e.status().is_server_error() => Err(McpError::internal_error(
-            e.message(),
-            Some(serde_json::json!({"error": e.code()})),
-        )),
+        Err(e) if e.status().is_server_error() => Err(server_failed(&e)),
         Err(refused) => {
             Ok(CallToolResult::error(vec![ContentBlock::text(refused.message())]).into())
         }

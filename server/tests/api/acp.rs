@@ -17,19 +17,7 @@ use crate::support::{local, TestServer};
 /// The test agent's script, or `None` (the test is skipped) outside
 /// `scripts/test`.
 fn test_agent() -> Option<String> {
-    match std::env::var("PLANBOARD_TEST_ACP_AGENT") {
-        Ok(path) => {
-            assert!(
-                Path::new(&path).is_file(),
-                "PLANBOARD_TEST_ACP_AGENT names no file: {path}"
-            );
-            Some(path)
-        }
-        Err(_) => {
-            eprintln!("skipped: PLANBOARD_TEST_ACP_AGENT is not set (scripts/test sets it)");
-            None
-        }
-    }
+    crate::support::test_file("PLANBOARD_TEST_ACP_AGENT")
 }
 
 fn config(dir: &Path) -> Config {

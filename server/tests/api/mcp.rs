@@ -677,107 +677,19 @@ async fn mcp_answers_on_a_host_the_operator_named_and_takes_a_body_over_4_mib() 
     );
 }
 
-/// `end2end/mcp-sdk-client.mjs`: the official TypeScript SDK's client
-/// (`scripts/test` names it in `PLANBOARD_TEST_MCP_SDK_CLIENT`).
-fn sdk_client() -> Option<String> {
-    match std::env::var("PLANBOARD_TEST_MCP_SDK_CLIENT") {
-        Ok(path) => {
-            assert!(
-                std::path::Path::new(&path).is_file(),
-                "PLANBOARD_TEST_MCP_SDK_CLIENT names no file: {path}"
-            );
-            Some(path)
-        }
-        Err(_) => {
-            eprintln!("skipped: PLANBOARD_TEST_MCP_SDK_CLIENT is not set (scripts/test sets it)");
-            None
-        }
-    }
-}
-
-#[tokio::test]
-async fn the_official_typescript_sdk_client_plans_over_mcp_at_2025_11_25_and_at_2025_06_18() {
-    let Some(script) = sdk_client() else { return };
-    let server = TestServer::start().await;
-    for revision in ["2025-11-25", "2025-06-18"] {
-        let output = tokio::process::Command::new("node")
-            .arg(&script)
-            .arg(server.url("/mcp"))
-            .arg(revision)
-            .output()
-            .await
-            .expect("node runs");
-        assert!(
-            output.status.success(),
-            "{revision}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let said: Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
-        assert_eq!(said["negotiated"], revision, "{said}");
-        assert!(
-            said["tools"].to_string().contains("\"start_run\""),
-            "{said}"
-        );
-        assert_eq!(said["created"]["isError"], false, "{said}");
-        assert!(
-            said["hint"].as_str().unwrap().contains("measure the room"),
-            "{said}"
-        );
-        assert!(
-            said["resource"]
-                .as_str()
-                .unwrap()
-                .contains("measure the room"),
-            "{said}"
-        );
-        assert_eq!(said["ended"], "terminated", "{said}");
-    }
-}
-
-/// MCP's official Python SDK's client: the Python with the SDK
-/// (`PLANBOARD_TEST_MCP_PYTHON`) and `end2end/mcp-sdk-client.py`
-/// (`PLANBOARD_TEST_MCP_PY_CLIENT`); `scripts/test` names both.
-fn python_client() -> Option<(String, String)> {
-    match (
-        std::env::var("PLANBOARD_TEST_MCP_PYTHON"),
-        std::env::var("PLANBOARD_TEST_MCP_PY_CLIENT"),
-    ) {
-        (Ok(python), Ok(script)) => {
-            assert!(
-                std::path::Path::new(&script).is_file(),
-                "PLANBOARD_TEST_MCP_PY_CLIENT names no file: {script}"
-            );
-            Some((python, script))
-        }
-        _ => {
-            eprintln!("skipped: PLANBOARD_TEST_MCP_PYTHON is not set (scripts/test sets it)");
-            None
-        }
-    }
-}
-
-/// The Python SDK's client asks for 2026-07-28 first (`server/discover`),
-/// which has no sessions; it gets 2025-11-25 and keeps a session, so its
-/// plan is the session's active plan as for any other client.
-#[tokio::test]
-async fn the_official_python_sdk_client_of_2026_07_28_falls_back_to_2025_11_25_and_plans() {
-    let Some((python, script)) = python_client() else {
-        return;
-    };
-    let server = TestServer::start().await;
-    let output = tokio::process::Command::new(python)
-        .arg(&script)
-        .arg(server.url("/mcp"))
-        .output()
-        .await
-        .expect("python runs");
+/// Runs an official SDK's client script (`end2end/mcp-sdk-client.*`)
+/// against the server and checks what every such client does there: it
+/// lists the tools, plans with `create_plan`, and reads its session's
+/// active plan back through `get_hint` and the hint resource. Answers the
+/// client's JSON line for the checks of its own.
+async fn planned_through(mut client: tokio::process::Command) -> Value {
+    let output = client.output().await.expect("the client runs");
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let said: Value = serde_json::from_slice(&output.stdout).expect("one JSON line");
-    assert_eq!(said["negotiated"], "2025-11-25", "{said}");
     assert!(
         said["tools"].to_string().contains("\"start_run\""),
         "{said}"
@@ -794,4 +706,40 @@ async fn the_official_python_sdk_client_of_2026_07_28_falls_back_to_2025_11_25_a
             .contains("measure the room"),
         "{said}"
     );
+    said
+}
+
+#[tokio::test]
+async fn the_official_typescript_sdk_client_plans_over_mcp_at_2025_11_25_and_at_2025_06_18() {
+    // `end2end/mcp-sdk-client.mjs`: the TypeScript SDK's client.
+    let Some(script) = crate::support::test_file("PLANBOARD_TEST_MCP_SDK_CLIENT") else {
+        return;
+    };
+    let server = TestServer::start().await;
+    for revision in ["2025-11-25", "2025-06-18"] {
+        let mut client = tokio::process::Command::new("node");
+        client.arg(&script).arg(server.url("/mcp")).arg(revision);
+        let said = planned_through(client).await;
+        assert_eq!(said["negotiated"], revision, "{said}");
+        assert_eq!(said["ended"], "terminated", "{said}");
+    }
+}
+
+/// The Python SDK's client asks for 2026-07-28 first (`server/discover`),
+/// which has no sessions; it gets 2025-11-25 and keeps a session, so its
+/// plan is the session's active plan as for any other client.
+#[tokio::test]
+async fn the_official_python_sdk_client_of_2026_07_28_falls_back_to_2025_11_25_and_plans() {
+    // The Python that has the SDK, and `end2end/mcp-sdk-client.py`.
+    let (Ok(python), Some(script)) = (
+        std::env::var("PLANBOARD_TEST_MCP_PYTHON"),
+        crate::support::test_file("PLANBOARD_TEST_MCP_PY_CLIENT"),
+    ) else {
+        return;
+    };
+    let server = TestServer::start().await;
+    let mut client = tokio::process::Command::new(python);
+    client.arg(&script).arg(server.url("/mcp"));
+    let said = planned_through(client).await;
+    assert_eq!(said["negotiated"], "2025-11-25", "{said}");
 }

@@ -159,6 +159,25 @@ impl TestServer {
     }
 }
 
+/// A file of the test environment that `scripts/test` names in `var` (a
+/// test agent, an SDK's client): it must be there when named; unnamed (a
+/// bare `cargo test`), the test that needs it says so and is skipped.
+pub fn test_file(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(path) => {
+            assert!(
+                std::path::Path::new(&path).is_file(),
+                "{var} names no file: {path}"
+            );
+            Some(path)
+        }
+        Err(_) => {
+            eprintln!("skipped: {var} is not set (scripts/test sets it)");
+            None
+        }
+    }
+}
+
 pub fn local() -> Access {
     Access::Local {
         user: "tester".into(),
