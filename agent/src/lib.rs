@@ -32,6 +32,8 @@
 //!   the answer.
 //! - [`run`]: run configuration, budget, state machine, run log entries.
 //! - [`host`]: the [`host::Host`] trait and an in-memory host.
+//! - [`asking`]: a tool's question to a run's people (an MCP server's
+//!   elicitation), put and answered as a guarded call.
 //! - [`replay`]: a replay's [`replay::Recording`]: the tool results of the
 //!   run it replays, answering the same calls (issue 56).
 //! - [`tools`]: work tools, one source a file: the file tools on the run's
@@ -42,6 +44,7 @@
 //!   name resolved beneath one directory handle (links never lead out).
 
 pub mod acp;
+pub mod asking;
 pub mod call;
 pub mod coordinator;
 pub mod grounded;

@@ -423,9 +423,16 @@ async fn run_tool(
             digest: run_model::call_digest(name, arguments),
         })
         .await;
+    // A tool that asks a person in the middle of its call asks this run's.
+    let people: std::sync::Arc<dyn crate::tools::People> =
+        std::sync::Arc::new(crate::asking::RunPeople {
+            host: caller.host.clone(),
+            run: caller.run,
+            subtask,
+        });
     let mut attempt = 1;
     loop {
-        match tools.call(name, arguments).await {
+        match tools.call_for(name, arguments, Some(people.clone())).await {
             Ok(out) => return Ok(out),
             Err(e) if e.retryable => {
                 let Some(delay) = caller.retry.backoff(attempt) else {

@@ -14,23 +14,35 @@
 //! ([`child_env`]). planboard's environment holds its secrets (the model's
 //! API key, the access tokens, the database URL), which a third-party
 //! program must not be handed.
+//!
+//! A server may ask a person something in the middle of a call (an
+//! elicitation, form or page): planboard declares it can be asked, and
+//! [`Asking`] takes the question to the people of the run whose call was
+//! open on the connection, as a guarded call in "Needs you". A
+//! connection is shared by every run, and a question does not say which
+//! call it belongs to: while calls of more than one run are open on it,
+//! a question is cancelled rather than shown to the wrong run's people.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    UrlElicitationCapability,
+};
+use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::protocol::ToolSpec;
 use crate::run::ToolPolicy;
-use crate::tools::{ToolBox, ToolError};
+use crate::tools::{People, Question, Reply, ToolBox, ToolError};
 
 /// One server, by URL (streamable HTTP) or by command (stdio).
 #[derive(Clone, Debug, Deserialize)]
@@ -130,10 +142,197 @@ pub fn child_env(
     env.into_iter().collect()
 }
 
+/// The longest question a server's message may put to a person; the rest
+/// is cut (the board shows it, and a server is not trusted with its size).
+pub const QUESTION_CHARS: usize = 2_000;
+
+/// The most fields a server's form may ask for, and the most bytes its
+/// schema may take: a bigger form is declined, not drawn.
+pub const FORM_FIELDS: usize = 32;
+pub const FORM_BYTES: usize = 16 * 1024;
+
+/// The calls open on one connection, each with the people it may ask.
+#[derive(Default)]
+struct OpenCalls {
+    next: u64,
+    open: BTreeMap<u64, OpenCall>,
+}
+
+struct OpenCall {
+    tool: String,
+    people: Arc<dyn People>,
+    /// Dropped when the call ends: a question still waiting is withdrawn.
+    ended: tokio::sync::watch::Sender<()>,
+}
+
+/// planboard's side of an MCP connection: it says it can be asked
+/// (elicitation, form and page), and takes each question to the people of
+/// the call open on the connection.
+#[derive(Clone)]
+pub struct Asking {
+    server: String,
+    calls: Arc<std::sync::Mutex<OpenCalls>>,
+}
+
+/// A call open on a connection, for as long as this lives.
+struct Open {
+    calls: Arc<std::sync::Mutex<OpenCalls>>,
+    id: u64,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.calls
+            .lock()
+            .expect("open calls lock")
+            .open
+            .remove(&self.id);
+    }
+}
+
+impl Asking {
+    fn new(server: &str) -> Asking {
+        Asking {
+            server: server.to_string(),
+            calls: Arc::default(),
+        }
+    }
+
+    fn open(&self, tool: &str, people: Arc<dyn People>) -> Open {
+        let mut calls = self.calls.lock().expect("open calls lock");
+        calls.next += 1;
+        let id = calls.next;
+        let (ended, _) = tokio::sync::watch::channel(());
+        calls.open.insert(
+            id,
+            OpenCall {
+                tool: tool.to_string(),
+                people,
+                ended,
+            },
+        );
+        Open {
+            calls: self.calls.clone(),
+            id,
+        }
+    }
+
+    /// Whom a question arriving now is for: the people of the open calls,
+    /// if they are all one run's; and what tells that its call ended.
+    fn whose(&self) -> Option<(String, Arc<dyn People>, tokio::sync::watch::Receiver<()>)> {
+        let calls = self.calls.lock().expect("open calls lock");
+        let mut open = calls.open.values();
+        let first = open.next()?;
+        let run = first.people.whose();
+        if open.any(|call| call.people.whose() != run) {
+            return None;
+        }
+        Some((
+            first.tool.clone(),
+            first.people.clone(),
+            first.ended.subscribe(),
+        ))
+    }
+}
+
+/// The server's request as a question to a person, or why it is declined.
+fn question_of(
+    server: &str,
+    tool: String,
+    request: ElicitRequestParams,
+) -> Result<Question, String> {
+    let fit = |text: &str| plan_engine::text::fit(text.trim(), QUESTION_CHARS);
+    match request {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => {
+            if requested_schema.properties.len() > FORM_FIELDS {
+                return Err(format!(
+                    "a form of {} fields (at most {FORM_FIELDS})",
+                    requested_schema.properties.len()
+                ));
+            }
+            let schema = serde_json::to_value(&requested_schema).map_err(|e| e.to_string())?;
+            let bytes = schema.to_string().len();
+            if bytes > FORM_BYTES {
+                return Err(format!("a form of {bytes} bytes (at most {FORM_BYTES})"));
+            }
+            Ok(Question {
+                server: server.to_string(),
+                tool,
+                message: fit(&message),
+                schema: Some(schema),
+                url: None,
+            })
+        }
+        ElicitRequestParams::UrlElicitationParams { message, url, .. } => Ok(Question {
+            server: server.to_string(),
+            tool,
+            message: fit(&message),
+            schema: None,
+            url: Some(plan_engine::text::fit(url.trim(), QUESTION_CHARS)),
+        }),
+        _ => Err("a kind of question planboard does not know".into()),
+    }
+}
+
+impl ClientHandler for Asking {
+    fn get_info(&self) -> ClientConfig {
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::new());
+        elicitation.url = Some(UrlElicitationCapability::new());
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(elicitation);
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("planboard", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some((tool, people, mut ended)) = self.whose() else {
+            tracing::warn!(
+                "MCP server {} asked a question while no call, or calls of several runs, \
+                 were open on its connection: cancelled, since whose it is cannot be told",
+                self.server
+            );
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        };
+        let question = match question_of(&self.server, tool, request) {
+            Ok(question) => question,
+            Err(why) => {
+                tracing::warn!("MCP server {} asked {why}: declined", self.server);
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
+        let gone = Box::pin(async move {
+            tokio::select! {
+                _ = ended.changed() => {}
+                _ = context.ct.cancelled() => {}
+            }
+        });
+        Ok(match people.ask(question, gone).await {
+            Reply::Accept(Some(content)) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content)
+            }
+            Reply::Accept(None) => ElicitResult::new(ElicitationAction::Accept),
+            Reply::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Reply::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+}
+
 /// One connected MCP server and the tools it offered when connected.
 pub struct McpTools {
     name: String,
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Asking>,
+    asking: Asking,
     specs: Vec<ToolSpec>,
     /// The tools the server marks read-only (`readOnlyHint`): the others
     /// may change things outside planboard, so they ask a person first.
@@ -146,6 +345,7 @@ impl McpTools {
             name: name.to_string(),
             error,
         };
+        let asking = Asking::new(name);
         let client = match (&server.url, &server.command) {
             (Some(url), _) => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -154,7 +354,9 @@ impl McpTools {
                 }
                 let transport =
                     StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-                ().serve(transport)
+                asking
+                    .clone()
+                    .serve(transport)
                     .await
                     .map_err(|e| failed(e.to_string()))?
             }
@@ -164,7 +366,9 @@ impl McpTools {
                     .env_clear()
                     .envs(child_env(std::env::vars_os(), &server.env));
                 let transport = TokioChildProcess::new(cmd).map_err(|e| failed(e.to_string()))?;
-                ().serve(transport)
+                asking
+                    .clone()
+                    .serve(transport)
                     .await
                     .map_err(|e| failed(e.to_string()))?
             }
@@ -205,6 +409,7 @@ impl McpTools {
         Ok(Arc::new(McpTools {
             name: name.to_string(),
             client,
+            asking,
             specs,
             read_only,
         }))
@@ -226,28 +431,99 @@ impl ToolBox for McpTools {
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        answered(&self.name, self.send(name, arguments).await)
+    }
+
+    async fn call_asking(
+        &self,
+        name: &str,
+        arguments: &Value,
+        people: Arc<dyn People>,
+    ) -> Result<String, ToolError> {
+        let _open = self.asking.open(name, people.clone());
+        let first = self.send(name, arguments).await;
+        // The tool answered that a person must first open pages (MCP's
+        // "URL elicitation required", -32042): each is put to the run's
+        // people, and the call is made again once, if they all did.
+        let Some(pages) = pages_required(&self.name, name, &first) else {
+            return answered(&self.name, first);
+        };
+        for page in pages {
+            match people.ask(page, Box::pin(std::future::pending())).await {
+                Reply::Accept(_) => {}
+                Reply::Decline | Reply::Cancel => {
+                    return Err(ToolError::refused(format!(
+                        "{name} needs a person to open a page first, and they did not: \
+                         do not call it again in this subtask"
+                    )))
+                }
+            }
+        }
+        answered(&self.name, self.send(name, arguments).await)
+    }
+}
+
+/// MCP's error code for "a person must open these pages first".
+pub const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// The most pages one such error may ask a person to open.
+pub const PAGES_REQUIRED: usize = 4;
+
+type Sent = Result<rmcp::model::CallToolResult, rmcp::ServiceError>;
+
+impl McpTools {
+    async fn send(&self, name: &str, arguments: &Value) -> Sent {
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = arguments.as_object().cloned();
-        let result = self
-            .client
-            .call_tool(params)
-            .await
-            // The server or the connection failed, not the call: worth repeating.
-            .map_err(|e| ToolError {
-                message: format!("MCP server {} failed: {e}", self.name),
-                retryable: true,
-            })?;
-        let text: Vec<String> = result
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect();
-        let text = text.join("\n");
-        if result.is_error == Some(true) {
-            return Err(ToolError::refused(text));
-        }
-        Ok(text)
+        self.client.call_tool(params).await
     }
+}
+
+/// The pages a call's error asks a person to open, as questions; `None`
+/// when the error is another (or names no page, or too many).
+fn pages_required(server: &str, tool: &str, sent: &Sent) -> Option<Vec<Question>> {
+    let Err(rmcp::ServiceError::McpError(error)) = sent else {
+        return None;
+    };
+    if error.code.0 != URL_ELICITATION_REQUIRED {
+        return None;
+    }
+    let pages = error.data.as_ref()?.get("elicitations")?.as_array()?;
+    if pages.is_empty() || pages.len() > PAGES_REQUIRED {
+        return None;
+    }
+    pages
+        .iter()
+        .map(|page| {
+            let request: ElicitRequestParams = serde_json::from_value(page.clone()).ok()?;
+            match request {
+                ElicitRequestParams::UrlElicitationParams { .. } => {
+                    question_of(server, tool.to_string(), request).ok()
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// What a call sent to the server comes to for the model.
+fn answered(server: &str, sent: Sent) -> Result<String, ToolError> {
+    let result = sent
+        // The server or the connection failed, not the call: worth repeating.
+        .map_err(|e| ToolError {
+            message: format!("MCP server {server} failed: {e}"),
+            retryable: true,
+        })?;
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    let text = text.join("\n");
+    if result.is_error == Some(true) {
+        return Err(ToolError::refused(text));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -516,5 +792,255 @@ for line in sys.stdin:
                 failed.message
             );
         }
+    }
+
+    /// People who reply as scripted, and remember what they were asked.
+    struct Scripted {
+        run: &'static str,
+        replies: std::sync::Mutex<Vec<Reply>>,
+        asked: std::sync::Mutex<Vec<Question>>,
+        /// Wait for the call to end instead of replying.
+        wait: bool,
+        withdrawn: std::sync::atomic::AtomicBool,
+    }
+
+    impl Scripted {
+        fn new(run: &'static str, replies: Vec<Reply>) -> Arc<Scripted> {
+            Arc::new(Scripted {
+                run,
+                replies: std::sync::Mutex::new(replies),
+                asked: std::sync::Mutex::default(),
+                wait: false,
+                withdrawn: Default::default(),
+            })
+        }
+
+        fn asked(&self) -> Vec<Question> {
+            self.asked.lock().unwrap().clone()
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl People for Scripted {
+        fn whose(&self) -> String {
+            self.run.to_string()
+        }
+
+        async fn ask(
+            &self,
+            question: Question,
+            gone: futures_util::future::BoxFuture<'static, ()>,
+        ) -> Reply {
+            self.asked.lock().unwrap().push(question);
+            if self.wait {
+                gone.await;
+                self.withdrawn
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                return Reply::Cancel;
+            }
+            self.replies.lock().unwrap().remove(0)
+        }
+    }
+
+    async fn connected_everything() -> Option<Arc<McpTools>> {
+        let path = everything()?;
+        let server = stdio("node", &[&path, "stdio"]);
+        let tools = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            McpTools::connect("everything", &server),
+        )
+        .await
+        .expect("connects in time")
+        .expect("connects");
+        Some(tools)
+    }
+
+    #[tokio::test]
+    async fn a_servers_question_mid_call_goes_to_the_calls_people_and_their_reply_back() {
+        let Some(tools) = connected_everything().await else {
+            return;
+        };
+        let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+        for asking in ["trigger-elicitation-request", "trigger-url-elicitation"] {
+            assert!(
+                names.iter().any(|n| n == asking),
+                "planboard says it can be asked, so {asking} is offered: {names:?}"
+            );
+        }
+        let people = Scripted::new(
+            "run-1",
+            vec![
+                Reply::Accept(Some(
+                    serde_json::json!({"name": "Ada Lovelace", "integer": 7}),
+                )),
+                Reply::Decline,
+            ],
+        );
+        let said = text_of(
+            tools
+                .call_asking(
+                    "trigger-elicitation-request",
+                    &serde_json::json!({}),
+                    people.clone(),
+                )
+                .await,
+        );
+        assert!(said.contains("Name: Ada Lovelace"), "{said}");
+        assert!(said.contains("Favorite Integer: 7"), "{said}");
+        let asked = people.asked();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(
+            (asked[0].server.as_str(), asked[0].tool.as_str()),
+            ("everything", "trigger-elicitation-request")
+        );
+        assert!(
+            asked[0].message.contains("Please provide inputs"),
+            "{:?}",
+            asked[0]
+        );
+        let schema = asked[0].schema.as_ref().expect("a form");
+        assert_eq!(schema["properties"]["name"]["type"], "string", "{schema}");
+        let said = text_of(
+            tools
+                .call_asking(
+                    "trigger-elicitation-request",
+                    &serde_json::json!({}),
+                    people.clone(),
+                )
+                .await,
+        );
+        assert!(said.contains("declined"), "{said}");
+        // A call made for no run's people: the question is cancelled.
+        let said = text_of(
+            tools
+                .call("trigger-elicitation-request", &serde_json::json!({}))
+                .await,
+        );
+        assert!(said.contains("cancelled"), "{said}");
+        // A page to open, asked and done.
+        let page = Scripted::new("run-1", vec![Reply::Accept(None)]);
+        let said = text_of(
+            tools
+                .call_asking(
+                    "trigger-url-elicitation",
+                    &serde_json::json!({"url": "https://example.com/confirm"}),
+                    page.clone(),
+                )
+                .await,
+        );
+        assert!(said.contains("completed the URL elicitation"), "{said}");
+        assert_eq!(
+            page.asked()[0].url.as_deref(),
+            Some("https://example.com/confirm")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_question_while_two_runs_calls_are_open_is_cancelled_and_shown_to_neither() {
+        let Some(tools) = connected_everything().await else {
+            return;
+        };
+        let other = Scripted::new(
+            "run-2",
+            vec![Reply::Accept(Some(serde_json::json!({"name": "Mallory"})))],
+        );
+        let _elsewhere = tools.asking.open("echo", other.clone());
+        let mine = Scripted::new(
+            "run-1",
+            vec![Reply::Accept(Some(serde_json::json!({"name": "Ada"})))],
+        );
+        let said = text_of(
+            tools
+                .call_asking(
+                    "trigger-elicitation-request",
+                    &serde_json::json!({}),
+                    mine.clone(),
+                )
+                .await,
+        );
+        assert!(said.contains("cancelled"), "{said}");
+        assert!(mine.asked().is_empty() && other.asked().is_empty());
+        // The same run's calls may be open together: its people are asked.
+        let same = Scripted::new(
+            "run-2",
+            vec![Reply::Accept(Some(serde_json::json!({"name": "Grace"})))],
+        );
+        let said = text_of(
+            tools
+                .call_asking(
+                    "trigger-elicitation-request",
+                    &serde_json::json!({}),
+                    same.clone(),
+                )
+                .await,
+        );
+        assert!(said.contains("Name: "), "{said}");
+    }
+
+    #[tokio::test]
+    async fn a_question_is_withdrawn_when_its_call_is_given_up() {
+        let Some(tools) = connected_everything().await else {
+            return;
+        };
+        let people = Arc::new(Scripted {
+            wait: true,
+            ..Arc::into_inner(Scripted::new("run-1", vec![])).unwrap()
+        });
+        let given_up = tokio::time::timeout(
+            std::time::Duration::from_millis(1_500),
+            tools.call_asking(
+                "trigger-elicitation-request",
+                &serde_json::json!({}),
+                people.clone(),
+            ),
+        )
+        .await;
+        assert!(given_up.is_err(), "the question waits for a person");
+        assert_eq!(people.asked().len(), 1);
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while !people.withdrawn.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the question is withdrawn once nobody waits for the reply");
+    }
+
+    #[tokio::test]
+    async fn a_tool_that_needs_a_page_opened_first_asks_and_is_called_again() {
+        let Some(tools) = connected_everything().await else {
+            return;
+        };
+        let args = serde_json::json!({"url": "https://example.com/later", "errorPath": true});
+        let people = Scripted::new("run-1", vec![Reply::Accept(None), Reply::Accept(None)]);
+        let said = text_of(
+            tools
+                .call_asking("trigger-url-elicitation", &args, people.clone())
+                .await,
+        );
+        assert!(said.contains("completed the URL elicitation"), "{said}");
+        let asked = people.asked();
+        assert_eq!(
+            asked.len(),
+            2,
+            "the page required first, then the call's own: {asked:?}"
+        );
+        assert_eq!(
+            asked[0].url.as_deref(),
+            Some("https://modelcontextprotocol.io")
+        );
+        // Declined: the call is not made again, and the model is told why.
+        let args = serde_json::json!({"url": "https://example.com/other", "errorPath": true});
+        let no = Scripted::new("run-1", vec![Reply::Decline]);
+        let refused = tools
+            .call_asking("trigger-url-elicitation", &args, no.clone())
+            .await
+            .expect_err("not made again");
+        assert!(
+            !refused.retryable && refused.message.contains("did not"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(no.asked().len(), 1);
     }
 }

@@ -40,10 +40,67 @@ impl ToolError {
     }
 }
 
+/// A question a tool's server puts to a person in the middle of a call
+/// (an MCP elicitation). Every field is the server's words: shown to a
+/// person, never obeyed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Question {
+    /// The server that asks.
+    pub server: String,
+    /// The tool whose call it asks in.
+    pub tool: String,
+    pub message: String,
+    /// The answer's fields, as a JSON schema of an object (a form).
+    pub schema: Option<Value>,
+    /// Where the person goes to answer (the server's page, not ours).
+    pub url: Option<String>,
+}
+
+/// A person's reply to a [`Question`], as MCP's elicitation carries it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// Answered: the form's fields, or `None` for a page visited.
+    Accept(Option<Value>),
+    /// Not answered, and the call may go on without it.
+    Decline,
+    /// Nobody answered (the call ended, the run was stopped).
+    Cancel,
+}
+
+/// The people a call's questions go to: those of the run it is made for.
+#[async_trait::async_trait]
+pub trait People: Send + Sync {
+    /// Whose people these are (the run's id): a question is never put to
+    /// the people of another run than the call's.
+    fn whose(&self) -> String;
+
+    /// Puts the question and waits for the reply, or until `gone`
+    /// resolves (nobody waits for the reply any more): then the question
+    /// is withdrawn and the reply is [`Reply::Cancel`].
+    async fn ask(
+        &self,
+        question: Question,
+        gone: futures_util::future::BoxFuture<'static, ()>,
+    ) -> Reply;
+}
+
 #[async_trait::async_trait]
 pub trait ToolBox: Send + Sync {
     fn specs(&self) -> Vec<ToolSpec>;
     async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError>;
+
+    /// [`ToolBox::call`] for a run whose people can be asked: a tool that
+    /// asks in the middle of its call (an MCP server's elicitation) asks
+    /// them. Tools that never ask are called plainly.
+    async fn call_asking(
+        &self,
+        name: &str,
+        arguments: &Value,
+        people: Arc<dyn People>,
+    ) -> Result<String, ToolError> {
+        let _ = people;
+        self.call(name, arguments).await
+    }
 
     /// The policy a tool has unless the operator or the run says
     /// otherwise: `ask` for what acts beyond the workspace or cannot be
@@ -206,6 +263,16 @@ impl Toolset {
     }
 
     pub async fn call(&self, name: &str, arguments: &Value) -> Result<String, ToolError> {
+        self.call_for(name, arguments, None).await
+    }
+
+    /// A call whose tool may ask `people` (the run's) in the middle of it.
+    pub async fn call_for(
+        &self,
+        name: &str,
+        arguments: &Value,
+        people: Option<Arc<dyn People>>,
+    ) -> Result<String, ToolError> {
         if !self.allows(name) {
             return Err(ToolError::refused(format!(
                 "{name} is not among the tools this run may use"
@@ -213,7 +280,10 @@ impl Toolset {
         }
         for source in &self.sources {
             if source.specs().iter().any(|s| s.name == name) {
-                return source.call(name, arguments).await;
+                return match people {
+                    Some(people) => source.call_asking(name, arguments, people).await,
+                    None => source.call(name, arguments).await,
+                };
             }
         }
         Err(ToolError::refused(format!("there is no tool named {name}")))

@@ -360,3 +360,119 @@ async fn a_commands_arguments_are_shown_to_admins_only() {
         assert!(!page.contains("env-secret-value"), "{token}");
     }
 }
+
+/// A real third-party server asks a form in the middle of a call (an MCP
+/// elicitation): the question waits in the run's guarded calls, a person
+/// answers it by editing, and the tool returns what they answered.
+#[tokio::test]
+async fn a_servers_question_mid_call_waits_on_the_board_and_the_persons_answer_goes_back() {
+    let Ok(everything) = std::env::var("PLANBOARD_TEST_MCP_EVERYTHING") else {
+        eprintln!("skipped: PLANBOARD_TEST_MCP_EVERYTHING is not set");
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    fake.content(json!({"title": "sign up", "subtasks": [{"name": "fill in the form", "description": "", "expected_outcome": "", "depends_on": []}]}));
+    fake.content(json!({"action": "trigger-elicitation-request", "arguments": {}}));
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), &fake);
+    config.mcp_servers.insert(
+        "everything".into(),
+        agent::tools::mcp::McpServer {
+            url: None,
+            token: None,
+            command: Some("node".into()),
+            args: vec![everything, "stdio".into()],
+            env: Default::default(),
+        },
+    );
+    let server = TestServer::with_config(&config, |_| {}).await;
+    let (run, _) = start(
+        &server,
+        json!({"task": "Fill in the sign-up form", "mode": "simple", "approval_required": false}),
+    )
+    .await;
+    let pending = |name: &'static str| {
+        let server = &server;
+        let run = run.clone();
+        async move {
+            tokio::time::timeout(Duration::from_secs(30), async {
+                loop {
+                    let (_, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
+                    let found = calls
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|c| c["name"].as_str().unwrap_or_default().starts_with(name))
+                        .cloned();
+                    if let Some(call) = found {
+                        return call;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+            .await
+            .unwrap_or_else(|_| panic!("{name} waits for a person"))
+        }
+    };
+    // The tool may write (not read-only): its call is approved first.
+    let call = pending("trigger-elicitation-request").await;
+    let decide = |call: Value, body: Value| {
+        let server = &server;
+        let run = run.clone();
+        async move {
+            let path = format!(
+                "/api/runs/{run}/tool-calls/{}",
+                call["call"].as_str().unwrap()
+            );
+            let (status, view) = server.post(&path, body).await;
+            assert_eq!(status, StatusCode::OK, "{view}");
+        }
+    };
+    decide(call, json!({"verdict": "approve"})).await;
+    // Mid-call, the server's form: shown with its fields and defaults.
+    let question = pending("everything asks").await;
+    assert_eq!(
+        question["name"], "everything asks (in trigger-elicitation-request)",
+        "{question}"
+    );
+    let asked = &question["arguments"];
+    assert!(
+        asked["question"]
+            .as_str()
+            .unwrap()
+            .contains("Please provide inputs"),
+        "{asked}"
+    );
+    assert_eq!(asked["answer"]["name"], Value::Null, "{asked}");
+    assert_eq!(
+        asked["answer"]["integer"], 42,
+        "the form's default: {asked}"
+    );
+    assert!(
+        asked["fields"]["name"]
+            .as_str()
+            .unwrap()
+            .contains("required"),
+        "{asked}"
+    );
+    let (_, view) = server.get(&format!("/api/runs/{run}")).await;
+    assert_eq!(view["state"], "running", "{view}");
+    decide(
+        question,
+        json!({"verdict": "edit", "arguments": {"answer": {"name": "Ada Lovelace", "integer": 7}}}),
+    )
+    .await;
+    wait_for(&server, &run, "done").await;
+    let (_, events) = server.get(&format!("/api/runs/{run}/events")).await;
+    let result = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "tool_call")
+        .expect("the tool call is on the run log")["entry"]["result"]
+        .to_string();
+    assert!(
+        result.contains("Name: Ada Lovelace") && result.contains("Favorite Integer: 7"),
+        "the person's answer went back to the server: {result}"
+    );
+}
