@@ -5,7 +5,8 @@ run by the Python of `PLANBOARD_TEST_MCP_PYTHON`):
     python end2end/mcp-sdk-client.py <url of /mcp>
 
 The client connects as it does by default ("auto": it asks `server/discover`
-for 2026-07-28 and falls back to `initialize`). It prints one JSON line: the
+for 2026-07-28, which planboard speaks without sessions, and would fall back
+to `initialize` otherwise). It prints one JSON line: the
 revision agreed, the tools, what create_plan and get_hint answered and the
 hint resource's text.
 """

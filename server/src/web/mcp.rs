@@ -14,10 +14,13 @@
 //! hears `notifications/resources/updated` whenever the plan changes (a
 //! burst of changes is told once), and reads the new hint.
 //!
-//! rmcp 3.11 speaks it. Every revision it knows that keeps sessions is
-//! spoken (2024-11-05 to 2025-11-25): a client gets the revision it asks
-//! for, or the newest one; 2026-07-28 has no sessions, and a session here
-//! is an agent's active plan (see [`REVISIONS`]). rmcp's own Host
+//! rmcp 3.11 speaks it, at every revision it knows (see [`REVISIONS`]):
+//! 2024-11-05 to 2025-11-25 with a session each (a client gets the
+//! revision it asks for at `initialize`, or 2025-11-25), and 2026-07-28,
+//! where each request stands alone (SEP-2567) and rmcp makes a
+//! [`PlanMcp`] per request: its agent session is the one the
+//! `X-Planboard-Session` header names, else the caller's own, as for the
+//! REST tool calls ([`PlanMcp::session`]). rmcp's own Host
 //! allow-list and 4 MiB body limit give way to planboard's (the identity
 //! middleware's Host and Origin check, [`MCP_BODY_LIMIT`]), and a session
 //! is not closed for being idle. Two HTTP details rmcp leaves open are
@@ -461,17 +464,21 @@ fn start_run_schema() -> Value {
 }
 
 /// The revisions this server speaks, oldest first: every revision rmcp
-/// knows that keeps sessions. 2026-07-28 has none (SEP-2567: each request
-/// stands alone), and planboard's MCP session is what holds an agent's
-/// active plan and its settings, so a client that asks for 2026-07-28 is
-/// answered with 2025-11-25 at `initialize`, as the specification's
-/// negotiation allows.
-const REVISIONS: [ProtocolVersion; 4] = [
+/// knows. 2026-07-28 has no sessions (SEP-2567: each request stands
+/// alone, and `server/discover` replaces `initialize`); its requests work
+/// in the agent session their caller names ([`PlanMcp::session`]).
+const REVISIONS: [ProtocolVersion; 5] = [
     ProtocolVersion::V_2024_11_05,
     ProtocolVersion::V_2025_03_26,
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
 ];
+
+/// The newest revision with sessions: what `initialize` answers a client
+/// that asks for one this server does not know (or for 2026-07-28, which
+/// has no handshake).
+const NEWEST_WITH_SESSIONS: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// The largest `/mcp` request body: `start_run`'s files at their limit,
 /// as base64 (four characters for three bytes), and room for the rest of
@@ -754,7 +761,7 @@ fn run_tools() -> Vec<Tool> {
 impl PlanMcp {
     /// The hint a resource holds now (the plan's language, its bounded
     /// window; `None` when it names no plan there is).
-    async fn hint(&self, of: HintOf) -> Option<String> {
+    async fn hint(&self, of: HintOf, session: &str) -> Option<String> {
         let opts = |plan: &plan_engine::Plan| HintOptions {
             lang: plan_engine::Lang::of_plan(plan),
             dialect: Dialect::Canonical,
@@ -769,7 +776,7 @@ impl PlanMcp {
             HintOf::Session => {
                 let lang = self
                     .service
-                    .read_active(&self.session, plan_engine::Lang::of_plan)
+                    .read_active(session, plan_engine::Lang::of_plan)
                     .await
                     .unwrap_or_default();
                 let opts = HintOptions {
@@ -779,7 +786,7 @@ impl PlanMcp {
                 };
                 // Read only: a resource read does not count as a hint shown.
                 self.service
-                    .session_hint(&self.session, &opts)
+                    .session_hint(session, &opts)
                     .await
                     .ok()
                     .map(|(text, _)| text)
@@ -787,7 +794,12 @@ impl PlanMcp {
         }
     }
 
-    async fn session_tool(&self, name: &str, args: Value) -> Result<String, ApiError> {
+    async fn session_tool(
+        &self,
+        name: &str,
+        args: Value,
+        session: &str,
+    ) -> Result<String, ApiError> {
         // A call without arguments arrives as null.
         let args = if args.is_null() {
             Value::Object(serde_json::Map::new())
@@ -801,7 +813,7 @@ impl PlanMcp {
                     Some(lang) => lang,
                     None => self
                         .service
-                        .read_active(&self.session, plan_engine::Lang::of_plan)
+                        .read_active(session, plan_engine::Lang::of_plan)
                         .await
                         .unwrap_or_default(),
                 };
@@ -813,7 +825,7 @@ impl PlanMcp {
                 };
                 let (text, _) = self
                     .service
-                    .session_hint_remembered(&self.session, &opts, body.fresh)
+                    .session_hint_remembered(session, &opts, body.fresh)
                     .await?;
                 Ok(text)
             }
@@ -851,10 +863,7 @@ impl PlanMcp {
                 let settings: SessionSettings =
                     serde_json::from_value(args).map_err(bad_arguments)?;
                 settings.check().map_err(ApiError::BadRequest)?;
-                let stored = self
-                    .service
-                    .set_session_settings(&self.session, settings)
-                    .await?;
+                let stored = self.service.set_session_settings(session, settings).await?;
                 serde_json::to_value(stored)
                     .map(|v| v.to_string())
                     .map_err(|_| ApiError::Internal)
@@ -1269,7 +1278,7 @@ impl ServerHandler for PlanMcp {
                 .enable_tasks()
                 .build(),
         )
-        .with_protocol_version(REVISIONS[REVISIONS.len() - 1].clone())
+        .with_protocol_version(NEWEST_WITH_SESSIONS)
         .with_server_info(Implementation::new("planboard", env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "planboard keeps your plan: create_plan first, then start_subtask / complete_subtask as you work; \
@@ -1312,11 +1321,14 @@ impl ServerHandler for PlanMcp {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let of = HintOf::of(&request.uri).ok_or_else(|| unknown_resource(&request.uri))?;
+        let session = self
+            .session(&context)
+            .map_err(|e| McpError::invalid_params(e.message(), None))?;
         let text = self
-            .hint(of)
+            .hint(of, &session)
             .await
             .ok_or_else(|| unknown_resource(&request.uri))?;
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri)]).into())
@@ -1396,6 +1408,10 @@ impl ServerHandler for PlanMcp {
             .as_ref()
             .map_or(ToolRights::Operator, crate::web::api::tools::rights);
         let args = request.arguments.map_or(Value::Null, Value::Object);
+        let session = match self.session(&context) {
+            Ok(session) => session,
+            Err(refused) => return answered(Err(refused)),
+        };
         // A client that speaks the Tasks extension gets the run as a task
         // at once, and follows it with tasks/get.
         let tasks = context
@@ -1422,7 +1438,7 @@ impl ServerHandler for PlanMcp {
             return answered(answer.map(|text| (text, true)));
         }
         if SESSION_TOOLS.contains(&request.name.as_ref()) {
-            let answer = self.session_tool(&request.name, args).await;
+            let answer = self.session_tool(&request.name, args, &session).await;
             return answered(answer.map(|text| (text, true)));
         }
         if matches!(
@@ -1438,7 +1454,7 @@ impl ServerHandler for PlanMcp {
                 Dialect::Canonical,
                 &request.name,
                 &args,
-                &self.session,
+                &session,
                 &actor,
                 rights,
                 // MCP's create_plan takes them as arguments.
@@ -1495,6 +1511,36 @@ impl ServerHandler for PlanMcp {
             .await
             .map(|_| ())
             .map_err(|e| task_error(e.into()))
+    }
+}
+
+/// Whether the request came without an MCP session: a 2026-07-28 request,
+/// each standing alone (SEP-2567). An HTTP request of a session names it.
+fn sessionless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"))
+}
+
+impl PlanMcp {
+    /// The agent session a request works in (its active plan, its
+    /// settings, what its hints remember): the MCP session's own; for a
+    /// request without one (2026-07-28), the one the `X-Planboard-Session`
+    /// header names, else the caller's, as for the REST tools.
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<String, ApiError> {
+        if !sessionless(context) {
+            return Ok(self.session.clone());
+        }
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        // The identity middleware always names the caller; without it,
+        // this request's own key (nothing to share).
+        let Some((headers, who)) =
+            parts.and_then(|p| Some((&p.headers, p.extensions.get::<Identity>()?)))
+        else {
+            return Ok(self.session.clone());
+        };
+        crate::web::api::tools::session_key(None, headers, who).map(|(session, _)| session)
     }
 }
 

@@ -161,7 +161,8 @@ async fn mcp_speaks_every_revision_with_sessions_up_to_2025_11_25_and_ends_a_ses
         let (_, chosen) = initialize(&server, revision).await;
         assert_eq!(chosen, revision, "a known revision is the one spoken");
     }
-    // 2026-07-28 has no sessions, and a session is an agent's active plan.
+    // 2026-07-28 has no handshake (see the sessionless test below): asked
+    // at `initialize`, the newest revision with sessions is answered.
     let (_, chosen) = initialize(&server, "2026-07-28").await;
     assert_eq!(
         chosen, "2025-11-25",
@@ -725,11 +726,12 @@ async fn the_official_typescript_sdk_client_plans_over_mcp_at_2025_11_25_and_at_
     }
 }
 
-/// The Python SDK's client asks for 2026-07-28 first (`server/discover`),
-/// which has no sessions; it gets 2025-11-25 and keeps a session, so its
-/// plan is the session's active plan as for any other client.
+/// The Python SDK's client asks for 2026-07-28 first (`server/discover`)
+/// and plans at it, with no session: its requests share the caller's own
+/// agent session (as REST tool calls without a session name do), so the
+/// plan it creates is the one its hint and the hint resource are about.
 #[tokio::test]
-async fn the_official_python_sdk_client_of_2026_07_28_falls_back_to_2025_11_25_and_plans() {
+async fn the_official_python_sdk_client_plans_at_2026_07_28_without_a_session() {
     // The Python that has the SDK, and `end2end/mcp-sdk-client.py`.
     let (Ok(python), Some(script)) = (
         std::env::var("PLANBOARD_TEST_MCP_PYTHON"),
@@ -741,5 +743,118 @@ async fn the_official_python_sdk_client_of_2026_07_28_falls_back_to_2025_11_25_a
     let mut client = tokio::process::Command::new(python);
     client.arg(&script).arg(server.url("/mcp"));
     let said = planned_through(client).await;
-    assert_eq!(said["negotiated"], "2025-11-25", "{said}");
+    assert_eq!(said["negotiated"], "2026-07-28", "{said}");
+}
+
+/// One JSON-RPC request at 2026-07-28, which has no session: the revision
+/// and the client's capabilities ride in the request's `_meta`. Answers
+/// the reply and whether the response named a session.
+async fn sessionless(
+    server: &TestServer,
+    method: &str,
+    mut params: Value,
+    agent_session: Option<&str>,
+) -> (Value, bool) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}
+    });
+    let mut request = server
+        .client
+        .post(server.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        // SEP-2243: the method, and the tool or resource, in headers too.
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str().or(params["uri"].as_str()) {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(name) = agent_session {
+        request = request.header("x-planboard-session", name);
+    }
+    let response = request
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    let named = response.headers().contains_key("mcp-session-id");
+    let body = response.text().await.unwrap();
+    let data = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| d.starts_with('{'))
+        .unwrap_or(&body)
+        .to_string();
+    (
+        serde_json::from_str(&data).expect("a JSON-RPC reply"),
+        named,
+    )
+}
+
+fn said(reply: &Value) -> String {
+    reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a tool's text: {reply}"))
+        .to_string()
+}
+
+/// At 2026-07-28 each request stands alone: the agent session (its active
+/// plan, what its hints remember) is the one `X-Planboard-Session` names,
+/// else the caller's own, as for the REST tools; there is no subscribing
+/// without a session.
+#[tokio::test]
+async fn requests_at_2026_07_28_work_in_the_agent_session_they_name_or_the_callers() {
+    let server = TestServer::start().await;
+    let create = |title: &str| {
+        json!({"name": "create_plan",
+               "arguments": {"title": title, "subtasks": [{"name": "the only step"}]}})
+    };
+    let hint = json!({"name": "get_hint", "arguments": {"fresh": true}});
+    let (created, named) = sessionless(
+        &server,
+        "tools/call",
+        create("Planned by agent A"),
+        Some("agent-a"),
+    )
+    .await;
+    assert!(said(&created).contains("Created plan"), "{created}");
+    assert!(!named, "no session at 2026-07-28");
+    let (a, _) = sessionless(&server, "tools/call", hint.clone(), Some("agent-a")).await;
+    assert!(said(&a).contains("Planned by agent A"), "{a}");
+    let (b, _) = sessionless(&server, "tools/call", hint.clone(), Some("agent-b")).await;
+    assert!(
+        !said(&b).contains("Planned by agent A"),
+        "another session: {b}"
+    );
+    // No name: the caller's own session, the one REST tool calls use.
+    sessionless(&server, "tools/call", create("Planned by the caller"), None).await;
+    let (mine, _) = sessionless(&server, "tools/call", hint.clone(), None).await;
+    assert!(said(&mine).contains("Planned by the caller"), "{mine}");
+    let (_, rest) = server.get("/api/tools/canonical/hint").await;
+    assert!(
+        rest.to_string().contains("Planned by the caller"),
+        "the same session as REST's: {rest}"
+    );
+    let (read, _) = sessionless(
+        &server,
+        "resources/read",
+        json!({"uri": "planboard://session/hint"}),
+        Some("agent-a"),
+    )
+    .await;
+    assert!(
+        read["result"].to_string().contains("Planned by agent A"),
+        "{read}"
+    );
+    let (followed, _) = sessionless(
+        &server,
+        "resources/subscribe",
+        json!({"uri": "planboard://session/hint"}),
+        Some("agent-a"),
+    )
+    .await;
+    // 2026-07-28 has no resources/subscribe (rmcp answers it unknown).
+    assert_eq!(followed["error"]["code"], -32601, "{followed}");
 }

@@ -121,7 +121,7 @@ pub const PLAN_VERSION_HEADER: &str = "x-plan-version";
 
 /// The session key, and whether the caller named it (an agent session) or
 /// it fell back to the caller's name.
-fn session(
+pub fn session_key(
     query: Option<&str>,
     headers: &HeaderMap,
     who: &Identity,
@@ -158,7 +158,7 @@ pub async fn call_tool(
     MaybeBody(args): MaybeBody,
 ) -> Result<Response, ApiError> {
     let dialect = dialect(&dialect_name)?;
-    let (session, named) = session(q.session.as_deref(), &headers, &who)?;
+    let (session, named) = session_key(q.session.as_deref(), &headers, &who)?;
     let settings = q.call_settings()?;
     // An agent session that did not name its agent is recorded by its key.
     let who = if named { who.acting_as(&session) } else { who };
@@ -240,7 +240,7 @@ pub async fn session_hint(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let opts = hint_options(&dialect_name, &q)?;
-    let (session, _) = session(q.session.as_deref(), &headers, &who)?;
+    let (session, _) = session_key(q.session.as_deref(), &headers, &who)?;
     Ok(hint_response(
         state.plans.session_hint(&session, &opts).await?,
     ))
@@ -259,7 +259,7 @@ pub async fn session_hint_remembered(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let opts = hint_options(&dialect_name, &q)?;
-    let (session, _) = session(q.session.as_deref(), &headers, &who)?;
+    let (session, _) = session_key(q.session.as_deref(), &headers, &who)?;
     Ok(hint_response(
         state
             .plans
@@ -280,7 +280,7 @@ pub struct SettingsQuery {
 
 impl SettingsQuery {
     fn session(&self, headers: &HeaderMap, who: &Identity) -> Result<String, ApiError> {
-        Ok(session(self.session.as_deref(), headers, who)?.0)
+        Ok(session_key(self.session.as_deref(), headers, who)?.0)
     }
 }
 
