@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use plan_engine::{PlanId, Timestamp};
 use sqlx::Row;
 
-use crate::store::sql::{corrupt, ts};
+use crate::store::sql::{corrupt, read_ts, ts};
 use crate::store::{SqlStore, StoreError};
 
 /// The runs' rows: their records, leases and retention.
@@ -18,6 +18,8 @@ pub trait RunStore: Send + Sync {
     /// Inserts or replaces the run's row (the lease is left as it is).
     async fn save_run(&self, run: &RunRecord) -> Result<(), StoreError>;
     async fn load_run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError>;
+    /// When the run was first saved and last saved (an MCP task's times).
+    async fn run_times(&self, id: RunId) -> Result<Option<(Timestamp, Timestamp)>, StoreError>;
     /// Newest first.
     async fn list_runs(
         &self,
@@ -107,6 +109,15 @@ impl RunStore for SqlStore {
             .fetch_optional(&self.pool)
             .await?;
         row.as_ref().map(record_of).transpose()
+    }
+
+    async fn run_times(&self, id: RunId) -> Result<Option<(Timestamp, Timestamp)>, StoreError> {
+        let row = sqlx::query("SELECT created_at, updated_at FROM runs WHERE id = $1")
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| Ok((read_ts(&row, "created_at")?, read_ts(&row, "updated_at")?)))
+            .transpose()
     }
 
     async fn list_runs(

@@ -75,49 +75,151 @@ pub(crate) fn pending_of(entries: Vec<(RunEntry, Option<Timestamp>)>) -> Vec<Pen
 /// Most runs of one state looked at: an inbox is for people, not a report.
 const RUNS_LOOKED_AT: u32 = 500;
 
+/// What one plan waits for a person on: its approval (overdue once
+/// `remind` has passed since it was asked), its subtasks' questions.
+fn plan_needs(
+    plan: &plan_engine::Plan,
+    now: Timestamp,
+    remind: Option<chrono::Duration>,
+) -> Vec<Need> {
+    let mut needs = Vec::new();
+    let base = |kind, subtask, text: &str| {
+        Need::new(
+            kind,
+            (plan.id(), plan.title()),
+            None,
+            subtask,
+            text,
+            plan.updated_at(),
+        )
+    };
+    if plan.state() == PlanState::AwaitingApproval {
+        let mut need = base(NeedKind::Approval, None, plan.goal());
+        // Told, never approved by a timer.
+        need.overdue = remind.is_some_and(|r| now - plan.updated_at() > r);
+        needs.push(need);
+    }
+    // A question blocks its subtask: the engine counts blocked subtasks in
+    // O(1), so a plan with none (nearly every plan on every call) is not
+    // walked subtask by subtask.
+    if !plan.state().is_finished() && plan.count(SubtaskState::Blocked) > 0 {
+        for s in plan.subtasks() {
+            if let Some(question) = s.question() {
+                needs.push(base(NeedKind::Question, Some(s.id()), question));
+            }
+        }
+    }
+    needs
+}
+
 impl Runs {
+    fn remind(&self) -> Option<chrono::Duration> {
+        self.approval_remind
+            .and_then(|r| chrono::Duration::from_std(r).ok())
+    }
+
+    /// What a paused run waits for: its Start (approved and held), or a
+    /// person to resume it.
+    async fn paused_text(&self, run: &run_model::RunRecord) -> Result<String, RunError> {
+        // A run approved and held waits for its click or its time.
+        let held = self
+            .approvals
+            .hold_of(run.id)
+            .await?
+            .filter(|h| h.released_at.is_none());
+        Ok(match &held {
+            Some(hold) => match hold.start_at {
+                Some(at) => format!(
+                    "approved by {} and held: starts at {} (or on Start)",
+                    hold.by,
+                    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                ),
+                None => format!("approved by {} and held: starts on Start", hold.by),
+            },
+            None => run.reason.clone().unwrap_or_else(|| "paused".into()),
+        })
+    }
+
+    /// A running run's guarded calls that wait for a decision, as needs.
+    fn call_needs(
+        run: RunId,
+        (plan_id, plan_title, since): (PlanId, &str, Timestamp),
+        entries: Vec<RunEntry>,
+    ) -> Vec<Need> {
+        let untimed = entries.into_iter().map(|e| (e, None)).collect();
+        pending_of(untimed)
+            .into_iter()
+            .map(|call| {
+                Need::new(
+                    NeedKind::ToolCall,
+                    (plan_id, plan_title),
+                    Some(run),
+                    Some(call.subtask),
+                    &format!("{} {}", call.name, call.arguments),
+                    since,
+                )
+            })
+            .collect()
+    }
+
+    /// What one run waits for a person on, as [`Runs::needs`] lists it
+    /// (every need named with the run): its plan's approval and
+    /// questions, its pause, its guarded calls. Reads its plan and its
+    /// calls only, for a client that follows one run (an MCP task).
+    pub async fn needs_of(&self, run: &run_model::RunRecord) -> Result<Vec<Need>, RunError> {
+        if run.state.is_finished() {
+            return Ok(Vec::new());
+        }
+        let Some(plan) = (match run.plan_id {
+            Some(id) => self.plans.get(id).await,
+            None => None,
+        }) else {
+            return Ok(Vec::new());
+        };
+        let mut needs = plan_needs(&plan, chrono::Utc::now(), self.remind());
+        for need in &mut needs {
+            need.run_id = Some(run.id);
+            if need.kind == NeedKind::Approval {
+                need.waiting_for = self.approvals.waiting_for(run, &plan).await?;
+            }
+        }
+        let on = (plan.id(), plan.title(), plan.updated_at());
+        match run.state {
+            RunState::Paused => {
+                let text = self.paused_text(run).await?;
+                needs.push(Need::new(
+                    NeedKind::Stuck,
+                    (on.0, on.1),
+                    Some(run.id),
+                    None,
+                    &text,
+                    on.2,
+                ));
+            }
+            RunState::Running => {
+                let mut calls = calls_of(self.log.as_ref(), &[run.id]).await?;
+                let entries = calls.remove(&run.id).unwrap_or_default();
+                needs.extend(Self::call_needs(run.id, on, entries));
+            }
+            _ => {}
+        }
+        Need::sort(&mut needs);
+        Ok(needs)
+    }
+
     /// Everything waiting for a person, approvals first, oldest first.
     pub async fn needs(&self) -> Result<Vec<Need>, RunError> {
         let now = chrono::Utc::now();
-        let remind = self
-            .approval_remind
-            .and_then(|r| chrono::Duration::from_std(r).ok());
+        let remind = self.remind();
         // Plans: waiting for approval, or holding a question from the agent.
         let plans: Vec<(PlanId, String, plan_engine::Timestamp, Vec<Need>)> = self
             .plans
             .scan(|plan| {
-                let mut needs = Vec::new();
-                let base = |kind, subtask, text: &str| {
-                    Need::new(
-                        kind,
-                        (plan.id(), plan.title()),
-                        None,
-                        subtask,
-                        text,
-                        plan.updated_at(),
-                    )
-                };
-                if plan.state() == PlanState::AwaitingApproval {
-                    let mut need = base(NeedKind::Approval, None, plan.goal());
-                    // Told, never approved by a timer.
-                    need.overdue = remind.is_some_and(|r| now - plan.updated_at() > r);
-                    needs.push(need);
-                }
-                // A question blocks its subtask: the engine counts blocked
-                // subtasks in O(1), so a plan with none (nearly every plan
-                // on every call) is not walked subtask by subtask.
-                if !plan.state().is_finished() && plan.count(SubtaskState::Blocked) > 0 {
-                    for s in plan.subtasks() {
-                        if let Some(question) = s.question() {
-                            needs.push(base(NeedKind::Question, Some(s.id()), question));
-                        }
-                    }
-                }
                 Some((
                     plan.id(),
                     plan.title().to_string(),
                     plan.updated_at(),
-                    needs,
+                    plan_needs(plan, now, remind),
                 ))
             })
             .await;
@@ -163,23 +265,7 @@ impl Runs {
             let Some((plan_id, plan_title, since)) = on_plan(&run) else {
                 continue;
             };
-            // A run approved and held waits for its click or its time.
-            let held = self
-                .approvals
-                .hold_of(run.id)
-                .await?
-                .filter(|h| h.released_at.is_none());
-            let text = match &held {
-                Some(hold) => match hold.start_at {
-                    Some(at) => format!(
-                        "approved by {} and held: starts at {} (or on Start)",
-                        hold.by,
-                        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                    ),
-                    None => format!("approved by {} and held: starts on Start", hold.by),
-                },
-                None => run.reason.clone().unwrap_or_else(|| "paused".into()),
-            };
+            let text = self.paused_text(&run).await?;
             needs.push(Need::new(
                 NeedKind::Stuck,
                 (plan_id, &plan_title),
@@ -201,17 +287,11 @@ impl Runs {
                 continue;
             };
             let entries = calls.remove(&run.id).unwrap_or_default();
-            let untimed = entries.into_iter().map(|e| (e, None)).collect();
-            for call in pending_of(untimed) {
-                needs.push(Need::new(
-                    NeedKind::ToolCall,
-                    (plan_id, &plan_title),
-                    Some(run.id),
-                    Some(call.subtask),
-                    &format!("{} {}", call.name, call.arguments),
-                    since,
-                ));
-            }
+            needs.extend(Self::call_needs(
+                run.id,
+                (plan_id, &plan_title, since),
+                entries,
+            ));
         }
         Need::sort(&mut needs);
         Ok(needs)

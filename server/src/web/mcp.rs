@@ -34,7 +34,7 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use plan_engine::{Dialect, HintOptions};
+use plan_engine::{Dialect, HintOptions, Timestamp};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
@@ -1131,30 +1131,23 @@ impl PlanMcp {
     }
 
     /// The task of a run (`tasks/get`): see [`task_of`].
+    /// A run's task's times: when the run was first and last saved (the
+    /// same at `tools/call` as at every `tasks/get`).
+    async fn task_times(&self, id: run_model::RunId) -> Result<(Timestamp, Timestamp), ApiError> {
+        let now = chrono::Utc::now();
+        Ok(self
+            .runs
+            .store()
+            .run_times(id)
+            .await
+            .map_err(crate::runs::RunError::from)?
+            .unwrap_or((now, now)))
+    }
+
     async fn run_task(&self, task_id: &str, origin: &str) -> Result<DetailedTask, ApiError> {
         let view = self.task_run(task_id).await?;
-        let id = view.record.id;
-        let waits = matches!(
-            view.record.state,
-            RunState::AwaitingApproval | RunState::Paused | RunState::Running
-        );
-        let needs: Vec<Need> = if waits {
-            let mut needs = self.runs.needs().await?;
-            needs.retain(|n| n.run_id == Some(id));
-            needs
-        } else {
-            Vec::new()
-        };
-        let times = match view.record.plan_id {
-            Some(plan) => {
-                self.service
-                    .read(plan, |p| (p.created_at(), p.updated_at()))
-                    .await
-            }
-            None => None,
-        };
-        let now = chrono::Utc::now();
-        let (created, updated) = times.unwrap_or((now, now));
+        let needs = self.runs.needs_of(&view.record).await?;
+        let (created, updated) = self.task_times(view.record.id).await?;
         Ok(task_of(&view, &needs, origin, created, updated))
     }
 }
@@ -1422,7 +1415,9 @@ impl ServerHandler for PlanMcp {
                 Ok(view) => view,
                 Err(refused) => return answered(Err(refused)),
             };
-            let task = task_of(&view, &[], "", chrono::Utc::now(), chrono::Utc::now()).task;
+            let now = chrono::Utc::now();
+            let (created, updated) = self.task_times(view.record.id).await.unwrap_or((now, now));
+            let task = task_of(&view, &[], "", created, updated).task;
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
         }
         if REVIEW_TOOLS.contains(&request.name.as_ref()) {

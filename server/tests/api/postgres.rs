@@ -346,6 +346,13 @@ pub async fn run_store_story(url: &str) {
         store.load_run(run.id).await.unwrap().unwrap().state,
         RunState::Running
     );
+    let (created, updated) = store.run_times(run.id).await.unwrap().expect("its times");
+    assert!(created <= updated, "{created} {updated}");
+    assert!(store
+        .run_times(uuid::Uuid::new_v4())
+        .await
+        .unwrap()
+        .is_none());
     let listed = store
         .list_runs(Some(RunState::Running), Some(plan), 0, 10)
         .await

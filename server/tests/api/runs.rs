@@ -461,6 +461,10 @@ async fn an_mcp_client_follows_a_run_as_a_task_through_its_approval_to_the_answe
     };
     // Waiting for the plan's approval: a person's to give, on the board.
     let waiting = follow(TaskStatus::InputRequired).await;
+    assert_eq!(
+        waiting.task.created_at, created.task.created_at,
+        "a task is created once: when its run was"
+    );
     let TaskPayload::InputRequired { input_requests } = &waiting.payload else {
         unreachable!()
     };
@@ -1863,4 +1867,130 @@ async fn a_guarded_call_waiting_in_a_long_log_reaches_the_inbox_and_the_run_and_
     assert!(tool_needs(&needs).is_empty(), "{needs}");
     let (_, calls) = server.get(&format!("/api/runs/{run}/tool-calls")).await;
     assert_eq!(calls, json!([]));
+}
+
+/// What one run waits for (an MCP task's `input_required`, read each
+/// poll) is what the inbox lists for that run's plan, found without the
+/// inbox's walk of every plan: a plan's approval, an agent's question, a
+/// pause and a guarded call, each named with its run.
+#[tokio::test]
+async fn one_runs_needs_are_the_inboxs_needs_on_its_plan_named_with_the_run() {
+    use plan_engine::{Op, SubtaskId, SubtaskState};
+    use server::runlog::NewRunEntry;
+    let server = TestServer::start().await;
+    let runs = server.services.runs.clone();
+    let plans = server.services.plans.clone();
+    let store = runs.store();
+    let plan_with = |title: &'static str, approval: bool| {
+        let server = &server;
+        async move {
+            let mut body = crate::support::chain(title);
+            body["approval_required"] = json!(approval);
+            let id: plan_engine::PlanId = server.create(body).await.parse().unwrap();
+            id
+        }
+    };
+    let plan_of = |title: &'static str| plan_with(title, false);
+    let run_on = |plan: plan_engine::PlanId, state: run_model::RunState| {
+        let mut record = run_model::RunRecord::new(
+            uuid::Uuid::new_v4(),
+            run_model::RunConfig {
+                task: "needs".into(),
+                ..Default::default()
+            },
+        );
+        record.state = state;
+        record.plan_id = Some(plan);
+        record.reason = Some("a person paused it".into());
+        record
+    };
+    // A plan that waits for its approval.
+    let approving = plan_with("to approve", true).await;
+    assert_eq!(
+        plans.get(approving).await.unwrap().state(),
+        plan_engine::PlanState::AwaitingApproval
+    );
+    let approval = run_on(approving, run_model::RunState::AwaitingApproval);
+    // A subtask blocked on the agent's question.
+    let asking = plan_of("with a question").await;
+    let block = |state, note: Option<&str>| Op::SetSubtaskState {
+        id: SubtaskId(1),
+        state,
+        note: note.map(str::to_string),
+        start_next: false,
+    };
+    plans
+        .execute(
+            asking,
+            vec![
+                block(SubtaskState::InProgress, None),
+                block(
+                    SubtaskState::Blocked,
+                    Some(&format!(
+                        "{}Which colour?",
+                        plan_engine::model::QUESTION_NOTE
+                    )),
+                ),
+            ],
+            "agent",
+        )
+        .await
+        .unwrap();
+    let question = run_on(asking, run_model::RunState::Running);
+    let paused = run_on(plan_of("paused").await, run_model::RunState::Paused);
+    let guarded = run_on(plan_of("guarded").await, run_model::RunState::Running);
+    let quiet = run_on(plan_of("quiet").await, run_model::RunState::Running);
+    for run in [&approval, &question, &paused, &guarded, &quiet] {
+        store.save_run(run).await.unwrap();
+    }
+    let entry = agent::RunEntry::ToolApproval {
+        subtask: SubtaskId(1),
+        call: "c1".into(),
+        name: "run_shell".into(),
+        arguments: json!({"command": "ls"}),
+    };
+    runs.log()
+        .append_run_log(&[NewRunEntry {
+            run: guarded.id,
+            plan: guarded.plan_id,
+            kind: entry.kind(),
+            at: chrono::Utc::now(),
+            entry: serde_json::to_value(&entry).unwrap(),
+        }])
+        .await
+        .unwrap();
+
+    let all = runs.needs().await.unwrap();
+    let shown = |needs: Vec<run_model::Need>| -> Vec<Value> {
+        needs
+            .into_iter()
+            .map(|n| {
+                let mut n = serde_json::to_value(n).unwrap();
+                n["run_id"] = Value::Null;
+                n
+            })
+            .collect()
+    };
+    for (run, kind) in [
+        (&approval, "approval"),
+        (&question, "question"),
+        (&paused, "stuck"),
+        (&guarded, "tool_call"),
+    ] {
+        let own = runs.needs_of(run).await.unwrap();
+        assert_eq!(own.len(), 1, "{kind}: {own:?}");
+        assert_eq!(serde_json::to_value(&own[0]).unwrap()["kind"], kind);
+        assert!(own.iter().all(|n| n.run_id == Some(run.id)), "{own:?}");
+        let listed: Vec<run_model::Need> = all
+            .iter()
+            .filter(|n| Some(n.plan_id) == run.plan_id)
+            .cloned()
+            .collect();
+        assert_eq!(
+            shown(own),
+            shown(listed),
+            "{kind}: the inbox's, for its plan"
+        );
+    }
+    assert!(runs.needs_of(&quiet).await.unwrap().is_empty());
 }
