@@ -101,6 +101,14 @@ function answer(request) {
       if (subtask === "look at the first" && (task.includes("[shell]") || task.includes("[card]")) && (request.messages?.length ?? 0) <= 2) {
         return { action: "run_shell", arguments: { command: "echo hello from the sandbox > hello.txt" } };
       }
+      // [elicit]: the first subtask calls the MCP server's tool that asks a
+      // person for a form mid-call (server-everything's), then completes
+      // with the name the tool was given.
+      if (subtask === "look at the first" && task.includes("[elicit]")) {
+        const told = JSON.stringify(request.messages ?? []).match(/Name: ([A-Za-z ]+)/);
+        if (!told) return { action: "trigger-elicitation-request", arguments: {} };
+        return { action: "complete", result: `the form was filled in for ${told[1]}` };
+      }
       if (subtask === "look at the first" && task.includes("[fail]")) {
         return { action: "fail", reason: "the first library's documentation cannot be read" };
       }

@@ -441,6 +441,34 @@ test("a guarded shell command waits on the board until a person approves it", as
   await expect(page.getByTestId("activity-row").filter({ hasText: "run_shell · ok" }).first()).toBeVisible();
 });
 
+test("an MCP server's question mid-call waits on the board and the person's answer goes back", async ({ page, request }) => {
+  const res = await request.post("/api/runs", { data: { task: unique("[elicit] Sign up for the newsletter"), mode: "complex", approval_required: false } });
+  expect(res.status(), await res.text()).toBe(201);
+  const run = await res.json();
+  await page.goto(`/plans/${run.plan_id}`);
+  // The tool may write (it is not marked read-only): its call is approved first.
+  const call = page.getByTestId("tool-guard-trigger-elicitation-request");
+  await expect(call).toBeVisible({ timeout: 15_000 });
+  await call.getByTestId("tool-guard-approve").click();
+  // Mid-call, the server's form: its words, its fields with their defaults.
+  const question = page.getByTestId("tool-guard-everything asks (in trigger-elicitation-request)");
+  await expect(question).toBeVisible({ timeout: 15_000 });
+  await expect(question.getByTestId("tool-guard-shown")).toContainText("Please provide inputs");
+  const args = question.getByTestId("tool-guard-arguments");
+  const shown = JSON.parse(await args.inputValue());
+  expect(shown.answer.integer).toBe(42);
+  expect(shown.fields.name).toContain("required");
+  shown.answer.name = "Ada Lovelace";
+  await args.fill(JSON.stringify(shown, null, 2));
+  await shot(page, "agent-15-server-question");
+  await question.getByTestId("tool-guard-edit").click();
+  await expect(page.getByTestId("run-state")).toHaveText("done", { timeout: 30_000 });
+  // The server got the person's answer, and the model read it back.
+  const events = await (await request.get(`/api/runs/${run.id}/events`)).json();
+  const called = events.find((e: { kind: string }) => e.kind === "tool_call");
+  expect(called.entry.result).toContain("Name: Ada Lovelace");
+});
+
 test("the chart the agent's code drew shows under the answer and on the activity page", async ({ page, request }) => {
   const res = await request.post("/api/runs", { data: { task: unique("[chart] Draw the sales per region"), mode: "complex", approval_required: false } });
   expect(res.status(), await res.text()).toBe(201);

@@ -679,7 +679,8 @@ impl BoardBackend for Board {
             .map_err(run_error)?
             .into_iter()
             .map(|p| app::api::PendingTool {
-                shown: ["code", "command", "url"]
+                // A server's question (agent::asking) shows its words.
+                shown: ["code", "command", "url", "question"]
                     .iter()
                     .find_map(|k| p.arguments.get(*k).and_then(|v| v.as_str()))
                     .map(str::to_string)
