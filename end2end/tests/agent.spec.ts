@@ -620,9 +620,13 @@ test("an admin connects a real MCP server on the Tools page, tests it and remove
   await expect(row).toContainText("env: PROBE_SECRET");
   await expect(page.locator("body")).not.toContainText("env-secret-e2e");
   await shot(page, "tools-page");
-  // The task box offers its tools now.
+  // The task box offers its tools now, beside those of the server the
+  // operator's file names (the same program: its echo too).
   await page.goto("/plans/new");
-  await expect(page.getByTestId("task-tool-echo")).toBeChecked();
+  const echo = page.getByTestId("task-tool-echo");
+  await expect(echo).toHaveCount(2);
+  await expect(echo.nth(0)).toBeChecked();
+  await expect(echo.nth(1)).toBeChecked();
   await page.goto("/tools");
   await row.getByTestId("server-test").click();
   await page.waitForURL(/\/tools$/);
