@@ -165,6 +165,14 @@ struct OpenCall {
     ended: tokio::sync::watch::Sender<()>,
 }
 
+/// Whom a question is for: the tool whose call was open, the people to
+/// ask, and what tells that each of that run's open calls ended.
+type Whose = (
+    String,
+    Arc<dyn People>,
+    Vec<tokio::sync::watch::Receiver<()>>,
+);
+
 /// planboard's side of an MCP connection: it says it can be asked
 /// (elicitation, form and page), and takes each question to the people of
 /// the call open on the connection.
@@ -218,20 +226,17 @@ impl Asking {
     }
 
     /// Whom a question arriving now is for: the people of the open calls,
-    /// if they are all one run's; and what tells that its call ended.
-    fn whose(&self) -> Option<(String, Arc<dyn People>, tokio::sync::watch::Receiver<()>)> {
+    /// if they are all one run's; and, one for each of those calls, what
+    /// tells that it ended (the question is withdrawn once all have).
+    fn whose(&self) -> Option<Whose> {
         let calls = self.calls.lock().expect("open calls lock");
-        let mut open = calls.open.values();
-        let first = open.next()?;
+        let first = calls.open.values().next()?;
         let run = first.people.whose();
-        if open.any(|call| call.people.whose() != run) {
+        if calls.open.values().any(|call| call.people.whose() != run) {
             return None;
         }
-        Some((
-            first.tool.clone(),
-            first.people.clone(),
-            first.ended.subscribe(),
-        ))
+        let ended = calls.open.values().map(|c| c.ended.subscribe()).collect();
+        Some((first.tool.clone(), first.people.clone(), ended))
     }
 }
 
@@ -296,7 +301,7 @@ impl ClientHandler for Asking {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let Some((tool, people, mut ended)) = self.whose() else {
+        let Some((tool, people, ended)) = self.whose() else {
             tracing::warn!(
                 "MCP server {} asked a question while no call, or calls of several runs, \
                  were open on its connection: cancelled, since whose it is cannot be told",
@@ -311,9 +316,12 @@ impl ClientHandler for Asking {
                 return Ok(ElicitResult::new(ElicitationAction::Decline));
             }
         };
+        let all_ended = futures_util::future::join_all(ended.into_iter().map(|mut e| async move {
+            let _ = e.changed().await;
+        }));
         let gone = Box::pin(async move {
             tokio::select! {
-                _ = ended.changed() => {}
+                _ = all_ended => {}
                 _ = context.ct.cancelled() => {}
             }
         });
@@ -997,6 +1005,29 @@ for line in sys.stdin:
         .await;
         assert!(given_up.is_err(), "the question waits for a person");
         assert_eq!(people.asked().len(), 1);
+        // Two calls of one run open: the question stays while either does.
+        let waiting = Arc::new(Scripted {
+            wait: true,
+            ..Arc::into_inner(Scripted::new("run-3", vec![])).unwrap()
+        });
+        let earlier = tools.asking.open("echo", waiting.clone());
+        let later = Scripted::new("run-3", vec![]);
+        let none = serde_json::json!({});
+        let call = tools.call_asking("trigger-elicitation-request", &none, later);
+        tokio::pin!(call);
+        let asked = tokio::time::timeout(std::time::Duration::from_millis(1_000), &mut call).await;
+        assert!(
+            asked.is_err() && waiting.asked().len() == 1,
+            "asked, and waiting"
+        );
+        drop(earlier);
+        let still = tokio::time::timeout(std::time::Duration::from_millis(500), &mut call).await;
+        assert!(still.is_err(), "the later call still waits for the reply");
+        assert!(
+            !waiting.withdrawn.load(std::sync::atomic::Ordering::SeqCst),
+            "not withdrawn while a call of the run is open"
+        );
+        drop(call);
         tokio::time::timeout(std::time::Duration::from_secs(5), async {
             while !people.withdrawn.load(std::sync::atomic::Ordering::SeqCst) {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
