@@ -1013,8 +1013,8 @@ for line in sys.stdin:
         let earlier = tools.asking.open("echo", waiting.clone());
         let later = Scripted::new("run-3", vec![]);
         let none = serde_json::json!({});
-        let call = tools.call_asking("trigger-elicitation-request", &none, later);
-        tokio::pin!(call);
+        // A boxed future (async_trait): dropping it gives the call up.
+        let mut call = tools.call_asking("trigger-elicitation-request", &none, later);
         let asked = tokio::time::timeout(std::time::Duration::from_millis(1_000), &mut call).await;
         assert!(
             asked.is_err() && waiting.asked().len() == 1,
