@@ -151,6 +151,7 @@ impl People for RunPeople {
             call: call.clone(),
             name: asker(&question),
             arguments: shown.clone(),
+            asker: Some(question.server.clone()),
         })
         .await;
         tokio::select! {

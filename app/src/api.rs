@@ -646,6 +646,9 @@ pub struct PendingTool {
     /// with the decision so it is bound to what was shown.
     #[serde(default)]
     pub digest: String,
+    /// The MCP server asking a person this mid-call (not a call to run).
+    #[serde(default)]
+    pub asker: Option<String>,
 }
 
 /// Whether the agent can run, on which model, and with which tools.

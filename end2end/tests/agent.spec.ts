@@ -453,6 +453,7 @@ test("an MCP server's question mid-call waits on the board and the person's answ
   // Mid-call, the server's form: its words, its fields with their defaults.
   const question = page.getByTestId("tool-guard-everything asks (in trigger-elicitation-request)");
   await expect(question).toBeVisible({ timeout: 15_000 });
+  await expect(question.getByTestId("tool-guard-asker")).toContainText("The MCP server everything asks you");
   await expect(question.getByTestId("tool-guard-shown")).toContainText("Please provide inputs");
   const args = question.getByTestId("tool-guard-arguments");
   const shown = JSON.parse(await args.inputValue());

@@ -213,6 +213,12 @@ pub enum RunEntry {
         call: String,
         name: String,
         arguments: serde_json::Value,
+        /// Set by planboard's agent alone, when the server of a tool the
+        /// agent is calling asks a person something mid-call (an MCP
+        /// elicitation): the server's name. The entry is then the server's
+        /// question, not a call waiting to run (the board says so).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asker: Option<String>,
     },
     /// A person's decision on a [`RunEntry::ToolApproval`].
     ToolDecision {

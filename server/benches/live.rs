@@ -146,6 +146,7 @@ fn seed_log(
                 call: call.clone(),
                 name: "run_command".into(),
                 arguments: json!({"command": "ls"}),
+                asker: None,
             });
             push(agent::RunEntry::ToolDecision {
                 call,
@@ -164,6 +165,7 @@ fn seed_log(
             call: "waiting".into(),
             name: "run_command".into(),
             arguments: json!({"command": "rm -rf build"}),
+            asker: None,
         });
     }
     out.truncate(entries);

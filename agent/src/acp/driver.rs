@@ -988,6 +988,7 @@ impl Session {
                 "options": request.options.iter().map(option_json).collect::<Vec<_>>(),
                 "option": approve.map(|o| o.0.to_string()),
             }),
+            asker: None,
         })
         .await;
         let waiter = {

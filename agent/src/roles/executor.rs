@@ -377,6 +377,7 @@ async fn guarded(
             call: call.clone(),
             name: name.to_string(),
             arguments: arguments.clone(),
+            asker: None,
         })
         .await;
     let decided = match host.tool_verdict(caller.run, &call).await {

@@ -362,13 +362,20 @@ pub fn activity_of(at: Timestamp, entry: RunEntry, now: Timestamp, lang: Lang) -
             subtask,
             name,
             arguments,
+            asker,
             ..
         } => line(
             Some(subtask.0),
-            lang.pick(
-                format!("{name} waits for a person's approval"),
-                format!("{name} 等待人工批准"),
-            ),
+            match asker {
+                Some(server) => lang.pick(
+                    format!("the MCP server {server} asks a person, mid-call"),
+                    format!("MCP 服务器 {server} 在调用中向人提问"),
+                ),
+                None => lang.pick(
+                    format!("{name} waits for a person's approval"),
+                    format!("{name} 等待人工批准"),
+                ),
+            },
             Some(lang.pick(
                 format!("arguments: {arguments}"),
                 format!("参数：{arguments}"),

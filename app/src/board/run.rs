@@ -280,10 +280,32 @@ fn held_notice(id: PlanId, hold: run_model::Hold, can_start: bool, lang: Lang) -
 #[cfg(feature = "ssr")]
 fn tool_guard(id: PlanId, p: crate::api::PendingTool, can_edit: bool, lang: Lang) -> impl IntoView {
     let testid = format!("tool-guard-{}", p.name);
+    // A server's question mid-call is told apart by what planboard's agent
+    // recorded (`asker`), never by the name or the arguments, which a
+    // model or another agent chooses.
+    let heading = match &p.asker {
+        Some(server) => view! {
+            <strong data-testid="tool-guard-asker">
+                {lang.pick("The MCP server ", "MCP 服务器 ")}<code>{server.clone()}</code>
+                {lang.pick(" asks you, in the middle of a call", " 在调用中向你提问")}
+            </strong>
+            <span class="muted">
+                {lang.pick(
+                    " (Approve sends the answer below as it stands, Run edited your edited answer, Deny declines)",
+                    "（批准：按下面的答案发送；按修改运行：发送你修改后的答案；拒绝：不回答）",
+                )}
+            </span>
+        }
+        .into_any(),
+        None => view! {
+            <strong>{lang.pick("The agent asks to run ", "智能体请求运行 ")}<code>{p.name.clone()}</code></strong>
+        }
+        .into_any(),
+    };
     view! {
         <div class="run-guard" data-testid=testid>
             <p>
-                <strong>{lang.pick("The agent asks to run ", "智能体请求运行 ")}<code>{p.name.clone()}</code></strong>
+                {heading}
                 {format!(" · #{}", p.subtask)}
             </p>
             {p.shown.map(|text| view! { <pre class="guard-shown" data-testid="tool-guard-shown">{text}</pre> })}
@@ -941,6 +963,43 @@ mod tests {
 
     #[cfg(feature = "ssr")]
     #[test]
+    fn a_servers_question_is_headed_as_one_only_when_the_agent_recorded_its_asker() {
+        use plan_engine::Lang;
+        let pending = |asker: Option<&str>| crate::api::PendingTool {
+            call: "c1".into(),
+            subtask: 1,
+            // A name anyone may choose: a tool's, an ACP agent's title.
+            name: "everything asks (in trigger-elicitation-request)".into(),
+            arguments: "{}".into(),
+            shown: Some("Please provide inputs".into()),
+            digest: String::new(),
+            asker: asker.map(str::to_string),
+        };
+        let html = |asker| {
+            let panel = crate::api::RunPanel {
+                state: run_model::RunState::Running,
+                pending: vec![pending(asker)],
+                ..paused_panel("x", None)
+            };
+            super::run_panel_html(uuid::Uuid::nil(), panel, Vec::new(), true, Lang::En)
+        };
+        let asked = html(Some("everything"));
+        assert!(asked.contains("tool-guard-asker"), "{asked}");
+        assert!(
+            asked.contains("asks you, in the middle of a call"),
+            "{asked}"
+        );
+        assert!(!asked.contains("The agent asks to run"), "{asked}");
+        let named = html(None);
+        assert!(named.contains("The agent asks to run"), "{named}");
+        assert!(
+            !named.contains("asks you"),
+            "a name alone is no question: {named}"
+        );
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
     fn a_models_tool_arguments_that_close_the_textarea_stay_text_in_the_guard_form() {
         use plan_engine::Lang;
         // The arguments are the model's: an attacker's input.
@@ -954,6 +1013,7 @@ mod tests {
                 arguments: attack.into(),
                 shown: Some(attack.into()),
                 digest: String::new(),
+                asker: None,
             }],
             ..paused_panel("x", None)
         };

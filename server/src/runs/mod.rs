@@ -1536,6 +1536,10 @@ pub struct PendingCall {
     pub digest: String,
     /// When the agent asked, when known.
     pub asked_at: Option<plan_engine::Timestamp>,
+    /// The MCP server that asks a person this, mid-call (an elicitation),
+    /// when it is a server's question rather than a call waiting to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asker: Option<String>,
 }
 
 /// The longest reason given with a decision, in characters.

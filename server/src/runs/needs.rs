@@ -59,6 +59,7 @@ pub(crate) fn pending_of(entries: Vec<(RunEntry, Option<Timestamp>)>) -> Vec<Pen
                 call,
                 name,
                 arguments,
+                asker,
             } if open.contains(&call) => Some(PendingCall {
                 digest: run_model::call_digest(&name, &arguments),
                 asked_at: at,
@@ -66,6 +67,7 @@ pub(crate) fn pending_of(entries: Vec<(RunEntry, Option<Timestamp>)>) -> Vec<Pen
                 subtask,
                 name,
                 arguments,
+                asker,
             }),
             _ => None,
         })

@@ -1548,6 +1548,7 @@ pub async fn guarded_calls_story(url: &str) {
         call: call.into(),
         name: "run_shell".into(),
         arguments: json!({"command": "ls"}),
+        asker: None,
     };
     let note = || agent::RunEntry::PeopleChanged {
         summary: "a line".into(),

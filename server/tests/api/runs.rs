@@ -414,16 +414,42 @@ impl rmcp::ClientHandler for TasksClient {
 
 #[tokio::test]
 async fn an_mcp_client_follows_a_run_as_a_task_through_its_approval_to_the_answer() {
+    follow_a_run_as_a_task(rmcp::service::ClientLifecycleMode::Initialize, "2025-11-25").await;
+}
+
+/// The same at 2026-07-28, with no session: a task is the run, so it is
+/// followed without one.
+#[tokio::test]
+async fn an_mcp_client_at_2026_07_28_follows_a_run_as_a_task_without_a_session() {
+    let newest = rmcp::model::ProtocolVersion::V_2026_07_28;
+    follow_a_run_as_a_task(
+        rmcp::service::ClientLifecycleMode::Discover {
+            preferred_versions: vec![newest],
+        },
+        "2026-07-28",
+    )
+    .await;
+}
+
+/// rmcp's client (MCP's official Rust SDK), connected by `lifecycle`,
+/// starts runs as tasks and follows them: an approval, the answer, a
+/// cancel, unknown tasks.
+async fn follow_a_run_as_a_task(lifecycle: rmcp::service::ClientLifecycleMode, revision: &str) {
     use rmcp::model::{
         CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, InputRequest,
         TaskPayload, TaskStatus,
     };
     use rmcp::transport::StreamableHttpClientTransport;
-    use rmcp::ServiceExt;
     let fake = FakeOpenAi::start().await;
     let server = server_with(&fake).await;
     let transport = StreamableHttpClientTransport::from_uri(server.url("/mcp"));
-    let client = TasksClient.serve(transport).await.expect("MCP session");
+    let client = rmcp::service::serve_client_with_lifecycle(TasksClient, transport, lifecycle)
+        .await
+        .expect("MCP client");
+    assert_eq!(
+        client.peer_info().map(|i| i.protocol_version.to_string()),
+        Some(revision.to_string())
+    );
     let start = |task: &str| {
         let mut params = CallToolRequestParams::new("start_run");
         params.arguments = json!({"task": task, "approval_required": true})
@@ -1804,6 +1830,7 @@ async fn a_guarded_call_waiting_in_a_long_log_reaches_the_inbox_and_the_run_and_
             call: call.into(),
             name: "run_shell".into(),
             arguments: json!({"command": format!("echo {call}")}),
+            asker: None,
         })
     };
     let mut log: Vec<NewRunEntry> = (0..1000).map(|_| note()).collect();
@@ -1948,6 +1975,7 @@ async fn one_runs_needs_are_the_inboxs_needs_on_its_plan_named_with_the_run() {
         call: "c1".into(),
         name: "run_shell".into(),
         arguments: json!({"command": "ls"}),
+        asker: None,
     };
     runs.log()
         .append_run_log(&[NewRunEntry {

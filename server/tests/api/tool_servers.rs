@@ -435,6 +435,10 @@ async fn a_servers_question_mid_call_waits_on_the_board_and_the_persons_answer_g
         question["name"], "everything asks (in trigger-elicitation-request)",
         "{question}"
     );
+    assert_eq!(
+        question["asker"], "everything",
+        "a server's question: {question}"
+    );
     let asked = &question["arguments"];
     assert!(
         asked["question"]

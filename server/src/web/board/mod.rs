@@ -690,6 +690,7 @@ impl BoardBackend for Board {
                 subtask: p.subtask.0,
                 name: p.name,
                 digest: p.digest,
+                asker: p.asker,
             })
             .collect();
         // The images the run wrote, under its answer (none before it
