@@ -538,6 +538,80 @@ fn answered(server: &str, sent: Sent) -> Result<String, ToolError> {
 mod tests {
     use super::*;
 
+    /// A server's form request as the wire carries it.
+    fn form(fields: usize, description: &str) -> ElicitRequestParams {
+        let properties: serde_json::Map<String, Value> = (0..fields)
+            .map(|i| {
+                (
+                    format!("f{i}"),
+                    serde_json::json!({"type": "string", "description": description}),
+                )
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "mode": "form",
+            "message": "Tell me",
+            "requestedSchema": {"type": "object", "properties": properties},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_form_of_more_fields_than_the_limit_is_declined_and_one_at_the_limit_is_asked() {
+        assert!(question_of("s", "t".into(), form(FORM_FIELDS, "x")).is_ok());
+        let refused = question_of("s", "t".into(), form(FORM_FIELDS + 1, "x")).unwrap_err();
+        assert!(refused.contains("33 fields"), "{refused}");
+    }
+
+    #[test]
+    fn a_form_whose_schema_outgrows_its_bytes_is_declined_though_its_fields_are_few() {
+        let long = "d".repeat(FORM_BYTES);
+        let refused = question_of("s", "t".into(), form(1, &long)).unwrap_err();
+        assert!(refused.contains("bytes"), "{refused}");
+        assert!(question_of("s", "t".into(), form(1, &"d".repeat(FORM_BYTES / 2))).is_ok());
+    }
+
+    #[test]
+    fn a_servers_long_message_and_page_are_cut_to_the_question_limit() {
+        let request: ElicitRequestParams = serde_json::from_value(serde_json::json!({
+            "mode": "url",
+            "message": "m".repeat(QUESTION_CHARS * 50),
+            "url": format!("https://example.com/{}", "u".repeat(QUESTION_CHARS * 50)),
+            "elicitationId": "e1",
+        }))
+        .unwrap();
+        let question = question_of("s", "t".into(), request).unwrap();
+        assert!(question.message.chars().count() <= QUESTION_CHARS + 1);
+        assert!(question.url.unwrap().chars().count() <= QUESTION_CHARS + 1);
+    }
+
+    #[test]
+    fn an_error_asking_for_more_pages_than_the_limit_asks_for_none() {
+        let sent = |pages: usize| -> Sent {
+            let elicitations: Vec<Value> = (0..pages)
+                .map(|i| {
+                    serde_json::json!({
+                        "mode": "url",
+                        "message": "Open it",
+                        "url": format!("https://example.com/{i}"),
+                        "elicitationId": format!("e{i}"),
+                    })
+                })
+                .collect();
+            Err(rmcp::ServiceError::McpError(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode(URL_ELICITATION_REQUIRED),
+                "open these",
+                Some(serde_json::json!({ "elicitations": elicitations })),
+            )))
+        };
+        assert_eq!(
+            pages_required("s", "t", &sent(PAGES_REQUIRED)).map(|p| p.len()),
+            Some(PAGES_REQUIRED)
+        );
+        assert!(pages_required("s", "t", &sent(PAGES_REQUIRED + 1)).is_none());
+        assert!(pages_required("s", "t", &sent(0)).is_none());
+    }
+
     #[test]
     fn a_servers_file_needs_a_url_or_a_command_for_each_server() {
         let dir = tempfile::tempdir().unwrap();
