@@ -2,24 +2,33 @@
 //! task, the engine's bounded hint (not the whole plan), this subtask, the
 //! results of its dependencies (cut), what people said about it, and the
 //! turns so far; its size does not grow with the plan.
+//!
+//! # Layout
+//! - [`execute`]: the loop: the model acts, [`attempt::Attempt`] says what
+//!   its action came to (the executor's named rules live there), until an
+//!   outcome or the turn limit; [`write`]: a step written in words.
+//! - [`brief`], `system`: what the model is given.
+//! - The rules' texts and tests of what they recognise (`bare_numbers`,
+//!   `restates`, `insisted`, `word_limit` …) below the loop.
+
+mod attempt;
 
 use std::collections::HashMap;
-use std::time::Instant;
+
+use attempt::{Attempt, Turn};
 
 use plan_engine::text::last_lines;
-use plan_engine::{HintOptions, NewSubtask, Op, Plan, SubtaskId};
+use plan_engine::{HintOptions, Plan, SubtaskId};
 
 use crate::call::{CallError, Caller};
 use crate::host::Host;
 use crate::llm::Message;
 use crate::prompts;
 use crate::protocol::{Action, ToolSpec};
-use crate::replay::Replayed;
-use crate::roles::checker::{self, Recheck};
+use crate::roles::checker;
 use crate::run::RunEntry;
-use crate::run::{ToolPolicy, Verdict};
-use crate::tools::sandbox::capture::{report_failed as code_failed, stderr_of, untimed};
-use crate::tools::web::WEB_TOOLS;
+use crate::run::Verdict;
+use crate::tools::sandbox::capture::{stderr_of, untimed};
 use crate::tools::{ToolError, Toolset};
 
 /// The agent's name on the plans it changes.
@@ -457,501 +466,24 @@ async fn run_tool(
 }
 
 /// Runs one subtask to an outcome. Adding a subtask happens right away
-/// through the host, so people see it while the subtask goes on.
+/// through the host, so people see it while the subtask goes on. Each
+/// turn, the model acts and reads what its action came to; the rules that
+/// give it another turn, or end the attempt, are [`Attempt`]'s.
 pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job) -> Outcome {
     if job.written {
         return write(caller, &job).await;
     }
-    let specs = tools.specs();
-    let first = brief(&job);
-    // What the model was given and what its tools printed: the numbers of
-    // its result must be found here (see `grounded`).
-    // Not the earlier attempts' failures: their reasons quote the guesses.
-    let given = first
-        .split(EARLIER_FAILURES)
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let mut evidence = vec![given];
-    // What the tool calls of this attempt were asked to do (a program's
-    // code, a path): a file the code wrote is named there.
-    let mut asked: Vec<String> = Vec::new();
-    let mut grounding_checked = false;
-    let mut messages = vec![
-        Message::system(system(&specs, job.offered)),
-        Message::user(first),
-    ];
-    let mut router = ToolRouter::default();
-    // The tools this attempt called, and whether the checking turn (a
-    // subtask that names a tool but was completed without it) was had.
-    let mut called: std::collections::HashSet<String> = Default::default();
-    let mut checked = false;
-    // Whether a question was sent back once for the named tool instead,
-    // and once as the task's own (the rule `own_question_not_asked`).
-    let mut asked_checked = false;
-    let mut own_checked = false;
-    // Whether numbers read off a file were sent back once to be computed.
-    let mut computed_checked = false;
-    // Whether a result of bare numbers was sent back once to be said, and
-    // that result when the tools' output showed all its numbers.
-    let mut bare_checked = false;
-    let mut bare_shown: Option<String> = None;
-    // The error of the last code run, while it is not fixed, and whether
-    // a `fail` after it was sent back once to fix the code instead.
-    let mut code_error: Option<String> = None;
-    // The report of the last program that ran without error.
-    let mut own_output: Option<String> = None;
-    // The subtask this attempt added, if it added one.
-    let mut added: Option<u32> = None;
-    // The error of the last web call, while none has succeeded since.
-    let mut web_error: Option<String> = None;
-    let mut fix_checked = false;
-    // Whether the checker computed this attempt's numbers again, and the
-    // number two checks agreed on against the result, if they did.
-    let mut others_checked = false;
-    let mut disputed: Option<String> = None;
-    let mut seen = Seen::default();
-    // The recorded results this attempt's calls took (a replay): given
-    // back when the attempt stops at an unmatched call and is released.
-    let mut replayed_here: Vec<run_model::RecordedCall> = Vec::new();
+    let mut attempt = Attempt::new(caller, host, tools, &job);
     for turn in 1..=job.max_turns.max(1) {
-        let action = match caller
-            .action(messages.clone(), &specs, job.offered, job.subtask)
-            .await
-        {
+        let action = match attempt.next_action().await {
             Ok(action) => action,
-            Err(CallError::Budget(why)) => return Outcome::Budget(why),
-            Err(e) => {
-                return Outcome::Failed {
-                    again: !matches!(e, CallError::Llm(_)),
-                    reason: e.to_string(),
-                }
-            }
+            Err(end) => return end,
         };
-        let action = match unmangled(caller, &messages, action, job.subtask).await {
-            Ok(action) => action,
-            Err(why) => return Outcome::Budget(why),
-        };
-        let observation = match &action {
-            Action::Complete { result, short_of } => {
-                // Numbers stated after reading a file but running no code,
-                // where code could have counted them (Qwen2.5-1.5B read a
-                // log and answered "10" ERROR lines, a number the log holds
-                // in a time of day; there were 30).
-                let uncounted = !computed_checked
-                    && called.contains("read_file")
-                    && !CODE_TOOLS.iter().any(|t| called.contains(*t))
-                    && specs.iter().any(|s| s.name == "run_python")
-                    && !crate::grounded::numbers(result).is_empty();
-                match named_tool(&job, &specs).filter(|t| !checked && !called.contains(*t)) {
-                    // One checking turn: small models complete a subtask
-                    // from their own head instead of calling the tool its
-                    // description names (Qwen2.5-1.5B summed a CSV wrongly).
-                    Some(tool) => {
-                        checked = true;
-                        format!(
-                            "This subtask names the tool {tool}, but you completed it without calling {tool}. \
-                             Call {tool} now and complete with what it returns; only if the result truly \
-                             needs no tool, answer complete again."
-                        )
-                    }
-                    None if !bare_checked && bare_numbers(result) => {
-                        bare_checked = true;
-                        let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
-                        bare_shown = crate::grounded::unsupported(result, &sources)
-                            .is_empty()
-                            .then(|| result.clone());
-                        bare(&specs)
-                    }
-                    None if uncounted => {
-                        computed_checked = true;
-                        "Your result states numbers you read or counted yourself. Count, sum or \
-                         compute them with run_python (open the file by its path) and complete \
-                         with what it prints; only if a number is copied as it stands in the \
-                         file, answer complete again."
-                            .to_string()
-                    }
-                    None => {
-                        let sources: Vec<&str> = evidence.iter().map(String::as_str).collect();
-                        let missing = crate::grounded::unsupported(result, &sources);
-                        // A subtask that works with tools and states,
-                        // after being shown the output, numbers none of
-                        // it holds has guessed (Qwen2.5-1.5B answered
-                        // 134626151315 as 2^100's digit sum): the attempt
-                        // fails and the next starts with the reason. One
-                        // without tools (a text, a plan) keeps its words.
-                        let with_tools = !called.is_empty() || named_tool(&job, &specs).is_some();
-                        let guessed = grounding_checked && !missing.is_empty() && with_tools;
-                        // Asked to say what its shown numbers are, the model
-                        // added numbers nothing shows, twice (Qwen2.5-1.5B
-                        // printed the perfect numbers [6, 28, 496], then
-                        // "said" them with a sum of 720 and a mean of 240):
-                        // the shown numbers stand, under the subtask's name,
-                        // and the asking never costs a right result. (It
-                        // goes on as a result after the grounding turn.)
-                        let said_shown = bare_shown
-                            .as_deref()
-                            .filter(|_| guessed)
-                            .map(|shown| labelled(&job, shown));
-                        let result = said_shown.as_ref().unwrap_or(result);
-                        // The rule `file_names_grounded`: files a tool
-                        // never showed cannot be reported as found.
-                        let shown: Vec<&str> = sources
-                            .iter()
-                            .copied()
-                            .chain(asked.iter().map(String::as_str))
-                            .collect();
-                        let phantom = crate::grounded::unsupported_files(result, &shown);
-                        if crate::rules::on(&crate::rules::FILE_NAMES_GROUNDED)
-                            && with_tools
-                            && !phantom.is_empty()
-                        {
-                            return Outcome::Failed {
-                                reason: format!(
-                                    "the result names {}, which no tool output shows; report only \
-                                     files a tool listed, read or wrote",
-                                    phantom.join(", ")
-                                ),
-                                again: true,
-                            };
-                        }
-                        if guessed && said_shown.is_none() {
-                            return Outcome::Failed {
-                                reason: format!(
-                                    "the result stated {}, which no tool output shows; compute \
-                                     it with a tool and state it exactly as printed",
-                                    missing.join(", ")
-                                ),
-                                again: true,
-                            };
-                        }
-                        if missing.is_empty() || grounding_checked {
-                            if let Some(theirs) = disputed.as_deref() {
-                                if insisted(result, theirs) {
-                                    return Outcome::Done {
-                                        result: overruled(theirs, result),
-                                        short_of: None,
-                                    };
-                                }
-                            }
-                            let done = Outcome::Done {
-                                result: result.clone(),
-                                short_of: short_of.clone(),
-                            };
-                            // A second and third opinion, once per attempt,
-                            // with a turn left to use it.
-                            if others_checked || turn >= job.max_turns {
-                                return done;
-                            }
-                            others_checked = true;
-                            let given = &evidence[0];
-                            let words = [own_words(&job)];
-                            match checker::recheck(
-                                caller,
-                                tools,
-                                job.subtask,
-                                given,
-                                result,
-                                &words,
-                                own_output.as_deref(),
-                            )
-                            .await
-                            {
-                                Recheck::Keep => return done,
-                                Recheck::Budget(why) => return Outcome::Budget(why),
-                                Recheck::Disputed {
-                                    theirs,
-                                    said,
-                                    outputs,
-                                } => {
-                                    evidence.extend(outputs);
-                                    disputed = Some(theirs);
-                                    said
-                                }
-                                Recheck::Contradicted { said } => said,
-                            }
-                        } else {
-                            // One checking turn: the result states numbers
-                            // nothing printed (a small model's guess).
-                            grounding_checked = true;
-                            let printed = (evidence.len() > 1)
-                                .then(|| evidence.last())
-                                .flatten()
-                                .map(String::as_str);
-                            ungrounded(&missing, &specs, printed)
-                        }
-                    }
-                }
-            }
-            // One checking turn: a small model whose code failed gave up
-            // the subtask instead of fixing the code (Qwen2.5-1.5B pasted
-            // the plan's text into its program and failed on the syntax
-            // error, in all three attempts), while turns were left.
-            Action::Fail { reason } if !fix_checked && turn < job.max_turns => {
-                let computes = specs.iter().any(|s| s.name == "run_python");
-                match (code_error.as_deref(), web_error.as_deref()) {
-                    // One checking turn: the web could not be reached and
-                    // the model failed a subtask a program might answer
-                    // (Qwen2.5-1.5B planned a fetch for the primes below
-                    // 10,000 on a machine with no internet, tried the same
-                    // download in code, and gave up): the web first, as
-                    // its code's failure followed from it.
-                    (code, Some(error)) if computes => {
-                        fix_checked = true;
-                        offline(error, code)
-                    }
-                    (Some(error), _) => {
-                        fix_checked = true;
-                        fix(error)
-                    }
-                    _ => return failed(reason),
-                }
-            }
-            Action::Fail { reason } => return failed(reason),
-            Action::Ask { question } if job.offered.ask => {
-                // The subtask's tool, or the code tool this attempt has
-                // been writing code with (Qwen2.5-1.5B, its program's
-                // `calendar.weekday` call wrong, asked a person "What is
-                // the code to count the number of months with a Friday
-                // the 13th?").
-                let coding = CODE_TOOLS
-                    .iter()
-                    .copied()
-                    .find(|t| called.contains(*t) && specs.iter().any(|s| s.name == *t));
-                match named_tool(&job, &specs)
-                    .or(coding)
-                    .filter(|_| !asked_checked)
-                {
-                    // One checking turn: a small model whose code failed
-                    // asked a person for what its tool reads (Qwen2.5-1.5B:
-                    // "What is the content of the server.log file?"), and
-                    // the run waited for nobody.
-                    Some(tool) => {
-                        asked_checked = true;
-                        format!(
-                            "Do not ask a person for what {tool} can find out: the task's files, \
-                             if any, are in the workspace, and {tool} reads and computes. Call \
-                             {tool} (fix what failed, if anything did). Ask again only if the \
-                             answer truly needs a person (a decision, a preference, an access)."
-                        )
-                    }
-                    None if !own_checked
-                        && crate::rules::on(&crate::rules::OWN_QUESTION_NOT_ASKED)
-                        && restates(question, &job.task) =>
-                    {
-                        own_checked = true;
-                        "That is the task's own question: the person who gave the task wants \
-                         you to answer it. Answer it yourself from what you know, the task's \
-                         text and your tools, and complete the subtask with the answer. Ask a \
-                         person only for what only they can know (a decision, a preference, a \
-                         fact of their own)."
-                            .to_string()
-                    }
-                    None => return Outcome::Asked(question.clone()),
-                }
-            }
-            // Not offered (a grammar-free server may answer it anyway):
-            // the model is told, and decides or fails.
-            Action::Ask { .. } => "Asking a person is not possible in this step: decide with a \
-                reasonable assumption and state it in the result, or fail with the reason."
-                .to_string(),
-            // One subtask added per attempt, never one the plan holds: a
-            // small model asked to add work adds it again and again
-            // (Qwen2.5-1.5B added the same step eight times in one
-            // attempt, copying the "#12" it was told into the next name).
-            Action::AddSubtask { .. } if added.is_some() => format!(
-                "You added #{} already; one new subtask per attempt. Do this subtask's own work \
-                 now: call a tool, complete or fail.",
-                added.unwrap_or_default()
-            ),
-            Action::AddSubtask { name, description } => {
-                let name = uncopied(name);
-                let held = job.plan.subtasks().iter().find(|s| {
-                    run_model::adaptation::same_step(
-                        &name,
-                        description,
-                        s.name(),
-                        s.description(),
-                        s.state() == plan_engine::SubtaskState::Done,
-                    )
-                });
-                if let Some(held) = held {
-                    let said = format!(
-                        "The plan holds that subtask already (#{}): do not add it again. Do this \
-                         subtask's own work now.",
-                        held.id().0
-                    );
-                    messages.push(Message::assistant(action_text(&action)));
-                    messages.push(Message::user(said));
-                    continue;
-                }
-                let op = Op::AddSubtask {
-                    subtask: NewSubtask {
-                        name,
-                        description: description.clone(),
-                        ..NewSubtask::default()
-                    },
-                    position: Default::default(),
-                    rewire_after: None,
-                    required_by: Vec::new(),
-                };
-                match host.execute(job.plan.id(), vec![op], AGENT_ACTOR).await {
-                    Ok(plan) => {
-                        let id = plan.next_subtask_id().saturating_sub(1);
-                        added = Some(id);
-                        format!("Added to the plan as #{id}. Go on with your own subtask.")
-                    }
-                    Err(e) => format!("The plan refused the new subtask: {e}"),
-                }
-            }
-            Action::Tool { name, arguments } => {
-                called.insert(name.clone());
-                let code = CODE_TOOLS.contains(&name.as_str());
-                if let Some(call) = seen.same_call(name, arguments) {
-                    seen.repeats += 1;
-                    if seen.repeats > REPEATS {
-                        return Outcome::Failed {
-                            reason: format!(
-                                "called {name} again with the same arguments (as call {call}) \
-                                 instead of using the result it had already seen"
-                            ),
-                            again: true,
-                        };
-                    }
-                    messages.push(Message::assistant(action_text(&action)));
-                    messages.push(Message::user(repeated(name, call, true, code)));
-                    continue;
-                }
-                let mut arguments = arguments.clone();
-                let mut edited_note = None;
-                // A replay answers a call its recording holds before any
-                // person is asked: nothing runs.
-                let answered = match tools.replayed(job.subtask, name, &arguments) {
-                    Some(Replayed::Stop(why)) => {
-                        if let Some(recording) = tools.recording() {
-                            recording.give_back(std::mem::take(&mut replayed_here));
-                        }
-                        return Outcome::Stopped(why);
-                    }
-                    Some(Replayed::Answered(call)) => {
-                        replayed_here.push(call.clone());
-                        Some(call)
-                    }
-                    None => None,
-                };
-                // A grant of the run lets the call run without asking (a
-                // store that cannot be read asks, as without grants).
-                let asks =
-                    answered.is_none() && tools.policy_for(name, &arguments) == ToolPolicy::Ask;
-                let granted = if asks {
-                    host.grant(caller.run, name, &arguments)
-                        .await
-                        .ok()
-                        .flatten()
-                } else {
-                    None
-                };
-                if let Some(grant) = granted {
-                    caller
-                        .log(RunEntry::ToolGranted {
-                            subtask: job.subtask,
-                            name: name.clone(),
-                            arguments: arguments.clone(),
-                            grant: grant.id,
-                            by: grant.by.clone(),
-                        })
-                        .await;
-                } else if asks {
-                    match guarded(caller, host, job.subtask, name, &arguments).await {
-                        Guard::Run(decided) => {
-                            if decided != arguments {
-                                edited_note = Some(format!(
-                                    "A person edited the arguments before it ran: {decided}\n"
-                                ));
-                            }
-                            arguments = decided;
-                        }
-                        Guard::Refused(observation) => {
-                            messages.push(Message::assistant(action_text(&action)));
-                            messages.push(Message::user(observation));
-                            continue;
-                        }
-                    }
-                }
-                let arguments = &arguments;
-                let started = Instant::now();
-                let replayed = answered.is_some();
-                let result = match answered {
-                    Some(call) if call.ok => Ok(call.result),
-                    Some(call) => Err(ToolError::refused(call.result)),
-                    None => run_tool(caller, tools, job.subtask, name, arguments).await,
-                };
-                router.record(name, result.as_ref().err().map(|e| e.message.as_str()));
-                let (ok, text) = match result {
-                    Ok(out) => (true, out),
-                    Err(e) => (false, e.message),
-                };
-                asked.push(arguments.to_string());
-                if ok {
-                    evidence.push(text.clone());
-                }
-                caller
-                    .log(RunEntry::ToolCall {
-                        subtask: job.subtask,
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        result: cut(&text, 2_000),
-                        ok,
-                        duration_ms: started.elapsed().as_millis() as u64,
-                        replayed,
-                    })
-                    .await;
-                let said = if ok {
-                    format!("Result of {name}:\n{}", cut(&text, OBSERVATION))
-                } else {
-                    format!("{name} failed: {}", cut(&text, OBSERVATION))
-                };
-                if code {
-                    code_error = code_failed(&text).then(|| text.clone());
-                    if ok && code_error.is_none() {
-                        own_output = Some(text.clone());
-                    }
-                }
-                if WEB_TOOLS.contains(&name.as_str()) {
-                    web_error = (!ok).then(|| text.clone());
-                }
-                let again = seen.same_output(name, &text);
-                seen.record(name, arguments, &text);
-                let mut said = format!("{}{said}", edited_note.unwrap_or_default());
-                if let Some(call) = again {
-                    seen.repeats += 1;
-                    if seen.repeats > REPEATS {
-                        return Outcome::Failed {
-                            reason: format!(
-                                "{name} returned the same as before (as call {call}): the \
-                                 attempt repeated itself instead of using what it had seen"
-                            ),
-                            again: true,
-                        };
-                    }
-                    said.push_str("\n\n");
-                    said.push_str(&repeated(name, call, false, code));
-                }
-                said
-            }
-        };
-        messages.push(Message::assistant(action_text(&action)));
-        let mut next = observation;
-        if let Some(advice) = router.advice(&specs) {
-            next.push_str("\n\n");
-            next.push_str(&advice);
+        match attempt.turn(&action, turn).await {
+            Turn::End(outcome) => return outcome,
+            Turn::Said(said) => attempt.read(&action, said, Some(turn)),
+            Turn::Aside(said) => attempt.read(&action, said, None),
         }
-        if turn + 1 == job.max_turns {
-            next.push_str(
-                "\n\nThis is your last turn for this subtask: complete it or fail it now.",
-            );
-        }
-        messages.push(Message::user(next));
     }
     Outcome::Failed {
         reason: format!(
