@@ -164,82 +164,110 @@ pub const OWN_QUESTION_NOT_ASKED: Rule = Rule {
 /// A subtask that names a tool is not completed without calling it.
 pub const NAMED_TOOL_USED: Rule = Rule {
     name: "named_tool_used",
-    does: "a subtask that names a tool (its tool field, else its own words) and is completed            without calling it gets one turn to call it and complete with what it returns",
-    guards: "Qwen2.5-1.5B completed a subtask from its own head instead of calling the tool the              subtask named, and summed a CSV wrongly",
+    does: "a subtask that names a tool (its tool field, else its own words) and is completed \
+           without calling it gets one turn to call it and complete with what it returns",
+    guards: "Qwen2.5-1.5B completed a subtask from its own head instead of calling the tool the \
+             subtask named, and summed a CSV wrongly",
 };
 
 /// A result of bare numbers is said in words.
 pub const BARE_NUMBERS_SAID: Rule = Rule {
     name: "bare_numbers_said",
-    does: "a result of two or more numbers and no word is sent back once to be said, each            number labelled; when the saying then adds numbers nothing shows, the numbers a tool            showed stand, under the subtask's name",
-    guards: "\"count the functions of three files\" was completed with \"6 3 3\" and the              answer said 6; asked to say the perfect numbers [6, 28, 496] it printed, the model              added a sum of 720 and a mean of 240 that nothing computed",
+    does: "a result of two or more numbers and no word is sent back once to be said, each \
+           number labelled; when the saying then adds numbers nothing shows, the numbers a tool \
+           showed stand, under the subtask's name",
+    guards: "\"count the functions of three files\" was completed with \"6 3 3\" and the \
+             answer said 6; asked to say the perfect numbers [6, 28, 496] it printed, the model \
+             added a sum of 720 and a mean of 240 that nothing computed",
 };
 
 /// Numbers read off a file are computed by a program.
 pub const COUNTS_COMPUTED: Rule = Rule {
     name: "counts_computed",
-    does: "a result stating numbers after the attempt read a file and ran no code, with            run_python offered, is sent back once to count or compute them with run_python",
-    guards: "Qwen2.5-1.5B read a log and answered \"10\" ERROR lines, a number the log holds              in a time of day; there were 30",
+    does: "a result stating numbers after the attempt read a file and ran no code, with \
+           run_python offered, is sent back once to count or compute them with run_python",
+    guards: "Qwen2.5-1.5B read a log and answered \"10\" ERROR lines, a number the log holds \
+             in a time of day; there were 30",
 };
 
 /// Numbers a result states are numbers something showed.
 pub const NUMBERS_GROUNDED: Rule = Rule {
     name: "numbers_grounded",
-    does: "a result stating numbers that neither the subtask's brief nor any tool output shows            gets one turn to show them; a subtask working with tools that still states them            fails the attempt, the numbers named in its reason",
-    guards: "Qwen2.5-1.5B answered 134626151315 as the digit sum of 2^100 (115), a number no              program printed",
+    does: "a result stating numbers that neither the subtask's brief nor any tool output shows \
+           gets one turn to show them; a subtask working with tools that still states them \
+           fails the attempt, the numbers named in its reason",
+    guards: "Qwen2.5-1.5B answered 134626151315 as the digit sum of 2^100 (115), a number no \
+             program printed",
 };
 
 /// A number is computed again by two programs before it is kept.
 pub const SECOND_OPINION: Rule = Rule {
     name: "second_opinion",
-    does: "once per attempt, with a turn left, a result stating numbers the task does not hold            is computed again by two check programs written without seeing it (a third when they            settle nothing); two that print another number send it back once with their outputs,            and a result kept against them without a reason gives way to theirs",
-    guards: "asked how many primes lie below 10,000, Qwen2.5-Coder-1.5B summed them; asked for a              log's ERROR lines, it read the file and said 4 (there were 30)",
+    does: "once per attempt, with a turn left, a result stating numbers the task does not hold \
+           is computed again by two check programs written without seeing it (a third when they \
+           settle nothing); two that print another number send it back once with their outputs, \
+           and a result kept against them without a reason gives way to theirs",
+    guards: "asked how many primes lie below 10,000, Qwen2.5-Coder-1.5B summed them; asked for a \
+             log's ERROR lines, it read the file and said 4 (there were 30)",
 };
 
 /// A subtask is not failed for its own code's error.
 pub const CODE_ERRORS_FIXED: Rule = Rule {
     name: "code_errors_fixed",
-    does: "a subtask failed right after its code failed, with turns left, is sent back once            with the error's last lines to fix the code",
-    guards: "Qwen2.5-1.5B pasted the plan's text into its program, failed on the syntax error,              and gave the subtask up, in all three attempts",
+    does: "a subtask failed right after its code failed, with turns left, is sent back once \
+           with the error's last lines to fix the code",
+    guards: "Qwen2.5-1.5B pasted the plan's text into its program, failed on the syntax error, \
+             and gave the subtask up, in all three attempts",
 };
 
 /// A subtask that failed on the web is computed offline when it can be.
 pub const OFFLINE_COMPUTED: Rule = Rule {
     name: "offline_computed",
-    does: "a subtask failed after the web could not be reached, with run_python offered and            turns left, is sent back once to compute the answer without the network",
-    guards: "Qwen2.5-1.5B planned a fetch for the primes below 10,000 on a machine with no              internet, tried the same download in code, and gave up",
+    does: "a subtask failed after the web could not be reached, with run_python offered and \
+           turns left, is sent back once to compute the answer without the network",
+    guards: "Qwen2.5-1.5B planned a fetch for the primes below 10,000 on a machine with no \
+             internet, tried the same download in code, and gave up",
 };
 
 /// A question a tool can answer goes to the tool, not a person.
 pub const TOOLS_BEFORE_PEOPLE: Rule = Rule {
     name: "tools_before_people",
-    does: "a question to a person from a subtask that names a tool, or after the attempt wrote            code, is sent back once to that tool",
+    does: "a question to a person from a subtask that names a tool, or after the attempt wrote \
+           code, is sent back once to that tool",
     guards: "\"What is the content of the server.log file?\" and \"What is the code to count \
-             the months with a Friday the 13th?\" were asked of a person, and the run waited              for nobody",
+             the months with a Friday the 13th?\" were asked of a person, and the run waited \
+             for nobody",
 };
 
 /// One new subtask per attempt, never one the plan holds.
 pub const ONE_NEW_SUBTASK: Rule = Rule {
     name: "one_new_subtask",
-    does: "an attempt adds at most one subtask, and never one the plan already holds; a second            or a held one is refused with the reason and the attempt goes on",
-    guards: "Qwen2.5-1.5B added the same step eight times in one attempt, copying the \"#12\"              it was told into the next name",
+    does: "an attempt adds at most one subtask, and never one the plan already holds; a second \
+           or a held one is refused with the reason and the attempt goes on",
+    guards: "Qwen2.5-1.5B added the same step eight times in one attempt, copying the \"#12\" \
+             it was told into the next name",
 };
 
 /// A call repeated, or a repeated output, is pointed out, then ends the
 /// attempt.
 pub const REPEATS_POINTED_OUT: Rule = Rule {
     name: "repeats_pointed_out",
-    does: "a call with the arguments of an earlier one is not run again, and a call that            returns what an earlier one returned is pointed out; the second repeat fails the            attempt, whose next try starts afresh with the reason",
-    guards: "Qwen2.5-1.5B printed the same three files with the same code four times, until the              run's time ran out",
+    does: "a call with the arguments of an earlier one is not run again, and a call that \
+           returns what an earlier one returned is pointed out; the second repeat fails the \
+           attempt, whose next try starts afresh with the reason",
+    guards: "Qwen2.5-1.5B printed the same three files with the same code four times, until the \
+             run's time ran out",
 };
 
 /// Code whose JSON lost a regular expression's backslashes is written
 /// again as text.
 pub const CODE_AS_TEXT: Rule = Rule {
     name: "code_as_text",
-    does: "a run_python call whose code holds a backspace or a form feed (what the JSON grammar            left of \\w, \\d or \\s) is asked for once more as plain text in a fenced block, \
+    does: "a run_python call whose code holds a backspace or a form feed (what the JSON grammar \
+           left of \\w, \\d or \\s) is asked for once more as plain text in a fenced block, \
            and that program is the call",
-    guards: "Qwen2.5-Coder-1.5B's regular expressions matched nothing, and six replies ran on              in \\b\\b\\b… to the token limit (about a minute each)",
+    guards: "Qwen2.5-Coder-1.5B's regular expressions matched nothing, and six replies ran on \
+             in \\b\\b\\b… to the token limit (about a minute each)",
 };
 
 /// Every rule, for the docs and the evaluation's switch.
