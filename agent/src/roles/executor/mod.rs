@@ -159,40 +159,20 @@ pub fn brief(job: &Job) -> String {
             }
         }
     }
-    let said: Vec<String> = plan
-        .comments()
-        .iter()
-        .filter(|c| c.subtask == Some(s.id()) && c.author != AGENT_ACTOR)
-        .rev()
-        .take(3)
-        .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
-        .collect();
-    if !said.is_empty() {
-        out.push_str(
-            "\nWhat people said about this subtask (answers to your questions among them):\n",
-        );
-        for line in said.iter().rev() {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
+    people_said(
+        plan,
+        |about| about == Some(s.id()),
+        "What people said about this subtask (answers to your questions among them):",
+        &mut out,
+    );
     // What people said about the plan as a whole (files they added to the
-    // workspace are announced so), newest 3.
-    let about_plan: Vec<String> = plan
-        .comments()
-        .iter()
-        .filter(|c| c.subtask.is_none() && c.author != AGENT_ACTOR)
-        .rev()
-        .take(3)
-        .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
-        .collect();
-    if !about_plan.is_empty() {
-        out.push_str("\nWhat people said about the plan:\n");
-        for line in about_plan.iter().rev() {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
+    // workspace are announced so).
+    people_said(
+        plan,
+        |about| about.is_none(),
+        "What people said about the plan:",
+        &mut out,
+    );
     if !job.earlier_failures.is_empty() {
         out.push_str(EARLIER_FAILURES);
         for (i, reason) in job.earlier_failures.iter().enumerate() {
@@ -214,6 +194,33 @@ pub fn brief(job: &Job) -> String {
     out.push('\n');
     out.push_str(prompts::LANGUAGE);
     out
+}
+
+/// The newest three comments of people (not the agent) whose subtask
+/// `about` picks, oldest first under `heading`, each cut to 500
+/// characters; nothing when there are none.
+fn people_said(
+    plan: &Plan,
+    about: impl Fn(Option<SubtaskId>) -> bool,
+    heading: &str,
+    out: &mut String,
+) {
+    let said: Vec<String> = plan
+        .comments()
+        .iter()
+        .filter(|c| about(c.subtask) && c.author != AGENT_ACTOR)
+        .rev()
+        .take(3)
+        .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
+        .collect();
+    if said.is_empty() {
+        return;
+    }
+    out.push_str(&format!("\n{heading}\n"));
+    for line in said.iter().rev() {
+        out.push_str(line);
+        out.push('\n');
+    }
 }
 
 fn system(tools: &[ToolSpec], offered: crate::protocol::Actions) -> String {
@@ -572,22 +579,12 @@ fn words_brief(job: &Job) -> String {
         if s.description().trim() != job.task.trim() {
             out.push_str(&format!("\nWhat to write: {}\n", s.description()));
         }
-        let said: Vec<String> = job
-            .plan
-            .comments()
-            .iter()
-            .filter(|c| c.subtask.is_none_or(|id| id == s.id()) && c.author != AGENT_ACTOR)
-            .rev()
-            .take(3)
-            .map(|c| format!("- {}: {}", c.author, cut(&c.body, 500)))
-            .collect();
-        if !said.is_empty() {
-            out.push_str("\nWhat people said:\n");
-            for line in said.iter().rev() {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
+        people_said(
+            &job.plan,
+            |about| about.is_none_or(|id| id == s.id()),
+            "What people said:",
+            &mut out,
+        );
     }
     if !job.taught.is_empty() {
         out.push('\n');
@@ -919,6 +916,49 @@ fn action_text(action: &Action) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_people_said_is_their_newest_three_comments_on_the_picked_subtask_oldest_first() {
+        use plan_engine::{Command, NewPlan, NewSubtask, Op};
+        let now = plan_engine::Timestamp::default();
+        let spec = NewPlan {
+            title: "t".into(),
+            goal: "g".into(),
+            subtasks: vec![NewSubtask::named("a"), NewSubtask::named("b")],
+            ..NewPlan::default()
+        };
+        let mut plan = Plan::create(&spec, "mira", now).expect("a plan").0;
+        for (who, about, body) in [
+            ("mira", Some(1), "one"),
+            ("ivo", None, "about the plan"),
+            ("mira", Some(2), "about b"),
+            ("ivo", Some(1), "two"),
+            ("mira", Some(1), "three"),
+            ("ivo", Some(1), "four"),
+            (AGENT_ACTOR, Some(1), "the agent's own"),
+        ] {
+            let op = Op::Comment {
+                subtask: about.map(SubtaskId),
+                body: body.into(),
+            };
+            plan.execute(&Command::from(op), who, now)
+                .expect("a comment");
+        }
+        let said = |pick: fn(Option<SubtaskId>) -> bool| {
+            let mut out = String::new();
+            people_said(&plan, pick, "Said:", &mut out);
+            out
+        };
+        assert_eq!(
+            said(|about| about == Some(SubtaskId(1))),
+            "\nSaid:\n- ivo: two\n- mira: three\n- ivo: four\n"
+        );
+        assert_eq!(
+            said(|about| about.is_none()),
+            "\nSaid:\n- ivo: about the plan\n"
+        );
+        assert_eq!(said(|about| about == Some(SubtaskId(9))), "");
+    }
 
     #[test]
     fn a_text_over_its_limit_keeps_the_whole_sentences_that_fit() {
