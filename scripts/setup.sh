@@ -185,6 +185,22 @@ ensure_mcp_python_sdk() {
   MCP_PYTHON="$venv/bin/python"
 }
 
+# BFCL's wheel from PyPI (pinned: its data, executable back ends and
+# checker; --no-deps, the rest are its model handlers'), with mpmath and
+# MCP's Python SDK, in a venv under target/, for the public benchmark's
+# harness (server/eval/bfcl) and its tests.
+BFCL_VERSION="2026.3.23"
+ensure_bfcl() {
+  local venv="$ROOT/target/bfcl-venv"
+  if ! "$venv/bin/python" -c "import importlib.metadata as m; assert m.version('bfcl-eval') == '$BFCL_VERSION'; import mcp, mpmath" 2>/dev/null; then
+    step "installing BFCL $BFCL_VERSION in target/bfcl-venv"
+    venv_with "$venv" "mpmath==1.3.0"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_PYTHON_SDK_VERSION"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "bfcl-eval==$BFCL_VERSION"
+  fi
+  BFCL_PYTHON="$venv/bin/python"
+}
+
 # A model out of the box (scripts/run only). Unless a model is configured
 # (PLANBOARD_LLM_MODEL) or the operator said PLANBOARD_LLM=none: use a
 # local model server found on its default port (Ollama 11434, llama.cpp
