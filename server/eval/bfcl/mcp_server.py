@@ -18,7 +18,6 @@ evaluates the call string), and each value is written with `repr` of its
 JSON value, so no text of the model is ever evaluated as code.
 """
 
-import copy
 import json
 import keyword
 import os
@@ -132,7 +131,8 @@ async def on_call_tool(_ctx, params):
         return types.CallToolResult(content=[types.TextContent(type="text", text=error)], is_error=True)
     results, _ = execute_multi_turn_func_call(
         func_call_list=[call],
-        initial_config=copy.deepcopy(entry["initial_config"]),
+        # BFCL deep-copies it when it makes the entry's instances.
+        initial_config=entry["initial_config"],
         involved_classes=entry["involved_classes"],
         model_name=f"planboard_{now['attempt']}",
         test_entry_id=entry["id"],

@@ -25,8 +25,9 @@ import urllib.request
 import uuid
 from importlib import resources
 
-from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+import mcp_server
 
 DATA = resources.files("bfcl_eval") / "data"
 ENDED = {"done", "failed", "cancelled", "paused"}
@@ -44,12 +45,14 @@ def http(method, url, body=None):
 
 
 def entry_tools(entry):
-    names = []
-    for cls in entry["involved_classes"]:
-        for doc in lines(DATA / "multi_turn_func_doc" / MULTI_TURN_FUNC_DOC_FILE_MAPPING[cls]):
-            if doc["name"] not in entry.get("excluded_function", []):
-                names.append(doc["name"])
-    return names
+    """The functions of the entry's classes, less those it excludes (the
+    server's list, in its order)."""
+    excluded = entry.get("excluded_function", [])
+    return [
+        name
+        for name, (cls, _doc) in mcp_server.functions().items()
+        if cls in entry["involved_classes"] and name not in excluded
+    ]
 
 
 def task_text(history, message):
@@ -87,7 +90,7 @@ def main():
     args.add_argument("--check-scorer", action="store_true",
                       help="score the sample's ground truth (all must pass) and no calls (all must fail); no run")
     a = args.parse_args()
-    entries = {e["id"]: e for e in lines(DATA / "BFCL_v4_multi_turn_base.json")}
+    entries = mcp_server.entries()
     truth = {e["id"]: e["ground_truth"] for e in lines(DATA / "possible_answer" / "BFCL_v4_multi_turn_base.json")}
     ids = [x.strip() for x in open(a.sample) if x.strip() and not x.startswith("#")]
     if a.first:
@@ -118,9 +121,12 @@ def main():
             turns.append({"turn": turn, "run": run_id, "state": state, "seconds": round(took, 1), "answer": answer[:500]})
             history += [("User", message), ("You", answer[:600] or f"(the run ended {state} without an answer)")]
         logged = [json.loads(x) for x in open(a.log)] if os.path.exists(a.log) else []
-        per_turn = [[[r["call"] for r in logged if r["attempt"] == attempt and r["turn"] == t]] for t in range(len(entry["question"]))]
-        # One step per turn: BFCL executes a turn's steps in order either way.
-        per_turn = [[step for step in t if step] for t in per_turn]
+        # One step per turn (none for a turn without calls): BFCL executes a
+        # turn's steps in order either way.
+        per_turn = []
+        for t in range(len(entry["question"])):
+            calls = [r["call"] for r in logged if r["attempt"] == attempt and r["turn"] == t]
+            per_turn.append([calls] if calls else [])
         verdict = multi_turn_checker(per_turn, truth[entry_id], entry, "multi_turn_base", f"planboard_check_{attempt}")
         took = time.time() - t0
         seconds.append(took)

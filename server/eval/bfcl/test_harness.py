@@ -10,9 +10,32 @@ import os
 import sys
 import tempfile
 import unittest
+from contextlib import contextmanager
+
+import anyio
 
 sys.path.insert(0, os.path.dirname(__file__))
 import mcp_server  # noqa: E402
+
+
+@contextmanager
+def current(attempt, entry, turn):
+    """A control file naming the entry and turn, and an empty log, for the
+    server's calls in the block."""
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["BFCL_CONTROL"] = os.path.join(d, "control.json")
+        os.environ["BFCL_LOG"] = os.path.join(d, "log.jsonl")
+        with open(os.environ["BFCL_CONTROL"], "w") as f:
+            json.dump({"attempt": attempt, "entry": entry, "turn": turn}, f)
+        yield
+
+
+def call_tool(name, arguments):
+    class Params:
+        pass
+
+    Params.name, Params.arguments = name, arguments
+    return anyio.run(mcp_server.on_call_tool, None, Params)
 
 
 class Harness(unittest.TestCase):
@@ -50,41 +73,18 @@ class Harness(unittest.TestCase):
         self.assertIn("no such function", error)
 
     def test_a_call_runs_on_the_entrys_state_and_is_logged_with_its_turn(self):
-        with tempfile.TemporaryDirectory() as d:
-            os.environ["BFCL_CONTROL"] = os.path.join(d, "control.json")
-            os.environ["BFCL_LOG"] = os.path.join(d, "log.jsonl")
-            with open(os.environ["BFCL_CONTROL"], "w") as f:
-                json.dump({"attempt": "t1", "entry": "multi_turn_base_0", "turn": 1}, f)
-
-            class Params:
-                name, arguments = "ls", {}
-
-            import anyio
-            result = anyio.run(mcp_server.on_call_tool, None, Params)
-            self.assertIn("document", result.content[0].text)
-            Params.name = "cd"
-            Params.arguments = {"folder": "document"}
-            anyio.run(mcp_server.on_call_tool, None, Params)
-            Params.name, Params.arguments = "ls", {}
-            result = anyio.run(mcp_server.on_call_tool, None, Params)
-            self.assertIn("final_report.pdf", result.content[0].text)
+        with current("t1", "multi_turn_base_0", 1):
+            self.assertIn("document", call_tool("ls", {}).content[0].text)
+            call_tool("cd", {"folder": "document"})
+            self.assertIn("final_report.pdf", call_tool("ls", {}).content[0].text)
             with open(os.environ["BFCL_LOG"]) as f:
                 logged = [json.loads(x) for x in f]
             self.assertEqual([r["call"] for r in logged], ["ls()", "cd(folder='document')", "ls()"])
             self.assertEqual({r["turn"] for r in logged}, {1})
 
     def test_a_function_of_a_class_the_entry_does_not_involve_is_refused(self):
-        with tempfile.TemporaryDirectory() as d:
-            os.environ["BFCL_CONTROL"] = os.path.join(d, "control.json")
-            os.environ["BFCL_LOG"] = os.path.join(d, "log.jsonl")
-            with open(os.environ["BFCL_CONTROL"], "w") as f:
-                json.dump({"attempt": "t2", "entry": "multi_turn_base_0", "turn": 0}, f)
-
-            class Params:
-                name, arguments = "startEngine", {"ignitionMode": "START"}
-
-            import anyio
-            result = anyio.run(mcp_server.on_call_tool, None, Params)
+        with current("t2", "multi_turn_base_0", 0):
+            result = call_tool("startEngine", {"ignitionMode": "START"})
             self.assertTrue(result.is_error)
             self.assertIn("not among this task's functions", result.content[0].text)
             self.assertFalse(os.path.exists(os.environ["BFCL_LOG"]))
