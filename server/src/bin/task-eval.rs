@@ -7,7 +7,7 @@
 //! ```text
 //! cargo run -p server --release --bin task-eval -- [--set dev|heldout|all] [--category NAME]...
 //!     [--only ID]... [--fake] [--limit SECS] [--tasks FILE] [--keep] [--list]
-//!     [--at-once N] [--approve]
+//!     [--at-once N] [--approve] [--memory] [--warm SET]
 //! ```
 //!
 //! The server runs in this process on a port of its own, with a fresh
@@ -42,6 +42,15 @@
 //! the forecast beside what the run spent and, at the end, how often the
 //! spend fell inside the forecast (`GET /api/approvals/forecasts`, the
 //! number issue 55 asks for on real runs).
+//! `--memory` starts every run with memory on, in the evaluation's one
+//! database, so each task may recall what the earlier ones left;
+//! `--warm SET` (with `--memory` implied) first runs every task of that
+//! set, unscored, to leave its memories, then the tasks chosen. The
+//! memory comparison issue 53 asks for is `--set heldout` against
+//! `--set heldout --warm dev`. Each scored answer is then searched for
+//! what only the warm runs held (a file name, a number of three or more
+//! characters, in their answers but not in the task or its files) and
+//! such borrowings are printed under the task and counted at the end.
 //!
 //! A task: `id`, `category`, `task` (the text a person types), `files`
 //! (names in `server/eval/files/`), `inline` (file name → contents, for
@@ -81,7 +90,8 @@
 //!   `Edit`: a person's change to the plan.
 //! - `fake_model`: the idle model (the server under test is `eval_server`'s,
 //!   shared with `memory-eval`; the checks are `eval_server/checks.rs`).
-//! - `run_task`: one task through the API; `report`: the table.
+//! - `run_task`: one task through the API; `report`: the table;
+//!   `borrowed`: what an answer holds of other runs' answers.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -540,9 +550,10 @@ async fn run_task(
     task: &Task,
     limit: Duration,
     approve_all: bool,
+    memory: bool,
 ) -> Result<Outcome, String> {
     let approval = approve_all || !task.edits.is_empty();
-    let run = json!({"task": task.text, "approval_required": approval, "memory": false});
+    let run = json!({"task": task.text, "approval_required": approval, "memory": memory});
     let mut form = reqwest::multipart::Form::new().text("run", run.to_string());
     for name in &task.files {
         let bytes = std::fs::read(files.join(name)).map_err(|e| format!("{name}: {e}"))?;
@@ -724,6 +735,54 @@ fn row(name: &str, outcomes: &[&Outcome]) -> String {
     )
 }
 
+/// The tokens of a text that would betray where an answer came from: file
+/// names (`word.ext`) and numbers of three or more characters (`1526`,
+/// `4.5`), lowercased. Short numbers are left out: 2, 10 and 31 turn up
+/// in any answer.
+fn telling(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| c.is_whitespace() || ",;:!?()[]{}\"'`*".contains(c))
+        .map(|w| w.trim_end_matches('.').to_lowercase())
+        .filter(|w| {
+            let number = w.chars().all(|c| c.is_ascii_digit() || c == '.')
+                && w.chars().any(|c| c.is_ascii_digit());
+            let file = w.split_once('.').is_some_and(|(stem, ext)| {
+                !stem.is_empty()
+                    && (1..=5).contains(&ext.len())
+                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                    && ext.chars().any(|c| c.is_ascii_alphabetic())
+            });
+            (number && w.len() >= 3) || file
+        })
+        .collect()
+}
+
+/// What an answer holds that only other runs held: telling tokens of the
+/// warm runs' answers that are neither in this task's text nor in its
+/// inline files. A token in both is not proof of a borrowing (two runs
+/// may both say 2026), but each is worth a person's look.
+fn borrowed(
+    answer: &str,
+    task: &Task,
+    files: &Path,
+    others: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let mut own = telling(&task.text);
+    for (name, text) in &task.inline {
+        own.extend(telling(name));
+        own.extend(telling(text));
+    }
+    for name in &task.files {
+        own.extend(telling(name));
+        own.extend(telling(
+            &std::fs::read_to_string(files.join(name)).unwrap_or_default(),
+        ));
+    }
+    telling(answer)
+        .into_iter()
+        .filter(|t| others.contains(t) && !own.contains(t))
+        .collect()
+}
+
 /// The table: per category (in the order the tasks came), then all.
 fn report(results: &[(&Task, Outcome)]) -> String {
     let mut categories: Vec<&str> = Vec::new();
@@ -764,6 +823,8 @@ async fn main() -> Result<(), String> {
     // each task's seconds are still its own, from its start.
     let mut at_once = 1usize;
     let mut approve_all = false;
+    let mut memory = false;
+    let mut warm: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -771,6 +832,11 @@ async fn main() -> Result<(), String> {
             "--keep" => keep = true,
             "--list" => list = true,
             "--approve" => approve_all = true,
+            "--memory" => memory = true,
+            "--warm" => {
+                warm = Some(args.next().ok_or("--warm takes dev or heldout")?);
+                memory = true;
+            }
             "--only" | "--id" => only.push(args.next().ok_or("--only takes a task id")?),
             "--category" => categories.push(args.next().ok_or("--category takes a name")?),
             "--set" => set = args.next().ok_or("--set takes dev, heldout or all")?,
@@ -799,6 +865,15 @@ async fn main() -> Result<(), String> {
         (None, "all") => vec![root.join("dev.json"), root.join("heldout.json")],
         (None, other) => return Err(format!("--set is dev, heldout or all, not {other}")),
     };
+    let warm_path = match warm.as_deref() {
+        None => None,
+        Some("dev") => Some(root.join("dev.json")),
+        Some("heldout") => Some(root.join("heldout.json")),
+        Some(other) => return Err(format!("--warm is dev or heldout, not {other}")),
+    };
+    if warm_path.is_some() && warm_path.as_ref() == paths.first() && paths.len() == 1 {
+        return Err("--warm names the set being scored".into());
+    }
     let mut tasks = Vec::new();
     for path in &paths {
         let (file, loaded) = load(path)?;
@@ -840,16 +915,45 @@ async fn main() -> Result<(), String> {
     let model = if fake { Some(fake_model().await) } else { None };
     let base = eval_server::start(&dir, model, |_| None).await?.0;
     let http = reqwest::Client::new();
+    // The warm set's runs, one at a time, to leave their memories.
+    let mut others = std::collections::BTreeSet::new();
+    if let Some(path) = &warm_path {
+        let (file, loaded) = load(path)?;
+        let files = path
+            .parent()
+            .map(|p| p.join("files"))
+            .unwrap_or_else(|| root.join("files"));
+        println!(
+            "warming with {} ({} tasks, unscored, memory on)",
+            file.set,
+            loaded.len()
+        );
+        for task in &loaded {
+            let outcome = run_task(&http, &base, &files, task, limit, false, true).await?;
+            println!(
+                "  warm {:<28} {:>6.1} s {}",
+                task.id,
+                outcome.seconds,
+                if outcome.verdict.is_ok() {
+                    "right"
+                } else {
+                    "wrong"
+                }
+            );
+            others.extend(telling(&outcome.answer));
+        }
+    }
     let mut results = Vec::new();
+    let mut borrowings = 0usize;
     let started = Instant::now();
     // In the tasks' order, `at_once` of them in flight.
     let mut outcomes = futures_util::stream::iter(
         tasks
             .iter()
-            .map(|(task, files)| run_task(&http, &base, files, task, limit, approve_all)),
+            .map(|(task, files)| run_task(&http, &base, files, task, limit, approve_all, memory)),
     )
     .buffered(at_once);
-    for (task, _) in &tasks {
+    for (task, files) in &tasks {
         let outcome = outcomes
             .next()
             .await
@@ -877,10 +981,24 @@ async fn main() -> Result<(), String> {
         for step in &outcome.steps {
             println!("    {step}");
         }
+        let taken = borrowed(&outcome.answer, task, files, &others);
+        if !taken.is_empty() {
+            borrowings += 1;
+            println!(
+                "    held by the warm runs, not by this task: {}",
+                taken.join(", ")
+            );
+        }
         results.push((task, outcome));
     }
     drop(outcomes);
     println!("\n{}", report(&results));
+    if warm_path.is_some() {
+        println!(
+            "answers holding what only the warm runs held: {borrowings} of {}",
+            results.len()
+        );
+    }
     if at_once > 1 {
         println!(
             "{} tasks, {at_once} at a time: {:.0} s in all",
@@ -956,6 +1074,40 @@ mod tests {
                 task.id
             );
         }
+    }
+
+    /// A file name and a long number that only a warm run's answer held
+    /// count as borrowed; the task's own words, its files' contents and
+    /// short numbers do not.
+    #[test]
+    fn an_answer_borrowing_another_runs_file_or_number_is_caught_and_its_own_are_not() {
+        let task = Task {
+            id: "t".into(),
+            category: "writing".into(),
+            set: "heldout".into(),
+            text: "Write a haiku about plans in notes.txt for 2031".into(),
+            files: Vec::new(),
+            inline: BTreeMap::from([("data.csv".to_string(), "a,b\n7,4500\n".to_string())]),
+            edits: Vec::new(),
+            checks: Vec::new(),
+        };
+        let others = telling(
+            "Wrote run/artifacts/west.xlsx (42 bytes); total 1526.5; notes.txt; 4500 and 2031",
+        );
+        let answer =
+            "Saved to run/artifacts/west.xlsx. Total 1526.5, 42 lines, 4500, in notes.txt, 2031.";
+        let taken = borrowed(answer, &task, Path::new("/nonexistent"), &others);
+        assert_eq!(
+            taken,
+            vec!["1526.5".to_string(), "run/artifacts/west.xlsx".to_string()]
+        );
+        assert!(borrowed(
+            answer,
+            &task,
+            Path::new("/nonexistent"),
+            &Default::default()
+        )
+        .is_empty());
     }
 
     #[test]
