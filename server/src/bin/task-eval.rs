@@ -735,30 +735,43 @@ fn row(name: &str, outcomes: &[&Outcome]) -> String {
     )
 }
 
+/// The file of the set named `dev` or `heldout`.
+fn set_file(root: &Path, name: &str) -> Option<PathBuf> {
+    matches!(name, "dev" | "heldout").then(|| root.join(format!("{name}.json")))
+}
+
+/// Where the input files named by the tasks of the set file `path` are.
+fn files_beside(path: &Path, root: &Path) -> PathBuf {
+    path.parent()
+        .map(|p| p.join("files"))
+        .unwrap_or_else(|| root.join("files"))
+}
+
 /// The tokens of a text that would betray where an answer came from: file
-/// names (`word.ext`) and numbers of three or more characters (`1526`,
-/// `4.5`), lowercased. Short numbers are left out: 2, 10 and 31 turn up
-/// in any answer.
+/// names (as the agent's grounding reads them, `agent::grounded`) and
+/// numbers of three or more characters (`1526`, `4.5`), lowercased. Short
+/// numbers are left out: 2, 10 and 31 turn up in any answer. Numbers are
+/// split at commas here, unlike `grounded::numbers` (`1,526` is one number
+/// there): a task's CSV row `7,4500` holds 4500.
 fn telling(text: &str) -> std::collections::BTreeSet<String> {
-    text.split(|c: char| c.is_whitespace() || ",;:!?()[]{}\"'`*".contains(c))
-        .map(|w| w.trim_end_matches('.').to_lowercase())
+    let files = agent::grounded::file_names(text)
+        .into_iter()
+        .map(str::to_string);
+    let numbers = text
+        .split(|c: char| c.is_whitespace() || ",;:!?()[]{}\"'`*".contains(c))
+        .map(|w| w.trim_end_matches('.'))
         .filter(|w| {
-            let number = w.chars().all(|c| c.is_ascii_digit() || c == '.')
-                && w.chars().any(|c| c.is_ascii_digit());
-            let file = w.split_once('.').is_some_and(|(stem, ext)| {
-                !stem.is_empty()
-                    && (1..=5).contains(&ext.len())
-                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
-                    && ext.chars().any(|c| c.is_ascii_alphabetic())
-            });
-            (number && w.len() >= 3) || file
+            w.len() >= 3
+                && w.chars().all(|c| c.is_ascii_digit() || c == '.')
+                && w.chars().any(|c| c.is_ascii_digit())
         })
-        .collect()
+        .map(str::to_string);
+    files.chain(numbers).map(|t| t.to_lowercase()).collect()
 }
 
 /// What an answer holds that only other runs held: telling tokens of the
 /// warm runs' answers that are neither in this task's text nor in its
-/// inline files. A token in both is not proof of a borrowing (two runs
+/// files (inline or named, names and contents). A token in both is not proof of a borrowing (two runs
 /// may both say 2026), but each is worth a person's look.
 fn borrowed(
     answer: &str,
@@ -860,28 +873,24 @@ async fn main() -> Result<(), String> {
     }
     let paths = match (&tasks_file, set.as_str()) {
         (Some(file), _) => vec![file.clone()],
-        (None, "dev") => vec![root.join("dev.json")],
-        (None, "heldout") => vec![root.join("heldout.json")],
         (None, "all") => vec![root.join("dev.json"), root.join("heldout.json")],
-        (None, other) => return Err(format!("--set is dev, heldout or all, not {other}")),
+        (None, name) => vec![set_file(&root, name)
+            .ok_or_else(|| format!("--set is dev, heldout or all, not {name}"))?],
     };
     let warm_path = match warm.as_deref() {
         None => None,
-        Some("dev") => Some(root.join("dev.json")),
-        Some("heldout") => Some(root.join("heldout.json")),
-        Some(other) => return Err(format!("--warm is dev or heldout, not {other}")),
+        Some(name) => Some(
+            set_file(&root, name).ok_or_else(|| format!("--warm is dev or heldout, not {name}"))?,
+        ),
     };
-    if warm_path.is_some() && warm_path.as_ref() == paths.first() && paths.len() == 1 {
-        return Err("--warm names the set being scored".into());
+    if warm_path.as_ref().is_some_and(|w| paths.contains(w)) {
+        return Err("--warm names a set being scored".into());
     }
     let mut tasks = Vec::new();
     for path in &paths {
         let (file, loaded) = load(path)?;
         println!("{} ({} tasks): {}", file.set, loaded.len(), file.about);
-        let files = path
-            .parent()
-            .map(|p| p.join("files"))
-            .unwrap_or_else(|| root.join("files"));
+        let files = files_beside(path, &root);
         tasks.extend(loaded.into_iter().map(|t| (t, files.clone())));
     }
     let tasks: Vec<(Task, PathBuf)> = tasks
@@ -919,10 +928,7 @@ async fn main() -> Result<(), String> {
     let mut others = std::collections::BTreeSet::new();
     if let Some(path) = &warm_path {
         let (file, loaded) = load(path)?;
-        let files = path
-            .parent()
-            .map(|p| p.join("files"))
-            .unwrap_or_else(|| root.join("files"));
+        let files = files_beside(path, &root);
         println!(
             "warming with {} ({} tasks, unscored, memory on)",
             file.set,
