@@ -97,6 +97,19 @@ pub trait Host: Send + Sync {
         Ok(None)
     }
 
+    /// The first `max` bytes of the regular file `path` in the run's
+    /// workspace (a path as `workspace_files` lists it), read without
+    /// following a link out; `None` when this host cannot tell (then the
+    /// file's kind is not checked).
+    async fn workspace_head(
+        &self,
+        _run: RunId,
+        _path: &str,
+        _max: u64,
+    ) -> Result<Option<Vec<u8>>, HostError> {
+        Ok(None)
+    }
+
     /// The run's work tool calls as its log holds them, in order: their
     /// starts ([`RunEntry::ToolStarted`]), ends ([`RunEntry::ToolCall`])
     /// and interruptions found before ([`RunEntry::ToolInterrupted`]).
@@ -263,6 +276,8 @@ pub struct MemoryHost {
     files: Mutex<Option<Vec<(String, u64)>>>,
     /// The runs' grants (people's, given as a story needs them).
     grants: Mutex<Vec<run_model::Grant>>,
+    /// The content of files put with [`MemoryHost::put_file_holding`].
+    contents: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 impl MemoryHost {
@@ -277,6 +292,15 @@ impl MemoryHost {
             .expect("files lock")
             .get_or_insert_with(Vec::new)
             .push((path.to_string(), bytes));
+    }
+
+    /// Puts a file holding `content` in every run's workspace.
+    pub fn put_file_holding(&self, path: &str, content: &[u8]) {
+        self.put_file(path, content.len() as u64);
+        self.contents
+            .lock()
+            .expect("contents lock")
+            .insert(path.to_string(), content.to_vec());
     }
 
     /// The next `times` calls to `remember` fail (the store unavailable).
@@ -473,6 +497,20 @@ impl Host for MemoryHost {
 
     async fn workspace_files(&self, _run: RunId) -> Result<Option<Vec<(String, u64)>>, HostError> {
         Ok(self.files.lock().expect("files lock").clone())
+    }
+
+    async fn workspace_head(
+        &self,
+        _run: RunId,
+        path: &str,
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, HostError> {
+        Ok(self
+            .contents
+            .lock()
+            .expect("contents lock")
+            .get(path)
+            .map(|c| c[..c.len().min(max as usize)].to_vec()))
     }
 
     async fn grant(

@@ -91,16 +91,17 @@ pub fn of(task: &str) -> Vec<Ask> {
             || QUESTION_PHRASES.iter().any(|p| lower.contains(p));
         let number = NUMBER_WORDS.iter().any(|w| lower.contains(w));
         if asked || (opens && number) {
-            let text = clause
-                .trim()
-                .trim_start_matches(['-', '*', ' '])
-                .to_string();
-            if !text.is_empty()
-                && !asks
-                    .iter()
-                    .any(|a| matches!(a, Ask::Question { text: t, .. } if *t == text))
-            {
-                asks.push(Ask::Question { text, number });
+            for part in question_parts(clause) {
+                let text = part.trim().trim_start_matches(['-', '*', ' ']).to_string();
+                let lower = text.to_lowercase();
+                let number = NUMBER_WORDS.iter().any(|w| lower.contains(w));
+                if !text.is_empty()
+                    && !asks
+                        .iter()
+                        .any(|a| matches!(a, Ask::Question { text: t, .. } if *t == text))
+                {
+                    asks.push(Ask::Question { text, number });
+                }
             }
         }
         for path in written_files(clause) {
@@ -113,6 +114,55 @@ pub fn of(task: &str) -> Vec<Ask> {
         }
     }
     asks
+}
+
+/// Phrases that open a second question inside one sentence ("How many
+/// lines does it have, and how many words?").
+const SECOND_QUESTIONS: [&str; 4] = ["how many ", "how much ", "how long ", "how old "];
+
+/// A question clause cut where a second question joins it with `and`
+/// ("How many lines …, and how many words?" is two asks, each needing a
+/// number of its own); the second part is cut only where it asks about
+/// something it names ("…, and how many?" stays one ask: it asks the
+/// number of the first part's answer). The second part loses its `and`.
+fn question_parts(clause: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut rest = clause;
+    'cut: loop {
+        for (i, _) in rest.char_indices().skip(1) {
+            let joined = ["and ", ", and "].iter().find_map(|j| {
+                let at = rest.get(i..)?;
+                at.get(..j.len())
+                    .filter(|w| w.eq_ignore_ascii_case(j))
+                    .map(|_| j.len())
+            });
+            let Some(lead) = joined else { continue };
+            // "and" as a word, not the end of "band".
+            if lead == 4 && !rest[..i].ends_with(' ') {
+                continue;
+            }
+            let after = &rest[i + lead..];
+            let Some(phrase) = SECOND_QUESTIONS.iter().find(|p| {
+                after
+                    .get(..p.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(p))
+            }) else {
+                continue;
+            };
+            let names = after[phrase.len()..]
+                .chars()
+                .take_while(|c| !matches!(c, '?' | '？' | '.' | '!'))
+                .any(char::is_alphabetic);
+            let first = rest[..i].trim_end_matches([',', ' ']);
+            if names && !first.trim().is_empty() {
+                parts.push(first);
+                rest = after;
+                continue 'cut;
+            }
+        }
+        parts.push(rest);
+        return parts;
+    }
 }
 
 /// The task's clauses: sentences, split after `?`, `!`, `.` followed by a
@@ -180,17 +230,94 @@ fn written_files(clause: &str) -> Vec<String> {
     out
 }
 
-/// Whether `answer` answers the question `ask` as far as words can tell:
-/// a question asking how many or how much needs a number the task does
-/// not already hold; other questions are taken as answered by any answer.
-pub fn answered_in(ask: &Ask, answer: &str, task: &str) -> bool {
-    match ask {
-        Ask::Question { number: true, .. } => {
-            let given = numbers_of(task);
-            numbers_of(answer).iter().any(|n| !given.contains(n))
+/// The questions among `asks` that `answer` leaves open, by index. A
+/// question asking how many or how much needs a number of its own, one
+/// the task does not hold; they are counted in order, so two such
+/// questions need two numbers ("5.28" answers one of "how many …, and how
+/// many …?"), and the same value written twice counts twice ("5 lines and
+/// 5 words" answers both). Other questions are taken as answered by any
+/// answer; files are not questions and are never listed here.
+pub fn open_questions(asks: &[Ask], answer: &str, task: &str) -> Vec<usize> {
+    let given = numbers_of(task);
+    let mut numbers = numbers_of(answer)
+        .into_iter()
+        .filter(|n| !given.contains(n))
+        .count();
+    let mut open = Vec::new();
+    for (i, ask) in asks.iter().enumerate() {
+        match ask {
+            Ask::Question { number: true, .. } => {
+                if numbers == 0 {
+                    open.push(i);
+                } else {
+                    numbers -= 1;
+                }
+            }
+            Ask::Question { .. } if answer.trim().is_empty() => open.push(i),
+            _ => {}
         }
-        Ask::Question { .. } => !answer.trim().is_empty(),
-        Ask::File { .. } => true,
+    }
+    open
+}
+
+/// How many of a written file's first bytes [`file_fits`] reads.
+pub const HEAD_BYTES: u64 = 64 * 1024;
+
+/// Whether a file written under `path` is of the kind its name says, read
+/// from `head`, its first bytes (`whole`: they are the whole file): a
+/// `.png` must be a PNG image, an `.xlsx` a workbook (a ZIP), a `.json`
+/// JSON, a `.csv` text that is not JSON, a `.txt` or `.md` text. `Err`
+/// names the kind it is not ("a PNG image"). Other names fit whatever they
+/// hold. Guards a chart "saved" as text under chart.png and a CSV written
+/// as JSON, which being there and not empty let pass.
+pub fn file_fits(path: &str, head: &[u8], whole: bool) -> Result<(), &'static str> {
+    let ext = path
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    let starts = |magic: &[u8]| head.starts_with(magic);
+    let text = || {
+        !head.contains(&0)
+            && match std::str::from_utf8(head) {
+                Ok(_) => true,
+                // A character cut by the end of the head is still text.
+                Err(e) => !whole && e.error_len().is_none(),
+            }
+    };
+    let body = || {
+        let t = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+        let at = t.iter().position(|b| !b.is_ascii_whitespace());
+        at.map(|i| &t[i..]).unwrap_or(&[])
+    };
+    let (fits, kind) = match ext.as_str() {
+        "png" => (starts(b"\x89PNG\r\n\x1a\n"), "a PNG image"),
+        "jpg" | "jpeg" => (starts(b"\xFF\xD8\xFF"), "a JPEG image"),
+        "gif" => (starts(b"GIF87a") || starts(b"GIF89a"), "a GIF image"),
+        "pdf" => (starts(b"%PDF-"), "a PDF document"),
+        "xlsx" | "docx" | "pptx" | "zip" => (
+            starts(b"PK\x03\x04"),
+            "a ZIP-based file (an Office document)",
+        ),
+        "json" => (
+            text()
+                && if whole {
+                    serde_json::from_slice::<serde_json::Value>(body()).is_ok()
+                } else {
+                    body().first().is_some_and(|b| b"{[".contains(b))
+                },
+            "JSON",
+        ),
+        "csv" | "tsv" => (
+            text() && !body().first().is_some_and(|b| b"{[".contains(b)),
+            "comma-separated text (not JSON)",
+        ),
+        "txt" | "md" | "html" | "py" | "yaml" | "yml" | "toml" | "xml" | "svg" => (text(), "text"),
+        _ => (true, ""),
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(kind)
     }
 }
 
@@ -264,22 +391,83 @@ mod tests {
 
     #[test]
     fn a_number_asked_for_must_be_a_number_the_task_does_not_hold() {
-        let ask = Ask::Question {
-            text: "How many days from 2026-03-14 to 2027-01-01?".into(),
-            number: true,
-        };
         let task = "How many days from 2026-03-14 to 2027-01-01?";
-        assert!(answered_in(&ask, "There are 293 days.", task));
-        assert!(!answered_in(
-            &ask,
-            "The days from 2026-03-14 to 2027-01-01 were counted.",
-            task
-        ));
-        assert!(!answered_in(&ask, "The result is:", task));
-        let plain = Ask::Question {
-            text: "Who wrote it?".into(),
-            number: false,
-        };
-        assert!(answered_in(&plain, "Ada did.", "Who wrote it?"));
+        let asks = of(task);
+        assert_eq!(asks.len(), 1);
+        assert!(open_questions(&asks, "There are 293 days.", task).is_empty());
+        assert_eq!(
+            open_questions(
+                &asks,
+                "The days from 2026-03-14 to 2027-01-01 were counted.",
+                task
+            ),
+            [0]
+        );
+        assert_eq!(open_questions(&asks, "The result is:", task), [0]);
+        let plain = of("Who wrote it?");
+        assert!(open_questions(&plain, "Ada did.", "Who wrote it?").is_empty());
+        assert_eq!(open_questions(&plain, " ", "Who wrote it?"), [0]);
+    }
+
+    #[test]
+    fn two_questions_joined_in_one_sentence_are_two_asks_each_needing_its_number() {
+        let task = "How many lines does poem.txt have, and how many words does it hold?";
+        assert_eq!(
+            described(task),
+            [
+                "How many lines does poem.txt have",
+                "how many words does it hold?"
+            ]
+        );
+        let asks = of(task);
+        assert_eq!(open_questions(&asks, "It has 12 lines.", task), [1]);
+        assert!(open_questions(&asks, "12 lines and 80 words.", task).is_empty());
+        assert!(open_questions(&asks, "5 lines and 5 words.", task).is_empty());
+        // Asking the number of the first part's answer is one ask.
+        assert_eq!(
+            described("Which city is largest, and how many people live there?").len(),
+            2
+        );
+        assert_eq!(
+            described("Which region sold the most units, and how many?"),
+            ["Which region sold the most units, and how many?"]
+        );
+        // "and" inside a word, or before something that is not a question.
+        assert_eq!(
+            described("How many bands and albums are listed, and tell me which is oldest?").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn separate_number_questions_each_need_a_number() {
+        let task = "How many rows are there? How much is the total?";
+        let asks = of(task);
+        assert_eq!(asks.len(), 2);
+        assert_eq!(open_questions(&asks, "There are 40 rows.", task), [1]);
+        assert!(open_questions(&asks, "40 rows, 1,526.50 in total.", task).is_empty());
+    }
+
+    #[test]
+    fn a_written_file_must_be_of_the_kind_its_name_says() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        assert_eq!(file_fits("chart.png", png, true), Ok(()));
+        assert_eq!(
+            file_fits("out/chart.PNG", b"units per region: North 42", true),
+            Err("a PNG image")
+        );
+        assert_eq!(file_fits("budget.xlsx", b"PK\x03\x04\x14\0", false), Ok(()));
+        assert!(file_fits("budget.xlsx", b"item,amount\nrent,900\n", true).is_err());
+        assert_eq!(file_fits("s.json", b" {\"port\": 8080}\n", true), Ok(()));
+        assert_eq!(file_fits("s.json", b"{\"port\": 8080,", true), Err("JSON"));
+        assert_eq!(file_fits("s.json", b"{\"port\": 8080,", false), Ok(()));
+        assert_eq!(file_fits("s.json", b"port = 8080", true), Err("JSON"));
+        assert_eq!(file_fits("squares.csv", b"n,square\n1,1\n", true), Ok(()));
+        assert!(file_fits("squares.csv", b"[{\"n\": 1, \"square\": 1}]", true).is_err());
+        assert_eq!(file_fits("notes.txt", "caf\u{e9}".as_bytes(), true), Ok(()));
+        assert_eq!(file_fits("notes.txt", b"caf\xC3", false), Ok(()));
+        assert_eq!(file_fits("notes.txt", b"caf\xC3", true), Err("text"));
+        assert_eq!(file_fits("notes.txt", b"\0\x01\x02", false), Err("text"));
+        assert_eq!(file_fits("model.bin", b"\0\x01", true), Ok(()));
     }
 }

@@ -554,7 +554,7 @@ impl Driver {
                         return Ok(false);
                     }
                 }
-                let parts: Vec<String> = missing.iter().map(run_model::Ask::describe).collect();
+                let parts: Vec<String> = missing.iter().map(Missing::describe).collect();
                 let mut first = format!("Not done: {}", parts.join("; "));
                 if !first.ends_with(['.', '?', '!', '。', '？']) {
                     first.push('.');
@@ -582,43 +582,76 @@ impl Driver {
     }
 
     /// The asks of the run that `answer` and the workspace leave
-    /// unanswered: a file asked for that is not there or is empty (when
-    /// the host can list the workspace), a question asking how many or how
-    /// much that the answer gives no number of its own for.
-    async fn missing_asks(&self, answer: &str) -> Vec<run_model::Ask> {
+    /// unanswered: a file asked for that is not there, is empty or is not
+    /// of its name's kind ([`run_model::asks::file_fits`]; when the host
+    /// can list and read the workspace), a question asking how many or how
+    /// much that the answer gives no number of its own for
+    /// ([`run_model::asks::open_questions`]).
+    async fn missing_asks(&self, answer: &str) -> Vec<Missing> {
         let files = self.host.workspace_files(self.run.id).await.ok().flatten();
         let task = &self.run.config.task;
-        self.run
-            .asks
-            .iter()
-            .filter(|ask| match ask {
-                run_model::Ask::File { path } => files.as_ref().is_some_and(|files| {
-                    !files.iter().any(|(p, bytes)| {
+        let asks = &self.run.asks;
+        let open = run_model::asks::open_questions(asks, answer, task);
+        let mut missing = Vec::new();
+        for (i, ask) in asks.iter().enumerate() {
+            match ask {
+                run_model::Ask::File { path } => {
+                    let Some(files) = &files else { continue };
+                    let found = files.iter().find(|(p, bytes)| {
                         (p == path || p.ends_with(&format!("/{path}"))) && *bytes > 0
-                    })
+                    });
+                    let Some((written, bytes)) = found else {
+                        missing.push(Missing {
+                            ask: ask.clone(),
+                            not_a: None,
+                        });
+                        continue;
+                    };
+                    let max = run_model::asks::HEAD_BYTES;
+                    let head = self.host.workspace_head(self.run.id, written, max).await;
+                    if let Ok(Some(head)) = head {
+                        let whole = head.len() as u64 >= *bytes;
+                        if let Err(kind) = run_model::asks::file_fits(path, &head, whole) {
+                            missing.push(Missing {
+                                ask: ask.clone(),
+                                not_a: Some(kind),
+                            });
+                        }
+                    }
+                }
+                _ if open.contains(&i) => missing.push(Missing {
+                    ask: ask.clone(),
+                    not_a: None,
                 }),
-                question => !run_model::asks::answered_in(question, answer, task),
-            })
-            .cloned()
-            .collect()
+                _ => {}
+            }
+        }
+        missing
     }
 
     /// Adds a subtask for each missing ask, so the run does that part;
     /// whether the plan took them.
-    async fn send_back(&mut self, missing: &[run_model::Ask]) -> bool {
+    async fn send_back(&mut self, missing: &[Missing]) -> bool {
         let names: Vec<String> = self.tools.specs().into_iter().map(|s| s.name).collect();
         let code = names.iter().any(|n| n == planner::CODE);
         let task = self.run.config.task.clone();
         let ops: Vec<Op> = missing
             .iter()
-            .map(|ask| {
+            .map(|Missing { ask, not_a }| {
                 let (name, description, tool) = match ask {
                     run_model::Ask::File { path } => (
                         format!("Write {path}"),
-                        format!(
-                            "The task asks for the file {path}, and it was not written (or is \
-                             empty). Write it as the task says. The task: {task}"
-                        ),
+                        match not_a {
+                            Some(kind) => format!(
+                                "The task asks for the file {path}, and what was written \
+                                 there is not {kind}. Write it again as {kind}, as the task \
+                                 says. The task: {task}"
+                            ),
+                            None => format!(
+                                "The task asks for the file {path}, and it was not written \
+                                 (or is empty). Write it as the task says. The task: {task}"
+                            ),
+                        },
                         code.then(|| planner::CODE.to_string()),
                     ),
                     run_model::Ask::Question { text, number } => (
@@ -651,7 +684,7 @@ impl Driver {
         let count = ops.len();
         match self.apply(ops).await {
             Ok(_) => {
-                let parts: Vec<String> = missing.iter().map(run_model::Ask::describe).collect();
+                let parts: Vec<String> = missing.iter().map(Missing::describe).collect();
                 self.caller
                     .log(RunEntry::PlanAdjusted {
                         reason: format!(
@@ -785,6 +818,24 @@ fn new_id(kept: &[usize], index: usize, before: usize, first_new: u32) -> Option
     }
     let at = kept.iter().position(|&k| k == index)?;
     Some(SubtaskId(first_new + at as u32))
+}
+
+/// An ask the answer left undone, and for a file written under the wrong
+/// kind, the kind it is not.
+struct Missing {
+    ask: run_model::Ask,
+    not_a: Option<&'static str>,
+}
+
+impl Missing {
+    /// The part in a person's words ("write chart.png (it is not a PNG
+    /// image)").
+    fn describe(&self) -> String {
+        match self.not_a {
+            Some(kind) => format!("{} (it is not {kind})", self.ask.describe()),
+            None => self.ask.describe(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -275,6 +275,40 @@ async fn a_file_the_task_asks_for_that_is_missing_is_sent_back_and_one_written_i
 }
 
 #[tokio::test]
+async fn a_file_the_task_asks_for_written_as_another_kind_is_sent_back_and_named() {
+    let task = "Save a bar chart of units per region as chart.png";
+    let world = World::new(worker());
+    world
+        .host
+        .put_file_holding("chart.png", b"North 42\nSouth 17\n");
+    let run = world.run(simple(task)).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let plan = world.plan();
+    let sent = plan
+        .subtasks()
+        .iter()
+        .find(|s| s.name() == "Write chart.png")
+        .expect("the chart sent back");
+    assert!(
+        sent.description().contains("is not a PNG image"),
+        "{}",
+        sent.description()
+    );
+    assert!(run
+        .answer
+        .unwrap()
+        .starts_with("Not done: write chart.png (it is not a PNG image)."),);
+
+    let world = World::new(worker());
+    world
+        .host
+        .put_file_holding("out/chart.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
+    let run = world.run(simple(task)).await;
+    assert_eq!(world.plan().subtasks().len(), 1, "nothing sent back");
+    assert!(!run.answer.unwrap().starts_with("Not done"));
+}
+
+#[tokio::test]
 async fn a_step_that_reports_files_no_tool_showed_fails_its_attempt() {
     let dir = tempfile::tempdir().unwrap();
     let llm = worker()

@@ -83,6 +83,27 @@ impl ServerHost {
     }
 }
 
+/// The first `max` bytes of the file `name` in the workspace at `root`.
+/// The name is one the workspace listing gave, but the run's code can
+/// have swapped a link in since: read through the module that never
+/// follows one out, off the runtime's threads and within its time bound.
+async fn head_of(
+    root: std::path::PathBuf,
+    name: String,
+    max: u64,
+) -> Result<Vec<u8>, agent::workspace::WorkspaceError> {
+    agent::workspace::off_thread(move || {
+        let ws = agent::workspace::Workspace::open(&root).map_err(|e| {
+            agent::workspace::WorkspaceError::Io {
+                name: ".".into(),
+                error: e,
+            }
+        })?;
+        ws.read_head(&name, max)
+    })
+    .await
+}
+
 fn host_error(e: ServiceError) -> HostError {
     match e {
         ServiceError::Plan(PlanError::UnknownPlan { id }) => HostError::NotFound(id),
@@ -347,6 +368,19 @@ impl Host for ServerHost {
         .map_err(|e| HostError::Unavailable(format!("the workspace could not be listed: {e}")))
     }
 
+    async fn workspace_head(
+        &self,
+        run: RunId,
+        path: &str,
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, HostError> {
+        let root = self.workspaces.join(run.to_string());
+        head_of(root, path.to_string(), max)
+            .await
+            .map(Some)
+            .map_err(|e| HostError::Unavailable(format!("the file {path} could not be read: {e}")))
+    }
+
     async fn save_run(&self, run: &RunRecord) -> Result<(), HostError> {
         if let Some(telemetry) = &self.telemetry {
             telemetry.saw_run(run);
@@ -363,5 +397,37 @@ impl Host for ServerHost {
             .save_run(run)
             .await
             .map_err(|e| HostError::Unavailable(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head_of;
+
+    #[tokio::test]
+    async fn a_written_files_head_is_read_within_its_bound_and_never_through_a_link_out() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), b"the host's secret").unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("chart.png"), b"\x89PNG\r\n\x1a\nmore").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.txt"),
+            ws.path().join("report.txt"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.path().join("out")).unwrap();
+        let root = ws.path().to_path_buf();
+        assert_eq!(
+            head_of(root.clone(), "chart.png".into(), 8).await.unwrap(),
+            b"\x89PNG\r\n\x1a\n"
+        );
+        for name in ["report.txt", "out/secret.txt"] {
+            let read = head_of(root.clone(), name.into(), 1024).await;
+            assert!(
+                read.is_err(),
+                "{name} read through a link: {:?}",
+                read.map(|b| String::from_utf8_lossy(&b).into_owned())
+            );
+        }
     }
 }
