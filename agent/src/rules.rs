@@ -95,8 +95,11 @@ pub const WRITING_BY_ITS_VERB: Rule = Rule {
     name: "writing_by_its_verb",
     does: "a task given no files whose first verb asks for a text (write, draft, compose, \
            translate, summarise, explain, describe, rewrite, paraphrase; 写, 翻译, 解释, 总结) and \
-           that names no file, no page, no file kind and nothing to count or compute is answered \
-           in words by the rules layer, without the router's model call",
+           whose instruction names no file, no page, no file kind and nothing to count or \
+           compute is answered in words by the rules layer, without the router's model call; \
+           the text it gives to work on (after a blank line or a colon ending a line, or in \
+           quotes) is material, not instruction: a \"file\" in a notice to summarise asks \
+           nothing of a tool",
     guards: "the router's model, sampling, said \"words\" for a haiku one time and not the next; \
              the next time the haiku was planned as \"Write a text file in the workspace\", \
              written with write_file and run_python, and answered with a sentence about it",

@@ -240,9 +240,44 @@ pub fn written(task: &str) -> bool {
             start = start[i + 2..].trim_start();
         }
     }
+    // What the task says to do is its instruction; a text it gives to
+    // summarise or translate is material, and a "file" or a "count" in a
+    // notice to summarise asks nothing of a tool.
+    let said = instruction(task);
+    let said_lower = said.to_lowercase();
     WRITING_VERBS.iter().any(|v| start.starts_with(v))
-        && !NOT_WORDS_ALONE.iter().any(|w| lower.contains(w))
-        && crate::grounded::file_names(task).is_empty()
+        && !NOT_WORDS_ALONE.iter().any(|w| said_lower.contains(w))
+        && crate::grounded::file_names(&said).is_empty()
+}
+
+/// The part of `task` that says what to do, without the material it
+/// gives: the text before its first blank line, or before a colon that
+/// ends a line, with whatever it quotes taken out ("Translate into French:
+/// \"Save the file.\"" says "Translate into French:"). Used only where a
+/// text is asked for by its verb: a question's numbers stay its own.
+pub fn instruction(task: &str) -> String {
+    let trimmed = task.trim_start();
+    let mut end = trimmed.find("\n\n").unwrap_or(trimmed.len());
+    if let Some(i) = trimmed[..end].find(":\n") {
+        end = i + 1;
+    }
+    let head = &trimmed[..end];
+    let mut said = String::with_capacity(head.len());
+    let mut closing: Option<char> = None;
+    for c in head.chars() {
+        match closing {
+            Some(close) if c == close => closing = None,
+            Some(_) => {}
+            None => match c {
+                '"' => closing = Some('"'),
+                '“' => closing = Some('”'),
+                '«' => closing = Some('»'),
+                '「' => closing = Some('」'),
+                _ => said.push(c),
+            },
+        }
+    }
+    said
 }
 
 /// Words by which a question asks for what changes: the web's.
@@ -409,6 +444,12 @@ mod tests {
             "Summarise the following text in two sentences.\n\nThe council met …",
             "In at most 80 words, explain what DNS does.",
             "写一首关于秋天的短诗",
+            // The material given is not the instruction.
+            "Summarise this notice in two sentences.\n\nThe accounts office moves to floor 3; \
+             please store your files in the shared folder and count your keys.",
+            "Translate into Spanish: \"Save the file and close the workbook.\"",
+            "Rewrite this paragraph for a newsletter:\nOur team filed 12 reports and \
+             exported the charts.",
         ] {
             assert!(written(task), "{task}");
         }
@@ -421,6 +462,9 @@ mod tests {
             "How many days are there until 2027?",
             "Draw a bar chart of units per region",
             "What is the capital of Peru?",
+            // An instruction asking for a file keeps it, material or not.
+            "Summarise this notice into summary.txt.\n\nThe office moves.",
+            "Translate \"Good morning\" into German and save it to de.txt",
         ] {
             assert!(!written(task), "{task}");
         }
