@@ -72,8 +72,9 @@ pub const EVERY_ASK_ANSWERED: Rule = Rule {
            answer is kept, a file asked for must exist, not be empty and be of its name's kind \
            (a .png a PNG image, a .csv text that is not JSON …) and each question asking how \
            many or how much must be answered with a number of its own (two questions joined \
-           in one sentence need two); a missing part sends the run back once, then the answer \
-           says in its first line what is missing",
+           in one sentence need two, and so does \"both the sum and the mean\"); a missing \
+           part sends the run back once, then the answer says in its first line what is \
+           missing",
     guards: "\"Which region sold the most units, and how many? Save a bar chart\" was answered \
              \"The bar chart was saved as chart.png\"; two-part tasks lost their second part",
 };

@@ -246,18 +246,76 @@ pub fn open_questions(asks: &[Ask], answer: &str, task: &str) -> Vec<usize> {
     let mut open = Vec::new();
     for (i, ask) in asks.iter().enumerate() {
         match ask {
-            Ask::Question { number: true, .. } => {
-                if numbers == 0 {
+            Ask::Question { number: true, text } => {
+                let wanted = numbers_asked(text);
+                if numbers < wanted {
                     open.push(i);
-                } else {
-                    numbers -= 1;
                 }
+                numbers = numbers.saturating_sub(wanted);
             }
             Ask::Question { .. } if answer.trim().is_empty() => open.push(i),
             _ => {}
         }
     }
     open
+}
+
+/// Words that each name one number asked for, joined in a list ("the sum
+/// and the mean", "the total, the average and the median").
+const NUMBER_NAMES: [&str; 9] = [
+    "sum",
+    "total",
+    "mean",
+    "average",
+    "median",
+    "count",
+    "minimum",
+    "maximum",
+    "percentage",
+];
+
+/// Words that may stand between two numbers asked for in one list.
+const LIST_JOINS: [&str; 7] = [",", "and", "the", "its", "their", "both", "also"];
+
+/// How many numbers the question `text` asks for: one per "how many" (or
+/// much, long, old) in it, or one per name in a list of numbers ("both
+/// the sum and the mean" asks two), whichever is more; at least one.
+/// "The average of the total column" asks one: its names are not joined
+/// as a list.
+fn numbers_asked(text: &str) -> usize {
+    let lower = text.to_lowercase();
+    let hows = SECOND_QUESTIONS
+        .iter()
+        .map(|p| lower.matches(p.trim_end()).count())
+        .sum::<usize>();
+    let mut tokens: Vec<&str> = Vec::new();
+    for word in lower.split(|c: char| !c.is_alphanumeric() && c != ',') {
+        let mut rest = word;
+        while let Some(i) = rest.find(',') {
+            if i > 0 {
+                tokens.push(&rest[..i]);
+            }
+            tokens.push(",");
+            rest = &rest[i + 1..];
+        }
+        if !rest.is_empty() {
+            tokens.push(rest);
+        }
+    }
+    let (mut longest, mut run, mut joined) = (0usize, 0usize, false);
+    for token in tokens {
+        if NUMBER_NAMES.contains(&token) {
+            run = if run > 0 && joined { run + 1 } else { 1 };
+            joined = false;
+            longest = longest.max(run);
+        } else if run > 0 && LIST_JOINS.contains(&token) {
+            joined = true;
+        } else {
+            run = 0;
+            joined = false;
+        }
+    }
+    hows.max(longest).max(1)
 }
 
 /// How many of a written file's first bytes [`file_fits`] reads.
@@ -437,6 +495,23 @@ mod tests {
             described("How many bands and albums are listed, and tell me which is oldest?").len(),
             1
         );
+    }
+
+    #[test]
+    fn a_list_of_numbers_asked_for_needs_each_of_them() {
+        let task = "Give me both the sum and the mean of the numbers in numbers.txt.";
+        // Not a question by its mark, but one by "give me" and its numbers.
+        let asks = of(task);
+        assert_eq!(asks.len(), 1, "{asks:?}");
+        assert_eq!(open_questions(&asks, "The sum is 348.", task), [0]);
+        assert!(open_questions(&asks, "The sum is 348 and the mean 34.8.", task).is_empty());
+        assert_eq!(
+            numbers_asked("What are the total, the average and the median?"),
+            3
+        );
+        assert_eq!(numbers_asked("What is the average of the total column?"), 1);
+        assert_eq!(numbers_asked("What is the total revenue?"), 1);
+        assert_eq!(numbers_asked("How many rows, and how many columns?"), 2);
     }
 
     #[test]

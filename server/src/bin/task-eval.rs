@@ -918,6 +918,14 @@ async fn main() -> Result<(), String> {
         }
         return Ok(());
     }
+    // Without the data stack the code runner's pandas and matplotlib
+    // fail to import, and the files-out scores measure that, not the agent.
+    if !fake && std::env::var_os("PLANBOARD_PYTHON_PACKAGES").is_none() {
+        println!(
+            "warning: PLANBOARD_PYTHON_PACKAGES is unset, so the code runner has no pandas, \
+             numpy or matplotlib (`source scripts/setup.sh && ensure_pydata` sets it)"
+        );
+    }
     // A fresh database and workspace folder for each evaluation.
     let dir = std::env::temp_dir().join(format!("planboard-task-eval-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
