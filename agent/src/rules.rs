@@ -196,6 +196,17 @@ pub const COUNTS_COMPUTED: Rule = Rule {
              in a time of day; there were 30",
 };
 
+/// A result keeps the numbers its own program printed.
+pub const PRINTED_NUMBERS_SAID: Rule = Rule {
+    name: "printed_numbers_said",
+    does: "a result that states no number after the attempt's own program printed numbers \
+           (and ran without error) is sent back once with what the program printed, to be \
+           completed with those numbers, each said with what it is",
+    guards: "asked for the sum and the mean of a file's numbers, the program printed \
+             \"348 34.8\" and the step completed with \"The mean of the numbers is computed \
+             and stored in a variable\"; the answer held neither number",
+};
+
 /// Numbers a result states are numbers something showed.
 pub const NUMBERS_GROUNDED: Rule = Rule {
     name: "numbers_grounded",
@@ -293,6 +304,7 @@ pub const ALL: &[&Rule] = &[
     &NAMED_TOOL_USED,
     &BARE_NUMBERS_SAID,
     &COUNTS_COMPUTED,
+    &PRINTED_NUMBERS_SAID,
     &NUMBERS_GROUNDED,
     &SECOND_OPINION,
     &CODE_ERRORS_FIXED,

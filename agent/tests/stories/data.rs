@@ -245,6 +245,49 @@ async fn numbers_stated_after_reading_a_file_without_code_are_sent_back_once_to_
     assert_eq!(world.llm.calls(CallRole::Executor), 3);
 }
 
+#[tokio::test]
+async fn a_result_that_drops_the_numbers_its_program_printed_is_sent_back_once_with_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(sum('ERROR' in l.split() for l in open('app.log')))"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The ERROR lines were counted and stored in a variable."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "2 ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("How many ERROR lines has app.log?")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.plan().subtasks()[0].outcome(), Some("2 ERROR lines."));
+    let told = world.told("Your program printed:\n2\nbut your result states none of its numbers");
+    assert!(
+        told.is_some(),
+        "the model was shown what its program printed"
+    );
+
+    // A result that says a number the program printed is not sent back.
+    let llm = worker()
+        .push_json(CallRole::Planner, counting_plan())
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(sum('ERROR' in l.split() for l in open('app.log')))"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "2 ERROR lines."}),
+        );
+    let world = coding_world(llm, dir.path());
+    world.run(simple("How many ERROR lines has app.log?")).await;
+    assert!(world.told("Your program printed:").is_none());
+}
+
 /// A plan of one subtask that counts with code.
 fn counting_plan() -> serde_json::Value {
     json!({"title": "Count", "subtasks": [{

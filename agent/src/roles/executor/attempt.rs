@@ -199,6 +199,7 @@ impl<'a> Attempt<'a> {
             .named_tool_used()
             .or_else(|| self.bare_numbers_said(result))
             .or_else(|| self.counts_computed(result))
+            .or_else(|| self.printed_numbers_said(result))
         {
             return Turn::Said(said);
         }
@@ -251,6 +252,27 @@ impl<'a> Attempt<'a> {
              only if a number is copied as it stands in the file, answer complete again."
                 .to_string(),
         )
+    }
+
+    /// The rule `printed_numbers_said`: a result that states no number
+    /// after the attempt's own program printed some (and nothing else
+    /// ran since) is sent back once with what the program printed.
+    fn printed_numbers_said(&mut self, result: &str) -> Option<String> {
+        let printed =
+            crate::tools::sandbox::capture::stdout_of(self.own_output.as_deref()?).to_string();
+        let silent = !crate::grounded::numbers(&printed).is_empty()
+            && crate::grounded::numbers(result).is_empty()
+            && self.code_error.is_none();
+        if !silent || !self.fresh(&rules::PRINTED_NUMBERS_SAID) {
+            return None;
+        }
+        self.spend(&rules::PRINTED_NUMBERS_SAID);
+        Some(format!(
+            "Your program printed:\n{}\nbut your result states none of its numbers. Complete \
+             with the numbers it printed that this subtask asks for, each with what it is, \
+             exactly as printed.",
+            super::cut(printed.trim(), OBSERVATION)
+        ))
     }
 
     /// A result past the checking turns: grounded, checked again, kept.
