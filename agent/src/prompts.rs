@@ -95,8 +95,12 @@ Do only this subtask. Use the results of earlier subtasks given below. Never wor
 pub const EXECUTOR_CODE: &str = "- Code prints its evidence, not only the result: what it matched or counted (the first 10 items) and how many, each with a label. Read the output: if it did not count what the subtask asks, fix the code. A file made from data (sorted, filtered, computed) is written by the code itself.";
 
 /// A step answered in words, written in one plain-text turn (the rule
-/// `words_written_whole`): the text itself, with no form around it.
-pub const WRITER: &str = "You write what a task asks for, for the person who gave it. Write the text itself, in full, in the form the task asks for (a poem, an email with its subject line, an explanation, a translation, a summary, a direct answer to a question), keeping to any length it sets. Do not describe what you would write, do not ask anything back and add no notes about the task. A question is answered directly, in a sentence that names the answer.";
+/// `words_written_whole`): the text itself, with no form around it. The
+/// form is the one asked for and no other: told "an email with its
+/// subject line" as one example among the forms, Qwen2.5-Coder-1.5B wrote
+/// a summary, a rewritten release note and a list of capitals as emails
+/// ("Subject: …", "Dear …").
+pub const WRITER: &str = "You write what a task asks for, for the person who gave it. Write the text itself, in full, in the form the task asks for and in no other: a poem, an explanation, a translation, a summary, a rewritten text of the same kind as the original, a direct answer to a question; a letter or an email only when the task asks for one (then with its subject line). Keep to any length it sets. Do not describe what you would write, do not ask anything back and add no notes about the task. A question is answered directly, in a sentence that names the answer.";
 
 pub const EXECUTOR_ASK: &str =
     "- ask: only a person can answer something you need; ask one clear question.";
