@@ -245,23 +245,29 @@ async fn numbers_stated_after_reading_a_file_without_code_are_sent_back_once_to_
     assert_eq!(world.llm.calls(CallRole::Executor), 3);
 }
 
+/// A model that plans the count, runs its program (the fake prints 2)
+/// and then completes with each of `results` in turn.
+fn counted_then(results: &[&str]) -> agent::ScriptedLlm {
+    let mut llm = worker().push_json(CallRole::Planner, counting_plan()).push_json(
+        CallRole::Executor,
+        json!({"action": "run_python", "arguments": {"code": "print(sum('ERROR' in l.split() for l in open('app.log')))"}}),
+    );
+    for result in results {
+        llm = llm.push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": result}),
+        );
+    }
+    llm
+}
+
 #[tokio::test]
 async fn a_result_that_drops_the_numbers_its_program_printed_is_sent_back_once_with_them() {
     let dir = tempfile::tempdir().unwrap();
-    let llm = worker()
-        .push_json(CallRole::Planner, counting_plan())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "run_python", "arguments": {"code": "print(sum('ERROR' in l.split() for l in open('app.log')))"}}),
-        )
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "The ERROR lines were counted and stored in a variable."}),
-        )
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "2 ERROR lines."}),
-        );
+    let llm = counted_then(&[
+        "The ERROR lines were counted and stored in a variable.",
+        "2 ERROR lines.",
+    ]);
     let world = coding_world(llm, dir.path());
     let run = world.run(simple("How many ERROR lines has app.log?")).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
@@ -273,17 +279,7 @@ async fn a_result_that_drops_the_numbers_its_program_printed_is_sent_back_once_w
     );
 
     // A result that says a number the program printed is not sent back.
-    let llm = worker()
-        .push_json(CallRole::Planner, counting_plan())
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "run_python", "arguments": {"code": "print(sum('ERROR' in l.split() for l in open('app.log')))"}}),
-        )
-        .push_json(
-            CallRole::Executor,
-            json!({"action": "complete", "result": "2 ERROR lines."}),
-        );
-    let world = coding_world(llm, dir.path());
+    let world = coding_world(counted_then(&["2 ERROR lines."]), dir.path());
     world.run(simple("How many ERROR lines has app.log?")).await;
     assert!(world.told("Your program printed:").is_none());
 }

@@ -83,6 +83,16 @@ impl ServerHost {
     }
 }
 
+/// The workspace at `root`, its opening error said as the workspace's.
+fn open_workspace(
+    root: &std::path::Path,
+) -> Result<agent::workspace::Workspace, agent::workspace::WorkspaceError> {
+    agent::workspace::Workspace::open(root).map_err(|e| agent::workspace::WorkspaceError::Io {
+        name: ".".into(),
+        error: e,
+    })
+}
+
 /// The first `max` bytes of the file `name` in the workspace at `root`.
 /// The name is one the workspace listing gave, but the run's code can
 /// have swapped a link in since: read through the module that never
@@ -92,16 +102,7 @@ async fn head_of(
     name: String,
     max: u64,
 ) -> Result<Vec<u8>, agent::workspace::WorkspaceError> {
-    agent::workspace::off_thread(move || {
-        let ws = agent::workspace::Workspace::open(&root).map_err(|e| {
-            agent::workspace::WorkspaceError::Io {
-                name: ".".into(),
-                error: e,
-            }
-        })?;
-        ws.read_head(&name, max)
-    })
-    .await
+    agent::workspace::off_thread(move || open_workspace(&root)?.read_head(&name, max)).await
 }
 
 fn host_error(e: ServiceError) -> HostError {
@@ -350,14 +351,9 @@ impl Host for ServerHost {
             return Ok(Some(Vec::new()));
         }
         agent::workspace::off_thread(move || {
-            let ws = agent::workspace::Workspace::open(&root).map_err(|e| {
-                agent::workspace::WorkspaceError::Io {
-                    name: ".".into(),
-                    error: e,
-                }
-            })?;
             Ok(Some(
-                ws.files_within(20_000)?
+                open_workspace(&root)?
+                    .files_within(20_000)?
                     .files
                     .into_iter()
                     .map(|f| (f.path, f.bytes))
