@@ -94,8 +94,10 @@ pub const RECALL_RELEVANCE_BAR: Rule = Rule {
 /// model where the answer comes from.
 pub const WRITING_BY_ITS_VERB: Rule = Rule {
     name: "writing_by_its_verb",
-    does: "a task given no files whose first verb asks for a text (write, draft, compose, \
-           translate, summarise, explain, describe, rewrite, paraphrase; 写, 翻译, 解释, 总结) and \
+    does: "a task given no files one of whose instruction's sentences starts with a verb that \
+           asks for a text (write, draft, compose, translate, summarise, explain, describe, \
+           rewrite, paraphrase; 写, 翻译, 解释, 总结; after a short lead such as \"For a \
+           child, \" or a sentence that sets the scene) and \
            whose instruction names no file, no page, no file kind and nothing to count or \
            compute is answered in words by the rules layer, without the router's model call; \
            the text it gives to work on (after a blank line or a colon ending a line, or in \
@@ -122,11 +124,13 @@ pub const KNOWN_ANSWERS_IN_WORDS: Rule = Rule {
 pub const NUMBERS_ARE_COMPUTED: Rule = Rule {
     name: "numbers_are_computed",
     does: "when the router's model says a task is answered in words but the task holds a number \
-           that is not a length (\"80 words\", \"5 lines\"), and no rule found it a text asked \
+           that is not a length (\"80 words\", \"5 lines\") or asks how many or how much, and \
+           no rule found it a text asked \
            for by its verb, the task keeps its tools and is planned, so that a program works its \
            numbers out",
     guards: "\"How many prime numbers are there below 10000?\" was routed to words, written \
-             with no tool, and answered 168497 (1229)",
+             with no tool, and answered 168497 (1229); a task naming three capitals and asking \
+             how many letters they have altogether was routed to words and counted 22 (16)",
 };
 
 /// The step of a task answered in words is written in one plain-text
@@ -205,6 +209,18 @@ pub const PRINTED_NUMBERS_SAID: Rule = Rule {
     guards: "asked for the sum and the mean of a file's numbers, the program printed \
              \"348 34.8\" and the step completed with \"The mean of the numbers is computed \
              and stored in a variable\"; the answer held neither number",
+};
+
+/// A file is not replaced by a shorter one typed by hand.
+pub const WRITTEN_FILES_NOT_SHORTENED: Rule = Rule {
+    name: "written_files_not_shortened",
+    does: "a write_file that would replace a file of the workspace with fewer lines than it \
+           holds (one an earlier program wrote, or one a person gave) is not run, once: the \
+           model is told how many lines the file holds and how many it typed, and to use the \
+           file, fix the program that wrote it, or call write_file again to replace it anyway",
+    guards: "a program wrote all four names asked for into a CSV, then the step typed the CSV \
+             again with write_file holding two of them, over the program's file; a plan's \
+             second step typed squares.csv again over the program's ten rows",
 };
 
 /// Numbers a result states are numbers something showed.
@@ -305,6 +321,7 @@ pub const ALL: &[&Rule] = &[
     &BARE_NUMBERS_SAID,
     &COUNTS_COMPUTED,
     &PRINTED_NUMBERS_SAID,
+    &WRITTEN_FILES_NOT_SHORTENED,
     &NUMBERS_GROUNDED,
     &SECOND_OPINION,
     &CODE_ERRORS_FIXED,

@@ -229,25 +229,63 @@ pub fn written(task: &str) -> bool {
     if !crate::rules::on(&crate::rules::WRITING_BY_ITS_VERB) || names_a_page(task) {
         return false;
     }
-    let lower = task.to_lowercase();
-    let mut start = lower.trim_start();
-    for polite in ["please ", "can you ", "could you ", "请"] {
-        start = start.strip_prefix(polite).unwrap_or(start).trim_start();
-    }
-    // A length said first: "In at most 80 words, explain …".
-    if start.starts_with("in ") {
-        if let Some(i) = start.find(", ").filter(|i| *i < 40) {
-            start = start[i + 2..].trim_start();
-        }
-    }
     // What the task says to do is its instruction; a text it gives to
     // summarise or translate is material, and a "file" or a "count" in a
     // notice to summarise asks nothing of a tool.
     let said = instruction(task);
     let said_lower = said.to_lowercase();
-    WRITING_VERBS.iter().any(|v| start.starts_with(v))
+    sentences(&said_lower).any(asks_by_a_writing_verb)
         && !NOT_WORDS_ALONE.iter().any(|w| said_lower.contains(w))
         && crate::grounded::file_names(&said).is_empty()
+}
+
+/// Whether a sentence (lower-cased) starts, after a polite word or a short
+/// lead ("In at most 80 words, ", "For a seven-year-old, "), with a
+/// writing verb: the imperative that asks for a text, wherever in the
+/// instruction it stands ("My nephew asked why leaves turn red. Explain it
+/// to him in three sentences.").
+fn asks_by_a_writing_verb(sentence: &str) -> bool {
+    let mut start = sentence.trim_start();
+    for polite in ["please ", "can you ", "could you ", "请"] {
+        start = start.strip_prefix(polite).unwrap_or(start).trim_start();
+    }
+    let lead = start.find(", ").filter(|i| {
+        *i < 40
+            && ["in ", "for ", "using ", "with "]
+                .iter()
+                .any(|w| start.starts_with(w))
+    });
+    if let Some(i) = lead {
+        start = start[i + 2..].trim_start();
+    }
+    for polite in ["please ", "请"] {
+        start = start.strip_prefix(polite).unwrap_or(start).trim_start();
+    }
+    WRITING_VERBS.iter().any(|v| start.starts_with(v))
+}
+
+/// The sentences of a text: split after `.`, `!`, `?` (and their full-width
+/// forms) that end a sentence, and at line breaks; a full stop inside a
+/// word (`e.g`, `3.5`) does not split.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let ends = match c {
+            '\n' | '。' | '！' | '？' => true,
+            '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
+            _ => false,
+        };
+        if ends {
+            let end = i + c.len_utf8();
+            out.push(&text[from..end]);
+            from = end;
+        }
+    }
+    out.push(&text[from..]);
+    out.into_iter().filter(|s| !s.trim().is_empty())
 }
 
 /// The part of `task` that says what to do, without the material it
@@ -340,11 +378,19 @@ const LENGTH_UNITS: [&str; 10] = [
     "syllable",
 ];
 
+/// Words by which a task asks for a count or an amount, digits or none
+/// ("tell me how many letters the three names have altogether").
+const ASKS_A_COUNT: [&str; 4] = ["how many", "how much", "多少", "几个"];
+
 /// Whether `task` holds a number to work out (the rule
 /// [`crate::rules::NUMBERS_ARE_COMPUTED`]): a run of digits that is not a
-/// length ("at most 80 words", "5 lines").
+/// length ("at most 80 words", "5 lines"), or a count or an amount asked
+/// for.
 pub fn holds_numbers(task: &str) -> bool {
     let lower = task.to_lowercase();
+    if ASKS_A_COUNT.iter().any(|w| lower.contains(w)) {
+        return true;
+    }
     let mut rest = lower.as_str();
     while let Some(i) = rest.find(|c: char| c.is_ascii_digit()) {
         let after = rest[i..].trim_start_matches(|c: char| c.is_ascii_digit());
@@ -409,6 +455,11 @@ mod tests {
         assert!(!holds_numbers("In at most 80 words, explain DNS"));
         assert!(!holds_numbers("A limerick of 5 lines about a cat"));
         assert!(!holds_numbers("What is the capital of Peru?"));
+        // A count asked for is worked out, with no digit in the task.
+        assert!(holds_numbers(
+            "Name the capitals of Chile and Ghana, and tell me how many letters they have"
+        ));
+        assert!(holds_numbers("How much is a third of a dozen?"));
     }
 
     #[test]
@@ -450,6 +501,11 @@ mod tests {
             "Translate into Spanish: \"Save the file and close the workbook.\"",
             "Rewrite this paragraph for a newsletter:\nOur team filed 12 reports and \
              exported the charts.",
+            // The instruction after a sentence that sets the scene.
+            "My grandmother keeps asking what a podcast is. Explain it to her in three \
+             sentences.",
+            "Our neighbour lent us her ladder! Please write her a two-line thank-you note.",
+            "For a nine-year-old, explain why the moon seems to change shape.",
         ] {
             assert!(written(task), "{task}");
         }
@@ -465,6 +521,9 @@ mod tests {
             // An instruction asking for a file keeps it, material or not.
             "Summarise this notice into summary.txt.\n\nThe office moves.",
             "Translate \"Good morning\" into German and save it to de.txt",
+            // A scene and then a tool's work is not a text alone.
+            "The logs grew large. Summarise errors.log by day.",
+            "We moved offices. Explain the move in notes.md.",
         ] {
             assert!(!written(task), "{task}");
         }

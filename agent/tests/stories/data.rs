@@ -284,6 +284,69 @@ async fn a_result_that_drops_the_numbers_its_program_printed_is_sent_back_once_w
     assert!(world.told("Your program printed:").is_none());
 }
 
+/// A plan of one step writing squares.csv by hand, then what the step's
+/// model does: `writes` (each a `write_file` of that many rows) and a
+/// completion.
+fn squares_typed(writes: &[usize]) -> agent::ScriptedLlm {
+    let mut llm = worker().push_json(
+        CallRole::Planner,
+        json!({"title": "Squares", "subtasks": [{
+            "name": "Write squares.csv", "description": "Write squares.csv with n and its square.",
+            "expected_outcome": "squares.csv", "tool": "write_file",
+        }]}),
+    );
+    for rows in writes {
+        let content: String = (1..=*rows).map(|n| format!("{n},{}\n", n * n)).collect();
+        llm = llm.push_json(
+            CallRole::Executor,
+            json!({"action": "write_file", "arguments": {"path": "squares.csv", "content": format!("n,square\n{content}")}}),
+        );
+    }
+    llm.push_json(
+        CallRole::Executor,
+        json!({"action": "complete", "result": "squares.csv holds the squares of 1 to 10."}),
+    )
+}
+
+#[tokio::test]
+async fn a_file_typed_again_with_fewer_lines_than_it_holds_is_not_written_the_first_time() {
+    let task = "Write squares.csv with the header n,square and the squares of 1 to 10";
+    let whole: String = (1..=10).map(|n| format!("{n},{}\n", n * n)).collect();
+    let whole = format!("n,square\n{whole}");
+
+    // The program's file holds 11 lines; the model types 3 over it.
+    let dir = tempfile::tempdir().unwrap();
+    let world = coding_world(squares_typed(&[2]), dir.path());
+    world.host.put_file_holding("squares.csv", whole.as_bytes());
+    let run = world.run(simple(task)).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let told = world
+        .told("write_file did not run: squares.csv already holds 11 lines, and your content has 3")
+        .is_some();
+    assert!(told, "the model was told what the file holds");
+    assert!(
+        !dir.path().join("squares.csv").exists(),
+        "the shorter file was not written"
+    );
+
+    // Once: the same write asked for again replaces the file.
+    let dir = tempfile::tempdir().unwrap();
+    let world = coding_world(squares_typed(&[2, 2]), dir.path());
+    world.host.put_file_holding("squares.csv", whole.as_bytes());
+    world.run(simple(task)).await;
+    let written = std::fs::read_to_string(dir.path().join("squares.csv")).unwrap();
+    assert_eq!(written.lines().count(), 3);
+
+    // A write of as many lines or more is not held up.
+    let dir = tempfile::tempdir().unwrap();
+    let world = coding_world(squares_typed(&[10]), dir.path());
+    world.host.put_file_holding("squares.csv", whole.as_bytes());
+    world.run(simple(task)).await;
+    assert!(world.told("write_file did not run").is_none());
+    let written = std::fs::read_to_string(dir.path().join("squares.csv")).unwrap();
+    assert_eq!(written, whole);
+}
+
 /// A plan of one subtask that counts with code.
 fn counting_plan() -> serde_json::Value {
     json!({"title": "Count", "subtasks": [{

@@ -520,6 +520,9 @@ impl<'a> Attempt<'a> {
         if let Some(turn) = self.repeated_call(name, arguments, code) {
             return turn;
         }
+        if let Some(turn) = self.written_files_not_shortened(name, arguments).await {
+            return turn;
+        }
         let cleared = match self.cleared(name, arguments).await {
             Ok(cleared) => cleared,
             Err(turn) => return turn,
@@ -586,6 +589,43 @@ impl<'a> Attempt<'a> {
             said.push_str(&repeated(name, call, false, code));
         }
         Turn::Said(said)
+    }
+
+    /// The rule `written_files_not_shortened`: a `write_file` that would
+    /// replace a workspace file with fewer lines than it holds is not run,
+    /// once (the file a program wrote whole, typed again by hand with half
+    /// its rows). The file is read through the host, within its head's
+    /// bound and never through a link; a host that cannot tell lets the
+    /// call run.
+    async fn written_files_not_shortened(&mut self, name: &str, arguments: &Value) -> Option<Turn> {
+        if name != crate::tools::files::WRITE_FILE
+            || !self.fresh(&rules::WRITTEN_FILES_NOT_SHORTENED)
+        {
+            return None;
+        }
+        let path = arguments.get("path")?.as_str()?;
+        let typed = arguments
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let head = self
+            .host
+            .workspace_head(self.caller.run, path, run_model::asks::HEAD_BYTES)
+            .await
+            .ok()
+            .flatten()?;
+        let held = lines(&String::from_utf8_lossy(&head));
+        let typing = lines(typed);
+        if typing >= held {
+            return None;
+        }
+        self.spend(&rules::WRITTEN_FILES_NOT_SHORTENED);
+        Some(Turn::Aside(format!(
+            "write_file did not run: {path} already holds {held} lines, and your content has \
+             {typing}, so writing it would lose lines. If {path} already holds what the step \
+             needs, use it as it is; if a program wrote it wrong, fix that program and run it \
+             again; to replace it anyway, call write_file again."
+        )))
     }
 
     /// The rule `repeats_pointed_out`, for a call with an earlier call's
@@ -663,4 +703,9 @@ impl<'a> Attempt<'a> {
             Guard::Refused(observation) => Err(Turn::Aside(observation)),
         }
     }
+}
+
+/// The lines of a text that hold something.
+fn lines(text: &str) -> usize {
+    text.lines().filter(|l| !l.trim().is_empty()).count()
 }
