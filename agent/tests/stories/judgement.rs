@@ -423,6 +423,32 @@ async fn a_text_over_the_tasks_word_limit_is_written_again_once_within_it() {
     assert_eq!(run.answer.as_deref(), Some(short));
 }
 
+/// The rule `word_limit_kept`, for a length in sentences: a note of more
+/// sentences than the task asks for is written again once, and the
+/// shorter one is the answer.
+#[tokio::test]
+async fn a_text_of_more_sentences_than_the_task_asks_is_written_again_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "Subject: Thank you\n\nDear Ines,\n\nI hope this note finds you well. Thank you \
+                for watering our plants. They have never looked better. We owe you a dinner.\n\n\
+                Best,\nSam";
+    let short = "Dear Ines, thank you for watering our plants while we were away. They look \
+                 wonderful, and we owe you a dinner.";
+    let llm = worker()
+        .push(CallRole::Executor, Reply::Text(long.into()))
+        .push(CallRole::Executor, Reply::Text(short.into()))
+        .push(CallRole::Executor, Reply::Text("never asked for".into()));
+    let world = World::reading(llm, dir.path());
+    let task = "Ines watered our plants. Please write her a thank-you note of two or three \
+                sentences.";
+    let run = world.run(config(task)).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Executor), 2);
+    let told = world.told("That text has 5 sentences; the task asks for 3 at most");
+    assert!(told.is_some(), "the count was said");
+    assert_eq!(run.answer.as_deref(), Some(short));
+}
+
 /// Runs `task` where the router's model would say "web" (as it did) and
 /// the writer answers `text`: the run must be planned in words by the
 /// rules layer, without the router's call, and answered with `text`; its

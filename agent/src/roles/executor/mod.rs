@@ -553,6 +553,38 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
             }
         }
     }
+    // The same rule for a length in sentences ("two or three sentences"):
+    // once, with the count; not cut, as a sentence cut off is no text.
+    let sentences = crate::rules::on(&crate::rules::WORD_LIMIT_KEPT)
+        .then(|| sentence_limit(&job.task))
+        .flatten();
+    if let (Ok(text), Some(most)) = (&written, sentences) {
+        let n = sentence_count(text);
+        if n > most {
+            let messages = vec![
+                Message::system(prompts::WRITER),
+                Message::user(words_brief(job)),
+                Message::assistant(text.clone()),
+                Message::user(format!(
+                "That text has {n} sentences; the task asks for {most} at most. Write it again \
+                 in {most} sentences or fewer, keeping what matters most, the text alone."
+                )),
+            ];
+            let shorter = caller
+                .text(
+                    crate::llm::CallRole::Executor,
+                    messages,
+                    1200,
+                    Some(job.subtask),
+                )
+                .await;
+            if let Ok(shorter) = shorter {
+                if !shorter.trim().is_empty() {
+                    written = Ok(shorter);
+                }
+            }
+        }
+    }
     match written {
         Ok(text) if !text.trim().is_empty() => Outcome::Done {
             result: text,
@@ -674,6 +706,62 @@ fn word_limit(task: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// Numbers as words, for a length said in words ("two or three
+/// sentences").
+const NUMBER_WORDS: [&str; 10] = [
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+];
+
+/// The most sentences a task allows its text ("in three sentences", "two
+/// or three sentences", "at most 4 sentences"), if it says: the number
+/// right before "sentence(s)"; "a sentence" is not a count.
+fn sentence_limit(task: &str) -> Option<usize> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(2).find_map(|pair| {
+        if !pair[1].starts_with("sentence") {
+            return None;
+        }
+        let n = pair[0].parse::<usize>().ok().or_else(|| {
+            NUMBER_WORDS
+                .iter()
+                .position(|w| *w == pair[0])
+                .map(|i| i + 1)
+        })?;
+        (n > 0).then_some(n)
+    })
+}
+
+/// The sentences of a written text: pieces ending at a sentence's end or
+/// a line break that hold three words or more (a greeting, "Dear Ines,",
+/// or a sign-off is no sentence of the text).
+fn sentence_count(text: &str) -> usize {
+    let mut count = 0;
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let end = rest
+            .char_indices()
+            .find(|&(i, c)| {
+                c == '\n'
+                    || (matches!(c, '.' | '!' | '?' | '。' | '！' | '？')
+                        && rest[i + c.len_utf8()..]
+                            .chars()
+                            .next()
+                            .is_none_or(char::is_whitespace))
+            })
+            .map(|(i, c)| i + c.len_utf8())
+            .unwrap_or(rest.len());
+        if rest[..end].split_whitespace().count() >= 3 {
+            count += 1;
+        }
+        rest = rest[end..].trim_start();
+    }
+    count
 }
 
 /// Whether a question to a person asks what the task itself asks (the
@@ -973,6 +1061,28 @@ mod tests {
             sentences_within("Version 2.5 is out. It is fast and small.", 5).as_deref(),
             Some("Version 2.5 is out.")
         );
+    }
+
+    #[test]
+    fn a_task_sets_a_sentence_limit_only_where_it_counts_them() {
+        assert_eq!(
+            sentence_limit("Write her a thank-you note of two or three sentences."),
+            Some(3)
+        );
+        assert_eq!(sentence_limit("Explain it in 2 sentences"), Some(2));
+        assert_eq!(sentence_limit("Explain tides in one sentence."), Some(1));
+        assert_eq!(sentence_limit("Translate the sentence into German"), None);
+        assert_eq!(sentence_limit("Write a sentence about cats"), None);
+        assert_eq!(sentence_limit("Explain DNS in 80 words"), None);
+    }
+
+    #[test]
+    fn a_texts_sentences_are_counted_without_its_greeting_and_sign_off() {
+        let note = "Subject: Thanks for the plants\n\nDear Ines,\n\nThank you so much for \
+                    watering our plants. They look wonderful! We owe you a dinner.\n\nBest,\nSam";
+        assert_eq!(sentence_count(note), 4);
+        assert_eq!(sentence_count("Version 2.5 is out. It is fast."), 2);
+        assert_eq!(sentence_count(""), 0);
     }
 
     #[test]
