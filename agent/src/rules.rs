@@ -153,11 +153,13 @@ pub const WORD_LIMIT_KEPT: Rule = Rule {
            more than 40 words\") and a text written in words over it: the text is sent back once, \
            with its count, to be written again within the limit; still over, its whole sentences \
            that fit are kept. A length in sentences (\"in three sentences\", \"two or three \
-           sentences\") and a text of more sentences of three words or more: sent back once with \
-           its count",
+           sentences\") and a text of more sentences of three words or more, or lines asked for \
+           (\"in four lines\", or a poem's form: a haiku 3, a limerick 5, a sonnet 14) and a \
+           text of other lines: sent back once with its count",
     guards: "an explanation asked for in at most 80 words came back with 82; a summary asked \
              for in at most 40 came back in 59 twice; a thank-you note asked for in two or three \
-             sentences came back as a letter of 113 words with a subject line",
+             sentences came back as a letter of 113 words with a subject line; a limerick came back \
+             in four lines",
 };
 
 /// A question to a person that restates the task is sent back once.

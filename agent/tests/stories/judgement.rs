@@ -449,6 +449,30 @@ async fn a_text_of_more_sentences_than_the_task_asks_is_written_again_once() {
     assert_eq!(run.answer.as_deref(), Some(short));
 }
 
+/// The rule `word_limit_kept`, for a poem's lines: a limerick of four
+/// lines is written again once, and the five-line one is the answer.
+#[tokio::test]
+async fn a_poem_whose_lines_are_not_its_forms_is_written_again_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let four = "A robot who lived in a shed\nforgot every word that it read\nit polished its \
+                gears\nfor thirty-one years";
+    let five = format!("{four}\nthen went back to bed");
+    let llm = worker()
+        .push(CallRole::Executor, Reply::Text(four.into()))
+        .push(CallRole::Executor, Reply::Text(five.clone()))
+        .push(CallRole::Executor, Reply::Text("never asked for".into()));
+    let world = World::reading(llm, dir.path());
+    let run = world
+        .run(config("Write a limerick about a forgetful robot."))
+        .await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert_eq!(world.llm.calls(CallRole::Executor), 2);
+    assert!(world
+        .told("That text has 4 lines; a limerick has 5.")
+        .is_some());
+    assert_eq!(run.answer.as_deref(), Some(five.as_str()));
+}
+
 /// Runs `task` where the router's model would say "web" (as it did) and
 /// the writer answers `text`: the run must be planned in words by the
 /// rules layer, without the router's call, and answered with `text`; its

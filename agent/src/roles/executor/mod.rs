@@ -553,34 +553,31 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
             }
         }
     }
-    // The same rule for a length in sentences ("two or three sentences"):
-    // once, with the count; not cut, as a sentence cut off is no text.
-    let sentences = crate::rules::on(&crate::rules::WORD_LIMIT_KEPT)
-        .then(|| sentence_limit(&job.task))
-        .flatten();
-    if let (Ok(text), Some(most)) = (&written, sentences) {
-        let n = sentence_count(text);
-        if n > most {
-            let messages = vec![
-                Message::system(prompts::WRITER),
-                Message::user(words_brief(job)),
-                Message::assistant(text.clone()),
-                Message::user(format!(
-                "That text has {n} sentences; the task asks for {most} at most. Write it again \
-                 in {most} sentences or fewer, keeping what matters most, the text alone."
-                )),
-            ];
-            let shorter = caller
-                .text(
-                    crate::llm::CallRole::Executor,
-                    messages,
-                    1200,
-                    Some(job.subtask),
-                )
-                .await;
-            if let Ok(shorter) = shorter {
-                if !shorter.trim().is_empty() {
-                    written = Ok(shorter);
+    // The same rule for a length in sentences ("two or three sentences")
+    // or lines ("a limerick", "in four lines"): once, with the count; not
+    // cut, as a poem or a sentence cut off is no text.
+    if crate::rules::on(&crate::rules::WORD_LIMIT_KEPT) {
+        if let Ok(text) = &written {
+            let ask = sentences_over(&job.task, text).or_else(|| lines_off(&job.task, text));
+            if let Some(ask) = ask {
+                let messages = vec![
+                    Message::system(prompts::WRITER),
+                    Message::user(words_brief(job)),
+                    Message::assistant(text.clone()),
+                    Message::user(ask),
+                ];
+                let again = caller
+                    .text(
+                        crate::llm::CallRole::Executor,
+                        messages,
+                        1200,
+                        Some(job.subtask),
+                    )
+                    .await;
+                if let Ok(again) = again {
+                    if !again.trim().is_empty() {
+                        written = Ok(again);
+                    }
                 }
             }
         }
@@ -734,6 +731,68 @@ fn sentence_limit(task: &str) -> Option<usize> {
                 .map(|i| i + 1)
         })?;
         (n > 0).then_some(n)
+    })
+}
+
+/// What the writer is told when `text` has more sentences than `task`
+/// allows.
+fn sentences_over(task: &str, text: &str) -> Option<String> {
+    let most = sentence_limit(task)?;
+    let n = sentence_count(text);
+    (n > most).then(|| {
+        format!(
+            "That text has {n} sentences; the task asks for {most} at most. Write it again in \
+             {most} sentences or fewer, keeping what matters most, the text alone."
+        )
+    })
+}
+
+/// Poems whose form sets their lines.
+const FORMS: [(&str, usize); 3] = [("haiku", 3), ("limerick", 5), ("sonnet", 14)];
+
+/// The lines a task asks its text to have, and whether that is a most
+/// rather than an exact count: a number right before "line(s)" ("in four
+/// lines", "at most 6 lines"; not "one per line"), else a poem's form
+/// ("a limerick": 5).
+fn line_ask(task: &str) -> Option<(usize, bool, String)> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, pair) in words.windows(2).enumerate() {
+        if !pair[1].starts_with("line") {
+            continue;
+        }
+        let n = pair[0].parse::<usize>().ok().or_else(|| {
+            NUMBER_WORDS
+                .iter()
+                .position(|w| *w == pair[0])
+                .map(|i| i + 1)
+        });
+        if let Some(n) = n.filter(|n| *n > 0) {
+            let before = i.checked_sub(1).and_then(|j| words.get(j)).copied();
+            let most = matches!(before, Some("most" | "than" | "to" | "under" | "within"));
+            return Some((n, most, format!("the task asks for {n}")));
+        }
+    }
+    // One poem of the form ("a limerick"); "two haikus" has other lines.
+    let (form, n) = FORMS
+        .iter()
+        .find(|(form, _)| words.iter().any(|w| w == form))?;
+    Some((*n, false, format!("a {form} has {n}")))
+}
+
+/// What the writer is told when `text`'s lines are not what `task` asks.
+fn lines_off(task: &str, text: &str) -> Option<String> {
+    let (n, most, why) = line_ask(task)?;
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+    let off = if most { lines > n } else { lines != n };
+    off.then(|| {
+        format!(
+            "That text has {lines} lines; {why}. Write it again in {n} lines, each on a line of \
+             its own, the text alone."
+        )
     })
 }
 
@@ -1074,6 +1133,29 @@ mod tests {
         assert_eq!(sentence_limit("Translate the sentence into German"), None);
         assert_eq!(sentence_limit("Write a sentence about cats"), None);
         assert_eq!(sentence_limit("Explain DNS in 80 words"), None);
+    }
+
+    #[test]
+    fn a_task_asks_for_lines_by_their_number_or_its_poems_form() {
+        let limerick = "There once was a cat\nwho sat on a mat\nit purred all day\nthen went away";
+        assert_eq!(
+            lines_off("Write a limerick about a cat", limerick).as_deref(),
+            Some(
+                "That text has 4 lines; a limerick has 5. Write it again in 5 lines, each on a \
+                 line of its own, the text alone."
+            )
+        );
+        assert!(lines_off(
+            "Write a limerick about a cat",
+            &format!("{limerick}\nand that was that")
+        )
+        .is_none());
+        assert!(lines_off("Write a poem in four lines about snow", limerick).is_none());
+        assert!(lines_off("Write a poem in 3 lines about snow", limerick).is_some());
+        assert!(lines_off("A poem of at most 6 lines about snow", limerick).is_none());
+        assert!(lines_off("Write two haikus about rain", "a\nb\nc\nd\ne\nf").is_none());
+        assert!(lines_off("List the fruits, one per line", "apple").is_none());
+        assert!(lines_off("Explain DNS", "one\ntwo").is_none());
     }
 
     #[test]
