@@ -108,6 +108,18 @@ pub const WRITING_BY_ITS_VERB: Rule = Rule {
              written with write_file and run_python, and answered with a sentence about it",
 };
 
+/// A simple plan writes a file before it uses it.
+pub const FILES_WRITTEN_BEFORE_READ: Rule = Rule {
+    name: "files_written_before_read",
+    does: "in a simple plan, a step that names a file which no earlier step writes and the \
+           person did not give, where a later step writes it (its tool is write_file or its words \
+           say write, save, put, create, store or export), moves after that writer; the chain is \
+           linked again and the move said in the plan's repairs",
+    guards: "for \"put each long word of story.txt into long_words.txt and tell me how many\", \
+             Qwen2.5-1.5B planned \"Count the words in long_words.txt\" before \"Write \
+             long_words.txt\"; the count ran on a file not yet written and the run used its 300 s",
+};
+
 /// A question of settled knowledge is answered in words.
 pub const KNOWN_ANSWERS_IN_WORDS: Rule = Rule {
     name: "known_answers_in_words",
@@ -316,6 +328,7 @@ pub const ALL: &[&Rule] = &[
     &NUMBERS_ARE_COMPUTED,
     &EXPLORING_IS_EMERGENT,
     &NO_READS_OF_AN_EMPTY_WORKSPACE,
+    &FILES_WRITTEN_BEFORE_READ,
     &FILE_NAMES_GROUNDED,
     &EVERY_ASK_ANSWERED,
     &RECALL_RELEVANCE_BAR,

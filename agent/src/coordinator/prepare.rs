@@ -257,6 +257,15 @@ impl Driver {
         .map_err(RunFailure::Planning)?;
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         planner::drop_unasked_writes(&mut planned, &names, &self.run.config.task);
+        // A given file by its path and by its name alone.
+        let given: Vec<String> = inputs
+            .iter()
+            .flat_map(|i| {
+                let name = i.path.rsplit('/').next().unwrap_or(&i.path);
+                [i.path.clone(), name.to_string()]
+            })
+            .collect();
+        planner::files_written_before_read(&mut planned, mode, &given);
         planner::drop_reads_of_an_empty_workspace(
             &mut planned,
             mode,

@@ -343,6 +343,88 @@ pub fn drop_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
     }
 }
 
+/// Verbs with which a step says it writes the file it names, as whole
+/// words with their endings ("output" puts nothing).
+const WRITES_A_FILE: [&str; 6] = ["write", "save", "put", "create", "store", "export"];
+
+/// Whether `text` says, by a verb, that it writes something.
+fn says_it_writes(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.contains('写')
+        || lower.contains("保存")
+        || lower.split(|c: char| !c.is_alphanumeric()).any(|w| {
+            WRITES_A_FILE.iter().any(|v| {
+                let stem = v.strip_suffix('e').unwrap_or(v);
+                w == *v
+                    || w.strip_prefix(stem).is_some_and(|end| {
+                        ["s", "es", "ed", "d", "ing", "ten", "ting", "ts"].contains(&end)
+                    })
+            })
+        })
+}
+
+/// The files a step writes: those its name or description names, when its
+/// tool is `write_file` or its words say it writes one.
+fn files_written(s: &NewSubtask) -> Vec<String> {
+    let words = format!("{} {}", s.name, s.description);
+    if s.tool.as_deref() != Some(WRITING) && !says_it_writes(&words) {
+        return Vec::new();
+    }
+    crate::grounded::file_names(&words)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The rule [`crate::rules::FILES_WRITTEN_BEFORE_READ`], in a simple plan
+/// (a chain by order): a step that names a file which only a later step
+/// writes moves after that step's writer, and the chain is linked again.
+/// Qwen2.5-1.5B planned "Count the words in long_words.txt" before "Write
+/// long_words.txt"; the first step counted a file that was not there yet.
+/// Files the person gave (`given`) are there from the start and order
+/// nothing. Said in `repairs`.
+pub fn files_written_before_read(planned: &mut Planned, mode: Mode, given: &[String]) {
+    if mode != Mode::Simple || !crate::rules::on(&crate::rules::FILES_WRITTEN_BEFORE_READ) {
+        return;
+    }
+    let n = planned.subtasks.len();
+    let mut moved = 0;
+    // Each pass moves one writer up; n passes settle any order (a file
+    // both read and written by two steps each way stays as it is).
+    for _ in 0..n {
+        let writes: Vec<Vec<String>> = planned.subtasks.iter().map(files_written).collect();
+        let early = (0..n).find_map(|i| {
+            let s = &planned.subtasks[i];
+            let words = format!("{} {}", s.name, s.description);
+            crate::grounded::file_names(&words)
+                .into_iter()
+                .filter(|f| !given.iter().any(|g| g == f) && !writes[i].iter().any(|w| w == f))
+                .filter(|f| !writes[..i].iter().flatten().any(|w| w == f))
+                .find_map(|f| (i + 1..n).find(|&j| writes[j].iter().any(|w| w == f)))
+                .map(|j| (i, j))
+        });
+        let Some((reader, writer)) = early else {
+            break;
+        };
+        let step = planned.subtasks.remove(writer);
+        planned.subtasks.insert(reader, step);
+        moved += 1;
+    }
+    if moved == 0 {
+        return;
+    }
+    for (i, s) in planned.subtasks.iter_mut().enumerate() {
+        s.dependencies = match i {
+            0 => Vec::new(),
+            i => vec![SubtaskId(i as u32)],
+        };
+    }
+    planned.repairs.push(format!(
+        "moved {moved} steps that write a file before the steps that use it (rule \
+         files_written_before_read)"
+    ));
+}
+
 /// The rule [`crate::rules::NO_READS_OF_AN_EMPTY_WORKSPACE`], in every
 /// mode: in a run that starts with an empty workspace (`empty_start`), a
 /// step that lists or reads files and has no step before it (by its
@@ -1517,6 +1599,80 @@ mod tests {
         assert_eq!(planned.subtasks[0].dependencies, Vec::<SubtaskId>::new());
         assert_eq!(planned.subtasks[1].dependencies, vec![SubtaskId(1)]);
         check(&planned, Mode::Simple).expect("the engine takes the plan");
+    }
+
+    #[test]
+    fn a_step_using_a_file_a_later_step_writes_comes_after_that_step() {
+        let mut planned = Planned {
+            title: "t".into(),
+            subtasks: vec![
+                linked("Count the words in long_words.txt", Some(CODE), &[]),
+                linked("Write long_words.txt", Some(CODE), &[1]),
+                linked("Tell the count", None, &[2]),
+            ],
+            repairs: Vec::new(),
+        };
+        files_written_before_read(&mut planned, Mode::Simple, &["story.txt".into()]);
+        let names: Vec<&str> = planned.subtasks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "Write long_words.txt",
+                "Count the words in long_words.txt",
+                "Tell the count"
+            ]
+        );
+        assert!(planned.repairs[0].contains("moved 1 steps"));
+        check(&planned, Mode::Simple).expect("the engine takes the plan");
+
+        // A file the person gave, or one an earlier step writes, orders
+        // nothing; nor does a complex plan, whose links say the order.
+        for (mode, given) in [
+            (Mode::Simple, "long_words.txt"),
+            (Mode::Complex, "story.txt"),
+        ] {
+            let mut same = Planned {
+                title: "t".into(),
+                subtasks: vec![
+                    linked("Count the words in long_words.txt", Some(CODE), &[]),
+                    linked("Write long_words.txt", Some(CODE), &[]),
+                ],
+                repairs: Vec::new(),
+            };
+            files_written_before_read(&mut same, mode, &[given.into()]);
+            assert_eq!(same.subtasks[0].name, "Count the words in long_words.txt");
+            assert!(same.repairs.is_empty());
+        }
+        let mut ordered = Planned {
+            title: "t".into(),
+            subtasks: vec![
+                linked("Save the totals to totals.csv", Some(CODE), &[]),
+                linked(
+                    "Draw a chart from totals.csv into chart.png",
+                    Some(CODE),
+                    &[1],
+                ),
+            ],
+            repairs: Vec::new(),
+        };
+        files_written_before_read(&mut ordered, Mode::Simple, &[]);
+        assert_eq!(ordered.subtasks[0].name, "Save the totals to totals.csv");
+        assert!(ordered.repairs.is_empty());
+        for writes in [
+            "Writes b.txt",
+            "Saving b.txt",
+            "Put it in b.txt",
+            "Export b.csv",
+        ] {
+            assert!(says_it_writes(writes), "{writes}");
+        }
+        for reads in [
+            "Count the lines of output.txt",
+            "Restore nothing",
+            "Read b.txt",
+        ] {
+            assert!(!says_it_writes(reads), "{reads}");
+        }
     }
 
     #[test]
