@@ -97,7 +97,7 @@ pub const WRITING_BY_ITS_VERB: Rule = Rule {
     does: "a task given no files one of whose instruction's sentences starts with a verb that \
            asks for a text (write, draft, compose, translate, summarise, explain, describe, \
            rewrite, paraphrase; 写, 翻译, 解释, 总结; after a short lead such as \"For a \
-           child, \" or a sentence that sets the scene) and \
+           child, \" or after statements that only set the scene) and \
            whose instruction names no file, no page, no file kind and nothing to count or \
            compute is answered in words by the rules layer, without the router's model call; \
            the text it gives to work on (after a blank line or a colon ending a line, or in \
@@ -136,7 +136,8 @@ pub const KNOWN_ANSWERS_IN_WORDS: Rule = Rule {
 pub const NUMBERS_ARE_COMPUTED: Rule = Rule {
     name: "numbers_are_computed",
     does: "when the router's model says a task is answered in words but the task holds a number \
-           that is not a length (\"80 words\", \"5 lines\") or asks how many or how much, and \
+           that is not a length (\"80 words\", \"5 lines\") or asks how many letters, words, \
+           digits or days, and \
            no rule found it a text asked \
            for by its verb, the task keeps its tools and is planned, so that a program works its \
            numbers out",
@@ -231,10 +232,12 @@ pub const PRINTED_NUMBERS_SAID: Rule = Rule {
 /// A file is not replaced by a shorter one typed by hand.
 pub const WRITTEN_FILES_NOT_SHORTENED: Rule = Rule {
     name: "written_files_not_shortened",
-    does: "a write_file that would replace a file of the workspace with fewer lines than it \
-           holds (one an earlier program wrote, or one a person gave) is not run, once: the \
-           model is told how many lines the file holds and how many it typed, and to use the \
-           file, fix the program that wrote it, or call write_file again to replace it anyway",
+    does: "a write_file that would replace a file of the workspace with fewer non-empty lines \
+           than it holds (one an earlier program wrote, or one a person gave) is not run, once: \
+           the model is told how many lines the file holds and how many it typed, and to use the \
+           file, fix the program that wrote it, or call write_file again to replace it anyway; \
+           not a file the attempt typed itself, nor where the task or the step asks to remove, \
+           delete, filter, trim, drop, truncate or keep only",
     guards: "a program wrote all four names asked for into a CSV, then the step typed the CSV \
              again with write_file holding two of them, over the program's file; a plan's \
              second step typed squares.csv again over the program's ten rows",

@@ -234,9 +234,68 @@ pub fn written(task: &str) -> bool {
     // notice to summarise asks nothing of a tool.
     let said = instruction(task);
     let said_lower = said.to_lowercase();
-    sentences(&said_lower).any(asks_by_a_writing_verb)
-        && !NOT_WORDS_ALONE.iter().any(|w| said_lower.contains(w))
+    // The writing verb opens the instruction, or a sentence after ones
+    // that only set the scene ("Run the tests. Explain why they fail."
+    // asks a tool first).
+    let mut asks = false;
+    for sentence in sentences(&said) {
+        if asks_by_a_writing_verb(&sentence.to_lowercase()) {
+            asks = true;
+            break;
+        }
+        if !sets_the_scene(sentence) {
+            break;
+        }
+    }
+    asks && !NOT_WORDS_ALONE.iter().any(|w| said_lower.contains(w))
         && crate::grounded::file_names(&said).is_empty()
+}
+
+/// Words that open a sentence telling, not asking: a person, a thing or a
+/// time ("My nephew is eight.", "Our neighbour watered the plants.").
+const SCENE_OPENERS: [&str; 24] = [
+    "my",
+    "our",
+    "your",
+    "his",
+    "her",
+    "their",
+    "the",
+    "a",
+    "an",
+    "this",
+    "that",
+    "these",
+    "those",
+    "i",
+    "i'm",
+    "we",
+    "we're",
+    "he",
+    "she",
+    "they",
+    "it",
+    "there",
+    "yesterday",
+    "last",
+];
+
+/// Whether a sentence only sets the scene: a statement that opens with a
+/// person, a thing or a time ("My nephew is eight."), or with a name and
+/// what it did or is ("Ines watered our plants.", "Sam is eight."); not a
+/// question or an order ("Run the tests.").
+fn sets_the_scene(sentence: &str) -> bool {
+    let trimmed = sentence.trim();
+    let mut words = trimmed.split(|c: char| c.is_whitespace() || c == ',');
+    let first = words.next().unwrap_or_default();
+    let second = words.next().unwrap_or_default().to_lowercase();
+    let named = first.chars().next().is_some_and(char::is_uppercase)
+        && first.chars().skip(1).all(char::is_lowercase)
+        && (second.ends_with("ed")
+            || ["is", "was", "has", "had", "and", "will", "can", "asked"]
+                .contains(&second.as_str()));
+    !trimmed.ends_with(['?', '？'])
+        && (SCENE_OPENERS.contains(&first.to_lowercase().as_str()) || named)
 }
 
 /// Whether a sentence (lower-cased) starts, after a polite word or a short
@@ -249,11 +308,11 @@ fn asks_by_a_writing_verb(sentence: &str) -> bool {
     for polite in ["please ", "can you ", "could you ", "请"] {
         start = start.strip_prefix(polite).unwrap_or(start).trim_start();
     }
+    // A lead of its own numbers ("For numbers 1 to 50, write …") is work.
     let lead = start.find(", ").filter(|i| {
         *i < 40
-            && ["in ", "for ", "using ", "with "]
-                .iter()
-                .any(|w| start.starts_with(w))
+            && ["in ", "for "].iter().any(|w| start.starts_with(w))
+            && (start.starts_with("in ") || !start[..*i].chars().any(|c| c.is_ascii_digit()))
     });
     if let Some(i) = lead {
         start = start[i + 2..].trim_start();
@@ -267,7 +326,7 @@ fn asks_by_a_writing_verb(sentence: &str) -> bool {
 /// The sentences of a text: split after `.`, `!`, `?` (and their full-width
 /// forms) that end a sentence, and at line breaks; a full stop inside a
 /// word (`e.g`, `3.5`) does not split.
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn sentences(text: &str) -> impl Iterator<Item = &str> {
     let mut out = Vec::new();
     let mut from = 0;
     let mut chars = text.char_indices().peekable();
@@ -378,9 +437,34 @@ const LENGTH_UNITS: [&str; 10] = [
     "syllable",
 ];
 
-/// Words by which a task asks for a count or an amount, digits or none
-/// ("tell me how many letters the three names have altogether").
-const ASKS_A_COUNT: [&str; 4] = ["how many", "how much", "多少", "几个"];
+/// What a "how many" counts that a program counts and a small model
+/// miscounts: letters, words, digits, days ("tell me how many letters the
+/// three names have altogether"); not legs of a spider, which are known.
+const COUNTED: [&str; 12] = [
+    "letter",
+    "character",
+    "word",
+    "vowel",
+    "consonant",
+    "syllable",
+    "digit",
+    "day",
+    "week",
+    "hour",
+    "minute",
+    "second",
+];
+
+/// Whether `lower` asks how many of something [`COUNTED`] (within the
+/// three words after "how many").
+fn asks_a_count(lower: &str) -> bool {
+    lower.match_indices("how many").any(|(i, m)| {
+        lower[i + m.len()..]
+            .split_whitespace()
+            .take(3)
+            .any(|w| COUNTED.iter().any(|c| w.starts_with(c)))
+    })
+}
 
 /// Whether `task` holds a number to work out (the rule
 /// [`crate::rules::NUMBERS_ARE_COMPUTED`]): a run of digits that is not a
@@ -388,7 +472,7 @@ const ASKS_A_COUNT: [&str; 4] = ["how many", "how much", "多少", "几个"];
 /// for.
 pub fn holds_numbers(task: &str) -> bool {
     let lower = task.to_lowercase();
-    if ASKS_A_COUNT.iter().any(|w| lower.contains(w)) {
+    if asks_a_count(&lower) {
         return true;
     }
     let mut rest = lower.as_str();
@@ -459,7 +543,13 @@ mod tests {
         assert!(holds_numbers(
             "Name the capitals of Chile and Ghana, and tell me how many letters they have"
         ));
-        assert!(holds_numbers("How much is a third of a dozen?"));
+        assert!(holds_numbers(
+            "How many days are there between Easter and Whitsun?"
+        ));
+        assert!(!holds_numbers("How many legs does a spider have?"));
+        assert!(!holds_numbers(
+            "Tell her how much I miss her in a short note"
+        ));
     }
 
     #[test]
@@ -506,6 +596,7 @@ mod tests {
              sentences.",
             "Our neighbour lent us her ladder! Please write her a two-line thank-you note.",
             "For a nine-year-old, explain why the moon seems to change shape.",
+            "Ines watered our plants. Write her a short thank-you note.",
         ] {
             assert!(written(task), "{task}");
         }
@@ -524,6 +615,12 @@ mod tests {
             // A scene and then a tool's work is not a text alone.
             "The logs grew large. Summarise errors.log by day.",
             "We moved offices. Explain the move in notes.md.",
+            // A sentence before the verb that asks a tool or a question.
+            "Run the test suite. Explain why it fails.",
+            "Look up the exchange rate. Explain what drives it.",
+            "What is 2^100? Explain how you got it.",
+            "Using Python, write a program that prints the primes below 100.",
+            "For numbers 1 to 50, write whether each is prime.",
         ] {
             assert!(!written(task), "{task}");
         }

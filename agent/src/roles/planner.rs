@@ -345,69 +345,116 @@ pub fn drop_unasked_writes(planned: &mut Planned, tools: &[&str], task: &str) {
 
 /// Verbs with which a step says it writes the file it names, as whole
 /// words with their endings ("output" puts nothing).
-const WRITES_A_FILE: [&str; 6] = ["write", "save", "put", "create", "store", "export"];
+const WRITES_A_FILE: [&str; 9] = [
+    "write", "save", "put", "create", "store", "export", "generate", "produce", "download",
+];
 
-/// Whether `text` says, by a verb, that it writes something.
-fn says_it_writes(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    lower.contains('写')
-        || lower.contains("保存")
-        || lower.split(|c: char| !c.is_alphanumeric()).any(|w| {
-            WRITES_A_FILE.iter().any(|v| {
-                let stem = v.strip_suffix('e').unwrap_or(v);
-                w == *v
-                    || w.strip_prefix(stem).is_some_and(|end| {
-                        ["s", "es", "ed", "d", "ing", "ten", "ting", "ts"].contains(&end)
-                    })
-            })
+/// Whether `word` (lower-cased) is a verb of [`WRITES_A_FILE`] with one of
+/// its endings ("writes", "saving", "written", "wrote").
+fn writing_verb(word: &str) -> bool {
+    word == "wrote"
+        || WRITES_A_FILE.iter().any(|v| {
+            let stem = v.strip_suffix('e').unwrap_or(v);
+            word == *v
+                || word.strip_prefix(stem).is_some_and(|end| {
+                    ["s", "es", "ed", "d", "ing", "ten", "ting", "ts"].contains(&end)
+                })
         })
 }
 
-/// The files a step writes: those its name or description names, when its
-/// tool is `write_file` or its words say it writes one.
+/// Words between a writing verb or a "to" and the file it writes ("save
+/// it as a new CSV file named out.csv").
+const BEFORE_A_WRITTEN_FILE: [&str; 14] = [
+    "a", "an", "the", "new", "file", "named", "called", "it", "them", "csv", "text", "json",
+    "excel", "result",
+];
+
+/// Whether a word right before a file name says the file is read.
+fn reads(word: &str) -> bool {
+    [
+        "from", "of", "read", "reads", "load", "loads", "in", "using", "open",
+    ]
+    .contains(&word)
+}
+
+/// The files a step writes: the file names its name or description puts
+/// right after a writing verb, or after "to", "into" or "as", in a step
+/// that says it writes ("Plot data.csv and save it to chart.png" writes
+/// chart.png, not data.csv); with the tool `write_file`, also each file it
+/// names that it does not say it reads.
 fn files_written(s: &NewSubtask) -> Vec<String> {
-    let words = format!("{} {}", s.name, s.description);
-    if s.tool.as_deref() != Some(WRITING) && !says_it_writes(&words) {
+    let text = format!("{} {}", s.name, s.description).to_lowercase();
+    let typing = s.tool.as_deref() == Some(WRITING);
+    let bare = |w: &str| -> String { w.trim_matches(|c: char| !c.is_alphanumeric()).to_string() };
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if !typing && !words.iter().any(|w| writing_verb(&bare(w))) {
         return Vec::new();
     }
-    crate::grounded::file_names(&words)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    for (i, raw) in words.iter().enumerate() {
+        let Some(name) = crate::grounded::file_names(raw).into_iter().next() else {
+            continue;
+        };
+        // The telling word before the file name.
+        let before = words[..i]
+            .iter()
+            .rev()
+            .map(|w| bare(w))
+            .find(|w| !w.is_empty() && !BEFORE_A_WRITTEN_FILE.contains(&w.as_str()));
+        let written = match before.as_deref() {
+            Some(w) => {
+                writing_verb(w) || ["to", "into", "as"].contains(&w) || (typing && !reads(w))
+            }
+            None => typing,
+        };
+        if written && !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
 }
 
 /// The rule [`crate::rules::FILES_WRITTEN_BEFORE_READ`], in a simple plan
 /// (a chain by order): a step that names a file which only a later step
-/// writes moves after that step's writer, and the chain is linked again.
+/// writes moves to just after that writer, and the chain is linked again.
 /// Qwen2.5-1.5B planned "Count the words in long_words.txt" before "Write
 /// long_words.txt"; the first step counted a file that was not there yet.
 /// Files the person gave (`given`) are there from the start and order
-/// nothing. Said in `repairs`.
+/// nothing; two steps that each use what the other writes stay as they
+/// are. Said in `repairs`.
 pub fn files_written_before_read(planned: &mut Planned, mode: Mode, given: &[String]) {
     if mode != Mode::Simple || !crate::rules::on(&crate::rules::FILES_WRITTEN_BEFORE_READ) {
         return;
     }
     let n = planned.subtasks.len();
+    let named = |s: &NewSubtask| -> Vec<String> {
+        let words = format!("{} {}", s.name, s.description);
+        crate::grounded::file_names(&words)
+            .into_iter()
+            .map(str::to_string)
+            .filter(|f| !given.iter().any(|g| g == f))
+            .collect()
+    };
     let mut moved = 0;
-    // Each pass moves one writer up; n passes settle any order (a file
-    // both read and written by two steps each way stays as it is).
+    // Each pass moves one step down; n passes bound it.
     for _ in 0..n {
         let writes: Vec<Vec<String>> = planned.subtasks.iter().map(files_written).collect();
+        let names: Vec<Vec<String>> = planned.subtasks.iter().map(named).collect();
         let early = (0..n).find_map(|i| {
-            let s = &planned.subtasks[i];
-            let words = format!("{} {}", s.name, s.description);
-            crate::grounded::file_names(&words)
-                .into_iter()
-                .filter(|f| !given.iter().any(|g| g == f) && !writes[i].iter().any(|w| w == f))
-                .filter(|f| !writes[..i].iter().flatten().any(|w| w == f))
+            names[i]
+                .iter()
+                .filter(|f| !writes[..=i].iter().flatten().any(|w| w == *f))
                 .find_map(|f| (i + 1..n).find(|&j| writes[j].iter().any(|w| w == f)))
+                // Not when the writer uses what this step writes.
+                .filter(|&j| !names[j].iter().any(|f| writes[i].contains(f)))
                 .map(|j| (i, j))
         });
         let Some((reader, writer)) = early else {
             break;
         };
-        let step = planned.subtasks.remove(writer);
-        planned.subtasks.insert(reader, step);
+        let step = planned.subtasks.remove(reader);
+        // The writer is now at `writer - 1`: the step goes right after it.
+        planned.subtasks.insert(writer, step);
         moved += 1;
     }
     if moved == 0 {
@@ -420,7 +467,7 @@ pub fn files_written_before_read(planned: &mut Planned, mode: Mode, given: &[Str
         };
     }
     planned.repairs.push(format!(
-        "moved {moved} steps that write a file before the steps that use it (rule \
+        "moved {moved} step(s) that use a file to after the step that writes it (rule \
          files_written_before_read)"
     ));
 }
@@ -1622,7 +1669,7 @@ mod tests {
                 "Tell the count"
             ]
         );
-        assert!(planned.repairs[0].contains("moved 1 steps"));
+        assert!(planned.repairs[0].contains("moved 1 step(s)"));
         check(&planned, Mode::Simple).expect("the engine takes the plan");
 
         // A file the person gave, or one an earlier step writes, orders
@@ -1658,20 +1705,53 @@ mod tests {
         files_written_before_read(&mut ordered, Mode::Simple, &[]);
         assert_eq!(ordered.subtasks[0].name, "Save the totals to totals.csv");
         assert!(ordered.repairs.is_empty());
-        for writes in [
-            "Writes b.txt",
-            "Saving b.txt",
-            "Put it in b.txt",
-            "Export b.csv",
+        // Only the file a step writes counts as written, not one it reads
+        // on the way: the plot step stays after the step making its data.
+        let mut plotted = Planned {
+            title: "t".into(),
+            subtasks: vec![
+                linked("Run gen.py to make data.csv", Some(CODE), &[]),
+                linked("Plot data.csv and save it to chart.png", Some(CODE), &[1]),
+            ],
+            repairs: Vec::new(),
+        };
+        files_written_before_read(&mut plotted, Mode::Simple, &["gen.py".into()]);
+        assert!(plotted.repairs.is_empty(), "{:?}", plotted.repairs);
+        // The step that uses a file moves down to just after its writer;
+        // the steps between keep their order.
+        let mut between = Planned {
+            title: "t".into(),
+            subtasks: vec![
+                linked("Count the rows of out.csv", Some(CODE), &[]),
+                linked("Create settings.json", Some(WRITING), &[1]),
+                linked(
+                    "Run build.py with settings.json and save out.csv",
+                    Some(CODE),
+                    &[2],
+                ),
+            ],
+            repairs: Vec::new(),
+        };
+        files_written_before_read(&mut between, Mode::Simple, &["build.py".into()]);
+        let names: Vec<&str> = between.subtasks.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "Create settings.json",
+                "Run build.py with settings.json and save out.csv",
+                "Count the rows of out.csv"
+            ]
+        );
+        for (step, written) in [
+            ("Writes b.txt", vec!["b.txt"]),
+            ("Saving the result as b.txt", vec!["b.txt"]),
+            ("Put each word into b.txt", vec!["b.txt"]),
+            ("Read a.txt and write the total to b.txt", vec!["b.txt"]),
+            ("Count the lines of output.txt", vec![]),
+            ("Load a.csv and store nothing", vec![]),
         ] {
-            assert!(says_it_writes(writes), "{writes}");
-        }
-        for reads in [
-            "Count the lines of output.txt",
-            "Restore nothing",
-            "Read b.txt",
-        ] {
-            assert!(!says_it_writes(reads), "{reads}");
+            let s = linked(step, Some(CODE), &[]);
+            assert_eq!(files_written(&s), written, "{step}");
         }
     }
 

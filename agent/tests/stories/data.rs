@@ -337,6 +337,16 @@ async fn a_file_typed_again_with_fewer_lines_than_it_holds_is_not_written_the_fi
     let written = std::fs::read_to_string(dir.path().join("squares.csv")).unwrap();
     assert_eq!(written.lines().count(), 3);
 
+    // A task that asks for the file shortened is not held up.
+    let dir = tempfile::tempdir().unwrap();
+    let world = coding_world(squares_typed(&[2]), dir.path());
+    world.host.put_file_holding("squares.csv", whole.as_bytes());
+    world
+        .run(simple("Keep only the first two squares in squares.csv"))
+        .await;
+    assert!(world.told("write_file did not run").is_none());
+    assert!(dir.path().join("squares.csv").exists());
+
     // A write of as many lines or more is not held up.
     let dir = tempfile::tempdir().unwrap();
     let world = coding_world(squares_typed(&[10]), dir.path());

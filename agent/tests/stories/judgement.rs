@@ -444,7 +444,7 @@ async fn a_text_of_more_sentences_than_the_task_asks_is_written_again_once() {
     let run = world.run(config(task)).await;
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     assert_eq!(world.llm.calls(CallRole::Executor), 2);
-    let told = world.told("That text has 5 sentences; the task asks for 3 at most");
+    let told = world.told("That text has 4 sentences; the task asks for 3 at most");
     assert!(told.is_some(), "the count was said");
     assert_eq!(run.answer.as_deref(), Some(short));
 }

@@ -84,6 +84,8 @@ pub(super) struct Attempt<'a> {
     disputed: Option<String>,
     /// The rules that have had their one turn in this attempt.
     spent: HashSet<&'static str>,
+    /// The files this attempt wrote with `write_file`.
+    typed: HashSet<String>,
 }
 
 impl<'a> Attempt<'a> {
@@ -123,6 +125,7 @@ impl<'a> Attempt<'a> {
             bare_shown: None,
             disputed: None,
             spent: HashSet::new(),
+            typed: HashSet::new(),
         }
     }
 
@@ -545,6 +548,7 @@ impl<'a> Attempt<'a> {
         self.asked.push(arguments.to_string());
         if ok {
             self.evidence.push(text.clone());
+            self.typed_file(name, arguments);
         }
         self.caller
             .log(RunEntry::ToolCall {
@@ -604,6 +608,19 @@ impl<'a> Attempt<'a> {
             return None;
         }
         let path = arguments.get("path")?.as_str()?;
+        let path = path.strip_prefix("./").unwrap_or(path);
+        // A file this attempt typed itself it may type again; a task or a
+        // step that asks to shorten a file is let shorten it.
+        let step = self
+            .job
+            .plan
+            .subtask(self.job.subtask)
+            .map(|s| s.description().to_string())
+            .unwrap_or_default();
+        let asked = format!("{} {step}", self.job.task).to_lowercase();
+        if self.typed.contains(path) || SHORTENING.iter().any(|w| asked.contains(w)) {
+            return None;
+        }
         let typed = arguments
             .get("content")
             .and_then(Value::as_str)
@@ -626,6 +643,17 @@ impl<'a> Attempt<'a> {
              needs, use it as it is; if a program wrote it wrong, fix that program and run it \
              again; to replace it anyway, call write_file again."
         )))
+    }
+
+    /// Notes a file this attempt typed with `write_file`.
+    fn typed_file(&mut self, name: &str, arguments: &Value) {
+        if name != crate::tools::files::WRITE_FILE {
+            return;
+        }
+        if let Some(path) = arguments.get("path").and_then(Value::as_str) {
+            let path = path.strip_prefix("./").unwrap_or(path);
+            self.typed.insert(path.to_string());
+        }
     }
 
     /// The rule `repeats_pointed_out`, for a call with an earlier call's
@@ -704,6 +732,20 @@ impl<'a> Attempt<'a> {
         }
     }
 }
+
+/// Words with which a task or a step asks for a file to be shortened.
+const SHORTENING: [&str; 10] = [
+    "remove",
+    "delete",
+    "dedup",
+    "duplicate",
+    "filter",
+    "trim",
+    "keep only",
+    "shorten",
+    "drop",
+    "truncate",
+];
 
 /// The lines of a text that hold something.
 fn lines(text: &str) -> usize {

@@ -558,7 +558,8 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
     // cut, as a poem or a sentence cut off is no text.
     if crate::rules::on(&crate::rules::WORD_LIMIT_KEPT) {
         if let Ok(text) = &written {
-            let ask = sentences_over(&job.task, text).or_else(|| lines_off(&job.task, text));
+            let said = crate::roles::classify::instruction(&job.task);
+            let ask = sentences_over(&said, text).or_else(|| lines_off(&said, text));
             if let Some(ask) = ask {
                 let messages = vec![
                     Message::system(prompts::WRITER),
@@ -576,7 +577,9 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
                     .await;
                 if let Ok(again) = again {
                     if !again.trim().is_empty() {
-                        written = Ok(again);
+                        // The word limit holds for the text written again.
+                        let fits = limit.and_then(|most| sentences_within(&again, most));
+                        written = Ok(fits.unwrap_or(again));
                     }
                 }
             }
@@ -632,22 +635,8 @@ fn sentences_within(text: &str, most: usize) -> Option<String> {
     }
     let mut kept = String::new();
     let mut words = 0;
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        // A sentence ends at ". ", "! ", "? " or a line break.
-        let end = rest
-            .char_indices()
-            .find(|&(i, c)| {
-                c == '\n'
-                    || (matches!(c, '.' | '!' | '?' | '。' | '！' | '？')
-                        && rest[i + c.len_utf8()..]
-                            .chars()
-                            .next()
-                            .is_none_or(char::is_whitespace))
-            })
-            .map(|(i, c)| i + c.len_utf8())
-            .unwrap_or(rest.len());
-        let sentence = rest[..end].trim();
+    for sentence in crate::roles::classify::sentences(text) {
+        let sentence = sentence.trim();
         let n = sentence.split_whitespace().count();
         if words + n > most {
             break;
@@ -659,7 +648,6 @@ fn sentences_within(text: &str, most: usize) -> Option<String> {
             kept.push_str(sentence);
             words += n;
         }
-        rest = rest[end..].trim_start();
     }
     (!kept.is_empty()).then_some(kept)
 }
@@ -711,33 +699,59 @@ const NUMBER_WORDS: [&str; 10] = [
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
 ];
 
-/// The most sentences a task allows its text ("in three sentences", "two
-/// or three sentences", "at most 4 sentences"), if it says: the number
-/// right before "sentence(s)"; "a sentence" is not a count.
-fn sentence_limit(task: &str) -> Option<usize> {
-    let lower = task.to_lowercase();
+/// The count of `unit`s ("sentence", "line") a task's instruction asks
+/// its text to have, and whether it is a most rather than an exact count:
+/// the number right before the unit ("in three sentences", "two or three
+/// sentences", "at most 6 lines"). Not a number that picks among units
+/// given ("these two sentences", "the first two lines"), nor one per item
+/// ("one sentence for each planet", "one per line"); "one-line" is one
+/// word and counts nothing.
+fn counted_length(instruction: &str, unit: &str) -> Option<(usize, bool)> {
+    let lower = instruction.to_lowercase();
     let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-'))
         .filter(|w| !w.is_empty())
         .collect();
-    words.windows(2).find_map(|pair| {
-        if !pair[1].starts_with("sentence") {
+    let plural = format!("{unit}s");
+    (1..words.len()).find_map(|i| {
+        if words[i] != unit && words[i] != plural {
             return None;
         }
-        let n = pair[0].parse::<usize>().ok().or_else(|| {
+        let n = words[i - 1].parse::<usize>().ok().or_else(|| {
             NUMBER_WORDS
                 .iter()
-                .position(|w| *w == pair[0])
-                .map(|i| i + 1)
+                .position(|w| *w == words[i - 1])
+                .map(|k| k + 1)
         })?;
-        (n > 0).then_some(n)
+        let before = i.checked_sub(2).map(|j| words[j]);
+        let picks = matches!(
+            before,
+            Some("these" | "those" | "the" | "first" | "last" | "each" | "of")
+        );
+        let each = matches!(words.get(i + 1), Some(&"per" | &"each"))
+            || (words.get(i + 1) == Some(&"for") && words.get(i + 2) == Some(&"each"));
+        let most = matches!(before, Some("most" | "than" | "to" | "under" | "within"));
+        (n > 0 && !picks && !each).then_some((n, most))
     })
 }
 
-/// What the writer is told when `text` has more sentences than `task`
-/// allows.
-fn sentences_over(task: &str, text: &str) -> Option<String> {
-    let most = sentence_limit(task)?;
+/// The sentences of a written text that are sentences of it: those of
+/// three words or more, not a subject line (a greeting, "Dear Ines,", or
+/// a short sign-off is none).
+fn sentence_count(text: &str) -> usize {
+    crate::roles::classify::sentences(text)
+        .filter(|s| {
+            let s = s.trim();
+            s.split_whitespace().count() >= 3 && !s.to_lowercase().starts_with("subject:")
+        })
+        .count()
+}
+
+/// What the writer is told when `text` has more sentences than the task's
+/// `instruction` allows.
+fn sentences_over(instruction: &str, text: &str) -> Option<String> {
+    let (most, _) = counted_length(instruction, "sentence")?;
     let n = sentence_count(text);
     (n > most).then(|| {
         format!(
@@ -750,42 +764,45 @@ fn sentences_over(task: &str, text: &str) -> Option<String> {
 /// Poems whose form sets their lines.
 const FORMS: [(&str, usize); 3] = [("haiku", 3), ("limerick", 5), ("sonnet", 14)];
 
-/// The lines a task asks its text to have, and whether that is a most
-/// rather than an exact count: a number right before "line(s)" ("in four
-/// lines", "at most 6 lines"; not "one per line"), else a poem's form
-/// ("a limerick": 5).
-fn line_ask(task: &str) -> Option<(usize, bool, String)> {
-    let lower = task.to_lowercase();
+/// The lines the task's `instruction` asks its text to have, whether that
+/// is a most, and why: a count of lines ("in four lines"), else one poem
+/// of a form that the instruction asks to be written ("Write a short
+/// limerick …": 5). Not "Explain what a sonnet is", "Write a haiku and a
+/// limerick" or "two haikus".
+fn line_ask(instruction: &str) -> Option<(usize, bool, String)> {
+    if let Some((n, most)) = counted_length(instruction, "line") {
+        return Some((n, most, format!("the task asks for {n}")));
+    }
+    let lower = instruction.to_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    for (i, pair) in words.windows(2).enumerate() {
-        if !pair[1].starts_with("line") {
-            continue;
-        }
-        let n = pair[0].parse::<usize>().ok().or_else(|| {
-            NUMBER_WORDS
-                .iter()
-                .position(|w| *w == pair[0])
-                .map(|i| i + 1)
-        });
-        if let Some(n) = n.filter(|n| *n > 0) {
-            let before = i.checked_sub(1).and_then(|j| words.get(j)).copied();
-            let most = matches!(before, Some("most" | "than" | "to" | "under" | "within"));
-            return Some((n, most, format!("the task asks for {n}")));
-        }
-    }
-    // One poem of the form ("a limerick"); "two haikus" has other lines.
-    let (form, n) = FORMS
+    let mut forms = FORMS
         .iter()
-        .find(|(form, _)| words.iter().any(|w| w == form))?;
-    Some((*n, false, format!("a {form} has {n}")))
+        .filter(|(form, _)| words.iter().any(|w| w.starts_with(form)));
+    let (form, n) = forms.next()?;
+    if forms.next().is_some() {
+        return None;
+    }
+    // "write|compose|draft [me] a|an|one [one or two words] <form>", the
+    // form's word singular.
+    let at = words.iter().position(|w| w == form)?;
+    let article = (at.saturating_sub(3)..at).find(|&k| ["a", "an", "one"].contains(&words[k]))?;
+    let verb = article.checked_sub(1).map(|k| words[k]);
+    let verb = if verb == Some("me") {
+        article.checked_sub(2).map(|k| words[k])
+    } else {
+        verb
+    };
+    matches!(verb, Some("write" | "compose" | "draft"))
+        .then(|| (*n, false, format!("a {form} has {n}")))
 }
 
-/// What the writer is told when `text`'s lines are not what `task` asks.
-fn lines_off(task: &str, text: &str) -> Option<String> {
-    let (n, most, why) = line_ask(task)?;
+/// What the writer is told when `text`'s lines are not what the task's
+/// `instruction` asks.
+fn lines_off(instruction: &str, text: &str) -> Option<String> {
+    let (n, most, why) = line_ask(instruction)?;
     let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
     let off = if most { lines > n } else { lines != n };
     off.then(|| {
@@ -794,33 +811,6 @@ fn lines_off(task: &str, text: &str) -> Option<String> {
              its own, the text alone."
         )
     })
-}
-
-/// The sentences of a written text: pieces ending at a sentence's end or
-/// a line break that hold three words or more (a greeting, "Dear Ines,",
-/// or a sign-off is no sentence of the text).
-fn sentence_count(text: &str) -> usize {
-    let mut count = 0;
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        let end = rest
-            .char_indices()
-            .find(|&(i, c)| {
-                c == '\n'
-                    || (matches!(c, '.' | '!' | '?' | '。' | '！' | '？')
-                        && rest[i + c.len_utf8()..]
-                            .chars()
-                            .next()
-                            .is_none_or(char::is_whitespace))
-            })
-            .map(|(i, c)| i + c.len_utf8())
-            .unwrap_or(rest.len());
-        if rest[..end].split_whitespace().count() >= 3 {
-            count += 1;
-        }
-        rest = rest[end..].trim_start();
-    }
-    count
 }
 
 /// Whether a question to a person asks what the task itself asks (the
@@ -1124,19 +1114,25 @@ mod tests {
 
     #[test]
     fn a_task_sets_a_sentence_limit_only_where_it_counts_them() {
+        let limit = |task: &str| counted_length(task, "sentence").map(|(n, _)| n);
         assert_eq!(
-            sentence_limit("Write her a thank-you note of two or three sentences."),
+            limit("Write her a thank-you note of two or three sentences."),
             Some(3)
         );
-        assert_eq!(sentence_limit("Explain it in 2 sentences"), Some(2));
-        assert_eq!(sentence_limit("Explain tides in one sentence."), Some(1));
-        assert_eq!(sentence_limit("Translate the sentence into German"), None);
-        assert_eq!(sentence_limit("Write a sentence about cats"), None);
-        assert_eq!(sentence_limit("Explain DNS in 80 words"), None);
+        assert_eq!(limit("Explain it in 2 sentences"), Some(2));
+        assert_eq!(limit("Explain tides in one sentence."), Some(1));
+        assert_eq!(limit("Translate the sentence into German"), None);
+        assert_eq!(limit("Write a sentence about cats"), None);
+        assert_eq!(limit("Explain DNS in 80 words"), None);
+        assert_eq!(limit("Write one sentence for each planet"), None);
+        assert_eq!(
+            limit("Expand these two sentences into five sentences"),
+            Some(5)
+        );
     }
 
     #[test]
-    fn a_task_asks_for_lines_by_their_number_or_its_poems_form() {
+    fn a_task_asks_for_lines_by_their_number_or_by_one_poem_of_a_form_it_asks_written() {
         let limerick = "There once was a cat\nwho sat on a mat\nit purred all day\nthen went away";
         assert_eq!(
             lines_off("Write a limerick about a cat", limerick).as_deref(),
@@ -1150,19 +1146,30 @@ mod tests {
             &format!("{limerick}\nand that was that")
         )
         .is_none());
+        assert!(lines_off("Compose me a short limerick about a cat", limerick).is_some());
         assert!(lines_off("Write a poem in four lines about snow", limerick).is_none());
         assert!(lines_off("Write a poem in 3 lines about snow", limerick).is_some());
         assert!(lines_off("A poem of at most 6 lines about snow", limerick).is_none());
         assert!(lines_off("Write two haikus about rain", "a\nb\nc\nd\ne\nf").is_none());
         assert!(lines_off("List the fruits, one per line", "apple").is_none());
         assert!(lines_off("Explain DNS", "one\ntwo").is_none());
+        // Not a poem asked for, two forms, a line picked, a one-line part.
+        for task in [
+            "Explain what a sonnet is",
+            "Write a haiku and a limerick about tea",
+            "Explain the first two lines of this poem",
+            "Explain one linear and one quadratic function",
+            "Write an email with a one-line subject",
+        ] {
+            assert!(lines_off(task, limerick).is_none(), "{task}");
+        }
     }
 
     #[test]
-    fn a_texts_sentences_are_counted_without_its_greeting_and_sign_off() {
+    fn a_texts_sentences_are_counted_without_its_subject_greeting_and_sign_off() {
         let note = "Subject: Thanks for the plants\n\nDear Ines,\n\nThank you so much for \
                     watering our plants. They look wonderful! We owe you a dinner.\n\nBest,\nSam";
-        assert_eq!(sentence_count(note), 4);
+        assert_eq!(sentence_count(note), 3);
         assert_eq!(sentence_count("Version 2.5 is out. It is fast."), 2);
         assert_eq!(sentence_count(""), 0);
     }
