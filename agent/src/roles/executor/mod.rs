@@ -504,7 +504,7 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
 /// The rule `words_written_whole`: the step's text, written in one
 /// plain-text turn from the step's brief; the text is the result.
 async fn write(caller: &Caller, job: &Job) -> Outcome {
-    let mut messages = vec![
+    let messages = vec![
         Message::system(prompts::WRITER),
         Message::user(words_brief(job)),
     ];
@@ -514,7 +514,7 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
     let mut written = caller
         .text(
             crate::llm::CallRole::Executor,
-            messages.clone(),
+            messages,
             1200,
             Some(job.subtask),
         )
@@ -523,26 +523,15 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
     if let (Ok(text), Some(most)) = (&written, limit) {
         let words = text.split_whitespace().count();
         if words > most {
-            messages.push(Message::assistant(text.clone()));
             let least = most / 2;
-            messages.push(Message::user(format!(
+            let ask = format!(
                 "That text has {words} words; the task allows at most {most}. Write it again in \
                  {least} to {most} words, keeping what matters most, the text alone."
-            )));
-            let shorter = caller
-                .text(
-                    crate::llm::CallRole::Executor,
-                    messages,
-                    1200,
-                    Some(job.subtask),
-                )
-                .await;
+            );
             // The shorter text when there is one; a failed retry keeps
             // the first (a text over the limit is still the work).
-            if let Ok(shorter) = shorter {
-                if !shorter.trim().is_empty() {
-                    written = Ok(shorter);
-                }
+            if let Some(shorter) = sent_back(caller, job, text, ask).await {
+                written = Ok(shorter);
             }
             // Still over: its whole sentences that fit, when one does (a
             // summary asked in 40 words came back twice in 59).
@@ -561,26 +550,10 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
             let said = crate::roles::classify::instruction(&job.task);
             let ask = sentences_over(&said, text).or_else(|| lines_off(&said, text));
             if let Some(ask) = ask {
-                let messages = vec![
-                    Message::system(prompts::WRITER),
-                    Message::user(words_brief(job)),
-                    Message::assistant(text.clone()),
-                    Message::user(ask),
-                ];
-                let again = caller
-                    .text(
-                        crate::llm::CallRole::Executor,
-                        messages,
-                        1200,
-                        Some(job.subtask),
-                    )
-                    .await;
-                if let Ok(again) = again {
-                    if !again.trim().is_empty() {
-                        // The word limit holds for the text written again.
-                        let fits = limit.and_then(|most| sentences_within(&again, most));
-                        written = Ok(fits.unwrap_or(again));
-                    }
+                if let Some(again) = sent_back(caller, job, text, ask).await {
+                    // The word limit holds for the text written again.
+                    let fits = limit.and_then(|most| sentences_within(&again, most));
+                    written = Ok(fits.unwrap_or(again));
                 }
             }
         }
@@ -600,6 +573,27 @@ async fn write(caller: &Caller, job: &Job) -> Outcome {
             reason: e.to_string(),
         },
     }
+}
+
+/// The rule `word_limit_kept`'s one turn: `text` sent back to the writer
+/// with `ask`; the text written again, when the model wrote one.
+async fn sent_back(caller: &Caller, job: &Job, text: &str, ask: String) -> Option<String> {
+    let messages = vec![
+        Message::system(prompts::WRITER),
+        Message::user(words_brief(job)),
+        Message::assistant(text.to_string()),
+        Message::user(ask),
+    ];
+    caller
+        .text(
+            crate::llm::CallRole::Executor,
+            messages,
+            1200,
+            Some(job.subtask),
+        )
+        .await
+        .ok()
+        .filter(|again| !again.trim().is_empty())
 }
 
 /// The writer's message: the task, the step when it says more, what
