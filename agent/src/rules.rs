@@ -37,6 +37,20 @@ pub const WORDS_ONLY: Rule = Rule {
              reported files of an empty workspace and stopped stuck after 14 calls, with no poem",
 };
 
+/// A text asked about a short prose file the person gave is written in
+/// words from that file's whole text, like a text asked about the task's
+/// own words.
+pub const GIVEN_TEXTS_WRITTEN_ABOUT: Rule = Rule {
+    name: "given_texts_written_about",
+    does: "a task that asks for a text (by a writing verb, or with a length in words or \
+           sentences) about given prose files (.txt, .md; 8,000 bytes together at most), asking \
+           nothing a tool does, is one step with no tool; the writer reads the files' whole text",
+    guards: "\"Summarise site_visit.txt in at most 50 words\" wrote a copy of the file to \
+             summary.txt and answered \"A summary of the site visit details in at most 50 \
+             words\"; \"Read feedback.txt and tell me, in one or two sentences, what our \
+             customers complain about most\" ran code that printed one line and ran out of time",
+};
+
 /// Wording that asks to explore or to find every item of a kind goes to
 /// the emergent planner.
 pub const EXPLORING_IS_EMERGENT: Rule = Rule {
@@ -328,6 +342,7 @@ pub const ALL: &[&Rule] = &[
     &WORDS_ONLY,
     &WRITING_BY_ITS_VERB,
     &KNOWN_ANSWERS_IN_WORDS,
+    &GIVEN_TEXTS_WRITTEN_ABOUT,
     &NUMBERS_ARE_COMPUTED,
     &EXPLORING_IS_EMERGENT,
     &NO_READS_OF_AN_EMPTY_WORKSPACE,

@@ -94,11 +94,29 @@ impl Driver {
         // Only where the wording settles nothing, and where the run has
         // tools to misuse (with none, every step answers in words anyway).
         if !crate::rules::on(&crate::rules::WORDS_ONLY)
-            || !self.run.config.inputs.is_empty()
             || classify::by_rules(task).is_some()
             || self.tools.specs().is_empty()
         {
             return None;
+        }
+        // Given files: only the rule `given_texts_written_about` answers
+        // in words, a text about short prose files the writer reads whole.
+        if !self.run.config.inputs.is_empty() {
+            let about = classify::written_about(task, &self.run.config.inputs)?;
+            let names: Vec<&str> = about.iter().map(|f| f.path.as_str()).collect();
+            self.source = Some(Some(crate::protocol::SourceWord::Words));
+            return Some(Classification {
+                mode: Mode::Simple,
+                reason: format!(
+                    "the task asks for a text about the given {} and for nothing a tool does: \
+                     one step, no tool, written from the whole text (rule \
+                     given_texts_written_about)",
+                    names.join(", ")
+                ),
+                confidence: 1.0,
+                by: DecidedBy::Rules,
+                in_words: true,
+            });
         }
         // The rule `writing_by_its_verb`: a text asked for by its verb,
         // and nothing a tool would do, without the router's model call.

@@ -44,6 +44,15 @@ impl Driver {
             earlier_failures: self.run.failures_of(id),
             taught: self.taught_for_step(plan, id),
             written: crate::rules::on(&crate::rules::WORDS_WRITTEN_WHOLE) && self.run.in_words(),
+            material: match self.run.in_words() {
+                true => crate::roles::classify::written_about(
+                    &self.run.config.task,
+                    &self.run.config.inputs,
+                )
+                .map(|about| about.into_iter().map(|f| f.path.clone()).collect())
+                .unwrap_or_default(),
+                false => Vec::new(),
+            },
         }
     }
 

@@ -251,6 +251,101 @@ pub fn written(task: &str) -> bool {
         && crate::grounded::file_names(&said).is_empty()
 }
 
+/// Kinds of a given file whose text is prose to write about, not data
+/// to compute over (a table, a log, a program).
+const PROSE: [&str; 4] = ["txt", "md", "markdown", "text"];
+/// Most bytes of the given texts, together, that a writer reads whole.
+pub const GIVEN_TEXT_BYTES: u64 = 8_000;
+/// Most given files a task naming none is taken to be about.
+const GIVEN_UNNAMED: usize = 3;
+/// Leads that only say to read the text before the text is asked for.
+const READ_LEADS: [&str; 6] = [
+    "read the text and ",
+    "read the text, then ",
+    "read the text, and ",
+    "using the text, ",
+    "based on the text, ",
+    "from the text, ",
+];
+
+/// The given files a task asks a text about (the rule
+/// [`crate::rules::GIVEN_TEXTS_WRITTEN_ABOUT`]), when it asks for nothing
+/// else: "Summarise site_visit.txt in at most 50 words", "Read
+/// feedback.txt and tell me, in one or two sentences, what customers
+/// complain about most". Each file is given, prose by its kind, and the
+/// files are short enough to be read whole; the instruction, with the
+/// files named as "the text", asks by a writing verb or sets a length in
+/// words or sentences, and asks nothing a tool does (no other file, no
+/// count, no number). Not "Summarise sales.csv", "How many lines does
+/// notes.txt have?", "Summarise notes.txt into summary.txt".
+pub fn written_about<'a>(
+    task: &str,
+    given: &'a [run_model::config::InputFile],
+) -> Option<Vec<&'a run_model::config::InputFile>> {
+    if !crate::rules::on(&crate::rules::GIVEN_TEXTS_WRITTEN_ABOUT)
+        || given.is_empty()
+        || names_a_page(task)
+    {
+        return None;
+    }
+    let said = instruction(task);
+    let mut named = crate::grounded::file_names(&said);
+    named.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    named.dedup();
+    let of = |name: &str| {
+        given
+            .iter()
+            .find(|f| f.path == name || f.path.rsplit('/').next() == Some(name))
+    };
+    let mut about: Vec<&run_model::config::InputFile> = if named.is_empty() {
+        if given.len() > GIVEN_UNNAMED {
+            return None;
+        }
+        given.iter().collect()
+    } else {
+        named.iter().map(|n| of(n)).collect::<Option<_>>()?
+    };
+    about.sort_by(|a, b| a.path.cmp(&b.path));
+    about.dedup_by(|a, b| a.path == b.path);
+    let prose = about.iter().all(|f| {
+        f.preview.is_some()
+            && f.path
+                .rsplit_once('.')
+                .is_some_and(|(_, ext)| PROSE.contains(&ext.to_lowercase().as_str()))
+    });
+    let bytes: u64 = about.iter().map(|f| f.bytes).sum();
+    if !prose || bytes > GIVEN_TEXT_BYTES {
+        return None;
+    }
+    // The instruction with each file named as "the text".
+    let mut plain = said.clone();
+    for name in &named {
+        plain = plain
+            .replace(&format!("the file {name}"), "the text")
+            .replace(name, "the text");
+    }
+    let lower = plain.to_lowercase();
+    if NOT_WORDS_ALONE.iter().any(|w| lower.contains(w)) || holds_numbers(&plain) {
+        return None;
+    }
+    let mut asks = crate::roles::executor::sets_a_length(&plain);
+    for sentence in sentences(&plain) {
+        let lower = sentence.trim_start().to_lowercase();
+        let mut asked = lower.as_str();
+        for lead in READ_LEADS {
+            asked = asked.strip_prefix(lead).unwrap_or(asked);
+        }
+        if asks_by_a_writing_verb(asked) {
+            asks = true;
+            break;
+        }
+        if !sets_the_scene(sentence) {
+            break;
+        }
+    }
+    asks.then_some(about)
+}
+
 /// Words that open a sentence telling, not asking: a person, a thing or a
 /// time ("My nephew is eight.", "Our neighbour watered the plants.").
 const SCENE_OPENERS: [&str; 24] = [
@@ -573,6 +668,57 @@ mod tests {
         ] {
             assert!(!known(task), "{task}");
         }
+    }
+
+    fn given(path: &str, bytes: u64, text: bool) -> run_model::config::InputFile {
+        run_model::config::InputFile {
+            path: path.into(),
+            bytes,
+            preview: text.then(|| "Some words.".to_string()),
+        }
+    }
+
+    #[test]
+    fn a_text_asked_about_short_given_prose_is_written_from_it_and_nothing_else_is() {
+        let notes = [given("notes.txt", 900, true)];
+        let about = |task: &str| written_about(task, &notes).is_some();
+        assert!(about("Summarise notes.txt in at most 50 words."));
+        assert!(about("Summarise the file notes.txt for the team."));
+        assert!(about(
+            "Read notes.txt and tell me, in one or two sentences, what people complain about."
+        ));
+        assert!(about("Rewrite notes.txt in plain words for our customers."));
+        // Naming none, the files given are what it is about.
+        assert!(about("Summarise the attached notes in three sentences."));
+        // A count, a number, another file, a file to keep: tools.
+        assert!(!about("How many lines does notes.txt have?"));
+        assert!(!about(
+            "Summarise notes.txt in 50 words and count its dates."
+        ));
+        assert!(!about("Summarise notes.txt into summary.txt."));
+        assert!(!about("Summarise notes.txt and save it."));
+        assert!(!about("What is the total of the amounts in notes.txt?"));
+        assert!(
+            !about("Summarise notes.txt and old.txt."),
+            "old.txt not given"
+        );
+        assert!(!about("Tell me about notes.txt"), "no text asked for");
+        assert!(!about("Fix the typos in notes.txt"));
+        // Data, binary, too long or too many: tools.
+        let csv = [given("sales.csv", 90, true)];
+        assert!(written_about("Summarise sales.csv in 40 words.", &csv).is_none());
+        let log = [given("server.log", 90, true)];
+        assert!(written_about("Summarise server.log in 40 words.", &log).is_none());
+        let binary = [given("scan.txt", 90, false)];
+        assert!(written_about("Summarise scan.txt in 40 words.", &binary).is_none());
+        let long = [given("book.txt", GIVEN_TEXT_BYTES + 1, true)];
+        assert!(written_about("Summarise book.txt in 40 words.", &long).is_none());
+        let many: Vec<_> = (0..4)
+            .map(|i| given(&format!("n{i}.txt"), 10, true))
+            .collect();
+        assert!(written_about("Summarise the notes in 40 words.", &many).is_none());
+        assert!(written_about("Summarise n1.txt in 40 words.", &many).is_some());
+        assert!(written_about("Summarise n1.txt in 40 words.", &[]).is_none());
     }
 
     #[test]

@@ -505,6 +505,82 @@ async fn a_task_asking_by_its_verb_for_a_text_is_written_without_asking_the_rout
     assert!(reason.contains("writing_by_its_verb"), "{reason}");
 }
 
+/// The rule `given_texts_written_about`: a summary of a short prose file
+/// the person gave is one written step, with no tool, from the file's
+/// whole text (Qwen2.5-Coder-1.5B copied the file's preview into
+/// summary.txt and answered "A summary of the site visit details").
+#[tokio::test]
+async fn a_summary_of_a_given_prose_file_is_written_from_its_whole_text_with_no_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = "The bay 2 roof leaks and a roofer comes on 20 October; the bay 4 charger \
+                   trips its breaker.";
+    let llm = worker().push(CallRole::Executor, Reply::Text(summary.into()));
+    let world = World::reading(llm, dir.path());
+    // Past the preview of 400 characters: the writer must see the end.
+    let visit = format!(
+        "Site visit, Harbour Road depot.\n{}\nNext steps: replace the bay 4 socket.\n",
+        "The roof over bay 2 leaks in heavy rain. ".repeat(12)
+    );
+    world
+        .host
+        .put_file_holding("site_visit.txt", visit.as_bytes());
+    let mut config = config("Summarise site_visit.txt in at most 50 words for the manager.");
+    config.inputs = vec![run_model::InputFile {
+        path: "site_visit.txt".into(),
+        bytes: visit.len() as u64,
+        preview: Some(visit[..400].to_string()),
+    }];
+    let run = world.run(config).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let c = run.classification.unwrap();
+    assert!(c.in_words && c.by == run_model::DecidedBy::Rules, "{c:?}");
+    assert!(
+        c.reason.contains("given_texts_written_about"),
+        "{}",
+        c.reason
+    );
+    assert_eq!(world.llm.calls(CallRole::Classifier), 0, "no router call");
+    assert_eq!(world.llm.calls(CallRole::Planner), 0);
+    let executor = world
+        .llm
+        .requests()
+        .into_iter()
+        .find(|r| r.role == CallRole::Executor)
+        .unwrap();
+    assert!(matches!(executor.shape, Shape::Text), "no tool offered");
+    let brief = &executor.messages[1].content;
+    assert!(
+        brief.contains("replace the bay 4 socket") && brief.contains("<<<"),
+        "the file's whole text: {brief}"
+    );
+    assert!(!brief.contains("read_file"), "{brief}");
+    assert_eq!(run.answer.as_deref(), Some(summary));
+}
+
+/// The same rule leaves a table to its tools: a summary of a CSV is
+/// computed.
+#[tokio::test]
+async fn a_summary_of_a_given_table_keeps_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = worker().push_json(
+        CallRole::Classifier,
+        json!({"mode": "simple", "why": "one file"}),
+    );
+    let world = World::reading(llm, dir.path());
+    let mut config = config("Summarise sales.csv in at most 50 words.");
+    config.inputs = vec![run_model::InputFile {
+        path: "sales.csv".into(),
+        bytes: 40,
+        preview: Some("region,units\nnorth,3\n".into()),
+    }];
+    let run = world.run(config).await;
+    assert!(
+        !run.classification.is_some_and(|c| c.in_words),
+        "a table is data"
+    );
+    assert_eq!(world.llm.calls(CallRole::Planner), 1, "planned with tools");
+}
+
 /// The rule `known_answers_in_words`: a question of settled knowledge is
 /// answered in words, not sent to the web by the router's model.
 #[tokio::test]

@@ -236,6 +236,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             earlier_failures: Vec::new(),
             taught: String::new(),
             written: false,
+            material: Vec::new(),
         };
         sizes.push(agent::roles::executor::brief(&job).len());
     }
