@@ -111,7 +111,9 @@ pub const WRITING_BY_ITS_VERB: Rule = Rule {
     does: "a task given no files one of whose instruction's sentences starts with a verb that \
            asks for a text (write, draft, compose, translate, summarise, explain, describe, \
            rewrite, paraphrase; 写, 翻译, 解释, 总结; after a short lead such as \"For a \
-           child, \" or after statements that only set the scene) and \
+           child, \" or after statements that only set the scene), or with a giving verb \
+           (give, tell, create, come up with …) whose next words name a text (\"Tell me a \
+           bedtime story\"), and \
            whose instruction names no file, no page, no file kind and nothing to count or \
            compute is answered in words by the rules layer, without the router's model call; \
            the text it gives to work on (after a blank line or a colon ending a line, or in \
@@ -119,7 +121,9 @@ pub const WRITING_BY_ITS_VERB: Rule = Rule {
            nothing of a tool",
     guards: "the router's model, sampling, said \"words\" for a haiku one time and not the next; \
              the next time the haiku was planned as \"Write a text file in the workspace\", \
-             written with write_file and run_python, and answered with a sentence about it",
+             written with write_file and run_python, and answered with a sentence about it; \
+             \"Tell me a short bedtime story about a turtle\" was written to a file, then \
+             fetched from example.com until its 300 s ran out",
 };
 
 /// A simple plan writes a file before it uses it.

@@ -415,8 +415,84 @@ fn asks_by_a_writing_verb(sentence: &str) -> bool {
     for polite in ["please ", "请"] {
         start = start.strip_prefix(polite).unwrap_or(start).trim_start();
     }
-    WRITING_VERBS.iter().any(|v| start.starts_with(v))
+    WRITING_VERBS.iter().any(|v| start.starts_with(v)) || names_a_text(start)
 }
+
+/// Verbs that ask for a text only by the noun after them ("Tell me a
+/// bedtime story", "Give a child-friendly explanation of …", "Come up with
+/// a slogan").
+const GIVING_VERBS: [&str; 8] = [
+    "give ",
+    "tell ",
+    "create ",
+    "make up ",
+    "come up with ",
+    "invent ",
+    "suggest ",
+    "share ",
+];
+
+/// Texts a giving verb asks for (singular; a plural is matched by its
+/// start).
+const TEXT_NOUNS: [&str; 30] = [
+    "story",
+    "stories",
+    "tale",
+    "fable",
+    "poem",
+    "haiku",
+    "limerick",
+    "rhyme",
+    "song",
+    "joke",
+    "riddle",
+    "explanation",
+    "summary",
+    "description",
+    "definition",
+    "email",
+    "letter",
+    "note",
+    "message",
+    "speech",
+    "toast",
+    "greeting",
+    "apology",
+    "slogan",
+    "tagline",
+    "motto",
+    "name",
+    "title",
+    "caption",
+    "translation",
+];
+
+/// Whether a sentence (lower-cased, from its verb) asks by a giving verb
+/// for a text named within its next four words (after "me", "us" …, and
+/// before "about", "of" …): "tell me a short bedtime
+/// story", "give a child-friendly explanation"; not "tell me the total",
+/// "give me the list of files".
+fn names_a_text(start: &str) -> bool {
+    let Some(verb) = GIVING_VERBS.iter().find(|v| start.starts_with(**v)) else {
+        return false;
+    };
+    start[verb.len()..]
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .skip_while(|w| ["me", "us", "him", "her", "them"].contains(w))
+        .take(4)
+        .take_while(|w| !LINKS.contains(w))
+        .any(|w| {
+            TEXT_NOUNS
+                .iter()
+                .any(|n| w == *n || w.strip_suffix('s') == Some(n))
+        })
+}
+
+/// Words after which a noun is what a text is about, not the text asked.
+const LINKS: [&str; 12] = [
+    "about", "of", "for", "on", "with", "to", "from", "in", "that", "which", "whose", "how",
+];
 
 /// The sentences of a text: split after `.`, `!`, `?` (and their full-width
 /// forms) that end a sentence, and at line breaks; a full stop inside a
@@ -668,6 +744,31 @@ mod tests {
         ] {
             assert!(!known(task), "{task}");
         }
+    }
+
+    #[test]
+    fn a_text_asked_for_by_its_noun_after_a_giving_verb_is_written() {
+        assert!(written(
+            "Tell me a short bedtime story about a turtle who learns to swim."
+        ));
+        assert!(written(
+            "Give a child-friendly explanation of why leaves change colour."
+        ));
+        assert!(written(
+            "Please come up with three names for a sourdough bakery."
+        ));
+        assert!(written("Can you suggest a title for my talk on gardens?"));
+        assert!(written("Make up a riddle about the moon."));
+        // No text named, or work: tools.
+        assert!(!written("Tell me the capital of Peru."));
+        assert!(!written("Give me the list of files here."));
+        assert!(!written("Tell me how many words the story has."));
+        assert!(!written("Create a summary of sales.csv."));
+        assert!(!written("Give the total revenue of the north region."));
+        assert!(!written(
+            "Tell me about the company whose name starts with Q."
+        ));
+        assert!(!written("Tell me how the story of Troy ends."));
     }
 
     fn given(path: &str, bytes: u64, text: bool) -> run_model::config::InputFile {
