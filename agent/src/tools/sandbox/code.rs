@@ -437,6 +437,49 @@ del stdlib, extra
 src = sys.argv[1]
 sys.argv = ['-c']
 mended = 0
+quoted = 0
+def fstring_quotes(line):
+    # Python 3.11 ends an f-string at its own quote even inside braces
+    # (f'{p['name']}', which 3.12 reads): such a quote becomes the other.
+    out, i, n = [], 0, len(line)
+    while i < n:
+        c = line[i]
+        if c in '\'"' and line[i + 1:i + 3] != c * 2:
+            fmt = i > 0 and line[i - 1] in 'fF' or i > 1 and line[i - 2:i].lower() in ('rf', 'fr')
+            other = '"' if c == "'" else "'"
+            out.append(c)
+            i += 1
+            depth = 0
+            while i < n:
+                d = line[i]
+                if d == '\\' and depth == 0:
+                    out.append(line[i:i + 2])
+                    i += 2
+                    continue
+                if fmt and d == '{':
+                    if depth == 0 and line[i + 1:i + 2] == '{':
+                        out.append('{{')
+                        i += 2
+                        continue
+                    depth += 1
+                elif fmt and d == '}' and depth > 0:
+                    depth -= 1
+                elif d == c:
+                    if depth == 0:
+                        break
+                    d = other
+                out.append(d)
+                i += 1
+            if i < n:
+                out.append(c)
+                i += 1
+            continue
+        if c == '#':
+            out.append(line[i:])
+            break
+        out.append(c)
+        i += 1
+    return ''.join(out)
 while True:
     try:
         tree = ast.parse(src, '<code>', 'exec')
@@ -449,10 +492,19 @@ while True:
             src = '\n'.join(lines)
             mended += 1
             continue
+        if str(e.msg).startswith('f-string') and 0 <= n < len(lines) and quoted < 50:
+            line = fstring_quotes(lines[n])
+            if line != lines[n]:
+                lines[n] = line
+                src = '\n'.join(lines)
+                quoted += 1
+                continue
         traceback.print_exception(type(e), e, None)
         sys.exit(1)
 if mended:
     print(f'(planboard: read {mended} line break(s) inside string literals as \\n)', file=sys.stderr)
+if quoted:
+    print(f'(planboard: this is Python {sys.version_info[0]}.{sys.version_info[1]}: a quote inside an f-string\'s braces was read as the other quote, on {quoted} line(s))', file=sys.stderr)
 last = None
 if tree.body and isinstance(tree.body[-1], ast.Expr):
     last = ast.Expression(tree.body.pop().value)

@@ -449,6 +449,10 @@ async fn run_python_shows_the_last_expression_as_a_notebook_cell_does() {
         "{report}"
     );
     assert!(report.contains("read 2 line break(s)"), "{report}");
+    // A quote inside an f-string's braces, which Python 3.11 cannot read
+    // and 3.12 can: the model writes for the newer one.
+    let report = run("p = {'name': 'Ada', 'age': 36}\nprint(f'{p['name']} is {p['age']}')").await;
+    assert!(report.contains("--- stdout ---\nAda is 36\n"), "{report}");
     let report = run("y = 1").await;
     assert!(
         report.contains("Nothing was printed and no file changed"),
