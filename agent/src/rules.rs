@@ -71,6 +71,18 @@ pub const NO_READS_OF_AN_EMPTY_WORKSPACE: Rule = Rule {
              ['file1.txt', 'file2.txt', 'file3.txt']",
 };
 
+/// A file is not typed from another file's preview.
+pub const GIVEN_FILES_READ_WHOLE: Rule = Rule {
+    name: "given_files_read_whole",
+    does: "a write_file whose content has two lines or more holding words of a given file's \
+           preview, in an attempt that has not read a file or run code, when that file is \
+           longer than its preview, does not run, once: the model is told how much of the \
+           file it saw and to read it whole or write the file with code",
+    guards: "on the held-out set (2026-11-30), a file asked for from a given file's rows was \
+             typed from the first 400 characters of it the task showed, and the rows after \
+             them were missing",
+};
+
 /// A result that names files the tools never showed does not stand.
 pub const FILE_NAMES_GROUNDED: Rule = Rule {
     name: "file_names_grounded",
@@ -291,6 +303,17 @@ pub const CODE_ERRORS_FIXED: Rule = Rule {
              and gave the subtask up, in all three attempts",
 };
 
+/// A subtask is not completed on a program that failed.
+pub const FAILED_CODE_NOT_DONE: Rule = Rule {
+    name: "failed_code_not_done",
+    does: "a subtask completed while its last program's error is not fixed is sent back once \
+           with the error's last lines, to fix and run it before completing",
+    guards: "asked to write the Sales names of staff.csv into sales_staff.txt, \
+             Qwen2.5-Coder-1.5B wrote a program of one line (with …: for …: if …:), which \
+             Python cannot read, and completed the step with \"The names … are written to \
+             sales_staff.txt\"; no file was written",
+};
+
 /// A subtask that failed on the web is computed offline when it can be.
 pub const OFFLINE_COMPUTED: Rule = Rule {
     name: "offline_computed",
@@ -362,9 +385,11 @@ pub const ALL: &[&Rule] = &[
     &COUNTS_COMPUTED,
     &PRINTED_NUMBERS_SAID,
     &WRITTEN_FILES_NOT_SHORTENED,
+    &GIVEN_FILES_READ_WHOLE,
     &NUMBERS_GROUNDED,
     &SECOND_OPINION,
     &CODE_ERRORS_FIXED,
+    &FAILED_CODE_NOT_DONE,
     &OFFLINE_COMPUTED,
     &TOOLS_BEFORE_PEOPLE,
     &ONE_NEW_SUBTASK,

@@ -53,6 +53,7 @@ impl Driver {
                 .unwrap_or_default(),
                 false => Vec::new(),
             },
+            inputs: self.run.config.inputs.clone(),
         }
     }
 

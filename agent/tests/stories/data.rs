@@ -357,6 +357,127 @@ async fn a_file_typed_again_with_fewer_lines_than_it_holds_is_not_written_the_fi
     assert_eq!(written, whole);
 }
 
+/// The rule `given_files_read_whole`: a file typed from the preview the
+/// task shows of a longer given file is not written the first time; the
+/// model reads the file and types it whole.
+#[tokio::test]
+async fn a_file_typed_from_a_longer_given_files_preview_is_not_written_the_first_time() {
+    let staff: String = (0..30)
+        .map(|i| {
+            format!(
+                "person{i},{}\n",
+                if i % 3 == 0 { "Sales" } else { "Support" }
+            )
+        })
+        .collect();
+    let staff = format!("name,department\n{staff}");
+    let everyone: String = (0..30)
+        .filter(|i| i % 3 == 0)
+        .map(|i| format!("person{i}\n"))
+        .collect();
+    let script = || {
+        worker()
+            .push_json(
+                CallRole::Planner,
+                json!({"title": "Sales staff", "subtasks": [{
+                    "name": "Write sales_staff.txt", "description": "The Sales names, one per line.",
+                    "expected_outcome": "sales_staff.txt", "tool": "write_file",
+                }]}),
+            )
+            .push_json(
+                CallRole::Executor,
+                json!({"action": "write_file", "arguments": {"path": "sales_staff.txt", "content": "person0\nperson1\n"}}),
+            )
+            .push_json(
+                CallRole::Executor,
+                json!({"action": "read_file", "arguments": {"path": "staff.csv"}}),
+            )
+            .push_json(
+                CallRole::Executor,
+                json!({"action": "write_file", "arguments": {"path": "sales_staff.txt", "content": everyone}}),
+            )
+            .push_json(
+                CallRole::Executor,
+                json!({"action": "complete", "result": "sales_staff.txt holds the Sales names."}),
+            )
+    };
+    let task = "Write the names of the Sales people in staff.csv into sales_staff.txt";
+    let given = |shown: usize| {
+        let mut config = simple(task);
+        config.inputs = vec![run_model::InputFile {
+            path: "staff.csv".into(),
+            bytes: staff.len() as u64,
+            preview: Some(staff[..shown].to_string()),
+        }];
+        config
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("staff.csv"), &staff).unwrap();
+    let world = coding_world(script(), dir.path());
+    let run = world.run(given(60)).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    assert!(
+        world
+            .told("write_file did not run: its content is typed from staff.csv")
+            .is_some(),
+        "the model was told it saw only the preview"
+    );
+    let written = std::fs::read_to_string(dir.path().join("sales_staff.txt")).unwrap();
+    assert_eq!(written, everyone, "typed whole after reading");
+
+    // A preview that shows the whole file: the typed file is written.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("staff.csv"), &staff).unwrap();
+    let world = coding_world(script(), dir.path());
+    world.run(given(staff.len())).await;
+    assert!(world.told("write_file did not run").is_none());
+}
+
+/// The rule `failed_code_not_done`: a step completed right after its
+/// program failed is sent back once with the error, and its next program
+/// does the work.
+#[tokio::test]
+async fn a_step_completed_on_a_program_that_failed_is_sent_back_once_with_the_error() {
+    let llm = worker()
+        .push_json(
+            CallRole::Planner,
+            json!({"title": "Names", "subtasks": [{
+                "name": "Write names.txt", "description": "Write the names into names.txt.",
+                "expected_outcome": "names.txt", "tool": "run_python",
+            }]}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "import requests"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "The names are written to names.txt."}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "run_python", "arguments": {"code": "print(2)"}}),
+        )
+        .push_json(
+            CallRole::Executor,
+            json!({"action": "complete", "result": "names.txt holds 2 names."}),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let world = coding_world(llm, dir.path());
+    let run = world.run(simple("Write the names into names.txt")).await;
+    assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
+    let told = world
+        .told("Your last program failed")
+        .expect("sent back with the error");
+    assert!(told.contains("No module named 'requests'"), "{told}");
+    let plan = world.plan();
+    assert_eq!(
+        plan.subtasks()[0].outcome(),
+        Some("names.txt holds 2 names."),
+        "the result after the program ran"
+    );
+}
+
 /// A plan of one subtask that counts with code.
 fn counting_plan() -> serde_json::Value {
     json!({"title": "Count", "subtasks": [{

@@ -237,6 +237,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             taught: String::new(),
             written: false,
             material: Vec::new(),
+            inputs: Vec::new(),
         };
         sizes.push(agent::roles::executor::brief(&job).len());
     }

@@ -199,7 +199,8 @@ impl<'a> Attempt<'a> {
 
     async fn completes(&mut self, result: &str, short_of: &Option<String>, turn: u32) -> Turn {
         if let Some(said) = self
-            .named_tool_used()
+            .failed_code_not_done()
+            .or_else(|| self.named_tool_used())
             .or_else(|| self.bare_numbers_said(result))
             .or_else(|| self.counts_computed(result))
             .or_else(|| self.printed_numbers_said(result))
@@ -207,6 +208,23 @@ impl<'a> Attempt<'a> {
             return Turn::Said(said);
         }
         self.kept(result, short_of, turn).await
+    }
+
+    /// The rule `failed_code_not_done`: a completion while the last
+    /// program's error is not fixed goes back once with the error.
+    fn failed_code_not_done(&mut self) -> Option<String> {
+        let error = self.code_error.clone()?;
+        if !self.fresh(&rules::FAILED_CODE_NOT_DONE) {
+            return None;
+        }
+        self.spend(&rules::FAILED_CODE_NOT_DONE);
+        Some(format!(
+            "Your last program failed, so what it was to compute or write was not done. The \
+             error was:\n{}\nFix the program and run it again, then complete with what it \
+             prints or writes. Only if the subtask truly needs nothing from it, answer complete \
+             again.",
+            super::cut(&plan_engine::text::last_lines(&error, 6), 800)
+        ))
     }
 
     /// The rule `named_tool_used`.
@@ -526,6 +544,9 @@ impl<'a> Attempt<'a> {
         if let Some(turn) = self.written_files_not_shortened(name, arguments).await {
             return turn;
         }
+        if let Some(turn) = self.given_files_read_whole(name, arguments) {
+            return turn;
+        }
         let cleared = match self.cleared(name, arguments).await {
             Ok(cleared) => cleared,
             Err(turn) => return turn,
@@ -645,6 +666,42 @@ impl<'a> Attempt<'a> {
         )))
     }
 
+    /// The rule `given_files_read_whole`: a `write_file` typed from a
+    /// given file's preview, before this attempt read a file or ran code,
+    /// when the file is longer than its preview, does not run, once (its
+    /// later rows would be missing). Not in a step given earlier steps'
+    /// results, which may type what they found.
+    fn given_files_read_whole(&mut self, name: &str, arguments: &Value) -> Option<Turn> {
+        if name != crate::tools::files::WRITE_FILE
+            || !self.fresh(&rules::GIVEN_FILES_READ_WHOLE)
+            || self.called.contains(crate::tools::files::READ_FILE)
+            || CODE_TOOLS.iter().any(|t| self.called.contains(*t))
+        {
+            return None;
+        }
+        // A step given earlier steps' results may type what they found.
+        let step = self.job.plan.subtask(self.job.subtask)?;
+        if !step.dependencies().is_empty() {
+            return None;
+        }
+        let typed = arguments.get("content")?.as_str()?;
+        let input = self.job.inputs.iter().find(|input| {
+            input.preview.as_deref().is_some_and(|preview| {
+                (input.bytes as usize) > preview.len() && copied_lines(preview, typed) >= 2
+            })
+        })?;
+        self.spend(&rules::GIVEN_FILES_READ_WHOLE);
+        let shown = input.preview.as_deref().map_or(0, str::len);
+        Some(Turn::Aside(format!(
+            "write_file did not run: its content is typed from {path}, of which you saw only \
+             the first {shown} characters ({path} has {bytes} bytes), so lines from the rest \
+             would be missing. Read {path} whole with read_file, or write the file with a \
+             program that reads {path}.",
+            path = input.path,
+            bytes = input.bytes,
+        )))
+    }
+
     /// Notes a file this attempt typed with `write_file`.
     fn typed_file(&mut self, name: &str, arguments: &Value) {
         if name != crate::tools::files::WRITE_FILE {
@@ -746,6 +803,22 @@ const SHORTENING: [&str; 10] = [
     "drop",
     "truncate",
 ];
+
+/// The non-empty lines of `typed` holding a word of `preview` (a run of
+/// three letters or digits or more, not a number): lines copied from it.
+fn copied_lines(preview: &str, typed: &str) -> usize {
+    let words = |text: &str| -> HashSet<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()))
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let shown = words(preview);
+    typed
+        .lines()
+        .filter(|line| words(line).iter().any(|w| shown.contains(w)))
+        .count()
+}
 
 /// The lines of a text that hold something.
 fn lines(text: &str) -> usize {

@@ -87,6 +87,9 @@ pub struct Job {
     /// [`crate::rules::GIVEN_TEXTS_WRITTEN_ABOUT`]): their whole text is
     /// read into the writer's brief; empty for every other step.
     pub material: Vec<String>,
+    /// The files the run was given, with the previews the task shows of
+    /// them (the rule [`crate::rules::GIVEN_FILES_READ_WHOLE`]).
+    pub inputs: Vec<run_model::config::InputFile>,
 }
 
 pub fn cut(text: &str, max: usize) -> String {
