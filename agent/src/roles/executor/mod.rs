@@ -701,7 +701,7 @@ fn word_limit(task: &str) -> Option<usize> {
         .filter(|w| !w.is_empty())
         .collect();
     for (i, w) in words.iter().enumerate() {
-        let Ok(n) = w.parse::<usize>() else {
+        let Some(n) = w.parse::<usize>().ok().or_else(|| tens(w)) else {
             continue;
         };
         if !words
@@ -716,20 +716,39 @@ fn word_limit(task: &str) -> Option<usize> {
         let most = matches!(
             (before(2), before(1)),
             (Some("at"), Some("most"))
-                | (Some("than"), _)
-                | (_, Some("maximum"))
-                | (_, Some("max"))
-        ) || (before(2) == Some("more") && before(1) == Some("than"))
+                | (Some("up"), Some("to"))
+                | (_, Some("maximum" | "max" | "within"))
+        ) || (matches!(
+            (before(2), before(1)),
+            (Some("more" | "longer"), Some("than"))
+        ) && matches!(before(3), Some("no" | "not")))
             || matches!((after(2), after(3)), (Some("or"), Some("fewer" | "less")))
-            || before(1) == Some("within");
+            || matches!(after(2), Some("max" | "maximum"));
         if most {
             return Some(n);
         }
-        if before(1) == Some("under") {
+        // Strictly fewer: "under 60 words", "in fewer than 60 words".
+        let fewer = matches!(before(1), Some("under" | "below"))
+            || matches!(
+                (before(2), before(1)),
+                (Some("fewer" | "less"), Some("than"))
+            );
+        if fewer {
             return Some(n.saturating_sub(1).max(1));
         }
     }
     None
+}
+
+/// A round number of tens written as a word ("sixty"), or a hundred.
+fn tens(word: &str) -> Option<usize> {
+    const TENS: [&str; 9] = [
+        "ten", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    match word {
+        "hundred" => Some(100),
+        _ => TENS.iter().position(|t| *t == word).map(|k| (k + 1) * 10),
+    }
 }
 
 /// Numbers as words, for a length said in words ("two or three
@@ -1229,6 +1248,16 @@ mod tests {
         assert_eq!(word_limit("Summarise, no more than 40 words."), Some(40));
         assert_eq!(word_limit("A reply in 30 words or fewer"), Some(30));
         assert_eq!(word_limit("Keep it within 100 words"), Some(100));
+        assert_eq!(word_limit("Explain it in fewer than 60 words."), Some(59));
+        assert_eq!(word_limit("in less than 30 words"), Some(29));
+        assert_eq!(word_limit("no longer than 45 words"), Some(45));
+        assert_eq!(word_limit("Describe it in up to 70 words"), Some(70));
+        assert_eq!(word_limit("Answer below 20 words"), Some(19));
+        assert_eq!(word_limit("A note, 50 words max"), Some(50));
+        assert_eq!(word_limit("In under sixty words, explain rain"), Some(59));
+        assert_eq!(word_limit("at most forty words"), Some(40));
+        assert_eq!(word_limit("Use more than 30 words"), None);
+        assert_eq!(word_limit("It has twenty words"), None);
         assert_eq!(word_limit("Write 3 words that rhyme"), None);
         assert_eq!(word_limit("Count the words in notes.txt"), None);
         assert_eq!(word_limit("Explain DNS"), None);
