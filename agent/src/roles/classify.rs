@@ -268,6 +268,25 @@ const READ_LEADS: [&str; 6] = [
     "from the text, ",
 ];
 
+/// Words of a text about numbers that a program works out, or that
+/// pick by a count ("sentences with more than 20 words").
+const COMPUTED: [&str; 12] = [
+    "total",
+    " sum",
+    "average",
+    "mean ",
+    "median",
+    "percent",
+    "%",
+    "with more than",
+    "with fewer than",
+    "with less than",
+    "longer than",
+    "shorter than",
+];
+/// Verbs that may ask a given file changed in place.
+const EDITING: [&str; 5] = ["rewrite ", "translate ", "paraphrase ", "edit ", "correct "];
+
 /// The given files a task asks a text about (the rule
 /// [`crate::rules::GIVEN_TEXTS_WRITTEN_ABOUT`]), when it asks for nothing
 /// else: "Summarise site_visit.txt in at most 50 words", "Read
@@ -288,7 +307,9 @@ pub fn written_about<'a>(
     {
         return None;
     }
-    let said = instruction(task);
+    // With files given, what follows a blank line or stands in quotes is
+    // more instruction ("Save it as \"summary.txt\""), not material.
+    let said = task.to_string();
     let mut named = crate::grounded::file_names(&said);
     named.sort_by_key(|n| std::cmp::Reverse(n.len()));
     named.dedup();
@@ -322,10 +343,21 @@ pub fn written_about<'a>(
     for name in &named {
         plain = plain
             .replace(&format!("the file {name}"), "the text")
+            .replace(&format!("{name} file"), "the text")
             .replace(name, "the text");
     }
+    for (file, text) in [
+        ("attached file", "attached text"),
+        ("uploaded file", "uploaded text"),
+        ("given file", "given text"),
+    ] {
+        plain = plain.replace(file, text);
+    }
     let lower = plain.to_lowercase();
-    if NOT_WORDS_ALONE.iter().any(|w| lower.contains(w)) || holds_numbers(&plain) {
+    if NOT_WORDS_ALONE.iter().any(|w| lower.contains(w))
+        || COMPUTED.iter().any(|w| lower.contains(w))
+        || holds_numbers(&plain)
+    {
         return None;
     }
     let mut asks = crate::roles::executor::sets_a_length(&plain);
@@ -334,6 +366,11 @@ pub fn written_about<'a>(
         let mut asked = lower.as_str();
         for lead in READ_LEADS {
             asked = asked.strip_prefix(lead).unwrap_or(asked);
+        }
+        // A given file rewritten or translated may be asked changed in
+        // place: the router decides.
+        if EDITING.iter().any(|v| asked.starts_with(v)) {
+            return None;
         }
         if asks_by_a_writing_verb(asked) {
             asks = true;
@@ -476,12 +513,16 @@ fn names_a_text(start: &str) -> bool {
     let Some(verb) = GIVING_VERBS.iter().find(|v| start.starts_with(**v)) else {
         return false;
     };
+    // What changes is the web's ("Tell me the latest news in a summary").
+    if CHANGING.iter().any(|w| start.contains(w)) {
+        return false;
+    }
     start[verb.len()..]
         .split(|c: char| !c.is_alphanumeric() && c != '-')
         .filter(|w| !w.is_empty())
         .skip_while(|w| ["me", "us", "him", "her", "them"].contains(w))
         .take(4)
-        .take_while(|w| !LINKS.contains(w))
+        .take_while(|w| !LINKS.contains(w) && *w != "the")
         .any(|w| {
             TEXT_NOUNS
                 .iter()
@@ -769,6 +810,10 @@ mod tests {
             "Tell me about the company whose name starts with Q."
         ));
         assert!(!written("Tell me how the story of Troy ends."));
+        assert!(!written(
+            "Tell me the name of the tallest mountain in Peru."
+        ));
+        assert!(!written("Give me a summary of the latest Rust release."));
     }
 
     fn given(path: &str, bytes: u64, text: bool) -> run_model::config::InputFile {
@@ -788,7 +833,21 @@ mod tests {
         assert!(about(
             "Read notes.txt and tell me, in one or two sentences, what people complain about."
         ));
-        assert!(about("Rewrite notes.txt in plain words for our customers."));
+        assert!(!about(
+            "Rewrite notes.txt in plain words for our customers."
+        ));
+        assert!(about("Summarise the notes.txt file in two sentences."));
+        assert!(about("Summarise the attached file in three sentences."));
+        assert!(!about("Summarise notes.txt into \"summary.txt\"."));
+        assert!(!about(
+            "Summarise notes.txt in 50 words.\n\nSave it as summary.txt."
+        ));
+        assert!(!about(
+            "Describe the average reading in notes.txt in one sentence."
+        ));
+        assert!(!about(
+            "List the sentences in notes.txt with more than 20 words."
+        ));
         // Naming none, the files given are what it is about.
         assert!(about("Summarise the attached notes in three sentences."));
         // A count, a number, another file, a file to keep: tools.

@@ -86,6 +86,8 @@ pub(super) struct Attempt<'a> {
     spent: HashSet<&'static str>,
     /// The files this attempt wrote with `write_file`.
     typed: HashSet<String>,
+    /// The last code run was `run_python`, and it failed.
+    python_failed: bool,
 }
 
 impl<'a> Attempt<'a> {
@@ -126,6 +128,7 @@ impl<'a> Attempt<'a> {
             disputed: None,
             spent: HashSet::new(),
             typed: HashSet::new(),
+            python_failed: false,
         }
     }
 
@@ -199,7 +202,7 @@ impl<'a> Attempt<'a> {
 
     async fn completes(&mut self, result: &str, short_of: &Option<String>, turn: u32) -> Turn {
         if let Some(said) = self
-            .failed_code_not_done()
+            .failed_code_not_done(turn)
             .or_else(|| self.named_tool_used())
             .or_else(|| self.bare_numbers_said(result))
             .or_else(|| self.counts_computed(result))
@@ -212,9 +215,11 @@ impl<'a> Attempt<'a> {
 
     /// The rule `failed_code_not_done`: a completion while the last
     /// program's error is not fixed goes back once with the error.
-    fn failed_code_not_done(&mut self) -> Option<String> {
-        let error = self.code_error.clone()?;
-        if !self.fresh(&rules::FAILED_CODE_NOT_DONE) {
+    /// Only the model's own Python (a command may fail on purpose, as a
+    /// test suite that fails does), and with a turn left to fix it.
+    fn failed_code_not_done(&mut self, turn: u32) -> Option<String> {
+        let error = self.code_error.clone().filter(|_| self.python_failed)?;
+        if !self.fresh(&rules::FAILED_CODE_NOT_DONE) || turn >= self.job.max_turns {
             return None;
         }
         self.spend(&rules::FAILED_CODE_NOT_DONE);
@@ -589,6 +594,7 @@ impl<'a> Attempt<'a> {
         };
         if code {
             self.code_error = code_failed(&text).then(|| text.clone());
+            self.python_failed = self.code_error.is_some() && name == "run_python";
             if ok && self.code_error.is_none() {
                 self.own_output = Some(text.clone());
             }
@@ -684,14 +690,20 @@ impl<'a> Attempt<'a> {
         if !step.dependencies().is_empty() {
             return None;
         }
+        // A program or a page is written, not copied.
+        let path = arguments.get("path")?.as_str()?;
+        let ext = path.rsplit_once('.').map(|(_, e)| e.to_lowercase());
+        if ext.is_some_and(|e| CODE_FILES.contains(&e.as_str())) {
+            return None;
+        }
         let typed = arguments.get("content")?.as_str()?;
         let input = self.job.inputs.iter().find(|input| {
             input.preview.as_deref().is_some_and(|preview| {
-                (input.bytes as usize) > preview.len() && copied_lines(preview, typed) >= 2
+                input.bytes > preview.len() as u64 && copied_lines(preview, typed) >= 2
             })
         })?;
         self.spend(&rules::GIVEN_FILES_READ_WHOLE);
-        let shown = input.preview.as_deref().map_or(0, str::len);
+        let shown = input.preview.as_deref().map_or(0, |p| p.chars().count());
         Some(Turn::Aside(format!(
             "write_file did not run: its content is typed from {path}, of which you saw only \
              the first {shown} characters ({path} has {bytes} bytes), so lines from the rest \
@@ -804,19 +816,30 @@ const SHORTENING: [&str; 10] = [
     "truncate",
 ];
 
-/// The non-empty lines of `typed` holding a word of `preview` (a run of
-/// three letters or digits or more, not a number): lines copied from it.
+/// Kinds of file that are programs or pages, written rather than copied.
+const CODE_FILES: [&str; 12] = [
+    "py", "sh", "js", "ts", "rs", "go", "java", "c", "cpp", "rb", "html", "sql",
+];
+
+/// The non-empty lines of `typed` that are, trimmed, a line of
+/// `preview` or one of its cells (between commas, semicolons, tabs or
+/// bars; three characters or more, not a number): lines copied from it.
 fn copied_lines(preview: &str, typed: &str) -> usize {
-    let words = |text: &str| -> HashSet<String> {
-        text.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()))
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let shown = words(preview);
+    let mut shown: HashSet<&str> = HashSet::new();
+    for line in preview.lines() {
+        shown.insert(line.trim());
+        for cell in line.split([',', ';', '\t', '|']) {
+            let cell = cell.trim().trim_matches('"');
+            if cell.chars().count() >= 3 && cell.parse::<f64>().is_err() {
+                shown.insert(cell);
+            }
+        }
+    }
+    shown.remove("");
     typed
         .lines()
-        .filter(|line| words(line).iter().any(|w| shown.contains(w)))
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && shown.contains(line))
         .count()
 }
 

@@ -512,6 +512,14 @@ pub async fn execute(caller: &Caller, host: &dyn Host, tools: &Toolset, job: Job
 /// plain-text turn from the step's brief; the text is the result.
 async fn write(caller: &Caller, host: &dyn Host, job: &Job) -> Outcome {
     let texts = given_texts(caller, host, job).await;
+    // Without the text, the writer would write from a preview it was
+    // told to read with a tool it does not have.
+    if texts.len() < job.material.len() {
+        return Outcome::Failed {
+            reason: "a given file to write about could not be read from the workspace".into(),
+            again: true,
+        };
+    }
     let brief = words_brief(job, &texts);
     let messages = vec![
         Message::system(prompts::WRITER),
@@ -656,10 +664,12 @@ fn words_brief(job: &Job, texts: &[(String, String)]) -> String {
 /// through the host, bounded, never through a link), by path; a file the
 /// host cannot read is left out, and the writer works from the task.
 async fn given_texts(caller: &Caller, host: &dyn Host, job: &Job) -> Vec<(String, String)> {
-    let max = crate::roles::classify::GIVEN_TEXT_BYTES;
+    // One bound for all of them together.
+    let mut left = crate::roles::classify::GIVEN_TEXT_BYTES;
     let mut out = Vec::new();
     for path in &job.material {
-        if let Ok(Some(bytes)) = host.workspace_head(caller.run, path, max).await {
+        if let Ok(Some(bytes)) = host.workspace_head(caller.run, path, left).await {
+            left = left.saturating_sub(bytes.len() as u64);
             out.push((path.clone(), String::from_utf8_lossy(&bytes).into_owned()));
         }
     }
