@@ -347,6 +347,15 @@ async fn a_file_typed_again_with_fewer_lines_than_it_holds_is_not_written_the_fi
     assert!(world.told("write_file did not run").is_none());
     assert!(dir.path().join("squares.csv").exists());
 
+    // A binary file of the same name (a workbook) has no lines to lose.
+    let dir = tempfile::tempdir().unwrap();
+    let world = coding_world(squares_typed(&[2]), dir.path());
+    let mut zipped = b"PK\x03\x04\0\0".to_vec();
+    zipped.extend(std::iter::repeat_n(b"x\n\xff\0".as_slice(), 30).flatten());
+    world.host.put_file_holding("squares.csv", &zipped);
+    world.run(simple(task)).await;
+    assert!(world.told("write_file did not run").is_none());
+
     // A write of as many lines or more is not held up.
     let dir = tempfile::tempdir().unwrap();
     let world = coding_world(squares_typed(&[10]), dir.path());

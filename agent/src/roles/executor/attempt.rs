@@ -658,7 +658,14 @@ impl<'a> Attempt<'a> {
             .await
             .ok()
             .flatten()?;
-        let held = lines(&String::from_utf8_lossy(&head));
+        // A binary file (a workbook, a picture) has no lines to lose.
+        let Ok(text) = std::str::from_utf8(&head) else {
+            return None;
+        };
+        if text.contains('\0') {
+            return None;
+        }
+        let held = lines(text);
         let typing = lines(typed);
         if typing >= held {
             return None;
