@@ -686,6 +686,11 @@ fn sentences_within(text: &str, most: usize) -> Option<String> {
     let mut words = 0;
     for sentence in crate::roles::classify::sentences(text) {
         let sentence = sentence.trim();
+        // A heading ("Summary of notes.txt:") is not a sentence of the
+        // text: kept alone, it was the whole answer once.
+        if sentence.ends_with(':') {
+            continue;
+        }
         let n = sentence.split_whitespace().count();
         if words + n > most {
             break;
@@ -1183,6 +1188,13 @@ mod tests {
         );
         assert_eq!(sentences_within(text, 20), None, "it fits");
         assert_eq!(sentences_within(text, 2), None, "no sentence fits");
+        let headed = "Summary of notes.txt for the manager:\nThe roof leaks badly in bay two. The \
+                      charger in bay four trips its breaker twice a week, an electrician says.";
+        assert_eq!(
+            sentences_within(headed, 12).as_deref(),
+            Some("The roof leaks badly in bay two."),
+            "not the heading"
+        );
         assert_eq!(
             sentences_within("Version 2.5 is out. It is fast and small.", 5).as_deref(),
             Some("Version 2.5 is out.")
