@@ -360,7 +360,7 @@ pub fn written_about<'a>(
     {
         return None;
     }
-    let mut asks = crate::roles::executor::sets_a_length(&plain);
+    let mut asks = crate::roles::length::sets_a_length(&plain);
     for sentence in sentences(&plain) {
         let lower = sentence.trim_start().to_lowercase();
         let mut asked = lower.as_str();

@@ -9,6 +9,8 @@
 //! - [`batch_planner`]: seed 002's planner for a long input, a batch of
 //!   items at a time, whose answer is mended to cover exactly its items.
 //! - [`executor`]: works one subtask with tools to an outcome.
+//! - [`length`]: the lengths a task sets its text (words, sentences,
+//!   lines), read by [`classify`] and [`executor`].
 //! - [`checker`]: computes a subtask's number again, twice and without
 //!   seeing it, before the executor's result is kept.
 //!
@@ -21,4 +23,5 @@ pub mod batch_planner;
 pub mod checker;
 pub mod classify;
 pub mod executor;
+pub mod length;
 pub mod planner;
