@@ -737,6 +737,8 @@ fn prompt_size() {
             earlier_failures: Vec::new(),
             taught: String::new(),
             written: false,
+            material: Vec::new(),
+            inputs: Vec::new(),
         };
         sizes.push(agent::roles::executor::brief(&job).len());
     }
