@@ -65,6 +65,12 @@ pub struct Classification {
     /// tool, its result the answer (the agent's rule `words_only`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_words: bool,
+    /// The given files the written answer is about, read whole by the
+    /// writer (the agent's rule `given_texts_written_about`): decided once,
+    /// with the rest, so a restart or a rule switched off since never
+    /// leaves the writer without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub about: Vec<String>,
 }
 
 #[cfg(test)]

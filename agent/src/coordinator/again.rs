@@ -157,6 +157,7 @@ impl Agent {
             confidence: 1.0,
             by: DecidedBy::Person,
             in_words: false,
+            about: Vec::new(),
         });
         run.again_of = Some(AgainOf {
             run: earlier,

@@ -36,6 +36,7 @@ impl Driver {
                     confidence: 1.0,
                     by: DecidedBy::Person,
                     in_words: false,
+                    about: Vec::new(),
                 }
             }
             // A run in batches plans each batch as independent subtasks.
@@ -45,6 +46,7 @@ impl Driver {
                 confidence: 1.0,
                 by: DecidedBy::Person,
                 in_words: false,
+                about: Vec::new(),
             },
             Some(mode) => {
                 self.correction(format!("a person chose the {} mode", mode.as_str()));
@@ -54,6 +56,7 @@ impl Driver {
                     confidence: 1.0,
                     by: DecidedBy::Person,
                     in_words: false,
+                    about: Vec::new(),
                 }
             }
             // A person who starts from a template chose its mode with it.
@@ -68,6 +71,7 @@ impl Driver {
                     confidence: 1.0,
                     by: DecidedBy::Person,
                     in_words: false,
+                    about: Vec::new(),
                 },
                 None => match self.in_words(&task).await {
                     Some(decided) => decided,
@@ -116,6 +120,7 @@ impl Driver {
                 confidence: 1.0,
                 by: DecidedBy::Rules,
                 in_words: true,
+                about: names.iter().map(|n| n.to_string()).collect(),
             });
         }
         // The rule `writing_by_its_verb`: a text asked for by its verb,
@@ -143,6 +148,7 @@ impl Driver {
                 confidence: 1.0,
                 by: DecidedBy::Rules,
                 in_words: true,
+                about: Vec::new(),
             });
         }
         if !self.room_to_ask() {
@@ -161,6 +167,7 @@ impl Driver {
             confidence: 1.0,
             by: DecidedBy::Model,
             in_words: true,
+            about: Vec::new(),
         })
     }
 
@@ -512,6 +519,7 @@ impl Driver {
                         confidence: 1.0,
                         by: DecidedBy::Person,
                         in_words: false,
+                        about: Vec::new(),
                     };
                     self.caller.log(RunEntry::Classified(decided.clone())).await;
                     self.run.classification = Some(decided);

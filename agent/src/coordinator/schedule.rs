@@ -44,15 +44,15 @@ impl Driver {
             earlier_failures: self.run.failures_of(id),
             taught: self.taught_for_step(plan, id),
             written: crate::rules::on(&crate::rules::WORDS_WRITTEN_WHOLE) && self.run.in_words(),
-            material: match self.run.in_words() {
-                true => crate::roles::classify::written_about(
-                    &self.run.config.task,
-                    &self.run.config.inputs,
-                )
-                .map(|about| about.into_iter().map(|f| f.path.clone()).collect())
+            // Decided with the classification, never again here: the
+            // rule switched off since, or new inputs, leave it as it was.
+            material: self
+                .run
+                .classification
+                .as_ref()
+                .filter(|c| c.in_words)
+                .map(|c| c.about.clone())
                 .unwrap_or_default(),
-                false => Vec::new(),
-            },
             inputs: self.run.config.inputs.clone(),
         }
     }

@@ -57,6 +57,7 @@ pub fn by_rules(task: &str) -> Option<Classification> {
             confidence: 1.0,
             by: DecidedBy::Rules,
             in_words: false,
+            about: Vec::new(),
         });
     }
     let steps = task
@@ -71,6 +72,7 @@ pub fn by_rules(task: &str) -> Option<Classification> {
             confidence: 1.0,
             by: DecidedBy::Rules,
             in_words: false,
+            about: Vec::new(),
         });
     }
     if crate::rules::on(&crate::rules::EXPLORING_IS_EMERGENT) {
@@ -84,6 +86,7 @@ pub fn by_rules(task: &str) -> Option<Classification> {
                 confidence: 1.0,
                 by: DecidedBy::Rules,
                 in_words: false,
+                about: Vec::new(),
             });
         }
     }
@@ -143,6 +146,7 @@ pub async fn by_model(
         confidence: answer.confidence.clamp(0.0, 1.0),
         by: DecidedBy::Model,
         in_words: false,
+        about: Vec::new(),
     })
 }
 
@@ -166,6 +170,7 @@ pub async fn classify(
             confidence: 0.0,
             by: DecidedBy::Rules,
             in_words: false,
+            about: Vec::new(),
         }),
     }
 }

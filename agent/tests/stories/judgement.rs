@@ -534,6 +534,8 @@ async fn a_summary_of_a_given_prose_file_is_written_from_its_whole_text_with_no_
     assert_eq!(run.state, RunState::Done, "{:?}", run.reason);
     let c = run.classification.unwrap();
     assert!(c.in_words && c.by == run_model::DecidedBy::Rules, "{c:?}");
+    // Kept with the run: a restart reads the same files.
+    assert_eq!(c.about, ["site_visit.txt"]);
     assert!(
         c.reason.contains("given_texts_written_about"),
         "{}",
@@ -555,6 +557,51 @@ async fn a_summary_of_a_given_prose_file_is_written_from_its_whole_text_with_no_
     );
     assert!(!brief.contains("read_file"), "{brief}");
     assert_eq!(run.answer.as_deref(), Some(summary));
+}
+
+/// The same rule, attacked: the given text cannot be read whole (the run's
+/// code swapped a link or a named pipe in for it, which the host refuses
+/// to read through). The writer never writes from the preview alone, and
+/// the run ends with a reason that names the unread file.
+#[tokio::test]
+async fn a_given_text_that_cannot_be_read_is_never_written_about_from_its_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = World::reading(worker(), dir.path());
+    // Listed, but the host will not read it.
+    world.host.put_file("notes.txt", 900);
+    let mut config = config("Summarise notes.txt in at most 40 words.");
+    config.inputs = vec![run_model::InputFile {
+        path: "notes.txt".into(),
+        bytes: 900,
+        preview: Some("The preview, the first lines only. ".repeat(8)),
+    }];
+    config.retry_delay_ms = 1;
+    let _driving = world.start(config).await;
+    // Tried again, then paused for a person, who can retry or skip it.
+    let run = world
+        .wait_run(|r| {
+            matches!(
+                r.state,
+                RunState::Paused | RunState::Failed | RunState::Done
+            )
+        })
+        .await;
+    assert!(
+        run.classification.as_ref().is_some_and(|c| c.in_words),
+        "{:?}",
+        run.classification
+    );
+    assert_eq!(
+        world.llm.calls(CallRole::Executor),
+        0,
+        "nothing written from the preview"
+    );
+    assert_eq!(run.state, RunState::Paused, "{:?}", run.reason);
+    let reason = run.reason.unwrap_or_default();
+    assert!(
+        reason.contains("could not be read") && reason.contains("retry or skip"),
+        "{reason}"
+    );
 }
 
 /// The same rule leaves a table to its tools: a summary of a CSV is

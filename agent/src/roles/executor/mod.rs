@@ -663,7 +663,7 @@ fn words_brief(job: &Job, texts: &[(String, String)]) -> String {
 
 /// The whole text of each given file the written step is about (read
 /// through the host, bounded, never through a link), by path; a file the
-/// host cannot read is left out, and the writer works from the task.
+/// host cannot read is left out (and [`write`] then fails the step).
 async fn given_texts(caller: &Caller, host: &dyn Host, job: &Job) -> Vec<(String, String)> {
     // One bound for all of them together.
     let mut left = crate::roles::classify::GIVEN_TEXT_BYTES;
