@@ -10,8 +10,9 @@
 //! - [`sets_a_length`]: whether either is set.
 
 /// The most words a task allows its text ("at most 80 words", "in under
-/// 50 words", "no more than 40 words", "in 30 words or fewer"), if it
-/// says; "under N" allows N - 1.
+/// 50 words", "no more than 40 words", "in 30 words or fewer", "a
+/// maximum of 60 words", "must not exceed 60 words", "a 60-word
+/// summary"), if it says; "under N" allows N - 1.
 pub(crate) fn word_limit(task: &str) -> Option<usize> {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower
@@ -22,26 +23,35 @@ pub(crate) fn word_limit(task: &str) -> Option<usize> {
         let Some(n) = w.parse::<usize>().ok().or_else(|| tens(w)) else {
             continue;
         };
-        if !words
-            .get(i + 1)
-            .is_some_and(|next| next.starts_with("word"))
-            || n == 0
-        {
+        let Some(unit) = words.get(i + 1).filter(|next| next.starts_with("word")) else {
+            continue;
+        };
+        if n == 0 {
             continue;
         }
         let before = |k: usize| i.checked_sub(k).and_then(|j| words.get(j)).copied();
         let after = |k: usize| words.get(i + k).copied();
+        let negated =
+            |from: usize| (from..from + 3).any(|k| NEGATIONS.contains(&before(k).unwrap_or("")));
         let most = matches!(
             (before(2), before(1)),
             (Some("at"), Some("most"))
                 | (Some("up"), Some("to"))
-                | (_, Some("maximum" | "max" | "within"))
+                | (Some("maximum" | "max" | "limit"), Some("of"))
+                | (_, Some("maximum" | "max" | "within" | "limit"))
         ) || (matches!(
             (before(2), before(1)),
             (Some("more" | "longer"), Some("than"))
-        ) && matches!(before(3), Some("no" | "not")))
-            || matches!((after(2), after(3)), (Some("or"), Some("fewer" | "less")))
-            || matches!(after(2), Some("max" | "maximum"));
+        ) && negated(3))
+            || (matches!(before(1), Some("exceed" | "exceeding" | "over")) && negated(2))
+            || matches!(
+                (after(2), after(3)),
+                (Some("or"), Some("fewer" | "less" | "under" | "below")) | (Some("at"), Some("most"))
+            )
+            || matches!(after(2), Some("max" | "maximum" | "tops"))
+            // A length as an adjective, "a 60-word summary": a singular
+            // unit after a count of more than one.
+            || (*unit == "word" && n > 1);
         if most {
             return Some(n);
         }
@@ -49,7 +59,7 @@ pub(crate) fn word_limit(task: &str) -> Option<usize> {
         let fewer = matches!(before(1), Some("under" | "below"))
             || matches!(
                 (before(2), before(1)),
-                (Some("fewer" | "less"), Some("than"))
+                (Some("fewer" | "less" | "shorter"), Some("than"))
             );
         if fewer {
             return Some(n.saturating_sub(1).max(1));
@@ -57,6 +67,11 @@ pub(crate) fn word_limit(task: &str) -> Option<usize> {
     }
     None
 }
+
+/// Words that turn "more than", "exceed" or "over" into a most ("no more
+/// than", "must not exceed", "don't go over"); "don't" splits into "don"
+/// and "t".
+const NEGATIONS: [&str; 6] = ["no", "not", "t", "never", "without", "nothing"];
 
 /// A round number of tens written as a word ("sixty"), or a hundred.
 fn tens(word: &str) -> Option<usize> {
@@ -119,4 +134,52 @@ pub(crate) fn sets_a_length(instruction: &str) -> bool {
     word_limit(instruction).is_some()
         || counted_length(instruction, "word").is_some()
         || counted_length(instruction, "sentence").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_sets_a_word_limit_only_where_it_says_one() {
+        assert_eq!(word_limit("In at most 80 words, explain DNS."), Some(80));
+        assert_eq!(word_limit("Describe it in under 50 words"), Some(49));
+        assert_eq!(word_limit("Summarise, no more than 40 words."), Some(40));
+        assert_eq!(word_limit("A reply in 30 words or fewer"), Some(30));
+        assert_eq!(word_limit("Keep it within 100 words"), Some(100));
+        assert_eq!(word_limit("Explain it in fewer than 60 words."), Some(59));
+        assert_eq!(word_limit("in less than 30 words"), Some(29));
+        assert_eq!(word_limit("no longer than 45 words"), Some(45));
+        assert_eq!(word_limit("Describe it in up to 70 words"), Some(70));
+        assert_eq!(word_limit("Answer below 20 words"), Some(19));
+        assert_eq!(word_limit("A note, 50 words max"), Some(50));
+        assert_eq!(word_limit("In under sixty words, explain rain"), Some(59));
+        assert_eq!(word_limit("at most forty words"), Some(40));
+        assert_eq!(word_limit("Use more than 30 words"), None);
+        assert_eq!(word_limit("It has twenty words"), None);
+        assert_eq!(word_limit("Write 3 words that rhyme"), None);
+        assert_eq!(word_limit("Count the words in notes.txt"), None);
+        assert_eq!(word_limit("Explain DNS"), None);
+    }
+
+    #[test]
+    fn a_word_limit_is_read_in_the_ways_people_say_it() {
+        assert_eq!(word_limit("Explain it in a maximum of 60 words."), Some(60));
+        assert_eq!(word_limit("A summary (limit: 40 words)"), Some(40));
+        assert_eq!(word_limit("The reply must not exceed 50 words"), Some(50));
+        assert_eq!(word_limit("without exceeding 75 words"), Some(75));
+        assert_eq!(word_limit("Don't go over 30 words."), Some(30));
+        assert_eq!(word_limit("Do not use more than 25 words"), Some(25));
+        assert_eq!(word_limit("in 40 words or under"), Some(40));
+        assert_eq!(word_limit("Describe it in 35 words at most"), Some(35));
+        assert_eq!(word_limit("one paragraph, 80 words tops"), Some(80));
+        assert_eq!(word_limit("Write a 50-word summary of the plan"), Some(50));
+        assert_eq!(word_limit("A sixty-word note for the team"), Some(60));
+        assert_eq!(word_limit("Keep it shorter than 20 words"), Some(19));
+        // Not a most: a least, a count of words to find, a length told.
+        assert_eq!(word_limit("The essay runs over 300 words"), None);
+        assert_eq!(word_limit("Exceed 100 words if you must"), None);
+        assert_eq!(word_limit("List 5 words that rhyme with cat"), None);
+        assert_eq!(word_limit("Spell the 1 word aloud"), None);
+    }
 }
