@@ -726,6 +726,7 @@ fn prompt_size() {
         .unwrap();
         let job = agent::roles::executor::Job {
             task: "a task".into(),
+            said: "a task".into(),
             plan: plan.into(),
             subtask: next,
             offered: agent::protocol::Actions {

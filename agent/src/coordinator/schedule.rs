@@ -26,6 +26,7 @@ impl Driver {
     pub(super) fn job(&self, plan: &Arc<Plan>, id: SubtaskId) -> Job {
         Job {
             task: self.run.config.task_for_model(),
+            said: self.run.config.task.clone(),
             plan: plan.clone(),
             subtask: id,
             // A run over a list in batches: the batch planner owns the

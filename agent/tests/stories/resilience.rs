@@ -225,6 +225,7 @@ async fn executor_prompts_stay_flat_as_the_plan_grows() {
             .unwrap();
         let job = agent::roles::executor::Job {
             task: "a big task".into(),
+            said: "a big task".into(),
             plan: plan.into(),
             subtask: SubtaskId(1),
             offered: agent::protocol::Actions {

@@ -12,9 +12,8 @@ use serde_json::Value;
 
 use super::{
     action_text, bare, bare_numbers, failed, fix, guarded, insisted, labelled, named_tool, offline,
-    overruled, own_words, repeated, restates, run_tool, system, uncopied, ungrounded, unmangled,
-    Guard, Job, Outcome, Seen, ToolRouter, AGENT_ACTOR, CODE_TOOLS, EARLIER_FAILURES, OBSERVATION,
-    REPEATS,
+    overruled, repeated, restates, run_tool, system, uncopied, ungrounded, unmangled, Guard, Job,
+    Outcome, Seen, ToolRouter, AGENT_ACTOR, CODE_TOOLS, EARLIER_FAILURES, OBSERVATION, REPEATS,
 };
 use crate::call::{CallError, Caller};
 use crate::host::Host;
@@ -392,7 +391,11 @@ impl<'a> Attempt<'a> {
             return Turn::End(done);
         }
         self.spend(&rules::SECOND_OPINION);
-        let words = [own_words(self.job)];
+        // The words the numbers may come from without being found out:
+        // the person's, not the files' previews, nor the subtask's text,
+        // which the planner wrote (a plan folded into one step numbers its
+        // parts "1. … 6. …", and a result of "6, 3, 3" went unchecked).
+        let words = [self.job.said.as_str()];
         let checked = checker::recheck(
             self.caller,
             self.tools,
@@ -473,7 +476,7 @@ impl<'a> Attempt<'a> {
                  decision, a preference, an access)."
             ));
         }
-        if self.fresh(&rules::OWN_QUESTION_NOT_ASKED) && restates(question, &self.job.task) {
+        if self.fresh(&rules::OWN_QUESTION_NOT_ASKED) && restates(question, &self.job.said) {
             self.spend(&rules::OWN_QUESTION_NOT_ASKED);
             return Turn::Said(
                 "That is the task's own question: the person who gave the task wants you to \
@@ -644,7 +647,7 @@ impl<'a> Attempt<'a> {
             .subtask(self.job.subtask)
             .map(|s| s.description().to_string())
             .unwrap_or_default();
-        let asked = format!("{} {step}", self.job.task).to_lowercase();
+        let asked = format!("{} {step}", self.job.said).to_lowercase();
         if self.typed.contains(path) || SHORTENING.iter().any(|w| asked.contains(w)) {
             return None;
         }

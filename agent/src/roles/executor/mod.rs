@@ -66,7 +66,12 @@ pub enum Outcome {
 }
 
 pub struct Job {
+    /// The task as the model reads it, with the given files listed
+    /// ([`run_model::RunConfig::task_for_model`]).
     pub task: String,
+    /// The person's own words, without that listing: what the task asks
+    /// (a length, a number) is read here, never from a file's preview.
+    pub said: String,
     /// Shared with the coordinator (a copy would cost as much as the plan).
     pub plan: std::sync::Arc<Plan>,
     pub subtask: SubtaskId,
@@ -527,7 +532,7 @@ async fn write(caller: &Caller, host: &dyn Host, job: &Job) -> Outcome {
         Message::user(brief.clone()),
     ];
     let limit = crate::rules::on(&crate::rules::WORD_LIMIT_KEPT)
-        .then(|| word_limit(&job.task))
+        .then(|| word_limit(&job.said))
         .flatten();
     let mut written = caller
         .text(
@@ -565,7 +570,7 @@ async fn write(caller: &Caller, host: &dyn Host, job: &Job) -> Outcome {
     // cut, as a poem or a sentence cut off is no text.
     if crate::rules::on(&crate::rules::WORD_LIMIT_KEPT) {
         if let Ok(text) = &written {
-            let said = crate::roles::classify::instruction(&job.task);
+            let said = crate::roles::classify::instruction(&job.said);
             let ask = sentences_over(&said, text).or_else(|| lines_off(&said, text));
             if let Some(ask) = ask {
                 if let Some(again) = sent_back(caller, job, &brief, text, ask).await {
@@ -627,12 +632,8 @@ fn words_brief(job: &Job, texts: &[(String, String)]) -> String {
     // With the files' whole text, not their listing's "read them with
     // read_file" and previews: the writer has no tool.
     let task = match texts {
-        [] => job.task.as_str(),
-        _ => job
-            .task
-            .split(&format!("\n\n{}", run_model::config::FILES_HEADING))
-            .next()
-            .unwrap_or(&job.task),
+        [] => &job.task,
+        _ => &job.said,
     };
     let mut out = format!("Task: {task}\n");
     for (path, text) in texts {
@@ -794,17 +795,6 @@ fn restates(question: &str, task: &str) -> bool {
     let task = run_model::memory::telling(task);
     let shared = theirs.iter().filter(|t| task.contains(t)).count();
     shared >= 2 && shared * 5 >= theirs.len() * 4
-}
-
-/// The words a subtask's numbers may come from without being found out:
-/// the person's task, not its files' previews, nor the subtask's text,
-/// which the planner wrote (a plan folded into one step numbers its parts
-/// "1. … 6. …", and a result of "6, 3, 3" went unchecked).
-fn own_words(job: &Job) -> &str {
-    job.task
-        .split(run_model::config::FILES_HEADING)
-        .next()
-        .unwrap_or_default()
 }
 
 /// What the model reads when its result states numbers that neither its
