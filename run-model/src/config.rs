@@ -226,6 +226,19 @@ pub struct InputFile {
     pub preview: Option<String>,
 }
 
+impl InputFile {
+    /// The file's name without its folders ("q1.csv" of "data/q1.csv").
+    pub fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+
+    /// Whether a task's `name` for a file means this one: its path, or
+    /// its name alone.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.path == name || self.name() == name
+    }
+}
+
 /// Most bytes of one uploaded file, and of all of a run's uploads together.
 pub const MAX_FILE_BYTES: usize = 20 * 1024 * 1024;
 pub const MAX_FILES_BYTES: usize = 50 * 1024 * 1024;
@@ -475,6 +488,18 @@ impl RunConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_given_file_is_named_by_its_path_or_by_its_name_alone() {
+        let file = InputFile {
+            path: "data/q1.csv".into(),
+            bytes: 3,
+            preview: None,
+        };
+        assert_eq!(file.name(), "q1.csv");
+        assert!(file.is_named("data/q1.csv") && file.is_named("q1.csv"));
+        assert!(!file.is_named("data") && !file.is_named("1.csv") && !file.is_named("q2.csv"));
+    }
 
     #[test]
     fn a_config_is_checked_and_its_task_trimmed() {

@@ -285,10 +285,7 @@ impl Driver {
         // A given file by its path and by its name alone.
         let given: Vec<String> = inputs
             .iter()
-            .flat_map(|i| {
-                let name = i.path.rsplit('/').next().unwrap_or(&i.path);
-                [i.path.clone(), name.to_string()]
-            })
+            .flat_map(|i| [i.path.clone(), i.name().to_string()])
             .collect();
         planner::files_written_before_read(&mut planned, mode, &given);
         planner::drop_reads_of_an_empty_workspace(

@@ -239,19 +239,7 @@ pub fn written(task: &str) -> bool {
     // notice to summarise asks nothing of a tool.
     let said = instruction(task);
     let said_lower = said.to_lowercase();
-    // The writing verb opens the instruction, or a sentence after ones
-    // that only set the scene ("Run the tests. Explain why they fail."
-    // asks a tool first).
-    let mut asks = false;
-    for sentence in sentences(&said) {
-        if asks_by_a_writing_verb(&sentence.to_lowercase()) {
-            asks = true;
-            break;
-        }
-        if !sets_the_scene(sentence) {
-            break;
-        }
-    }
+    let asks = asking_sentence(&said).is_some_and(|s| asks_by_a_writing_verb(&s));
     asks && !NOT_WORDS_ALONE.iter().any(|w| said_lower.contains(w))
         && crate::grounded::file_names(&said).is_empty()
 }
@@ -313,16 +301,12 @@ pub fn written_about<'a>(
         return None;
     }
     // With files given, what follows a blank line or stands in quotes is
-    // more instruction ("Save it as \"summary.txt\""), not material.
-    let said = task.to_string();
-    let mut named = crate::grounded::file_names(&said);
+    // more instruction ("Save it as \"summary.txt\""), not material: the
+    // whole task is read.
+    let mut named = crate::grounded::file_names(task);
     named.sort_by_key(|n| std::cmp::Reverse(n.len()));
     named.dedup();
-    let of = |name: &str| {
-        given
-            .iter()
-            .find(|f| f.path == name || f.path.rsplit('/').next() == Some(name))
-    };
+    let of = |name: &str| given.iter().find(|f| f.is_named(name));
     let mut about: Vec<&run_model::config::InputFile> = if named.is_empty() {
         if given.len() > GIVEN_UNNAMED {
             return None;
@@ -344,7 +328,7 @@ pub fn written_about<'a>(
         return None;
     }
     // The instruction with each file named as "the text".
-    let mut plain = said.clone();
+    let mut plain = task.to_string();
     for name in &named {
         plain = plain
             .replace(&format!("the file {name}"), "the text")
@@ -366,9 +350,8 @@ pub fn written_about<'a>(
         return None;
     }
     let mut asks = crate::roles::length::sets_a_length(&plain);
-    for sentence in sentences(&plain) {
-        let lower = sentence.trim_start().to_lowercase();
-        let mut asked = lower.as_str();
+    if let Some(sentence) = asking_sentence(&plain) {
+        let mut asked = sentence.as_str();
         for lead in READ_LEADS {
             asked = asked.strip_prefix(lead).unwrap_or(asked);
         }
@@ -377,15 +360,21 @@ pub fn written_about<'a>(
         if EDITING.iter().any(|v| asked.starts_with(v)) {
             return None;
         }
-        if asks_by_a_writing_verb(asked) {
-            asks = true;
-            break;
-        }
-        if !sets_the_scene(sentence) {
-            break;
-        }
+        asks |= asks_by_a_writing_verb(asked);
     }
     asks.then_some(about)
+}
+
+/// The sentence of an instruction that says what to do, lower-cased: the
+/// first that asks for a text by its verb or does more than set the
+/// scene. A writing verb counts where it opens the instruction or a
+/// sentence after ones that only set the scene ("My nephew is eight.
+/// Explain …"); "Run the tests. Explain why they fail." asks a tool first.
+fn asking_sentence(instruction: &str) -> Option<String> {
+    sentences(instruction).find_map(|sentence| {
+        let lower = sentence.trim_start().to_lowercase();
+        (asks_by_a_writing_verb(&lower) || !sets_the_scene(sentence)).then_some(lower)
+    })
 }
 
 /// Words that open a sentence telling, not asking: a person, a thing or a
