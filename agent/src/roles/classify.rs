@@ -240,8 +240,10 @@ pub fn written(task: &str) -> bool {
     let said = instruction(task);
     let said_lower = said.to_lowercase();
     let asks = asking_sentence(&said).is_some_and(|s| asks_by_a_writing_verb(&s));
+    // A file named anywhere, even in what reads as material ("Summarise
+    // this: … Then save it to notes.txt."), is work for a tool.
     asks && !NOT_WORDS_ALONE.iter().any(|w| said_lower.contains(w))
-        && crate::grounded::file_names(&said).is_empty()
+        && crate::grounded::file_names(task).is_empty()
 }
 
 /// Kinds of a given file whose text is prose to write about, not data
@@ -555,14 +557,23 @@ pub(crate) fn sentences(text: &str) -> impl Iterator<Item = &str> {
 
 /// The part of `task` that says what to do, without the material it
 /// gives: the text before its first blank line, or before a colon that
-/// ends a line, with whatever it quotes taken out ("Translate into French:
-/// \"Save the file.\"" says "Translate into French:"). Used only where a
-/// text is asked for by its verb: a question's numbers stay its own.
+/// ends a line or ends a sentence asking for a text by its verb
+/// ("Summarise this notice in one sentence: The store …"), with whatever
+/// it quotes taken out ("Translate into French: \"Save the file.\"" says
+/// "Translate into French:"). Used only where a text is asked for by its
+/// verb: a question's numbers stay its own.
 pub fn instruction(task: &str) -> String {
     let trimmed = task.trim_start();
     let mut end = trimmed.find("\n\n").unwrap_or(trimmed.len());
     if let Some(i) = trimmed[..end].find(":\n") {
         end = i + 1;
+    }
+    if let Some(i) = trimmed[..end].find(": ") {
+        let before = &trimmed[..i];
+        let sentence = before.rfind(['.', '?', '!', '\n']).map_or(0, |k| k + 1);
+        if asks_by_a_writing_verb(&before[sentence..].to_lowercase()) {
+            end = i + 1;
+        }
     }
     let head = &trimmed[..end];
     let mut said = String::with_capacity(head.len());
@@ -808,6 +819,33 @@ mod tests {
             "Tell me the name of the tallest mountain in Peru."
         ));
         assert!(!written("Give me a summary of the latest Rust release."));
+    }
+
+    #[test]
+    fn material_after_the_colon_of_a_writing_ask_is_not_read_as_instruction() {
+        let notice = "Summarise this announcement in one sentence: The Elm Street store will \
+                      close its pharmacy counter from 3 to 14 June; count on the Oak Avenue \
+                      branch instead.";
+        assert_eq!(
+            instruction(notice),
+            "Summarise this announcement in one sentence:"
+        );
+        assert!(written(notice));
+        assert!(written(
+            "Translate into German: Please save your work before you leave."
+        ));
+        // A colon in a later sentence that asks nothing is no cut.
+        let email = "Write a short email to Sam. Begin with a line 'Subject: Lunch'.";
+        assert_eq!(instruction(email), email);
+        // Nor where no text is asked for by its verb.
+        assert_eq!(
+            instruction("Compute this: 3 + 4, then save it."),
+            "Compute this: 3 + 4, then save it."
+        );
+        // A file named in the material still asks for a tool.
+        assert!(!written(
+            "Summarise this: the team met on Monday. Then save it to notes.txt."
+        ));
     }
 
     fn given(path: &str, bytes: u64, text: bool) -> run_model::config::InputFile {
