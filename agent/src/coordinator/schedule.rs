@@ -47,14 +47,26 @@ impl Driver {
             written: crate::rules::on(&crate::rules::WORDS_WRITTEN_WHOLE) && self.run.in_words(),
             // Decided with the classification, never again here: the
             // rule switched off since, or new inputs, leave it as it was.
-            material: self
-                .run
-                .classification
-                .as_ref()
-                .filter(|c| c.in_words)
-                .map(|c| c.about.clone())
-                .unwrap_or_default(),
+            material: self.material(),
             inputs: self.run.config.inputs.clone(),
+        }
+    }
+
+    /// The given files the written answer is about: decided with the
+    /// classification, so a rule switched off since changes nothing. A run
+    /// classified before the classification kept them (answered in words
+    /// with files given, which only the rule `given_texts_written_about`
+    /// does, and no files kept) has them found again, as it had then.
+    fn material(&self) -> Vec<String> {
+        let inputs = &self.run.config.inputs;
+        match &self.run.classification {
+            Some(c) if c.in_words && c.about.is_empty() && !inputs.is_empty() => {
+                crate::roles::classify::written_about(&self.run.config.task, inputs)
+                    .map(|about| about.into_iter().map(|f| f.path.clone()).collect())
+                    .unwrap_or_default()
+            }
+            Some(c) if c.in_words => c.about.clone(),
+            _ => Vec::new(),
         }
     }
 

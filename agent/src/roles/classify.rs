@@ -557,8 +557,10 @@ pub(crate) fn sentences(text: &str) -> impl Iterator<Item = &str> {
 
 /// The part of `task` that says what to do, without the material it
 /// gives: the text before its first blank line, or before a colon that
-/// ends a line or ends a sentence asking for a text by its verb
-/// ("Summarise this notice in one sentence: The store …"), with whatever
+/// ends a line, or one that ends a sentence asking for a text by its verb
+/// and naming what follows as material ("Summarise this notice in one
+/// sentence: The store …", "Translate into French: …") when no further
+/// ask ("Then …") follows it, with whatever
 /// it quotes taken out ("Translate into French: \"Save the file.\"" says
 /// "Translate into French:"). Used only where a text is asked for by its
 /// verb: a question's numbers stay its own.
@@ -570,8 +572,16 @@ pub fn instruction(task: &str) -> String {
     }
     if let Some(i) = trimmed[..end].find(": ") {
         let before = &trimmed[..i];
-        let sentence = before.rfind(['.', '?', '!', '\n']).map_or(0, |k| k + 1);
-        if asks_by_a_writing_verb(&before[sentence..].to_lowercase()) {
+        let sentence =
+            before[before.rfind(['.', '?', '!', '\n']).map_or(0, |k| k + 1)..].to_lowercase();
+        let after = &trimmed[i + 2..end];
+        if asks_by_a_writing_verb(&sentence)
+            && introduces_material(&sentence)
+            && !sentences(after).any(|s| {
+                let s = s.trim_start().to_lowercase();
+                FURTHER.iter().any(|w| s.starts_with(w))
+            })
+        {
             end = i + 1;
         }
     }
@@ -592,6 +602,61 @@ pub fn instruction(task: &str) -> String {
         }
     }
     said
+}
+
+/// Nouns a writing ask names its material by, right before the colon that
+/// opens it ("Summarise this announcement: …", "… the following: …").
+const MATERIAL_NOUNS: [&str; 22] = [
+    "notice",
+    "announcement",
+    "text",
+    "message",
+    "email",
+    "letter",
+    "note",
+    "memo",
+    "paragraph",
+    "passage",
+    "excerpt",
+    "sentence",
+    "sentences",
+    "article",
+    "review",
+    "post",
+    "update",
+    "statement",
+    "quote",
+    "feedback",
+    "comment",
+    "following",
+];
+
+/// Openings of a sentence that asks more after the material ("Then save
+/// it …"): the colon did not end the instruction.
+const FURTHER: [&str; 5] = ["then ", "and then ", "also ", "after that", "finally"];
+
+/// Whether a writing ask's sentence (lower-cased, up to a colon) names
+/// what follows as material: a text by its noun after a pointing word
+/// ("this notice", "the following message"; not "this theme"), "the
+/// following", or the language a translation goes into ("Translate into
+/// French").
+fn introduces_material(sentence: &str) -> bool {
+    let words: Vec<&str> = sentence
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named = words.windows(2).any(|pair| {
+        matches!(
+            pair[0],
+            "this" | "these" | "that" | "the" | "my" | "our" | "following"
+        ) && MATERIAL_NOUNS.contains(&pair[1])
+    });
+    let translated = words.contains(&"translate")
+        && words
+            .len()
+            .checked_sub(2)
+            .is_some_and(|k| matches!(words[k], "into" | "to" | "in"));
+    named || words.last() == Some(&"following") || translated
 }
 
 /// Words by which a question asks for what changes: the web's.
@@ -844,7 +909,18 @@ mod tests {
         );
         // A file named in the material still asks for a tool.
         assert!(!written(
-            "Summarise this: the team met on Monday. Then save it to notes.txt."
+            "Summarise this text: the team met on Monday. Then save it to notes.txt."
+        ));
+        // A colon that does not open material named as such ends nothing:
+        // what follows is still instruction.
+        assert!(!written(
+            "Write a poem on this theme: autumn rain, and count its words."
+        ));
+        let son = "Explain this to my son: why leaves fall, in two sentences.";
+        assert_eq!(instruction(son), son);
+        // Nor does one followed by a further ask.
+        assert!(!written(
+            "Summarise this notice: the pool closes in May. Then count its words."
         ));
     }
 

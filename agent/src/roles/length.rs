@@ -11,28 +11,33 @@
 
 /// The most words a task allows its text ("at most 80 words", "in under
 /// 50 words", "no more than 40 words", "in 30 words or fewer", "a
-/// maximum of 60 words", "must not exceed 60 words", "a 60-word
-/// summary"), if it says; "under N" allows N - 1.
+/// maximum of 60 words", "must not exceed 60 words"), if it says; "under
+/// N" allows N - 1. Failing those, a length as an adjective ("a 60-word
+/// summary"; not "a 3-word title", nor "a 300-word minimum").
 pub(crate) fn word_limit(task: &str) -> Option<usize> {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    for (i, w) in words.iter().enumerate() {
-        let Some(n) = w.parse::<usize>().ok().or_else(|| tens(w)) else {
-            continue;
-        };
-        let Some(unit) = words.get(i + 1).filter(|next| next.starts_with("word")) else {
-            continue;
-        };
-        if n == 0 {
-            continue;
-        }
+    let counts = || {
+        words.iter().enumerate().filter_map(|(i, w)| {
+            let n = w.parse::<usize>().ok().or_else(|| tens(w))?;
+            let unit = words.get(i + 1).filter(|next| next.starts_with("word"))?;
+            (n > 0).then_some((i, n, *unit))
+        })
+    };
+    let said = counts().find_map(|(i, n, _)| {
         let before = |k: usize| i.checked_sub(k).and_then(|j| words.get(j)).copied();
         let after = |k: usize| words.get(i + k).copied();
-        let negated =
-            |from: usize| (from..from + 3).any(|k| NEGATIONS.contains(&before(k).unwrap_or("")));
+        // A negation right before, or before one verb: "no more than",
+        // "do not use more than", "must not exceed", "don't go over"
+        // ("don't" splits into "don" and "t").
+        let negated = |at: usize| {
+            before(at).is_some_and(|w| NEGATIONS.contains(&w))
+                || (before(at).is_some_and(|w| NEGATED_VERBS.contains(&w))
+                    && before(at + 1).is_some_and(|w| NEGATIONS.contains(&w)))
+        };
         let most = matches!(
             (before(2), before(1)),
             (Some("at"), Some("most"))
@@ -46,12 +51,10 @@ pub(crate) fn word_limit(task: &str) -> Option<usize> {
             || (matches!(before(1), Some("exceed" | "exceeding" | "over")) && negated(2))
             || matches!(
                 (after(2), after(3)),
-                (Some("or"), Some("fewer" | "less" | "under" | "below")) | (Some("at"), Some("most"))
+                (Some("or"), Some("fewer" | "less" | "under" | "below"))
+                    | (Some("at"), Some("most"))
             )
-            || matches!(after(2), Some("max" | "maximum" | "tops"))
-            // A length as an adjective, "a 60-word summary": a singular
-            // unit after a count of more than one.
-            || (*unit == "word" && n > 1);
+            || matches!(after(2), Some("max" | "maximum" | "tops"));
         if most {
             return Some(n);
         }
@@ -61,17 +64,25 @@ pub(crate) fn word_limit(task: &str) -> Option<usize> {
                 (before(2), before(1)),
                 (Some("fewer" | "less" | "shorter"), Some("than"))
             );
-        if fewer {
-            return Some(n.saturating_sub(1).max(1));
-        }
-    }
-    None
+        fewer.then(|| n.saturating_sub(1).max(1))
+    });
+    // The adjective, hyphenated and of a text's length: a singular unit
+    // after ten words or more, not a least.
+    said.or_else(|| {
+        counts().find_map(|(i, n, unit)| {
+            let hyphenated = lower.contains(&format!("{}-word", words[i]));
+            let least = matches!(words.get(i + 2).copied(), Some("minimum" | "min" | "least"));
+            (unit == "word" && n >= 10 && hyphenated && !least).then_some(n)
+        })
+    })
 }
 
 /// Words that turn "more than", "exceed" or "over" into a most ("no more
-/// than", "must not exceed", "don't go over"); "don't" splits into "don"
-/// and "t".
-const NEGATIONS: [&str; 6] = ["no", "not", "t", "never", "without", "nothing"];
+/// than", "must not exceed", "without exceeding").
+const NEGATIONS: [&str; 5] = ["no", "not", "t", "never", "without"];
+/// Verbs a negation may stand before ("do not use more than", "don't go
+/// over").
+const NEGATED_VERBS: [&str; 6] = ["use", "go", "be", "write", "run", "get"];
 
 /// A round number of tens written as a word ("sixty"), or a hundred.
 fn tens(word: &str) -> Option<usize> {
@@ -181,5 +192,20 @@ mod tests {
         assert_eq!(word_limit("Exceed 100 words if you must"), None);
         assert_eq!(word_limit("List 5 words that rhyme with cat"), None);
         assert_eq!(word_limit("Spell the 1 word aloud"), None);
+        assert_eq!(
+            word_limit("Explain grade 4 word problems to a parent"),
+            None
+        );
+        assert_eq!(word_limit("Write a story, 300-word minimum."), None);
+        assert_eq!(word_limit("Find the 5-word phrase in notes.txt"), None);
+        assert_eq!(
+            word_limit("Explain it without jargon in more than 50 words"),
+            None
+        );
+        // A limit said outright wins over a length as an adjective.
+        assert_eq!(
+            word_limit("Give it a 12-word title, then summarise it in at most 60 words."),
+            Some(60)
+        );
     }
 }

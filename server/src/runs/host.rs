@@ -401,7 +401,7 @@ mod tests {
     use super::head_of;
 
     #[tokio::test]
-    async fn a_written_files_head_is_read_within_its_bound_and_never_through_a_link_out() {
+    async fn a_written_files_head_is_read_within_its_bound_and_never_through_a_link_or_a_pipe() {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret.txt"), b"the host's secret").unwrap();
         let ws = tempfile::tempdir().unwrap();
@@ -417,11 +417,31 @@ mod tests {
             head_of(root.clone(), "chart.png".into(), 8).await.unwrap(),
             b"\x89PNG\r\n\x1a\n"
         );
-        for name in ["report.txt", "out/secret.txt"] {
-            let read = head_of(root.clone(), name.into(), 1024).await;
+        // A named pipe where a given text stood (the rule
+        // given_texts_written_about reads given texts through here): no
+        // writer ever opens it, so a read that waited would never end.
+        let status = std::process::Command::new("mkfifo")
+            .arg(ws.path().join("notes.txt"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        for name in ["report.txt", "out/secret.txt", "notes.txt"] {
+            let read = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                head_of(root.clone(), name.into(), 1024),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                // Let the stuck reader go, or the runtime would wait for
+                // it and the test hang instead of failing.
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(ws.path().join(name));
+                panic!("{name}: the read waited")
+            });
             assert!(
                 read.is_err(),
-                "{name} read through a link: {:?}",
+                "{name} read through a link or a pipe: {:?}",
                 read.map(|b| String::from_utf8_lossy(&b).into_owned())
             );
         }

@@ -643,7 +643,7 @@ fn words_brief(job: &Job, texts: &[(String, String)]) -> String {
         ));
     }
     if let Some(s) = job.plan.subtask(job.subtask) {
-        if s.description().trim() != job.task.trim() {
+        if s.description().trim() != job.said.trim() {
             out.push_str(&format!("\nWhat to write: {}\n", s.description()));
         }
         people_said(
